@@ -1,0 +1,3 @@
+module github.com/tapedeck/tapedeck
+
+go 1.26.8
