@@ -1,0 +1,282 @@
+package tape
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"strconv"
+	"strings"
+)
+
+// Decode parses JSON keeping numbers exact (as json.Number).
+func Decode(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("expected one JSON value, found more after offset %d", dec.InputOffset())
+	}
+	return v, nil
+}
+
+// Canonical returns the canonical form of a JSON value: object keys sorted,
+// no whitespace, numbers written by value (1.0, 1e0 and 1 are the same),
+// unicode kept as UTF-8 rather than escaped. Two values mean the same exactly
+// when their canonical forms are equal.
+func Canonical(raw []byte) ([]byte, error) {
+	v, err := Decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	return CanonicalValue(v)
+}
+
+// CanonicalValue is Canonical for a value already decoded with Decode.
+func CanonicalValue(v any) ([]byte, error) {
+	return marshalNoEscape(canonicalNumbers(v))
+}
+
+// EqualJSON reports whether two JSON texts mean the same.
+func EqualJSON(a, b []byte) bool {
+	ca, err1 := Canonical(a)
+	cb, err2 := Canonical(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ca, cb)
+}
+
+func canonicalNumbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = canonicalNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = canonicalNumbers(e)
+		}
+	case json.Number:
+		return json.Number(CanonicalNumber(string(x)))
+	}
+	return v
+}
+
+// CanonicalNumber writes a JSON number by value: integers exactly, whatever
+// their size; other numbers exactly when they are integral, else in the
+// shortest form that reads back as the same float64.
+func CanonicalNumber(s string) string {
+	if !strings.ContainsAny(s, ".eE") {
+		if s == "-0" {
+			return "0"
+		}
+		return s
+	}
+	if exp := strings.IndexAny(s, "eE"); exp >= 0 {
+		if e, err := strconv.Atoi(strings.TrimPrefix(s[exp+1:], "+")); err != nil || e > 400 || e < -400 {
+			f, _ := strconv.ParseFloat(s, 64)
+			return strconv.FormatFloat(f, 'g', -1, 64)
+		}
+	}
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		return s
+	}
+	if r.IsInt() {
+		return r.Num().String()
+	}
+	f, _ := r.Float64()
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+// VolatileMetaKeys are the request params._meta keys that change on every
+// run and say nothing of what was asked. Keys starting with
+// "io.modelcontextprotocol/" (the 2026-07-28 identity keys) are volatile too.
+var VolatileMetaKeys = []string{"progressToken", "traceparent", "tracestate", "baggage"}
+
+// Normalizer turns messages into comparable values: it drops what identifies
+// a message on the wire (jsonrpc, id, the tape's _meta), the volatile keys of
+// params._meta, and the user's ignored paths.
+type Normalizer struct {
+	// Ignore lists paths to drop before comparing (see ParsePath).
+	Ignore []Path
+	// KeepVolatile keeps params._meta's volatile keys.
+	KeepVolatile bool
+}
+
+// Normalize decodes a message and returns its comparable form (a value from
+// Decode, with numbers canonical). The message's bytes are not changed.
+func (n *Normalizer) Normalize(msg []byte) (any, error) {
+	v, err := Decode(msg)
+	if err != nil {
+		return nil, err
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return canonicalNumbers(v), nil
+	}
+	delete(obj, "jsonrpc")
+	delete(obj, "id")
+	delete(obj, "_meta")
+	if !n.KeepVolatile {
+		if p, ok := obj["params"].(map[string]any); ok {
+			dropVolatile(p)
+		}
+	}
+	for _, p := range n.Ignore {
+		p.Delete(obj)
+	}
+	return canonicalNumbers(obj), nil
+}
+
+// NormalizeParams is Normalize for a params value alone; ignore paths are
+// still written from the message's root ("params.arguments.ts").
+func (n *Normalizer) NormalizeParams(params []byte) (any, error) {
+	if len(bytes.TrimSpace(params)) == 0 {
+		params = []byte("null")
+	}
+	v, err := Decode(params)
+	if err != nil {
+		return nil, err
+	}
+	root := map[string]any{"params": v}
+	if p, ok := v.(map[string]any); ok && !n.KeepVolatile {
+		dropVolatile(p)
+	}
+	for _, p := range n.Ignore {
+		p.Delete(root)
+	}
+	return canonicalNumbers(root["params"]), nil
+}
+
+func dropVolatile(params map[string]any) {
+	meta, ok := params["_meta"].(map[string]any)
+	if !ok {
+		return
+	}
+	for _, k := range VolatileMetaKeys {
+		delete(meta, k)
+	}
+	for k := range meta {
+		if strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			delete(meta, k)
+		}
+	}
+	if len(meta) == 0 {
+		delete(params, "_meta")
+	}
+}
+
+// Path is a location in a JSON value, parsed by ParsePath.
+type Path []string
+
+// ParsePath parses a dotted path from a message's root: "params.arguments.ts",
+// "result.content[0].text", "result.items[*].id" or "$.params.x". A "*"
+// segment matches every key of an object or every element of an array.
+func ParsePath(s string) (Path, error) {
+	orig := s
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "$"), ".")
+	if s == "" {
+		return nil, fmt.Errorf("empty JSON path %q: expected segments like params.arguments.ts", orig)
+	}
+	var p Path
+	for _, part := range strings.Split(s, ".") {
+		for part != "" {
+			open := strings.IndexByte(part, '[')
+			if open < 0 {
+				p = append(p, part)
+				break
+			}
+			if open > 0 {
+				p = append(p, part[:open])
+			}
+			close := strings.IndexByte(part[open:], ']')
+			if close < 0 {
+				return nil, fmt.Errorf("JSON path %q: expected ']' after '[' in %q", orig, part)
+			}
+			p = append(p, part[open+1:open+close])
+			part = part[open+close+1:]
+		}
+		if part == "" && len(p) == 0 {
+			return nil, fmt.Errorf("JSON path %q: empty segment", orig)
+		}
+	}
+	return p, nil
+}
+
+func (p Path) String() string { return strings.Join(p, ".") }
+
+// Delete removes what the path names from v (a value from Decode).
+func (p Path) Delete(v any) {
+	if len(p) == 0 {
+		return
+	}
+	last := len(p) == 1
+	switch x := v.(type) {
+	case map[string]any:
+		if p[0] == "*" {
+			for k := range x {
+				if last {
+					delete(x, k)
+				} else {
+					p[1:].Delete(x[k])
+				}
+			}
+			return
+		}
+		if last {
+			delete(x, p[0])
+		} else if e, ok := x[p[0]]; ok {
+			p[1:].Delete(e)
+		}
+	case []any:
+		for i, e := range x {
+			if p[0] == "*" || p[0] == strconv.Itoa(i) {
+				if last {
+					x[i] = nil // arrays keep their length; the element is blanked
+				} else {
+					p[1:].Delete(e)
+				}
+			}
+		}
+	}
+}
+
+// StripMeta returns msg without its top-level "_meta" member: the message as
+// it crossed the wire. The other bytes are kept as they are.
+func StripMeta(msg []byte) []byte {
+	var c classifier
+	i := skipWS(msg, 0)
+	if i >= len(msg) || msg[i] != '{' {
+		return msg
+	}
+	var prevEnd, cut = i + 1, span{}
+	var first = true
+	var cutFirst bool
+	_, err := c.members(msg, i, func(key []byte, v span) {
+		if string(key) == "_meta" && !cut.ok() {
+			cut = span{prevEnd, v.end}
+			cutFirst = first
+		}
+		first = false
+		prevEnd = v.end
+	})
+	if err != nil || !cut.ok() {
+		return msg
+	}
+	out := make([]byte, 0, len(msg))
+	out = append(out, msg[:cut.start]...)
+	rest := msg[cut.end:]
+	if cutFirst {
+		// "{_meta:..., x}" → "{x}": drop the comma after it instead.
+		j := skipWS(rest, 0)
+		if j < len(rest) && rest[j] == ',' {
+			rest = rest[j+1:]
+		}
+	} else {
+		// ", _meta:..." → "": cut.start is just after the previous value;
+		// the comma before "_meta" lies in the cut.
+	}
+	return append(out, rest...)
+}

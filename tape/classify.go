@@ -1,0 +1,430 @@
+package tape
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+	"unicode/utf8"
+)
+
+// msgInfo is what the classifier learns of one message without decoding it:
+// spans into the line and a few flags. It allocates nothing.
+type msgInfo struct {
+	start, end int // the message's bytes within the line
+	kind       Kind
+	isError    bool
+	badUTF8    bool
+	noVersion  bool // no "jsonrpc" member
+	dir        span
+	server     span
+	ts         span
+	session    span
+	method     span
+	id         span
+	cancels    span // params.requestId of notifications/cancelled
+	inputReq   bool // result.resultType == "input_required"
+	inputResp  bool // params.inputResponses present (a retry of an input_required call)
+	problem    string
+}
+
+// span is a byte range of a line; for strings it includes the quotes.
+type span struct{ start, end int }
+
+func (s span) ok() bool { return s.end > s.start }
+
+func (s span) in(b []byte) []byte { return b[s.start:s.end] }
+
+// classifier parses lines of a tape. Its stack is reused between lines, so
+// deep nesting costs no recursion and no allocation after the first time.
+type classifier struct {
+	stack []byte
+	msgs  []msgInfo
+}
+
+// Classify parses one tape line (without its line ending) into its messages:
+// one for an object, several for a batch (a JSON array of messages). A line
+// that is not a JSON-RPC message gives one entry of KindInvalid whose Problem
+// says what was expected and what was found. A blank line gives no entries.
+// The entries' Raw fields share the line's bytes.
+func Classify(line []byte) []Entry {
+	var c classifier
+	msgs := c.classify(line)
+	out := make([]Entry, 0, len(msgs))
+	for i := range msgs {
+		out = append(out, msgs[i].entry(line))
+	}
+	if len(out) > 1 {
+		for i := range out {
+			out[i].Batch = 1
+		}
+	}
+	return out
+}
+
+func (m *msgInfo) entry(line []byte) Entry {
+	e := Entry{
+		Raw:     line[m.start:m.end],
+		Kind:    m.kind,
+		Dir:     Dir(stringValue(line, m.dir)),
+		Server:  stringValue(line, m.server),
+		Method:  stringValue(line, m.method),
+		Error:   m.isError,
+		Problem: m.problem,
+	}
+	if m.id.ok() {
+		e.ID = ID(m.id.in(line))
+	}
+	if m.ts.ok() {
+		e.Time, _ = parseTS(m.ts.in(line))
+	}
+	return e
+}
+
+// classify returns the messages of one line; the slice is reused by the next call.
+func (c *classifier) classify(b []byte) []msgInfo {
+	c.msgs = c.msgs[:0]
+	i := skipWS(b, 0)
+	if i == len(b) {
+		return c.msgs
+	}
+	invalid := func(problem string) []msgInfo {
+		c.msgs = append(c.msgs[:0], msgInfo{start: 0, end: len(b), kind: KindInvalid, problem: problem})
+		return c.msgs
+	}
+	bad := !utf8.Valid(b)
+	switch b[i] {
+	case '{':
+		m, end, err := c.object(b, i)
+		if err != nil {
+			return invalid(err.Error())
+		}
+		if j := skipWS(b, end); j != len(b) {
+			return invalid(fmt.Sprintf("expected end of line after the message at column %d, found %s", j+1, found(b, j)))
+		}
+		m.badUTF8 = bad
+		c.msgs = append(c.msgs, m)
+	case '[':
+		i = skipWS(b, i+1)
+		if i < len(b) && b[i] == ']' {
+			return invalid("expected messages in the batch, found an empty array")
+		}
+		for {
+			if i >= len(b) || b[i] != '{' {
+				return invalid(fmt.Sprintf("expected a JSON-RPC object in the batch at column %d, found %s", i+1, found(b, i)))
+			}
+			m, end, err := c.object(b, i)
+			if err != nil {
+				return invalid(err.Error())
+			}
+			m.badUTF8 = bad
+			c.msgs = append(c.msgs, m)
+			i = skipWS(b, end)
+			if i < len(b) && b[i] == ',' {
+				i = skipWS(b, i+1)
+				continue
+			}
+			if i < len(b) && b[i] == ']' {
+				if j := skipWS(b, i+1); j != len(b) {
+					return invalid(fmt.Sprintf("expected end of line after the batch at column %d, found %s", j+1, found(b, j)))
+				}
+				break
+			}
+			return invalid(fmt.Sprintf("expected ',' or ']' in the batch at column %d, found %s", i+1, found(b, i)))
+		}
+	default:
+		return invalid(fmt.Sprintf("not JSON: expected '{' or '[' at column %d, found %s", i+1, found(b, i)))
+	}
+	return c.msgs
+}
+
+// object scans the JSON-RPC object starting at b[i] == '{'.
+func (c *classifier) object(b []byte, i int) (msgInfo, int, error) {
+	m := msgInfo{start: i}
+	var params, result, meta span
+	var hasResult, hasError, hasVersion bool
+	end, err := c.members(b, i, func(key []byte, v span) {
+		switch string(key) {
+		case "jsonrpc":
+			hasVersion = true
+		case "id":
+			m.id = v
+		case "method":
+			m.method = v
+		case "params":
+			params = v
+		case "result":
+			hasResult, result = true, v
+		case "error":
+			hasError = true
+		case "_meta":
+			meta = v
+		}
+	})
+	if err != nil {
+		return m, 0, err
+	}
+	m.end = end
+	m.noVersion = !hasVersion
+	if m.method.ok() && b[m.method.start] != '"' {
+		return m, 0, fmt.Errorf("expected \"method\" to be a string, found %s", found(b, m.method.start))
+	}
+	if m.id.ok() {
+		switch b[m.id.start] {
+		case '{', '[', 't', 'f':
+			return m, 0, fmt.Errorf("expected \"id\" to be a string or a number, found %s", found(b, m.id.start))
+		}
+	}
+	if meta.ok() && b[meta.start] == '{' {
+		_, _ = c.members(b, meta.start, func(key []byte, v span) {
+			if b[v.start] != '"' {
+				return
+			}
+			switch string(key) {
+			case "dir":
+				m.dir = v
+			case "server":
+				m.server = v
+			case "ts":
+				m.ts = v
+			case "session":
+				m.session = v
+			}
+		})
+	}
+	method := []byte(nil)
+	if m.method.ok() {
+		method = m.method.in(b)
+	}
+	switch {
+	case m.method.ok() && (len(method) > 1 && method[1] == '$' || bytes.Equal(m.dir.in(b), []byte(`"lifecycle"`))):
+		m.kind = KindLifecycle
+	case m.method.ok() && m.id.ok():
+		m.kind = KindRequest
+	case m.method.ok():
+		m.kind = KindNotification
+	case m.id.ok() && (hasResult || hasError):
+		m.kind = KindResponse
+		m.isError = hasError
+	case hasResult || hasError:
+		return m, 0, fmt.Errorf("expected \"id\" in a response, found none")
+	default:
+		return m, 0, fmt.Errorf("expected a JSON-RPC message (\"method\", or \"id\" with \"result\" or \"error\"), found neither")
+	}
+	if params.ok() && b[params.start] == '{' {
+		cancel := string(method) == `"notifications/cancelled"`
+		_, _ = c.members(b, params.start, func(key []byte, v span) {
+			switch {
+			case cancel && string(key) == "requestId":
+				m.cancels = v
+			case string(key) == "inputResponses":
+				m.inputResp = true
+			}
+		})
+	}
+	if m.kind == KindResponse && result.ok() && b[result.start] == '{' {
+		_, _ = c.members(b, result.start, func(key []byte, v span) {
+			if string(key) == "resultType" && string(v.in(b)) == `"input_required"` {
+				m.inputReq = true
+			}
+		})
+	}
+	return m, end, nil
+}
+
+// members walks the object at b[i] == '{', calling fn with each key (without
+// quotes, escapes left as they are) and the span of its value. It returns the
+// index just after the closing brace.
+func (c *classifier) members(b []byte, i int, fn func(key []byte, v span)) (int, error) {
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return 0, fmt.Errorf("expected a member name at column %d, found %s", i+1, found(b, i))
+		}
+		kend, err := skipString(b, i)
+		if err != nil {
+			return 0, err
+		}
+		key := b[i+1 : kend-1]
+		i = skipWS(b, kend)
+		if i >= len(b) || b[i] != ':' {
+			return 0, fmt.Errorf("expected ':' after member %q at column %d, found %s", key, i+1, found(b, i))
+		}
+		i = skipWS(b, i+1)
+		vend, err := c.skipValue(b, i)
+		if err != nil {
+			return 0, fmt.Errorf("member %q: %w", key, err)
+		}
+		fn(key, span{i, vend})
+		i = skipWS(b, vend)
+		if i < len(b) && b[i] == ',' {
+			i = skipWS(b, i+1)
+			continue
+		}
+		if i < len(b) && b[i] == '}' {
+			return i + 1, nil
+		}
+		return 0, fmt.Errorf("expected ',' or '}' after member %q at column %d, found %s", key, i+1, found(b, i))
+	}
+}
+
+// skipValue returns the index just after the JSON value starting at b[i].
+// It checks structure (strings closed, brackets matched) but not the
+// contents of literals and strings: bodies are decoded lazily, when needed.
+func (c *classifier) skipValue(b []byte, i int) (int, error) {
+	if i >= len(b) {
+		return 0, fmt.Errorf("expected a value at column %d, found end of line", i+1)
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+	default:
+		j := i
+		for j < len(b) && !isDelim(b[j]) {
+			j++
+		}
+		if j == i || !bytes.ContainsRune([]byte("-0123456789tfn"), rune(b[i])) {
+			return 0, fmt.Errorf("expected a value at column %d, found %s", i+1, found(b, i))
+		}
+		return j, nil
+	}
+	start := i
+	stack := c.stack[:0]
+	for i < len(b) {
+		switch ch := b[i]; ch {
+		case '"':
+			j, err := skipString(b, i)
+			if err != nil {
+				c.stack = stack
+				return 0, err
+			}
+			i = j
+			continue
+		case '{', '[':
+			stack = append(stack, ch)
+		case '}', ']':
+			open := byte('{')
+			if ch == ']' {
+				open = '['
+			}
+			if len(stack) == 0 || stack[len(stack)-1] != open {
+				c.stack = stack
+				return 0, fmt.Errorf("unbalanced %q at column %d in the value starting at column %d", ch, i+1, start+1)
+			}
+			stack = stack[:len(stack)-1]
+			if len(stack) == 0 {
+				c.stack = stack
+				return i + 1, nil
+			}
+		}
+		i++
+	}
+	c.stack = stack
+	return 0, fmt.Errorf("expected the value starting at column %d to close, found end of line (%d still open)", start+1, len(stack))
+}
+
+// skipString returns the index after the string starting at b[i] == '"'.
+func skipString(b []byte, i int) (int, error) {
+	j := i + 1
+	for {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return 0, fmt.Errorf("expected the string starting at column %d to close, found end of line", i+1)
+		}
+		q := j + k
+		bs := 0
+		for p := q - 1; p > i && b[p] == '\\'; p-- {
+			bs++
+		}
+		if bs%2 == 0 {
+			return q + 1, nil
+		}
+		j = q + 1
+	}
+}
+
+func isDelim(c byte) bool {
+	switch c {
+	case ',', '}', ']', ' ', '\t', '\r', '\n', ':':
+		return true
+	}
+	return false
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\r', '\n':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// found describes what stands at b[i], for error messages.
+func found(b []byte, i int) string {
+	if i >= len(b) {
+		return "end of line"
+	}
+	r, _ := utf8.DecodeRune(b[i:])
+	if r == utf8.RuneError {
+		return fmt.Sprintf("byte 0x%02x", b[i])
+	}
+	return fmt.Sprintf("%q", r)
+}
+
+// stringValue decodes the JSON string at s, or "" if s is empty or not a string.
+func stringValue(b []byte, s span) string {
+	if !s.ok() || b[s.start] != '"' {
+		return ""
+	}
+	raw := b[s.start+1 : s.end-1]
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw)
+	}
+	var out string
+	if json.Unmarshal(s.in(b), &out) != nil {
+		return string(raw)
+	}
+	return out
+}
+
+// parseTS reads a quoted RFC 3339 timestamp; the mcporter form
+// "2026-05-16T12:00:00.000Z" takes a fast path.
+func parseTS(q []byte) (time.Time, bool) {
+	if len(q) < 2 || q[0] != '"' {
+		return time.Time{}, false
+	}
+	s := q[1 : len(q)-1]
+	if len(s) == 24 && s[4] == '-' && s[7] == '-' && s[10] == 'T' && s[13] == ':' && s[16] == ':' && s[19] == '.' && s[23] == 'Z' {
+		n := [7]int{}
+		for k, p := range [7][2]int{{0, 4}, {5, 7}, {8, 10}, {11, 13}, {14, 16}, {17, 19}, {20, 23}} {
+			v, ok := digits(s[p[0]:p[1]])
+			if !ok {
+				goto slow
+			}
+			n[k] = v
+		}
+		return time.Date(n[0], time.Month(n[1]), n[2], n[3], n[4], n[5], n[6]*int(time.Millisecond), time.UTC), true
+	}
+slow:
+	t, err := time.Parse(time.RFC3339Nano, string(s))
+	return t, err == nil
+}
+
+func digits(s []byte) (int, bool) {
+	v := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int(c-'0')
+	}
+	return v, true
+}

@@ -1,0 +1,549 @@
+package tape
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+)
+
+// rec is the index's record of one message: 48 bytes, no pointers.
+type rec struct {
+	off     int64 // byte offset of the message in the file
+	ts      int64 // unix nanoseconds; 0 when unknown
+	n       uint32
+	line    uint32
+	method  uint32 // into Index.methods; 0 is ""
+	partner int32  // the paired message, or -1
+	batch   uint32
+	conn    uint32 // into Index.conns
+	server  uint16 // into Index.servers
+	kind    Kind
+	dir     uint8
+	flags   uint8
+}
+
+const (
+	flagError     = 1 << iota // a response with "error"
+	flagCancelled             // a request cancelled by notifications/cancelled
+	flagLate                  // a response that came after its request was cancelled
+	flagOrphan                // a response that matched no request
+	flagBadUTF8
+	flagTorn      // the last line, cut off
+	flagReordered // a response recorded before its request
+	flagDuplicate // a request whose id was already pending
+)
+
+var dirCodes = [...]Dir{DirUnknown, DirSend, DirRecv, DirLifecycle}
+
+func dirCode(d []byte) uint8 {
+	switch string(d) {
+	case `"send"`:
+		return 1
+	case `"recv"`:
+		return 2
+	case `"lifecycle"`:
+		return 3
+	}
+	return 0
+}
+
+type pairKey struct {
+	server uint16
+	dir    uint8
+	conn   uint32
+	id     string
+}
+
+type chainKey struct {
+	server uint16
+	conn   uint32
+	method uint32
+}
+
+// Index is a compact view of a whole tape: a few dozen bytes a message, with
+// bodies read from the file on demand. Requests are paired with their
+// responses by (server, direction, connection, id), so the client's and the
+// server's id spaces never collide. An Index grows as its file does (Extend)
+// and is safe for concurrent use: one goroutine may extend it while others read.
+type Index struct {
+	mu       sync.RWMutex
+	src      io.ReaderAt
+	cfg      readerConfig
+	size     int64 // bytes indexed so far
+	line     int   // lines indexed so far
+	recs     []rec
+	warnings []Warning
+	torn     bool // the last line was indexed without its newline
+
+	methods   []string
+	methodIdx map[string]uint32
+	servers   []string
+	serverIdx map[string]uint16
+	conns     []string // "start-count/session"
+	connIdx   map[string]uint32
+	starts    map[uint16]int // $transport/start records seen per server
+
+	pending   map[pairKey]int32 // requests awaiting their response
+	cancelled map[pairKey]int32 // cancelled requests awaiting a late response
+	orphans   map[pairKey]int32 // responses that came before any request
+	inputReq  map[chainKey]int32
+	chains    map[int32]int32 // retry request → input_required response it answers
+	batches   uint32
+	cls       classifier
+}
+
+// NewIndex returns an empty index of the tape readable through src; call
+// Extend to index its bytes.
+func NewIndex(src io.ReaderAt, opts ...ReaderOption) *Index {
+	x := &Index{
+		src:       src,
+		methodIdx: map[string]uint32{"": 0},
+		methods:   []string{""},
+		serverIdx: map[string]uint16{},
+		connIdx:   map[string]uint32{},
+		starts:    map[uint16]int{},
+		pending:   map[pairKey]int32{},
+		cancelled: map[pairKey]int32{},
+		orphans:   map[pairKey]int32{},
+		inputReq:  map[chainKey]int32{},
+		chains:    map[int32]int32{},
+	}
+	for _, o := range opts {
+		o(&x.cfg)
+	}
+	return x
+}
+
+// OpenIndex indexes the tape file at path. The returned index keeps the file
+// open to read bodies; Close it when done.
+func OpenIndex(path string, opts ...ReaderOption) (*Index, error) {
+	f, err := openTape(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	x := NewIndex(f, opts...)
+	if err := x.Extend(st.Size(), nil); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return x, nil
+}
+
+func openTape(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if st.IsDir() {
+		f.Close()
+		return nil, fmt.Errorf("open %s: is a directory, expected a tape file", path)
+	}
+	return f, nil
+}
+
+// Close closes the index's source if it is an io.Closer.
+func (x *Index) Close() error {
+	if c, ok := x.src.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// Size returns how many bytes of the source are indexed.
+func (x *Index) Size() int64 {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.size
+}
+
+// Extend indexes the source's bytes from Size() up to size. When the source
+// ends without a newline, the last line is indexed (a torn line is a warning)
+// only if final is nil or returns true: a tape still being recorded passes a
+// func returning false, and its unfinished line waits for the next call.
+// progress, if not nil, is called with the bytes indexed so far.
+func (x *Index) Extend(size int64, final func() bool, progress ...func(int64)) error {
+	x.mu.RLock()
+	start, torn := x.size, x.torn
+	x.mu.RUnlock()
+	if torn {
+		return fmt.Errorf("extend tape: its last line was indexed as torn; reopen the tape to read further")
+	}
+	if size <= start {
+		return nil
+	}
+	lr := newLineReader(io.NewSectionReader(x.src, start, size-start), x.cfg.buffer)
+	lr.off, lr.line = start, x.line
+	if start > 0 {
+		lr.line = x.line
+	}
+	const batchBytes = 8 << 20 // take the lock a chunk at a time so readers keep up
+	x.mu.Lock()
+	defer func() { x.mu.Unlock() }()
+	chunk := int64(0)
+	for {
+		line, off, nl, err := lr.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read tape at byte %d: %w", lr.off, err)
+		}
+		if !nl && final != nil && !final() {
+			return nil // an unfinished line: wait for the rest
+		}
+		if err := x.addLine(line, off, lr.line, nl); err != nil {
+			return err
+		}
+		x.size = lr.off
+		x.line = lr.line
+		if !nl {
+			x.torn = x.recs[len(x.recs)-1].flags&flagTorn != 0
+		}
+		if chunk += int64(len(line)) + 1; chunk > batchBytes {
+			chunk = 0
+			x.mu.Unlock()
+			for _, p := range progress {
+				p(lr.off)
+			}
+			x.mu.Lock()
+		}
+	}
+}
+
+func (x *Index) addLine(line []byte, off int64, lineNo int, nl bool) error {
+	msgs := x.cls.classify(line)
+	if len(msgs) == 0 {
+		return nil
+	}
+	ws, err := lineProblems(msgs, line, lineNo, nl, x.cfg.strict)
+	if err != nil {
+		return err
+	}
+	x.warnings = append(x.warnings, ws...)
+	batch := uint32(0)
+	if len(msgs) > 1 || line[skipWS(line, 0)] == '[' {
+		x.batches++
+		batch = x.batches
+	}
+	for i := range msgs {
+		x.add(line, &msgs[i], off, lineNo, batch, nl)
+	}
+	return nil
+}
+
+func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32, nl bool) {
+	seq := int32(len(x.recs))
+	r := rec{
+		off:     off + int64(m.start),
+		n:       uint32(m.end - m.start),
+		line:    uint32(lineNo),
+		partner: -1,
+		batch:   batch,
+		kind:    m.kind,
+		dir:     dirCode(m.dir.in(line)),
+	}
+	if m.ts.ok() {
+		if t, ok := parseTS(m.ts.in(line)); ok {
+			r.ts = t.UnixNano()
+		}
+	}
+	if m.isError {
+		r.flags |= flagError
+	}
+	if m.badUTF8 {
+		r.flags |= flagBadUTF8
+	}
+	if m.kind == KindInvalid && !nl {
+		r.flags |= flagTorn
+	}
+	r.server = x.intern16(stringBytes(line, m.server))
+	r.method = x.intern(stringBytes(line, m.method))
+	if m.kind == KindLifecycle && string(m.method.in(line)) == `"`+MethodStart+`"` {
+		x.starts[r.server]++
+	}
+	r.conn = x.conn(r.server, stringBytes(line, m.session))
+	x.recs = append(x.recs, r)
+	rp := &x.recs[seq]
+	switch m.kind {
+	case KindRequest:
+		k := pairKey{r.server, r.dir, r.conn, string(normalizeID(m.id.in(line)))}
+		if resp, ok := x.orphans[k]; ok { // its response came first
+			delete(x.orphans, k)
+			x.pair(seq, resp)
+			x.recs[resp].flags = x.recs[resp].flags&^flagOrphan | flagReordered
+			x.warnings = append(x.warnings, Warning{lineNo, fmt.Errorf("line %d: request id %s recorded after its response (line %d)", lineNo, k.id, x.recs[resp].line)})
+			break
+		}
+		if old, ok := x.pending[k]; ok {
+			rp.flags |= flagDuplicate
+			x.warnings = append(x.warnings, Warning{lineNo, fmt.Errorf("line %d: request id %s reused while the request at line %d is unanswered; responses pair with the newest", lineNo, k.id, x.recs[old].line)})
+		}
+		x.pending[k] = seq
+		if m.inputResp {
+			if prev, ok := x.inputReq[chainKey{r.server, r.conn, r.method}]; ok {
+				x.chains[seq] = prev
+				delete(x.inputReq, chainKey{r.server, r.conn, r.method})
+			}
+		}
+	case KindResponse:
+		reqDir := uint8(0)
+		switch r.dir {
+		case 1:
+			reqDir = 2
+		case 2:
+			reqDir = 1
+		}
+		k := pairKey{r.server, reqDir, r.conn, string(normalizeID(m.id.in(line)))}
+		if req, ok := x.pending[k]; ok {
+			delete(x.pending, k)
+			x.pair(req, seq)
+		} else if req, ok := x.cancelled[k]; ok {
+			delete(x.cancelled, k)
+			x.pair(req, seq)
+			rp.flags |= flagLate
+		} else {
+			rp.flags |= flagOrphan
+			x.orphans[pairKey{r.server, reqDir, r.conn, k.id}] = seq
+		}
+		if m.inputReq && rp.partner >= 0 {
+			req := x.recs[rp.partner]
+			x.inputReq[chainKey{r.server, r.conn, req.method}] = seq
+		}
+	case KindNotification:
+		if m.cancels.ok() {
+			k := pairKey{r.server, r.dir, r.conn, string(normalizeID(m.cancels.in(line)))}
+			if req, ok := x.pending[k]; ok {
+				delete(x.pending, k)
+				x.cancelled[k] = req
+				x.recs[req].flags |= flagCancelled
+			}
+		}
+	}
+}
+
+func (x *Index) pair(req, resp int32) {
+	x.recs[req].partner = resp
+	x.recs[resp].partner = req
+	x.recs[resp].method = x.recs[req].method
+}
+
+// normalizeID drops whitespace-insensitive differences: ids are compared as
+// JSON tokens, so 1 and "1" differ but stay distinct from each other.
+func normalizeID(id []byte) []byte { return bytes.TrimSpace(id) }
+
+func stringBytes(line []byte, s span) []byte {
+	if !s.ok() || line[s.start] != '"' {
+		return nil
+	}
+	raw := line[s.start+1 : s.end-1]
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		return []byte(stringValue(line, s))
+	}
+	return raw
+}
+
+func (x *Index) intern(b []byte) uint32 {
+	if i, ok := x.methodIdx[string(b)]; ok {
+		return i
+	}
+	s := string(b)
+	i := uint32(len(x.methods))
+	x.methods = append(x.methods, s)
+	x.methodIdx[s] = i
+	return i
+}
+
+func (x *Index) intern16(b []byte) uint16 {
+	if i, ok := x.serverIdx[string(b)]; ok {
+		return i
+	}
+	s := string(b)
+	i := uint16(len(x.servers))
+	x.servers = append(x.servers, s)
+	x.serverIdx[s] = i
+	return i
+}
+
+func (x *Index) conn(server uint16, session []byte) uint32 {
+	var buf [64]byte
+	key := fmt.Appendf(buf[:0], "%d/%d/%s", server, x.starts[server], session)
+	if i, ok := x.connIdx[string(key)]; ok {
+		return i
+	}
+	i := uint32(len(x.conns))
+	x.conns = append(x.conns, string(key))
+	x.connIdx[string(key)] = i
+	return i
+}
+
+// Len returns the number of messages indexed.
+func (x *Index) Len() int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return len(x.recs)
+}
+
+// Entry returns message i without its body (Raw and ID are empty; see Message).
+func (x *Index) Entry(i int) Entry {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.entry(i)
+}
+
+func (x *Index) entry(i int) Entry {
+	r := &x.recs[i]
+	e := Entry{
+		Seq:    i,
+		Line:   int(r.line),
+		Offset: r.off,
+		Kind:   r.kind,
+		Dir:    dirCodes[r.dir],
+		Server: x.servers[r.server],
+		Method: x.methods[r.method],
+		Error:  r.flags&flagError != 0,
+		Batch:  int(r.batch),
+	}
+	if r.kind == KindResponse {
+		e.Method = "" // the method is the request's; see Pair
+	}
+	if r.ts != 0 {
+		e.Time = time.Unix(0, r.ts).UTC()
+	}
+	return e
+}
+
+// Message returns message i whole: its entry with Raw and ID, read from the source.
+func (x *Index) Message(i int) (Entry, error) {
+	x.mu.RLock()
+	e := x.entry(i)
+	n := x.recs[i].n
+	x.mu.RUnlock()
+	raw := make([]byte, n)
+	if _, err := x.src.ReadAt(raw, e.Offset); err != nil && !(err == io.EOF && len(raw) == int(n)) {
+		return e, fmt.Errorf("read message %d (line %d): %w", i, e.Line, err)
+	}
+	var c classifier
+	msgs := c.classify(raw)
+	if len(msgs) == 1 {
+		full := msgs[0].entry(raw)
+		e.Raw, e.ID, e.Problem = raw, full.ID, full.Problem
+		if e.Kind == KindInvalid && e.Problem == "" {
+			e.Problem = full.Problem
+		}
+	} else {
+		e.Raw = raw
+	}
+	return e, nil
+}
+
+// Pair describes how a message takes part in a request/response pair.
+type Pair struct {
+	Partner   int           // the other message of the pair, or -1
+	Method    string        // the request's method, for both messages of a pair
+	Latency   time.Duration // response time minus request time, when both are known
+	Orphan    bool          // a response no request matched
+	Pending   bool          // a request with no response on the tape
+	Cancelled bool          // a request cancelled by notifications/cancelled
+	Late      bool          // a response that came after its request was cancelled
+	Reordered bool          // a response recorded before its request
+	// ChainPrev is, for a 2026-07-28 retry request (params.inputResponses),
+	// the input_required response it answers, or -1: together the requests
+	// of a chain are one logical call.
+	ChainPrev int
+}
+
+// Pair returns message i's pairing.
+func (x *Index) Pair(i int) Pair {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.pairOf(i)
+}
+
+func (x *Index) pairOf(i int) Pair {
+	r := &x.recs[i]
+	p := Pair{Partner: int(r.partner), Method: x.methods[r.method], ChainPrev: -1}
+	p.Orphan = r.flags&flagOrphan != 0
+	p.Cancelled = r.flags&flagCancelled != 0
+	p.Late = r.flags&flagLate != 0
+	p.Reordered = r.flags&flagReordered != 0
+	p.Pending = r.kind == KindRequest && r.partner < 0 && !p.Cancelled
+	if r.partner >= 0 {
+		o := &x.recs[r.partner]
+		if r.ts != 0 && o.ts != 0 {
+			p.Latency = time.Duration(o.ts - r.ts)
+			if p.Latency < 0 {
+				p.Latency = -p.Latency
+			}
+		}
+	}
+	if prev, ok := x.chains[int32(i)]; ok {
+		p.ChainPrev = int(prev)
+	}
+	return p
+}
+
+// Chain returns the requests of the logical call that request i ends: the
+// first request, its retries, and i, in order. A call without retries gives [i].
+func (x *Index) Chain(i int) []int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	out := []int{i}
+	for {
+		prevResp, ok := x.chains[int32(out[0])]
+		if !ok {
+			break
+		}
+		req := x.recs[prevResp].partner
+		if req < 0 {
+			break
+		}
+		out = append([]int{int(req)}, out...)
+	}
+	return out
+}
+
+// Warnings returns the problems met while indexing.
+func (x *Index) Warnings() []Warning {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return append([]Warning(nil), x.warnings...)
+}
+
+// Servers returns the servers named on the tape, in order of appearance
+// ("" stands for lines without _meta.server).
+func (x *Index) Servers() []string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return append([]string(nil), x.servers...)
+}
+
+// MemoryPerMessage estimates the index's bytes a message: its record plus
+// its share of the tables and maps.
+func (x *Index) MemoryPerMessage() float64 {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if len(x.recs) == 0 {
+		return 0
+	}
+	const recSize = 48
+	total := cap(x.recs) * recSize
+	for _, s := range x.methods {
+		total += len(s) + 16 + 40
+	}
+	total += (len(x.pending) + len(x.cancelled) + len(x.orphans)) * 64
+	total += len(x.chains) * 16
+	return float64(total) / float64(len(x.recs))
+}

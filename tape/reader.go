@@ -1,0 +1,197 @@
+package tape
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// lineReader splits a stream into lines with no limit on their length.
+// The returned line shares the reader's buffer until the next call.
+type lineReader struct {
+	r       io.Reader
+	buf     []byte
+	start   int   // first unread byte of buf
+	end     int   // end of valid data in buf
+	scanned int   // bytes after start already searched for '\n'
+	off     int64 // stream offset of buf[start]
+	eof     bool
+	err     error
+	line    int // number of the last line returned, from 1
+	bom     bool
+}
+
+const minBuffer = 256 << 10
+
+func newLineReader(r io.Reader, size int) *lineReader {
+	if size < 4096 {
+		size = minBuffer
+	}
+	return &lineReader{r: r, buf: make([]byte, size)}
+}
+
+// next returns the next line without its "\n" or "\r\n", the stream offset of
+// its first byte, and whether a newline ended it (false only for a last line).
+// It returns io.EOF after the last line, or the underlying reader's error.
+func (lr *lineReader) next() (line []byte, off int64, nl bool, err error) {
+	for {
+		if k := bytes.IndexByte(lr.buf[lr.start+lr.scanned:lr.end], '\n'); k >= 0 {
+			stop := lr.start + lr.scanned + k
+			line, off = lr.buf[lr.start:stop], lr.off
+			lr.off += int64(stop + 1 - lr.start)
+			lr.start, lr.scanned = stop+1, 0
+			return lr.finish(line, off, true)
+		}
+		lr.scanned = lr.end - lr.start
+		if lr.eof {
+			if lr.start == lr.end {
+				if lr.err != nil {
+					return nil, lr.off, false, lr.err
+				}
+				return nil, lr.off, false, io.EOF
+			}
+			line, off = lr.buf[lr.start:lr.end], lr.off
+			lr.off += int64(lr.end - lr.start)
+			lr.start, lr.scanned = lr.end, 0
+			return lr.finish(line, off, false)
+		}
+		lr.fill()
+	}
+}
+
+func (lr *lineReader) finish(line []byte, off int64, nl bool) ([]byte, int64, bool, error) {
+	lr.line++
+	if lr.line == 1 && bytes.HasPrefix(line, []byte("\xef\xbb\xbf")) {
+		line, off, lr.bom = line[3:], off+3, true
+	}
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, off, nl, nil
+}
+
+func (lr *lineReader) fill() {
+	if lr.start > 0 {
+		n := copy(lr.buf, lr.buf[lr.start:lr.end])
+		lr.start, lr.end = 0, n
+	}
+	if lr.end == len(lr.buf) {
+		grown := make([]byte, 2*len(lr.buf))
+		copy(grown, lr.buf[:lr.end])
+		lr.buf = grown
+	}
+	n, err := lr.r.Read(lr.buf[lr.end:])
+	lr.end += n
+	if err != nil {
+		lr.eof = true
+		if !errors.Is(err, io.EOF) {
+			lr.err = err
+		}
+	}
+}
+
+// ReaderOption configures a Reader or an Index.
+type ReaderOption func(*readerConfig)
+
+type readerConfig struct {
+	strict bool
+	buffer int
+}
+
+// Strict makes a malformed line an error (wrapping ErrMalformed, with its line
+// number) instead of an invalid entry and a warning. A torn last line stays a
+// warning even then: it is what a recorder killed mid-write leaves.
+func Strict() ReaderOption { return func(c *readerConfig) { c.strict = true } }
+
+// BufferSize sets the initial read buffer; lines longer than it grow it.
+func BufferSize(n int) ReaderOption { return func(c *readerConfig) { c.buffer = n } }
+
+// Reader streams the entries of a tape.
+type Reader struct {
+	lr       *lineReader
+	cfg      readerConfig
+	cls      classifier
+	seq      int
+	batch    int
+	queue    []Entry
+	warnings []Warning
+}
+
+// NewReader returns a Reader of the tape in r. It reads lines of any length,
+// accepts "\r\n" line endings, a UTF-8 byte order mark and blank lines.
+func NewReader(r io.Reader, opts ...ReaderOption) *Reader {
+	rd := &Reader{}
+	for _, o := range opts {
+		o(&rd.cfg)
+	}
+	rd.lr = newLineReader(r, rd.cfg.buffer)
+	return rd
+}
+
+// Next returns the next entry, or io.EOF after the last one. The entry's Raw
+// is a copy the caller owns. Problems that do not stop the reading are
+// collected as warnings (see Warnings).
+func (r *Reader) Next() (Entry, error) {
+	for len(r.queue) == 0 {
+		line, off, nl, err := r.lr.next()
+		if err != nil {
+			return Entry{}, err
+		}
+		msgs := r.cls.classify(line)
+		if len(msgs) == 0 {
+			continue
+		}
+		lineNo := r.lr.line
+		if w, ferr := lineProblems(msgs, line, lineNo, nl, r.cfg.strict); ferr != nil {
+			return Entry{}, ferr
+		} else {
+			r.warnings = append(r.warnings, w...)
+		}
+		batch := 0
+		if len(msgs) > 1 || line[skipWS(line, 0)] == '[' {
+			r.batch++
+			batch = r.batch
+		}
+		own := bytes.Clone(line)
+		for i := range msgs {
+			e := msgs[i].entry(own)
+			e.Seq, e.Line, e.Offset, e.Batch = r.seq, lineNo, off+int64(msgs[i].start), batch
+			r.seq++
+			r.queue = append(r.queue, e)
+		}
+	}
+	e := r.queue[0]
+	r.queue = r.queue[1:]
+	return e, nil
+}
+
+// Warnings returns the problems met so far that did not stop the reading.
+func (r *Reader) Warnings() []Warning { return r.warnings }
+
+// lineProblems turns what the classifier noticed on a line into warnings, or
+// into an error for a malformed line in strict mode.
+func lineProblems(msgs []msgInfo, line []byte, lineNo int, nl, strict bool) ([]Warning, error) {
+	var ws []Warning
+	for i := range msgs {
+		m := &msgs[i]
+		switch {
+		case m.kind == KindInvalid && !nl:
+			ws = append(ws, Warning{lineNo, fmt.Errorf("line %d: %w: %s (a recorder stopped mid-write?)", lineNo, ErrTorn, m.problem)})
+		case m.kind == KindInvalid && strict:
+			return nil, fmt.Errorf("line %d: %w: %s", lineNo, ErrMalformed, m.problem)
+		case m.kind == KindInvalid:
+			ws = append(ws, Warning{lineNo, fmt.Errorf("line %d: %w: %s; kept as an invalid entry", lineNo, ErrMalformed, m.problem)})
+		}
+		if m.badUTF8 {
+			ws = append(ws, Warning{lineNo, fmt.Errorf("line %d: %w: invalid UTF-8 in the message", lineNo, ErrMalformed)})
+		}
+		if m.noVersion && m.kind != KindInvalid {
+			ws = append(ws, Warning{lineNo, fmt.Errorf("line %d: %w: expected \"jsonrpc\":\"2.0\", found no \"jsonrpc\" member", lineNo, ErrMalformed)})
+		}
+		if m.badUTF8 {
+			break // one warning a line is enough when every message shares the line
+		}
+	}
+	return ws, nil
+}

@@ -1,0 +1,188 @@
+package tape
+
+import (
+	"sort"
+	"time"
+)
+
+// Stats summarizes a tape per server and method.
+type Stats struct {
+	Messages  int           `json:"messages"`
+	Lifecycle int           `json:"lifecycle"`
+	Invalid   int           `json:"invalid"`
+	Warnings  int           `json:"warnings"`
+	Servers   []ServerStats `json:"servers"`
+}
+
+// ServerStats is one server's share of a tape.
+type ServerStats struct {
+	Server  string        `json:"server"`
+	Total   MethodStats   `json:"total"`
+	Methods []MethodStats `json:"methods"`
+}
+
+// MethodStats counts one method's traffic. Dir is the direction of its
+// requests or notifications: "send" for the client's, "recv" for the server's.
+type MethodStats struct {
+	Method        string       `json:"method,omitempty"`
+	Dir           Dir          `json:"dir,omitempty"`
+	Requests      int          `json:"requests"`
+	Notifications int          `json:"notifications"`
+	Responses     int          `json:"responses"`
+	Errors        int          `json:"errors"`
+	Orphans       int          `json:"orphans"`
+	Pending       int          `json:"pending"`
+	Cancelled     int          `json:"cancelled"`
+	Late          int          `json:"late"`
+	Invalid       int          `json:"invalid"`
+	Latency       LatencyStats `json:"latency"`
+	latencies     []time.Duration
+}
+
+// LatencyStats are percentiles of request-to-response time over the pairs
+// whose two timestamps are known.
+type LatencyStats struct {
+	Count int           `json:"count"`
+	P50   time.Duration `json:"p50_ns"`
+	P95   time.Duration `json:"p95_ns"`
+	P99   time.Duration `json:"p99_ns"`
+	Max   time.Duration `json:"max_ns"`
+}
+
+// ComputeStats counts the messages of x; with server non-empty, only that
+// server's. Orphan responses are counted under the method "" (no request
+// names one) and invalid lines under the server their _meta names, if any.
+func ComputeStats(x *Index, server string) Stats {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	var st Stats
+	st.Warnings = len(x.warnings)
+	type key struct {
+		server uint16
+		method uint32
+		dir    uint8
+	}
+	per := map[key]*MethodStats{}
+	servers := map[uint16]bool{}
+	get := func(k key) *MethodStats {
+		m := per[k]
+		if m == nil {
+			m = &MethodStats{Method: x.methods[k.method], Dir: dirCodes[k.dir]}
+			per[k] = m
+		}
+		return m
+	}
+	for i := range x.recs {
+		r := &x.recs[i]
+		if server != "" && x.servers[r.server] != server {
+			continue
+		}
+		st.Messages++
+		switch r.kind {
+		case KindLifecycle:
+			st.Lifecycle++
+			continue
+		case KindInvalid:
+			st.Invalid++
+			servers[r.server] = true
+			get(key{r.server, 0, r.dir}).Invalid++
+			continue
+		}
+		servers[r.server] = true
+		switch r.kind {
+		case KindRequest:
+			m := get(key{r.server, r.method, r.dir})
+			m.Requests++
+			switch p := x.pairOf(i); {
+			case p.Cancelled:
+				m.Cancelled++
+			case p.Pending:
+				m.Pending++
+			case p.Partner >= 0 && x.recs[p.Partner].ts != 0 && r.ts != 0:
+				m.latencies = append(m.latencies, p.Latency)
+			}
+		case KindNotification:
+			get(key{r.server, r.method, r.dir}).Notifications++
+		case KindResponse:
+			reqDir := r.dir
+			if reqDir == 1 || reqDir == 2 {
+				reqDir = 3 - reqDir
+			}
+			method := r.method
+			if r.partner < 0 {
+				method = 0
+			}
+			m := get(key{r.server, method, reqDir})
+			m.Responses++
+			if r.flags&flagError != 0 {
+				m.Errors++
+			}
+			if r.flags&flagOrphan != 0 {
+				m.Orphans++
+			}
+			if r.flags&flagLate != 0 {
+				m.Late++
+			}
+		}
+	}
+	byServer := map[uint16]*ServerStats{}
+	for k, m := range per {
+		ss := byServer[k.server]
+		if ss == nil {
+			ss = &ServerStats{Server: x.servers[k.server]}
+			byServer[k.server] = ss
+		}
+		m.Latency = latencyStats(m.latencies)
+		ss.Total.add(m)
+		ss.Methods = append(ss.Methods, *m)
+	}
+	for s := range servers {
+		ss := byServer[s]
+		ss.Total.Latency = latencyStats(ss.Total.latencies)
+		ss.Total.latencies = nil
+		sort.Slice(ss.Methods, func(i, j int) bool {
+			a, b := ss.Methods[i], ss.Methods[j]
+			if a.Method != b.Method {
+				return a.Method < b.Method
+			}
+			return a.Dir < b.Dir
+		})
+		for i := range ss.Methods {
+			ss.Methods[i].latencies = nil
+		}
+		st.Servers = append(st.Servers, *ss)
+	}
+	sort.Slice(st.Servers, func(i, j int) bool { return st.Servers[i].Server < st.Servers[j].Server })
+	return st
+}
+
+func (t *MethodStats) add(m *MethodStats) {
+	t.Requests += m.Requests
+	t.Notifications += m.Notifications
+	t.Responses += m.Responses
+	t.Errors += m.Errors
+	t.Orphans += m.Orphans
+	t.Pending += m.Pending
+	t.Cancelled += m.Cancelled
+	t.Late += m.Late
+	t.Invalid += m.Invalid
+	t.latencies = append(t.latencies, m.latencies...)
+}
+
+func latencyStats(ls []time.Duration) LatencyStats {
+	if len(ls) == 0 {
+		return LatencyStats{}
+	}
+	sort.Slice(ls, func(i, j int) bool { return ls[i] < ls[j] })
+	pct := func(p float64) time.Duration {
+		i := int(p*float64(len(ls))+0.5) - 1
+		if i < 0 {
+			i = 0
+		}
+		if i >= len(ls) {
+			i = len(ls) - 1
+		}
+		return ls[i]
+	}
+	return LatencyStats{Count: len(ls), P50: pct(0.50), P95: pct(0.95), P99: pct(0.99), Max: ls[len(ls)-1]}
+}

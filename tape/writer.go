@@ -1,0 +1,204 @@
+package tape
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Meta is the _meta object a Writer adds to each message.
+type Meta struct {
+	Dir    Dir
+	Server string
+	Time   time.Time
+	// Extra holds more _meta keys (transport, status, session, stream, ...),
+	// written after dir, server and ts in key order. mcporter ignores them.
+	Extra map[string]any
+}
+
+// TimeFormat is the layout of _meta.ts: RFC 3339 in UTC with milliseconds.
+const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// appendJSON appends the _meta object.
+func (m Meta) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"dir":`...)
+	b = appendString(b, string(m.Dir))
+	b = append(b, `,"server":`...)
+	b = appendString(b, m.Server)
+	b = append(b, `,"ts":"`...)
+	b = m.Time.UTC().AppendFormat(b, TimeFormat)
+	b = append(b, '"')
+	keys := make([]string, 0, len(m.Extra))
+	for k := range m.Extra {
+		if k != "dir" && k != "server" && k != "ts" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v, err := marshalNoEscape(m.Extra[k])
+		if err != nil {
+			return nil, fmt.Errorf("_meta.%s: %w", k, err)
+		}
+		b = append(b, ',')
+		b = appendString(b, k)
+		b = append(b, ':')
+		b = append(b, v...)
+	}
+	return append(b, '}'), nil
+}
+
+func appendString(b []byte, s string) []byte {
+	v, _ := marshalNoEscape(s)
+	return append(b, v...)
+}
+
+func marshalNoEscape(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// Writer appends messages to a tape. Each message reaches the underlying
+// writer in a single Write call, so a crash leaves at most the last line torn.
+// A Writer is safe for concurrent use.
+type Writer struct {
+	mu  sync.Mutex
+	w   io.Writer
+	buf []byte
+}
+
+// NewWriter returns a Writer that appends to w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// Write appends msg, one JSON-RPC object or batch array, with m as its _meta.
+// The message's bytes are kept as they are; _meta is spliced in before the
+// closing brace. A message spread over several lines (a pretty-printed HTTP
+// body) is compacted to one, which changes only whitespace. Anything that is
+// not a JSON object is refused with ErrMalformed: record it with
+// WriteInvalid instead.
+func (w *Writer) Write(msg []byte, m Meta) error {
+	msg = bytes.TrimSpace(msg)
+	if bytes.ContainsAny(msg, "\r\n") {
+		var c bytes.Buffer
+		if err := json.Compact(&c, msg); err != nil {
+			return fmt.Errorf("%w: %v", ErrMalformed, err)
+		}
+		msg = c.Bytes()
+	}
+	if len(msg) < 2 || msg[0] != '{' || msg[len(msg)-1] != '}' {
+		if len(msg) > 0 && msg[0] == '[' {
+			return w.writeBatch(msg, m)
+		}
+		return fmt.Errorf("%w: expected a JSON object, found %s", ErrMalformed, found(msg, 0))
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b := append(w.buf[:0], msg[:len(msg)-1]...)
+	if len(bytes.TrimSpace(msg[1:len(msg)-1])) > 0 {
+		b = append(b, ',')
+	}
+	b = append(b, `"_meta":`...)
+	b, err := m.appendJSON(b)
+	if err != nil {
+		return err
+	}
+	b = append(b, "}\n"...)
+	w.buf = b
+	_, err = w.w.Write(b)
+	return err
+}
+
+// writeBatch records each message of a batch on its own line, with
+// _meta.batch naming the batch, so mcporter can read every one.
+func (w *Writer) writeBatch(msg []byte, m Meta) error {
+	var c classifier
+	msgs := c.classify(msg)
+	if len(msgs) == 0 || msgs[0].kind == KindInvalid && len(msgs) == 1 && msgs[0].start == 0 && msgs[0].end == len(msg) {
+		return fmt.Errorf("%w: expected a batch of JSON-RPC objects", ErrMalformed)
+	}
+	mm := m
+	mm.Extra = make(map[string]any, len(m.Extra)+1)
+	for k, v := range m.Extra {
+		mm.Extra[k] = v
+	}
+	if _, ok := mm.Extra["batch"]; !ok {
+		mm.Extra["batch"] = m.Time.UnixNano()
+	}
+	for _, x := range msgs {
+		if err := w.Write(msg[x.start:x.end], mm); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteLifecycle appends a lifecycle record: a "$"-method that is not a wire
+// message, such as "$transport/start". m.Dir is forced to DirLifecycle.
+func (w *Writer) WriteLifecycle(method string, params any, m Meta) error {
+	b := []byte(`{"jsonrpc":"2.0","method":`)
+	b = appendString(b, method)
+	if params != nil {
+		p, err := marshalNoEscape(params)
+		if err != nil {
+			return fmt.Errorf("%s params: %w", method, err)
+		}
+		b = append(b, `,"params":`...)
+		b = append(b, p...)
+	}
+	b = append(b, '}')
+	m.Dir = DirLifecycle
+	return w.Write(b, m)
+}
+
+// Lifecycle methods written by tapedeck. Replay ignores every "$"-method.
+const (
+	MethodStart   = "$transport/start"
+	MethodClose   = "$transport/close"
+	MethodStderr  = "$transport/stderr"
+	MethodInvalid = "$transport/invalid"
+)
+
+// WriteInvalid records a frame that is not a JSON-RPC message (a stray line
+// on a server's stdout, say) as a lifecycle record holding its text, with the
+// direction it travelled in _meta.from.
+func (w *Writer) WriteInvalid(frame []byte, m Meta) error {
+	extra := make(map[string]any, len(m.Extra)+1)
+	for k, v := range m.Extra {
+		extra[k] = v
+	}
+	extra["from"] = string(m.Dir)
+	m.Extra = extra
+	return w.WriteLifecycle(MethodInvalid, map[string]string{"text": string(frame)}, m)
+}
+
+// Create opens a tape file for writing with mode 0600, creating its missing
+// parent directories with mode 0700. With appendTo, an existing tape is
+// appended to; otherwise an existing file is an error, so nothing recorded
+// is ever overwritten by accident.
+func Create(path string, appendTo bool) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	flags := os.O_WRONLY | os.O_CREATE
+	if appendTo {
+		flags |= os.O_APPEND
+	} else {
+		flags |= os.O_EXCL
+	}
+	f, err := os.OpenFile(path, flags, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
