@@ -57,6 +57,7 @@ A tape is NDJSON, one JSON-RPC message a line with a "_meta" object
 	root.AddCommand(
 		newVersionCmd(s),
 		newStatsCmd(s),
+		newRecordCmd(s),
 	)
 	return root
 }
