@@ -199,7 +199,7 @@ func runRecordStdio(ctx context.Context, s streams, o *recordOptions, args []str
 
 	shim := &record.Stdio{
 		Command: args[0], Args: args[1:],
-		Tape: tape.NewWriter(f), Server: server, Redact: red, Version: buildVersion(),
+		Tape: f, Server: server, Redact: red, Version: buildVersion(),
 		Signals: sigs, Grace: o.grace, KillAfter: o.kill,
 	}
 	st, err := shim.Run(ctx, s.stdin, s.stdout, s.stderr)

@@ -15,17 +15,20 @@ const (
 
 // relayLines copies r to w in whole lines, of any length. Before a run of
 // complete lines is forwarded (in one Write), record is called on each line
-// in order, without its line ending, so the tape holds a message before the
-// peer sees it. A last line without a newline is recorded and forwarded at
+// in order, without its line ending, then commit (if not nil) once, so the
+// tape holds a message before the peer sees it. A last line without a newline is recorded and forwarded at
 // end of input. Forwarding stops at the first error from w (the peer is
 // gone), but reading and recording go on until r ends, so the other side
 // never blocks on a full pipe; that error is returned at the end unless
 // reading failed first.
-func relayLines(r io.Reader, w io.Writer, record func(line []byte)) error {
+func relayLines(r io.Reader, w io.Writer, record func(line []byte), commit func()) error {
 	buf := make([]byte, initialBuffer)
 	start, end, scanned := 0, 0, 0
 	var werr error
 	forward := func(b []byte) {
+		if commit != nil {
+			commit()
+		}
 		if werr == nil && w != nil {
 			_, werr = w.Write(b)
 		}

@@ -159,7 +159,7 @@ func TestStdioInProcess(t *testing.T) {
 	clientOut, shimIn := io.Pipe() // client writes, shim reads
 	shimOut, clientIn := io.Pipe() // shim writes, client reads
 	var tp bytes.Buffer
-	s := &record.Stdio{Command: server, Tape: tape.NewWriter(&tp), Server: "sdk", Version: "test"}
+	s := &record.Stdio{Command: server, Tape: &tp, Server: "sdk", Version: "test"}
 	done := make(chan error, 1)
 	go func() {
 		st, err := s.Run(context.Background(), clientOut, clientIn, io.Discard)

@@ -2,10 +2,15 @@
 
 package record
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 // sysProcAttr puts the server in its own process group, so that signals
 // reach its children too.
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
+
+func pipe() (r, w *os.File, err error) { return os.Pipe() }

@@ -43,7 +43,9 @@ type Stdio struct {
 	Dir     string   // working directory; empty means the shim's
 	Env     []string // environment; nil means the shim's
 
-	Tape *tape.Writer
+	// Tape receives the tape's lines: every write is one or more whole
+	// lines, made before the messages they hold are forwarded.
+	Tape io.Writer
 	// Server names the server in the tape; empty means Command's base name.
 	Server string
 	// Redact, if set, redacts the tape's copy of each message.
@@ -84,11 +86,17 @@ func (s *Stdio) Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writ
 	if s.Tape == nil {
 		return ExitStatus{Code: -1}, errors.New("record: Stdio.Tape is nil")
 	}
+	dest := &tapeDest{w: s.Tape}
 	server := s.Server
 	if server == "" {
 		server = filepath.Base(s.Command)
 	}
-	sk := newSink(s.Tape, server, s.Redact, s.Now)
+	sk := newSink(tape.NewWriter(dest), server, s.Redact, s.Now)
+	// Each relay batches the lines of a chunk into one tape write.
+	sendBatch, recvBatch, errBatch := &lineBatch{dest: dest}, &lineBatch{dest: dest}, &lineBatch{dest: dest}
+	sendSink := newSink(tape.NewWriter(sendBatch), server, s.Redact, s.Now)
+	recvSink := newSink(tape.NewWriter(recvBatch), server, s.Redact, s.Now)
+	errSink := newSink(tape.NewWriter(errBatch), server, s.Redact, s.Now)
 	grace, killAfter := s.Grace, s.KillAfter
 	if grace <= 0 {
 		grace = DefaultGrace
@@ -111,9 +119,9 @@ func (s *Stdio) Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writ
 	cmd := exec.Command(s.Command, s.Args...)
 	cmd.Dir, cmd.Env = s.Dir, s.Env
 	cmd.SysProcAttr = sysProcAttr()
-	inR, inW, err1 := os.Pipe()
-	outR, outW, err2 := os.Pipe()
-	errR, errW, err3 := os.Pipe()
+	inR, inW, err1 := pipe()
+	outR, outW, err2 := pipe()
+	errR, errW, err3 := pipe()
 	if err := errors.Join(err1, err2, err3); err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
 		return ExitStatus{Code: -1}, fmt.Errorf("record: pipes for the server: %w", err)
@@ -152,7 +160,8 @@ func (s *Stdio) Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writ
 	clientGone := make(chan struct{}) // the client's stdout broke
 	var outputs sync.WaitGroup
 	go func() {
-		_ = relayLines(stdin, inW, func(line []byte) { note(sk.message(line, tape.DirSend, nil)) })
+		_ = relayLines(stdin, inW, func(line []byte) { note(sendSink.message(line, tape.DirSend, nil)) },
+			func() { note(sendBatch.flush()) })
 		closeServerStdin()
 		close(inputDone)
 	}()
@@ -160,11 +169,13 @@ func (s *Stdio) Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writ
 	go func() {
 		defer outputs.Done()
 		w := &watchedWriter{w: stdout, broken: func() { close(clientGone) }}
-		_ = relayLines(outR, w, func(line []byte) { note(sk.message(line, tape.DirRecv, nil)) })
+		_ = relayLines(outR, w, func(line []byte) { note(recvSink.message(line, tape.DirRecv, nil)) },
+			func() { note(recvBatch.flush()) })
 	}()
 	go func() {
 		defer outputs.Done()
-		_ = relayLines(errR, stderr, func(line []byte) { note(sk.stderr(line)) })
+		_ = relayLines(errR, stderr, func(line []byte) { note(errSink.stderr(line)) },
+			func() { note(errBatch.flush()) })
 	}()
 	exited := make(chan struct{})
 	var waitErr error
@@ -175,6 +186,7 @@ func (s *Stdio) Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writ
 
 	// Shutdown escalates by timers once a reason to stop appears.
 	var term, kill <-chan time.Time
+	closeParamsAbandoned := false
 	reason := ""
 	stop := func(why string) {
 		if reason != "" {
@@ -221,24 +233,28 @@ wait:
 	closeServerStdin()
 
 	// The server is gone; its output pipes close unless a grandchild holds
-	// them, which then goes the way of the server.
+	// them, which then goes the way of the server. One that left the
+	// process group is given up on: its relays are abandoned.
 	drained := make(chan struct{})
 	go func() { outputs.Wait(); close(drained) }()
 	select {
 	case <-drained:
+		closeAll(outR, errR)
 	case <-time.After(drainTimeout):
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		select {
 		case <-drained:
-		case <-time.After(drainTimeout):
 			closeAll(outR, errR)
-			<-drained
+		case <-time.After(drainTimeout):
+			closeParamsAbandoned = true
 		}
 	}
-	closeAll(outR, errR)
 
 	st := exitStatus(cmd.ProcessState)
 	closeParams := map[string]any{"code": st.Code}
+	if closeParamsAbandoned {
+		closeParams["abandoned"] = "the server's output was still open after it exited"
+	}
 	if st.Signal != 0 {
 		closeParams["signal"] = unix.SignalName(st.Signal)
 	}

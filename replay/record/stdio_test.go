@@ -26,7 +26,7 @@ func TestRelayLines(t *testing.T) {
 			t.Errorf("line %.20q forwarded before it was recorded", l)
 		}
 		lines = append(lines, string(l))
-	})
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestRelayLines(t *testing.T) {
 // recording) after the peer is gone, so the other side never blocks.
 func TestRelayLinesBrokenWriter(t *testing.T) {
 	n := 0
-	err := relayLines(strings.NewReader("a\nb\nc\n"), errWriter{}, func([]byte) { n++ })
+	err := relayLines(strings.NewReader("a\nb\nc\n"), errWriter{}, func([]byte) { n++ }, nil)
 	if err == nil || n != 3 {
 		t.Fatalf("got err %v and %d lines recorded, want the write error and 3 lines", err, n)
 	}
@@ -81,7 +81,7 @@ func readTape(t *testing.T, b []byte) []tape.Entry {
 func TestStdioRecordsOutputsAndStatus(t *testing.T) {
 	script := `read line; echo "banner: not json"; echo '{"jsonrpc":"2.0","id":1,"result":{}}'; echo "log line" >&2; exit 3`
 	var tp, stdout, stderr bytes.Buffer
-	s := &Stdio{Command: "sh", Args: []string{"-c", script}, Tape: tape.NewWriter(&tp), Server: "sh-server"}
+	s := &Stdio{Command: "sh", Args: []string{"-c", script}, Tape: &tp, Server: "sh-server"}
 	st, err := s.Run(context.Background(), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n"), &stdout, &stderr)
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +135,7 @@ func sameSet(a, b []string) bool {
 func TestStdioEscalates(t *testing.T) {
 	var tp bytes.Buffer
 	s := &Stdio{Command: "sh", Args: []string{"-c", `trap '' TERM; while :; do sleep 0.05; done`},
-		Tape: tape.NewWriter(&tp), Grace: 100 * time.Millisecond, KillAfter: 100 * time.Millisecond}
+		Tape: &tp, Grace: 100 * time.Millisecond, KillAfter: 100 * time.Millisecond}
 	start := time.Now()
 	st, err := s.Run(context.Background(), strings.NewReader(""), io.Discard, io.Discard)
 	if err != nil {
@@ -160,7 +160,7 @@ func TestStdioForwardsSignals(t *testing.T) {
 	defer stdinW.Close()
 	var stdout bytes.Buffer
 	s := &Stdio{Command: "sh", Args: []string{"-c", `trap 'exit 5' USR1; echo ready; while :; do sleep 0.02; done`},
-		Tape: tape.NewWriter(io.Discard), Signals: sigs}
+		Tape: io.Discard, Signals: sigs}
 	ready := make(chan struct{})
 	w := &notifyWriter{w: &stdout, ready: ready}
 	done := make(chan ExitStatus, 1)
@@ -203,7 +203,7 @@ func (n *notifyWriter) Write(b []byte) (int, error) {
 
 func TestStdioStartFailure(t *testing.T) {
 	var tp bytes.Buffer
-	s := &Stdio{Command: "/nonexistent/server", Tape: tape.NewWriter(&tp)}
+	s := &Stdio{Command: "/nonexistent/server", Tape: &tp}
 	st, err := s.Run(context.Background(), strings.NewReader(""), io.Discard, io.Discard)
 	if err == nil || st.Code != 127 {
 		t.Fatalf("got %v, %v; want exit 127 and an error", st, err)
