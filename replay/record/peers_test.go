@@ -192,3 +192,33 @@ func TestStdioInProcess(t *testing.T) {
 		t.Errorf("tape lacks the call or the start record:\n%s", tp.Bytes())
 	}
 }
+
+// TestShimRedacts records a session whose messages carry a secret with
+// redaction rules: the client still sees the secret (the forwarded bytes are
+// never altered), the tape never holds it, and redacted lines say so.
+func TestShimRedacts(t *testing.T) {
+	shim := mcptest.BuildBinary(t, tapedeckPackage)
+	server := mcptest.BuildBinary(t, mcptest.SDKServerPackage)
+	path := filepath.Join(t.TempDir(), "secret.jsonl")
+	const secret = "sk-live-abc123xyz"
+	args := []string{"--protocol", "2025-06-18", "--message", "token " + secret, "--steps", "init,tools,echo"}
+	direct := runClient(t, append(args, "--", server)...)
+	shimmed := runClient(t, append(args, "--", shim, "record", "-o", path,
+		"--redact-value", `sk-live-[a-z0-9]+`, "--redact-key", "clientInfo", "--redact-path", "result.serverInfo.version", "--", server)...)
+	if direct != shimmed || !strings.Contains(shimmed, secret) {
+		t.Errorf("the client must see the unredacted echo.\nthrough the shim:\n%s\ndirect:\n%s", shimmed, direct)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(data, []byte(secret)) {
+		t.Errorf("tape holds the secret:\n%s", data)
+	}
+	for _, want := range []string{`"token [REDACTED]"`, `"redacted":["params.arguments.message"]`, `"clientInfo":{"name":"[REDACTED]"`, `"version":"[REDACTED]"`} {
+		if !bytes.Contains(data, []byte(want)) {
+			t.Errorf("tape lacks %s:\n%s", want, data)
+		}
+	}
+	tapeSummary(t, path)
+}

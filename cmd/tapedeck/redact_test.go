@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+func TestRedactCommand(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	lines := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"login","arguments":{"password":"hunter2","user":"ann"}},"_meta":{"dir":"send","server":"s","ts":"2026-05-16T12:00:00.000Z"}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"ok"}]},"_meta":{"dir":"recv","server":"s","ts":"2026-05-16T12:00:00.100Z"}}`,
+		`[{"jsonrpc":"2.0","id":2,"method":"a","params":{"token":"sk-AAAA1111"}},{"jsonrpc":"2.0","method":"b"}]`,
+		`garbage line with sk-BBBB2222`,
+		`{"jsonrpc":"2.0","method":"$transport/stderr","params":{"text":"auth with sk-CCCC3333"},"_meta":{"dir":"lifecycle","server":"s","ts":"2026-05-16T12:00:00.200Z"}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"x","params":{"password":"torn`,
+	}
+	if err := os.WriteFile(in, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.jsonl")
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"redact", in, "-o", out, "--redact-key", "password", "--redact-value", `sk-[A-Z0-9]+`}, nil, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(out); fi.Mode().Perm() != 0o600 {
+		t.Errorf("output mode %v, want 0600", fi.Mode().Perm())
+	}
+	for _, secret := range []string{"hunter2", "sk-AAAA1111", "sk-BBBB2222", "sk-CCCC3333"} {
+		if bytes.Contains(got, []byte(secret)) {
+			t.Errorf("output still holds %q:\n%s", secret, got)
+		}
+	}
+	outLines := strings.Split(string(got), "\n")
+	if len(outLines) != len(lines) {
+		t.Fatalf("output has %d lines, want %d:\n%s", len(outLines), len(lines), got)
+	}
+	for _, i := range []int{1, 5} { // untouched: no rule matched; torn (no value match)
+		if outLines[i] != lines[i] {
+			t.Errorf("line %d changed:\ngot  %s\nwant %s", i+1, outLines[i], lines[i])
+		}
+	}
+	if outLines[3] != "garbage line with [REDACTED]" {
+		t.Errorf("invalid line: %s", outLines[3])
+	}
+	if !strings.HasPrefix(outLines[2], "[") || !strings.Contains(outLines[2], `"redacted":["params.token"]`) {
+		t.Errorf("batch line: %s", outLines[2])
+	}
+	e := tape.Classify([]byte(outLines[0]))
+	if len(e) != 1 || e[0].Server != "s" || !strings.Contains(outLines[0], `"redacted":["params.arguments.password"]`) {
+		t.Errorf("first line: %s", outLines[0])
+	}
+	if !strings.Contains(stderr.String(), "4 lines redacted") || !strings.Contains(stderr.String(), "torn") {
+		t.Errorf("stderr: %s", stderr.String())
+	}
+	// The output must not be overwritten by accident.
+	err = run(context.Background(), []string{"redact", in, "-o", out, "--redact-key", "password"}, nil, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("second run: %v, want an already-exists error", err)
+	}
+}

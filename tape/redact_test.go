@@ -1,0 +1,116 @@
+package tape
+
+import (
+	"regexp"
+	"slices"
+	"testing"
+)
+
+func TestRedact(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		keys      []string
+		paths     []string
+		values    []string
+		in        string
+		want      string // "" means unchanged, byte for byte
+		wantPaths []string
+	}{
+		{
+			name:      "key at any depth keeps the shape",
+			keys:      []string{"apiKey"},
+			in:        `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"APIKEY":"s3cr3t","n":1,"nested":{"apiKey":{"a":[1,true,null,"x"]}}}}}`,
+			want:      `{"id":1,"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"APIKEY":"[REDACTED]","n":1,"nested":{"apiKey":{"a":[0,false,null,"[REDACTED]"]}}}}}`,
+			wantPaths: []string{"params.arguments.APIKEY", "params.arguments.nested.apiKey"},
+		},
+		{
+			name:      "path with wildcard and index",
+			paths:     []string{"result.items[*].token", "result.list[1]"},
+			in:        `{"jsonrpc":"2.0","id":"a","result":{"items":[{"token":"t1","k":2},{"token":7}],"list":["a","b"]}}`,
+			want:      `{"id":"a","jsonrpc":"2.0","result":{"items":[{"k":2,"token":"[REDACTED]"},{"token":0}],"list":["a","[REDACTED]"]}}`,
+			wantPaths: []string{"result.items[0].token", "result.items[1].token", "result.list[1]"},
+		},
+		{
+			name:      "value regex replaces only the match",
+			values:    []string{`sk-[a-z0-9]+`},
+			in:        `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"using key sk-abc123 now","big":12345678901234567890}}`,
+			want:      `{"jsonrpc":"2.0","method":"notifications/message","params":{"big":12345678901234567890,"data":"using key [REDACTED] now"}}`,
+			wantPaths: []string{"params.data"},
+		},
+		{
+			name: "nothing matched: unchanged bytes",
+			keys: []string{"password"}, values: []string{`sk-[a-z]+`},
+			in: `{"jsonrpc":"2.0",  "id":1,"result":{"b":1,"a":"<&>"}}`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := NewRedactor(tc.keys, tc.paths, tc.values)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, paths, err := r.Redact([]byte(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tc.want
+			if want == "" {
+				want = tc.in
+			}
+			if string(out) != want {
+				t.Errorf("got  %s\nwant %s", out, want)
+			}
+			if !slices.Equal(paths, tc.wantPaths) {
+				t.Errorf("paths %q, want %q", paths, tc.wantPaths)
+			}
+		})
+	}
+}
+
+func TestRedactLineKeepsMeta(t *testing.T) {
+	r := &Redactor{Keys: []string{"server", "token"}, Values: []*regexp.Regexp{regexp.MustCompile(`hunter2`)}}
+	line := `{"jsonrpc":"2.0","id":1,"method":"x","params":{"token":"abc","server":"s"},"_meta":{"dir":"send","server":"linear","ts":"2026-05-16T12:00:00.000Z","redacted":["params.old"]}}`
+	out, changed, err := r.RedactLine([]byte(line))
+	if err != nil || !changed {
+		t.Fatalf("changed %v, err %v", changed, err)
+	}
+	want := `{"_meta":{"dir":"send","redacted":["params.old","params.server","params.token"],"server":"linear","ts":"2026-05-16T12:00:00.000Z"},"id":1,"jsonrpc":"2.0","method":"x","params":{"server":"[REDACTED]","token":"[REDACTED]"}}`
+	if string(out) != want {
+		t.Errorf("got  %s\nwant %s", out, want)
+	}
+	e := Classify(out)
+	if len(e) != 1 || e[0].Server != "linear" || e[0].Dir != DirSend || e[0].Time.IsZero() {
+		t.Errorf("redacted line lost its _meta: %+v", e)
+	}
+	for _, keep := range []string{"not json {", `{"jsonrpc":"2.0","method":"$transport/stderr","params":{"text":"fine"}}`} {
+		out, changed, err := r.RedactLine([]byte(keep))
+		if err != nil || changed || string(out) != keep {
+			t.Errorf("%q: got %q changed=%v err=%v, want it unchanged", keep, out, changed, err)
+		}
+	}
+	stderr := `{"jsonrpc":"2.0","method":"$transport/stderr","params":{"text":"password hunter2"}}`
+	out, _, _ = r.RedactLine([]byte(stderr))
+	if string(out) != `{"_meta":{"redacted":["params.text"]},"jsonrpc":"2.0","method":"$transport/stderr","params":{"text":"password [REDACTED]"}}` {
+		t.Errorf("stderr record: got %s", out)
+	}
+}
+
+func TestNewRedactorErrors(t *testing.T) {
+	if _, err := NewRedactor(nil, []string{"a[0"}, nil); err == nil {
+		t.Error("bad path accepted")
+	}
+	if _, err := NewRedactor(nil, nil, []string{"("}); err == nil {
+		t.Error("bad regex accepted")
+	}
+}
+
+func TestIsCredentialHeader(t *testing.T) {
+	for name, want := range map[string]bool{
+		"Authorization": true, "cookie": true, "Set-Cookie": true, "Proxy-Authorization": true,
+		"X-Api-Key": true, "X-Auth-Token": true, "Api-Key": true, "X-Goog-Api-Key": true,
+		"Mcp-Session-Id": false, "Content-Type": false, "Mcp-Protocol-Version": false, "Last-Event-ID": false,
+	} {
+		if got := IsCredentialHeader(name); got != want {
+			t.Errorf("IsCredentialHeader(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
