@@ -3,8 +3,77 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/tapedeck/tapedeck/replay/record"
+	"github.com/tapedeck/tapedeck/tape"
 )
 
+// runRecordHTTP runs the recording proxy until ctx is done (SIGINT or
+// SIGTERM). The proxy's URL is printed on stdout, so scripts can read it.
 func runRecordHTTP(ctx context.Context, s streams, o *recordOptions) error {
-	return errors.New("record: --upstream is not implemented yet")
+	up, err := url.Parse(o.upstream)
+	if err != nil || (up.Scheme != "http" && up.Scheme != "https") || up.Host == "" {
+		return fmt.Errorf("record: --upstream %q: expected an http:// or https:// URL", o.upstream)
+	}
+	red, err := o.redact.redactor()
+	if err != nil {
+		return err
+	}
+	server := o.server
+	if server == "" {
+		server = up.Hostname()
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("record: listen on %s: %w", o.listen, err)
+	}
+	defer ln.Close()
+	if ip := ln.Addr().(*net.TCPAddr).IP; !ip.IsLoopback() {
+		fmt.Fprintf(s.stderr, "tapedeck: warning: listening on %s, which is not loopback: anyone who reaches it can use the session\n", ln.Addr())
+	}
+	f, err := openTape(s, o, server)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+
+	p := &record.Proxy{
+		Upstream: up, Tape: tape.NewWriter(f), Server: server, Redact: red,
+		AllowOrigins: o.allowOrigins, AllowAnyOrigin: o.allowAnyOrigins,
+	}
+	if err := p.Start(ln.Addr().String(), buildVersion()); err != nil {
+		return fmt.Errorf("record: write tape: %w", err)
+	}
+	proxied := url.URL{Scheme: "http", Host: ln.Addr().String(), Path: up.Path, RawQuery: up.RawQuery}
+	fmt.Fprintln(s.stdout, proxied.String())
+	fmt.Fprintf(s.stderr, "tapedeck: proxying %s to %s; stop with Ctrl-C\n", proxied.String(), up.Redacted())
+
+	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	reason := "interrupted"
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		reason = "server error: " + err.Error()
+	}
+	// Open SSE streams never finish by themselves: give them a moment.
+	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if srv.Shutdown(sctx) != nil {
+		srv.Close()
+	}
+	err = p.Close(reason)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("record: close tape: %w", cerr)
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }

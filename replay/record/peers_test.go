@@ -3,6 +3,7 @@ package record_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -56,18 +57,36 @@ func tapeSummary(t *testing.T, path string) map[string]int {
 	if w := x.Warnings(); len(w) > 0 {
 		t.Errorf("tape warnings: %v", w)
 	}
+	// Error answers with id null that the HTTP proxy tied to a request
+	// (_meta.inReplyTo) pair by that instead.
+	nullReplies := map[string]bool{}
+	for i := 0; i < x.Len(); i++ {
+		if e := x.Entry(i); e.Kind == tape.KindResponse && x.Pair(i).Orphan {
+			m, err := x.Message(i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, _ := tape.Decode(m.Raw)
+			if id, ok := v.(map[string]any)["_meta"].(map[string]any)["inReplyTo"]; ok && m.ID == "null" {
+				nullReplies[fmt.Sprint(id)] = true
+			}
+		}
+	}
 	methods := map[string]int{}
 	for i := 0; i < x.Len(); i++ {
-		e := x.Entry(i)
+		e, err := x.Message(i)
+		if err != nil {
+			t.Fatal(err)
+		}
 		p := x.Pair(i)
 		switch e.Kind {
 		case tape.KindRequest:
-			if p.Pending || p.Partner < 0 {
+			if (p.Pending || p.Partner < 0) && !nullReplies[string(e.ID)] {
 				t.Errorf("seq %d: %s request %s has no response on the tape", i, e.Dir, e.Method)
 			}
 			methods[string(e.Dir)+" "+e.Method]++
 		case tape.KindResponse:
-			if p.Orphan || p.Reordered {
+			if (p.Orphan && e.ID != "null") || p.Reordered {
 				t.Errorf("seq %d: %s response orphan=%v reordered=%v", i, e.Dir, p.Orphan, p.Reordered)
 			}
 		case tape.KindNotification, tape.KindLifecycle:

@@ -1,0 +1,383 @@
+package record
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tapedeck/tapedeck/replay/sse"
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// Lifecycle records of the HTTP recorder, besides tape.MethodStart and
+// tape.MethodClose.
+const (
+	// MethodHTTPExchange records an HTTP exchange whose answer carried no
+	// JSON-RPC message: a 202 to a notification or response, an error
+	// status with a plain body, a GET or DELETE. Params: method, status,
+	// and the body's text when it is not a message.
+	MethodHTTPExchange = "$http/exchange"
+	// MethodHTTPEndpoint records a legacy HTTP+SSE endpoint event: the POST
+	// URL the server named and the one the client was given instead.
+	MethodHTTPEndpoint = "$http/endpoint"
+	// MethodHTTPRejected records a request refused by the Origin check.
+	MethodHTTPRejected = "$http/rejected"
+)
+
+// Proxy is a recording reverse proxy for MCP's Streamable HTTP transport
+// (2025-03-26 to 2026-07-28) and the legacy HTTP+SSE transport (2024-11-05).
+// It forwards every request to Upstream with its headers, and the answer
+// with its status and headers; JSON bodies are recorded whole, SSE streams
+// event by event, each event written to the tape before it is forwarded and
+// flushed.
+//
+// Each message's _meta holds, besides dir, server and ts: "transport":
+// "http", "http": the request method, "session": the request's
+// Mcp-Session-Id, for answers "status": the HTTP status and "newSession":
+// a session the answer assigned, and for SSE events "stream": a number
+// naming the response stream and "event": the event id; an answer with id
+// null to a POSTed request has "inReplyTo": that request's id. Requests are
+// recorded before they are forwarded, so they carry no status; exchanges
+// whose answer holds no message are recorded as $http/exchange.
+//
+// Credential headers (tape.IsCredentialHeader) are forwarded but never
+// recorded. Requests whose Origin is not a loopback address get 403 unless
+// the origin is allowed.
+type Proxy struct {
+	// Upstream is the server's MCP endpoint (or its /sse URL for legacy
+	// servers). Requests keep their path and query: the proxy mirrors the
+	// upstream's URL space on its own address.
+	Upstream *url.URL
+	// Tape receives the records; each message is one Write.
+	Tape *tape.Writer
+	// Server names the server in the tape; empty means the upstream's host.
+	Server string
+	// Redact, if set, redacts the tape's copy of each message.
+	Redact *tape.Redactor
+	// Transport does the upstream requests; nil means a clone of
+	// http.DefaultTransport.
+	Transport http.RoundTripper
+	// AllowOrigins are origins accepted besides loopback ones
+	// ("https://app.example"); AllowAnyOrigin turns the check off.
+	AllowOrigins   []string
+	AllowAnyOrigin bool
+	// Now stamps the records; nil means time.Now.
+	Now func() time.Time
+
+	once    sync.Once
+	sink    *sink
+	rp      *httputil.ReverseProxy
+	streams atomic.Int64
+	errMu   sync.Mutex
+	err     error
+}
+
+type ctxKey struct{}
+
+// exchange is what the proxy knows of one request while it is answered.
+type exchange struct {
+	method  string
+	session string
+	// requestID is the id of the request a POST carried alone (JSON text).
+	requestID string
+	// newSession is the Mcp-Session-Id an answer assigned.
+	newSession string
+	host       string // the proxy's host as the client addressed it
+}
+
+func (p *Proxy) init() {
+	p.once.Do(func() {
+		server := p.Server
+		if server == "" {
+			server = p.Upstream.Hostname()
+		}
+		p.sink = newSink(p.Tape, server, p.Redact, p.Now)
+		transport := p.Transport
+		if transport == nil {
+			t := http.DefaultTransport.(*http.Transport).Clone()
+			// Bodies must be readable to be recorded: no transparent gzip.
+			t.DisableCompression = true
+			transport = t
+		}
+		p.rp = &httputil.ReverseProxy{
+			Rewrite: func(pr *httputil.ProxyRequest) {
+				pr.Out.URL.Scheme = p.Upstream.Scheme
+				pr.Out.URL.Host = p.Upstream.Host
+				pr.Out.Host = p.Upstream.Host
+				// Bodies must be readable to be recorded: ask for identity.
+				pr.Out.Header.Del("Accept-Encoding")
+				// No X-Forwarded-*: the server sees what the client sent.
+			},
+			Transport:      transport,
+			FlushInterval:  -1, // flush after every write: events go out as they come
+			ModifyResponse: p.modifyResponse,
+			ErrorHandler:   p.errorHandler,
+		}
+	})
+}
+
+// Err returns the first error met while writing the tape, if any.
+func (p *Proxy) Err() error {
+	p.errMu.Lock()
+	defer p.errMu.Unlock()
+	return p.err
+}
+
+func (p *Proxy) note(err error) {
+	if err != nil {
+		p.errMu.Lock()
+		if p.err == nil {
+			p.err = fmt.Errorf("record: write tape: %w", err)
+		}
+		p.errMu.Unlock()
+	}
+}
+
+// Start writes the $transport/start record; listen is the proxy's address.
+func (p *Proxy) Start(listen, version string) error {
+	p.init()
+	return p.sink.lifecycle(tape.MethodStart, map[string]any{
+		"transport": "http", "upstream": safeURL(p.Upstream), "listen": listen, "version": version,
+	}, map[string]any{"transport": "http"})
+}
+
+// Close writes the $transport/close record.
+func (p *Proxy) Close(reason string) error {
+	p.init()
+	return errors.Join(p.sink.lifecycle(tape.MethodClose, map[string]any{"reason": reason}, map[string]any{"transport": "http"}), p.Err())
+}
+
+// ServeHTTP records and forwards one request.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.init()
+	if origin := r.Header.Get("Origin"); origin != "" && !p.originAllowed(origin) {
+		p.note(p.sink.lifecycle(MethodHTTPRejected, map[string]any{"method": r.Method, "origin": origin, "status": http.StatusForbidden},
+			map[string]any{"transport": "http"}))
+		http.Error(w, "tapedeck: origin "+origin+" is not allowed (not loopback; see --allow-origin)", http.StatusForbidden)
+		return
+	}
+	ex := &exchange{method: r.Method, session: r.Header.Get("Mcp-Session-Id"), host: r.Host}
+	if r.Method == http.MethodPost && r.Body != nil {
+		body, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil {
+			http.Error(w, "tapedeck: reading the request body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if es := tape.Classify(body); len(es) == 1 && es[0].Kind == tape.KindRequest {
+			ex.requestID = string(es[0].ID)
+		}
+		// The tape first, then the server.
+		p.note(p.sink.message(body, tape.DirSend, p.extra(ex, 0)))
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+	}
+	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, ex)))
+}
+
+func (p *Proxy) extra(ex *exchange, status int) map[string]any {
+	m := map[string]any{"transport": "http", "http": ex.method}
+	if ex.session != "" {
+		m["session"] = ex.session
+	}
+	if status != 0 {
+		m["status"] = status
+		if ex.newSession != "" {
+			m["newSession"] = ex.newSession
+		}
+	}
+	return m
+}
+
+func (p *Proxy) modifyResponse(resp *http.Response) error {
+	ex, _ := resp.Request.Context().Value(ctxKey{}).(*exchange)
+	if ex == nil {
+		ex = &exchange{method: resp.Request.Method}
+	}
+	// _meta.session stays the request's session, so that a response pairs
+	// with its request; a session the answer assigns (initialize) is
+	// recorded as _meta.newSession.
+	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" && sid != ex.session {
+		ex.newSession = sid
+	}
+	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch {
+	case mediaType == "text/event-stream":
+		stream := p.streams.Add(1)
+		params := map[string]any{"method": ex.method, "status": resp.StatusCode, "stream": stream}
+		if id := resp.Request.Header.Get("Last-Event-ID"); id != "" {
+			params["lastEventId"] = id // a resumption
+		}
+		if ex.method != http.MethodPost {
+			p.note(p.sink.lifecycle(MethodHTTPExchange, params, p.extra(ex, resp.StatusCode)))
+		}
+		resp.Body = &sseRelay{p: p, ex: ex, status: resp.StatusCode, stream: stream, body: resp.Body, events: sse.NewReader(resp.Body)}
+	default:
+		// A JSON body (one message or a batch), or a body that carries no
+		// message (202, errors): read it whole, record, then forward.
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		trimmed := bytes.TrimSpace(body)
+		if mediaType == "application/json" && len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
+			extra := p.extra(ex, resp.StatusCode)
+			// An error the server could not tie to a request has id null
+			// (server-everything answers server/discover so); the proxy
+			// knows which request it answers.
+			if es := tape.Classify(trimmed); len(es) == 1 && es[0].ID == "null" && ex.requestID != "" {
+				extra["inReplyTo"] = json.RawMessage(ex.requestID)
+			}
+			p.note(p.sink.message(trimmed, tape.DirRecv, extra))
+			return nil
+		}
+		params := map[string]any{"method": ex.method, "status": resp.StatusCode}
+		if len(trimmed) > 0 {
+			params["body"] = string(p.sink.redactText(trimmed))
+		}
+		p.note(p.sink.lifecycle(MethodHTTPExchange, params, p.extra(ex, resp.StatusCode)))
+	}
+	return nil
+}
+
+func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
+	ex, _ := r.Context().Value(ctxKey{}).(*exchange)
+	if ex == nil {
+		ex = &exchange{method: r.Method}
+	}
+	if errors.Is(err, context.Canceled) {
+		// The client went away (closed a stream): not the upstream's fault.
+		p.note(p.sink.lifecycle(MethodHTTPExchange, map[string]any{"method": ex.method, "error": "client closed the request"}, p.extra(ex, 0)))
+		return
+	}
+	p.note(p.sink.lifecycle(MethodHTTPExchange, map[string]any{"method": ex.method, "status": http.StatusBadGateway, "error": err.Error()}, p.extra(ex, http.StatusBadGateway)))
+	http.Error(w, "tapedeck: upstream "+safeURL(p.Upstream)+": "+err.Error(), http.StatusBadGateway)
+}
+
+// sseRelay is the body of an SSE answer as the client reads it: each event
+// is recorded, then its bytes are handed out, so the tape leads the client.
+type sseRelay struct {
+	p      *Proxy
+	ex     *exchange
+	status int
+	stream int64
+	body   io.ReadCloser
+	events *sse.Reader
+	out    []byte // bytes of recorded events not yet read
+	err    error
+}
+
+func (s *sseRelay) Read(b []byte) (int, error) {
+	for len(s.out) == 0 {
+		if s.err != nil {
+			return 0, s.err
+		}
+		e, err := s.events.Next()
+		if len(e.Raw) > 0 {
+			s.out = s.record(e)
+		}
+		if err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				err = io.EOF // a cut last event: forwarded as it came
+			}
+			s.err = err
+		}
+	}
+	n := copy(b, s.out)
+	s.out = s.out[n:]
+	return n, nil
+}
+
+func (s *sseRelay) Close() error { return s.body.Close() }
+
+func (s *sseRelay) record(e sse.Event) []byte {
+	extra := s.p.extra(s.ex, s.status)
+	extra["stream"] = s.stream
+	if e.HasID {
+		extra["event"] = e.ID
+	}
+	if e.Event == "endpoint" && e.Data != nil {
+		return s.endpoint(e, extra)
+	}
+	if len(bytes.TrimSpace(e.Data)) == 0 {
+		return e.Raw // priming events and keep-alives carry no message
+	}
+	s.p.note(s.p.sink.message(e.Data, tape.DirRecv, extra))
+	return e.Raw
+}
+
+// endpoint rewrites a legacy endpoint event so that the client posts
+// through the proxy: an absolute URL naming the upstream's host is given
+// the proxy's host; a relative one already resolves against the proxy.
+func (s *sseRelay) endpoint(e sse.Event, extra map[string]any) []byte {
+	named := string(e.Data)
+	given := named
+	if u, err := url.Parse(named); err == nil && u.IsAbs() && u.Host == s.p.Upstream.Host {
+		u.Scheme, u.Host = "http", s.ex.host
+		given = u.String()
+	}
+	s.p.note(s.p.sink.lifecycle(MethodHTTPEndpoint, map[string]any{"url": named, "proxied": given}, extra))
+	if given == named {
+		return e.Raw
+	}
+	e.Data = []byte(given)
+	var b bytes.Buffer
+	_ = sse.Write(&b, e)
+	return b.Bytes()
+}
+
+// originAllowed accepts loopback origins, the allowed ones, and any with
+// AllowAnyOrigin.
+func (p *Proxy) originAllowed(origin string) bool {
+	if p.AllowAnyOrigin {
+		return true
+	}
+	for _, o := range p.AllowOrigins {
+		if strings.EqualFold(strings.TrimSuffix(o, "/"), strings.TrimSuffix(origin, "/")) {
+			return true
+		}
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	host := u.Hostname()
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// safeURL is u without user info and with credential-looking query values
+// blanked, for the tape.
+func safeURL(u *url.URL) string {
+	c := *u
+	c.User = nil
+	q := c.Query()
+	changed := false
+	for k := range q {
+		if tape.IsCredentialHeader(k) || strings.EqualFold(k, "key") {
+			q.Set(k, tape.RedactedMarker)
+			changed = true
+		}
+	}
+	if changed {
+		c.RawQuery = q.Encode()
+	}
+	return c.String()
+}

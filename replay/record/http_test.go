@@ -1,0 +1,331 @@
+package record_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tapedeck/tapedeck/internal/mcptest"
+	"github.com/tapedeck/tapedeck/replay/record"
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// startProxy runs a recording proxy in-process in front of upstream and
+// returns the URL a client should use and the tape's path.
+func startProxy(t *testing.T, upstream string, configure func(*record.Proxy)) (string, string) {
+	t.Helper()
+	up, err := url.Parse(upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "http.jsonl")
+	f, err := tape.Create(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &record.Proxy{Upstream: up, Tape: tape.NewWriter(f), Server: "upstream"}
+	if configure != nil {
+		configure(p)
+	}
+	srv := httptest.NewServer(p)
+	if err := p.Start(srv.Listener.Addr().String(), "test"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+		if err := p.Close("test over"); err != nil {
+			t.Error(err)
+		}
+		f.Close()
+	})
+	return srv.URL + up.Path, path
+}
+
+// TestProxyEverything records the go-sdk client with server-everything in
+// streamable HTTP mode, in both protocol eras of the client.
+func TestProxyEverything(t *testing.T) {
+	upstream := mcptest.StartEverythingHTTP(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"default", []string{"--roots"}, []string{"send server/discover", "send initialize", "recv roots/list", "recv notifications/progress", "recv notifications/message"}},
+		{"2025-06-18", []string{"--protocol", "2025-06-18"}, []string{"send initialize", "recv notifications/progress"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			proxied, path := startProxy(t, upstream, nil)
+			direct := runClient(t, append(tc.args, "--url", upstream)...)
+			through := runClient(t, append(tc.args, "--url", proxied)...)
+			if direct != through {
+				t.Errorf("transcript through the proxy differs.\nthrough the proxy:\n%s\ndirect:\n%s", through, direct)
+			}
+			m := tapeSummary(t, path)
+			wantMethods(t, m, append(tc.want, "send tools/call", "send notifications/initialized", "lifecycle $http/exchange")...)
+			data, _ := os.ReadFile(path)
+			for _, want := range []string{`"transport":"http"`, `"status":200`, `"newSession":"`, `"stream":`, `"status":202`} {
+				if !bytes.Contains(data, []byte(want)) {
+					t.Errorf("tape lacks %s", want)
+				}
+			}
+		})
+	}
+}
+
+// TestProxySDKServer records the go-sdk pair over HTTP in the 2026-07-28
+// era (no sessions, Mcp-Method headers) and the 2025-06-18 era, through the
+// tapedeck binary, stopped by SIGINT like a user would.
+func TestProxySDKServer(t *testing.T) {
+	shim := mcptest.BuildBinary(t, tapedeckPackage)
+	upstream := mcptest.StartSDKServerHTTP(t)
+	for _, proto := range []string{"", "2025-06-18"} {
+		t.Run("protocol="+proto, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "sdk-http.jsonl")
+			cmd := exec.Command(shim, "record", "--upstream", upstream, "-o", path)
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			p := mcptest.Start(t, cmd)
+			line, err := bufio.NewReader(stdout).ReadString('\n')
+			if err != nil {
+				t.Fatalf("no proxy URL on stdout: %v\n%s", err, stderr.String())
+			}
+			proxied := strings.TrimSpace(line)
+			args := []string{"--roots"}
+			if proto != "" {
+				args = append(args, "--protocol", proto)
+			}
+			direct := runClient(t, append(args, "--url", upstream)...)
+			through := runClient(t, append(args, "--url", proxied)...)
+			if direct != through {
+				t.Errorf("transcript through the proxy differs.\nthrough the proxy:\n%s\ndirect:\n%s", through, direct)
+			}
+			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				if exited, err := p.Exited(); exited {
+					if err != nil {
+						t.Fatalf("tapedeck record exited with %v\n%s", err, stderr.String())
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("tapedeck record did not stop on SIGINT")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			m := tapeSummary(t, path)
+			// A stateful go-sdk HTTP server declines 2026-07-28 (only
+			// stateless ones speak it, see TestProxyStateless): the default
+			// client probes server/discover, then initializes.
+			if proto == "" {
+				wantMethods(t, m, "send server/discover")
+			}
+			wantMethods(t, m, "send initialize", "recv roots/list", "send tools/call", "lifecycle $transport/close")
+		})
+	}
+}
+
+// TestProxyOriginAndCredentials checks the Origin check and that credential
+// headers reach the server but never the tape.
+func TestProxyOriginAndCredentials(t *testing.T) {
+	var seen http.Header
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = r.Header.Clone()
+		w.Header().Set("Set-Cookie", "session=cookie-secret-42")
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	}))
+	defer up.Close()
+	proxied, path := startProxy(t, up.URL+"/mcp", func(p *record.Proxy) { p.AllowOrigins = []string{"https://ok.example"} })
+	post := func(origin string) *http.Response {
+		req, _ := http.NewRequest("POST", proxied, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Authorization", "Bearer auth-secret-17")
+		req.Header.Set("X-Api-Key", "key-secret-99")
+		req.Header.Set("Content-Type", "application/json")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	for origin, want := range map[string]int{"": 200, "http://localhost:3000": 200, "http://127.0.0.1:9": 200, "https://ok.example": 200,
+		"https://evil.example": 403, "null": 403} {
+		if got := post(origin).StatusCode; got != want {
+			t.Errorf("Origin %q: status %d, want %d", origin, got, want)
+		}
+	}
+	if seen.Get("Authorization") != "Bearer auth-secret-17" || seen.Get("X-Api-Key") != "key-secret-99" {
+		t.Errorf("credentials did not reach the server: %v", seen)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"auth-secret-17", "key-secret-99", "cookie-secret-42"} {
+		if bytes.Contains(data, []byte(secret)) {
+			t.Errorf("tape holds %q:\n%s", secret, data)
+		}
+	}
+	if !bytes.Contains(data, []byte(`"method":"$http/rejected"`)) {
+		t.Errorf("tape lacks the rejected requests:\n%s", data)
+	}
+}
+
+// TestProxySSEEventByEvent checks that SSE events reach the client one by
+// one as the server sends them, each on the tape before the client has it,
+// and that priming events, resumption and legacy endpoint events are kept.
+func TestProxySSEEventByEvent(t *testing.T) {
+	release := make(chan struct{})
+	var lastEventID string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl := w.(http.Flusher)
+		switch r.URL.Path {
+		case "/sse": // legacy HTTP+SSE
+			io.WriteString(w, "event: endpoint\ndata: http://"+r.Host+"/messages?sessionId=abc\n\n")
+			fl.Flush()
+			return
+		}
+		lastEventID = r.Header.Get("Last-Event-ID")
+		io.WriteString(w, "id: 0\ndata:\n\n") // priming event
+		io.WriteString(w, "id: 1\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n")
+		fl.Flush()
+		<-release
+		io.WriteString(w, "id: 2\ndata: {\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{}}\n\n")
+	}))
+	defer up.Close()
+	proxied, path := startProxy(t, up.URL+"/mcp", nil)
+
+	req, _ := http.NewRequest("GET", proxied, nil)
+	req.Header.Set("Last-Event-ID", "0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	readEvent := func() string {
+		var ev strings.Builder
+		for {
+			l, err := br.ReadString('\n')
+			if err != nil {
+				t.Fatalf("reading the stream: %v (got %q)", err, ev.String())
+			}
+			ev.WriteString(l)
+			if l == "\n" {
+				return ev.String()
+			}
+		}
+	}
+	if ev := readEvent(); ev != "id: 0\ndata:\n\n" {
+		t.Errorf("priming event %q", ev)
+	}
+	if ev := readEvent(); !strings.Contains(ev, "notifications/progress") {
+		t.Errorf("first event %q", ev)
+	}
+	// The second event is held by the server: the first must have come
+	// through alone, and be on the tape already.
+	data, _ := os.ReadFile(path)
+	if !bytes.Contains(data, []byte(`"notifications/progress"`)) || !bytes.Contains(data, []byte(`"event":"1"`)) {
+		t.Errorf("first event not on the tape when the client had it:\n%s", data)
+	}
+	close(release)
+	if ev := readEvent(); !strings.Contains(ev, `"id":5`) {
+		t.Errorf("second event %q", ev)
+	}
+	if lastEventID != "0" {
+		t.Errorf("upstream saw Last-Event-ID %q, want 0", lastEventID)
+	}
+
+	// Legacy endpoint event: rewritten to name the proxy.
+	u, _ := url.Parse(proxied)
+	lresp, err := http.Get("http://" + u.Host + "/sse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(lresp.Body)
+	lresp.Body.Close()
+	if want := "event: endpoint\ndata: http://" + u.Host + "/messages?sessionId=abc\n\n"; string(body) != want {
+		t.Errorf("endpoint event %q, want %q", body, want)
+	}
+	data, _ = os.ReadFile(path)
+	for _, want := range []string{`"lastEventId":"0"`, `"method":"$http/endpoint"`} {
+		if !bytes.Contains(data, []byte(want)) {
+			t.Errorf("tape lacks %s:\n%s", want, data)
+		}
+	}
+}
+
+type echoIn struct {
+	Message string `json:"message"`
+}
+
+// TestProxyStateless records the 2026-07-28 era over HTTP: a stateless
+// go-sdk server (the only kind that speaks it; the peers' sdkserver is
+// stateful, so this one is built here), no sessions, no initialize, and
+// Mcp-Method headers that must reach the server.
+func TestProxyStateless(t *testing.T) {
+	server := mcp.NewServer(&mcp.Implementation{Name: "stateless", Version: "1.0.0"}, nil)
+	mcp.AddTool(server, &mcp.Tool{Name: "echo", Description: "Echoes back the message"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Echo: " + in.Message}}}, nil, nil
+		})
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{Stateless: true})
+	var mu sync.Mutex
+	var methods []string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		methods = append(methods, r.Header.Get("Mcp-Method"))
+		mu.Unlock()
+		handler.ServeHTTP(w, r)
+	}))
+	defer up.Close()
+	proxied, path := startProxy(t, up.URL+"/mcp", nil)
+	args := []string{"--steps", "init,tools,echo"}
+	direct := runClient(t, append(args, "--url", up.URL+"/mcp")...)
+	through := runClient(t, append(args, "--url", proxied)...)
+	if direct != through || !strings.Contains(through, "protocol 2026-07-28") {
+		t.Errorf("transcripts differ or are not 2026-07-28.\nthrough the proxy:\n%s\ndirect:\n%s", through, direct)
+	}
+	mu.Lock()
+	if !slices.Contains(methods, "tools/call") {
+		t.Errorf("Mcp-Method headers seen by the server: %q, want tools/call among them", methods)
+	}
+	mu.Unlock()
+	m := tapeSummary(t, path)
+	wantMethods(t, m, "send server/discover", "send tools/list", "send tools/call")
+	if m["send initialize"] != 0 {
+		t.Errorf("2026-07-28 session sent initialize: %v", m)
+	}
+	data, _ := os.ReadFile(path)
+	if bytes.Contains(data, []byte(`"session":`)) || bytes.Contains(data, []byte(`"newSession":`)) {
+		t.Errorf("a sessionless era recorded a session:\n%s", data)
+	}
+}

@@ -1,0 +1,226 @@
+// Package sse reads and writes server-sent event streams
+// (text/event-stream), as MCP's Streamable HTTP and legacy HTTP+SSE
+// transports use them.
+//
+// The Reader keeps each event's raw bytes next to its parsed fields, so a
+// proxy can forward an event exactly as it arrived (comments and field
+// order included) while recording its data. Lines may be of any length and
+// end in "\n", "\r\n" or "\r".
+//
+// Non-goals: reconnection and retry policy (a client's business) and
+// dispatching by event type.
+package sse
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// Event is one server-sent event.
+type Event struct {
+	// ID is the event's id field; HasID tells an empty id ("id:" resets the
+	// last event id) from none.
+	ID    string
+	HasID bool
+	// Event is the event type; empty means "message".
+	Event string
+	// Data is the data lines joined with "\n". An event with no data line
+	// (a priming event, or a lone id) has nil Data.
+	Data []byte
+	// Retry is the retry field in milliseconds, or -1 if absent.
+	Retry int
+	// Raw is the event's bytes as read, through its terminating blank
+	// line; comment lines before the event are included. For an event cut
+	// off by the end of the stream, Raw lacks the blank line.
+	Raw []byte
+}
+
+// Type returns the event type, "message" when the event names none.
+func (e *Event) Type() string {
+	if e.Event == "" {
+		return "message"
+	}
+	return e.Event
+}
+
+// Reader parses events from a stream.
+type Reader struct {
+	r          io.Reader
+	buf        []byte
+	start, end int
+	err        error
+	skipLF     bool // a '\r' ended the last line: a '\n' right after it belongs to it
+}
+
+// NewReader returns a Reader of the stream r.
+func NewReader(r io.Reader) *Reader {
+	return &Reader{r: r, buf: make([]byte, 32<<10)}
+}
+
+// Next returns the next event. At the end of the stream it returns io.EOF,
+// or, if the stream ended inside an event, that event (Raw without its blank
+// line) with io.ErrUnexpectedEOF. Blocks of comment lines alone are not
+// events: their bytes go to the next event's Raw, or come back alone with
+// io.EOF at the end of the stream.
+func (r *Reader) Next() (Event, error) {
+	e := Event{Retry: -1}
+	var raw []byte
+	var data [][]byte
+	fields := false
+	for {
+		line, lineRaw, err := r.line()
+		raw = append(raw, lineRaw...)
+		if err != nil {
+			e.Raw = raw
+			if errors.Is(err, io.EOF) {
+				if len(line) > 0 && parseField(&e, &data, line) {
+					fields = true
+				}
+				if fields {
+					e.Data = joinData(data)
+					return e, io.ErrUnexpectedEOF
+				}
+				if len(raw) > 0 {
+					return e, io.EOF
+				}
+			}
+			return e, err
+		}
+		if len(line) == 0 { // blank line: dispatch
+			if fields {
+				e.Data = joinData(data)
+				e.Raw = raw
+				return e, nil
+			}
+			continue
+		}
+		if parseField(&e, &data, line) {
+			fields = true
+		}
+	}
+}
+
+// parseField applies one line to e, and reports whether it was a field.
+func parseField(e *Event, data *[][]byte, line []byte) bool {
+	if line[0] == ':' {
+		return false // comment
+	}
+	name, value, found := bytes.Cut(line, []byte(":"))
+	if found && len(value) > 0 && value[0] == ' ' {
+		value = value[1:]
+	}
+	switch string(name) {
+	case "data":
+		*data = append(*data, bytes.Clone(value))
+	case "id":
+		if bytes.IndexByte(value, 0) >= 0 {
+			return false
+		}
+		e.ID, e.HasID = string(value), true
+	case "event":
+		e.Event = string(value)
+	case "retry":
+		n, err := strconv.Atoi(string(value))
+		if err != nil || n < 0 {
+			return false
+		}
+		e.Retry = n
+	default:
+		return false
+	}
+	return true
+}
+
+func joinData(data [][]byte) []byte {
+	if data == nil {
+		return nil
+	}
+	if out := bytes.Join(data, []byte("\n")); out != nil {
+		return out
+	}
+	return []byte{} // data present but empty: not the same as no data
+}
+
+// line returns one line's content and its raw bytes (content, terminator,
+// and the '\n' of a CRLF split by the last read). Both are valid until the
+// next call. A '\r' ends a line at once: waiting to see whether '\n'
+// follows would hold an event back until the next one arrives.
+func (r *Reader) line() (content, raw []byte, err error) {
+	skip, pos := 0, 0 // offsets from r.start
+	for {
+		if r.skipLF && r.start+pos < r.end {
+			r.skipLF = false
+			if r.buf[r.start] == '\n' {
+				skip, pos = 1, 1
+			}
+		}
+		if i := bytes.IndexAny(r.buf[r.start+pos:r.end], "\r\n"); i >= 0 {
+			j := r.start + pos + i
+			content = r.buf[r.start+skip : j]
+			if r.buf[j] == '\r' {
+				if j+1 < r.end {
+					if r.buf[j+1] == '\n' {
+						j++
+					}
+				} else {
+					r.skipLF = true
+				}
+			}
+			raw = r.buf[r.start : j+1]
+			r.start = j + 1
+			return content, raw, nil
+		}
+		pos = r.end - r.start
+		if r.err != nil {
+			content, raw = r.buf[r.start+skip:r.end], r.buf[r.start:r.end]
+			r.start = r.end
+			return content, raw, r.err
+		}
+		r.fill()
+	}
+}
+
+func (r *Reader) fill() {
+	if r.start > 0 {
+		r.end = copy(r.buf, r.buf[r.start:r.end])
+		r.start = 0
+	}
+	if r.end == len(r.buf) {
+		grown := make([]byte, 2*len(r.buf))
+		copy(grown, r.buf[:r.end])
+		r.buf = grown
+	}
+	n, err := r.r.Read(r.buf[r.end:])
+	r.end += n
+	if err != nil {
+		r.err = err
+	} else if n == 0 {
+		r.err = io.ErrNoProgress
+	}
+}
+
+// Write writes e to w as one event, with an id field if e.HasID, an event
+// field if e.Event is set, a retry field if e.Retry >= 0, one data line per
+// line of e.Data (at least one, so an event with empty data is still an
+// event), and the blank line that ends it. Raw is ignored.
+func Write(w io.Writer, e Event) error {
+	var b strings.Builder
+	if e.HasID {
+		b.WriteString("id: " + e.ID + "\n")
+	}
+	if e.Event != "" {
+		b.WriteString("event: " + e.Event + "\n")
+	}
+	if e.Retry >= 0 && (e.Retry > 0 || e.HasID || e.Event != "" || e.Data != nil) {
+		b.WriteString("retry: " + strconv.Itoa(e.Retry) + "\n")
+	}
+	for _, l := range strings.Split(strings.ReplaceAll(string(e.Data), "\r\n", "\n"), "\n") {
+		b.WriteString("data: " + l + "\n")
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,119 @@
+package sse
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+func readAll(t *testing.T, r io.Reader) ([]Event, error) {
+	t.Helper()
+	rd := NewReader(r)
+	var out []Event
+	for {
+		e, err := rd.Next()
+		if err != nil {
+			if len(e.Raw) > 0 {
+				out = append(out, e)
+			}
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return out, err
+		}
+		out = append(out, e)
+	}
+}
+
+func TestReader(t *testing.T) {
+	stream := ": keepalive\n\nid: 1\nevent: message\ndata: {\"a\":\ndata:1}\n\n" +
+		"id: 2\r\ndata:\r\n\r\n" + // a priming event: id and empty data
+		"retry: 500\rdata: x\r\r" + // lone CRs
+		"data: " + strings.Repeat("z", 100000) + "\n\n" +
+		"id\n\ndata: cut"
+	for name, r := range map[string]io.Reader{
+		"whole":    strings.NewReader(stream),
+		"one byte": iotest.OneByteReader(strings.NewReader(stream)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			evs, err := readAll(t, r)
+			if !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Fatalf("err %v, want io.ErrUnexpectedEOF for the cut last event", err)
+			}
+			var raw bytes.Buffer
+			for _, e := range evs {
+				raw.Write(e.Raw)
+			}
+			if raw.String() != stream {
+				t.Errorf("raw bytes do not add up to the stream")
+			}
+			if len(evs) != 6 {
+				t.Fatalf("%d events, want 6: %+v", len(evs), evs)
+			}
+			if e := evs[0]; e.ID != "1" || !e.HasID || e.Type() != "message" || string(e.Data) != "{\"a\":\n1}" || !strings.HasPrefix(string(e.Raw), ": keepalive") {
+				t.Errorf("event 0: %+v", e)
+			}
+			if e := evs[1]; e.ID != "2" || e.Data == nil || len(e.Data) != 0 {
+				t.Errorf("event 1 (priming): %+v", e)
+			}
+			if e := evs[2]; e.Retry != 500 || string(e.Data) != "x" {
+				t.Errorf("event 2: %+v", e)
+			}
+			if e := evs[3]; len(e.Data) != 100000 {
+				t.Errorf("event 3: %d bytes of data", len(e.Data))
+			}
+			if e := evs[4]; !e.HasID || e.ID != "" || e.Data != nil {
+				t.Errorf("event 4 (id reset): %+v", e)
+			}
+			if e := evs[5]; string(e.Data) != "cut" {
+				t.Errorf("event 5: %+v", e)
+			}
+		})
+	}
+}
+
+func TestWriteReadsBack(t *testing.T) {
+	var b bytes.Buffer
+	in := []Event{
+		{ID: "7", HasID: true, Event: "message", Data: []byte(`{"jsonrpc":"2.0"}`), Retry: -1},
+		{ID: "8", HasID: true, Data: []byte{}, Retry: 1000},
+		{Data: []byte("two\nlines"), Retry: -1},
+	}
+	for _, e := range in {
+		if err := Write(&b, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := readAll(t, &b)
+	if err != nil || len(out) != len(in) {
+		t.Fatalf("read back %d events, err %v", len(out), err)
+	}
+	for i := range in {
+		g, w := out[i], in[i]
+		if g.ID != w.ID || g.HasID != w.HasID || g.Event != w.Event || string(g.Data) != string(w.Data) || g.Retry != w.Retry {
+			t.Errorf("event %d: got %+v, want %+v", i, g, w)
+		}
+	}
+}
+
+func FuzzReader(f *testing.F) {
+	f.Add("id: 1\ndata: x\n\n")
+	f.Add("data: a\r\ndata: b\r\r\n: c\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		rd := NewReader(strings.NewReader(s))
+		var raw bytes.Buffer
+		for {
+			e, err := rd.Next()
+			raw.Write(e.Raw)
+			if err != nil {
+				break
+			}
+		}
+		if raw.String() != s {
+			t.Fatalf("raw bytes %q do not add up to the stream %q", raw.String(), s)
+		}
+	})
+}
