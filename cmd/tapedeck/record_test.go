@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+func TestRecordDefaultLocationAndAppend(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
+	in := `{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"
+	var stdout, stderr bytes.Buffer
+	// The server answers one ping and exits 4: tapedeck exits 4 too.
+	script := `read l; echo '{"jsonrpc":"2.0","id":1,"result":{}}'; exit 4`
+	err := run(context.Background(), []string{"record", "--server", "pinger", "--", "sh", "-c", script}, strings.NewReader(in), &stdout, &stderr)
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 4 {
+		t.Fatalf("got %v, want exit status 4", err)
+	}
+	if stdout.String() != `{"jsonrpc":"2.0","id":1,"result":{}}`+"\n" {
+		t.Errorf("stdout %q", stdout.String())
+	}
+	dir := filepath.Join(state, "tapedeck", "tapes")
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("tapes dir: %v, %d files", err, len(entries))
+	}
+	path := filepath.Join(dir, entries[0].Name())
+	if !strings.HasPrefix(entries[0].Name(), "pinger-") || !strings.Contains(stderr.String(), path) {
+		t.Errorf("tape %s; stderr %q should name it", path, stderr.String())
+	}
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
+		t.Errorf("dir mode %v, want 0700", fi.Mode().Perm())
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Errorf("tape mode %v, want 0600", fi.Mode().Perm())
+	}
+
+	// An existing tape is refused without --append, and appended to with it.
+	err = run(context.Background(), []string{"record", "-o", path, "--", "true"}, strings.NewReader(""), &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("recording over an existing tape: %v, want an already-exists error", err)
+	}
+	if err := run(context.Background(), []string{"record", "-o", path, "--append", "--", "true"}, strings.NewReader(""), &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	x, err := tape.OpenIndex(path, tape.Strict())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	starts := 0
+	for i := 0; i < x.Len(); i++ {
+		if x.Entry(i).Method == tape.MethodStart {
+			starts++
+		}
+	}
+	if starts != 2 || x.Len() != 6 {
+		t.Errorf("appended tape: %d records, %d starts; want 6 and 2", x.Len(), starts)
+	}
+}
+
+func TestRecordUsageErrors(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir()) // nothing may be written elsewhere, even by mistake
+	for _, args := range [][]string{
+		{"record"},
+		{"record", "--upstream", "http://127.0.0.1:1/mcp", "--", "cat"},
+		{"record", "--upstream", "ftp://x"},
+		{"record", "--redact-value", "(", "--", "cat"},
+	} {
+		var out bytes.Buffer
+		if err := run(context.Background(), args, strings.NewReader(""), &out, &out); err == nil {
+			t.Errorf("%q: no error", args)
+		}
+	}
+}
