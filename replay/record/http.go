@@ -109,6 +109,9 @@ func (p *Proxy) init() {
 			t := http.DefaultTransport.(*http.Transport).Clone()
 			// Bodies must be readable to be recorded: no transparent gzip.
 			t.DisableCompression = true
+			// One client may hold several streams open at once (a GET
+			// stream, concurrent POSTs): keep their connections for reuse.
+			t.MaxIdleConnsPerHost = 64
 			transport = t
 		}
 		p.rp = &httputil.ReverseProxy{
