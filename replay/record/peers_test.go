@@ -3,6 +3,7 @@ package record_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -240,4 +241,38 @@ func TestShimRedacts(t *testing.T) {
 		}
 	}
 	tapeSummary(t, path)
+}
+
+// TestShimEndsLingeringServer closes stdin on server-everything while it
+// lingers (a client that declared roots and never answers): the shim must
+// end it with SIGTERM after the grace period, exit with its status, and
+// leave no process behind.
+func TestShimEndsLingeringServer(t *testing.T) {
+	peers := mcptest.Peers(t)
+	shim := mcptest.BuildBinary(t, tapedeckPackage)
+	path := filepath.Join(t.TempDir(), "linger.jsonl")
+	cmd := exec.Command(shim, append([]string{"record", "--grace", "300ms", "--kill-after", "300ms", "-o", path, "--"}, peers.EverythingStdio()...)...)
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"roots":{"listChanged":true}},"clientInfo":{"name":"mute","version":"1"}}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+	start := time.Now()
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 143 {
+		t.Fatalf("tapedeck: %v, want exit status 143 (the server's SIGTERM)\n%s", err, out)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("took %v; the grace period is 300ms", d)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(data, []byte(`"reason":"stdin closed","signal":"SIGTERM"`)) {
+		t.Errorf("close record lacks the reason and signal:\n%s", data)
+	}
+	var pid int
+	if _, err := fmt.Sscanf(string(data[bytes.Index(data, []byte(`"pid":`))+6:]), "%d", &pid); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid)
 }

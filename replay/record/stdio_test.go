@@ -216,3 +216,40 @@ func TestStdioStartFailure(t *testing.T) {
 		t.Errorf("tape has %d records, want start and close:\n%s", len(es), tp.Bytes())
 	}
 }
+
+// TestStdioServerCrash: a server killed mid-session is recorded with its
+// signal, the client's stdout ends (EOF), and Run returns although the
+// client never closed stdin.
+func TestStdioServerCrash(t *testing.T) {
+	stdinR, stdinW := io.Pipe()
+	defer stdinW.Close()
+	var tp bytes.Buffer
+	outR, outW := io.Pipe()
+	s := &Stdio{Command: "sh", Args: []string{"-c", `read l; echo '{"jsonrpc":"2.0","id":1,"result":{}}'; kill -9 $$`}, Tape: &tp}
+	done := make(chan ExitStatus, 1)
+	go func() {
+		st, err := s.Run(context.Background(), stdinR, outW, io.Discard)
+		if err != nil {
+			t.Error(err)
+		}
+		outW.Close() // what the tapedeck command does by exiting
+		done <- st
+	}()
+	go io.WriteString(stdinW, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n")
+	got, _ := io.ReadAll(outR)
+	if string(got) != `{"jsonrpc":"2.0","id":1,"result":{}}`+"\n" {
+		t.Errorf("client got %q", got)
+	}
+	select {
+	case st := <-done:
+		if st.Signal != syscall.SIGKILL || st.Code != 137 {
+			t.Errorf("status %v, want killed by SIGKILL", st)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after the server died")
+	}
+	es := readTape(t, tp.Bytes())
+	if last := es[len(es)-1]; last.Method != tape.MethodClose || !bytes.Contains(last.Raw, []byte(`"signal":"SIGKILL"`)) {
+		t.Errorf("last record %s", last.Raw)
+	}
+}
