@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/replay/record"
-	"github.com/tapedeck/tapedeck/tape"
 )
 
 // runRecordHTTP runs the recording proxy until ctx is done (SIGINT or
@@ -43,7 +42,7 @@ func runRecordHTTP(ctx context.Context, s streams, o *recordOptions) error {
 	defer f.Close()
 
 	p := &record.Proxy{
-		Upstream: up, Tape: tape.NewWriter(f), Server: server, Redact: red,
+		Upstream: up, Tape: f, Server: server, Redact: red,
 		AllowOrigins: o.allowOrigins, AllowAnyOrigin: o.allowAnyOrigins,
 	}
 	if err := p.Start(ln.Addr().String(), buildVersion()); err != nil {

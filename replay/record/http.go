@@ -60,8 +60,8 @@ type Proxy struct {
 	// servers). Requests keep their path and query: the proxy mirrors the
 	// upstream's URL space on its own address.
 	Upstream *url.URL
-	// Tape receives the records; each message is one Write.
-	Tape *tape.Writer
+	// Tape receives the records, one Write per record.
+	Tape io.Writer
 	// Server names the server in the tape; empty means the upstream's host.
 	Server string
 	// Redact, if set, redacts the tape's copy of each message.
@@ -103,7 +103,7 @@ func (p *Proxy) init() {
 		if server == "" {
 			server = p.Upstream.Hostname()
 		}
-		p.sink = newSink(p.Tape, server, p.Redact, p.Now)
+		p.sink = newSink(tape.NewWriter(p.Tape), server, p.Redact, p.Now)
 		transport := p.Transport
 		if transport == nil {
 			t := http.DefaultTransport.(*http.Transport).Clone()

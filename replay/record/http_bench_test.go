@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/replay/record"
-	"github.com/tapedeck/tapedeck/tape"
 )
 
 // sseEcho answers each POSTed request with an SSE stream of one progress
@@ -42,7 +41,7 @@ func BenchmarkProxySSE(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer f.Close()
-	proxy := httptest.NewServer(&record.Proxy{Upstream: u, Tape: tape.NewWriter(f), Server: "bench"})
+	proxy := httptest.NewServer(&record.Proxy{Upstream: u, Tape: f, Server: "bench"})
 	defer proxy.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	payload := strings.Repeat("x", 1024)

@@ -38,7 +38,7 @@ func startProxy(t *testing.T, upstream string, configure func(*record.Proxy)) (s
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &record.Proxy{Upstream: up, Tape: tape.NewWriter(f), Server: "upstream"}
+	p := &record.Proxy{Upstream: up, Tape: f, Server: "upstream"}
 	if configure != nil {
 		configure(p)
 	}

@@ -108,12 +108,14 @@ func (s *Stdio) Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writ
 	if cwd == "" {
 		cwd, _ = os.Getwd()
 	}
-	startParams := map[string]any{
-		"transport": "stdio", "command": s.Command, "args": s.Args, "cwd": cwd,
-		"version": s.Version,
+	// Command lines carry secrets too (--api-key ...): value rules apply.
+	args := make([]string, len(s.Args))
+	for i, a := range s.Args {
+		args[i] = string(sk.redactText([]byte(a)))
 	}
-	if startParams["args"] == nil {
-		startParams["args"] = []string{}
+	startParams := map[string]any{
+		"transport": "stdio", "command": s.Command, "args": args, "cwd": cwd,
+		"version": s.Version,
 	}
 
 	cmd := exec.Command(s.Command, s.Args...)

@@ -81,7 +81,11 @@ func readTape(t *testing.T, b []byte) []tape.Entry {
 func TestStdioRecordsOutputsAndStatus(t *testing.T) {
 	script := `read line; echo "banner: not json"; echo '{"jsonrpc":"2.0","id":1,"result":{}}'; echo "log line" >&2; exit 3`
 	var tp, stdout, stderr bytes.Buffer
-	s := &Stdio{Command: "sh", Args: []string{"-c", script}, Tape: &tp, Server: "sh-server"}
+	red, err := tape.NewRedactor(nil, nil, []string{`--token=\S+`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Stdio{Command: "sh", Args: []string{"-c", script, "--token=abc"}, Tape: &tp, Server: "sh-server", Redact: red}
 	st, err := s.Run(context.Background(), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n"), &stdout, &stderr)
 	if err != nil {
 		t.Fatal(err)
@@ -108,6 +112,9 @@ func TestStdioRecordsOutputsAndStatus(t *testing.T) {
 	// with the fixed ends in place.
 	if len(got) != len(want) || got[0] != want[0] || got[len(got)-1] != want[len(want)-1] || !sameSet(got, want) {
 		t.Errorf("tape:\n%s\nwant (in some order):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if bytes.Contains(tp.Bytes(), []byte("--token=abc")) || !bytes.Contains(tp.Bytes(), []byte(`"[REDACTED]"`)) {
+		t.Errorf("the start record's args were not redacted:\n%s", tp.Bytes())
 	}
 	if !bytes.Contains(tp.Bytes(), []byte(`"text":"banner: not json"`)) || !bytes.Contains(tp.Bytes(), []byte(`"code":3`)) {
 		t.Errorf("tape lacks the invalid frame's text or the exit code:\n%s", tp.Bytes())
