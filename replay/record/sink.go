@@ -15,6 +15,11 @@ type sink struct {
 	server string
 	redact *tape.Redactor // nil: no rules
 	now    func() time.Time
+
+	// The fast path of a relay's sink: lines of its direction are encoded
+	// straight into its batch, without allocating.
+	enc   *tape.Encoder
+	lines *bytes.Buffer
 }
 
 func newSink(w *tape.Writer, server string, r *tape.Redactor, now func() time.Time) *sink {
@@ -25,6 +30,14 @@ func newSink(w *tape.Writer, server string, r *tape.Redactor, now func() time.Ti
 		r = nil
 	}
 	return &sink{w: w, server: server, redact: r, now: now}
+}
+
+// relaySink returns a sink for one relay's direction that writes into the
+// relay's batch, taking the fast path for plain messages.
+func relaySink(b *lineBatch, dir tape.Dir, server string, r *tape.Redactor, now func() time.Time) *sink {
+	s := newSink(tape.NewWriter(b), server, r, now)
+	s.enc, s.lines = tape.NewEncoder(dir, server), &b.buf
+	return s
 }
 
 func (s *sink) meta(dir tape.Dir, extra map[string]any) tape.Meta {
@@ -38,6 +51,12 @@ func (s *sink) message(frame []byte, dir tape.Dir, extra map[string]any) error {
 	frame = bytes.TrimSpace(frame)
 	if len(frame) == 0 {
 		return nil
+	}
+	if s.enc != nil && s.redact == nil && extra == nil {
+		if b, ok := s.enc.AppendLine(s.lines.AvailableBuffer(), frame, s.now()); ok {
+			_, err := s.lines.Write(b)
+			return err
+		}
 	}
 	entries := tape.Classify(frame)
 	if len(entries) == 0 {

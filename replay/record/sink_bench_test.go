@@ -11,12 +11,16 @@ import (
 // BenchmarkSinkMessage is the per-message cost of writing a 1 KiB request
 // to a tape (classification, _meta, one Write) without I/O.
 func BenchmarkSinkMessage(b *testing.B) {
-	sk := newSink(tape.NewWriter(io.Discard), "echo", nil, nil)
+	batch := &lineBatch{dest: io.Discard}
+	sk := relaySink(batch, tape.DirSend, "echo", nil, nil)
 	msg := []byte(`{"jsonrpc":"2.0","id":1,"method":"echo","params":{"data":"` + strings.Repeat("x", 1024) + `"}}`)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(msg)))
 	for b.Loop() {
 		if err := sk.message(msg, tape.DirSend, nil); err != nil {
+			b.Fatal(err)
+		}
+		if err := batch.flush(); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -94,8 +94,8 @@ func (s *Stdio) Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writ
 	sk := newSink(tape.NewWriter(dest), server, s.Redact, s.Now)
 	// Each relay batches the lines of a chunk into one tape write.
 	sendBatch, recvBatch, errBatch := &lineBatch{dest: dest}, &lineBatch{dest: dest}, &lineBatch{dest: dest}
-	sendSink := newSink(tape.NewWriter(sendBatch), server, s.Redact, s.Now)
-	recvSink := newSink(tape.NewWriter(recvBatch), server, s.Redact, s.Now)
+	sendSink := relaySink(sendBatch, tape.DirSend, server, s.Redact, s.Now)
+	recvSink := relaySink(recvBatch, tape.DirRecv, server, s.Redact, s.Now)
 	errSink := newSink(tape.NewWriter(errBatch), server, s.Redact, s.Now)
 	grace, killAfter := s.Grace, s.KillAfter
 	if grace <= 0 {
