@@ -329,3 +329,46 @@ func TestProxyStateless(t *testing.T) {
 		t.Errorf("a sessionless era recorded a session:\n%s", data)
 	}
 }
+
+// TestProxyBatches records a 2025-03-26 style batch both ways and a 202.
+func TestProxyBatches(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if !bytes.Contains(body, []byte(`"id"`)) {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"no"}}]`)
+	}))
+	defer up.Close()
+	proxied, path := startProxy(t, up.URL+"/mcp", nil)
+	for _, body := range []string{
+		`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"nope"},{"jsonrpc":"2.0","method":"notifications/x"}]`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+	} {
+		resp, err := http.Post(proxied, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(body, `"id"`) && !strings.HasPrefix(string(got), `[{"jsonrpc":"2.0","id":1,"result":{}}`) {
+			t.Errorf("client got %q", got)
+		}
+	}
+	m := tapeSummary(t, path)
+	wantMethods(t, m, "send ping", "send nope", "send notifications/x", "send notifications/initialized", "lifecycle $http/exchange")
+	x, err := tape.OpenIndex(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	data, _ := os.ReadFile(path)
+	if n := bytes.Count(data, []byte(`"batch":`)); n != 5 {
+		t.Errorf("%d lines with _meta.batch, want 5 (3 sent, 2 received):\n%s", n, data)
+	}
+	if !bytes.Contains(data, []byte(`"status":202`)) {
+		t.Errorf("no 202 exchange on the tape:\n%s", data)
+	}
+}
