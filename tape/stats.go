@@ -72,8 +72,8 @@ func ComputeStats(x *Index, server string) Stats {
 		}
 		return m
 	}
-	for i := range x.recs {
-		r := &x.recs[i]
+	for i := range x.recs.len() {
+		r := x.recs.at(i)
 		if server != "" && x.servers[r.server] != server {
 			continue
 		}
@@ -98,7 +98,7 @@ func ComputeStats(x *Index, server string) Stats {
 				m.Cancelled++
 			case p.Pending:
 				m.Pending++
-			case p.Partner >= 0 && x.recs[p.Partner].ts != 0 && r.ts != 0:
+			case p.Partner >= 0 && x.recs.at(int(p.Partner)).ts != 0 && r.ts != 0:
 				m.latencies = append(m.latencies, p.Latency)
 			}
 		case KindNotification:
