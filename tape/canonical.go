@@ -75,8 +75,7 @@ func CanonicalNumber(s string) string {
 	}
 	if exp := strings.IndexAny(s, "eE"); exp >= 0 {
 		if e, err := strconv.Atoi(strings.TrimPrefix(s[exp+1:], "+")); err != nil || e > 400 || e < -400 {
-			f, _ := strconv.ParseFloat(s, 64)
-			return strconv.FormatFloat(f, 'g', -1, 64)
+			return strings.ToLower(s) // beyond float64: exact rationals would be huge; keep the text
 		}
 	}
 	r, ok := new(big.Rat).SetString(s)

@@ -44,11 +44,11 @@ func (lr *lineReader) next() (line []byte, off int64, nl bool, err error) {
 			return lr.finish(line, off, true)
 		}
 		lr.scanned = lr.end - lr.start
+		if lr.err != nil {
+			return nil, lr.off, false, lr.err // not the end of the tape: no last line
+		}
 		if lr.eof {
 			if lr.start == lr.end {
-				if lr.err != nil {
-					return nil, lr.off, false, lr.err
-				}
 				return nil, lr.off, false, io.EOF
 			}
 			line, off = lr.buf[lr.start:lr.end], lr.off
