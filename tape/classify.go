@@ -133,7 +133,7 @@ func (c *classifier) classify(b []byte) []msgInfo {
 			return invalid(fmt.Sprintf("expected ',' or ']' in the batch at column %d, found %s", i+1, found(b, i)))
 		}
 	default:
-		return invalid(fmt.Sprintf("not JSON: expected '{' or '[' at column %d, found %s", i+1, found(b, i)))
+		return invalid(fmt.Sprintf("expected a JSON-RPC object or batch at column %d, found %s", i+1, found(b, i)))
 	}
 	return c.msgs
 }
@@ -386,6 +386,9 @@ func stringValue(b []byte, s span) string {
 	}
 	raw := b[s.start+1 : s.end-1]
 	if bytes.IndexByte(raw, '\\') < 0 {
+		if !utf8.Valid(raw) { // as encoding/json reads it
+			return validUTF8(raw)
+		}
 		return string(raw)
 	}
 	var out string
@@ -427,4 +430,15 @@ func digits(s []byte) (int, bool) {
 		v = v*10 + int(c-'0')
 	}
 	return v, true
+}
+
+// validUTF8 replaces each invalid byte with U+FFFD, as encoding/json does.
+func validUTF8(b []byte) string {
+	out := make([]rune, 0, len(b))
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		out = append(out, r) // RuneError for an invalid byte
+		b = b[n:]
+	}
+	return string(out)
 }

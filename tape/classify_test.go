@@ -36,7 +36,7 @@ func TestClassify(t *testing.T) {
 		{name: "escaped method", line: `{"jsonrpc":"2.0","method":"tools\/call","id":2}`, kinds: []Kind{KindRequest}, id: "2", method: "tools/call"},
 		{name: "escaped quote in string", line: `{"jsonrpc":"2.0","id":1,"method":"m","params":{"s":"a\"}b\\"}}`, kinds: []Kind{KindRequest}, id: "1", method: "m"},
 		{name: "batch", line: `[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","method":"b"}]`, kinds: []Kind{KindRequest, KindNotification}},
-		{name: "not json", line: `hello world`, kinds: []Kind{KindInvalid}, problem: "not JSON: expected '{' or '[' at column 1, found 'h'"},
+		{name: "not json", line: `hello world`, kinds: []Kind{KindInvalid}, problem: "expected a JSON-RPC object or batch at column 1, found 'h'"},
 		{name: "neither", line: `{"jsonrpc":"2.0","foo":1}`, kinds: []Kind{KindInvalid}, problem: "found neither"},
 		{name: "result without id", line: `{"jsonrpc":"2.0","result":1}`, kinds: []Kind{KindInvalid}, problem: `expected "id" in a response`},
 		{name: "object id", line: `{"jsonrpc":"2.0","id":{},"method":"m"}`, kinds: []Kind{KindInvalid}, problem: `expected "id" to be a string or a number`},

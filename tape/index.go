@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // rec is the index's record of one message: 48 bytes, no pointers.
@@ -415,7 +416,7 @@ func stringBytes(line []byte, s span) []byte {
 		return nil
 	}
 	raw := line[s.start+1 : s.end-1]
-	if bytes.IndexByte(raw, '\\') >= 0 {
+	if bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
 		return []byte(stringValue(line, s))
 	}
 	return raw
