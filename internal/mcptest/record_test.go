@@ -10,7 +10,9 @@ import (
 	"github.com/tapedeck/tapedeck/internal/mcptest"
 )
 
-func fixedClock() time.Time { return time.Date(2026, 5, 16, 12, 0, 0, 123_456_789, time.FixedZone("x", 3600)) }
+func fixedClock() time.Time {
+	return time.Date(2026, 5, 16, 12, 0, 0, 123_456_789, time.FixedZone("x", 3600))
+}
 
 func TestTapeWriter(t *testing.T) {
 	tests := []struct {
