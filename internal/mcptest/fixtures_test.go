@@ -137,3 +137,46 @@ func TestFixtures(t *testing.T) {
 		})
 	}
 }
+
+// TestHostileFixtures guards the byte-level oddities of the hand-made bad
+// inputs, so that an editor or a formatter does not repair them.
+func TestHostileFixtures(t *testing.T) {
+	dir := filepath.Join(mcptest.RepoRoot(t), "testdata", "hostile")
+	read := func(name string) []byte {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	checks := map[string]func(data []byte) bool{
+		"empty.tape.jsonl":     func(d []byte) bool { return len(d) == 0 },
+		"bom.tape.jsonl":       func(d []byte) bool { return bytes.HasPrefix(d, []byte("\xef\xbb\xbf{")) },
+		"crlf.tape.jsonl":      func(d []byte) bool { return bytes.Count(d, []byte("\r\n")) == 4 && bytes.Count(d, []byte("\n")) == 4 },
+		"truncated.tape.jsonl": func(d []byte) bool { return !bytes.HasSuffix(d, []byte("\n")) && !bytes.HasSuffix(d, []byte("}")) },
+		"invalid-utf8.tape.jsonl": func(d []byte) bool {
+			return bytes.Contains(d, []byte("\xff\xfe\xc3(")) && bytes.Contains(d, []byte("\n\x80\x81\x82\n"))
+		},
+		"blank-lines.tape.jsonl": func(d []byte) bool {
+			return bytes.HasPrefix(d, []byte("\n{")) && bytes.Contains(d, []byte("\n   \n\t\n"))
+		},
+		"batch.tape.jsonl":    func(d []byte) bool { return bytes.HasPrefix(d, []byte("[{")) && bytes.HasSuffix(d, []byte("\n[]\n")) },
+		"id-types.tape.jsonl": func(d []byte) bool { return bytes.Contains(d, []byte(`"id":18446744073709551617,`)) },
+	}
+	for name, ok := range checks {
+		if !ok(read(name)) {
+			t.Errorf("testdata/hostile/%s lost its oddity (see testdata/README.md)", name)
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := read("../README.md")
+	for _, e := range entries {
+		if !bytes.Contains(readme, []byte("`"+e.Name()+"`")) {
+			t.Errorf("testdata/README.md does not describe hostile/%s", e.Name())
+		}
+	}
+}
