@@ -85,9 +85,14 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
-		shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		// Standalone SSE streams never go idle: give requests a moment, then
+		// cut what is left rather than keep a test waiting.
+		shutdown, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
-		return srv.Shutdown(shutdown)
+		if err := srv.Shutdown(shutdown); err != nil {
+			return srv.Close()
+		}
+		return nil
 	}
 }
 
