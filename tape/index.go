@@ -85,7 +85,7 @@ type Index struct {
 	size     int64 // bytes indexed so far
 	line     int   // lines indexed so far
 	recs     recTable
-	warnings []Warning
+	warnings warningList
 	torn     bool // the last line was indexed without its newline
 
 	methods   []string
@@ -96,9 +96,10 @@ type Index struct {
 	data      []byte         // the mapped file, for the first Extend of OpenIndex
 	starts    map[uint16]int // $transport/start records seen per server
 
-	pending   map[pairKey]int32 // requests awaiting their response
-	cancelled map[pairKey]int32 // cancelled requests awaiting a late response
-	orphans   map[pairKey]int32 // responses that came before any request
+	pending   map[pairKey]int32   // requests awaiting their response
+	queued    map[pairKey][]int32 // more requests with a pending request's id, first in first out
+	cancelled map[pairKey]int32   // cancelled requests awaiting a late response
+	orphans   map[pairKey]int32   // responses that came before any request
 	inputReq  map[chainKey]int32
 	chains    map[int32]int32 // retry request → input_required response it answers
 	batches   uint32
@@ -116,6 +117,7 @@ func NewIndex(src io.ReaderAt, opts ...ReaderOption) *Index {
 		connIdx:   map[connKey]uint32{},
 		starts:    map[uint16]int{},
 		pending:   map[pairKey]int32{},
+		queued:    map[pairKey][]int32{},
 		cancelled: map[pairKey]int32{},
 		orphans:   map[pairKey]int32{},
 		inputReq:  map[chainKey]int32{},
@@ -299,7 +301,7 @@ func (x *Index) addLine(line []byte, off int64, lineNo int, nl bool) (torn bool,
 	if err != nil {
 		return false, err
 	}
-	x.warnings = append(x.warnings, ws...)
+	x.warnings.add(ws...)
 	batch := uint32(0)
 	if len(msgs) > 1 || line[skipWS(line, 0)] == '[' {
 		x.batches++
@@ -351,14 +353,16 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 			delete(x.orphans, k)
 			x.pair(seq, resp)
 			x.recs.at(int(resp)).flags = x.recs.at(int(resp)).flags&^flagOrphan | flagReordered
-			x.warnings = append(x.warnings, Warning{lineNo, fmt.Errorf("line %d: request id %s recorded after its response (line %d)", lineNo, k.id, x.recs.at(int(resp)).line)})
+			x.warnings.add(Warning{lineNo, fmt.Errorf("line %d: request id %s recorded after its response (line %d)", lineNo, k.id, x.recs.at(int(resp)).line)})
 			break
 		}
 		if old, ok := x.pending[k]; ok {
 			rp.flags |= flagDuplicate
-			x.warnings = append(x.warnings, Warning{lineNo, fmt.Errorf("line %d: request id %s reused while the request at line %d is unanswered; responses pair with the newest", lineNo, k.id, x.recs.at(int(old)).line)})
+			x.warnings.add(Warning{lineNo, fmt.Errorf("line %d: request id %s reused while the request at line %d is unanswered; responses pair first in, first out", lineNo, k.id, x.recs.at(int(old)).line)})
+			x.queued[k] = append(x.queued[k], seq)
+		} else {
+			x.pending[k] = seq
 		}
-		x.pending[k] = seq
 		if m.inputResp {
 			if prev, ok := x.inputReq[chainKey{r.server, r.conn, r.method}]; ok {
 				x.chains[seq] = prev
@@ -375,7 +379,7 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 		}
 		k := pairKey{r.server, reqDir, r.conn, string(normalizeID(m.id.in(line)))}
 		if req, ok := x.pending[k]; ok {
-			delete(x.pending, k)
+			x.unpend(k)
 			x.pair(req, seq)
 		} else if req, ok := x.cancelled[k]; ok {
 			delete(x.cancelled, k)
@@ -384,6 +388,7 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 		} else {
 			rp.flags |= flagOrphan
 			x.orphans[pairKey{r.server, reqDir, r.conn, k.id}] = seq
+			x.warnings.add(Warning{lineNo, fmt.Errorf("line %d: response id %s matches no request before it", lineNo, k.id)})
 		}
 		if m.inputReq && rp.partner >= 0 {
 			req := x.recs.at(int(rp.partner))
@@ -393,12 +398,26 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 		if m.cancels.ok() {
 			k := pairKey{r.server, r.dir, r.conn, string(normalizeID(m.cancels.in(line)))}
 			if req, ok := x.pending[k]; ok {
-				delete(x.pending, k)
+				x.unpend(k)
 				x.cancelled[k] = req
 				x.recs.at(int(req)).flags |= flagCancelled
 			}
 		}
 	}
+}
+
+// unpend removes the oldest pending request with key k.
+func (x *Index) unpend(k pairKey) {
+	if q := x.queued[k]; len(q) > 0 {
+		x.pending[k] = q[0]
+		if len(q) == 1 {
+			delete(x.queued, k)
+		} else {
+			x.queued[k] = q[1:]
+		}
+		return
+	}
+	delete(x.pending, k)
 }
 
 func (x *Index) pair(req, resp int32) {
@@ -584,7 +603,15 @@ func (x *Index) Chain(i int) []int {
 func (x *Index) Warnings() []Warning {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	return append([]Warning(nil), x.warnings...)
+	return x.warnings.list()
+}
+
+// WarningCount returns how many warnings indexing met, including those
+// beyond the first MaxWarnings that are not kept.
+func (x *Index) WarningCount() int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.warnings.n
 }
 
 // Servers returns the servers named on the tape, in order of appearance

@@ -92,8 +92,8 @@ func TestPairingCancelledLateReorderedDuplicate(t *testing.T) {
 	if p := x.Pair(4); !p.Late {
 		t.Errorf("late response: %+v", p)
 	}
-	if x.Pair(7).Partner != 6 || !x.Pair(5).Pending || !x.Pair(8).Pending {
-		t.Errorf("duplicate ids: 7→%d, 5 pending %v, 8 pending %v", x.Pair(7).Partner, x.Pair(5).Pending, x.Pair(8).Pending)
+	if x.Pair(7).Partner != 5 || !x.Pair(6).Pending || !x.Pair(8).Pending {
+		t.Errorf("duplicate ids: 7→%d, 6 pending %v, 8 pending %v", x.Pair(7).Partner, x.Pair(6).Pending, x.Pair(8).Pending)
 	}
 	var texts []string
 	for _, w := range x.Warnings() {

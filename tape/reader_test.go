@@ -82,7 +82,8 @@ func TestReaderMalformed(t *testing.T) {
 }
 
 func TestReaderBadUTF8AndMissingVersion(t *testing.T) {
-	input := `{"jsonrpc":"2.0","id":1,"method":"m","params":{"s":"` + "\xff\xfe" + `"}}` + "\n" + `{"id":2,"method":"m"}` + "\n"
+	meta := `,"_meta":{"dir":"send","server":"s","ts":"2026-05-16T12:00:00.000Z"}}`
+	input := `{"jsonrpc":"2.0","id":1,"method":"m","params":{"s":"` + "\xff\xfe" + `"}` + meta + "\n" + `{"id":2,"method":"m"` + meta + "\n"
 	r := NewReader(strings.NewReader(input))
 	got := readAll(t, r)
 	if len(got) != 2 || got[0].Kind != KindRequest || got[1].Kind != KindRequest {

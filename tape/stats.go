@@ -56,7 +56,8 @@ func ComputeStats(x *Index, server string) Stats {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	var st Stats
-	st.Warnings = len(x.warnings)
+	st.Warnings = x.warnings.n
+	st.Servers = []ServerStats{}
 	type key struct {
 		server uint16
 		method uint32
