@@ -88,13 +88,11 @@ type Index struct {
 	warnings warningList
 	torn     bool // the last line was indexed without its newline
 
-	methods   []string
-	methodIdx map[string]uint32
-	servers   []string
-	serverIdx map[string]uint16
-	connIdx   map[connKey]uint32
-	data      []byte         // the mapped file, for the first Extend of OpenIndex
-	starts    map[uint16]int // $transport/start records seen per server
+	methods interner[uint32] // 0 is ""
+	servers interner[uint16]
+	connIdx map[connKey]uint32
+	data    []byte         // the mapped file, for the first Extend of OpenIndex
+	starts  map[uint16]int // $transport/start records seen per server
 
 	pending   map[pairKey]int32   // requests awaiting their response
 	queued    map[pairKey][]int32 // more requests with a pending request's id, first in first out
@@ -111,9 +109,8 @@ type Index struct {
 func NewIndex(src io.ReaderAt, opts ...ReaderOption) *Index {
 	x := &Index{
 		src:       src,
-		methodIdx: map[string]uint32{"": 0},
-		methods:   []string{""},
-		serverIdx: map[string]uint16{},
+		methods:   newInterner[uint32](1<<31, ""),
+		servers:   newInterner[uint16](1 << 16),
 		connIdx:   map[connKey]uint32{},
 		starts:    map[uint16]int{},
 		pending:   map[pairKey]int32{},
@@ -338,8 +335,8 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 	if m.kind == KindInvalid && !nl {
 		r.flags |= flagTorn
 	}
-	r.server = x.intern16(stringBytes(line, m.server))
-	r.method = x.intern(stringBytes(line, m.method))
+	r.server = x.servers.of(stringBytes(line, m.server))
+	r.method = x.methods.of(stringBytes(line, m.method))
 	if m.kind == KindLifecycle && string(m.method.in(line)) == `"`+MethodStart+`"` {
 		x.starts[r.server]++
 	}
@@ -441,25 +438,37 @@ func stringBytes(line []byte, s span) []byte {
 	return raw
 }
 
-func (x *Index) intern(b []byte) uint32 {
-	if i, ok := x.methodIdx[string(b)]; ok {
-		return i
-	}
-	s := string(b)
-	i := uint32(len(x.methods))
-	x.methods = append(x.methods, s)
-	x.methodIdx[s] = i
-	return i
+// interner numbers strings in order of appearance. Past its limit every new
+// string shares the last number, named "(more)": a hostile tape with a
+// million server names must not wrap the index's small fields.
+type interner[T ~uint16 | ~uint32] struct {
+	names []string
+	index map[string]T
+	limit int
 }
 
-func (x *Index) intern16(b []byte) uint16 {
-	if i, ok := x.serverIdx[string(b)]; ok {
+func newInterner[T ~uint16 | ~uint32](limit int, first ...string) interner[T] {
+	in := interner[T]{index: map[string]T{}, limit: limit}
+	for _, s := range first {
+		in.of([]byte(s))
+	}
+	return in
+}
+
+func (in *interner[T]) of(b []byte) T {
+	if i, ok := in.index[string(b)]; ok { // no allocation for the lookup
 		return i
 	}
+	if len(in.names) == in.limit-1 {
+		in.names = append(in.names, "(more)")
+	}
+	if len(in.names) >= in.limit {
+		return T(in.limit - 1)
+	}
 	s := string(b)
-	i := uint16(len(x.servers))
-	x.servers = append(x.servers, s)
-	x.serverIdx[s] = i
+	i := T(len(in.names))
+	in.names = append(in.names, s)
+	in.index[s] = i
 	return i
 }
 
@@ -495,8 +504,8 @@ func (x *Index) entry(i int) Entry {
 		Offset: r.off,
 		Kind:   r.kind,
 		Dir:    dirCodes[r.dir],
-		Server: x.servers[r.server],
-		Method: x.methods[r.method],
+		Server: x.servers.names[r.server],
+		Method: x.methods.names[r.method],
 		Error:  r.flags&flagError != 0,
 		Batch:  int(r.batch),
 	}
@@ -558,7 +567,7 @@ func (x *Index) Pair(i int) Pair {
 
 func (x *Index) pairOf(i int) Pair {
 	r := x.recs.at(i)
-	p := Pair{Partner: int(r.partner), Method: x.methods[r.method], ChainPrev: -1}
+	p := Pair{Partner: int(r.partner), Method: x.methods.names[r.method], ChainPrev: -1}
 	p.Orphan = r.flags&flagOrphan != 0
 	p.Cancelled = r.flags&flagCancelled != 0
 	p.Late = r.flags&flagLate != 0
@@ -619,7 +628,7 @@ func (x *Index) WarningCount() int {
 func (x *Index) Servers() []string {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	return append([]string(nil), x.servers...)
+	return append([]string(nil), x.servers.names...)
 }
 
 // MemoryPerMessage estimates the index's bytes a message: its record plus
@@ -632,7 +641,7 @@ func (x *Index) MemoryPerMessage() float64 {
 	}
 	const recSize = 48
 	total := x.recs.capacity() * recSize
-	for _, s := range x.methods {
+	for _, s := range x.methods.names {
 		total += len(s) + 16 + 40
 	}
 	total += (len(x.pending) + len(x.cancelled) + len(x.orphans)) * 64

@@ -265,3 +265,23 @@ func TestIndexMatchesReader(t *testing.T) {
 		t.Errorf("%d pending requests, want at most the last one", pending)
 	}
 }
+
+// TestIndexManyServers: more server names than the index's 16-bit field
+// holds share one last name instead of wrapping around.
+func TestIndexManyServers(t *testing.T) {
+	var b strings.Builder
+	for i := range 70_000 {
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":1,"method":"m","_meta":{"dir":"send","server":"s%d","ts":"2026-05-16T12:00:00.000Z"}}`+"\n", i)
+	}
+	x := indexOf(t, b.String())
+	servers := x.Servers()
+	if len(servers) != 1<<16 || servers[len(servers)-1] != "(more)" {
+		t.Fatalf("%d servers, last %q", len(servers), servers[len(servers)-1])
+	}
+	if got := x.Entry(69_999).Server; got != "(more)" {
+		t.Errorf("server of the last message: %q", got)
+	}
+	if got := x.Entry(100).Server; got != "s100" {
+		t.Errorf("server of message 100: %q", got)
+	}
+}

@@ -68,14 +68,14 @@ func ComputeStats(x *Index, server string) Stats {
 	get := func(k key) *MethodStats {
 		m := per[k]
 		if m == nil {
-			m = &MethodStats{Method: x.methods[k.method], Dir: dirCodes[k.dir]}
+			m = &MethodStats{Method: x.methods.names[k.method], Dir: dirCodes[k.dir]}
 			per[k] = m
 		}
 		return m
 	}
 	for i := range x.recs.len() {
 		r := x.recs.at(i)
-		if server != "" && x.servers[r.server] != server {
+		if server != "" && x.servers.names[r.server] != server {
 			continue
 		}
 		st.Messages++
@@ -130,7 +130,7 @@ func ComputeStats(x *Index, server string) Stats {
 	for k, m := range per {
 		ss := byServer[k.server]
 		if ss == nil {
-			ss = &ServerStats{Server: x.servers[k.server]}
+			ss = &ServerStats{Server: x.servers.names[k.server]}
 			byServer[k.server] = ss
 		}
 		m.Latency = latencyStats(m.latencies)
