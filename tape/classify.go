@@ -22,6 +22,7 @@ type msgInfo struct {
 	server     span
 	ts         span
 	session    span
+	when       time.Time // ts parsed; zero when absent or unreadable
 	method     span
 	id         span
 	cancels    span // params.requestId of notifications/cancelled
@@ -77,9 +78,7 @@ func (m *msgInfo) entry(line []byte) Entry {
 	if m.id.ok() {
 		e.ID = ID(m.id.in(line))
 	}
-	if m.ts.ok() {
-		e.Time, _ = parseTS(m.ts.in(line))
-	}
+	e.Time = m.when
 	return e
 }
 
@@ -100,7 +99,7 @@ func (c *classifier) classify(b []byte) []msgInfo {
 		m, end, err := c.object(b, i)
 		if err != nil {
 			out := invalid(err.Error())
-			out[0].dir, out[0].server, out[0].ts = m.dir, m.server, m.ts // known when only the meaning was wrong
+			out[0].dir, out[0].server, out[0].ts, out[0].when = m.dir, m.server, m.ts, m.when // known when only the meaning was wrong
 			return out
 		}
 		if j := skipWS(b, end); j != len(b) {
@@ -262,7 +261,8 @@ func (c *classifier) meta(b []byte, m *msgInfo, meta span) {
 		m.notes = append(m.notes, "no _meta.server")
 	}
 	if m.ts.ok() {
-		if _, ok := parseTS(m.ts.in(b)); !ok {
+		var ok bool
+		if m.when, ok = parseTS(m.ts.in(b)); !ok {
 			m.notes = append(m.notes, fmt.Sprintf("expected _meta.ts in RFC 3339, found %s", m.ts.in(b)))
 		}
 	} else {

@@ -321,10 +321,8 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 		kind:    m.kind,
 		dir:     dirCode(m.dir.in(line)),
 	}
-	if m.ts.ok() {
-		if t, ok := parseTS(m.ts.in(line)); ok {
-			r.ts = t.UnixNano()
-		}
+	if !m.when.IsZero() {
+		r.ts = m.when.UnixNano()
 	}
 	if m.isError {
 		r.flags |= flagError
