@@ -1,0 +1,15 @@
+// Package mcptest gives tapedeck's tests real MCP peers to talk to.
+//
+// It locates the npm peers that .ci/peers.sh installs into .peers/ at the
+// repository root (server-everything and mcporter), starts server-everything
+// over stdio or streamable HTTP with clean process-group shutdown, builds the
+// go-sdk test programs in cmd/sdkclient and cmd/sdkserver once per test
+// process, and records go-sdk traffic to NDJSON tapes (the fixture-making
+// tool used for testdata/ until tapedeck has its own recorder).
+//
+// Goals: tests that exercise real peers, fail loudly when a peer is missing
+// (never skip), and leave no process behind. Non-goals: being a tape library
+// (that is package tape) or mocking MCP (the peers are real).
+//
+// This package never imports Bubble Tea.
+package mcptest
