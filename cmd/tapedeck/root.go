@@ -58,6 +58,7 @@ A tape is NDJSON, one JSON-RPC message a line with a "_meta" object
 		newVersionCmd(s),
 		newStatsCmd(s),
 		newRecordCmd(s),
+		newReplayCmd(s),
 	)
 	return root
 }
