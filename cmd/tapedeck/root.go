@@ -59,6 +59,7 @@ A tape is NDJSON, one JSON-RPC message a line with a "_meta" object
 		newStatsCmd(s),
 		newRecordCmd(s),
 		newReplayCmd(s),
+		newVerifyCmd(s),
 	)
 	return root
 }
