@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"strconv"
 	"strings"
@@ -114,6 +115,8 @@ type Engine struct {
 	keyedAll map[[16]byte]int // key → the last recorded request with it
 	served   map[[16]byte]int // loose: key → the last request whose response was sent
 	methods  map[string]int   // recorded request count per method (scanned so far)
+	memo     map[uint64]memoKey
+	answers  map[int][]byte // recorded responses, stripped, by seq: repeats skip the file read
 
 	frontier int // recv messages before it were emitted or passed
 	refTape  int64
@@ -129,6 +132,18 @@ type Engine struct {
 	requests int
 	matched  int
 }
+
+// memoKey remembers the key of raw params seen before: identical bytes have
+// the same canonical form, so repeated calls skip decoding.
+type memoKey struct {
+	method string
+	params []byte
+	key    [16]byte
+}
+
+const memoSize = 1024
+
+var memoSeed = maphash.MakeSeed()
 
 type heldRequest struct {
 	msg tape.Entry
@@ -150,6 +165,8 @@ func NewEngine(x *tape.Index, opts Options) (*Engine, error) {
 		keyedAll:    map[[16]byte]int{},
 		served:      map[[16]byte]int{},
 		methods:     map[string]int{},
+		memo:        map[uint64]memoKey{},
+		answers:     map[int][]byte{},
 		outstanding: map[tape.ID]int{},
 		awaitCancel: map[tape.ID]int{},
 		held:        map[int]heldRequest{},
@@ -405,11 +422,28 @@ func (e *Engine) normalize(method string, params []byte) ([]byte, error) {
 // key returns a request's keyed-mode lookup key: a hash of its method and
 // canonical params (initialize and server/discover by method alone).
 func (e *Engine) key(method string, raw []byte) ([16]byte, error) {
+	params := gjson.GetBytes(raw, "params").Raw
+	mh := maphash.String(memoSeed, method+"\x00"+params)
+	if m, ok := e.memo[mh]; ok && m.method == method && string(m.params) == params {
+		return m.key, nil
+	}
+	k, err := e.computeKey(method, []byte(params))
+	if err != nil {
+		return k, err
+	}
+	if len(e.memo) >= memoSize {
+		clear(e.memo)
+	}
+	e.memo[mh] = memoKey{method: method, params: []byte(params), key: k}
+	return k, nil
+}
+
+func (e *Engine) computeKey(method string, params []byte) ([16]byte, error) {
 	h := sha256.New()
 	h.Write([]byte(method))
 	h.Write([]byte{0})
 	if method != "initialize" && method != "server/discover" && method != "ping" {
-		c, err := e.normalize(method, []byte(gjson.GetBytes(raw, "params").Raw))
+		c, err := e.normalize(method, params)
 		if err != nil {
 			return [16]byte{}, err
 		}
@@ -442,7 +476,7 @@ func (e *Engine) lookup(k [16]byte) int {
 		if err != nil {
 			continue
 		}
-		rk, err := e.key(rec.Method, rec.Raw)
+		rk, err := e.computeKey(rec.Method, []byte(gjson.GetBytes(rec.Raw, "params").Raw))
 		if err != nil {
 			continue
 		}
@@ -508,12 +542,20 @@ func (e *Engine) respond(m tape.Entry, seq int) {
 		return // never answered on the tape
 	}
 	e.advanceTo(resp)
-	rec, err := e.x.Message(resp)
-	if err != nil {
-		e.push(errorResponse([]byte(m.ID), CodeDiverged, fmt.Sprintf("tapedeck replay: read recorded response: %v", err), nil), e.now, resp, m.ID, nil)
-		return
+	body, ok := e.answers[resp]
+	if !ok {
+		rec, err := e.x.Message(resp)
+		if err != nil {
+			e.push(errorResponse([]byte(m.ID), CodeDiverged, fmt.Sprintf("tapedeck replay: read recorded response: %v", err), nil), e.now, resp, m.ID, nil)
+			return
+		}
+		body = tape.StripMeta(rec.Raw)
+		if len(e.answers) >= memoSize {
+			clear(e.answers)
+		}
+		e.answers[resp] = body
 	}
-	out := spliceID(tape.StripMeta(rec.Raw), []byte(m.ID))
+	out := spliceID(body, []byte(m.ID))
 	if m.Method == "initialize" {
 		// Answer with the version the client asked for, as the brief's
 		// tolerance of version drift requires.

@@ -26,6 +26,9 @@ func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o Stdi
 	if now == nil {
 		now = time.Now
 	}
+	if e.opts.Speed <= 0 {
+		return serveInstant(ctx, e, r, w, o, now)
+	}
 	lines := make(chan []byte, 256)
 	readErr := make(chan error, 1)
 	stop := make(chan struct{})
@@ -52,21 +55,7 @@ func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o Stdi
 	}()
 
 	bw := bufio.NewWriterSize(w, 64<<10)
-	write := func(out []Output) error {
-		for _, m := range out {
-			if m.Divergence != nil && o.OnDivergence != nil && m.Divergence.Resolution != Pending {
-				o.OnDivergence(*m.Divergence)
-			}
-			if m.Msg == nil {
-				continue
-			}
-			bw.Write(m.Msg)
-			if err := bw.WriteByte('\n'); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
+	write := func(out []Output) error { return writeOutputs(bw, out, o) }
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -117,6 +106,54 @@ func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o Stdi
 			}
 			if ferr := bw.Flush(); ferr != nil {
 				return ferr
+			}
+			return err
+		}
+	}
+}
+
+func writeOutputs(bw *bufio.Writer, out []Output, o StdioOptions) error {
+	for _, m := range out {
+		if m.Divergence != nil && o.OnDivergence != nil && m.Divergence.Resolution != Pending {
+			o.OnDivergence(*m.Divergence)
+		}
+		if m.Msg == nil {
+			continue
+		}
+		bw.Write(m.Msg)
+		if err := bw.WriteByte('\n'); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serveInstant is ServeStdio at speed 0: nothing is ever queued for later,
+// so one loop reads, answers and writes, with no goroutine hop per message.
+// ctx is checked between messages; a read in progress ends with the input.
+func serveInstant(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o StdioOptions, now func() time.Time) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	for {
+		if ctx.Err() != nil {
+			return bw.Flush()
+		}
+		line, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			if werr := writeOutputs(bw, e.Receive(line, now()), o); werr != nil {
+				return werr
+			}
+		}
+		// Flush only when no more input is buffered: pipelined requests
+		// share one write.
+		if br.Buffered() == 0 || err != nil {
+			if ferr := bw.Flush(); ferr != nil {
+				return ferr
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
 			}
 			return err
 		}

@@ -19,7 +19,6 @@ type replayFlags struct {
 	speed  float64
 	ignore []string
 	report string
-	listen string
 }
 
 func (f *replayFlags) options() (replay.Options, error) {
@@ -55,8 +54,8 @@ func newReplayCmd(s streams) *cobra.Command {
 		Use:   "replay TAPE",
 		Short: "Serve a tape as an MCP server, failing loudly where the client departs from it",
 		Long: `replay serves the server side of a tape to a live MCP client, over stdio (the
-client launches "tapedeck replay TAPE" in place of the real server) or over
-Streamable HTTP with --listen. No live server is contacted.
+client launches "tapedeck replay TAPE" in place of the real server). No live
+server is contacted.
 
 Responses are the recorded bytes with the live request's id spliced in;
 recorded server notifications and server requests (roots/list, sampling,
@@ -88,10 +87,7 @@ divergence or unused request remains.`,
   tapedeck replay --server linear --ignore params.arguments.requestId session.jsonl
 
   # reproduce the recorded latencies at twice the speed, keep a report
-  tapedeck replay --speed 2 --report replay-report.json session.jsonl
-
-  # over Streamable HTTP on the loopback
-  tapedeck replay --listen 127.0.0.1:8808 session.jsonl`,
+  tapedeck replay --speed 2 --report replay-report.json session.jsonl`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts, err := f.options()
@@ -105,21 +101,14 @@ divergence or unused request remains.`,
 			defer x.Close()
 			printWarnings(s.stderr, x.Warnings())
 			onDiv := func(d replay.Divergence) { fmt.Fprintf(s.stderr, "tapedeck replay: %s\n", d.Message) }
-			var rep replay.Report
-			if f.listen != "" {
-				rep, err = serveHTTP(cmd, x, opts, f.listen, s.stderr, onDiv)
-			} else {
-				var e *replay.Engine
-				e, err = replay.NewEngine(x, opts)
-				if err != nil {
-					return err
-				}
-				err = replay.ServeStdio(cmd.Context(), e, s.stdin, s.stdout, replay.StdioOptions{OnDivergence: onDiv})
-				rep = e.Report()
-			}
+			e, err := replay.NewEngine(x, opts)
 			if err != nil {
 				return err
 			}
+			if err := replay.ServeStdio(cmd.Context(), e, s.stdin, s.stdout, replay.StdioOptions{OnDivergence: onDiv}); err != nil {
+				return err
+			}
+			rep := e.Report()
 			rep.Tape = args[0]
 			return finishReport(s.stderr, &rep, f.report)
 		},
@@ -129,7 +118,6 @@ divergence or unused request remains.`,
 	cmd.Flags().Float64Var(&f.speed, "speed", 0, "reproduce recorded latencies divided by this factor (0: instant)")
 	cmd.Flags().StringArrayVar(&f.ignore, "ignore", nil, "JSON path ignored when matching, e.g. params.arguments.ts (repeatable)")
 	cmd.Flags().StringVar(&f.report, "report", "", "write a JSON report of divergences and unused requests to this file")
-	cmd.Flags().StringVar(&f.listen, "listen", "", "serve Streamable HTTP on this loopback address (127.0.0.1:PORT) instead of stdio")
 	return cmd
 }
 
