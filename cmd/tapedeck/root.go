@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"io"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=..."; without
+// it the module version from the build info is used.
+var version = ""
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+// streams are the process's standard streams, passed to every command.
+type streams struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// run builds the command tree and executes it with args.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	root := newRootCmd(streams{stdin, stdout, stderr})
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	return root.ExecuteContext(ctx)
+}
+
+func newRootCmd(s streams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "tapedeck",
+		Short: "Record, replay and step through MCP sessions",
+		Long: `tapedeck records Model Context Protocol sessions to tapes, serves them back
+as if it were the server, checks live servers against them, and steps
+through them in a terminal debugger.
+
+A tape is NDJSON, one JSON-RPC message a line with a "_meta" object
+{dir, server, ts}: the format mcporter records, so tapes move between the two.`,
+		Example: `  tapedeck stats session.jsonl          # what a tape holds, per server and method
+  tapedeck stats --json session.jsonl   # the same for scripts
+  tapedeck open session.jsonl           # step through it in the terminal debugger
+  tapedeck                              # in a terminal: the debugger on a demo tape`,
+		Args: cobra.NoArgs,
+		// Bare "tapedeck" in a terminal opens the debugger on the demo
+		// tape; anywhere else (a pipe, CI) it prints help.
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if isTerminal(s.stdin, s.stdout) {
+				return runOpen(cmd.Context(), s, "", false, false)
+			}
+			return cmd.Help()
+		},
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       buildVersion(),
+	}
+	root.AddCommand(
+		newVersionCmd(s),
+		newStatsCmd(s),
+		newOpenCmd(s),
+	)
+	return root
+}
+
+func newVersionCmd(s streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print tapedeck's version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := io.WriteString(s.stdout, "tapedeck "+buildVersion()+"\n")
+			return err
+		},
+	}
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+func newStatsCmd(s streams) *cobra.Command {
+	var asJSON, strict bool
+	var server string
+	cmd := &cobra.Command{
+		Use:   "stats TAPE",
+		Short: "Count a tape's messages per server and method, with latencies",
+		Long: `stats reads a tape and prints, per server and per method: requests,
+notifications, responses, errors, latency percentiles (p50/p95/p99/max),
+orphan responses (no request matched them), pending requests (never
+answered), cancelled requests and late responses, and invalid lines.
+
+Requests pair with responses by (server, direction, connection, id), so the
+client's and the server's own requests never mix. Direction "send" is the
+client's side, "recv" the server's (roots/list, sampling, elicitation).
+
+Problems that do not stop the reading (a torn last line, a line that is not
+JSON) are printed on stderr as warnings with their line numbers; --strict
+makes a malformed line an error instead.`,
+		Example: `  tapedeck stats session.jsonl
+  tapedeck stats --server everything session.jsonl
+  tapedeck stats --json session.jsonl | jq '.servers[].total.errors'`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var opts []tape.ReaderOption
+			if strict {
+				opts = append(opts, tape.Strict())
+			}
+			x, err := tape.OpenIndex(args[0], opts...)
+			if err != nil {
+				return err
+			}
+			defer x.Close()
+			printWarnings(s.stderr, x.Warnings())
+			st := tape.ComputeStats(x, server)
+			if server != "" && len(st.Servers) == 0 {
+				return fmt.Errorf("server %q: not on the tape; it holds %s", server, serverList(x.Servers()))
+			}
+			if asJSON {
+				enc := json.NewEncoder(s.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
+			return writeStats(s.stdout, args[0], st)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts (durations in nanoseconds)")
+	cmd.Flags().StringVar(&server, "server", "", "only this server's messages")
+	cmd.Flags().BoolVar(&strict, "strict", false, "fail on the first malformed line instead of warning")
+	return cmd
+}
+
+func serverList(servers []string) string {
+	out := ""
+	for i, s := range servers {
+		if i > 0 {
+			out += ", "
+		}
+		if s == "" {
+			s = "(unnamed)"
+		}
+		out += fmt.Sprintf("%q", s)
+	}
+	if out == "" {
+		return "no servers"
+	}
+	return out
+}
+
+// printWarnings prints the first warnings, then how many more there were.
+func printWarnings(w io.Writer, ws []tape.Warning) {
+	const shown = 20
+	for i, wr := range ws {
+		if i == shown {
+			fmt.Fprintf(w, "warning: %d more warnings not shown\n", len(ws)-shown)
+			break
+		}
+		fmt.Fprintf(w, "warning: %v\n", wr)
+	}
+}
+
+func writeStats(w io.Writer, name string, st tape.Stats) error {
+	fmt.Fprintf(w, "%s: %d messages (%d lifecycle, %d invalid), %d warnings\n", name, st.Messages, st.Lifecycle, st.Invalid, st.Warnings)
+	for _, ss := range st.Servers {
+		srv := ss.Server
+		if srv == "" {
+			srv = "(unnamed)"
+		}
+		fmt.Fprintf(w, "\nserver %s\n", srv)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  method\tdir\trequests\tnotifs\terrors\torphans\tpending\tcancelled\tlate\tinvalid\tp50\tp95\tp99\tmax")
+		for _, m := range ss.Methods {
+			writeRow(tw, methodLabel(m), string(m.Dir), m)
+		}
+		writeRow(tw, "total", "", ss.Total)
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func methodLabel(m tape.MethodStats) string {
+	switch {
+	case m.Method != "":
+		return m.Method
+	case m.Invalid > 0:
+		return "(invalid lines)"
+	default:
+		return "(orphan responses)"
+	}
+}
+
+func writeRow(w io.Writer, label, dir string, m tape.MethodStats) {
+	l := m.Latency
+	fmt.Fprintf(w, "  %s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", label, dir,
+		m.Requests, m.Notifications, m.Errors, m.Orphans, m.Pending, m.Cancelled, m.Late, m.Invalid,
+		dur(l.Count, l.P50), dur(l.Count, l.P95), dur(l.Count, l.P99), dur(l.Count, l.Max))
+}
+
+func dur(n int, d time.Duration) string {
+	if n == 0 {
+		return "-"
+	}
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
+	default:
+		return fmt.Sprintf("%dµs", d.Microseconds())
+	}
+}
