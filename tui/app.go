@@ -73,6 +73,7 @@ type Model struct {
 	x      *tape.Index
 	ctl    *replay.Controller
 	now    func() time.Time
+	tick   func(time.Duration, func(time.Time) tea.Msg) tea.Cmd // tea.Tick; tests fake it
 
 	timeline Timeline
 	detail   Detail
@@ -125,6 +126,7 @@ func New(x *tape.Index, opts Options) Model {
 		styles:    s,
 		x:         x,
 		now:       now,
+		tick:      tea.Tick,
 		timeline:  NewTimeline(x, s),
 		detail:    NewDetail(s),
 		pairing:   NewPairing(s),
@@ -672,7 +674,11 @@ func overlay(screen, box string, w, h int) string {
 	bw, bh := lipgloss.Width(box), lipgloss.Height(box)
 	x, y := max((w-bw)/2, 0), max((h-bh)/2, 0)
 	c := lipgloss.NewCompositor(lipgloss.NewLayer(screen), lipgloss.NewLayer(box).X(x).Y(y).Z(1))
-	return c.Render()
+	lines := strings.Split(c.Render(), "\n")
+	for i := range lines {
+		lines[i] = ansi.Truncate(lines[i], w, "")
+	}
+	return strings.Join(lines, "\n")
 }
 
 func (m Model) helpView() string {
@@ -688,8 +694,10 @@ func (m Model) helpView() string {
 	if m.live.active() {
 		groups = append(groups, DefaultDivergenceKeyMap().FullHelp()...)
 	}
+	notes := ansi.Wordwrap("playback: messages from ▶ on are not delivered yet and show dimmed; ◆ a breakpoint stop, ● a breakpoint, ✗ a divergence.\n"+
+		"filter: method:M tool:T dir:send|recv server:S status:error id:ID and free text.\n"+
+		"commands: goto N | goto 12.5s · break tools/call | tool=NAME | error | when EXPR · delete N · speed X · filter Q · q", max(m.width-8, 20), " ")
 	body := m.styles.App.Title.Render("keys") + "  " + m.styles.App.Subtitle.Render("(any key closes)") + "\n\n" + h.FullHelpView(groups) +
-		"\n\n" + m.styles.App.Subtitle.Render("playback: messages after ▶ are not delivered yet and show dimmed; ◆ a breakpoint stop; ● a breakpoint; ✗ a divergence") +
-		"\n" + m.styles.App.Subtitle.Render("filter: method:M tool:T dir:send|recv server:S status:error id:ID text · commands: goto N|12.5s · break SPEC · delete N · speed X · q")
+		"\n\n" + m.styles.App.Subtitle.Render(notes)
 	return m.styles.App.Overlay.Render(body)
 }

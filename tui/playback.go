@@ -35,7 +35,7 @@ func (m Model) scheduleTick() tea.Cmd {
 	}
 	d = min(max(d, time.Millisecond), maxTick)
 	gen := m.playGen
-	return tea.Tick(d, func(time.Time) tea.Msg { return playTickMsg{gen} })
+	return m.tick(d, func(time.Time) tea.Msg { return playTickMsg{gen} })
 }
 
 func (m Model) togglePlay() (tea.Model, tea.Cmd) {

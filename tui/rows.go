@@ -139,7 +139,7 @@ func (r row) label() string {
 }
 
 func (r row) latency() string {
-	if r.pair.Partner < 0 || r.pair.Latency == 0 && r.entry.Kind != tape.KindResponse {
+	if r.pair.Partner < 0 || r.entry.Kind != tape.KindRequest && r.entry.Kind != tape.KindResponse {
 		return ""
 	}
 	return shortDur(r.pair.Latency)

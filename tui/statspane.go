@@ -69,8 +69,8 @@ func (p StatsPane) render() string {
 		}
 		b.WriteString("\n" + p.styles.Detail.Header.Render("server "+srv) + "\n")
 		var t strings.Builder
-		tw := tabwriter.NewWriter(&t, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "method\tdir\treq\tnotif\tresp\terrors\torphans\tpending\tcancel\tlate\tp50\tp95\tp99\tmax")
+		tw := tabwriter.NewWriter(&t, 0, 4, 1, ' ', 0)
+		fmt.Fprintln(tw, "method\tdir\treq\tnotif\tresp\terrors\torphan\tpending\tcancel\tlate\tp50\tp95\tp99\tmax")
 		for _, m := range ss.Methods {
 			statsRow(tw, statsLabel(m), string(m.Dir), m)
 		}

@@ -262,7 +262,7 @@ func (t Timeline) Update(msg tea.Msg) (Timeline, tea.Cmd) {
 
 // column widths
 const (
-	colMark   = 2
+	colMark   = 3
 	colSeq    = 7
 	colTime   = 10
 	colDir    = 2
@@ -318,13 +318,17 @@ func (t Timeline) renderRow(seq, mw, tw int) string {
 	if t.playback && seq == t.position {
 		pos = "▶"
 	}
+	cur := " "
+	if seq == t.cursor {
+		cur = "›" // visible without colour too
+	}
 	tm := ""
 	if !e.Time.IsZero() && !t.t0.IsZero() {
 		tm = relTime(e.Time.Sub(t.t0))
 	}
 	server := e.Server
 	cols := []string{
-		mark + pos,
+		mark + pos + cur,
 		padLeft(strconv.Itoa(seq), colSeq-1) + " ",
 		padLeft(tm, colTime-1) + " ",
 		pad(arrow(e.Dir), colDir),
@@ -349,7 +353,7 @@ func (t Timeline) renderRow(seq, mw, tw int) string {
 		return s.Timeline.Pending.Render(pad(line, t.width))
 	}
 	// Delivered rows: colour the parts that carry meaning.
-	if cols[0] != "  " {
+	if cols[0] != "   " {
 		cols[0] = s.Timeline.Breakpoint.Render(cols[0])
 	}
 	switch e.Dir {
