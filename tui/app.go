@@ -459,7 +459,9 @@ func (m Model) indexed(msg indexedMsg) (tea.Model, tea.Cmd) {
 		m.loading = false
 		return m, func() tea.Msg { return errMsg{msg.err} }
 	}
-	atEnd := m.timeline.AtEnd()
+	// The chunk's Cmd already grew the index: compare with the length the
+	// app last saw to know whether the cursor and the position were at the end.
+	atEnd := m.timeline.Cursor() >= m.knownLen-1
 	wasDelivered := m.ctl.Position() >= m.knownLen
 	m.loaded = msg.target
 	m.timeline.SetIndex(m.x)
