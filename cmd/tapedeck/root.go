@@ -68,6 +68,9 @@ A tape is NDJSON, one JSON-RPC message a line with a "_meta" object
 	root.AddCommand(
 		newVersionCmd(s),
 		newStatsCmd(s),
+		newRecordCmd(s),
+		newReplayCmd(s),
+		newVerifyCmd(s),
 		newOpenCmd(s),
 	)
 	return root

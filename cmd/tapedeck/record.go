@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tapedeck/tapedeck/replay/record"
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// redactFlags are the redaction rules shared by record and redact.
+type redactFlags struct {
+	keys, paths, values []string
+}
+
+func (f *redactFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringArrayVar(&f.keys, "redact-key", nil, "blank the value of every object member named `NAME`, at any depth (case-insensitive; repeatable)")
+	cmd.Flags().StringArrayVar(&f.paths, "redact-path", nil, "blank what `PATH` names, e.g. params.arguments.token or result.items[*].secret (repeatable)")
+	cmd.Flags().StringArrayVar(&f.values, "redact-value", nil, "replace every match of `REGEX` inside string values with [REDACTED] (repeatable)")
+}
+
+func (f *redactFlags) redactor() (*tape.Redactor, error) {
+	return tape.NewRedactor(f.keys, f.paths, f.values)
+}
+
+const redactHelp = `Redaction changes only the tape's copy, never the bytes forwarded to the
+peer. Credential headers (Authorization, Cookie, Set-Cookie,
+Proxy-Authorization, X-Api-Key and the like) are never written. The flags
+--redact-key, --redact-path and --redact-value blank values while keeping the
+JSON shape: a string becomes "[REDACTED]", a number 0, a boolean false, and
+objects and arrays keep their members, each blanked. A redacted message lists
+what was redacted in _meta.redacted, e.g. ["params.arguments.apiKey"].`
+
+type recordOptions struct {
+	output, server  string
+	appendTo        bool
+	redact          redactFlags
+	grace, kill     time.Duration
+	upstream        string
+	listen          string
+	allowOrigins    []string
+	allowAnyOrigins bool
+}
+
+func newRecordCmd(s streams) *cobra.Command {
+	var o recordOptions
+	cmd := &cobra.Command{
+		Use:   "record [flags] -- COMMAND [ARG...]\n  tapedeck record --upstream URL [flags]",
+		Short: "Record a client's session with a stdio server, or through an HTTP proxy",
+		Long: `record captures what a real client and a real MCP server exchange, without
+either noticing, into a tape.
+
+stdio: configure your client to launch "tapedeck record -- COMMAND ARGS"
+instead of "COMMAND ARGS". tapedeck starts the server, relays stdin and
+stdout byte for byte, passes stderr through, and writes every message to the
+tape before forwarding it, so even a crash (of either side, or of tapedeck)
+leaves a readable tape. When the client closes stdin, the server's stdin is
+closed; a server still running after --grace gets SIGTERM, and SIGKILL after
+--kill-after. Signals sent to tapedeck are forwarded to the server. tapedeck
+exits with the server's exit status.
+
+HTTP: "tapedeck record --upstream URL" listens on --listen (loopback by
+default) and forwards Streamable HTTP requests (POST, GET, DELETE) to URL,
+relaying JSON bodies and SSE streams event by event. Point the client at the
+printed address. Requests with an Origin that is not loopback get 403 unless
+allowed with --allow-origin. A legacy HTTP+SSE upstream (an URL ending in /sse)
+works too: the endpoint event is rewritten to go through the proxy.
+
+Without -o the tape goes to $XDG_STATE_HOME/tapedeck/tapes/ (by default
+~/.local/state/tapedeck/tapes/), named after the server and the time; its
+path is printed on stderr. Tapes are created 0600 in 0700 directories; an
+existing tape is an error unless --append.
+
+` + redactHelp,
+		Example: `  # an IDE's stdio server entry, recorded:
+  tapedeck record -o fs.jsonl -- npx -y @modelcontextprotocol/server-filesystem /tmp
+  tapedeck record --server linear --redact-key apiKey -- node server.js
+
+  # a Streamable HTTP server, through a recording proxy on 127.0.0.1:7777
+  tapedeck record --upstream http://127.0.0.1:3001/mcp --listen 127.0.0.1:7777 -o http.jsonl
+
+  # then look at what was recorded
+  tapedeck stats fs.jsonl`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if o.upstream != "" && len(args) > 0 {
+				return fmt.Errorf("record: give a command or --upstream, not both (found command %q)", args[0])
+			}
+			if o.upstream == "" && len(args) == 0 {
+				return errors.New("record: expected a server command after --, or --upstream URL")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.upstream != "" {
+				return runRecordHTTP(cmd.Context(), s, &o)
+			}
+			return runRecordStdio(cmd.Context(), s, &o, args)
+		},
+	}
+	cmd.Flags().SetInterspersed(false) // flags after COMMAND belong to it
+	f := cmd.Flags()
+	f.StringVarP(&o.output, "output", "o", "", "write the tape to `TAPE` (default: a new file under $XDG_STATE_HOME/tapedeck/tapes)")
+	f.StringVar(&o.server, "server", "", "server `NAME` in the tape (default: the command's base name, or the upstream's host)")
+	f.BoolVar(&o.appendTo, "append", false, "append to an existing tape instead of refusing to touch it")
+	f.DurationVar(&o.grace, "grace", record.DefaultGrace, "stdio: how long the server may run on after its stdin closes before SIGTERM")
+	f.DurationVar(&o.kill, "kill-after", record.DefaultKillAfter, "stdio: how long after SIGTERM before SIGKILL")
+	f.StringVar(&o.upstream, "upstream", "", "HTTP: proxy to the MCP endpoint at `URL` instead of running a command")
+	f.StringVar(&o.listen, "listen", "127.0.0.1:0", "HTTP: listen on `ADDR` (port 0 picks a free one)")
+	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "HTTP: also accept requests with this `ORIGIN` (repeatable; loopback origins are always accepted)")
+	f.BoolVar(&o.allowAnyOrigins, "allow-any-origin", false, "HTTP: accept any Origin (unsafe: allows DNS rebinding)")
+	o.redact.add(cmd)
+	return cmd
+}
+
+// openTape opens the tape to record to: the -o path, or a new file in the
+// state directory, whose path is printed on stderr.
+func openTape(s streams, o *recordOptions, server string) (*os.File, error) {
+	path := o.output
+	if path == "" {
+		dir, err := tapesDir()
+		if err != nil {
+			return nil, err
+		}
+		path = filepath.Join(dir, fmt.Sprintf("%s-%s.jsonl", fileSafe(server), time.Now().UTC().Format("20060102T150405.000Z")))
+	}
+	f, err := tape.Create(path, o.appendTo)
+	if errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("record: tape %s already exists; use --append to add to it or -o to choose another", path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("record: %w", err)
+	}
+	if o.output == "" {
+		fmt.Fprintf(s.stderr, "tapedeck: recording to %s\n", path)
+	}
+	return f, nil
+}
+
+// tapesDir is $XDG_STATE_HOME/tapedeck/tapes, by default under
+// ~/.local/state.
+func tapesDir() (string, error) {
+	state := os.Getenv("XDG_STATE_HOME")
+	if state == "" || !filepath.IsAbs(state) {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("record: no -o and no home directory for the default tape location: %w", err)
+		}
+		state = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(state, "tapedeck", "tapes"), nil
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+func fileSafe(s string) string {
+	s = strings.Trim(unsafeName.ReplaceAllString(s, "_"), "_.")
+	if s == "" {
+		return "server"
+	}
+	return s
+}
+
+// forwardedSignals are relayed to the recorded server. SIGPIPE is caught
+// only so that a client closing stdout makes writes fail instead of killing
+// tapedeck before the server is shut down.
+var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH}
+
+func runRecordStdio(ctx context.Context, s streams, o *recordOptions, args []string) error {
+	red, err := o.redact.redactor()
+	if err != nil {
+		return err
+	}
+	server := o.server
+	if server == "" {
+		server = filepath.Base(args[0])
+	}
+	f, err := openTape(s, o, server)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, forwardedSignals...)
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(sigs)
+	defer signal.Stop(pipe)
+
+	shim := &record.Stdio{
+		Command: args[0], Args: args[1:],
+		Tape: tape.NewWriter(f), Server: server, Redact: red, Version: buildVersion(),
+		Signals: sigs, Grace: o.grace, KillAfter: o.kill,
+	}
+	st, err := shim.Run(ctx, s.stdin, s.stdout, s.stderr)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("record: close tape: %w", cerr)
+	}
+	if err != nil || st.Code != 0 {
+		code := st.Code
+		if code <= 0 {
+			code = 1
+		}
+		return &exitError{code: code, err: err}
+	}
+	return nil
+}

@@ -1,0 +1,218 @@
+package record
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"testing/iotest"
+	"time"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+func TestRelayLines(t *testing.T) {
+	long := `{"jsonrpc":"2.0","method":"x","params":{"blob":"` + strings.Repeat("A", 3<<20) + `"}}`
+	input := "{\"a\":1}\r\n\n" + long + "\nnot json\n{\"tail\":true}"
+	var out bytes.Buffer
+	var lines []string
+	err := relayLines(iotest.HalfReader(strings.NewReader(input)), &out, func(l []byte) {
+		// Whatever the relay has forwarded so far must not include this line:
+		// the tape comes first.
+		if bytes.Contains(out.Bytes(), l) && len(l) > 0 {
+			t.Errorf("line %.20q forwarded before it was recorded", l)
+		}
+		lines = append(lines, string(l))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != input {
+		t.Errorf("forwarded %d bytes that differ from the %d input bytes", out.Len(), len(input))
+	}
+	want := []string{`{"a":1}`, "", long, "not json", `{"tail":true}`}
+	if len(lines) != len(want) {
+		t.Fatalf("recorded %d lines, want %d", len(lines), len(want))
+	}
+	for i := range want {
+		if lines[i] != want[i] {
+			t.Errorf("line %d: got %.40q, want %.40q", i, lines[i], want[i])
+		}
+	}
+}
+
+// TestRelayLinesBrokenWriter checks that the relay keeps reading (and
+// recording) after the peer is gone, so the other side never blocks.
+func TestRelayLinesBrokenWriter(t *testing.T) {
+	n := 0
+	err := relayLines(strings.NewReader("a\nb\nc\n"), errWriter{}, func([]byte) { n++ })
+	if err == nil || n != 3 {
+		t.Fatalf("got err %v and %d lines recorded, want the write error and 3 lines", err, n)
+	}
+}
+
+type errWriter struct{}
+
+func (errWriter) Write([]byte) (int, error) { return 0, syscall.EPIPE }
+
+func readTape(t *testing.T, b []byte) []tape.Entry {
+	t.Helper()
+	r := tape.NewReader(bytes.NewReader(b), tape.Strict())
+	var out []tape.Entry
+	for {
+		e, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("tape does not read back: %v\n%s", err, b)
+		}
+		out = append(out, e)
+	}
+	if w := r.Warnings(); len(w) > 0 {
+		t.Fatalf("tape warnings: %v\n%s", w, b)
+	}
+	return out
+}
+
+func TestStdioRecordsOutputsAndStatus(t *testing.T) {
+	script := `read line; echo "banner: not json"; echo '{"jsonrpc":"2.0","id":1,"result":{}}'; echo "log line" >&2; exit 3`
+	var tp, stdout, stderr bytes.Buffer
+	s := &Stdio{Command: "sh", Args: []string{"-c", script}, Tape: tape.NewWriter(&tp), Server: "sh-server"}
+	st, err := s.Run(context.Background(), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n"), &stdout, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Code != 3 || st.Signal != 0 {
+		t.Errorf("status %v, want exit status 3", st)
+	}
+	if want := "banner: not json\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n"; stdout.String() != want {
+		t.Errorf("stdout %q, want %q", stdout.String(), want)
+	}
+	if stderr.String() != "log line\n" {
+		t.Errorf("stderr %q, want the server's line passed through", stderr.String())
+	}
+	es := readTape(t, tp.Bytes())
+	var got []string
+	for _, e := range es {
+		got = append(got, string(e.Dir)+" "+e.Method+" "+string(e.ID))
+		if e.Server != "sh-server" {
+			t.Errorf("line %d: server %q, want sh-server", e.Line, e.Server)
+		}
+	}
+	want := []string{"lifecycle $transport/start ", "send ping 1", "lifecycle $transport/invalid ", "recv  1", "lifecycle $transport/stderr ", "lifecycle $transport/close "}
+	// stdout and stderr are relayed concurrently: compare as sets of lines
+	// with the fixed ends in place.
+	if len(got) != len(want) || got[0] != want[0] || got[len(got)-1] != want[len(want)-1] || !sameSet(got, want) {
+		t.Errorf("tape:\n%s\nwant (in some order):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if !bytes.Contains(tp.Bytes(), []byte(`"text":"banner: not json"`)) || !bytes.Contains(tp.Bytes(), []byte(`"code":3`)) {
+		t.Errorf("tape lacks the invalid frame's text or the exit code:\n%s", tp.Bytes())
+	}
+}
+
+func sameSet(a, b []string) bool {
+	m := map[string]int{}
+	for _, s := range a {
+		m[s]++
+	}
+	for _, s := range b {
+		m[s]--
+	}
+	for _, n := range m {
+		if n != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// TestStdioEscalates checks the shutdown of a server that ignores both the
+// end of its stdin and SIGTERM: it is killed, and Run returns promptly.
+func TestStdioEscalates(t *testing.T) {
+	var tp bytes.Buffer
+	s := &Stdio{Command: "sh", Args: []string{"-c", `trap '' TERM; while :; do sleep 0.05; done`},
+		Tape: tape.NewWriter(&tp), Grace: 100 * time.Millisecond, KillAfter: 100 * time.Millisecond}
+	start := time.Now()
+	st, err := s.Run(context.Background(), strings.NewReader(""), io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Signal != syscall.SIGKILL || st.Code != 128+9 {
+		t.Errorf("status %v (code %d), want killed by SIGKILL (code 137)", st, st.Code)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Run took %v after stdin closed, want about 200ms", d)
+	}
+	if !bytes.Contains(tp.Bytes(), []byte(`"reason":"stdin closed","signal":"SIGKILL"`)) {
+		t.Errorf("close record lacks the reason and signal:\n%s", tp.Bytes())
+	}
+}
+
+// TestStdioForwardsSignals checks that a signal given to the shim reaches
+// the server, whose exit status comes back.
+func TestStdioForwardsSignals(t *testing.T) {
+	sigs := make(chan os.Signal, 1)
+	stdinR, stdinW := io.Pipe()
+	defer stdinW.Close()
+	var stdout bytes.Buffer
+	s := &Stdio{Command: "sh", Args: []string{"-c", `trap 'exit 5' USR1; echo ready; while :; do sleep 0.02; done`},
+		Tape: tape.NewWriter(io.Discard), Signals: sigs}
+	ready := make(chan struct{})
+	w := &notifyWriter{w: &stdout, ready: ready}
+	done := make(chan ExitStatus, 1)
+	go func() {
+		st, err := s.Run(context.Background(), stdinR, w, io.Discard)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- st
+	}()
+	select {
+	case <-ready:
+	case <-time.After(10 * time.Second):
+		t.Fatal("server never printed ready")
+	}
+	sigs <- syscall.SIGUSR1
+	select {
+	case st := <-done:
+		if st.Code != 5 {
+			t.Errorf("status %v, want exit status 5 from the server's USR1 trap", st)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("server did not exit after SIGUSR1")
+	}
+}
+
+type notifyWriter struct {
+	w     io.Writer
+	ready chan struct{}
+	once  bool
+}
+
+func (n *notifyWriter) Write(b []byte) (int, error) {
+	if !n.once {
+		n.once = true
+		close(n.ready)
+	}
+	return n.w.Write(b)
+}
+
+func TestStdioStartFailure(t *testing.T) {
+	var tp bytes.Buffer
+	s := &Stdio{Command: "/nonexistent/server", Tape: tape.NewWriter(&tp)}
+	st, err := s.Run(context.Background(), strings.NewReader(""), io.Discard, io.Discard)
+	if err == nil || st.Code != 127 {
+		t.Fatalf("got %v, %v; want exit 127 and an error", st, err)
+	}
+	if !strings.Contains(err.Error(), "/nonexistent/server") {
+		t.Errorf("error %q does not name the command", err)
+	}
+	es := readTape(t, tp.Bytes())
+	if len(es) != 2 || es[1].Method != tape.MethodClose {
+		t.Errorf("tape has %d records, want start and close:\n%s", len(es), tp.Bytes())
+	}
+}
