@@ -164,7 +164,7 @@ func (m Model) runCommand(c command) (tea.Model, tea.Cmd) {
 		}
 		m.selectSeq(m.ctl.Position())
 		m.syncPlayback()
-		return m, nil
+		return m, m.live.deliveredCmd([]int{m.ctl.Position() - 1})
 	case "break":
 		b, err := replay.ParseBreakpoint(c.arg)
 		if err != nil {

@@ -19,13 +19,22 @@ func (m Model) liveEvent(msg liveMsg) (tea.Model, tea.Cmd) {
 	if ev.Err != nil {
 		m.notice, m.noticeOK = ev.Err.Error(), false
 	}
+	var cmds []tea.Cmd
+	if ev.Connected && !m.ctl.Playing() && m.live.pending == nil {
+		m.ctl.Play(m.now())
+		m.playGen++
+		cmds = append(cmds, m.scheduleTick())
+	}
 	if ev.Divergence != nil {
 		d := ev.Divergence
 		m.live.pending, m.live.any = d, true
+		m.live.resume = m.ctl.Playing()
 		m.ctl.Pause(m.now())
 		m.playGen++
-		m.timeline.MarkDiverged(d.Seq)
-		m.selectSeq(d.Seq)
+		if d.Seq >= 0 {
+			m.timeline.MarkDiverged(d.Seq)
+			m.selectSeq(d.Seq)
+		}
 		m.diff.Show(*d)
 		m.lower = viewDiff
 		m.notice, m.noticeOK = fmt.Sprintf("client diverged at #%d: a answer anyway · e send the error · s skip the recorded request", d.Seq), false
@@ -33,9 +42,9 @@ func (m Model) liveEvent(msg liveMsg) (tea.Model, tea.Cmd) {
 	}
 	if ev.Closed {
 		m.live.st = "closed"
-		return m, nil
+		return m, tea.Batch(cmds...)
 	}
-	return m, m.live.nextCmd()
+	return m, tea.Batch(append(cmds, m.live.nextCmd())...)
 }
 
 // divergenceKey handles a, e and s while a divergence waits for a choice.
@@ -56,5 +65,15 @@ func (m Model) divergenceKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 	m.live.pending = nil
 	names := [...]string{"answered with the recorded response", "sent the divergence error", "skipped the recorded request"}
 	m.notice, m.noticeOK = names[r], true
-	return m, func() tea.Msg { s.Resolve(r); return nil }, true
+	m.lower = viewMessage
+	m.showCursor()
+	resolve := func() tea.Msg { s.Resolve(r); return nil }
+	if m.live.resume {
+		// Play on, so that the recorded answer (held until playback
+		// delivers it) reaches the client.
+		m.ctl.Play(m.now())
+		m.playGen++
+		return m, tea.Batch(resolve, m.scheduleTick()), true
+	}
+	return m, resolve, true
 }

@@ -32,6 +32,7 @@ const (
 // LiveEvent is one thing that happened on a live session.
 type LiveEvent struct {
 	State      string      // the client's state for the status bar ("connected", "waiting", "closed")
+	Connected  bool        // a client just connected: playback starts
 	Divergence *Divergence // set when the client diverged
 	Err        error
 	Closed     bool
@@ -55,6 +56,7 @@ type liveState struct {
 	st      string
 	pending *Divergence
 	any     bool // a divergence happened (the diff view is available)
+	resume  bool // playback was on when the divergence paused it
 }
 
 func (l *liveState) init(s Live) { l.s, l.st = s, "waiting for a client" }
@@ -80,7 +82,7 @@ func (l liveState) nextCmd() tea.Cmd {
 }
 
 func (l liveState) deliveredCmd(seqs []int) tea.Cmd {
-	if l.s == nil || len(seqs) == 0 {
+	if l.s == nil || len(seqs) == 0 || seqs[len(seqs)-1] < 0 {
 		return nil
 	}
 	s := l.s

@@ -74,6 +74,10 @@ func (m Model) playTick(msg playTickMsg) (tea.Model, tea.Cmd) {
 		m.selectSeq(hit.Seq)
 		m.notice, m.noticeOK = fmt.Sprintf("breakpoint %d (%s) before #%d", hit.Breakpoint.ID, hit.Breakpoint, hit.Seq), true
 	}
+	if m.ctl.Position() >= m.x.Len() && m.ctl.Playing() {
+		m.ctl.Pause(m.now()) // played to the end
+		m.notice, m.noticeOK = "end of the tape", true
+	}
 	m.syncPlayback()
 	cmds = append(cmds, m.scheduleTick())
 	return m, tea.Batch(cmds...)

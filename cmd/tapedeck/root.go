@@ -72,6 +72,8 @@ A tape is NDJSON, one JSON-RPC message a line with a "_meta" object
 		newReplayCmd(s),
 		newVerifyCmd(s),
 		newOpenCmd(s),
+		newDebugCmd(s),
+		newAttachCmd(s),
 	)
 	return root
 }

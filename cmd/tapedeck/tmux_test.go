@@ -278,3 +278,74 @@ func TestTmuxFollow(t *testing.T) {
 	tt.keys("q")
 	tt.waitExit(5 * time.Second)
 }
+
+// TestTmuxDebugLiveDivergence records a real session (the Go SDK client
+// against the SDK test server), then serves it under "tapedeck debug" to the
+// same client attached through "tapedeck attach", with a different echo
+// message: the debugger stops on the divergence with the changed path, the
+// user answers with the recorded response, and a breakpoint holds the
+// answer to the next call until the user continues.
+func TestTmuxDebugLiveDivergence(t *testing.T) {
+	bin := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	client := mcptest.BuildBinary(t, mcptest.SDKClientPackage)
+	server := mcptest.BuildBinary(t, mcptest.SDKServerPackage)
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "rec.jsonl")
+	steps := "--steps=init,tools,echo,answer"
+	out, err := exec.Command(client, "--tape", rec, steps, "--", server).CombinedOutput()
+	if err != nil {
+		t.Fatalf("recording with sdkclient: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), `echo: "Echo: hi"`) {
+		t.Fatalf("the recording run did not echo hi:\n%s", out)
+	}
+
+	port := mcptest.FreePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	tt := startTmux(t, bin, "debug", rec, "--listen", addr)
+	tt.waitFor(5*time.Second, "attach "+addr, "client: waiting for a client")
+	tt.keys(":")
+	tt.typeText("break tool=answer")
+	tt.waitFor(2*time.Second, "breakpoint 1: tool=answer")
+
+	var transcript bytes.Buffer
+	cmd := exec.Command(client, "--message", "bye", steps, "--timeout", "30s", "--", bin, "attach", addr)
+	cmd.Stdout, cmd.Stderr = &transcript, &transcript
+	p := mcptest.Start(t, cmd)
+
+	s := tt.waitFor(10*time.Second, "client: DIVERGED at #5", "changed: params.arguments.message")
+	if l := rowLine(s, 5); !strings.Contains(l, "✗") || !strings.Contains(l, "DIVERGED") {
+		t.Errorf("row 5 is not marked as diverged: %q", l)
+	}
+	if !strings.Contains(s, `"message": "hi"`) || !strings.Contains(s, `"message": "bye"`) {
+		t.Errorf("the diff does not show expected and actual side by side:\n%s", s)
+	}
+	tt.keys("a")
+	// Playback runs ahead of the client (the recorded gaps are milliseconds)
+	// and stops before the answer call: its answer is held.
+	tt.waitFor(5*time.Second, "answered with the recorded response", "hits 1", "7/10")
+	waitRow(t, tt, 7, "◆")
+	time.Sleep(300 * time.Millisecond)
+	if strings.Contains(transcript.String(), "answer:") {
+		t.Errorf("the client got its answer while the breakpoint holds it:\n%s", transcript.String())
+	}
+	tt.keys("Space")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if done, _ := p.Exited(); done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the client did not finish after continuing:\n%s\n%s", p.Output(), tt.screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	got := transcript.String()
+	for _, want := range []string{`echo: "Echo: hi"`, `answer: "the answer is 42"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("client transcript lacks %s (the recorded answers):\n%s", want, got)
+		}
+	}
+	tt.keys("q")
+	tt.waitExit(5 * time.Second)
+}
