@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/viewport"
@@ -59,22 +58,17 @@ func (p StatsPane) HasStats() bool { return p.stats != nil }
 func (p StatsPane) render() string {
 	st := p.stats
 	var b strings.Builder
-	b.WriteString(p.styles.Detail.Header.Render(fmt.Sprintf("%d messages (%d lifecycle, %d invalid), %d warnings",
-		st.Messages, st.Lifecycle, st.Invalid, st.Warnings)))
+	b.WriteString(p.styles.Detail.Header.Render(st.Summary()))
 	b.WriteByte('\n')
 	for _, ss := range st.Servers {
-		srv := ss.Server
-		if srv == "" {
-			srv = "(unnamed)"
-		}
-		b.WriteString("\n" + p.styles.Detail.Header.Render("server "+srv) + "\n")
+		b.WriteString("\n" + p.styles.Detail.Header.Render("server "+ss.Name()) + "\n")
 		var t strings.Builder
 		tw := tabwriter.NewWriter(&t, 0, 4, 1, ' ', 0)
-		fmt.Fprintln(tw, "method\tdir\treq\tnotif\tresp\terrors\torphan\tpending\tcancel\tlate\tp50\tp95\tp99\tmax")
-		for _, m := range ss.Methods {
-			statsRow(tw, statsLabel(m), string(m.Dir), m)
+		header, rows := ss.Table()
+		fmt.Fprintln(tw, strings.Join(header, "\t"))
+		for _, row := range rows {
+			fmt.Fprintln(tw, strings.Join(row, "\t"))
 		}
-		statsRow(tw, "total", "", ss.Total)
 		tw.Flush()
 		lines := strings.Split(strings.TrimRight(t.String(), "\n"), "\n")
 		for i, l := range lines {
@@ -85,37 +79,6 @@ func (p StatsPane) render() string {
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
-}
-
-func statsLabel(m tape.MethodStats) string {
-	switch {
-	case m.Method != "":
-		return m.Method
-	case m.Invalid > 0:
-		return "(invalid lines)"
-	}
-	return "(orphan responses)"
-}
-
-func statsRow(w *tabwriter.Writer, label, dir string, m tape.MethodStats) {
-	l := m.Latency
-	fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", label, dir,
-		m.Requests, m.Notifications, m.Responses, m.Errors, m.Orphans, m.Pending, m.Cancelled, m.Late,
-		statDur(l.Count, l.P50), statDur(l.Count, l.P95), statDur(l.Count, l.P99), statDur(l.Count, l.Max))
-}
-
-// statDur formats like "tapedeck stats" does.
-func statDur(n int, d time.Duration) string {
-	if n == 0 {
-		return "-"
-	}
-	switch {
-	case d >= time.Second:
-		return fmt.Sprintf("%.2fs", d.Seconds())
-	case d >= time.Millisecond:
-		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
-	}
-	return fmt.Sprintf("%dµs", d.Microseconds())
 }
 
 // Update scrolls when the pane has the focus.
