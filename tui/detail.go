@@ -180,18 +180,8 @@ func (d Detail) Update(msg tea.Msg) (Detail, tea.Cmd) {
 		case key.Matches(msg, d.KeyMap.Unfold):
 			d.unfolded = !d.unfolded
 			d.refresh()
-		case key.Matches(msg, d.KeyMap.Up):
-			d.vp.ScrollUp(1)
-		case key.Matches(msg, d.KeyMap.Down):
-			d.vp.ScrollDown(1)
-		case key.Matches(msg, d.KeyMap.PageUp):
-			d.vp.PageUp()
-		case key.Matches(msg, d.KeyMap.PageDown):
-			d.vp.PageDown()
-		case key.Matches(msg, d.KeyMap.Top):
-			d.vp.GotoTop()
-		case key.Matches(msg, d.KeyMap.Bottom):
-			d.vp.GotoBottom()
+		default:
+			d.KeyMap.scroll(&d.vp, msg)
 		}
 		return d, nil
 	case tea.MouseWheelMsg:

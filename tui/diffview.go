@@ -3,7 +3,6 @@ package tui
 import (
 	"strings"
 
-	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
@@ -125,20 +124,7 @@ func (v DiffView) Update(msg tea.Msg) (DiffView, tea.Cmd) {
 		if !v.focused {
 			return v, nil
 		}
-		switch {
-		case key.Matches(msg, v.KeyMap.Up):
-			v.vp.ScrollUp(1)
-		case key.Matches(msg, v.KeyMap.Down):
-			v.vp.ScrollDown(1)
-		case key.Matches(msg, v.KeyMap.PageUp):
-			v.vp.PageUp()
-		case key.Matches(msg, v.KeyMap.PageDown):
-			v.vp.PageDown()
-		case key.Matches(msg, v.KeyMap.Top):
-			v.vp.GotoTop()
-		case key.Matches(msg, v.KeyMap.Bottom):
-			v.vp.GotoBottom()
-		}
+		v.KeyMap.scroll(&v.vp, msg)
 	case tea.MouseWheelMsg:
 		var cmd tea.Cmd
 		v.vp, cmd = v.vp.Update(msg)

@@ -1,6 +1,10 @@
 package tui
 
-import "charm.land/bubbles/v2/key"
+import (
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/viewport"
+	tea "charm.land/bubbletea/v2"
+)
 
 // KeyMap is the app's global keys: they work whichever pane has the focus.
 // It implements help.KeyMap; the help overlay (?) shows it with the focused
@@ -118,6 +122,28 @@ type DetailKeyMap struct {
 	Top      key.Binding
 	Bottom   key.Binding
 	Unfold   key.Binding
+}
+
+// scroll moves vp for the scrolling keys of km and reports whether msg was
+// one of them: the lower panes share it.
+func (km DetailKeyMap) scroll(vp *viewport.Model, msg tea.KeyPressMsg) bool {
+	switch {
+	case key.Matches(msg, km.Up):
+		vp.ScrollUp(1)
+	case key.Matches(msg, km.Down):
+		vp.ScrollDown(1)
+	case key.Matches(msg, km.PageUp):
+		vp.PageUp()
+	case key.Matches(msg, km.PageDown):
+		vp.PageDown()
+	case key.Matches(msg, km.Top):
+		vp.GotoTop()
+	case key.Matches(msg, km.Bottom):
+		vp.GotoBottom()
+	default:
+		return false
+	}
+	return true
 }
 
 // DefaultDetailKeyMap returns the lower pane's keys.

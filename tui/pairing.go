@@ -173,18 +173,8 @@ func (p Pairing) Update(msg tea.Msg) (Pairing, tea.Cmd) {
 		case key.Matches(msg, p.KeyMap.Unfold):
 			p.unfolded = !p.unfolded
 			p.refresh()
-		case key.Matches(msg, p.KeyMap.Up):
-			p.vp.ScrollUp(1)
-		case key.Matches(msg, p.KeyMap.Down):
-			p.vp.ScrollDown(1)
-		case key.Matches(msg, p.KeyMap.PageUp):
-			p.vp.PageUp()
-		case key.Matches(msg, p.KeyMap.PageDown):
-			p.vp.PageDown()
-		case key.Matches(msg, p.KeyMap.Top):
-			p.vp.GotoTop()
-		case key.Matches(msg, p.KeyMap.Bottom):
-			p.vp.GotoBottom()
+		default:
+			p.KeyMap.scroll(&p.vp, msg)
 		}
 	case tea.MouseWheelMsg:
 		var cmd tea.Cmd

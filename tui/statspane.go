@@ -5,7 +5,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
 
@@ -88,20 +87,7 @@ func (p StatsPane) Update(msg tea.Msg) (StatsPane, tea.Cmd) {
 		if !p.focused {
 			return p, nil
 		}
-		switch {
-		case key.Matches(msg, p.KeyMap.Up):
-			p.vp.ScrollUp(1)
-		case key.Matches(msg, p.KeyMap.Down):
-			p.vp.ScrollDown(1)
-		case key.Matches(msg, p.KeyMap.PageUp):
-			p.vp.PageUp()
-		case key.Matches(msg, p.KeyMap.PageDown):
-			p.vp.PageDown()
-		case key.Matches(msg, p.KeyMap.Top):
-			p.vp.GotoTop()
-		case key.Matches(msg, p.KeyMap.Bottom):
-			p.vp.GotoBottom()
-		}
+		p.KeyMap.scroll(&p.vp, msg)
 	case tea.MouseWheelMsg:
 		var cmd tea.Cmd
 		p.vp, cmd = p.vp.Update(msg)
