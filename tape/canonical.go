@@ -75,8 +75,7 @@ func CanonicalNumber(s string) string {
 	}
 	if exp := strings.IndexAny(s, "eE"); exp >= 0 {
 		if e, err := strconv.Atoi(strings.TrimPrefix(s[exp+1:], "+")); err != nil || e > 400 || e < -400 {
-			f, _ := strconv.ParseFloat(s, 64)
-			return strconv.FormatFloat(f, 'g', -1, 64)
+			return strings.ToLower(s) // beyond float64: exact rationals would be huge; keep the text
 		}
 	}
 	r, ok := new(big.Rat).SetString(s)
@@ -268,15 +267,13 @@ func StripMeta(msg []byte) []byte {
 	out := make([]byte, 0, len(msg))
 	out = append(out, msg[:cut.start]...)
 	rest := msg[cut.end:]
+	// Not first: the cut starts just after the previous value, so the comma
+	// before "_meta" goes with it. First: drop the comma after it instead.
 	if cutFirst {
-		// "{_meta:..., x}" → "{x}": drop the comma after it instead.
 		j := skipWS(rest, 0)
 		if j < len(rest) && rest[j] == ',' {
 			rest = rest[j+1:]
 		}
-	} else {
-		// ", _meta:..." → "": cut.start is just after the previous value;
-		// the comma before "_meta" lies in the cut.
 	}
 	return append(out, rest...)
 }

@@ -15,11 +15,14 @@ type msgInfo struct {
 	kind       Kind
 	isError    bool
 	badUTF8    bool
-	noVersion  bool // no "jsonrpc" member
+	noVersion  bool     // no "jsonrpc" member, or not "2.0"
+	version    span     // the "jsonrpc" value
+	notes      []string // what is odd but kept: a float id, a _meta without dir
 	dir        span
 	server     span
 	ts         span
 	session    span
+	when       time.Time // ts parsed; zero when absent or unreadable
 	method     span
 	id         span
 	cancels    span // params.requestId of notifications/cancelled
@@ -75,9 +78,7 @@ func (m *msgInfo) entry(line []byte) Entry {
 	if m.id.ok() {
 		e.ID = ID(m.id.in(line))
 	}
-	if m.ts.ok() {
-		e.Time, _ = parseTS(m.ts.in(line))
-	}
+	e.Time = m.when
 	return e
 }
 
@@ -97,7 +98,9 @@ func (c *classifier) classify(b []byte) []msgInfo {
 	case '{':
 		m, end, err := c.object(b, i)
 		if err != nil {
-			return invalid(err.Error())
+			out := invalid(err.Error())
+			out[0].dir, out[0].server, out[0].ts, out[0].when = m.dir, m.server, m.ts, m.when // known when only the meaning was wrong
+			return out
 		}
 		if j := skipWS(b, end); j != len(b) {
 			return invalid(fmt.Sprintf("expected end of line after the message at column %d, found %s", j+1, found(b, j)))
@@ -133,7 +136,7 @@ func (c *classifier) classify(b []byte) []msgInfo {
 			return invalid(fmt.Sprintf("expected ',' or ']' in the batch at column %d, found %s", i+1, found(b, i)))
 		}
 	default:
-		return invalid(fmt.Sprintf("not JSON: expected '{' or '[' at column %d, found %s", i+1, found(b, i)))
+		return invalid(fmt.Sprintf("expected a JSON-RPC object or batch at column %d, found %s", i+1, found(b, i)))
 	}
 	return c.msgs
 }
@@ -142,11 +145,11 @@ func (c *classifier) classify(b []byte) []msgInfo {
 func (c *classifier) object(b []byte, i int) (msgInfo, int, error) {
 	m := msgInfo{start: i}
 	var params, result, meta span
-	var hasResult, hasError, hasVersion bool
+	var hasResult, hasError bool
 	end, err := c.members(b, i, func(key []byte, v span) {
 		switch string(key) {
 		case "jsonrpc":
-			hasVersion = true
+			m.version = v
 		case "id":
 			m.id = v
 		case "method":
@@ -165,32 +168,21 @@ func (c *classifier) object(b []byte, i int) (msgInfo, int, error) {
 		return m, 0, err
 	}
 	m.end = end
-	m.noVersion = !hasVersion
+	m.noVersion = string(m.version.in(b)) != `"2.0"`
+	c.meta(b, &m, meta)
 	if m.method.ok() && b[m.method.start] != '"' {
 		return m, 0, fmt.Errorf("expected \"method\" to be a string, found %s", found(b, m.method.start))
 	}
 	if m.id.ok() {
-		switch b[m.id.start] {
-		case '{', '[', 't', 'f':
+		id := m.id.in(b)
+		switch {
+		case id[0] == '{' || id[0] == '[' || id[0] == 't' || id[0] == 'f':
 			return m, 0, fmt.Errorf("expected \"id\" to be a string or a number, found %s", found(b, m.id.start))
+		case id[0] == 'n' && m.method.ok():
+			return m, 0, fmt.Errorf("expected \"id\" of a request to be a string or a number, found null")
+		case id[0] != '"' && bytes.ContainsAny(id, ".eE"):
+			m.notes = append(m.notes, fmt.Sprintf("id %s is not an integer: MCP ids are strings or integers", id))
 		}
-	}
-	if meta.ok() && b[meta.start] == '{' {
-		_, _ = c.members(b, meta.start, func(key []byte, v span) {
-			if b[v.start] != '"' {
-				return
-			}
-			switch string(key) {
-			case "dir":
-				m.dir = v
-			case "server":
-				m.server = v
-			case "ts":
-				m.ts = v
-			case "session":
-				m.session = v
-			}
-		})
 	}
 	method := []byte(nil)
 	if m.method.ok() {
@@ -230,6 +222,52 @@ func (c *classifier) object(b []byte, i int) (msgInfo, int, error) {
 		})
 	}
 	return m, end, nil
+}
+
+// meta reads the _meta object's dir, server, ts and session, noting what is
+// missing or odd.
+func (c *classifier) meta(b []byte, m *msgInfo, meta span) {
+	if !meta.ok() {
+		m.notes = append(m.notes, "no _meta: direction, server and time unknown")
+		return
+	}
+	if b[meta.start] != '{' {
+		m.notes = append(m.notes, fmt.Sprintf("expected _meta to be an object, found %s", found(b, meta.start)))
+		return
+	}
+	_, _ = c.members(b, meta.start, func(key []byte, v span) {
+		if b[v.start] != '"' {
+			return
+		}
+		switch string(key) {
+		case "dir":
+			m.dir = v
+		case "server":
+			m.server = v
+		case "ts":
+			m.ts = v
+		case "session":
+			m.session = v
+		}
+	})
+	switch d := string(m.dir.in(b)); d {
+	case `"send"`, `"recv"`, `"lifecycle"`:
+	case "":
+		m.notes = append(m.notes, "no _meta.dir: direction unknown")
+	default:
+		m.notes = append(m.notes, fmt.Sprintf(`expected _meta.dir "send", "recv" or "lifecycle", found %s`, d))
+	}
+	if !m.server.ok() {
+		m.notes = append(m.notes, "no _meta.server")
+	}
+	if m.ts.ok() {
+		var ok bool
+		if m.when, ok = parseTS(m.ts.in(b)); !ok {
+			m.notes = append(m.notes, fmt.Sprintf("expected _meta.ts in RFC 3339, found %s", m.ts.in(b)))
+		}
+	} else {
+		m.notes = append(m.notes, "no _meta.ts: time unknown")
+	}
 }
 
 // members walks the object at b[i] == '{', calling fn with each key (without
@@ -386,6 +424,9 @@ func stringValue(b []byte, s span) string {
 	}
 	raw := b[s.start+1 : s.end-1]
 	if bytes.IndexByte(raw, '\\') < 0 {
+		if !utf8.Valid(raw) { // as encoding/json reads it
+			return validUTF8(raw)
+		}
 		return string(raw)
 	}
 	var out string
@@ -427,4 +468,15 @@ func digits(s []byte) (int, bool) {
 		v = v*10 + int(c-'0')
 	}
 	return v, true
+}
+
+// validUTF8 replaces each invalid byte with U+FFFD, as encoding/json does.
+func validUTF8(b []byte) string {
+	out := make([]rune, 0, len(b))
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		out = append(out, r) // RuneError for an invalid byte
+		b = b[n:]
+	}
+	return string(out)
 }

@@ -2,11 +2,13 @@ package tape
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // rec is the index's record of one message: 48 bytes, no pointers.
@@ -57,6 +59,14 @@ type pairKey struct {
 	id     string
 }
 
+// connKey names a connection: one server's session between two
+// $transport/start records, or one HTTP session id.
+type connKey struct {
+	server  uint16
+	starts  int
+	session string
+}
+
 type chainKey struct {
 	server uint16
 	conn   uint32
@@ -74,21 +84,20 @@ type Index struct {
 	cfg      readerConfig
 	size     int64 // bytes indexed so far
 	line     int   // lines indexed so far
-	recs     []rec
-	warnings []Warning
+	recs     recTable
+	warnings warningList
 	torn     bool // the last line was indexed without its newline
 
-	methods   []string
-	methodIdx map[string]uint32
-	servers   []string
-	serverIdx map[string]uint16
-	conns     []string // "start-count/session"
-	connIdx   map[string]uint32
-	starts    map[uint16]int // $transport/start records seen per server
+	methods interner[uint32] // 0 is ""
+	servers interner[uint16]
+	connIdx map[connKey]uint32
+	data    []byte         // the mapped file, for the first Extend of OpenIndex
+	starts  map[uint16]int // $transport/start records seen per server
 
-	pending   map[pairKey]int32 // requests awaiting their response
-	cancelled map[pairKey]int32 // cancelled requests awaiting a late response
-	orphans   map[pairKey]int32 // responses that came before any request
+	pending   map[pairKey]int32   // requests awaiting their response
+	queued    map[pairKey][]int32 // more requests with a pending request's id, first in first out
+	cancelled map[pairKey]int32   // cancelled requests awaiting a late response
+	orphans   map[pairKey]int32   // responses that came before any request
 	inputReq  map[chainKey]int32
 	chains    map[int32]int32 // retry request → input_required response it answers
 	batches   uint32
@@ -100,12 +109,12 @@ type Index struct {
 func NewIndex(src io.ReaderAt, opts ...ReaderOption) *Index {
 	x := &Index{
 		src:       src,
-		methodIdx: map[string]uint32{"": 0},
-		methods:   []string{""},
-		serverIdx: map[string]uint16{},
-		connIdx:   map[string]uint32{},
+		methods:   newInterner[uint32](1<<31, ""),
+		servers:   newInterner[uint16](1 << 16),
+		connIdx:   map[connKey]uint32{},
 		starts:    map[uint16]int{},
 		pending:   map[pairKey]int32{},
+		queued:    map[pairKey][]int32{},
 		cancelled: map[pairKey]int32{},
 		orphans:   map[pairKey]int32{},
 		inputReq:  map[chainKey]int32{},
@@ -184,34 +193,90 @@ func (x *Index) Extend(size int64, final func() bool, progress ...func(int64)) e
 	if size <= start {
 		return nil
 	}
-	lr := newLineReader(io.NewSectionReader(x.src, start, size-start), x.cfg.buffer)
-	lr.off, lr.line = start, x.line
-	if start > 0 {
-		lr.line = x.line
+	if f, ok := x.src.(*os.File); ok && size-start >= mapThreshold {
+		if err := x.extendMapped(f, start, size, final, progress); !errors.Is(err, errNoMap) {
+			return err
+		}
 	}
-	const batchBytes = 8 << 20 // take the lock a chunk at a time so readers keep up
+	lr := newLineReader(io.NewSectionReader(x.src, start, size-start), x.cfg.buffer)
+	lr.off = start
+	_, err := x.consume(lr, final, progress)
+	return err
+}
+
+const (
+	mapThreshold = 4 << 20  // below this, reading beats mapping
+	mapWindow    = 64 << 20 // mapped at a time: bounds the resident set
+)
+
+var errNoMap = errors.New("cannot map the tape")
+
+// extendMapped indexes [start, size) of f through read-only mappings of a
+// window at a time: no copy through read(2), and no more than a window (or
+// the longest line) resident at once.
+func (x *Index) extendMapped(f *os.File, start, size int64, final func() bool, progress []func(int64)) error {
+	page := int64(os.Getpagesize())
+	pos := start
+	for pos < size {
+		base := pos &^ (page - 1)
+		length := min(size-base, mapWindow)
+		for {
+			data, unmap, err := mapRange(f, base, length)
+			if err != nil {
+				if pos == start {
+					return errNoMap
+				}
+				return fmt.Errorf("map tape at byte %d: %w", base, err)
+			}
+			chunk := data[pos-base:]
+			last := base+length == size
+			cut := len(chunk)
+			if !last {
+				cut = bytes.LastIndexByte(chunk, '\n') + 1
+				if cut == 0 { // one line longer than the window: map more
+					_ = unmap()
+					length = min(size-base, 2*length)
+					continue
+				}
+			}
+			lr := &lineReader{buf: chunk[:cut], end: cut, eof: true, off: pos}
+			done, err := x.consume(lr, final, progress)
+			_ = unmap()
+			if err != nil || done {
+				return err
+			}
+			pos += int64(cut)
+			break
+		}
+	}
+	return nil
+}
+
+// consume indexes every line lr yields, taking the lock a few megabytes at a
+// time so readers keep up. It reports whether it stopped early, at an
+// unfinished last line.
+func (x *Index) consume(lr *lineReader, final func() bool, progress []func(int64)) (stopped bool, err error) {
+	const batchBytes = 8 << 20
 	x.mu.Lock()
 	defer func() { x.mu.Unlock() }()
+	lr.line = x.line
 	chunk := int64(0)
 	for {
 		line, off, nl, err := lr.next()
 		if err == io.EOF {
-			return nil
+			return false, nil
 		}
 		if err != nil {
-			return fmt.Errorf("read tape at byte %d: %w", lr.off, err)
+			return false, fmt.Errorf("read tape at byte %d: %w", lr.off, err)
 		}
 		if !nl && final != nil && !final() {
-			return nil // an unfinished line: wait for the rest
+			return true, nil // an unfinished line: wait for the rest
 		}
-		if err := x.addLine(line, off, lr.line, nl); err != nil {
-			return err
+		torn, err := x.addLine(line, off, lr.line, nl)
+		if err != nil {
+			return false, err
 		}
-		x.size = lr.off
-		x.line = lr.line
-		if !nl {
-			x.torn = x.recs[len(x.recs)-1].flags&flagTorn != 0
-		}
+		x.size, x.line, x.torn = lr.off, lr.line, torn
 		if chunk += int64(len(line)) + 1; chunk > batchBytes {
 			chunk = 0
 			x.mu.Unlock()
@@ -223,16 +288,17 @@ func (x *Index) Extend(size int64, final func() bool, progress ...func(int64)) e
 	}
 }
 
-func (x *Index) addLine(line []byte, off int64, lineNo int, nl bool) error {
+// addLine indexes one line's messages and reports whether it was torn.
+func (x *Index) addLine(line []byte, off int64, lineNo int, nl bool) (torn bool, err error) {
 	msgs := x.cls.classify(line)
 	if len(msgs) == 0 {
-		return nil
+		return false, nil
 	}
 	ws, err := lineProblems(msgs, line, lineNo, nl, x.cfg.strict)
 	if err != nil {
-		return err
+		return false, err
 	}
-	x.warnings = append(x.warnings, ws...)
+	x.warnings.add(ws...)
 	batch := uint32(0)
 	if len(msgs) > 1 || line[skipWS(line, 0)] == '[' {
 		x.batches++
@@ -241,11 +307,11 @@ func (x *Index) addLine(line []byte, off int64, lineNo int, nl bool) error {
 	for i := range msgs {
 		x.add(line, &msgs[i], off, lineNo, batch, nl)
 	}
-	return nil
+	return !nl && msgs[0].kind == KindInvalid, nil
 }
 
 func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32, nl bool) {
-	seq := int32(len(x.recs))
+	seq := int32(x.recs.len())
 	r := rec{
 		off:     off + int64(m.start),
 		n:       uint32(m.end - m.start),
@@ -255,10 +321,8 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 		kind:    m.kind,
 		dir:     dirCode(m.dir.in(line)),
 	}
-	if m.ts.ok() {
-		if t, ok := parseTS(m.ts.in(line)); ok {
-			r.ts = t.UnixNano()
-		}
+	if !m.when.IsZero() {
+		r.ts = m.when.UnixNano()
 	}
 	if m.isError {
 		r.flags |= flagError
@@ -269,29 +333,31 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 	if m.kind == KindInvalid && !nl {
 		r.flags |= flagTorn
 	}
-	r.server = x.intern16(stringBytes(line, m.server))
-	r.method = x.intern(stringBytes(line, m.method))
+	r.server = x.servers.of(stringBytes(line, m.server))
+	r.method = x.methods.of(stringBytes(line, m.method))
 	if m.kind == KindLifecycle && string(m.method.in(line)) == `"`+MethodStart+`"` {
 		x.starts[r.server]++
 	}
 	r.conn = x.conn(r.server, stringBytes(line, m.session))
-	x.recs = append(x.recs, r)
-	rp := &x.recs[seq]
+	x.recs.push(r)
+	rp := x.recs.at(int(seq))
 	switch m.kind {
 	case KindRequest:
 		k := pairKey{r.server, r.dir, r.conn, string(normalizeID(m.id.in(line)))}
 		if resp, ok := x.orphans[k]; ok { // its response came first
 			delete(x.orphans, k)
 			x.pair(seq, resp)
-			x.recs[resp].flags = x.recs[resp].flags&^flagOrphan | flagReordered
-			x.warnings = append(x.warnings, Warning{lineNo, fmt.Errorf("line %d: request id %s recorded after its response (line %d)", lineNo, k.id, x.recs[resp].line)})
+			x.recs.at(int(resp)).flags = x.recs.at(int(resp)).flags&^flagOrphan | flagReordered
+			x.warnings.add(Warning{lineNo, fmt.Errorf("line %d: request id %s recorded after its response (line %d)", lineNo, k.id, x.recs.at(int(resp)).line)})
 			break
 		}
 		if old, ok := x.pending[k]; ok {
 			rp.flags |= flagDuplicate
-			x.warnings = append(x.warnings, Warning{lineNo, fmt.Errorf("line %d: request id %s reused while the request at line %d is unanswered; responses pair with the newest", lineNo, k.id, x.recs[old].line)})
+			x.warnings.add(Warning{lineNo, fmt.Errorf("line %d: request id %s reused while the request at line %d is unanswered; responses pair first in, first out", lineNo, k.id, x.recs.at(int(old)).line)})
+			x.queued[k] = append(x.queued[k], seq)
+		} else {
+			x.pending[k] = seq
 		}
-		x.pending[k] = seq
 		if m.inputResp {
 			if prev, ok := x.inputReq[chainKey{r.server, r.conn, r.method}]; ok {
 				x.chains[seq] = prev
@@ -308,7 +374,7 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 		}
 		k := pairKey{r.server, reqDir, r.conn, string(normalizeID(m.id.in(line)))}
 		if req, ok := x.pending[k]; ok {
-			delete(x.pending, k)
+			x.unpend(k)
 			x.pair(req, seq)
 		} else if req, ok := x.cancelled[k]; ok {
 			delete(x.cancelled, k)
@@ -317,27 +383,42 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 		} else {
 			rp.flags |= flagOrphan
 			x.orphans[pairKey{r.server, reqDir, r.conn, k.id}] = seq
+			x.warnings.add(Warning{lineNo, fmt.Errorf("line %d: response id %s matches no request before it", lineNo, k.id)})
 		}
 		if m.inputReq && rp.partner >= 0 {
-			req := x.recs[rp.partner]
+			req := x.recs.at(int(rp.partner))
 			x.inputReq[chainKey{r.server, r.conn, req.method}] = seq
 		}
 	case KindNotification:
 		if m.cancels.ok() {
 			k := pairKey{r.server, r.dir, r.conn, string(normalizeID(m.cancels.in(line)))}
 			if req, ok := x.pending[k]; ok {
-				delete(x.pending, k)
+				x.unpend(k)
 				x.cancelled[k] = req
-				x.recs[req].flags |= flagCancelled
+				x.recs.at(int(req)).flags |= flagCancelled
 			}
 		}
 	}
 }
 
+// unpend removes the oldest pending request with key k.
+func (x *Index) unpend(k pairKey) {
+	if q := x.queued[k]; len(q) > 0 {
+		x.pending[k] = q[0]
+		if len(q) == 1 {
+			delete(x.queued, k)
+		} else {
+			x.queued[k] = q[1:]
+		}
+		return
+	}
+	delete(x.pending, k)
+}
+
 func (x *Index) pair(req, resp int32) {
-	x.recs[req].partner = resp
-	x.recs[resp].partner = req
-	x.recs[resp].method = x.recs[req].method
+	x.recs.at(int(req)).partner = resp
+	x.recs.at(int(resp)).partner = req
+	x.recs.at(int(resp)).method = x.recs.at(int(req)).method
 }
 
 // normalizeID drops whitespace-insensitive differences: ids are compared as
@@ -349,43 +430,53 @@ func stringBytes(line []byte, s span) []byte {
 		return nil
 	}
 	raw := line[s.start+1 : s.end-1]
-	if bytes.IndexByte(raw, '\\') >= 0 {
+	if bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
 		return []byte(stringValue(line, s))
 	}
 	return raw
 }
 
-func (x *Index) intern(b []byte) uint32 {
-	if i, ok := x.methodIdx[string(b)]; ok {
-		return i
-	}
-	s := string(b)
-	i := uint32(len(x.methods))
-	x.methods = append(x.methods, s)
-	x.methodIdx[s] = i
-	return i
+// interner numbers strings in order of appearance. Past its limit every new
+// string shares the last number, named "(more)": a hostile tape with a
+// million server names must not wrap the index's small fields.
+type interner[T ~uint16 | ~uint32] struct {
+	names []string
+	index map[string]T
+	limit int
 }
 
-func (x *Index) intern16(b []byte) uint16 {
-	if i, ok := x.serverIdx[string(b)]; ok {
+func newInterner[T ~uint16 | ~uint32](limit int, first ...string) interner[T] {
+	in := interner[T]{index: map[string]T{}, limit: limit}
+	for _, s := range first {
+		in.of([]byte(s))
+	}
+	return in
+}
+
+func (in *interner[T]) of(b []byte) T {
+	if i, ok := in.index[string(b)]; ok { // no allocation for the lookup
 		return i
 	}
+	if len(in.names) == in.limit-1 {
+		in.names = append(in.names, "(more)")
+	}
+	if len(in.names) >= in.limit {
+		return T(in.limit - 1)
+	}
 	s := string(b)
-	i := uint16(len(x.servers))
-	x.servers = append(x.servers, s)
-	x.serverIdx[s] = i
+	i := T(len(in.names))
+	in.names = append(in.names, s)
+	in.index[s] = i
 	return i
 }
 
 func (x *Index) conn(server uint16, session []byte) uint32 {
-	var buf [64]byte
-	key := fmt.Appendf(buf[:0], "%d/%d/%s", server, x.starts[server], session)
-	if i, ok := x.connIdx[string(key)]; ok {
+	k := connKey{server, x.starts[server], string(session)} // no allocation for the lookup
+	if i, ok := x.connIdx[k]; ok {
 		return i
 	}
-	i := uint32(len(x.conns))
-	x.conns = append(x.conns, string(key))
-	x.connIdx[string(key)] = i
+	i := uint32(len(x.connIdx))
+	x.connIdx[k] = i
 	return i
 }
 
@@ -393,7 +484,7 @@ func (x *Index) conn(server uint16, session []byte) uint32 {
 func (x *Index) Len() int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	return len(x.recs)
+	return x.recs.len()
 }
 
 // Entry returns message i without its body (Raw and ID are empty; see Message).
@@ -404,15 +495,15 @@ func (x *Index) Entry(i int) Entry {
 }
 
 func (x *Index) entry(i int) Entry {
-	r := &x.recs[i]
+	r := x.recs.at(i)
 	e := Entry{
 		Seq:    i,
 		Line:   int(r.line),
 		Offset: r.off,
 		Kind:   r.kind,
 		Dir:    dirCodes[r.dir],
-		Server: x.servers[r.server],
-		Method: x.methods[r.method],
+		Server: x.servers.names[r.server],
+		Method: x.methods.names[r.method],
 		Error:  r.flags&flagError != 0,
 		Batch:  int(r.batch),
 	}
@@ -429,7 +520,7 @@ func (x *Index) entry(i int) Entry {
 func (x *Index) Message(i int) (Entry, error) {
 	x.mu.RLock()
 	e := x.entry(i)
-	n := x.recs[i].n
+	n := x.recs.at(int(i)).n
 	x.mu.RUnlock()
 	raw := make([]byte, n)
 	if _, err := x.src.ReadAt(raw, e.Offset); err != nil && !(err == io.EOF && len(raw) == int(n)) {
@@ -473,15 +564,15 @@ func (x *Index) Pair(i int) Pair {
 }
 
 func (x *Index) pairOf(i int) Pair {
-	r := &x.recs[i]
-	p := Pair{Partner: int(r.partner), Method: x.methods[r.method], ChainPrev: -1}
+	r := x.recs.at(i)
+	p := Pair{Partner: int(r.partner), Method: x.methods.names[r.method], ChainPrev: -1}
 	p.Orphan = r.flags&flagOrphan != 0
 	p.Cancelled = r.flags&flagCancelled != 0
 	p.Late = r.flags&flagLate != 0
 	p.Reordered = r.flags&flagReordered != 0
 	p.Pending = r.kind == KindRequest && r.partner < 0 && !p.Cancelled
 	if r.partner >= 0 {
-		o := &x.recs[r.partner]
+		o := x.recs.at(int(r.partner))
 		if r.ts != 0 && o.ts != 0 {
 			p.Latency = time.Duration(o.ts - r.ts)
 			if p.Latency < 0 {
@@ -506,7 +597,7 @@ func (x *Index) Chain(i int) []int {
 		if !ok {
 			break
 		}
-		req := x.recs[prevResp].partner
+		req := x.recs.at(int(prevResp)).partner
 		if req < 0 {
 			break
 		}
@@ -519,7 +610,15 @@ func (x *Index) Chain(i int) []int {
 func (x *Index) Warnings() []Warning {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	return append([]Warning(nil), x.warnings...)
+	return x.warnings.list()
+}
+
+// WarningCount returns how many warnings indexing met, including those
+// beyond the first MaxWarnings that are not kept.
+func (x *Index) WarningCount() int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.warnings.n
 }
 
 // Servers returns the servers named on the tape, in order of appearance
@@ -527,7 +626,7 @@ func (x *Index) Warnings() []Warning {
 func (x *Index) Servers() []string {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	return append([]string(nil), x.servers...)
+	return append([]string(nil), x.servers.names...)
 }
 
 // MemoryPerMessage estimates the index's bytes a message: its record plus
@@ -535,15 +634,39 @@ func (x *Index) Servers() []string {
 func (x *Index) MemoryPerMessage() float64 {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	if len(x.recs) == 0 {
+	if x.recs.len() == 0 {
 		return 0
 	}
 	const recSize = 48
-	total := cap(x.recs) * recSize
-	for _, s := range x.methods {
+	total := x.recs.capacity() * recSize
+	for _, s := range x.methods.names {
 		total += len(s) + 16 + 40
 	}
 	total += (len(x.pending) + len(x.cancelled) + len(x.orphans)) * 64
 	total += len(x.chains) * 16
-	return float64(total) / float64(len(x.recs))
+	return float64(total) / float64(x.recs.len())
 }
+
+// recTable stores records in fixed-size chunks: growing it never copies,
+// and it never holds more than one chunk of slack.
+type recTable struct {
+	chunks [][]rec
+	n      int
+}
+
+const chunkBits = 15
+
+func (t *recTable) len() int { return t.n }
+
+func (t *recTable) at(i int) *rec { return &t.chunks[i>>chunkBits][i&(1<<chunkBits-1)] }
+
+func (t *recTable) push(r rec) {
+	if t.n>>chunkBits == len(t.chunks) {
+		t.chunks = append(t.chunks, make([]rec, 0, 1<<chunkBits))
+	}
+	c := &t.chunks[t.n>>chunkBits]
+	*c = append(*c, r)
+	t.n++
+}
+
+func (t *recTable) capacity() int { return len(t.chunks) << chunkBits }

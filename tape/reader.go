@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // lineReader splits a stream into lines with no limit on their length.
@@ -44,11 +45,11 @@ func (lr *lineReader) next() (line []byte, off int64, nl bool, err error) {
 			return lr.finish(line, off, true)
 		}
 		lr.scanned = lr.end - lr.start
+		if lr.err != nil {
+			return nil, lr.off, false, lr.err // not the end of the tape: no last line
+		}
 		if lr.eof {
 			if lr.start == lr.end {
-				if lr.err != nil {
-					return nil, lr.off, false, lr.err
-				}
 				return nil, lr.off, false, io.EOF
 			}
 			line, off = lr.buf[lr.start:lr.end], lr.off
@@ -115,7 +116,7 @@ type Reader struct {
 	seq      int
 	batch    int
 	queue    []Entry
-	warnings []Warning
+	warnings warningList
 }
 
 // NewReader returns a Reader of the tape in r. It reads lines of any length,
@@ -146,7 +147,7 @@ func (r *Reader) Next() (Entry, error) {
 		if w, ferr := lineProblems(msgs, line, lineNo, nl, r.cfg.strict); ferr != nil {
 			return Entry{}, ferr
 		} else {
-			r.warnings = append(r.warnings, w...)
+			r.warnings.add(w...)
 		}
 		batch := 0
 		if len(msgs) > 1 || line[skipWS(line, 0)] == '[' {
@@ -167,7 +168,31 @@ func (r *Reader) Next() (Entry, error) {
 }
 
 // Warnings returns the problems met so far that did not stop the reading.
-func (r *Reader) Warnings() []Warning { return r.warnings }
+func (r *Reader) Warnings() []Warning { return r.warnings.list() }
+
+// WarningCount returns how many warnings there were, including those beyond
+// the first MaxWarnings that are not kept.
+func (r *Reader) WarningCount() int { return r.warnings.n }
+
+// MaxWarnings is how many warnings a Reader or an Index keeps; beyond it
+// they are only counted, so a tape with a problem on every line stays small.
+const MaxWarnings = 1000
+
+type warningList struct {
+	kept []Warning
+	n    int
+}
+
+func (l *warningList) add(ws ...Warning) {
+	for _, w := range ws {
+		l.n++
+		if len(l.kept) < MaxWarnings {
+			l.kept = append(l.kept, w)
+		}
+	}
+}
+
+func (l *warningList) list() []Warning { return append([]Warning(nil), l.kept...) }
 
 // lineProblems turns what the classifier noticed on a line into warnings, or
 // into an error for a malformed line in strict mode.
@@ -187,7 +212,16 @@ func lineProblems(msgs []msgInfo, line []byte, lineNo int, nl, strict bool) ([]W
 			ws = append(ws, Warning{lineNo, fmt.Errorf("line %d: %w: invalid UTF-8 in the message", lineNo, ErrMalformed)})
 		}
 		if m.noVersion && m.kind != KindInvalid {
-			ws = append(ws, Warning{lineNo, fmt.Errorf("line %d: %w: expected \"jsonrpc\":\"2.0\", found no \"jsonrpc\" member", lineNo, ErrMalformed)})
+			found := "no \"jsonrpc\" member"
+			if m.version.ok() {
+				found = string(line[m.version.start:m.version.end])
+			}
+			ws = append(ws, Warning{lineNo, fmt.Errorf("line %d: %w: expected \"jsonrpc\":\"2.0\", found %s", lineNo, ErrMalformed, found)})
+		}
+		if m.kind != KindInvalid && m.kind != KindLifecycle || m.kind == KindLifecycle && !m.dir.ok() {
+			if len(m.notes) > 0 {
+				ws = append(ws, Warning{lineNo, fmt.Errorf("line %d: %s", lineNo, strings.Join(m.notes, "; "))})
+			}
 		}
 		if m.badUTF8 {
 			break // one warning a line is enough when every message shares the line

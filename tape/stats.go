@@ -56,7 +56,8 @@ func ComputeStats(x *Index, server string) Stats {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	var st Stats
-	st.Warnings = len(x.warnings)
+	st.Warnings = x.warnings.n
+	st.Servers = []ServerStats{}
 	type key struct {
 		server uint16
 		method uint32
@@ -67,14 +68,14 @@ func ComputeStats(x *Index, server string) Stats {
 	get := func(k key) *MethodStats {
 		m := per[k]
 		if m == nil {
-			m = &MethodStats{Method: x.methods[k.method], Dir: dirCodes[k.dir]}
+			m = &MethodStats{Method: x.methods.names[k.method], Dir: dirCodes[k.dir]}
 			per[k] = m
 		}
 		return m
 	}
-	for i := range x.recs {
-		r := &x.recs[i]
-		if server != "" && x.servers[r.server] != server {
+	for i := range x.recs.len() {
+		r := x.recs.at(i)
+		if server != "" && x.servers.names[r.server] != server {
 			continue
 		}
 		st.Messages++
@@ -98,7 +99,7 @@ func ComputeStats(x *Index, server string) Stats {
 				m.Cancelled++
 			case p.Pending:
 				m.Pending++
-			case p.Partner >= 0 && x.recs[p.Partner].ts != 0 && r.ts != 0:
+			case p.Partner >= 0 && x.recs.at(int(p.Partner)).ts != 0 && r.ts != 0:
 				m.latencies = append(m.latencies, p.Latency)
 			}
 		case KindNotification:
@@ -129,7 +130,7 @@ func ComputeStats(x *Index, server string) Stats {
 	for k, m := range per {
 		ss := byServer[k.server]
 		if ss == nil {
-			ss = &ServerStats{Server: x.servers[k.server]}
+			ss = &ServerStats{Server: x.servers.names[k.server]}
 			byServer[k.server] = ss
 		}
 		m.Latency = latencyStats(m.latencies)

@@ -49,7 +49,18 @@ through them in a terminal debugger.
 A tape is NDJSON, one JSON-RPC message a line with a "_meta" object
 {dir, server, ts}: the format mcporter records, so tapes move between the two.`,
 		Example: `  tapedeck stats session.jsonl          # what a tape holds, per server and method
-  tapedeck stats --json session.jsonl   # the same for scripts`,
+  tapedeck stats --json session.jsonl   # the same for scripts
+  tapedeck open session.jsonl           # step through it in the terminal debugger
+  tapedeck                              # in a terminal: the debugger on a demo tape`,
+		Args: cobra.NoArgs,
+		// Bare "tapedeck" in a terminal opens the debugger on the demo
+		// tape; anywhere else (a pipe, CI) it prints help.
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if isTerminal(s.stdin, s.stdout) {
+				return runOpen(cmd.Context(), s, "", false, false)
+			}
+			return cmd.Help()
+		},
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       buildVersion(),
@@ -59,6 +70,11 @@ A tape is NDJSON, one JSON-RPC message a line with a "_meta" object
 		newStatsCmd(s),
 		newRecordCmd(s),
 		newRedactCmd(s),
+		newReplayCmd(s),
+		newVerifyCmd(s),
+		newOpenCmd(s),
+		newDebugCmd(s),
+		newAttachCmd(s),
 	)
 	return root
 }

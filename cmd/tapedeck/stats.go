@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -93,54 +93,18 @@ func printWarnings(w io.Writer, ws []tape.Warning) {
 }
 
 func writeStats(w io.Writer, name string, st tape.Stats) error {
-	fmt.Fprintf(w, "%s: %d messages (%d lifecycle, %d invalid), %d warnings\n", name, st.Messages, st.Lifecycle, st.Invalid, st.Warnings)
+	fmt.Fprintf(w, "%s: %s\n", name, st.Summary())
 	for _, ss := range st.Servers {
-		srv := ss.Server
-		if srv == "" {
-			srv = "(unnamed)"
-		}
-		fmt.Fprintf(w, "\nserver %s\n", srv)
+		fmt.Fprintf(w, "\nserver %s\n", ss.Name())
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  method\tdir\trequests\tnotifs\terrors\torphans\tpending\tcancelled\tlate\tinvalid\tp50\tp95\tp99\tmax")
-		for _, m := range ss.Methods {
-			writeRow(tw, methodLabel(m), string(m.Dir), m)
+		header, rows := ss.Table()
+		fmt.Fprintln(tw, "  "+strings.Join(header, "\t"))
+		for _, row := range rows {
+			fmt.Fprintln(tw, "  "+strings.Join(row, "\t"))
 		}
-		writeRow(tw, "total", "", ss.Total)
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func methodLabel(m tape.MethodStats) string {
-	switch {
-	case m.Method != "":
-		return m.Method
-	case m.Invalid > 0:
-		return "(invalid lines)"
-	default:
-		return "(orphan responses)"
-	}
-}
-
-func writeRow(w io.Writer, label, dir string, m tape.MethodStats) {
-	l := m.Latency
-	fmt.Fprintf(w, "  %s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", label, dir,
-		m.Requests, m.Notifications, m.Errors, m.Orphans, m.Pending, m.Cancelled, m.Late, m.Invalid,
-		dur(l.Count, l.P50), dur(l.Count, l.P95), dur(l.Count, l.P99), dur(l.Count, l.Max))
-}
-
-func dur(n int, d time.Duration) string {
-	if n == 0 {
-		return "-"
-	}
-	switch {
-	case d >= time.Second:
-		return fmt.Sprintf("%.2fs", d.Seconds())
-	case d >= time.Millisecond:
-		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
-	default:
-		return fmt.Sprintf("%dµs", d.Microseconds())
-	}
 }

@@ -1,9 +1,12 @@
 package mcptest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -38,11 +41,15 @@ func RepoRoot(t testing.TB) string {
 	}
 }
 
-// Peers locates the npm peers installed by .ci/peers.sh. A missing peer is a
-// fatal test error (not a skip, which would hide missing work).
+// Peers locates the npm peers installed by .ci/peers.sh, running that script
+// first when they are missing (once, under a lock shared by the test
+// processes of one `go test ./...`), so the suite works on a fresh clone. A
+// peer still missing then is a fatal test error (not a skip, which would
+// hide missing work).
 func Peers(t testing.TB) PeerSet {
 	t.Helper()
 	root := RepoRoot(t)
+	installPeers(t, root)
 	modules := filepath.Join(root, ".peers", "node_modules")
 	p := PeerSet{
 		Root:       root,
@@ -74,3 +81,36 @@ func (p PeerSet) EverythingCommand() *exec.Cmd {
 	argv := p.EverythingStdio()
 	return exec.Command(argv[0], argv[1:]...)
 }
+
+// installPeers runs .ci/peers.sh (idempotent and quick when the peers are
+// there) once per test process, holding a lock file so that the packages
+// tested in parallel do not install at the same time.
+func installPeers(t testing.TB, root string) {
+	t.Helper()
+	installOnce.Do(func() {
+		lock, err := os.OpenFile(filepath.Join(os.TempDir(), "tapedeck-peers.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			installErr = err
+			return
+		}
+		defer lock.Close()
+		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+			installErr = err
+			return
+		}
+		defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+		cmd := exec.Command("bash", filepath.Join(root, ".ci", "peers.sh"))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			installErr = fmt.Errorf("%v\n%s", err, out)
+		}
+	})
+	if installErr != nil {
+		t.Fatalf("mcptest: installing the MCP peers with .ci/peers.sh failed: %v", installErr)
+	}
+}
+
+var (
+	installOnce sync.Once
+	installErr  error
+)

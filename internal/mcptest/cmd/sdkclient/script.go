@@ -318,7 +318,7 @@ func (s *session) stepProgress(ctx context.Context) error {
 		return nil
 	}
 	token := "progress-1"
-	params := &mcp.CallToolParams{Name: tool, Arguments: args}
+	params := &mcp.CallToolParams{Name: tool, Arguments: args, Meta: s.logLevelMeta()}
 	params.SetProgressToken(token)
 	res, err := s.cs.CallTool(ctx, params)
 	// Notifications are handled apart from responses: wait for them rather
@@ -338,6 +338,17 @@ func (s *session) stepProgress(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// logLevelMeta returns request _meta asking for info logs when the session
+// runs protocol 2026-07-28 or later, where logging/setLevel no longer sets a
+// session-wide level and each request carries its own (the Go SDK's stdio
+// server sends no log without it; its HTTP server does).
+func (s *session) logLevelMeta() mcp.Meta {
+	if s.cs.InitializeResult().ProtocolVersion < "2026-07-28" {
+		return nil
+	}
+	return mcp.Meta{mcp.MetaKeyLogLevel: "info"}
+}
+
 func (s *session) stepConcurrent(ctx context.Context) error {
 	tool, args, ok := s.slowCall(2, 400)
 	if !ok {
@@ -350,7 +361,7 @@ func (s *session) stepConcurrent(ctx context.Context) error {
 	}
 	slow := make(chan result, 1)
 	go func() {
-		res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args, Meta: s.logLevelMeta()})
 		slow <- result{res, err}
 	}()
 	time.Sleep(100 * time.Millisecond) // let the slow request go out first

@@ -16,7 +16,7 @@
 //
 // Usage:
 //
-//	sdkserver [--listen ADDR] [--variant A|B] [--name NAME]
+//	sdkserver [--listen ADDR [--stateless]] [--variant A|B] [--name NAME]
 package main
 
 import (
@@ -55,6 +55,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	listen := fs.String("listen", "", "serve streamable HTTP at http://`ADDR`/mcp (e.g. 127.0.0.1:8080) instead of stdio")
 	variant := fs.String("variant", envOr("SDKSERVER_VARIANT", "A"), "answer variant `A|B`: the answer tool returns 42 for A, 43 for B (env SDKSERVER_VARIANT)")
 	name := fs.String("name", "sdkserver", "server `name` in the initialize result")
+	stateless := fs.Bool("stateless", false, "with --listen: serve statelessly (no Mcp-Session-Id, no GET stream); the Go SDK's\nHTTP server offers protocol 2026-07-28 only in this mode, 2025-11-25 otherwise")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: sdkserver [flags]\n\nA deterministic MCP server on the Go SDK, for tests.\nTools: echo, add, answer, fail, slow, roots.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -72,7 +73,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return newServer().Run(ctx, &mcp.StdioTransport{})
 	}
 	server := newServer()
-	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{Stateless: *stateless})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", handler)
 	srv := &http.Server{Addr: *listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -83,9 +85,14 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
-		shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		// Standalone SSE streams never go idle: give requests a moment, then
+		// cut what is left rather than keep a test waiting.
+		shutdown, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
-		return srv.Shutdown(shutdown)
+		if err := srv.Shutdown(shutdown); err != nil {
+			return srv.Close()
+		}
+		return nil
 	}
 }
 

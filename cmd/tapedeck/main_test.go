@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// runCLI runs the command line in-process and returns stdout, stderr and
+// the exit code main would use.
+func runCLI(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := run(context.Background(), args, strings.NewReader(""), &out, &errb)
+	code := exitCode(err, &errb)
+	return out.String(), errb.String(), code
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+const session = `{"jsonrpc":"2.0","method":"$transport/start","_meta":{"dir":"lifecycle","server":"everything","ts":"2026-05-16T12:00:00.000Z"}}
+{"jsonrpc":"2.0","id":0,"method":"initialize","params":{},"_meta":{"dir":"send","server":"everything","ts":"2026-05-16T12:00:00.000Z"}}
+{"jsonrpc":"2.0","id":0,"result":{},"_meta":{"dir":"recv","server":"everything","ts":"2026-05-16T12:00:00.010Z"}}
+{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"},"_meta":{"dir":"send","server":"everything","ts":"2026-05-16T12:00:00.020Z"}}
+{"jsonrpc":"2.0","method":"notifications/message","params":{},"_meta":{"dir":"recv","server":"everything","ts":"2026-05-16T12:00:00.030Z"}}
+{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad"},"_meta":{"dir":"recv","server":"everything","ts":"2026-05-16T12:00:00.120Z"}}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo"},"_meta":{"dir":"send","server":"other","ts":"2026-05-16T12:00:00.200Z"}}
+`
+
+func TestStatsText(t *testing.T) {
+	out, errOut, code := runCLI(t, "stats", writeFile(t, "s.jsonl", session))
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	for _, want := range []string{"7 messages (1 lifecycle, 0 invalid), 0 warnings", "server everything", "server other", "tools/call", "100.0ms", "notifications/message"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestStatsJSON(t *testing.T) {
+	out, _, code := runCLI(t, "stats", "--json", "--server", "everything", writeFile(t, "s.jsonl", session))
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var st tape.Stats
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if len(st.Servers) != 1 || st.Servers[0].Server != "everything" {
+		t.Fatalf("servers: %+v", st.Servers)
+	}
+	tot := st.Servers[0].Total
+	if tot.Requests != 2 || tot.Errors != 1 || tot.Notifications != 1 || tot.Latency.Max.Milliseconds() != 100 {
+		t.Errorf("totals: %+v", tot)
+	}
+	_, errOut, code := runCLI(t, "stats", "--server", "nope", writeFile(t, "s.jsonl", session))
+	if code != 1 || !strings.Contains(errOut, `server "nope": not on the tape; it holds "everything", "other"`) {
+		t.Errorf("unknown server: exit %d, %q", code, errOut)
+	}
+}
+
+// TestStatsHostile runs stats on every kind of bad input the issue lists:
+// each gets a one-line error (exit 1) or warnings naming lines (exit 0),
+// and never a panic or a stack trace.
+func TestStatsHostile(t *testing.T) {
+	deep := `{"jsonrpc":"2.0","id":1,"method":"m","params":` + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + "}\n"
+	tests := []struct {
+		name, content string
+		code          int
+		stderr        []string // fragments; each must appear
+	}{
+		{"empty", "", 0, nil},
+		{"only lifecycle", `{"jsonrpc":"2.0","method":"$transport/start","_meta":{"dir":"lifecycle","server":"s"}}` + "\n", 0, nil},
+		{"not json", "hello\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\"}\n", 0, []string{"warning: line 1: malformed tape line: expected a JSON-RPC object or batch"}},
+		{"no jsonrpc", `{"id":1,"method":"m"}` + "\n", 0, []string{`warning: line 1: malformed tape line: expected "jsonrpc":"2.0"`}},
+		{"ids of every type", `{"jsonrpc":"2.0","id":0,"method":"m"}
+{"jsonrpc":"2.0","id":-1,"method":"m"}
+{"jsonrpc":"2.0","id":"s","method":"m"}
+{"jsonrpc":"2.0","id":18446744073709551617,"method":"m"}
+{"jsonrpc":"2.0","id":1.5,"method":"m"}
+{"jsonrpc":"2.0","id":18446744073709551617,"result":{}}
+`, 0, nil},
+		{"duplicate ids", `{"jsonrpc":"2.0","id":1,"method":"m"}` + "\n" + `{"jsonrpc":"2.0","id":1,"method":"m"}` + "\n", 0, []string{"line 2: request id 1 reused while the request at line 1 is unanswered"}},
+		{"response first", `{"jsonrpc":"2.0","id":1,"result":{}}` + "\n" + `{"jsonrpc":"2.0","id":1,"method":"m"}` + "\n", 0, []string{"line 2: request id 1 recorded after its response (line 1)"}},
+		{"invalid utf-8", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"params\":\"\xff\"}\n", 0, []string{"line 1: malformed tape line: invalid UTF-8"}},
+		{"deep nesting", deep, 0, nil},
+		{"torn last line", `{"jsonrpc":"2.0","id":1,"method":"m"}` + "\n" + `{"jsonrpc":"2.0","id":1,"res`, 0, []string{"line 2: torn last line"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, errOut, code := runCLI(t, "stats", writeFile(t, "t.jsonl", tt.content))
+			if code != tt.code {
+				t.Errorf("exit %d, want %d; stderr %q", code, tt.code, errOut)
+			}
+			for _, f := range tt.stderr {
+				if !strings.Contains(errOut, f) {
+					t.Errorf("stderr lacks %q:\n%s", f, errOut)
+				}
+			}
+			if strings.Contains(errOut, "goroutine") || strings.Contains(errOut, "panic") {
+				t.Errorf("stack trace:\n%s", errOut)
+			}
+		})
+	}
+	for _, tt := range []struct{ name, path, want string }{
+		{"missing", filepath.Join(t.TempDir(), "nope.jsonl"), "no such file or directory"},
+		{"directory", t.TempDir(), "is a directory, expected a tape file"},
+	} {
+		_, errOut, code := runCLI(t, "stats", tt.path)
+		if code != 1 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%s: exit %d, stderr %q; want exit 1 and one line with %q", tt.name, code, errOut, tt.want)
+		}
+	}
+	_, errOut, code := runCLI(t, "stats", "--strict", writeFile(t, "t.jsonl", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\"}\nnope\n"))
+	if code != 1 || !strings.Contains(errOut, "line 2: malformed tape line") {
+		t.Errorf("strict: exit %d, %q", code, errOut)
+	}
+}
+
+func TestVersionAndHelp(t *testing.T) {
+	out, _, code := runCLI(t, "version")
+	if code != 0 || !strings.HasPrefix(out, "tapedeck ") {
+		t.Errorf("version: %d %q", code, out)
+	}
+	out, _, code = runCLI(t, "stats", "--help")
+	if code != 0 || !strings.Contains(out, "Examples:") || !strings.Contains(out, "--strict") {
+		t.Errorf("stats --help: %d\n%s", code, out)
+	}
+	out, _, code = runCLI(t, "completion", "bash")
+	if code != 0 || !strings.Contains(out, "bash completion") {
+		t.Errorf("completion bash: %d, %d bytes", code, len(out))
+	}
+	_, errOut, code := runCLI(t, "stats")
+	if code != 1 || !strings.Contains(errOut, "accepts 1 arg(s), received 0") {
+		t.Errorf("stats without a tape: %d %q", code, errOut)
+	}
+}
+
+// TestImportRules checks the one-way import flow: tape and replay never
+// import Bubble Tea or the tui package.
+func TestImportRules(t *testing.T) {
+	for _, pkg := range []string{"./tape/...", "./replay/..."} {
+		if _, err := os.Stat("../../" + strings.TrimSuffix(strings.TrimPrefix(pkg, "./"), "/...")); err != nil {
+			continue // no such package yet
+		}
+		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "../../"+strings.TrimPrefix(pkg, "./")).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %s: %v\n%s", pkg, err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if strings.Contains(dep, "bubbletea") || strings.Contains(dep, "lipgloss") || strings.Contains(dep, "bubbles") || strings.HasSuffix(dep, "tapedeck/tui") {
+				t.Errorf("%s depends on %s", pkg, dep)
+			}
+			if strings.HasPrefix(pkg, "./tape") && strings.Contains(dep, "tapedeck/replay") {
+				t.Errorf("%s depends on %s", pkg, dep)
+			}
+		}
+	}
+}

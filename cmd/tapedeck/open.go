@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/term"
+	"github.com/spf13/cobra"
+
+	"github.com/tapedeck/tapedeck/assets"
+	"github.com/tapedeck/tapedeck/tape"
+	"github.com/tapedeck/tapedeck/tui"
+)
+
+func newOpenCmd(s streams) *cobra.Command {
+	var follow, light bool
+	cmd := &cobra.Command{
+		Use:   "open [TAPE]",
+		Short: "Step through a tape in the terminal debugger",
+		Long: `open shows a tape in the debugger: a timeline of its messages (direction,
+server, method, tool, latency, status), the message under the cursor as
+highlighted JSON, a request beside its response, and per-method stats.
+
+It plays the tape back in time: space plays and pauses, l and h step one
+message, + and - change the speed (0.25× to 64×, then instant), b breaks on
+the method under the cursor, : opens a command line (goto 120, goto 12.5s,
+break tool=echo, break when params.arguments.limit > 5, speed 4). Messages
+after the playback position (▶) are not delivered yet and show dimmed.
+Press ? for every key.
+
+Without a tape it opens a demo session embedded in tapedeck. With --follow
+it tails a tape still being recorded: new messages appear as they are
+written; the view follows the end while the cursor is on the last row; a
+truncated or replaced file is reloaded.
+
+A large tape opens at once and is indexed in the background (a progress
+bar shows how far); message bodies are read from the file only when shown.`,
+		Example: `  tapedeck open                          # the embedded demo session
+  tapedeck open session.jsonl
+  tapedeck open --follow session.jsonl   # while "tapedeck record" writes it
+  tapedeck                               # in a terminal: the same as "tapedeck open"`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := ""
+			if len(args) == 1 {
+				path = args[0]
+			}
+			return runOpen(cmd.Context(), s, path, follow, light)
+		},
+	}
+	cmd.Flags().BoolVar(&follow, "follow", false, "tail a tape that is still being recorded")
+	cmd.Flags().BoolVar(&light, "light", false, "start with the light theme (it follows the terminal's background when the terminal reports it)")
+	return cmd
+}
+
+// runOpen runs the debugger on the tape at path, or on the demo tape.
+func runOpen(ctx context.Context, s streams, path string, follow, light bool) error {
+	var (
+		x    *tape.Index
+		opts = tui.Options{Follow: follow, Light: light}
+	)
+	if path == "" {
+		if follow {
+			return fmt.Errorf("open --follow: expected a tape file to follow, found none")
+		}
+		x = tape.NewIndex(bytes.NewReader(assets.DemoTape))
+		opts.Name, opts.Size = assets.DemoName, int64(len(assets.DemoTape))
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return err
+		}
+		if st.IsDir() {
+			f.Close()
+			return fmt.Errorf("open %s: is a directory, expected a tape file", path)
+		}
+		x = tape.NewIndex(f)
+		opts.Name, opts.Path, opts.Size = filepath.Base(path), path, st.Size()
+	}
+	defer x.Close()
+	return runProgram(ctx, s, tui.New(x, opts))
+}
+
+// runProgram runs a Bubble Tea program on the command's streams; an
+// interrupt that ends it is not an error.
+func runProgram(ctx context.Context, s streams, m tea.Model) error {
+	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(s.stdin), tea.WithOutput(s.stdout))
+	_, err := p.Run()
+	if err != nil && ctx.Err() != nil && (errors.Is(err, tea.ErrProgramKilled) || errors.Is(err, context.Canceled)) {
+		return nil
+	}
+	return err
+}
+
+// isTerminal reports whether both streams are terminals: then a bare
+// "tapedeck" opens the demo instead of printing help.
+func isTerminal(in io.Reader, out io.Writer) bool {
+	fi, ok1 := in.(interface{ Fd() uintptr })
+	fo, ok2 := out.(interface{ Fd() uintptr })
+	return ok1 && ok2 && term.IsTerminal(fi.Fd()) && term.IsTerminal(fo.Fd())
+}

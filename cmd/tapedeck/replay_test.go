@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tapedeck/tapedeck/internal/mcptest"
+	"github.com/tapedeck/tapedeck/replay"
+)
+
+func fixture(t *testing.T, name string) string {
+	return filepath.Join(mcptest.RepoRoot(t), "testdata", name)
+}
+
+// runPeer runs a real client to completion and returns its stdout, stderr
+// and error.
+func runPeer(t *testing.T, env []string, argv ...string) (string, string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Dir = t.TempDir()
+	err := cmd.Run()
+	return stdout.String(), stderr.String(), err
+}
+
+// TestReplaySDKClient replays go-sdk client tapes, recorded against
+// server-everything and sdkserver in both protocol eras, with the server
+// absent: the client must print what it printed live.
+func TestReplaySDKClient(t *testing.T) {
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	client := mcptest.BuildBinary(t, mcptest.SDKClientPackage)
+	tests := []struct {
+		name  string
+		flags []string
+	}{
+		{"sdk-everything-discover", []string{"--name", "everything"}}, // server/discover probe, fallback to initialize
+		{"sdk-everything-2025-06-18", []string{"--name", "everything", "--protocol", "2025-06-18"}},
+		{"sdk-sdkserver", []string{"--name", "sdk", "--roots"}}, // roots/list from the server
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want, err := os.ReadFile(fixture(t, tt.name+".transcript.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			argv := append([]string{client}, tt.flags...)
+			argv = append(argv, "--", tapedeck, "replay", fixture(t, tt.name+".tape.jsonl"))
+			got, stderr, err := runPeer(t, nil, argv...)
+			if err != nil {
+				t.Fatalf("sdkclient over tapedeck replay: %v\nstderr:\n%s", err, stderr)
+			}
+			if got != string(want) {
+				t.Fatalf("replayed transcript differs from the live one\ngot:\n%s\nwant:\n%s\nstderr:\n%s", got, want, stderr)
+			}
+		})
+	}
+}
+
+// TestReplayMcporter serves mcporter's own recordings to the same mcporter
+// command, and checks a changed argument gets the divergence error.
+func TestReplayMcporter(t *testing.T) {
+	peers := mcptest.Peers(t)
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	home := t.TempDir()
+	call := func(tapeName string, args ...string) (string, string, error) {
+		argv := append([]string{peers.Mcporter, "call", "--stdio", tapedeck + " replay " + fixture(t, tapeName), "--name", "everything"}, args...)
+		return runPeer(t, []string{"HOME=" + home}, argv...)
+	}
+	for _, tt := range []struct {
+		tape string
+		args []string
+		want string
+	}{
+		{"mcporter-echo.tape.jsonl", []string{"echo", "message:hi"}, "Echo: hi"},
+		{"mcporter-sum.tape.jsonl", []string{"get-sum", "a:2", "b:3"}, "The sum of 2 and 3 is 5."},
+	} {
+		out, stderr, err := call(tt.tape, tt.args...)
+		if err != nil || strings.TrimSpace(out) != tt.want {
+			t.Errorf("mcporter call %v over replay of %s: %v, stdout %q, want %q\nstderr:\n%s", tt.args, tt.tape, err, out, tt.want, stderr)
+		}
+	}
+	out, stderr, err := call("mcporter-echo.tape.jsonl", "echo", "message:bye")
+	if err == nil {
+		t.Fatalf("mcporter call with a changed argument succeeded: %q", out)
+	}
+	for _, want := range []string{"-32090", `request tools/call {"name":"echo","arguments":{"message":"bye"}} did not match next expected tools/call {"name":"echo","arguments":{"message":"hi"}}`} {
+		if !strings.Contains(out+stderr, want) {
+			t.Errorf("mcporter's output lacks %q:\n%s%s", want, out, stderr)
+		}
+	}
+}
+
+// TestReplayCommandReport drives the replay command in process with a
+// client whose second call changed: the error names both sides, stderr and
+// the JSON report say so, and the exit status is 1.
+func TestReplayCommandReport(t *testing.T) {
+	report := filepath.Join(t.TempDir(), "report.json")
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"bye"}}}`,
+	}, "\n") + "\n"
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"replay", "--report", report, fixture(t, "mcporter-echo.tape.jsonl")}, strings.NewReader(in), &stdout, &stderr)
+	if code := exitCode(err, &stderr); code != 1 || !errors.Is(err, replay.ErrDiverged) {
+		t.Fatalf("exit status %d, error %v; want 1 and ErrDiverged", code, err)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"protocolVersion":"2025-06-18"`) || !strings.Contains(lines[1], `"id":1,"error":{"code":-32090`) {
+		t.Fatalf("stdout:\n%s", stdout.String())
+	}
+	for _, want := range []string{`replay mismatch for server 'everything': request tools/call {"name":"echo","arguments":{"message":"bye"}} did not match next expected tools/call`, "recorded request never sent by the client: tools/call", "1 divergence, 1 unused recorded request"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep replay.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, b)
+	}
+	if len(rep.Divergences) != 1 || rep.Divergences[0].Diff[0].Path != "/params/arguments/message" || len(rep.Unused) != 1 || rep.Unused[0].Line != 5 {
+		t.Fatalf("report %s", b)
+	}
+}
+
+func TestReplayMultiServerNeedsServer(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"replay", fixture(t, "sdk-multi-server.tape.jsonl")}, strings.NewReader(""), &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), `the tape holds 2 servers ("everything", "sdk"): choose one with --server`) {
+		t.Fatalf("error %v", err)
+	}
+}

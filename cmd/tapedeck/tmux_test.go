@@ -1,0 +1,351 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tapedeck/tapedeck/assets"
+	"github.com/tapedeck/tapedeck/internal/mcptest"
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// tmuxTerm is a real terminal: a detached tmux session on a private server
+// socket, killed when the test ends.
+type tmuxTerm struct {
+	t      *testing.T
+	socket string
+}
+
+var tmuxSeq atomic.Int64
+
+// startTmux runs argv in a 120×40 tmux window.
+func startTmux(t *testing.T, argv ...string) *tmuxTerm {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Fatalf("tmux not found: the terminal end-to-end tests need it (apt-get install tmux; .ci/run installs it)")
+	}
+	tt := &tmuxTerm{t: t, socket: fmt.Sprintf("tapedeck-test-%d-%d", os.Getpid(), tmuxSeq.Add(1))}
+	args := append([]string{"new-session", "-d", "-x", "120", "-y", "40", "-e", "TERM=xterm-256color", "--"}, argv...)
+	tt.run(args...)
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", tt.socket, "kill-server").Run() })
+	return tt
+}
+
+func (tt *tmuxTerm) run(args ...string) string {
+	tt.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-L", tt.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		tt.t.Fatalf("tmux %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// keys sends tmux key names ("l", "Enter", "Space") or literal text.
+func (tt *tmuxTerm) keys(ks ...string) {
+	tt.t.Helper()
+	tt.run(append([]string{"send-keys", "-t", "0"}, ks...)...)
+}
+
+// typeText sends text literally, then Enter.
+func (tt *tmuxTerm) typeText(s string) {
+	tt.t.Helper()
+	tt.run("send-keys", "-t", "0", "-l", s)
+	tt.run("send-keys", "-t", "0", "Enter")
+}
+
+func (tt *tmuxTerm) screen() string {
+	tt.t.Helper()
+	return tt.run("capture-pane", "-p", "-t", "0")
+}
+
+// waitFor waits until the screen shows every want, and returns it.
+func (tt *tmuxTerm) waitFor(timeout time.Duration, want ...string) string {
+	tt.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var s string
+	for {
+		s = tt.screen()
+		ok := true
+		for _, w := range want {
+			if !strings.Contains(s, w) {
+				ok = false
+			}
+		}
+		if ok {
+			return s
+		}
+		if time.Now().After(deadline) {
+			tt.t.Fatalf("after %v the screen does not show %q:\n%s", timeout, want, s)
+		}
+		time.Sleep(40 * time.Millisecond)
+	}
+}
+
+// waitExit waits for the program (and so the session) to end.
+func (tt *tmuxTerm) waitExit(timeout time.Duration) {
+	tt.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for exec.Command("tmux", "-L", tt.socket, "has-session").Run() == nil {
+		if time.Now().After(deadline) {
+			tt.t.Fatalf("the program did not exit within %v:\n%s", timeout, tt.screen())
+		}
+		time.Sleep(40 * time.Millisecond)
+	}
+}
+
+// waitRow waits until timeline row seq shows mark.
+func waitRow(t *testing.T, tt *tmuxTerm, seq int, mark string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		s := tt.screen()
+		if strings.Contains(rowLine(s, seq), mark) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("row %d does not show %q:\n%s", seq, mark, s)
+		}
+		time.Sleep(40 * time.Millisecond)
+	}
+}
+
+// rowLine returns the screen line of timeline row seq.
+func rowLine(screen string, seq int) string {
+	for _, l := range strings.Split(screen, "\n") {
+		f := strings.Fields(strings.TrimLeft(l, "●◆✗▶› "))
+		if len(f) > 0 && f[0] == fmt.Sprint(seq) {
+			return l
+		}
+	}
+	return ""
+}
+
+func TestTmuxOpenDemoStepBreakFilter(t *testing.T) {
+	bin := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	tt := startTmux(t, bin, "open")
+	tt.waitFor(5*time.Second, "79 messages", "0/79", "paused")
+
+	// Step three messages: the position moves and ▶ marks the next one.
+	tt.keys("l", "l", "l")
+	s := tt.waitFor(2*time.Second, "3/79")
+	if l := rowLine(s, 3); !strings.Contains(l, "▶") {
+		t.Errorf("row 3 is not marked as the next message: %q", l)
+	}
+	tt.keys("h")
+	tt.waitFor(2*time.Second, "2/79")
+
+	// A breakpoint on the echo tool, then play to it.
+	tt.keys(":")
+	tt.typeText("break tool=echo")
+	tt.waitFor(2*time.Second, "breakpoint 1: tool=echo")
+	tt.keys("Space")
+	s = tt.waitFor(5*time.Second, "breakpoint 1 (tool=echo) before #15", "15/79", "paused")
+	if l := rowLine(s, 15); !strings.Contains(l, "◆") || !strings.Contains(l, "echo") {
+		t.Errorf("row 15 is not marked as the breakpoint stop: %q", l)
+	}
+	if !strings.Contains(s, `"name": "echo"`) {
+		t.Errorf("the detail pane does not show the echo call:\n%s", s)
+	}
+
+	// The pairing view and the partner key.
+	tt.keys("2")
+	tt.waitFor(2*time.Second, "request #15  ⇄  response #16")
+	tt.keys("x")
+	waitRow(t, tt, 16, "›")
+
+	// Filter errors, show only the matches.
+	tt.keys("/")
+	tt.typeText("status:error")
+	tt.waitFor(3*time.Second, `filter "status:error": 3 matches`)
+	tt.keys("f")
+	s = tt.waitFor(2*time.Second, "server/discover")
+	if rowLine(s, 1) != "" || rowLine(s, 3) != "" {
+		t.Errorf("only-matches view still shows rows that are not errors:\n%s", s)
+	}
+
+	// Speed and help.
+	tt.keys("+", "+")
+	tt.waitFor(2*time.Second, "speed 4×")
+	tt.keys("?")
+	tt.waitFor(2*time.Second, "any key closes", "step forward")
+	tt.keys("?") // any key closes help (not Escape: ESC then q reads as alt+q)
+	tt.waitFor(2*time.Second, "? help")
+	tt.keys("q")
+	tt.waitExit(5 * time.Second)
+}
+
+func TestTmuxOpenRecordedTapeAndGoto(t *testing.T) {
+	bin := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	path := filepath.Join(t.TempDir(), "session.jsonl")
+	if err := os.WriteFile(path, assets.DemoTape, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tt := startTmux(t, bin, "open", path)
+	tt.waitFor(5*time.Second, "session.jsonl", "79 messages")
+	tt.keys(":")
+	tt.typeText("goto 1.2s")
+	x := tape.NewIndex(bytes.NewReader(assets.DemoTape))
+	if err := x.Extend(int64(len(assets.DemoTape)), nil); err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for want < x.Len() && x.Entry(want).Time.Sub(x.Entry(0).Time) < 1200*time.Millisecond {
+		want++
+	}
+	tt.waitFor(2*time.Second, fmt.Sprintf("%d/79", want))
+	waitRow(t, tt, want, "▶")
+	tt.keys(":")
+	tt.typeText("break when params.arguments.ms > 300")
+	tt.waitFor(2*time.Second, "breakpoint 1: when params.arguments.ms > 300")
+	tt.keys(":")
+	tt.typeText("goto 0")
+	tt.keys(":")
+	tt.typeText("speed instant")
+	tt.keys("Space")
+	tt.waitFor(3*time.Second, "breakpoint 1 (when params.arguments.ms > 300)")
+	tt.keys("Tab", "G") // the detail pane: scroll to the arguments
+	tt.waitFor(2*time.Second, `"ms": 400`)
+	tt.keys("Tab")
+	tt.keys("3")
+	tt.waitFor(2*time.Second, "79 messages (4 lifecycle, 0 invalid)", "tools/call")
+	tt.keys("q")
+	tt.waitExit(5 * time.Second)
+}
+
+func TestTmuxFollow(t *testing.T) {
+	bin := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	path := filepath.Join(t.TempDir(), "live.jsonl")
+	lines := bytes.SplitAfter(assets.DemoTape, []byte("\n"))
+	if err := os.WriteFile(path, bytes.Join(lines[:5], nil), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tt := startTmux(t, bin, "open", "--follow", path)
+	tt.waitFor(5*time.Second, "5 messages", "following")
+	tt.keys("G")
+
+	// Append lines as a recorder would: each must appear within 200 ms (plus
+	// the capture's own latency, measured in the same loop).
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var worst time.Duration
+	for i := 5; i < 12; i++ {
+		start := time.Now()
+		if _, err := f.Write(lines[i]); err != nil {
+			t.Fatal(err)
+		}
+		tt.waitFor(2*time.Second, fmt.Sprintf("%d messages", i+1))
+		worst = max(worst, time.Since(start))
+	}
+	t.Logf("slowest appearance of an appended message: %v", worst)
+	if worst > 400*time.Millisecond {
+		t.Errorf("an appended message took %v to appear, want well under 400 ms (200 ms budget + capture)", worst)
+	}
+	s := tt.screen()
+	if l := rowLine(s, 11); !strings.Contains(l, "›") {
+		t.Errorf("the cursor did not follow the end to row 11: %q\n%s", l, s)
+	}
+	// A half-written line waits for its end.
+	half := lines[12][:len(lines[12])/2]
+	if _, err := f.Write(half); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	tt.waitFor(time.Second, "12 messages")
+	if _, err := f.Write(lines[12][len(half):]); err != nil {
+		t.Fatal(err)
+	}
+	tt.waitFor(2*time.Second, "13 messages")
+
+	// Replace the file with a shorter one: it is reloaded.
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, bytes.Join(lines[:3], nil), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	tt.waitFor(3*time.Second, "3 messages", "reloaded")
+	tt.keys("q")
+	tt.waitExit(5 * time.Second)
+}
+
+// TestTmuxDebugLiveDivergence records a real session (the Go SDK client
+// against the SDK test server), then serves it under "tapedeck debug" to the
+// same client attached through "tapedeck attach", with a different echo
+// message: the debugger stops on the divergence with the changed path, the
+// user answers with the recorded response, and a breakpoint holds the
+// answer to the next call until the user continues.
+func TestTmuxDebugLiveDivergence(t *testing.T) {
+	bin := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	client := mcptest.BuildBinary(t, mcptest.SDKClientPackage)
+	server := mcptest.BuildBinary(t, mcptest.SDKServerPackage)
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "rec.jsonl")
+	steps := "--steps=init,tools,echo,answer"
+	out, err := exec.Command(client, "--tape", rec, steps, "--", server).CombinedOutput()
+	if err != nil {
+		t.Fatalf("recording with sdkclient: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), `echo: "Echo: hi"`) {
+		t.Fatalf("the recording run did not echo hi:\n%s", out)
+	}
+
+	port := mcptest.FreePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	tt := startTmux(t, bin, "debug", rec, "--listen", addr)
+	tt.waitFor(5*time.Second, "attach "+addr, "client: waiting for a client")
+	tt.keys(":")
+	tt.typeText("break tool=answer")
+	tt.waitFor(2*time.Second, "breakpoint 1: tool=answer")
+
+	var transcript bytes.Buffer
+	cmd := exec.Command(client, "--message", "bye", steps, "--timeout", "30s", "--", bin, "attach", addr)
+	cmd.Stdout, cmd.Stderr = &transcript, &transcript
+	p := mcptest.Start(t, cmd)
+
+	s := tt.waitFor(10*time.Second, "client: DIVERGED at #5", "changed: params.arguments.message")
+	if l := rowLine(s, 5); !strings.Contains(l, "✗") || !strings.Contains(l, "DIVERGED") {
+		t.Errorf("row 5 is not marked as diverged: %q", l)
+	}
+	if !strings.Contains(s, `"message": "hi"`) || !strings.Contains(s, `"message": "bye"`) {
+		t.Errorf("the diff does not show expected and actual side by side:\n%s", s)
+	}
+	tt.keys("a")
+	// Playback runs ahead of the client (the recorded gaps are milliseconds)
+	// and stops before the answer call: its answer is held.
+	tt.waitFor(5*time.Second, "answered with the recorded response", "hits 1", "7/10")
+	waitRow(t, tt, 7, "◆")
+	time.Sleep(300 * time.Millisecond)
+	if strings.Contains(transcript.String(), "answer:") {
+		t.Errorf("the client got its answer while the breakpoint holds it:\n%s", transcript.String())
+	}
+	tt.keys("Space")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if done, _ := p.Exited(); done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the client did not finish after continuing:\n%s\n%s", p.Output(), tt.screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	got := transcript.String()
+	for _, want := range []string{`echo: "Echo: hi"`, `answer: "the answer is 42"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("client transcript lacks %s (the recorded answers):\n%s", want, got)
+		}
+	}
+	tt.keys("q")
+	tt.waitExit(5 * time.Second)
+}

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tapedeck/tapedeck/replay"
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+func newVerifyCmd(s streams) *cobra.Command {
+	var server, junit, color string
+	var ignore []string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "verify TAPE [flags] -- CMD [ARGS...]",
+		Short: "Drive a live server with a tape's client side and compare its answers",
+		Long: `verify starts the server CMD over stdio and sends it the client messages of
+the tape's server, in recorded order, one request at a time, with ids of its
+own. The server's own requests (roots/list, sampling, elicitation) are
+answered with the recorded replies. Each response is compared with the
+recorded one by meaning: key order, whitespace, ids and _meta do not count;
+--ignore drops fields that vary from run to run (timestamps, ids of things).
+
+verify prints PASS or FAIL per call with the latency against the recorded
+one, and for a failure the differences as JSON pointers with the expected
+and the actual values (in colour when stdout is a terminal, or with
+--color=always). --junit writes a JUnit XML report for CI. The exit status
+is 1 when any call differs.`,
+		Example: `  # is the server still answering as recorded?
+  tapedeck verify session.jsonl -- node dist/index.js stdio
+
+  # ignore a field that changes on each run, and keep a report for CI
+  tapedeck verify --ignore result.content[0].text --junit verify.xml session.jsonl -- ./my-server`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dash := cmd.ArgsLenAtDash()
+			if dash != 1 {
+				return fmt.Errorf("expected TAPE -- CMD [ARGS...], found %d arguments before --", max(dash, len(args)))
+			}
+			paint, err := colorEnabled(color, s.stdout)
+			if err != nil {
+				return err
+			}
+			ignores, err := parseIgnores(ignore)
+			if err != nil {
+				return err
+			}
+			x, err := tape.OpenIndex(args[0])
+			if err != nil {
+				return err
+			}
+			defer x.Close()
+			printWarnings(s.stderr, x.Warnings())
+
+			proc := exec.Command(args[1], args[2:]...)
+			proc.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			var serverErr bytes.Buffer
+			proc.Stderr = &serverErr
+			stdin, err := proc.StdinPipe()
+			if err != nil {
+				return err
+			}
+			stdout, err := proc.StdoutPipe()
+			if err != nil {
+				return err
+			}
+			if err := proc.Start(); err != nil {
+				return fmt.Errorf("start server %s: %w", args[1], err)
+			}
+			defer stopProcess(proc, stdin)
+
+			conn := replay.NewStdioConn(stdin, stdout)
+			rep, err := replay.Verify(cmd.Context(), x, conn, replay.VerifyOptions{Server: server, Ignore: ignores, Timeout: timeout},
+				func(c replay.CallResult) { printCall(s.stdout, c, paint) })
+			if err != nil {
+				if serverErr.Len() > 0 {
+					fmt.Fprintf(s.stderr, "server stderr:\n%s", serverErr.Bytes())
+				}
+				return err
+			}
+			fail := 0
+			for _, c := range rep.Calls {
+				if !c.Pass {
+					fail++
+				}
+			}
+			fmt.Fprintf(s.stdout, "%d calls, %d passed, %d failed\n", len(rep.Calls), len(rep.Calls)-fail, fail)
+			if junit != "" {
+				if err := writeJUnit(junit, args[0], &rep); err != nil {
+					return err
+				}
+			}
+			if err := rep.Err(); err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&server, "server", "", "the tape's server to verify (needed when it holds several)")
+	cmd.Flags().StringArrayVar(&ignore, "ignore", nil, "JSON path ignored when comparing, e.g. result.content[0].text (repeatable)")
+	cmd.Flags().StringVar(&junit, "junit", "", "write a JUnit XML report to this file")
+	cmd.Flags().StringVar(&color, "color", "auto", "colour the diffs: auto (when stdout is a terminal), always or never")
+	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait for each response")
+	return cmd
+}
+
+// stopProcess closes the server's stdin, waits, then signals its process
+// group: SIGTERM, then SIGKILL.
+func stopProcess(p *exec.Cmd, stdin io.Closer) {
+	stdin.Close()
+	done := make(chan struct{})
+	go func() { p.Wait(); close(done) }()
+	for _, sig := range []syscall.Signal{0, syscall.SIGTERM, syscall.SIGKILL} {
+		if sig != 0 {
+			syscall.Kill(-p.Process.Pid, sig)
+		}
+		select {
+		case <-done:
+			return
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+func colorEnabled(mode string, out io.Writer) (bool, error) {
+	switch mode {
+	case "always":
+		return true, nil
+	case "never":
+		return false, nil
+	case "auto":
+		f, ok := out.(*os.File)
+		if !ok {
+			return false, nil
+		}
+		st, err := f.Stat()
+		return err == nil && st.Mode()&os.ModeCharDevice != 0, nil
+	}
+	return false, fmt.Errorf("--color=%s: expected auto, always or never", mode)
+}
+
+const (
+	ansiRed   = "\x1b[31m"
+	ansiGreen = "\x1b[32m"
+	ansiReset = "\x1b[0m"
+)
+
+func printCall(w io.Writer, c replay.CallResult, paint bool) {
+	verdict, col := "PASS", ansiGreen
+	if !c.Pass {
+		verdict, col = "FAIL", ansiRed
+	}
+	if paint {
+		verdict = col + verdict + ansiReset
+	}
+	name := c.Method
+	if c.Name != "" {
+		name += " " + c.Name
+	}
+	delta := c.Live - c.Recorded
+	fmt.Fprintf(w, "%s %s (line %d)  %v, recorded %v (%+v)\n", verdict, name, c.Line, c.Live.Round(time.Microsecond), c.Recorded, delta.Round(time.Microsecond))
+	if c.Problem != "" {
+		fmt.Fprintf(w, "    %s\n", c.Problem)
+	}
+	for _, d := range c.Diff {
+		exp, act := jsonText(d.Expected), jsonText(d.Actual)
+		if paint {
+			exp, act = ansiRed+exp+ansiReset, ansiGreen+act+ansiReset
+		}
+		switch d.Op {
+		case "add":
+			fmt.Fprintf(w, "    %s: unexpected %s\n", d.Path, act)
+		case "remove":
+			fmt.Fprintf(w, "    %s: missing, expected %s\n", d.Path, exp)
+		default:
+			fmt.Fprintf(w, "    %s:\n      - %s\n      + %s\n", d.Path, exp, act)
+		}
+	}
+}
+
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+type junitSuite struct {
+	XMLName  xml.Name    `xml:"testsuite"`
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Time     float64     `xml:"time,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      float64       `xml:"time,attr"`
+	Failure   *junitFailure `xml:"failure,omitempty"`
+}
+
+type junitFailure struct {
+	Message string `xml:"message,attr"`
+	Text    string `xml:",chardata"`
+}
+
+func writeJUnit(path, tapeName string, rep *replay.VerifyReport) error {
+	suite := junitSuite{Name: "tapedeck verify " + tapeName + " (" + rep.Server + ")", Tests: len(rep.Calls)}
+	for _, c := range rep.Calls {
+		name := fmt.Sprintf("line %d %s", c.Line, c.Method)
+		if c.Name != "" {
+			name += " " + c.Name
+		}
+		jc := junitCase{Name: name, Classname: rep.Server, Time: c.Live.Seconds()}
+		suite.Time += c.Live.Seconds()
+		if !c.Pass {
+			suite.Failures++
+			var b strings.Builder
+			printCall(&b, c, false)
+			msg := c.Problem
+			if msg == "" {
+				msg = fmt.Sprintf("%d differences from the recorded response", len(c.Diff))
+			}
+			jc.Failure = &junitFailure{Message: msg, Text: b.String()}
+		}
+		suite.Cases = append(suite.Cases, jc)
+	}
+	b, err := xml.MarshalIndent(suite, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append([]byte(xml.Header), append(b, '\n')...), 0o644); err != nil {
+		return fmt.Errorf("write JUnit report: %w", err)
+	}
+	return nil
+}

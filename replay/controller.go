@@ -1,0 +1,332 @@
+package replay
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// Controller is a cursor over a tape that plays it in time: the timing half
+// of a replay, used by the debugger to step, seek, pause on breakpoints and
+// play at a chosen speed. It is synchronous and deterministic: it never reads
+// the clock or starts goroutines; every call that depends on time takes now,
+// and the caller arranges to call Advance when NextDue says.
+//
+// Positions count every message of the tape, lifecycle records included: the
+// next message to deliver is Position(), and Position() == Len() at the end.
+type Controller struct {
+	x       *tape.Index
+	pos     int
+	playing bool
+	speed   float64
+
+	// While playing, tape time T falls due at wall time
+	// anchorWall + (T - anchorTape) / speed.
+	anchored   bool // false after a jump: the next Advance anchors at its now
+	anchorWall time.Time
+	anchorTape int64 // unix nanoseconds of tape time
+	tapeNow    int64 // tape time reached when not playing
+
+	bps      []bp
+	nextID   int
+	resumeAt int // the position a breakpoint stopped before: passes once on Play
+}
+
+// NewController returns a paused controller at the start of the tape, at
+// speed 0 (instant).
+func NewController(x *tape.Index) *Controller {
+	c := &Controller{x: x, nextID: 1, resumeAt: -1}
+	c.tapeNow = c.timeBefore(0)
+	return c
+}
+
+// Len returns the number of messages on the tape.
+func (c *Controller) Len() int { return c.x.Len() }
+
+// Position returns how many messages were delivered: the next one is Position().
+func (c *Controller) Position() int { return c.pos }
+
+// Playing reports whether the controller is playing (not paused).
+func (c *Controller) Playing() bool { return c.playing }
+
+// Speed returns the playback speed: recorded gaps are divided by it; 0 means instant.
+func (c *Controller) Speed() float64 { return c.speed }
+
+// SetSpeed changes the speed from now on; x <= 0 means instant. Time already
+// played is kept: the next message stays due after the rest of its gap.
+func (c *Controller) SetSpeed(x float64, now time.Time) {
+	if x < 0 {
+		x = 0
+	}
+	if c.playing && c.anchored {
+		c.tapeNow = c.tapeAt(now)
+		c.anchorWall, c.anchorTape = now, c.tapeNow
+	}
+	c.speed = x
+}
+
+// Play starts or resumes playing at now.
+func (c *Controller) Play(now time.Time) {
+	if c.playing {
+		return
+	}
+	c.playing = true
+	c.anchored = true
+	c.anchorWall, c.anchorTape = now, c.tapeNow
+}
+
+// Pause stops playing at now; Play resumes where it stopped, with the rest
+// of the current gap still to wait.
+func (c *Controller) Pause(now time.Time) {
+	if !c.playing {
+		return
+	}
+	if c.anchored {
+		c.tapeNow = c.tapeAt(now)
+	}
+	c.playing = false
+}
+
+// Step delivers the next message, ignoring breakpoints and time, and
+// returns its sequence number; ok is false at the end of the tape.
+func (c *Controller) Step() (seq int, ok bool) {
+	if c.pos >= c.x.Len() {
+		return c.pos, false
+	}
+	seq = c.pos
+	c.jump(c.pos+1, true)
+	return seq, true
+}
+
+// StepBack takes back the last delivered message and returns its sequence
+// number (now the next one again); ok is false at the start of the tape.
+func (c *Controller) StepBack() (seq int, ok bool) {
+	if c.pos == 0 {
+		return 0, false
+	}
+	c.jump(c.pos-1, false)
+	return c.pos, true
+}
+
+// Seek positions the controller so that seq is the next message (clamped to
+// the tape). Playing continues from there without waiting for the gap.
+func (c *Controller) Seek(seq int) { c.jump(seq, false) }
+
+// SeekTime seeks to the first message recorded at or after offset from the
+// tape's first timestamp (the end of the tape if none is).
+func (c *Controller) SeekTime(offset time.Duration) {
+	n := c.x.Len()
+	first := int64(0)
+	for i := 0; i < n; i++ {
+		if t := c.x.Entry(i).Time; !t.IsZero() {
+			first = t.UnixNano()
+			break
+		}
+	}
+	target := first + int64(offset)
+	for i := 0; i < n; i++ {
+		if t := c.x.Entry(i).Time; !t.IsZero() && t.UnixNano() >= target {
+			c.jump(i, false)
+			return
+		}
+	}
+	c.jump(n, false)
+}
+
+// jump moves to pos. With keepGap (a step forward) the next message waits
+// for its recorded gap when playing; without (a seek) it falls due at once.
+func (c *Controller) jump(pos int, keepGap bool) {
+	c.pos = max(0, min(pos, c.x.Len()))
+	c.resumeAt = -1
+	c.tapeNow = c.timeBefore(c.pos)
+	if !keepGap && c.pos < c.x.Len() {
+		if t := c.x.Entry(c.pos).Time; !t.IsZero() {
+			c.tapeNow = t.UnixNano()
+		}
+	}
+	c.anchored = false
+}
+
+// Advance delivers, while playing, every message due by now: the recorded
+// gaps divided by the speed, or all of them at speed 0. It pauses before a
+// message an enabled breakpoint matches and returns the hit; Play then
+// delivers that message first without stopping on it again.
+func (c *Controller) Advance(now time.Time) (delivered []int, hit *BreakpointHit) {
+	if !c.playing {
+		return nil, nil
+	}
+	if !c.anchored {
+		c.anchored = true
+		c.anchorWall, c.anchorTape = now, c.tapeNow
+	}
+	n := c.x.Len()
+	for c.pos < n {
+		e := c.x.Entry(c.pos)
+		if c.speed > 0 && !e.Time.IsZero() && c.dueAt(e.Time.UnixNano()).After(now) {
+			break
+		}
+		if c.pos != c.resumeAt {
+			if b, ok := c.check(e); ok {
+				c.playing = false
+				c.resumeAt = c.pos
+				if !e.Time.IsZero() {
+					c.tapeNow = max(c.tapeNow, e.Time.UnixNano())
+				}
+				return delivered, &BreakpointHit{Breakpoint: b, Seq: c.pos}
+			}
+		}
+		delivered = append(delivered, c.pos)
+		c.pos++
+		c.resumeAt = -1
+	}
+	return delivered, nil
+}
+
+// NextDue returns when the next message falls due while playing; ok is false
+// when paused or at the end. A zero time means at once (after a jump).
+func (c *Controller) NextDue() (time.Time, bool) {
+	if !c.playing || c.pos >= c.x.Len() {
+		return time.Time{}, false
+	}
+	if !c.anchored {
+		return time.Time{}, true
+	}
+	t := c.x.Entry(c.pos).Time
+	if c.speed == 0 || t.IsZero() {
+		return c.anchorWall, true
+	}
+	return c.dueAt(t.UnixNano()), true
+}
+
+func (c *Controller) dueAt(tapeTime int64) time.Time {
+	gap := tapeTime - c.anchorTape
+	if gap <= 0 {
+		return c.anchorWall
+	}
+	return c.anchorWall.Add(time.Duration(float64(gap) / c.speed))
+}
+
+// tapeAt returns the tape time reached at wall time now while playing,
+// never beyond the next message's time.
+func (c *Controller) tapeAt(now time.Time) int64 {
+	if c.speed == 0 {
+		return c.timeBefore(c.pos)
+	}
+	t := c.anchorTape + int64(float64(now.Sub(c.anchorWall))*c.speed)
+	if c.pos < c.x.Len() {
+		if next := c.x.Entry(c.pos).Time; !next.IsZero() && t > next.UnixNano() {
+			t = next.UnixNano()
+		}
+	}
+	return max(t, c.anchorTape)
+}
+
+// timeBefore returns the time of the last timestamped message before pos, or
+// when there is none, the first timestamp from pos on: the tape time at
+// which message pos's gap starts.
+func (c *Controller) timeBefore(pos int) int64 {
+	for i := min(pos, c.x.Len()) - 1; i >= 0; i-- {
+		if t := c.x.Entry(i).Time; !t.IsZero() {
+			return t.UnixNano()
+		}
+	}
+	for i := pos; i < c.x.Len(); i++ {
+		if t := c.x.Entry(i).Time; !t.IsZero() {
+			return t.UnixNano()
+		}
+	}
+	return 0
+}
+
+// check returns the first enabled breakpoint matching e.
+func (c *Controller) check(e tape.Entry) (Breakpoint, bool) {
+	var raw []byte
+	var body map[string]any
+	loaded := false
+	method := e.Method
+	for i := range c.bps {
+		b := &c.bps[i]
+		if b.Disabled {
+			continue
+		}
+		if !loaded && b.needsBody(e) {
+			loaded = true
+			if m, err := c.x.Message(e.Seq); err == nil {
+				raw = tape.StripMeta(m.Raw)
+				body = decodeForExpr(m.Raw)
+			}
+			if e.Kind == tape.KindResponse {
+				method = c.x.Pair(e.Seq).Method
+			}
+		}
+		if b.match(e, raw, body, method) {
+			return b.Breakpoint, true
+		}
+	}
+	return Breakpoint{}, false
+}
+
+// AddBreakpoint adds b (its ID is ignored) and returns its new ID.
+func (c *Controller) AddBreakpoint(b Breakpoint) (int, error) {
+	set := 0
+	for _, ok := range []bool{b.Method != "", b.Tool != "", b.OnError, b.Expr != ""} {
+		if ok {
+			set++
+		}
+	}
+	if set != 1 {
+		return 0, fmt.Errorf("breakpoint %+v: expected exactly one of method, tool, error or expression, found %d", b, set)
+	}
+	nb := bp{Breakpoint: b}
+	if b.Expr != "" {
+		p, err := compileExpr(b.Expr)
+		if err != nil {
+			return 0, err
+		}
+		nb.prog = p
+	}
+	nb.ID = c.nextID
+	c.nextID++
+	c.bps = append(c.bps, nb)
+	return nb.ID, nil
+}
+
+// RemoveBreakpoint removes the breakpoint with this ID, if any.
+func (c *Controller) RemoveBreakpoint(id int) {
+	c.bps = slices.DeleteFunc(c.bps, func(b bp) bool { return b.ID == id })
+}
+
+// SetBreakpointEnabled enables or disables the breakpoint with this ID; it
+// reports whether there was one.
+func (c *Controller) SetBreakpointEnabled(id int, enabled bool) bool {
+	for i := range c.bps {
+		if c.bps[i].ID == id {
+			c.bps[i].Disabled = !enabled
+			return true
+		}
+	}
+	return false
+}
+
+// Breakpoints returns the breakpoints in the order they were added.
+func (c *Controller) Breakpoints() []Breakpoint {
+	out := make([]Breakpoint, len(c.bps))
+	for i, b := range c.bps {
+		out[i] = b.Breakpoint
+	}
+	return out
+}
+
+// ToggleMethod removes the method breakpoints on method if there are any,
+// else adds one; it reports whether it added.
+func (c *Controller) ToggleMethod(method string) (added bool) {
+	n := len(c.bps)
+	c.bps = slices.DeleteFunc(c.bps, func(b bp) bool { return b.Method == method })
+	if len(c.bps) < n {
+		return false
+	}
+	_, err := c.AddBreakpoint(Breakpoint{Method: method})
+	return err == nil
+}

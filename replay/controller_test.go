@@ -1,0 +1,203 @@
+package replay
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// ctlTape: six messages at 0, 100, 300, 300, 1300, 1400 ms.
+func ctlTape(t *testing.T) *Controller {
+	t.Helper()
+	x := buildIndex(t,
+		line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`},
+		line{recv, 100, `{"jsonrpc":"2.0","id":1,"result":{}}`},
+		line{send, 300, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"limit":3}}}`},
+		line{recv, 300, `{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"no"}}`},
+		line{send, 1300, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"add","arguments":{"limit":9}}}`},
+		line{recv, 1400, `{"jsonrpc":"2.0","id":3,"result":{"isError":true,"content":[]}}`},
+	)
+	return NewController(x)
+}
+
+func ms(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+
+func TestControllerInstantPlaysAll(t *testing.T) {
+	c := ctlTape(t)
+	if got, _ := c.Advance(ms(0)); got != nil {
+		t.Fatalf("paused controller delivered %v, want nothing", got)
+	}
+	c.Play(ms(0))
+	got, hit := c.Advance(ms(0))
+	if want := []int{0, 1, 2, 3, 4, 5}; !slices.Equal(got, want) || hit != nil {
+		t.Fatalf("instant Advance delivered %v hit %v, want %v and no hit", got, hit, want)
+	}
+	if _, ok := c.NextDue(); ok {
+		t.Fatalf("NextDue at the end: ok, want not ok")
+	}
+}
+
+func TestControllerSpeed(t *testing.T) {
+	tests := []struct {
+		speed float64
+		at    []int // wall ms after Play when Advance is called
+		want  [][]int
+	}{
+		{1, []int{0, 99, 100, 299, 300, 1399, 1400}, [][]int{{0}, nil, {1}, nil, {2, 3}, {4}, {5}}},
+		{2, []int{0, 50, 150, 650, 700}, [][]int{{0}, {1}, {2, 3}, {4}, {5}}},
+		{0.5, []int{0, 199, 200, 600}, [][]int{{0}, nil, {1}, {2, 3}}},
+	}
+	for _, tt := range tests {
+		c := ctlTape(t)
+		c.SetSpeed(tt.speed, ms(0))
+		c.Play(ms(0))
+		for i, at := range tt.at {
+			got, _ := c.Advance(ms(at))
+			if !slices.Equal(got, tt.want[i]) {
+				t.Errorf("speed %v: Advance at %dms delivered %v, want %v", tt.speed, at, got, tt.want[i])
+			}
+		}
+	}
+}
+
+func TestControllerNextDueAndPause(t *testing.T) {
+	c := ctlTape(t)
+	c.SetSpeed(1, ms(0))
+	c.Play(ms(1000))
+	c.Advance(ms(1000)) // delivers 0
+	if due, ok := c.NextDue(); !ok || !due.Equal(ms(1100)) {
+		t.Fatalf("NextDue = %v %v, want %v", due, ok, ms(1100))
+	}
+	c.Pause(ms(1060)) // 60 of the 100 ms gap played
+	if got, _ := c.Advance(ms(5000)); got != nil {
+		t.Fatalf("paused Advance delivered %v", got)
+	}
+	c.Play(ms(2000))
+	if due, _ := c.NextDue(); !due.Equal(ms(2040)) {
+		t.Fatalf("after resume NextDue = %v, want the 40 ms left: %v", due, ms(2040))
+	}
+	// Doubling the speed halves what is left of the gap.
+	c.SetSpeed(2, ms(2000))
+	if due, _ := c.NextDue(); !due.Equal(ms(2020)) {
+		t.Fatalf("after SetSpeed(2) NextDue = %v, want %v", due, ms(2020))
+	}
+}
+
+func TestControllerStepSeek(t *testing.T) {
+	c := ctlTape(t)
+	for want := 0; want < 6; want++ {
+		if seq, ok := c.Step(); !ok || seq != want {
+			t.Fatalf("Step = %d %v, want %d true", seq, ok, want)
+		}
+	}
+	if _, ok := c.Step(); ok {
+		t.Fatalf("Step at the end: ok")
+	}
+	if seq, ok := c.StepBack(); !ok || seq != 5 || c.Position() != 5 {
+		t.Fatalf("StepBack = %d %v pos %d, want 5 true pos 5", seq, ok, c.Position())
+	}
+	c.Seek(2)
+	if c.Position() != 2 {
+		t.Fatalf("Seek(2): position %d", c.Position())
+	}
+	c.Seek(99)
+	if c.Position() != 6 {
+		t.Fatalf("Seek(99): position %d, want clamped 6", c.Position())
+	}
+	for _, tt := range []struct {
+		off  time.Duration
+		want int
+	}{{0, 0}, {100 * time.Millisecond, 1}, {101 * time.Millisecond, 2}, {time.Second, 4}, {time.Hour, 6}} {
+		c.SeekTime(tt.off)
+		if c.Position() != tt.want {
+			t.Errorf("SeekTime(%v): position %d, want %d", tt.off, c.Position(), tt.want)
+		}
+	}
+	// After a seek while playing at speed 1, the next message is due at
+	// once, then the recorded gaps resume.
+	c.SetSpeed(1, ms(0))
+	c.Seek(2)
+	c.Play(ms(0))
+	if got, _ := c.Advance(ms(0)); !slices.Equal(got, []int{2, 3}) {
+		t.Fatalf("after Seek(2), Advance delivered %v, want [2 3]", got)
+	}
+	if due, _ := c.NextDue(); !due.Equal(ms(1000)) {
+		t.Fatalf("NextDue = %v, want %v", due, ms(1000))
+	}
+}
+
+func TestControllerBreakpoints(t *testing.T) {
+	tests := []struct {
+		spec string
+		want int // the seq it stops before, or -1
+	}{
+		{"tools/call", 2},
+		{"method=initialize", 0},
+		{"tool=add", 4},
+		{"tool=missing", -1},
+		{"error", 3},
+		{"when params.arguments.limit > 5", 4},
+		{"when method == 'tools/call' && kind == 'response' && result.isError == true", 5},
+		{"when params.nothing.here == 1", -1},
+	}
+	for _, tt := range tests {
+		c := ctlTape(t)
+		b, err := ParseBreakpoint(tt.spec)
+		if err != nil {
+			t.Fatalf("ParseBreakpoint(%q): %v", tt.spec, err)
+		}
+		id, err := c.AddBreakpoint(b)
+		if err != nil {
+			t.Fatalf("AddBreakpoint(%q): %v", tt.spec, err)
+		}
+		c.Play(ms(0))
+		got, hit := c.Advance(ms(0))
+		if tt.want < 0 {
+			if hit != nil || len(got) != 6 {
+				t.Errorf("%q: delivered %v hit %+v, want all and no hit", tt.spec, got, hit)
+			}
+			continue
+		}
+		if hit == nil || hit.Seq != tt.want || hit.Breakpoint.ID != id || len(got) != tt.want || c.Playing() {
+			t.Errorf("%q: delivered %v hit %+v playing %v, want a stop before %d", tt.spec, got, hit, c.Playing(), tt.want)
+			continue
+		}
+		// Resuming delivers the message stopped at without stopping again.
+		c.Play(ms(1))
+		got, hit = c.Advance(ms(1))
+		if len(got) == 0 || got[0] != tt.want {
+			t.Errorf("%q: after resume delivered %v hit %+v, want %d first", tt.spec, got, hit, tt.want)
+		}
+	}
+}
+
+func TestBreakpointManagement(t *testing.T) {
+	c := ctlTape(t)
+	if !c.ToggleMethod("tools/call") {
+		t.Fatalf("ToggleMethod added nothing")
+	}
+	if bs := c.Breakpoints(); len(bs) != 1 || bs[0].Method != "tools/call" {
+		t.Fatalf("Breakpoints = %+v", bs)
+	}
+	if c.ToggleMethod("tools/call") || len(c.Breakpoints()) != 0 {
+		t.Fatalf("second ToggleMethod did not remove: %+v", c.Breakpoints())
+	}
+	id, _ := c.AddBreakpoint(Breakpoint{OnError: true})
+	c.SetBreakpointEnabled(id, false)
+	c.Play(ms(0))
+	if got, hit := c.Advance(ms(0)); hit != nil || len(got) != 6 {
+		t.Fatalf("disabled breakpoint stopped playback: %v %+v", got, hit)
+	}
+	c.RemoveBreakpoint(id)
+	if len(c.Breakpoints()) != 0 {
+		t.Fatalf("RemoveBreakpoint left %+v", c.Breakpoints())
+	}
+	if _, err := c.AddBreakpoint(Breakpoint{}); err == nil {
+		t.Fatalf("AddBreakpoint of an empty breakpoint: no error")
+	}
+	for _, bad := range []string{"", "tool=", "when", "when params.(", "two words"} {
+		if _, err := ParseBreakpoint(bad); err == nil {
+			t.Errorf("ParseBreakpoint(%q): no error", bad)
+		}
+	}
+}

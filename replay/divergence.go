@@ -1,0 +1,226 @@
+package replay
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/wI2L/jsondiff"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// ErrDiverged reports a replay or verification in which the live peer did
+// not follow the tape: a mismatched, unknown or extra request, or recorded
+// requests left unused.
+var ErrDiverged = errors.New("replay diverged from the tape")
+
+// JSON-RPC error codes the replay server answers with, in the range the
+// JSON-RPC spec reserves for implementation-defined server errors.
+const (
+	// CodeDiverged answers a request that does not match the tape.
+	CodeDiverged = -32090
+	// CodeNotRecorded answers, in loose mode, a call the tape does not hold.
+	CodeNotRecorded = -32091
+	// CodeMethodNotFound is JSON-RPC's "method not found", answered to a
+	// server/discover probe against a tape recorded without one, as the
+	// older server did.
+	CodeMethodNotFound = -32601
+	// CodeParseError is JSON-RPC's "parse error", for a line that is not JSON.
+	CodeParseError = -32700
+)
+
+// Reason says what kind of departure from the tape a Divergence is.
+type Reason string
+
+// Reasons of divergences.
+const (
+	ReasonMismatch   Reason = "mismatch"    // strict: not the next recorded request
+	ReasonUnknown    Reason = "unknown"     // keyed/loose: (method, params) never recorded
+	ReasonRepeat     Reason = "repeat"      // keyed: called more often than recorded
+	ReasonBeyondEnd  Reason = "beyond-end"  // strict: the tape holds no further request
+	ReasonReply      Reason = "reply"       // the client's reply to a server request differs
+	ReasonUnexpected Reason = "unexpected"  // a reply to no outstanding server request
+	ReasonUnused     Reason = "unused"      // a recorded request the client never sent
+	ReasonResponse   Reason = "response"    // verify: the live server answered differently
+	ReasonNoResponse Reason = "no-response" // verify: the live server did not answer
+)
+
+// Divergence is one point where the live peer departed from the tape.
+type Divergence struct {
+	// ID numbers the engine's divergences from 1; Engine.Resolve takes it.
+	ID     int    `json:"id"`
+	Server string `json:"server"`
+	Reason Reason `json:"reason"`
+	// Tolerated divergences (loose mode's unknown calls) are reported but
+	// do not fail the replay.
+	Tolerated bool `json:"tolerated,omitempty"`
+	// RequestID is the live request's id (JSON text), when it was a request.
+	RequestID json.RawMessage `json:"requestId,omitempty"`
+	Method    string          `json:"method,omitempty"`
+	Params    json.RawMessage `json:"params,omitempty"`
+	// Expected is the tape's sequence number of the recorded message
+	// expected instead, or -1; ExpectedLine is its line in the file.
+	Expected       int             `json:"expectedSeq"`
+	ExpectedLine   int             `json:"expectedLine,omitempty"`
+	ExpectedMethod string          `json:"expectedMethod,omitempty"`
+	ExpectedParams json.RawMessage `json:"expectedParams,omitempty"`
+	// Diff lists the differences from the expected to the actual message,
+	// after normalization (ids, _meta and ignored paths removed).
+	Diff []DiffOp `json:"diff,omitempty"`
+	// Message is the one-line text sent to the client and printed.
+	Message string `json:"message"`
+	// Resolution says how the divergence was answered.
+	Resolution Resolution `json:"resolution"`
+}
+
+// DiffOp is one difference between an expected and an actual JSON value.
+// Path is a JSON pointer into the compared message ("/params/arguments/a");
+// Expected or Actual is absent when the member exists on one side only.
+type DiffOp struct {
+	Op       string `json:"op"` // "replace", "add" (only in actual) or "remove" (only in expected)
+	Path     string `json:"path"`
+	Expected any    `json:"expected,omitempty"`
+	Actual   any    `json:"actual,omitempty"`
+}
+
+func (d DiffOp) String() string {
+	switch d.Op {
+	case "add":
+		return fmt.Sprintf("%s: unexpected %s", d.Path, compactJSON(d.Actual))
+	case "remove":
+		return fmt.Sprintf("%s: missing, expected %s", d.Path, compactJSON(d.Expected))
+	}
+	return fmt.Sprintf("%s: expected %s, got %s", d.Path, compactJSON(d.Expected), compactJSON(d.Actual))
+}
+
+func compactJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// Diff compares two normalized JSON values (from tape.Normalizer) and
+// returns their differences, expected to actual. It uses wI2L/jsondiff, an
+// RFC 6902 differ, and keeps the old value of each change.
+func Diff(expected, actual any) []DiffOp {
+	ej, err1 := tape.CanonicalValue(expected)
+	aj, err2 := tape.CanonicalValue(actual)
+	if err1 != nil || err2 != nil {
+		return []DiffOp{{Op: "replace", Path: "", Expected: expected, Actual: actual}}
+	}
+	patch, err := jsondiff.CompareJSON(ej, aj)
+	if err != nil {
+		return []DiffOp{{Op: "replace", Path: "", Expected: expected, Actual: actual}}
+	}
+	out := make([]DiffOp, 0, len(patch))
+	for _, op := range patch {
+		d := DiffOp{Op: op.Type, Path: op.Path}
+		switch op.Type {
+		case jsondiff.OperationAdd:
+			d.Actual = op.Value
+		case jsondiff.OperationRemove:
+			d.Expected = op.OldValue
+		default:
+			d.Op = "replace"
+			d.Expected, d.Actual = op.OldValue, op.Value
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// Resolution is how a divergence was, or is to be, answered.
+type Resolution int
+
+// Resolutions. The debugger lets its user choose one for a held divergence
+// (Options.Hold); the headless server always sends the error.
+const (
+	Pending        Resolution = iota // held, awaiting Engine.Resolve
+	SendError                        // answer with the divergence error
+	AnswerRecorded                   // answer with the expected recorded response anyway
+	SkipRecorded                     // skip the expected recorded request and match again
+	NotAnswered                      // a notification or reply: nothing to answer
+)
+
+var resolutionNames = [...]string{"pending", "error", "recorded", "skip", "none"}
+
+func (r Resolution) String() string {
+	if int(r) < len(resolutionNames) {
+		return resolutionNames[r]
+	}
+	return "unknown"
+}
+
+// MarshalText writes the resolution's name.
+func (r Resolution) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText reads a resolution's name.
+func (r *Resolution) UnmarshalText(b []byte) error {
+	for i, n := range resolutionNames {
+		if string(b) == n {
+			*r = Resolution(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown resolution %q: expected one of %s", b, strings.Join(resolutionNames[:], ", "))
+}
+
+// Unused is a recorded request the client never sent.
+type Unused struct {
+	Seq    int             `json:"seq"`
+	Line   int             `json:"line"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params,omitempty"`
+}
+
+// Report sums up a replay: what matched, every divergence, and the
+// recorded requests left unused.
+type Report struct {
+	Tape        string       `json:"tape,omitempty"`
+	Server      string       `json:"server"`
+	Mode        string       `json:"mode"`
+	Requests    int          `json:"requests"` // live requests received
+	Matched     int          `json:"matched"`
+	Divergences []Divergence `json:"divergences"`
+	Unused      []Unused     `json:"unused"`
+	// UnusedTolerated is true in loose mode, where unused requests are
+	// reported but do not fail the replay.
+	UnusedTolerated bool `json:"unusedTolerated,omitempty"`
+}
+
+// Err returns nil when the replay followed the tape, else an error wrapping
+// ErrDiverged that counts what went wrong.
+func (r *Report) Err() error {
+	n := 0
+	for _, d := range r.Divergences {
+		if !d.Tolerated {
+			n++
+		}
+	}
+	unused := len(r.Unused)
+	if r.UnusedTolerated {
+		unused = 0
+	}
+	if n == 0 && unused == 0 {
+		return nil
+	}
+	var parts []string
+	if n > 0 {
+		parts = append(parts, plural(n, "divergence"))
+	}
+	if unused > 0 {
+		parts = append(parts, plural(unused, "unused recorded request"))
+	}
+	return fmt.Errorf("%w: server '%s': %s", ErrDiverged, r.Server, strings.Join(parts, ", "))
+}
+
+func plural(n int, s string) string {
+	if n == 1 {
+		return "1 " + s
+	}
+	return fmt.Sprintf("%d %ss", n, s)
+}

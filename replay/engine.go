@@ -1,0 +1,891 @@
+package replay
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// Mode is how an Engine matches the client's requests to the tape's.
+type Mode int
+
+// Matching modes.
+const (
+	// Strict (mcporter's semantics): each request must be the next recorded
+	// one of the server, with the same method and params equal by meaning.
+	Strict Mode = iota
+	// Keyed (Shadow's semantics): a request is looked up by (method,
+	// canonical params); identical calls are served in recorded order. An
+	// unknown call or more repeats than recorded is a divergence.
+	Keyed
+	// Loose is Keyed that reuses the last response when a call repeats more
+	// often than recorded, and answers unknown calls with an error that is
+	// reported but does not fail the replay.
+	Loose
+)
+
+var modeNames = [...]string{"strict", "keyed", "loose"}
+
+func (m Mode) String() string {
+	if int(m) < len(modeNames) {
+		return modeNames[m]
+	}
+	return "unknown"
+}
+
+// ParseMode reads "strict", "keyed" or "loose".
+func ParseMode(s string) (Mode, error) {
+	for i, n := range modeNames {
+		if s == n {
+			return Mode(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown match mode %q: expected strict, keyed or loose", s)
+}
+
+// Options configure an Engine.
+type Options struct {
+	// Server is the tape's server to serve; empty when the tape holds one.
+	Server string
+	Mode   Mode
+	// Ignore lists paths dropped before comparing requests (see tape.ParsePath).
+	Ignore []tape.Path
+	// Speed > 0 delays each response by its recorded latency divided by
+	// Speed, and server notifications by their recorded gaps; 0 is instant.
+	Speed float64
+	// Hold makes divergences wait for Resolve instead of being answered with
+	// the divergence error at once: the debugger asks its user.
+	Hold bool
+}
+
+// Output is a message the engine sends to the client.
+type Output struct {
+	// Msg is the JSON-RPC message, without _meta or newline. It is nil when
+	// there is nothing to send: for a held divergence (Options.Hold;
+	// Resolution Pending), which waits for Engine.Resolve, and for a
+	// divergence in a client's reply (Resolution NotAnswered).
+	Msg []byte
+	// At is when to send it; every Output returned is due.
+	At time.Time
+	// Seq is the tape message it replays, or -1 for one the engine made.
+	Seq int
+	// Divergence is set on a divergence error and on a held divergence.
+	Divergence *Divergence
+
+	reqID tape.ID // the live request answered, for cancellation
+}
+
+// Engine serves a tape's server side to a live client: it takes the client's
+// messages and yields what the recorded server sends back (responses with the
+// live ids spliced in, recorded notifications in recorded order, and the
+// server's own requests), or a divergence error where the client departs from
+// the tape. It is synchronous and deterministic: it starts no goroutine and
+// never reads the clock; I/O lives with the caller. It is not safe for
+// concurrent use.
+//
+// Bodies are read from the tape's Index lazily, as matching reaches them, so
+// a tape of any length starts serving at once.
+type Engine struct {
+	x      *tape.Index
+	opts   Options
+	server string
+	norm   tape.Normalizer
+
+	// The scanner walks the tape once, in order, on demand.
+	scan    int   // next tape seq not yet scanned
+	reqs    []int // the server's recorded client requests, in order
+	ri      int   // strict: index in reqs of the next expected request
+	used    map[int]bool
+	skipped int
+
+	// Keyed mode: key → recorded requests not yet served, in order.
+	keyed    map[[16]byte][]int
+	keyedN   int              // reqs[:keyedN] are in keyed
+	keyedAll map[[16]byte]int // key → the last recorded request with it
+	served   map[[16]byte]int // loose: key → the last request whose response was sent
+	methods  map[string]int   // recorded request count per method (scanned so far)
+	memo     map[uint64]memoKey
+	answers  map[int][]byte // recorded responses, stripped, by seq: repeats skip the file read
+
+	frontier int // recv messages before it were emitted or passed
+	refTape  int64
+	now      time.Time
+
+	outstanding map[tape.ID]int // live id of a server request sent → its tape seq
+	srvIDs      int
+	awaitCancel map[tape.ID]int // live id → late response to send once cancelled
+	queue       []Output
+
+	divs     []*Divergence
+	held     map[int]heldRequest
+	requests int
+	matched  int
+}
+
+// memoKey remembers the key of raw params seen before: identical bytes have
+// the same canonical form, so repeated calls skip decoding.
+type memoKey struct {
+	method string
+	params []byte
+	key    [16]byte
+}
+
+const memoSize = 1024
+
+var memoSeed = maphash.MakeSeed()
+
+type heldRequest struct {
+	msg tape.Entry
+	div *Divergence
+}
+
+// NewEngine returns an engine serving x's server opts.Server (or its only
+// server). It reads no message body.
+func NewEngine(x *tape.Index, opts Options) (*Engine, error) {
+	server, err := pickServer(x, opts.Server)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		x: x, opts: opts, server: server,
+		norm:        tape.Normalizer{Ignore: opts.Ignore},
+		used:        map[int]bool{},
+		keyed:       map[[16]byte][]int{},
+		keyedAll:    map[[16]byte]int{},
+		served:      map[[16]byte]int{},
+		methods:     map[string]int{},
+		memo:        map[uint64]memoKey{},
+		answers:     map[int][]byte{},
+		outstanding: map[tape.ID]int{},
+		awaitCancel: map[tape.ID]int{},
+		held:        map[int]heldRequest{},
+	}
+	return e, nil
+}
+
+// pickServer resolves the server to serve: the one named, or the tape's
+// only server.
+func pickServer(x *tape.Index, want string) (string, error) {
+	var names []string
+	for _, s := range x.Servers() {
+		if s != "" {
+			names = append(names, s)
+		}
+	}
+	if want != "" {
+		if slices.Contains(names, want) {
+			return want, nil
+		}
+		return "", fmt.Errorf("server %q is not on the tape: expected one of %s", want, quoteList(names))
+	}
+	switch len(names) {
+	case 0:
+		return "", nil // a tape without server names
+	case 1:
+		return names[0], nil
+	}
+	return "", fmt.Errorf("the tape holds %d servers (%s): choose one with --server", len(names), quoteList(names))
+}
+
+func quoteList(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	q := make([]string, len(s))
+	for i, n := range s {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
+}
+
+// Server returns the name of the server the engine serves.
+func (e *Engine) Server() string { return e.server }
+
+// Mode returns the engine's matching mode.
+func (e *Engine) Mode() Mode { return e.opts.Mode }
+
+// Receive takes one message from the client (one JSON-RPC object or a batch
+// array) at now and returns the outputs due by now. Later outputs (at a
+// speed > 0) wait for Poll.
+func (e *Engine) Receive(msg []byte, now time.Time) []Output {
+	e.now = now
+	entries := tape.Classify(msg)
+	for _, m := range entries {
+		e.receive(m)
+	}
+	return e.Poll(now)
+}
+
+func (e *Engine) receive(m tape.Entry) {
+	switch m.Kind {
+	case tape.KindRequest:
+		e.requests++
+		e.request(m)
+	case tape.KindNotification:
+		e.notification(m)
+	case tape.KindResponse:
+		e.reply(m)
+	case tape.KindInvalid:
+		id := gjson.GetBytes(m.Raw, "id")
+		raw := []byte("null")
+		if id.Exists() && (id.Type == gjson.Number || id.Type == gjson.String) {
+			raw = []byte(id.Raw)
+		}
+		e.push(errorResponse(raw, CodeParseError, "tapedeck replay: "+m.Problem, nil), e.now, -1, "", nil)
+	}
+}
+
+// Poll returns the outputs due by now, in order.
+func (e *Engine) Poll(now time.Time) []Output {
+	n := 0
+	for n < len(e.queue) && !e.queue[n].At.After(now) {
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	out := slices.Clone(e.queue[:n])
+	e.queue = slices.Delete(e.queue, 0, n)
+	return out
+}
+
+// NextDue returns when the next queued output falls due.
+func (e *Engine) NextDue() (time.Time, bool) {
+	if len(e.queue) == 0 {
+		return time.Time{}, false
+	}
+	return e.queue[0].At, true
+}
+
+// push queues an output at its time, after outputs due at the same time.
+func (e *Engine) push(msg []byte, at time.Time, seq int, reqID tape.ID, d *Divergence) {
+	o := Output{Msg: msg, At: at, Seq: seq, Divergence: d, reqID: reqID}
+	i := len(e.queue)
+	for i > 0 && e.queue[i-1].At.After(at) {
+		i--
+	}
+	e.queue = slices.Insert(e.queue, i, o)
+}
+
+// at returns when recorded message seq falls due: now plus its recorded
+// gap after the live message being handled, divided by the speed.
+func (e *Engine) at(seq int) time.Time {
+	if e.opts.Speed <= 0 || e.refTape == 0 {
+		return e.now
+	}
+	t := e.x.Entry(seq).Time
+	if t.IsZero() || t.UnixNano() <= e.refTape {
+		return e.now
+	}
+	return e.now.Add(time.Duration(float64(t.UnixNano()-e.refTape) / e.opts.Speed))
+}
+
+func (e *Engine) setRef(seq int) {
+	if t := e.x.Entry(seq).Time; !t.IsZero() {
+		e.refTape = t.UnixNano()
+	}
+}
+
+// scanNext scans the tape until one more recorded request of the server is
+// found; it reports false at the end of the tape.
+func (e *Engine) scanNext() bool {
+	n := e.x.Len()
+	for e.scan < n {
+		i := e.scan
+		e.scan++
+		en := e.x.Entry(i)
+		if en.Server == e.server && en.Kind == tape.KindRequest && en.Dir == tape.DirSend {
+			e.reqs = append(e.reqs, i)
+			e.methods[en.Method]++
+			return true
+		}
+	}
+	return false
+}
+
+func (e *Engine) scanAll() {
+	for e.scanNext() {
+	}
+}
+
+// request handles a live request.
+func (e *Engine) request(m tape.Entry) {
+	if e.opts.Mode == Strict {
+		e.strict(m)
+	} else {
+		e.keyedRequest(m)
+	}
+}
+
+// nextExpected returns the next unused recorded request in strict order, or -1.
+func (e *Engine) nextExpected() int {
+	for {
+		for e.ri < len(e.reqs) && e.used[e.reqs[e.ri]] {
+			e.ri++
+		}
+		if e.ri < len(e.reqs) {
+			return e.reqs[e.ri]
+		}
+		if !e.scanNext() {
+			return -1
+		}
+	}
+}
+
+func (e *Engine) strict(m tape.Entry) {
+	for {
+		exp := e.nextExpected()
+		var expEntry tape.Entry
+		if exp >= 0 {
+			expEntry = e.x.Entry(exp)
+		}
+		switch {
+		case m.Method == "server/discover" && expEntry.Method != "server/discover":
+			// The tape's server predates server/discover: answer as it would
+			// have, so the client falls back to initialize.
+			e.push(errorResponse([]byte(m.ID), CodeMethodNotFound, "Method not found: server/discover", nil), e.now, -1, m.ID, nil)
+			return
+		case m.Method == "ping" && expEntry.Method != "ping":
+			e.push([]byte(`{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{}}`), e.now, -1, m.ID, nil)
+			return
+		case exp >= 0 && expEntry.Method == "ping" && m.Method != "ping":
+			// A recorded keepalive ping is timing, not behaviour: skip it.
+			e.used[exp] = true
+			continue
+		case exp < 0:
+			e.diverge(m, -1, ReasonBeyondEnd)
+			return
+		}
+		rec, err := e.x.Message(exp)
+		if err != nil {
+			e.diverge(m, exp, ReasonMismatch)
+			return
+		}
+		if e.sameRequest(m, rec) {
+			e.consume(m, exp)
+			return
+		}
+		e.diverge(m, exp, ReasonMismatch)
+		return
+	}
+}
+
+// sameRequest compares a live request with a recorded one by meaning.
+func (e *Engine) sameRequest(m, rec tape.Entry) bool {
+	if m.Method != rec.Method {
+		return false
+	}
+	if m.Method == "server/discover" || m.Method == "ping" {
+		return true
+	}
+	lp := gjson.GetBytes(m.Raw, "params")
+	rp := gjson.GetBytes(rec.Raw, "params")
+	if lp.Raw == rp.Raw && m.Method != "initialize" {
+		return true // byte-equal params: the common case, no decoding
+	}
+	a, err1 := e.normalize(m.Method, []byte(lp.Raw))
+	b, err2 := e.normalize(rec.Method, []byte(rp.Raw))
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return bytes.Equal(a, b)
+}
+
+// normalize returns the canonical form of a request's params for matching.
+func (e *Engine) normalize(method string, params []byte) ([]byte, error) {
+	v, err := e.norm.NormalizeParams(params)
+	if err != nil {
+		return nil, err
+	}
+	if method == "initialize" {
+		if p, ok := v.(map[string]any); ok {
+			// Version drift and client identity are not behaviour.
+			delete(p, "protocolVersion")
+			delete(p, "capabilities")
+			delete(p, "clientInfo")
+		}
+	}
+	return tape.CanonicalValue(v)
+}
+
+// key returns a request's keyed-mode lookup key: a hash of its method and
+// canonical params (initialize and server/discover by method alone).
+func (e *Engine) key(method string, raw []byte) ([16]byte, error) {
+	params := gjson.GetBytes(raw, "params").Raw
+	mh := maphash.String(memoSeed, method+"\x00"+params)
+	if m, ok := e.memo[mh]; ok && m.method == method && string(m.params) == params {
+		return m.key, nil
+	}
+	k, err := e.computeKey(method, []byte(params))
+	if err != nil {
+		return k, err
+	}
+	if len(e.memo) >= memoSize {
+		clear(e.memo)
+	}
+	e.memo[mh] = memoKey{method: method, params: []byte(params), key: k}
+	return k, nil
+}
+
+func (e *Engine) computeKey(method string, params []byte) ([16]byte, error) {
+	h := sha256.New()
+	h.Write([]byte(method))
+	h.Write([]byte{0})
+	if method != "initialize" && method != "server/discover" && method != "ping" {
+		c, err := e.normalize(method, params)
+		if err != nil {
+			return [16]byte{}, err
+		}
+		h.Write(c)
+	}
+	var k [16]byte
+	copy(k[:], h.Sum(nil))
+	return k, nil
+}
+
+// lookup returns the next recorded request with key k, filling the keyed
+// index from the tape as far as needed; -1 when none is left.
+func (e *Engine) lookup(k [16]byte) int {
+	for {
+		if q := e.keyed[k]; len(q) > 0 {
+			for len(q) > 0 && e.used[q[0]] {
+				q = q[1:]
+			}
+			e.keyed[k] = q
+			if len(q) > 0 {
+				return q[0]
+			}
+		}
+		if e.keyedN == len(e.reqs) && !e.scanNext() {
+			return -1
+		}
+		seq := e.reqs[e.keyedN]
+		e.keyedN++
+		rec, err := e.x.Message(seq)
+		if err != nil {
+			continue
+		}
+		rk, err := e.computeKey(rec.Method, []byte(gjson.GetBytes(rec.Raw, "params").Raw))
+		if err != nil {
+			continue
+		}
+		e.keyed[rk] = append(e.keyed[rk], seq)
+		e.keyedAll[rk] = seq
+	}
+}
+
+func (e *Engine) keyedRequest(m tape.Entry) {
+	k, err := e.key(m.Method, m.Raw)
+	if err != nil {
+		e.diverge(m, -1, ReasonUnknown)
+		return
+	}
+	if seq := e.lookup(k); seq >= 0 {
+		e.served[k] = seq
+		e.consume(m, seq)
+		return
+	}
+	switch {
+	case m.Method == "server/discover":
+		e.push(errorResponse([]byte(m.ID), CodeMethodNotFound, "Method not found: server/discover", nil), e.now, -1, m.ID, nil)
+	case m.Method == "ping":
+		e.push([]byte(`{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{}}`), e.now, -1, m.ID, nil)
+	case e.opts.Mode == Loose:
+		if last, ok := e.served[k]; ok {
+			e.matched++
+			e.respond(m, last)
+			return
+		}
+		e.diverge(m, -1, ReasonUnknown)
+	default:
+		if last, ok := e.keyedAll[k]; ok {
+			e.diverge(m, last, ReasonRepeat)
+		} else {
+			e.diverge(m, -1, ReasonUnknown)
+		}
+	}
+}
+
+// consume marks recorded request seq as matched by live request m and
+// answers it.
+func (e *Engine) consume(m tape.Entry, seq int) {
+	e.matched++
+	e.used[seq] = true
+	e.setRef(seq)
+	e.pass(seq)
+	e.respond(m, seq)
+	e.advance()
+}
+
+// respond sends the recorded response of request seq with m's id.
+func (e *Engine) respond(m tape.Entry, seq int) {
+	p := e.x.Pair(seq)
+	resp := p.Partner
+	if p.Cancelled {
+		// The client cancelled it while recording: wait for the live
+		// cancellation, then send the late response if there was one.
+		e.awaitCancel[m.ID] = resp
+		return
+	}
+	if resp < 0 {
+		return // never answered on the tape
+	}
+	e.advanceTo(resp)
+	body, ok := e.answers[resp]
+	if !ok {
+		rec, err := e.x.Message(resp)
+		if err != nil {
+			e.push(errorResponse([]byte(m.ID), CodeDiverged, fmt.Sprintf("tapedeck replay: read recorded response: %v", err), nil), e.now, resp, m.ID, nil)
+			return
+		}
+		body = tape.StripMeta(rec.Raw)
+		if len(e.answers) >= memoSize {
+			clear(e.answers)
+		}
+		e.answers[resp] = body
+	}
+	out := spliceID(body, []byte(m.ID))
+	if m.Method == "initialize" {
+		// Answer with the version the client asked for, as the brief's
+		// tolerance of version drift requires.
+		if v := gjson.GetBytes(m.Raw, "params.protocolVersion"); v.Type == gjson.String && gjson.GetBytes(out, "result.protocolVersion").Exists() {
+			if patched, err := sjson.SetBytes(out, "result.protocolVersion", v.String()); err == nil {
+				out = patched
+			}
+		}
+	}
+	e.push(out, e.at(resp), resp, m.ID, nil)
+}
+
+// spliceID replaces a message's top-level id with id, leaving every other
+// byte as recorded.
+func spliceID(msg, id []byte) []byte {
+	r := gjson.GetBytes(msg, "id")
+	if !r.Exists() || r.Index <= 0 {
+		return msg
+	}
+	out := make([]byte, 0, len(msg)+len(id))
+	out = append(out, msg[:r.Index]...)
+	out = append(out, id...)
+	return append(out, msg[r.Index+len(r.Raw):]...)
+}
+
+// pass moves the frontier past recorded message seq: the recorded server
+// messages before it are emitted, the client messages before it passed.
+func (e *Engine) pass(seq int) {
+	for e.frontier <= seq {
+		e.visit(e.frontier)
+		e.frontier++
+	}
+}
+
+// advance emits the recorded server messages up to the next client message
+// the tape still waits for.
+func (e *Engine) advance() { e.advanceTo(e.x.Len()) }
+
+func (e *Engine) advanceTo(limit int) {
+	for e.frontier < limit {
+		en := e.x.Entry(e.frontier)
+		if en.Server == e.server && en.IsWire() && en.Dir == tape.DirSend && !e.used[e.frontier] {
+			return
+		}
+		e.visit(e.frontier)
+		e.frontier++
+	}
+}
+
+// visit emits recorded message seq if it is a server notification or request.
+func (e *Engine) visit(seq int) {
+	en := e.x.Entry(seq)
+	if en.Server != e.server || en.Dir != tape.DirRecv {
+		return
+	}
+	switch en.Kind {
+	case tape.KindNotification:
+		rec, err := e.x.Message(seq)
+		if err == nil {
+			e.push(tape.StripMeta(rec.Raw), e.at(seq), seq, "", nil)
+		}
+	case tape.KindRequest:
+		rec, err := e.x.Message(seq)
+		if err != nil {
+			return
+		}
+		id := rec.ID
+		if _, taken := e.outstanding[id]; taken {
+			e.srvIDs++
+			id = tape.ID(strconv.Quote(fmt.Sprintf("tapedeck-%d", e.srvIDs)))
+		}
+		e.outstanding[id] = seq
+		e.push(spliceID(tape.StripMeta(rec.Raw), []byte(id)), e.at(seq), seq, "", nil)
+	}
+}
+
+// notification handles a live client notification: it consumes the next
+// recorded one of the same method, and honours cancellations.
+func (e *Engine) notification(m tape.Entry) {
+	if m.Method == "notifications/cancelled" {
+		id := tape.ID(gjson.GetBytes(m.Raw, "params.requestId").Raw)
+		e.queue = slices.DeleteFunc(e.queue, func(o Output) bool { return o.reqID == id && o.Seq >= 0 })
+		if late, ok := e.awaitCancel[id]; ok {
+			delete(e.awaitCancel, id)
+			if late >= 0 {
+				if rec, err := e.x.Message(late); err == nil {
+					e.push(spliceID(tape.StripMeta(rec.Raw), []byte(id)), e.now, late, id, nil)
+				}
+			}
+		}
+	}
+	// Look for it among the client messages the tape waits for next.
+	n := e.x.Len()
+	for i := e.frontier; i < n; i++ {
+		en := e.x.Entry(i)
+		if en.Server != e.server || en.Dir != tape.DirSend || !en.IsWire() || e.used[i] {
+			continue
+		}
+		if en.Kind == tape.KindRequest {
+			break
+		}
+		if en.Kind == tape.KindNotification && en.Method == m.Method {
+			e.used[i] = true
+			e.setRef(i)
+			break
+		}
+	}
+	e.advance()
+}
+
+// reply handles the client's response to a server request sent from the tape.
+func (e *Engine) reply(m tape.Entry) {
+	q, ok := e.outstanding[m.ID]
+	if !ok {
+		d := e.newDivergence(m, -1, ReasonUnexpected)
+		d.Message = fmt.Sprintf("replay mismatch for server '%s': response id %s answers no request the replay sent", e.server, m.ID)
+		d.Resolution = NotAnswered
+		e.push(nil, e.now, -1, "", d)
+		return
+	}
+	delete(e.outstanding, m.ID)
+	rec := e.x.Pair(q).Partner
+	if rec >= 0 {
+		e.used[rec] = true
+		e.setRef(rec)
+		if r, err := e.x.Message(rec); err == nil {
+			want, err1 := e.norm.Normalize(r.Raw)
+			got, err2 := e.norm.Normalize(m.Raw)
+			if err1 == nil && err2 == nil {
+				if diff := Diff(want, got); len(diff) > 0 {
+					d := e.newDivergence(m, rec, ReasonReply)
+					d.Diff = diff
+					d.Resolution = NotAnswered
+					d.Message = fmt.Sprintf("replay mismatch for server '%s': reply to %s %s differs from the recorded reply (%s)", e.server, e.x.Entry(q).Method, m.ID, diffSummary(diff))
+					e.push(nil, e.now, -1, "", d)
+				}
+			}
+		}
+	}
+	e.advance()
+}
+
+// newDivergence records a divergence of live message m from recorded
+// message exp (or -1).
+func (e *Engine) newDivergence(m tape.Entry, exp int, reason Reason) *Divergence {
+	d := &Divergence{
+		ID: len(e.divs) + 1, Server: e.server, Reason: reason,
+		Method: m.Method, Expected: exp,
+	}
+	if m.Kind == tape.KindRequest {
+		d.RequestID = json.RawMessage(m.ID)
+	}
+	if p := gjson.GetBytes(m.Raw, "params"); p.Exists() {
+		d.Params = json.RawMessage(p.Raw)
+	}
+	if exp >= 0 {
+		en := e.x.Entry(exp)
+		d.ExpectedLine, d.ExpectedMethod = en.Line, en.Method
+		if rec, err := e.x.Message(exp); err == nil {
+			if p := gjson.GetBytes(rec.Raw, "params"); p.Exists() {
+				d.ExpectedParams = json.RawMessage(p.Raw)
+			}
+		}
+	}
+	e.divs = append(e.divs, d)
+	return d
+}
+
+// diverge reports that live request m departs from the tape and answers it
+// with the divergence error, or holds it (Options.Hold).
+func (e *Engine) diverge(m tape.Entry, exp int, reason Reason) {
+	d := e.newDivergence(m, exp, reason)
+	if exp >= 0 && (reason == ReasonMismatch || reason == ReasonRepeat) {
+		if rec, err := e.x.Message(exp); err == nil {
+			want, _ := e.norm.Normalize(rec.Raw)
+			got, _ := e.norm.Normalize(m.Raw)
+			d.Diff = Diff(want, got)
+		}
+	}
+	got := m.Method + " " + paramsText(d.Params)
+	switch reason {
+	case ReasonMismatch:
+		d.Message = fmt.Sprintf("replay mismatch for server '%s': request %s did not match next expected %s %s (tape line %d)", e.server, got, d.ExpectedMethod, paramsText(d.ExpectedParams), d.ExpectedLine)
+	case ReasonBeyondEnd:
+		d.Message = fmt.Sprintf("replay mismatch for server '%s': request %s came after the last recorded request", e.server, got)
+	case ReasonRepeat:
+		d.Message = fmt.Sprintf("replay mismatch for server '%s': request %s was sent more often than recorded (last recorded at tape line %d)", e.server, got, d.ExpectedLine)
+	case ReasonUnknown:
+		d.Message = fmt.Sprintf("replay mismatch for server '%s': request %s is not on the tape", e.server, got)
+		d.Tolerated = e.opts.Mode == Loose
+	}
+	if len(d.Diff) > 0 {
+		d.Message += " (" + diffSummary(d.Diff) + ")"
+	}
+	if e.opts.Hold {
+		e.held[d.ID] = heldRequest{msg: m, div: d}
+		e.push(nil, e.now, -1, m.ID, d)
+		return
+	}
+	e.sendError(m, d)
+}
+
+func (e *Engine) sendError(m tape.Entry, d *Divergence) {
+	d.Resolution = SendError
+	code := CodeDiverged
+	if d.Tolerated {
+		code = CodeNotRecorded
+	}
+	data, _ := json.Marshal(d)
+	e.push(errorResponse([]byte(m.ID), code, d.Message, data), e.now, -1, m.ID, d)
+}
+
+// Resolve answers a divergence held under Options.Hold: with the divergence
+// error, with the expected recorded response anyway, or by skipping the
+// expected recorded request and matching the live request again (which may
+// diverge anew). It returns the outputs due by now.
+func (e *Engine) Resolve(id int, r Resolution, now time.Time) ([]Output, error) {
+	h, ok := e.held[id]
+	if !ok {
+		return nil, fmt.Errorf("divergence %d is not awaiting a resolution", id)
+	}
+	e.now = now
+	switch r {
+	case SendError:
+		e.sendError(h.msg, h.div)
+	case AnswerRecorded:
+		if h.div.Expected < 0 {
+			return nil, fmt.Errorf("divergence %d: no recorded request was expected, so there is no recorded response to send", id)
+		}
+		h.div.Resolution = AnswerRecorded
+		if e.opts.Mode == Strict || !e.used[h.div.Expected] {
+			e.consume(h.msg, h.div.Expected)
+		} else {
+			e.matched++
+			e.respond(h.msg, h.div.Expected)
+		}
+	case SkipRecorded:
+		if h.div.Expected < 0 {
+			return nil, fmt.Errorf("divergence %d: no recorded request was expected, so there is none to skip", id)
+		}
+		h.div.Resolution = SkipRecorded
+		e.used[h.div.Expected] = true
+		e.skipped++
+		e.request(h.msg)
+	default:
+		return nil, fmt.Errorf("divergence %d: expected a resolution of error, recorded or skip, got %s", id, r)
+	}
+	delete(e.held, id)
+	return e.Poll(now), nil
+}
+
+// Divergences returns the divergences so far, in order.
+func (e *Engine) Divergences() []Divergence {
+	out := make([]Divergence, len(e.divs))
+	for i, d := range e.divs {
+		out[i] = *d
+	}
+	return out
+}
+
+// Report sums up the replay so far; the recorded requests not yet used are
+// listed as unused (this scans the rest of the tape).
+func (e *Engine) Report() Report {
+	e.scanAll()
+	r := Report{
+		Server: e.server, Mode: e.opts.Mode.String(),
+		Requests: e.requests, Matched: e.matched,
+		Divergences:     e.Divergences(),
+		Unused:          []Unused{},
+		UnusedTolerated: e.opts.Mode == Loose,
+	}
+	for _, seq := range e.reqs {
+		if e.used[seq] {
+			continue
+		}
+		en := e.x.Entry(seq)
+		if en.Method == "ping" || en.Method == "server/discover" {
+			continue // timing and probing, not behaviour
+		}
+		u := Unused{Seq: seq, Line: en.Line, Method: en.Method}
+		if rec, err := e.x.Message(seq); err == nil {
+			if p := gjson.GetBytes(rec.Raw, "params"); p.Exists() {
+				u.Params = json.RawMessage(p.Raw)
+			}
+		}
+		r.Unused = append(r.Unused, u)
+	}
+	return r
+}
+
+func errorResponse(id []byte, code int, msg string, data []byte) []byte {
+	b := []byte(`{"jsonrpc":"2.0","id":`)
+	b = append(b, id...)
+	b = append(b, `,"error":{"code":`...)
+	b = strconv.AppendInt(b, int64(code), 10)
+	b = append(b, `,"message":`...)
+	m, _ := json.Marshal(msg)
+	b = append(b, m...)
+	if len(data) > 0 {
+		b = append(b, `,"data":`...)
+		b = append(b, data...)
+	}
+	return append(b, "}}"...)
+}
+
+// paramsText renders params compactly for messages, cut at 300 bytes.
+func paramsText(p json.RawMessage) string {
+	if len(p) == 0 {
+		return "{}"
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, p) != nil {
+		buf.Reset()
+		buf.Write(p)
+	}
+	s := buf.String()
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+func diffSummary(diff []DiffOp) string {
+	parts := make([]string, 0, 3)
+	for i, d := range diff {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(diff)-3))
+			break
+		}
+		parts = append(parts, d.String())
+	}
+	return strings.Join(parts, "; ")
+}

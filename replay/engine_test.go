@@ -1,0 +1,403 @@
+package replay
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// sessionTape is a small recorded session: a handshake with a roots/list
+// request from the server, a logging notification, a tool called twice with
+// the same arguments, and tools/list.
+func sessionTape(t *testing.T) *tape.Index {
+	return buildIndex(t,
+		line{send, 0, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"roots":{}},"clientInfo":{"name":"rec","version":"1"}}}`},
+		line{recv, 10, `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"srv","version":"1"}}}`},
+		line{send, 20, `{"jsonrpc":"2.0","method":"notifications/initialized"}`},
+		line{recv, 30, `{"jsonrpc":"2.0","id":0,"method":"roots/list"}`},
+		line{send, 40, `{"jsonrpc":"2.0","id":0,"result":{"roots":[]}}`},
+		line{send, 100, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`},
+		line{recv, 150, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"echoing"}}`},
+		line{recv, 200, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi 1"}]}}`},
+		line{send, 300, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`},
+		line{recv, 400, `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"hi 2"}]}}`},
+		line{send, 500, `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{}}`},
+		line{recv, 600, `{"jsonrpc":"2.0","id":3,"result":{"tools":[]}}`},
+	)
+}
+
+// The live client: other ids, another protocol version and identity,
+// params keys in another order.
+var (
+	liveInit   = `{"jsonrpc":"2.0","id":"a","method":"initialize","params":{"clientInfo":{"name":"live","version":"9"},"protocolVersion":"2025-11-25","capabilities":{"roots":{"listChanged":true}}}}`
+	liveInited = `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+	liveRoots  = `{"jsonrpc":"2.0","id":0,"result":{"roots":[]}}`
+	liveEcho   = func(id, msg string) string {
+		return `{"method":"tools/call","jsonrpc":"2.0","id":` + id + `,"params":{"arguments":{"message":"` + msg + `"},"name":"echo","_meta":{"progressToken":7}}}`
+	}
+	liveList = `{"jsonrpc":"2.0","id":12,"method":"tools/list","params":{}}`
+)
+
+// feed sends each message at t0 and returns the messages sent back.
+func feed(t *testing.T, e *Engine, msgs ...string) []Output {
+	t.Helper()
+	var out []Output
+	for _, m := range msgs {
+		out = append(out, e.Receive([]byte(m), t0)...)
+	}
+	return out
+}
+
+func texts(out []Output) []string {
+	s := make([]string, len(out))
+	for i, o := range out {
+		s[i] = string(o.Msg)
+	}
+	return s
+}
+
+func mustEngine(t *testing.T, x *tape.Index, o Options) *Engine {
+	t.Helper()
+	e, err := NewEngine(x, o)
+	if err != nil {
+		t.Fatalf("NewEngine: %v", err)
+	}
+	return e
+}
+
+func TestEngineStrictSession(t *testing.T) {
+	e := mustEngine(t, sessionTape(t), Options{})
+	got := texts(feed(t, e, liveInit, liveInited, liveRoots, liveEcho("10", "hi"), liveEcho("11", "hi"), liveList))
+	want := []string{
+		`{"jsonrpc":"2.0","id":"a","result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"srv","version":"1"}}}`,
+		`{"jsonrpc":"2.0","id":0,"method":"roots/list"}`,
+		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"echoing"}}`,
+		`{"jsonrpc":"2.0","id":10,"result":{"content":[{"type":"text","text":"hi 1"}]}}`,
+		`{"jsonrpc":"2.0","id":11,"result":{"content":[{"type":"text","text":"hi 2"}]}}`,
+		`{"jsonrpc":"2.0","id":12,"result":{"tools":[]}}`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("outputs:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	r := e.Report()
+	if err := r.Err(); err != nil || r.Matched != 4 || len(r.Unused) != 0 {
+		t.Fatalf("report: err %v matched %d unused %v, want nil 4 none", err, r.Matched, r.Unused)
+	}
+}
+
+func TestEngineStrictMismatch(t *testing.T) {
+	e := mustEngine(t, sessionTape(t), Options{})
+	out := feed(t, e, liveInit, liveInited, liveRoots, liveEcho("10", "bye"))
+	last := out[len(out)-1]
+	var resp struct {
+		ID    int `json:"id"`
+		Error struct {
+			Code    int        `json:"code"`
+			Message string     `json:"message"`
+			Data    Divergence `json:"data"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(last.Msg, &resp); err != nil {
+		t.Fatalf("divergence response %s: %v", last.Msg, err)
+	}
+	if resp.ID != 10 || resp.Error.Code != CodeDiverged {
+		t.Fatalf("divergence response %s: want id 10 and code %d", last.Msg, CodeDiverged)
+	}
+	for _, want := range []string{"replay mismatch for server 's'", `request tools/call {"arguments":{"message":"bye"}`, `did not match next expected tools/call {"name":"echo","arguments":{"message":"hi"}}`, `/params/arguments/message: expected "hi", got "bye"`} {
+		if !strings.Contains(resp.Error.Message, want) {
+			t.Errorf("divergence message %q lacks %q", resp.Error.Message, want)
+		}
+	}
+	d := resp.Error.Data
+	if d.Reason != ReasonMismatch || d.Expected != 5 || d.ExpectedLine != 6 || len(d.Diff) != 1 || d.Diff[0].Path != "/params/arguments/message" || d.Diff[0].Expected != "hi" || d.Diff[0].Actual != "bye" {
+		t.Fatalf("divergence data %+v", d)
+	}
+	r := e.Report()
+	if err := r.Err(); !errors.Is(err, ErrDiverged) || len(r.Divergences) != 1 || len(r.Unused) != 3 {
+		t.Fatalf("report err %v, %d divergences, %d unused; want ErrDiverged, 1, 3", err, len(r.Divergences), len(r.Unused))
+	}
+}
+
+func TestEngineUnusedAndIgnore(t *testing.T) {
+	e := mustEngine(t, sessionTape(t), Options{})
+	feed(t, e, liveInit, liveInited, liveRoots, liveEcho("10", "hi"))
+	r := e.Report()
+	if len(r.Unused) != 2 || r.Unused[0].Line != 9 || r.Unused[1].Method != "tools/list" {
+		t.Fatalf("unused %+v, want lines 9 and 11", r.Unused)
+	}
+	if err := r.Err(); err == nil || !strings.Contains(err.Error(), "2 unused recorded requests") {
+		t.Fatalf("report error %v", err)
+	}
+
+	p, _ := tape.ParsePath("params.arguments.message")
+	e = mustEngine(t, sessionTape(t), Options{Ignore: []tape.Path{p}})
+	out := feed(t, e, liveInit, liveInited, liveRoots, liveEcho("10", "changes every run"))
+	if last := string(out[len(out)-1].Msg); last != `{"jsonrpc":"2.0","id":10,"result":{"content":[{"type":"text","text":"hi 1"}]}}` {
+		t.Fatalf("with --ignore the call did not match: %s", last)
+	}
+}
+
+func TestEngineKeyedAndLoose(t *testing.T) {
+	tests := []struct {
+		mode      Mode
+		msgs      []string
+		want      []string // substrings of each output, in order
+		reportErr bool
+	}{
+		{Keyed, []string{liveList, liveEcho("1", "hi"), liveEcho("2", "hi")},
+			[]string{`"id":12,"result":{"tools":[]}`, `"id":1,"result":{"content":[{"type":"text","text":"hi 1"}]}`, `"text":"hi 2"`}, true /* initialize unused */},
+		{Keyed, []string{liveEcho("1", "hi"), liveEcho("2", "hi"), liveEcho("3", "hi"), liveEcho("4", "new")},
+			[]string{`hi 1`, `hi 2`, `"code":-32090,"message":"replay mismatch for server 's': request tools/call {\"arguments\":{\"message\":\"hi\"},\"name\":\"echo\",\"_meta\":{\"progressToken\":7}} was sent more often than recorded`, `"reason":"unknown"`}, true},
+		{Loose, []string{liveInit, liveEcho("1", "hi"), liveEcho("2", "hi"), liveEcho("3", "hi"), liveEcho("4", "new"), liveList},
+			[]string{`2025-11-25`, `hi 1`, `hi 2`, `"id":3,"result":{"content":[{"type":"text","text":"hi 2"}]}`, `"id":4,"error":{"code":-32091`, `"tools":[]`}, false},
+	}
+	for _, tt := range tests {
+		e := mustEngine(t, sessionTape(t), Options{Mode: tt.mode})
+		got := texts(feed(t, e, tt.msgs...))
+		var msgs []string
+		for _, g := range got {
+			if !strings.Contains(g, "roots/list") && !strings.Contains(g, "notifications/message") {
+				msgs = append(msgs, g)
+			}
+		}
+		if len(msgs) != len(tt.want) {
+			t.Fatalf("%v: outputs\n%s\nwant %d", tt.mode, strings.Join(msgs, "\n"), len(tt.want))
+		}
+		for i, w := range tt.want {
+			if !strings.Contains(msgs[i], w) {
+				t.Errorf("%v: output %d = %s, want it to contain %s", tt.mode, i, msgs[i], w)
+			}
+		}
+		r := e.Report()
+		if (r.Err() != nil) != tt.reportErr {
+			t.Errorf("%v: report error %v, want error %v", tt.mode, r.Err(), tt.reportErr)
+		}
+	}
+}
+
+func TestEngineDiscoverAndPing(t *testing.T) {
+	for _, mode := range []Mode{Strict, Keyed} {
+		e := mustEngine(t, sessionTape(t), Options{Mode: mode})
+		got := texts(feed(t, e,
+			`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+			`{"jsonrpc":"2.0","id":2,"method":"ping"}`,
+			liveInit))
+		if !strings.Contains(got[0], `"id":1,"error":{"code":-32601`) || got[1] != `{"jsonrpc":"2.0","id":2,"result":{}}` || !strings.Contains(got[2], `"id":"a","result"`) {
+			t.Fatalf("%v: outputs %q", mode, got)
+		}
+		if len(e.Divergences()) != 0 {
+			t.Fatalf("%v: a discover probe or ping diverged: %+v", mode, e.Divergences())
+		}
+	}
+}
+
+func TestEngineOutOfOrderResponses(t *testing.T) {
+	x := buildIndex(t,
+		line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}`},
+		line{send, 10, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fast"}}`},
+		line{recv, 20, `{"jsonrpc":"2.0","id":2,"result":{"r":"fast"}}`},
+		line{recv, 900, `{"jsonrpc":"2.0","id":1,"result":{"r":"slow"}}`},
+	)
+	e := mustEngine(t, x, Options{})
+	got := texts(feed(t, e,
+		`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"slow"}}`,
+		`{"jsonrpc":"2.0","id":"y","method":"tools/call","params":{"name":"fast"}}`))
+	want := []string{`{"jsonrpc":"2.0","id":"x","result":{"r":"slow"}}`, `{"jsonrpc":"2.0","id":"y","result":{"r":"fast"}}`}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("outputs %q, want %q", got, want)
+	}
+	// At speed 1 the recorded latencies put the fast answer first.
+	e = mustEngine(t, x, Options{Speed: 1})
+	if out := e.Receive([]byte(`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"slow"}}`), t0); len(out) != 0 {
+		t.Fatalf("at speed 1 the slow answer came at once: %q", texts(out))
+	}
+	e.Receive([]byte(`{"jsonrpc":"2.0","id":"y","method":"tools/call","params":{"name":"fast"}}`), t0.Add(10*time.Millisecond))
+	if due, _ := e.NextDue(); !due.Equal(t0.Add(20 * time.Millisecond)) {
+		t.Fatalf("NextDue %v, want +20ms", due)
+	}
+	got = texts(e.Poll(t0.Add(20 * time.Millisecond)))
+	if len(got) != 1 || !strings.Contains(got[0], "fast") {
+		t.Fatalf("Poll at +20ms: %q, want the fast answer", got)
+	}
+	got = texts(e.Poll(t0.Add(900 * time.Millisecond)))
+	if len(got) != 1 || !strings.Contains(got[0], "slow") {
+		t.Fatalf("Poll at +900ms: %q, want the slow answer", got)
+	}
+}
+
+func TestEngineSpeedNotifications(t *testing.T) {
+	x := buildIndex(t,
+		line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"long"}}`},
+		line{recv, 100, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`},
+		line{recv, 200, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":2}}`},
+		line{recv, 400, `{"jsonrpc":"2.0","id":1,"result":{}}`},
+	)
+	e := mustEngine(t, x, Options{Speed: 2})
+	req := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"long"}}`
+	if out := e.Receive([]byte(req), t0); len(out) != 0 {
+		t.Fatalf("outputs at once at speed 2: %q", texts(out))
+	}
+	for _, step := range []struct {
+		ms   int
+		want string
+	}{{49, ""}, {50, `"progress":1`}, {100, `"progress":2`}, {199, ""}, {200, `"id":5,"result"`}} {
+		got := texts(e.Poll(t0.Add(time.Duration(step.ms) * time.Millisecond)))
+		if step.want == "" && len(got) != 0 || step.want != "" && (len(got) != 1 || !strings.Contains(got[0], step.want)) {
+			t.Errorf("Poll at %dms: %q, want %q", step.ms, got, step.want)
+		}
+	}
+}
+
+func TestEngineCancellation(t *testing.T) {
+	x := buildIndex(t,
+		line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}`},
+		line{send, 50, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"user"}}`},
+		line{recv, 60, `{"jsonrpc":"2.0","id":1,"result":{"late":true}}`},
+		line{send, 70, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}}`},
+		line{recv, 500, `{"jsonrpc":"2.0","id":2,"result":{"late":false}}`},
+	)
+	e := mustEngine(t, x, Options{})
+	if out := feed(t, e, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow"}}`); len(out) != 0 {
+		t.Fatalf("a request cancelled on the tape was answered before its cancellation: %q", texts(out))
+	}
+	got := texts(feed(t, e, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`))
+	if len(got) != 1 || got[0] != `{"jsonrpc":"2.0","id":7,"result":{"late":true}}` {
+		t.Fatalf("after the cancellation: %q, want the late response with id 7", got)
+	}
+	// At a speed, a live cancellation drops a response not yet sent.
+	e = mustEngine(t, x, Options{Speed: 1})
+	out := e.Receive([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow"}}`), t0)
+	out = append(out, e.Receive([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`), t0)...)
+	out = append(out, e.Receive([]byte(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"slow"}}`), t0)...)
+	out = append(out, e.Receive([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":8}}`), t0.Add(time.Millisecond))...)
+	out = append(out, e.Poll(t0.Add(time.Hour))...)
+	if got := texts(out); len(got) != 1 || !strings.Contains(got[0], `"id":7`) {
+		t.Fatalf("after cancelling 8: %q, want only the late answer to 7", got)
+	}
+}
+
+func TestEngineServerRequests(t *testing.T) {
+	x := buildIndex(t,
+		line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sample"}}`},
+		line{recv, 10, `{"jsonrpc":"2.0","id":0,"method":"sampling/createMessage","params":{"maxTokens":5}}`},
+		line{recv, 11, `{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"message":"ok?"}}`},
+		line{send, 20, `{"jsonrpc":"2.0","id":0,"result":{"content":{"type":"text","text":"yes"}}}`},
+		line{send, 21, `{"jsonrpc":"2.0","id":1,"result":{"action":"accept"}}`},
+		line{recv, 30, `{"jsonrpc":"2.0","id":1,"result":{"done":true}}`},
+		line{send, 40, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sample"}}`},
+		line{recv, 50, `{"jsonrpc":"2.0","id":0,"method":"sampling/createMessage","params":{"maxTokens":5}}`},
+		line{send, 60, `{"jsonrpc":"2.0","id":0,"result":{"content":{"type":"text","text":"yes"}}}`},
+		line{recv, 70, `{"jsonrpc":"2.0","id":2,"result":{"done":true}}`},
+	)
+	e := mustEngine(t, x, Options{})
+	got := texts(feed(t, e, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sample"}}`))
+	// The client's response must arrive before the recorded final answer,
+	// which was recorded after the client's replies.
+	want := []string{`{"jsonrpc":"2.0","id":0,"method":"sampling/createMessage","params":{"maxTokens":5}}`, `{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"message":"ok?"}}`, `{"jsonrpc":"2.0","id":1,"result":{"done":true}}`}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("outputs:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// While sampling id 0 is outstanding, the tape's next server request
+	// with id 0 gets another id.
+	got = texts(feed(t, e, `{"jsonrpc":"2.0","id":1,"result":{"action":"decline"}}`, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sample"}}`))
+	if len(got) < 2 || got[1] != `{"jsonrpc":"2.0","id":"tapedeck-1","method":"sampling/createMessage","params":{"maxTokens":5}}` {
+		t.Fatalf("outputs %q: want the second sampling request with id \"tapedeck-1\"", got)
+	}
+	divs := e.Divergences()
+	if len(divs) != 1 || divs[0].Reason != ReasonReply || divs[0].Diff[0].Path != "/result/action" || divs[0].Resolution != NotAnswered {
+		t.Fatalf("divergences %+v, want the declined elicitation reported (and the reply to an unsent request)", divs)
+	}
+	if got[0] != "" || divs[0].Message == "" {
+		t.Fatalf("the reply divergence should come as an output without a message, with a text: %q %q", got[0], divs[0].Message)
+	}
+	feed(t, e, `{"jsonrpc":"2.0","id":"tapedeck-1","result":{"content":{"type":"text","text":"yes"}}}`, `{"jsonrpc":"2.0","id":99,"result":{}}`)
+	if divs = e.Divergences(); len(divs) != 2 || divs[1].Reason != ReasonUnexpected {
+		t.Fatalf("divergences %+v, want a reply to an unknown id reported", divs)
+	}
+}
+
+func TestEngineInputRequiredChain(t *testing.T) {
+	x := buildIndex(t,
+		line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"book","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`},
+		line{recv, 10, `{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{"q":{"method":"elicitation/create","params":{"message":"when?"}}}}}`},
+		line{send, 20, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"book","inputResponses":{"q":{"action":"accept","content":{"day":"mon"}}}}}`},
+		line{recv, 30, `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"booked mon"}]}}`},
+	)
+	if p := x.Pair(2); p.ChainPrev != 1 {
+		t.Fatalf("fixture: the retry's ChainPrev = %d, want 1", p.ChainPrev)
+	}
+	e := mustEngine(t, x, Options{})
+	got := texts(feed(t, e,
+		`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"book","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"x"}}}}`,
+		`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"book","inputResponses":{"q":{"action":"accept","content":{"day":"mon"}}}}}`))
+	if len(got) != 2 || !strings.Contains(got[0], `"id":10,"result":{"resultType":"input_required"`) || !strings.Contains(got[1], `"id":11,"result":{"content":[{"type":"text","text":"booked mon"}]}`) {
+		t.Fatalf("chain outputs %q", got)
+	}
+	e = mustEngine(t, x, Options{})
+	got = texts(feed(t, e,
+		`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"book"}}`,
+		`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"book","inputResponses":{"q":{"action":"accept","content":{"day":"tue"}}}}}`))
+	if !strings.Contains(got[1], `-32090`) || !strings.Contains(got[1], `/params/inputResponses/q/content/day`) {
+		t.Fatalf("a retry with other input should diverge: %q", got)
+	}
+}
+
+func TestEngineHoldResolutions(t *testing.T) {
+	start := []string{liveInit, liveInited, liveRoots}
+	tests := []struct {
+		res  Resolution
+		want string
+	}{
+		{SendError, `"id":10,"error":{"code":-32090`},
+		{AnswerRecorded, `{"jsonrpc":"2.0","id":10,"result":{"content":[{"type":"text","text":"hi 1"}]}}`},
+		// Skipping both echo calls leaves tools/list, which matches.
+		{SkipRecorded, `"id":10,"error":{"code":-32090`},
+	}
+	for _, tt := range tests {
+		e := mustEngine(t, sessionTape(t), Options{Hold: true})
+		feed(t, e, start...)
+		out := feed(t, e, liveEcho("10", "bye"))
+		if len(out) != 1 || out[0].Msg != nil || out[0].Divergence == nil || out[0].Divergence.Resolution != Pending {
+			t.Fatalf("%v: held divergence output %+v", tt.res, out)
+		}
+		got, err := e.Resolve(out[0].Divergence.ID, tt.res, t0)
+		if err != nil {
+			t.Fatalf("%v: Resolve: %v", tt.res, err)
+		}
+		if tt.res == SkipRecorded {
+			// The next expected request is the second echo: still a mismatch, held again.
+			if len(got) != 1 || got[0].Divergence == nil || got[0].Divergence.Expected != 8 {
+				t.Fatalf("skip: outputs %+v, want a new held divergence against seq 8", got)
+			}
+			got, _ = e.Resolve(got[0].Divergence.ID, SendError, t0)
+		}
+		if len(got) == 0 || !strings.Contains(string(got[len(got)-1].Msg), tt.want) {
+			t.Fatalf("%v: outputs %q, want %s", tt.res, texts(got), tt.want)
+		}
+		if _, err := e.Resolve(out[0].Divergence.ID, SendError, t0); err == nil {
+			t.Fatalf("%v: resolving twice: no error", tt.res)
+		}
+	}
+}
+
+func TestEngineServers(t *testing.T) {
+	x1 := buildIndexServer(t, "alpha", line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"ping"}`})
+	if e := mustEngine(t, x1, Options{}); e.Server() != "alpha" {
+		t.Fatalf("Server() = %q", e.Server())
+	}
+	if _, err := NewEngine(x1, Options{Server: "beta"}); err == nil || !strings.Contains(err.Error(), `expected one of "alpha"`) {
+		t.Fatalf("unknown server error: %v", err)
+	}
+}
+
+func TestEngineParseError(t *testing.T) {
+	e := mustEngine(t, sessionTape(t), Options{})
+	got := texts(feed(t, e, `not json`))
+	if len(got) != 1 || !strings.Contains(got[0], `"id":null,"error":{"code":-32700`) {
+		t.Fatalf("outputs %q", got)
+	}
+}

@@ -1,0 +1,161 @@
+package replay
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// StdioOptions configure ServeStdio.
+type StdioOptions struct {
+	// Now is the clock; nil means time.Now. Only this edge reads it.
+	Now func() time.Time
+	// OnDivergence, if not nil, is called with each divergence as it happens.
+	OnDivergence func(Divergence)
+}
+
+// ServeStdio runs e as a stdio MCP server: one JSON-RPC message a line read
+// from r, the engine's outputs written to w, each at its time. It returns
+// when r ends (after sending what is due), when ctx is done, or on a write
+// error.
+func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o StdioOptions) error {
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	if e.opts.Speed <= 0 {
+		return serveInstant(ctx, e, r, w, o, now)
+	}
+	lines := make(chan []byte, 256)
+	readErr := make(chan error, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		br := bufio.NewReaderSize(r, 64<<10)
+		for {
+			line, err := br.ReadBytes('\n')
+			if len(bytes.TrimSpace(line)) > 0 {
+				select {
+				case lines <- line:
+				case <-stop:
+					return
+				}
+			}
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					err = nil
+				}
+				readErr <- err
+				return
+			}
+		}
+	}()
+
+	bw := bufio.NewWriterSize(w, 64<<10)
+	write := func(out []Output) error { return writeOutputs(bw, out, o) }
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		var tick <-chan time.Time
+		if due, ok := e.NextDue(); ok {
+			d := due.Sub(now())
+			if timer == nil {
+				timer = time.NewTimer(d)
+			} else {
+				timer.Reset(d)
+			}
+			tick = timer.C
+		}
+		select {
+		case <-ctx.Done():
+			return bw.Flush()
+		case line := <-lines:
+			if err := write(e.Receive(line, now())); err != nil {
+				return err
+			}
+			// Flush only when no more input waits: pipelined requests
+			// share one write.
+			if len(lines) == 0 {
+				if err := bw.Flush(); err != nil {
+					return err
+				}
+			}
+		case <-tick:
+			if err := write(e.Poll(now())); err != nil {
+				return err
+			}
+			if err := bw.Flush(); err != nil {
+				return err
+			}
+		case err := <-readErr:
+			// Drain lines read before the end.
+			for len(lines) > 0 {
+				if werr := write(e.Receive(<-lines, now())); werr != nil {
+					return werr
+				}
+			}
+			if werr := write(e.Poll(now())); werr != nil {
+				return werr
+			}
+			if ferr := bw.Flush(); ferr != nil {
+				return ferr
+			}
+			return err
+		}
+	}
+}
+
+func writeOutputs(bw *bufio.Writer, out []Output, o StdioOptions) error {
+	for _, m := range out {
+		if m.Divergence != nil && o.OnDivergence != nil && m.Divergence.Resolution != Pending {
+			o.OnDivergence(*m.Divergence)
+		}
+		if m.Msg == nil {
+			continue
+		}
+		bw.Write(m.Msg)
+		if err := bw.WriteByte('\n'); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serveInstant is ServeStdio at speed 0: nothing is ever queued for later,
+// so one loop reads, answers and writes, with no goroutine hop per message.
+// ctx is checked between messages; a read in progress ends with the input.
+func serveInstant(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o StdioOptions, now func() time.Time) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	for {
+		if ctx.Err() != nil {
+			return bw.Flush()
+		}
+		line, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			if werr := writeOutputs(bw, e.Receive(line, now()), o); werr != nil {
+				return werr
+			}
+		}
+		// Flush only when no more input is buffered: pipelined requests
+		// share one write.
+		if br.Buffered() == 0 || err != nil {
+			if ferr := bw.Flush(); ferr != nil {
+				return ferr
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
+}

@@ -1,0 +1,46 @@
+package replay
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// t0 is the first timestamp of the test tapes.
+var t0 = time.Date(2026, 5, 16, 12, 0, 0, 0, time.UTC)
+
+// line is one message of a test tape: dir, milliseconds after t0, JSON.
+type line struct {
+	dir tape.Dir
+	ms  int
+	msg string
+}
+
+// buildIndex writes lines as a tape for server "s" and indexes it.
+func buildIndex(t testing.TB, lines ...line) *tape.Index {
+	t.Helper()
+	return buildIndexServer(t, "s", lines...)
+}
+
+func buildIndexServer(t testing.TB, server string, lines ...line) *tape.Index {
+	t.Helper()
+	var buf bytes.Buffer
+	w := tape.NewWriter(&buf)
+	for _, l := range lines {
+		if err := w.Write([]byte(l.msg), tape.Meta{Dir: l.dir, Server: server, Time: t0.Add(time.Duration(l.ms) * time.Millisecond)}); err != nil {
+			t.Fatalf("write tape line %s: %v", l.msg, err)
+		}
+	}
+	x := tape.NewIndex(bytes.NewReader(buf.Bytes()))
+	if err := x.Extend(int64(buf.Len()), nil); err != nil {
+		t.Fatalf("index tape: %v", err)
+	}
+	return x
+}
+
+const (
+	send = tape.DirSend
+	recv = tape.DirRecv
+)

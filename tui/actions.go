@@ -1,0 +1,278 @@
+package tui
+
+import (
+	"fmt"
+	"sort"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/tapedeck/tapedeck/replay"
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// runFilter starts matching f in the background.
+func (m *Model) runFilter(f Filter) tea.Cmd {
+	gen := m.filterGen.Add(1)
+	return filterCmd(m.x, f, gen, m.filterGen)
+}
+
+func (m Model) filterDone(msg filterDoneMsg) (tea.Model, tea.Cmd) {
+	if msg.gen != m.filterGen.Load() || msg.x != m.x {
+		return m, nil
+	}
+	m.filter = msg.filter
+	m.timeline.SetMatches(msg.matches)
+	if len(msg.matches) == 0 {
+		m.notice, m.noticeOK = fmt.Sprintf("filter %q: no match", msg.filter.Query), false
+		return m, nil
+	}
+	m.notice, m.noticeOK = fmt.Sprintf("filter %q: %d matches (n/N next/previous, f only matches, esc clears)", msg.filter.Query, len(msg.matches)), true
+	if !m.timeline.isMatch(m.timeline.Cursor()) {
+		return m.nextMatch(1), nil
+	}
+	m.showCursor()
+	return m, nil
+}
+
+// nextMatch moves the cursor to the next (1) or previous (-1) match.
+func (m Model) nextMatch(dir int) Model {
+	ms := m.timeline.Matches()
+	if len(ms) == 0 {
+		m.notice, m.noticeOK = "no filter: / sets one", false
+		return m
+	}
+	cur := m.timeline.Cursor()
+	var seq int
+	if dir > 0 {
+		i := sort.SearchInts(ms, cur+1)
+		if i == len(ms) {
+			i = 0 // wrap around
+		}
+		seq = ms[i]
+	} else {
+		i := sort.SearchInts(ms, cur) - 1
+		if i < 0 {
+			i = len(ms) - 1
+		}
+		seq = ms[i]
+	}
+	m.selectSeq(seq)
+	return m
+}
+
+func (m Model) toggleOnlyMatches() Model {
+	if m.timeline.Matches() == nil {
+		m.notice, m.noticeOK = "no filter: / sets one", false
+		return m
+	}
+	m.timeline.SetOnlyMatches(!m.timeline.OnlyMatches())
+	m.showCursor()
+	return m
+}
+
+func (m Model) clearFilter() Model {
+	if m.filter.Empty() {
+		return m
+	}
+	m.filterGen.Add(1)
+	m.filter = Filter{}
+	cur := m.timeline.Cursor()
+	m.timeline.SetMatches(nil)
+	m.selectSeq(cur)
+	m.notice, m.noticeOK = "filter cleared", true
+	return m
+}
+
+// jumpPartner moves the cursor to the other message of a request/response pair.
+func (m Model) jumpPartner() Model {
+	seq := m.timeline.Cursor()
+	if seq < 0 {
+		return m
+	}
+	p := m.x.Pair(seq)
+	if p.Partner < 0 {
+		m.notice, m.noticeOK = fmt.Sprintf("#%d has no partner", seq), false
+		return m
+	}
+	if m.timeline.OnlyMatches() && !m.timeline.isMatch(p.Partner) {
+		m.timeline.SetOnlyMatches(false)
+	}
+	m.selectSeq(p.Partner)
+	return m
+}
+
+// copyMessage puts the message under the cursor, as it crossed the wire, on
+// the clipboard through OSC 52.
+func (m Model) copyMessage() (tea.Model, tea.Cmd) {
+	seq := m.timeline.Cursor()
+	if seq < 0 {
+		return m, nil
+	}
+	e, err := m.x.Message(seq)
+	if err != nil {
+		m.notice, m.noticeOK = err.Error(), false
+		return m, nil
+	}
+	body := e.Raw
+	if e.Kind != tape.KindInvalid {
+		body = tape.StripMeta(e.Raw)
+	}
+	m.notice, m.noticeOK = fmt.Sprintf("copied #%d (%s) to the clipboard", seq, sizeText(len(body))), true
+	return m, tea.SetClipboard(string(body))
+}
+
+func (m Model) promptSubmit(msg promptSubmitMsg) (tea.Model, tea.Cmd) {
+	if msg.kind == promptFilter {
+		return m.applyFilter(msg.text)
+	}
+	c, err := parseCommand(msg.text)
+	if err != nil {
+		m.notice, m.noticeOK = err.Error(), false
+		return m, nil
+	}
+	return m.runCommand(c)
+}
+
+func (m Model) applyFilter(q string) (tea.Model, tea.Cmd) {
+	f, err := ParseFilter(q)
+	if err != nil {
+		m.notice, m.noticeOK = err.Error(), false
+		return m, nil
+	}
+	if f.Empty() {
+		return m.clearFilter(), nil
+	}
+	m.notice, m.noticeOK = "filtering…", true
+	return m, m.runFilter(f)
+}
+
+// runCommand carries out a ":" command.
+func (m Model) runCommand(c command) (tea.Model, tea.Cmd) {
+	switch c.name {
+	case "quit":
+		return m.quit()
+	case "goto":
+		if c.atSet {
+			m.ctl.SeekTime(c.at)
+		} else {
+			if c.seq >= m.x.Len() {
+				m.notice, m.noticeOK = fmt.Sprintf("goto %d: the tape has %d messages (0 to %d)", c.seq, m.x.Len(), m.x.Len()-1), false
+				return m, nil
+			}
+			m.ctl.Seek(c.seq)
+		}
+		m.selectSeq(m.ctl.Position())
+		m.syncPlayback()
+		return m, m.live.deliveredCmd([]int{m.ctl.Position() - 1})
+	case "break":
+		b, err := replay.ParseBreakpoint(c.arg)
+		if err != nil {
+			m.notice, m.noticeOK = err.Error(), false
+			return m, nil
+		}
+		id, err := m.ctl.AddBreakpoint(b)
+		if err != nil {
+			m.notice, m.noticeOK = err.Error(), false
+			return m, nil
+		}
+		m.notice, m.noticeOK = fmt.Sprintf("breakpoint %d: %s", id, b), true
+		m.syncPlayback()
+		return m, nil
+	case "delete":
+		for _, b := range m.ctl.Breakpoints() {
+			if b.ID == c.seq {
+				m.ctl.RemoveBreakpoint(c.seq)
+				m.notice, m.noticeOK = fmt.Sprintf("breakpoint %d deleted", c.seq), true
+				m.syncPlayback()
+				return m, nil
+			}
+		}
+		m.notice, m.noticeOK = fmt.Sprintf("delete %d: no such breakpoint (B lists them)", c.seq), false
+		return m, nil
+	case "speed":
+		return m.setSpeed(c.speed)
+	case "filter":
+		return m.applyFilter(c.arg)
+	}
+	return m, nil
+}
+
+// breakpointListKey handles keys while the breakpoint list is open.
+func (m Model) breakpointListKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	k := m.bplist.KeyMap
+	switch {
+	case key.Matches(msg, k.Close):
+		m.bplist.Close()
+	case key.Matches(msg, k.Delete):
+		if b, ok := m.bplist.Selected(); ok {
+			m.ctl.RemoveBreakpoint(b.ID)
+			m.bplist.Open(m.ctl.Breakpoints())
+			m.syncPlayback()
+		}
+	default:
+		m.bplist, _ = m.bplist.Update(msg)
+	}
+	return m, nil
+}
+
+// statusView is the bottom line: the prompt while it is open, else the
+// playback state, the position and the latest notice.
+func (m Model) statusView() string {
+	if m.prompt.IsOpen() {
+		return m.prompt.View()
+	}
+	s := m.styles
+	var segs []string
+	if m.ctl.Playing() {
+		segs = append(segs, s.Status.Playing.Render("▶ playing"))
+	} else {
+		segs = append(segs, s.Status.Paused.Render("❚❚ paused"))
+	}
+	segs = append(segs,
+		s.Status.Segment.Render(fmt.Sprintf("%d/%d", m.ctl.Position(), m.x.Len())),
+		s.Status.Segment.Render("t "+m.tapeClock()),
+		s.Status.Segment.Render("speed "+speedText(m.ctl.Speed())),
+	)
+	if n := len(m.ctl.Breakpoints()); n > 0 || m.hits > 0 {
+		segs = append(segs, s.Status.Segment.Render(fmt.Sprintf("bp %d · hits %d", n, m.hits)))
+	}
+	if m.live.active() {
+		st := s.Status.Segment
+		if m.live.diverged() {
+			st = s.Status.Alert
+		}
+		segs = append(segs, st.Render("client: "+m.live.state()))
+	}
+	if m.loading {
+		pct := 0.0
+		if m.loadTotal > 0 {
+			pct = float64(m.loaded) / float64(m.loadTotal)
+		}
+		segs = append(segs, s.Status.Segment.Render(fmt.Sprintf("indexing %3.0f%% ", pct*100)+m.bar.ViewAs(pct)))
+	}
+	if m.timeline.Matches() != nil {
+		segs = append(segs, s.Status.Segment.Render(fmt.Sprintf("/%s: %d", m.filter.Query, len(m.timeline.Matches()))))
+	}
+	if m.notice != "" {
+		st := s.Status.Info
+		if !m.noticeOK {
+			st = s.Status.Alert
+		}
+		segs = append(segs, st.Render(m.notice))
+	}
+	line := ""
+	for _, seg := range segs {
+		line += seg
+	}
+	right := s.Status.Info.Render("? help")
+	return padStatus(line, right, m.width, s)
+}
+
+func padStatus(left, right string, w int, s *Styles) string {
+	lw, rw := lipglossWidth(left), lipglossWidth(right)
+	if lw+rw > w {
+		return padANSI(left, w)
+	}
+	return left + s.Status.Bar.Render(spaces(w-lw-rw)) + right
+}

@@ -1,0 +1,705 @@
+package tui
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/progress"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/tapedeck/tapedeck/replay"
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// Options configure the app.
+type Options struct {
+	// Name is the tape's name in the title bar.
+	Name string
+	// Path is the tape's file, needed to follow it; empty for a tape in memory.
+	Path string
+	// Size is how many bytes of the tape to index in the background at start;
+	// 0 when the index passed to New is already built.
+	Size int64
+	// Follow tails a tape still being recorded: new messages appear as they
+	// are written, and a truncated or replaced file is reloaded.
+	Follow bool
+	// Light starts with the light theme, before the terminal reports its
+	// background colour.
+	Light bool
+	// Now is the clock; nil means time.Now. Tests inject a fake one.
+	Now func() time.Time
+	// Live, when set, is a live client session (tapedeck debug).
+	Live Live
+}
+
+// lowerView is what the lower pane shows.
+type lowerView int
+
+const (
+	viewMessage lowerView = iota
+	viewPair
+	viewStats
+	viewDiff
+)
+
+var viewNames = [...]string{"1 message", "2 pairing", "3 stats", "diff"}
+
+// focus is which pane has the keyboard.
+type focus int
+
+const (
+	focusTimeline focus = iota
+	focusLower
+)
+
+// speeds are the steps of + and -; 0 is instant and comes after the fastest.
+var speeds = []float64{0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 0}
+
+// Model is the debugger: the program's root and its only tea.Model. Build it
+// with New and run it with tea.NewProgram.
+type Model struct {
+	KeyMap KeyMap
+
+	opts   Options
+	styles *Styles
+	x      *tape.Index
+	ctl    *replay.Controller
+	now    func() time.Time
+	tick   func(time.Duration, func(time.Time) tea.Msg) tea.Cmd // tea.Tick; tests fake it
+
+	timeline Timeline
+	detail   Detail
+	pairing  Pairing
+	stats    StatsPane
+	prompt   Prompt
+	help     help.Model
+	bar      progress.Model
+	bplist   BreakpointList
+	diff     DiffView
+
+	width, height int
+	focus         focus
+	lower         lowerView
+	showHelp      bool
+
+	loading   bool
+	loadTotal int64
+	loaded    int64
+
+	follow   *fsnotify.Watcher
+	fileInfo os.FileInfo
+
+	filter    Filter
+	filterGen *atomic.Int64
+
+	playGen  int
+	hits     int
+	lastHit  *replay.BreakpointHit
+	statsN   int
+	notice   string
+	noticeOK bool
+	quitting bool
+	knownLen int // the index's length when last seen, to follow its end
+
+	live liveState
+}
+
+// New returns the debugger over x. When opts.Size is set, x is indexed in
+// the background from Init on.
+func New(x *tape.Index, opts Options) Model {
+	s := NewStyles(!opts.Light)
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	m := Model{
+		KeyMap:    DefaultKeyMap(),
+		opts:      opts,
+		styles:    s,
+		x:         x,
+		now:       now,
+		tick:      tea.Tick,
+		timeline:  NewTimeline(x, s),
+		detail:    NewDetail(s),
+		pairing:   NewPairing(s),
+		stats:     NewStatsPane(s),
+		prompt:    NewPrompt(s),
+		help:      help.New(),
+		bar:       progress.New(progress.WithWidth(24), progress.WithoutPercentage(), progress.WithColors(lipgloss.Color("#58a6ff"))),
+		bplist:    NewBreakpointList(s),
+		diff:      NewDiffView(s),
+		filterGen: new(atomic.Int64),
+		loading:   opts.Size > 0,
+		loadTotal: opts.Size,
+		statsN:    -1,
+		knownLen:  x.Len(),
+	}
+	m.help.Styles = s.Help
+	m.ctl = replay.NewController(x)
+	m.ctl.SetSpeed(1, now())
+	if opts.Follow {
+		m.ctl.Seek(x.Len()) // a growing tape is watched, not replayed: all delivered
+	}
+	m.timeline.Focus()
+	m.live.init(opts.Live)
+	m.syncPlayback()
+	return m
+}
+
+// Init starts the background work: indexing, the terminal's background
+// colour query, following, and the live session.
+func (m Model) Init() tea.Cmd {
+	cmds := []tea.Cmd{tea.RequestBackgroundColor}
+	if m.loading {
+		cmds = append(cmds, indexCmd(m.x, 0, m.loadTotal, !m.opts.Follow))
+	} else if m.opts.Follow && m.opts.Path != "" {
+		cmds = append(cmds, startFollow(m.opts.Path))
+	}
+	cmds = append(cmds, m.live.initCmd())
+	return tea.Batch(cmds...)
+}
+
+// Update routes a message in a fixed order: resize, theme, keys (prompt and
+// overlays first, then global keys, then the focused pane), mouse, app
+// messages; anything else goes to the focused pane only.
+func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		return m.resize(msg.Width, msg.Height), nil
+	case tea.BackgroundColorMsg:
+		return m.setTheme(msg.IsDark()), nil
+	case tea.KeyPressMsg:
+		return m.handleKey(msg)
+	case tea.MouseClickMsg:
+		return m.handleClick(msg.Mouse())
+	case tea.MouseWheelMsg:
+		return m.handleWheel(msg)
+	case indexedMsg:
+		return m.indexed(msg)
+	case followStartedMsg:
+		return m.followStarted(msg)
+	case fileChangedMsg:
+		return m.fileChanged(msg)
+	case reloadedMsg:
+		return m.reloaded(msg)
+	case statsDoneMsg:
+		return m.statsDone(msg)
+	case filterDoneMsg:
+		return m.filterDone(msg)
+	case playTickMsg:
+		return m.playTick(msg)
+	case promptSubmitMsg:
+		return m.promptSubmit(msg)
+	case promptCancelMsg:
+		return m, nil
+	case errMsg:
+		m.notice, m.noticeOK = msg.err.Error(), false
+		return m, nil
+	case infoMsg:
+		m.notice, m.noticeOK = string(msg), true
+		return m, nil
+	case liveMsg:
+		return m.liveEvent(msg)
+	}
+	return m.updateFocused(msg)
+}
+
+func (m Model) resize(w, h int) Model {
+	m.width, m.height = w, h
+	th, lh := m.paneHeights()
+	m.timeline.SetSize(w, th)
+	m.detail.SetSize(w, lh)
+	m.pairing.SetSize(w, lh)
+	m.stats.SetSize(w, lh)
+	m.diff.SetSize(w, lh)
+	m.prompt.SetWidth(w)
+	m.help.SetWidth(w - 4)
+	m.showCursor()
+	return m
+}
+
+// paneHeights splits the screen: a title line, the timeline (header and
+// rows), the lower pane's title line, the lower pane, the status line.
+func (m Model) paneHeights() (timeline, lower int) {
+	body := max(m.height-3, 2)
+	timeline = max(body*45/100, 3)
+	lower = max(body-timeline, 1)
+	return timeline, lower
+}
+
+func (m Model) setTheme(dark bool) Model {
+	if m.styles.Dark == dark {
+		return m
+	}
+	s := NewStyles(dark)
+	m.styles = s
+	m.timeline.styles = s
+	m.detail.SetStyles(s)
+	m.pairing.SetStyles(s)
+	m.stats.styles = s
+	if m.stats.stats != nil {
+		m.stats.SetStats(*m.stats.stats)
+	}
+	m.bplist.styles = s
+	m.diff.SetStyles(s)
+	m.prompt = NewPrompt(s)
+	m.prompt.SetWidth(m.width)
+	m.help.Styles = s.Help
+	return m
+}
+
+// handleKey gives the key to the first taker: the open prompt, an overlay,
+// a pending divergence's choice, the global keys, then the focused pane.
+func (m Model) handleKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	if m.prompt.IsOpen() {
+		var cmd tea.Cmd
+		m.prompt, cmd = m.prompt.Update(msg)
+		return m, cmd
+	}
+	if m.showHelp {
+		m.showHelp = false
+		return m, nil
+	}
+	if m.bplist.IsOpen() {
+		return m.breakpointListKey(msg)
+	}
+	if m.live.diverged() {
+		if mm, cmd, ok := m.divergenceKey(msg); ok {
+			return mm, cmd
+		}
+	}
+	m.notice = ""
+	k := m.KeyMap
+	switch {
+	case key.Matches(msg, k.Quit):
+		return m.quit()
+	case key.Matches(msg, k.Help):
+		m.showHelp = true
+		return m, nil
+	case key.Matches(msg, k.SwitchPane):
+		return m.switchPane(), nil
+	case key.Matches(msg, k.Play):
+		return m.togglePlay()
+	case key.Matches(msg, k.StepForward):
+		return m.step(1)
+	case key.Matches(msg, k.StepBack):
+		return m.step(-1)
+	case key.Matches(msg, k.NextRequest):
+		return m.seekRequest(1), nil
+	case key.Matches(msg, k.PrevRequest):
+		return m.seekRequest(-1), nil
+	case key.Matches(msg, k.SpeedUp):
+		return m.changeSpeed(1)
+	case key.Matches(msg, k.SpeedDown):
+		return m.changeSpeed(-1)
+	case key.Matches(msg, k.Breakpoint):
+		return m.toggleBreakpoint(), nil
+	case key.Matches(msg, k.Breakpoints):
+		m.bplist.Open(m.ctl.Breakpoints())
+		return m, nil
+	case key.Matches(msg, k.Search):
+		return m, m.prompt.Open(promptFilter, m.filter.Query)
+	case key.Matches(msg, k.Command):
+		return m, m.prompt.Open(promptCommand, "")
+	case key.Matches(msg, k.NextMatch):
+		return m.nextMatch(1), nil
+	case key.Matches(msg, k.PrevMatch):
+		return m.nextMatch(-1), nil
+	case key.Matches(msg, k.OnlyMatches):
+		return m.toggleOnlyMatches(), nil
+	case key.Matches(msg, k.Partner):
+		return m.jumpPartner(), nil
+	case key.Matches(msg, k.Copy):
+		return m.copyMessage()
+	case key.Matches(msg, k.ViewMessage):
+		return m.setLower(viewMessage)
+	case key.Matches(msg, k.ViewPair):
+		return m.setLower(viewPair)
+	case key.Matches(msg, k.ViewStats):
+		return m.setLower(viewStats)
+	case key.Matches(msg, k.Escape):
+		return m.clearFilter(), nil
+	}
+	if m.focus == focusTimeline && key.Matches(msg, m.timeline.KeyMap.Open) {
+		return m.switchPane(), nil
+	}
+	return m.updateFocused(msg)
+}
+
+// updateFocused gives msg to the focused pane only.
+func (m Model) updateFocused(msg tea.Msg) (tea.Model, tea.Cmd) {
+	var cmd tea.Cmd
+	if m.focus == focusTimeline {
+		before := m.timeline.Cursor()
+		m.timeline, cmd = m.timeline.Update(msg)
+		if m.timeline.Cursor() != before {
+			m.showCursor()
+		}
+		return m, cmd
+	}
+	switch m.lower {
+	case viewMessage:
+		m.detail, cmd = m.detail.Update(msg)
+	case viewPair:
+		m.pairing, cmd = m.pairing.Update(msg)
+	case viewStats:
+		m.stats, cmd = m.stats.Update(msg)
+	case viewDiff:
+		m.diff, cmd = m.diff.Update(msg)
+	}
+	return m, cmd
+}
+
+func (m Model) quit() (tea.Model, tea.Cmd) {
+	m.quitting = true
+	if m.follow != nil {
+		m.follow.Close()
+		m.follow = nil
+	}
+	return m, tea.Batch(m.live.closeCmd(), tea.Quit)
+}
+
+func (m Model) switchPane() Model {
+	if m.focus == focusTimeline {
+		m.focus = focusLower
+		m.timeline.Blur()
+		m.detail.Focus()
+		m.pairing.Focus()
+		m.stats.Focus()
+		m.diff.Focus()
+	} else {
+		m.focus = focusTimeline
+		m.timeline.Focus()
+		m.detail.Blur()
+		m.pairing.Blur()
+		m.stats.Blur()
+		m.diff.Blur()
+	}
+	return m
+}
+
+func (m Model) setLower(v lowerView) (tea.Model, tea.Cmd) {
+	m.lower = v
+	if v == viewStats && m.statsN != m.x.Len() {
+		return m, statsCmd(m.x)
+	}
+	m.showCursor()
+	return m, nil
+}
+
+// showCursor points the lower panes at the message under the cursor.
+func (m *Model) showCursor() {
+	seq := m.timeline.Cursor()
+	switch m.lower {
+	case viewMessage:
+		m.detail.Show(m.x, seq)
+	case viewPair:
+		m.pairing.Show(m.x, seq)
+	}
+}
+
+// selectSeq moves the cursor to seq and shows it.
+func (m *Model) selectSeq(seq int) {
+	m.timeline.Select(seq)
+	m.showCursor()
+}
+
+func (m Model) handleClick(ms tea.Mouse) (tea.Model, tea.Cmd) {
+	th, _ := m.paneHeights()
+	y := ms.Y - 1 // below the title line
+	if ms.Button == tea.MouseLeft && y >= 0 && y < th {
+		if m.timeline.ClickRow(y) {
+			if m.focus != focusTimeline {
+				m = m.switchPane()
+			}
+			m.showCursor()
+		}
+	} else if ms.Button == tea.MouseLeft && y > th && m.focus != focusLower {
+		m = m.switchPane()
+	}
+	return m, nil
+}
+
+func (m Model) handleWheel(msg tea.MouseWheelMsg) (tea.Model, tea.Cmd) {
+	th, _ := m.paneHeights()
+	y := msg.Mouse().Y - 1
+	if y < th {
+		m.timeline, _ = m.timeline.Update(msg)
+		m.showCursor()
+		return m, nil
+	}
+	var cmd tea.Cmd
+	switch m.lower {
+	case viewMessage:
+		m.detail, cmd = m.detail.Update(msg)
+	case viewPair:
+		m.pairing, cmd = m.pairing.Update(msg)
+	case viewStats:
+		m.stats, cmd = m.stats.Update(msg)
+	case viewDiff:
+		m.diff, cmd = m.diff.Update(msg)
+	}
+	return m, cmd
+}
+
+// indexed takes a chunk's result and asks for the next one.
+func (m Model) indexed(msg indexedMsg) (tea.Model, tea.Cmd) {
+	if msg.x != m.x {
+		return m, nil // a tape since replaced
+	}
+	if msg.err != nil {
+		m.loading = false
+		return m, func() tea.Msg { return errMsg{msg.err} }
+	}
+	// The chunk's Cmd already grew the index: compare with the length the
+	// app last saw to know whether the cursor and the position were at the end.
+	atEnd := m.timeline.Cursor() >= m.knownLen-1
+	wasDelivered := m.ctl.Position() >= m.knownLen
+	m.loaded = msg.target
+	m.timeline.SetIndex(m.x)
+	var cmds []tea.Cmd
+	if msg.target < msg.total {
+		cmds = append(cmds, indexCmd(m.x, msg.target, msg.total, msg.final))
+	} else {
+		m.loading = false
+		if m.opts.Follow && m.opts.Path != "" && m.follow == nil {
+			cmds = append(cmds, startFollow(m.opts.Path))
+		}
+	}
+	if m.opts.Follow {
+		if wasDelivered {
+			m.ctl.Seek(m.x.Len())
+		}
+		if atEnd {
+			m.timeline.Select(m.x.Len() - 1)
+		}
+	}
+	m.knownLen = m.x.Len()
+	if !m.filter.Empty() && !m.loading {
+		cmds = append(cmds, m.runFilter(m.filter))
+	}
+	if m.lower == viewStats && !m.loading {
+		cmds = append(cmds, statsCmd(m.x))
+	}
+	m.syncPlayback()
+	m.showCursor()
+	return m, tea.Batch(cmds...)
+}
+
+func (m Model) followStarted(msg followStartedMsg) (tea.Model, tea.Cmd) {
+	if msg.err != nil {
+		return m, func() tea.Msg { return errMsg{msg.err} }
+	}
+	if m.quitting {
+		msg.w.Close()
+		return m, nil
+	}
+	m.follow, m.fileInfo = msg.w, msg.fi
+	return m, waitFile(msg.w, m.opts.Path)
+}
+
+// fileChanged looks at the followed file: grown (index the rest), shrunk or
+// replaced (reload), or unchanged.
+func (m Model) fileChanged(msg fileChangedMsg) (tea.Model, tea.Cmd) {
+	if msg.w != m.follow || m.follow == nil {
+		return m, nil
+	}
+	wait := waitFile(m.follow, m.opts.Path)
+	if m.loading {
+		return m, wait
+	}
+	fi, err := os.Stat(m.opts.Path)
+	if err != nil {
+		return m, wait // mid-replacement: look again shortly
+	}
+	switch {
+	case m.fileInfo != nil && !os.SameFile(fi, m.fileInfo), fi.Size() < m.x.Size():
+		m.loading = true
+		return m, reopen(m.opts.Path)
+	case fi.Size() > m.x.Size():
+		m.loading = true
+		m.loadTotal = fi.Size()
+		return m, tea.Batch(wait, indexCmd(m.x, m.x.Size(), fi.Size(), false))
+	}
+	return m, wait
+}
+
+// reloaded swaps in the re-opened tape, keeping breakpoints and the filter.
+func (m Model) reloaded(msg reloadedMsg) (tea.Model, tea.Cmd) {
+	if msg.err != nil {
+		m.loading = false
+		return m, tea.Batch(waitFile(m.follow, m.opts.Path), func() tea.Msg { return errMsg{msg.err} })
+	}
+	old := m.x
+	bps := m.ctl.Breakpoints()
+	m.x = msg.x
+	m.fileInfo = msg.fi
+	m.ctl = replay.NewController(m.x)
+	m.ctl.SetSpeed(1, m.now())
+	for _, b := range bps {
+		_, _ = m.ctl.AddBreakpoint(b) // they were valid before
+	}
+	m.timeline.SetIndex(m.x)
+	m.timeline.SetMatches(nil)
+	m.statsN = -1
+	m.loadTotal = msg.size
+	m.knownLen = 0
+	old.Close()
+	m.notice, m.noticeOK = "the tape was truncated or replaced: reloaded", true
+	return m, tea.Batch(waitFile(m.follow, m.opts.Path), indexCmd(m.x, 0, msg.size, false))
+}
+
+func (m Model) statsDone(msg statsDoneMsg) (tea.Model, tea.Cmd) {
+	if msg.x != m.x {
+		return m, nil
+	}
+	m.statsN = msg.n
+	m.stats.SetStats(msg.st)
+	return m, nil
+}
+
+// View draws the screen: title, timeline, lower pane, status line, with the
+// help or breakpoint overlay on top.
+func (m Model) View() tea.View {
+	var v tea.View
+	v.AltScreen = true
+	v.MouseMode = tea.MouseModeCellMotion
+	v.WindowTitle = "tapedeck — " + m.opts.Name
+	if m.width == 0 || m.height == 0 {
+		v.SetContent("")
+		return v
+	}
+	v.SetContent(m.render())
+	return v
+}
+
+// render is the screen as a string; View wraps it and tests snapshot it.
+func (m Model) render() string {
+	_, lh := m.paneHeights()
+	parts := []string{
+		m.titleView(),
+		m.timeline.View(),
+		m.lowerTitleView(),
+		fitHeight(m.lowerView(), lh, m.width),
+		m.statusView(),
+	}
+	screen := strings.Join(parts, "\n")
+	switch {
+	case m.showHelp:
+		screen = overlay(screen, m.helpView(), m.width, m.height)
+	case m.bplist.IsOpen():
+		screen = overlay(screen, m.bplist.View(), m.width, m.height)
+	}
+	return screen
+}
+
+func (m Model) lowerView() string {
+	switch m.lower {
+	case viewPair:
+		return m.pairing.View()
+	case viewStats:
+		return m.stats.View()
+	case viewDiff:
+		return m.diff.View()
+	}
+	return m.detail.View()
+}
+
+func (m Model) titleView() string {
+	s := m.styles
+	n := m.x.Len()
+	title := s.App.Title.Render("tapedeck") + " " + s.App.Subtitle.Render(fmt.Sprintf("%s · %d messages · %s", m.opts.Name, n, serverSummary(m.x.Servers())))
+	if m.opts.Follow {
+		title += s.App.Subtitle.Render(" · following")
+	}
+	return padANSI(title, m.width)
+}
+
+func serverSummary(servers []string) string {
+	switch len(servers) {
+	case 0:
+		return "no servers"
+	case 1:
+		return "server " + servers[0]
+	}
+	return fmt.Sprintf("%d servers", len(servers))
+}
+
+func (m Model) lowerTitleView() string {
+	s := m.styles
+	var tabs []string
+	for i, name := range viewNames {
+		if lowerView(i) == viewDiff && !m.live.hasDivergence() {
+			continue
+		}
+		if lowerView(i) == m.lower {
+			tabs = append(tabs, s.Detail.Header.Render("["+name+"]"))
+		} else {
+			tabs = append(tabs, s.App.Subtitle.Render(" "+name+" "))
+		}
+	}
+	rule := "─"
+	st := s.App.Subtitle
+	if m.focus == focusLower {
+		st = s.Detail.Header
+		rule = "━"
+	}
+	left := st.Render(rule+rule+" ") + strings.Join(tabs, " ") + " "
+	return left + st.Render(strings.Repeat(rule, max(m.width-ansi.StringWidth(left), 0)))
+}
+
+// fitHeight pads or cuts s to exactly h lines of width w.
+func fitHeight(s string, h, w int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > h {
+		lines = lines[:h]
+	}
+	for i := range lines {
+		lines[i] = padANSI(lines[i], w)
+	}
+	for len(lines) < h {
+		lines = append(lines, strings.Repeat(" ", w))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// overlay draws box centred over screen.
+func overlay(screen, box string, w, h int) string {
+	bw, bh := lipgloss.Width(box), lipgloss.Height(box)
+	x, y := max((w-bw)/2, 0), max((h-bh)/2, 0)
+	c := lipgloss.NewCompositor(lipgloss.NewLayer(screen), lipgloss.NewLayer(box).X(x).Y(y).Z(1))
+	lines := strings.Split(c.Render(), "\n")
+	for i := range lines {
+		lines[i] = ansi.Truncate(lines[i], w, "")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (m Model) helpView() string {
+	h := m.help
+	h.ShowAll = true
+	var groups [][]key.Binding
+	groups = append(groups, m.KeyMap.FullHelp()...)
+	if m.focus == focusTimeline {
+		groups = append(groups, m.timeline.KeyMap.FullHelp()...)
+	} else {
+		groups = append(groups, m.detail.KeyMap.FullHelp()...)
+	}
+	if m.live.active() {
+		groups = append(groups, DefaultDivergenceKeyMap().FullHelp()...)
+	}
+	notes := ansi.Wordwrap("playback: messages from ▶ on are not delivered yet and show dimmed; ◆ a breakpoint stop, ● a breakpoint, ✗ a divergence.\n"+
+		"filter: method:M tool:T dir:send|recv server:S status:error id:ID and free text.\n"+
+		"commands: goto N | goto 12.5s · break tools/call | tool=NAME | error | when EXPR · delete N · speed X · filter Q · q", max(m.width-8, 20), " ")
+	body := m.styles.App.Title.Render("keys") + "  " + m.styles.App.Subtitle.Render("(any key closes)") + "\n\n" + h.FullHelpView(groups) +
+		"\n\n" + m.styles.App.Subtitle.Render(notes)
+	return m.styles.App.Overlay.Render(body)
+}

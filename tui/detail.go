@@ -1,0 +1,196 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/viewport"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// Detail shows one message: a header of what the index knows about it, then
+// the message as it crossed the wire (without the tape's _meta), pretty
+// printed, highlighted, folded when large and wrapped to the pane.
+type Detail struct {
+	KeyMap DetailKeyMap
+
+	styles   *Styles
+	vp       viewport.Model
+	x        *tape.Index
+	t0       time.Time
+	seq      int
+	unfolded bool
+	focused  bool
+	width    int
+	height   int
+	shown    detailKey // what the viewport holds, to skip needless work
+}
+
+type detailKey struct {
+	x        *tape.Index
+	seq      int
+	n        int // the index's length: a pending request may get its answer
+	unfolded bool
+	styles   *Styles
+	width    int
+}
+
+// NewDetail returns an empty detail pane.
+func NewDetail(s *Styles) Detail {
+	vp := viewport.New()
+	vp.SoftWrap = true
+	vp.FillHeight = true
+	vp.MouseWheelEnabled = true
+	return Detail{KeyMap: DefaultDetailKeyMap(), styles: s, vp: vp, seq: -1}
+}
+
+// SetSize sets the pane's size.
+func (d *Detail) SetSize(w, h int) {
+	d.width, d.height = w, h
+	d.vp.SetWidth(w)
+	d.vp.SetHeight(h)
+	d.refresh()
+}
+
+// Focus gives the pane the keyboard.
+func (d *Detail) Focus() { d.focused = true }
+
+// Blur takes the keyboard away.
+func (d *Detail) Blur() { d.focused = false }
+
+// SetStyles switches the theme.
+func (d *Detail) SetStyles(s *Styles) { d.styles = s; d.refresh() }
+
+// Show selects message seq of x (-1 for none).
+func (d *Detail) Show(x *tape.Index, seq int) {
+	if d.x != x {
+		d.t0 = startTime(x)
+	}
+	if d.seq != seq {
+		d.unfolded = false
+	}
+	d.x, d.seq = x, seq
+	d.refresh()
+}
+
+func (d *Detail) refresh() {
+	if d.x == nil || d.width == 0 {
+		return
+	}
+	k := detailKey{d.x, d.seq, d.x.Len(), d.unfolded, d.styles, d.width}
+	if k == d.shown {
+		return
+	}
+	sameMsg := k.x == d.shown.x && k.seq == d.shown.seq
+	d.shown = k
+	if d.seq < 0 || d.seq >= d.x.Len() {
+		d.vp.SetContent("")
+		return
+	}
+	d.vp.SetContent(renderMessage(d.x, d.seq, d.t0, d.unfolded, d.styles))
+	if !sameMsg {
+		d.vp.GotoTop()
+	}
+}
+
+// renderMessage is the header and highlighted body of message seq.
+func renderMessage(x *tape.Index, seq int, t0 time.Time, unfolded bool, s *Styles) string {
+	e, err := x.Message(seq)
+	if err != nil {
+		return s.Timeline.Error.Render(err.Error())
+	}
+	p := x.Pair(seq)
+	var b strings.Builder
+	b.WriteString(s.Detail.Header.Render(fmt.Sprintf("#%d", seq)))
+	kv := func(k, v string) {
+		if v == "" {
+			return
+		}
+		b.WriteString("  " + s.Detail.Key.Render(k) + " " + s.Detail.Value.Render(v))
+	}
+	kv("line", fmt.Sprint(e.Line))
+	kv(string(e.Dir), arrow(e.Dir)+" "+e.Server)
+	kv(e.Kind.String(), firstNonEmpty(e.Method, p.Method))
+	if e.ID != "" {
+		kv("id", string(e.ID))
+	}
+	if !e.Time.IsZero() {
+		kv("at", e.Time.Format(tape.TimeFormat))
+		if !t0.IsZero() {
+			kv("+", relTime(e.Time.Sub(t0)))
+		}
+	}
+	b.WriteByte('\n')
+	switch {
+	case p.Partner >= 0:
+		kv("partner", fmt.Sprintf("#%d (x jumps)", p.Partner))
+		kv("latency", shortDur(p.Latency))
+	case p.Pending:
+		kv("pending", "no response on the tape")
+	case p.Orphan:
+		kv("orphan", "no request matched this response")
+	}
+	for _, flag := range []struct {
+		on   bool
+		name string
+	}{{p.Cancelled, "cancelled"}, {p.Late, "late (after its cancellation)"}, {p.Reordered, "recorded before its request"}} {
+		if flag.on {
+			kv("note", flag.name)
+		}
+	}
+	if e.Batch > 0 {
+		kv("batch", fmt.Sprint(e.Batch))
+	}
+	if e.Problem != "" {
+		kv("problem", e.Problem)
+	}
+	b.WriteString("\n\n")
+	body := e.Raw
+	if e.Kind != tape.KindInvalid {
+		body = tape.StripMeta(e.Raw)
+	}
+	pretty := prettyJSON(body, !unfolded)
+	b.WriteString(highlightJSON(pretty, s.Detail.Chroma))
+	if !unfolded && pretty != prettyJSON(body, false) {
+		b.WriteString("\n" + s.Detail.Folded.Render("(folded: enter in this pane unfolds)"))
+	}
+	return b.String()
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// Update scrolls and folds when the pane has the focus; the wheel scrolls
+// whenever the app routes it here.
+func (d Detail) Update(msg tea.Msg) (Detail, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.KeyPressMsg:
+		if !d.focused {
+			return d, nil
+		}
+		switch {
+		case key.Matches(msg, d.KeyMap.Unfold):
+			d.unfolded = !d.unfolded
+			d.refresh()
+		default:
+			d.KeyMap.scroll(&d.vp, msg)
+		}
+		return d, nil
+	case tea.MouseWheelMsg:
+		var cmd tea.Cmd
+		d.vp, cmd = d.vp.Update(msg)
+		return d, cmd
+	}
+	return d, nil
+}
+
+// View renders the pane, exactly its height.
+func (d Detail) View() string { return d.vp.View() }

@@ -1,0 +1,142 @@
+package tui
+
+import (
+	"strings"
+
+	"charm.land/bubbles/v2/viewport"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// DiffView shows a divergence: the recorded (expected) request beside the
+// client's (actual) one, as structures, with the lines of every changed JSON
+// path highlighted and the paths listed above.
+type DiffView struct {
+	KeyMap DetailKeyMap
+
+	styles  *Styles
+	vp      viewport.Model
+	d       *Divergence
+	focused bool
+	width   int
+	height  int
+}
+
+// NewDiffView returns an empty diff pane.
+func NewDiffView(s *Styles) DiffView {
+	vp := viewport.New()
+	vp.FillHeight = true
+	vp.MouseWheelEnabled = true
+	return DiffView{KeyMap: DefaultDetailKeyMap(), styles: s, vp: vp}
+}
+
+// SetSize sets the pane's size.
+func (v *DiffView) SetSize(w, h int) {
+	v.width, v.height = w, h
+	v.vp.SetWidth(w)
+	v.vp.SetHeight(h)
+	v.refresh()
+}
+
+// SetStyles switches the theme.
+func (v *DiffView) SetStyles(s *Styles) { v.styles = s; v.refresh() }
+
+// Focus gives the pane the keyboard.
+func (v *DiffView) Focus() { v.focused = true }
+
+// Blur takes the keyboard away.
+func (v *DiffView) Blur() { v.focused = false }
+
+// Show displays d.
+func (v *DiffView) Show(d Divergence) {
+	v.d = &d
+	v.refresh()
+	v.vp.GotoTop()
+}
+
+func (v *DiffView) refresh() {
+	if v.d == nil || v.width == 0 {
+		return
+	}
+	v.vp.SetContent(renderDiff(*v.d, v.width, v.styles))
+}
+
+// renderDiff draws expected and actual side by side.
+func renderDiff(d Divergence, width int, s *Styles) string {
+	changed := map[string]bool{}
+	for _, p := range d.Paths {
+		changed[strings.TrimPrefix(p, "$.")] = true
+	}
+	mark := func(path []string) bool {
+		// A path is marked when it, or one of its ancestors, changed.
+		for i := len(path); i > 0; i-- {
+			if changed[strings.Join(path[:i], ".")] {
+				return true
+			}
+		}
+		return false
+	}
+	colW := max((width-3)/2, 10)
+	side := func(title string, raw []byte, st func(...string) string) []string {
+		out := []string{s.Detail.Header.Render(title)}
+		if len(raw) == 0 {
+			return append(out, s.Detail.Key.Render("(nothing)"))
+		}
+		text, marked := prettyJSONMarked(tape.StripMeta(raw), mark)
+		for i, l := range strings.Split(text, "\n") {
+			for _, w := range strings.Split(ansi.Hardwrap(l, colW, true), "\n") {
+				if marked[i] {
+					w = st(w)
+				}
+				out = append(out, w)
+			}
+		}
+		return out
+	}
+	left := side("expected (recorded) #"+itoa(d.Seq), d.Expected, s.Detail.Removed.Render)
+	right := side("actual (client)", d.Actual, s.Detail.Added.Render)
+	var b strings.Builder
+	b.WriteString(s.Timeline.Error.Render("divergence: " + d.Reason))
+	if len(d.Paths) > 0 {
+		b.WriteString("\n" + s.Detail.Key.Render("changed: ") + s.Detail.Changed.Render(strings.Join(d.Paths, ", ")))
+	}
+	b.WriteString("\n" + s.Detail.Key.Render("a answer with the recorded response · e send the divergence error · s skip the recorded request"))
+	sep := s.Detail.Separate.Render(" │ ")
+	for i := range max(len(left), len(right)) {
+		l, r := "", ""
+		if i < len(left) {
+			l = left[i]
+		}
+		if i < len(right) {
+			r = right[i]
+		}
+		b.WriteString("\n" + padANSI(l, colW) + sep + r)
+	}
+	return b.String()
+}
+
+// Update scrolls when the pane has the focus.
+func (v DiffView) Update(msg tea.Msg) (DiffView, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.KeyPressMsg:
+		if !v.focused {
+			return v, nil
+		}
+		v.KeyMap.scroll(&v.vp, msg)
+	case tea.MouseWheelMsg:
+		var cmd tea.Cmd
+		v.vp, cmd = v.vp.Update(msg)
+		return v, cmd
+	}
+	return v, nil
+}
+
+// View renders the pane.
+func (v DiffView) View() string {
+	if v.d == nil {
+		return v.styles.Detail.Key.Render("no divergence")
+	}
+	return v.vp.View()
+}

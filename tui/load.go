@@ -1,0 +1,160 @@
+package tui
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// Indexing runs in the background a chunk at a time, each chunk a tea.Cmd
+// whose message asks for the next: the first screen shows as soon as the
+// first small chunk is indexed, and a progress bar tracks the rest.
+const (
+	firstChunk = 1 << 20
+	chunkSize  = 32 << 20
+	// followPoll is how often follow mode looks at the file even without a
+	// notification (some filesystems send none): well under the 200 ms budget.
+	followPoll = 100 * time.Millisecond
+)
+
+// indexedMsg reports a chunk indexed.
+type indexedMsg struct {
+	x      *tape.Index
+	target int64 // bytes asked for
+	total  int64 // bytes to index in all
+	final  bool  // the file is complete (not followed)
+	err    error
+}
+
+// indexCmd indexes x from its size up to the next chunk boundary.
+func indexCmd(x *tape.Index, from, total int64, final bool) tea.Cmd {
+	return func() tea.Msg {
+		step := int64(chunkSize)
+		if from == 0 {
+			step = firstChunk
+		}
+		target := min(from+step, total)
+		err := x.Extend(target, func() bool { return final && target == total })
+		return indexedMsg{x: x, target: target, total: total, final: final, err: err}
+	}
+}
+
+// followStartedMsg carries the watcher of a followed tape.
+type followStartedMsg struct {
+	w   *fsnotify.Watcher
+	fi  os.FileInfo
+	err error
+}
+
+// fileChangedMsg says the followed file may have changed.
+type fileChangedMsg struct{ w *fsnotify.Watcher }
+
+// reloadedMsg carries a re-opened tape after truncation or replacement.
+type reloadedMsg struct {
+	x    *tape.Index
+	fi   os.FileInfo
+	size int64
+	err  error
+}
+
+// startFollow watches the tape's directory, so that a replaced file (written
+// elsewhere and renamed over it) is noticed as well as a growing one.
+func startFollow(path string) tea.Cmd {
+	return func() tea.Msg {
+		w, err := fsnotify.NewWatcher()
+		if err != nil {
+			return followStartedMsg{err: fmt.Errorf("follow %s: %w", path, err)}
+		}
+		if err := w.Add(filepath.Dir(path)); err != nil {
+			w.Close()
+			return followStartedMsg{err: fmt.Errorf("follow %s: %w", path, err)}
+		}
+		fi, err := os.Stat(path)
+		return followStartedMsg{w: w, fi: fi, err: err}
+	}
+}
+
+// waitFile waits for an event on the watched directory or the poll period.
+func waitFile(w *fsnotify.Watcher, path string) tea.Cmd {
+	return func() tea.Msg {
+		t := time.NewTimer(followPoll)
+		defer t.Stop()
+		for {
+			select {
+			case ev, ok := <-w.Events:
+				if !ok {
+					return nil // closed: follow ended
+				}
+				if filepath.Clean(ev.Name) != filepath.Clean(path) {
+					continue
+				}
+			case <-w.Errors:
+			case <-t.C:
+			}
+			return fileChangedMsg{w}
+		}
+	}
+}
+
+// reopen opens path afresh for a reload.
+func reopen(path string) tea.Cmd {
+	return func() tea.Msg {
+		f, err := os.Open(path)
+		if err != nil {
+			return reloadedMsg{err: fmt.Errorf("reload %s: %w", path, err)}
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return reloadedMsg{err: fmt.Errorf("reload %s: %w", path, err)}
+		}
+		return reloadedMsg{x: tape.NewIndex(f), fi: fi, size: fi.Size()}
+	}
+}
+
+// statsDoneMsg carries stats computed in the background.
+type statsDoneMsg struct {
+	x  *tape.Index
+	n  int
+	st tape.Stats
+}
+
+func statsCmd(x *tape.Index) tea.Cmd {
+	return func() tea.Msg {
+		n := x.Len()
+		return statsDoneMsg{x: x, n: n, st: tape.ComputeStats(x, "")}
+	}
+}
+
+// filterDoneMsg carries a filter's matches.
+type filterDoneMsg struct {
+	gen     int64
+	x       *tape.Index
+	filter  Filter
+	matches []int
+}
+
+// filterCmd matches f over x; it gives up when *latest moves past gen
+// (a newer query was submitted).
+func filterCmd(x *tape.Index, f Filter, gen int64, latest *atomic.Int64) tea.Cmd {
+	return func() tea.Msg {
+		m := matchAll(x, f, x.Len(), func() bool { return latest.Load() != gen })
+		if m == nil {
+			return nil // a newer filter replaced this one
+		}
+		return filterDoneMsg{gen: gen, x: x, filter: f, matches: m}
+	}
+}
+
+// errMsg carries an error to the status bar.
+type errMsg struct{ err error }
+
+// infoMsg carries a notice to the status bar.
+type infoMsg string

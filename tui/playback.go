@@ -1,0 +1,206 @@
+package tui
+
+import (
+	"fmt"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// Playback semantics: the replay.Controller's position splits the tape in
+// two. Messages before it are delivered and drawn normally; the message at
+// it (marked ▶) and everything after are not delivered yet and are drawn
+// dimmed, never hidden, so the user can look ahead and set breakpoints
+// there. Stepping and playing move the position, and the cursor follows the
+// last message delivered (or the message a breakpoint stopped before).
+
+// playTickMsg asks the app to deliver the messages that fell due.
+type playTickMsg struct{ gen int }
+
+// maxTick bounds the wait between ticks so the status bar's clock moves.
+const maxTick = 250 * time.Millisecond
+
+// scheduleTick returns the command that wakes playback when the next
+// message falls due.
+func (m Model) scheduleTick() tea.Cmd {
+	due, ok := m.ctl.NextDue()
+	if !ok {
+		return nil
+	}
+	d := time.Duration(0)
+	if !due.IsZero() {
+		d = due.Sub(m.now())
+	}
+	d = min(max(d, time.Millisecond), maxTick)
+	gen := m.playGen
+	return m.tick(d, func(time.Time) tea.Msg { return playTickMsg{gen} })
+}
+
+func (m Model) togglePlay() (tea.Model, tea.Cmd) {
+	if m.ctl.Playing() {
+		m.ctl.Pause(m.now())
+		m.playGen++
+		m.syncPlayback()
+		return m, nil
+	}
+	if m.ctl.Position() >= m.x.Len() {
+		m.ctl.Seek(0) // at the end: play again from the start
+	}
+	m.lastHit = nil
+	m.timeline.SetHit(-1)
+	m.ctl.Play(m.now())
+	m.playGen++
+	return m.playTick(playTickMsg{m.playGen})
+}
+
+// playTick delivers what fell due, stops on a breakpoint, and schedules the
+// next tick.
+func (m Model) playTick(msg playTickMsg) (tea.Model, tea.Cmd) {
+	if msg.gen != m.playGen || !m.ctl.Playing() {
+		return m, nil
+	}
+	delivered, hit := m.ctl.Advance(m.now())
+	var cmds []tea.Cmd
+	if len(delivered) > 0 {
+		cmds = append(cmds, m.live.deliveredCmd(delivered))
+		m.selectSeq(delivered[len(delivered)-1])
+	}
+	if hit != nil {
+		m.hits++
+		m.lastHit = hit
+		m.timeline.SetHit(hit.Seq)
+		m.selectSeq(hit.Seq)
+		m.notice, m.noticeOK = fmt.Sprintf("breakpoint %d (%s) before #%d", hit.Breakpoint.ID, hit.Breakpoint, hit.Seq), true
+	}
+	if m.ctl.Position() >= m.x.Len() && m.ctl.Playing() {
+		m.ctl.Pause(m.now()) // played to the end
+		m.notice, m.noticeOK = "end of the tape", true
+	}
+	m.syncPlayback()
+	cmds = append(cmds, m.scheduleTick())
+	return m, tea.Batch(cmds...)
+}
+
+// step delivers one message forward (dir 1) or takes one back (dir -1).
+func (m Model) step(dir int) (tea.Model, tea.Cmd) {
+	var cmd tea.Cmd
+	if dir > 0 {
+		seq, ok := m.ctl.Step()
+		if !ok {
+			m.notice, m.noticeOK = "at the end of the tape", true
+			return m, nil
+		}
+		cmd = m.live.deliveredCmd([]int{seq})
+		m.selectSeq(seq)
+	} else {
+		seq, ok := m.ctl.StepBack()
+		if !ok {
+			m.notice, m.noticeOK = "at the start of the tape", true
+			return m, nil
+		}
+		m.selectSeq(max(seq-1, 0))
+	}
+	m.timeline.SetHit(-1)
+	m.syncPlayback()
+	return m, cmd
+}
+
+// seekRequest moves the position to the next (dir 1) or previous (-1)
+// client request after or before the cursor: it becomes the next message.
+func (m Model) seekRequest(dir int) Model {
+	n := m.x.Len()
+	for i := m.timeline.Cursor() + dir; i >= 0 && i < n; i += dir {
+		if e := m.x.Entry(i); e.Kind == tape.KindRequest && e.Dir == tape.DirSend {
+			m.ctl.Seek(i)
+			m.selectSeq(i)
+			m.syncPlayback()
+			return m
+		}
+	}
+	m.notice, m.noticeOK = "no request that way", true
+	return m
+}
+
+// changeSpeed moves one step along speeds.
+func (m Model) changeSpeed(dir int) (tea.Model, tea.Cmd) {
+	cur := m.ctl.Speed()
+	i := 0
+	for j, s := range speeds {
+		if s == cur {
+			i = j
+		}
+	}
+	i = min(max(i+dir, 0), len(speeds)-1)
+	return m.setSpeed(speeds[i])
+}
+
+func (m Model) setSpeed(x float64) (tea.Model, tea.Cmd) {
+	m.ctl.SetSpeed(x, m.now())
+	m.notice, m.noticeOK = "speed "+speedText(x), true
+	if m.ctl.Playing() {
+		m.playGen++
+		return m, m.scheduleTick()
+	}
+	return m, nil
+}
+
+func speedText(x float64) string {
+	if x == 0 {
+		return "instant"
+	}
+	return fmt.Sprintf("%g×", x)
+}
+
+// toggleBreakpoint adds or removes a breakpoint on the method under the
+// cursor (a response's is its request's method).
+func (m Model) toggleBreakpoint() Model {
+	seq := m.timeline.Cursor()
+	if seq < 0 {
+		return m
+	}
+	e := m.x.Entry(seq)
+	method := e.Method
+	if e.Kind == tape.KindResponse {
+		method = m.x.Pair(seq).Method
+	}
+	if method == "" {
+		m.notice, m.noticeOK = "no method here to break on", false
+		return m
+	}
+	if m.ctl.ToggleMethod(method) {
+		m.notice, m.noticeOK = "breakpoint on "+method, true
+	} else {
+		m.notice, m.noticeOK = "breakpoint on "+method+" removed", true
+	}
+	m.syncPlayback()
+	return m
+}
+
+// syncPlayback copies the controller's state to the timeline's marks.
+func (m *Model) syncPlayback() {
+	m.timeline.SetPosition(m.ctl.Position(), !m.opts.Follow || m.ctl.Position() < m.x.Len())
+	methods := map[string]bool{}
+	for _, b := range m.ctl.Breakpoints() {
+		if b.Method != "" && !b.Disabled {
+			methods[b.Method] = true
+		}
+	}
+	m.timeline.SetBreakpointMethods(methods)
+}
+
+// tapeClock is the tape time reached: the last delivered message's offset
+// from the start.
+func (m Model) tapeClock() string {
+	pos := m.ctl.Position()
+	if pos == 0 || m.timeline.t0.IsZero() {
+		return relTime(0)
+	}
+	for i := pos - 1; i >= 0 && i >= pos-64; i-- {
+		if t := m.x.Entry(i).Time; !t.IsZero() {
+			return relTime(t.Sub(m.timeline.t0))
+		}
+	}
+	return "?"
+}

@@ -1,0 +1,173 @@
+package tui
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// row is what the timeline shows of one message. Building it reads the body
+// only for calls that name something (tools/call, prompts/get), so rows are
+// cached: a frame shows a screenful of them and the cache is bounded.
+type row struct {
+	entry  tape.Entry
+	pair   tape.Pair
+	tool   string // params.name of the call (or of the request a response answers)
+	status string
+	err    bool
+}
+
+type rowCache struct {
+	x    *tape.Index
+	rows map[int]row
+}
+
+const rowCacheMax = 4096
+
+func newRowCache(x *tape.Index) *rowCache { return &rowCache{x: x, rows: map[int]row{}} }
+
+// get returns message i's row; it never iterates the tape.
+func (c *rowCache) get(i int) row {
+	if r, ok := c.rows[i]; ok {
+		return r
+	}
+	if len(c.rows) >= rowCacheMax {
+		clear(c.rows)
+	}
+	r := row{entry: c.x.Entry(i), pair: c.x.Pair(i)}
+	switch {
+	case r.entry.Kind == tape.KindRequest && namesTarget(r.entry.Method):
+		r.tool = callName(c.x, i)
+	case r.entry.Kind == tape.KindResponse && r.pair.Partner >= 0 && namesTarget(r.pair.Method):
+		r.tool = callName(c.x, r.pair.Partner)
+	}
+	r.status, r.err = rowStatus(r.entry, r.pair)
+	c.rows[i] = r
+	return r
+}
+
+// forget drops cached rows (after the index grew: a pending request may
+// have been answered).
+func (c *rowCache) forget() { clear(c.rows) }
+
+func namesTarget(method string) bool {
+	return method == "tools/call" || method == "prompts/get" || method == "resources/read"
+}
+
+// callName reads params.name (or params.uri) of request i.
+func callName(x *tape.Index, i int) string {
+	e, err := x.Message(i)
+	if err != nil {
+		return ""
+	}
+	var m struct {
+		Params struct {
+			Name string `json:"name"`
+			URI  string `json:"uri"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(e.Raw, &m) != nil {
+		return ""
+	}
+	if m.Params.Name != "" {
+		return m.Params.Name
+	}
+	return m.Params.URI
+}
+
+func rowStatus(e tape.Entry, p tape.Pair) (string, bool) {
+	switch e.Kind {
+	case tape.KindInvalid:
+		return "invalid", true
+	case tape.KindLifecycle:
+		return "", false
+	case tape.KindNotification:
+		if e.Method == "notifications/cancelled" {
+			return "cancel", false
+		}
+		return "", false
+	case tape.KindRequest:
+		switch {
+		case p.Cancelled:
+			return "cancelled", true
+		case p.Pending:
+			return "pending", false
+		}
+		return "", false
+	case tape.KindResponse:
+		switch {
+		case p.Orphan:
+			return "orphan", true
+		case e.Error:
+			return "error", true
+		case p.Late:
+			return "late", false
+		}
+		return "ok", false
+	}
+	return "", false
+}
+
+// arrow is the direction column: from the client's side.
+func arrow(d tape.Dir) string {
+	switch d {
+	case tape.DirSend:
+		return "→"
+	case tape.DirRecv:
+		return "←"
+	case tape.DirLifecycle:
+		return "•"
+	}
+	return "?"
+}
+
+// label is the method column: the method, or "→ response" naming the
+// request's method for responses.
+func (r row) label() string {
+	switch r.entry.Kind {
+	case tape.KindResponse:
+		if r.pair.Method != "" {
+			return "↳ " + r.pair.Method
+		}
+		return "↳ response"
+	case tape.KindInvalid:
+		return "(invalid line)"
+	}
+	return r.entry.Method
+}
+
+func (r row) latency() string {
+	if r.pair.Partner < 0 || r.entry.Kind != tape.KindRequest && r.entry.Kind != tape.KindResponse {
+		return ""
+	}
+	return shortDur(r.pair.Latency)
+}
+
+// shortDur prints a duration in at most 7 columns.
+func shortDur(d time.Duration) string {
+	switch {
+	case d >= time.Minute:
+		return fmt.Sprintf("%.1fm", d.Minutes())
+	case d >= time.Second:
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%dµs", d.Microseconds())
+}
+
+// relTime prints an offset from the tape's start.
+func relTime(d time.Duration) string {
+	if d < 0 {
+		return "-" + relTime(-d)
+	}
+	if d >= time.Hour {
+		return fmt.Sprintf("%dh%02dm%02ds", int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60)
+	}
+	if d >= 100*time.Second {
+		return fmt.Sprintf("%dm%04.1fs", int(d.Minutes()), d.Seconds()-60*float64(int(d.Minutes())))
+	}
+	return fmt.Sprintf("%.3fs", d.Seconds())
+}

@@ -1,0 +1,105 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"charm.land/bubbles/v2/viewport"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// StatsPane shows tape.ComputeStats as a table per server and method: the
+// same numbers "tapedeck stats" prints.
+type StatsPane struct {
+	KeyMap DetailKeyMap
+
+	styles  *Styles
+	vp      viewport.Model
+	stats   *tape.Stats
+	focused bool
+	width   int
+	height  int
+}
+
+// NewStatsPane returns an empty stats pane.
+func NewStatsPane(s *Styles) StatsPane {
+	vp := viewport.New()
+	vp.FillHeight = true
+	vp.MouseWheelEnabled = true
+	return StatsPane{KeyMap: DefaultDetailKeyMap(), styles: s, vp: vp}
+}
+
+// SetSize sets the pane's size.
+func (p *StatsPane) SetSize(w, h int) {
+	p.width, p.height = w, h
+	p.vp.SetWidth(w)
+	p.vp.SetHeight(h)
+}
+
+// Focus gives the pane the keyboard.
+func (p *StatsPane) Focus() { p.focused = true }
+
+// Blur takes the keyboard away.
+func (p *StatsPane) Blur() { p.focused = false }
+
+// SetStats shows st.
+func (p *StatsPane) SetStats(st tape.Stats) {
+	p.stats = &st
+	p.vp.SetContent(p.render())
+}
+
+// HasStats reports whether stats were computed.
+func (p StatsPane) HasStats() bool { return p.stats != nil }
+
+func (p StatsPane) render() string {
+	st := p.stats
+	var b strings.Builder
+	b.WriteString(p.styles.Detail.Header.Render(st.Summary()))
+	b.WriteByte('\n')
+	for _, ss := range st.Servers {
+		b.WriteString("\n" + p.styles.Detail.Header.Render("server "+ss.Name()) + "\n")
+		var t strings.Builder
+		tw := tabwriter.NewWriter(&t, 0, 4, 1, ' ', 0)
+		header, rows := ss.Table()
+		fmt.Fprintln(tw, strings.Join(header, "\t"))
+		for _, row := range rows {
+			fmt.Fprintln(tw, strings.Join(row, "\t"))
+		}
+		tw.Flush()
+		lines := strings.Split(strings.TrimRight(t.String(), "\n"), "\n")
+		for i, l := range lines {
+			if i == 0 {
+				l = p.styles.Timeline.Header.Render(l)
+			}
+			b.WriteString(l + "\n")
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// Update scrolls when the pane has the focus.
+func (p StatsPane) Update(msg tea.Msg) (StatsPane, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.KeyPressMsg:
+		if !p.focused {
+			return p, nil
+		}
+		p.KeyMap.scroll(&p.vp, msg)
+	case tea.MouseWheelMsg:
+		var cmd tea.Cmd
+		p.vp, cmd = p.vp.Update(msg)
+		return p, cmd
+	}
+	return p, nil
+}
+
+// View renders the pane, exactly its height.
+func (p StatsPane) View() string {
+	if p.stats == nil {
+		return p.styles.Detail.Key.Render("computing stats…")
+	}
+	return p.vp.View()
+}

@@ -1,0 +1,412 @@
+package tui
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// Timeline is the list of a tape's messages. It is virtualized: a frame
+// reads only the rows on screen, so a tape of a million messages scrolls as
+// fast as one of ten. With a filter it shows only the matching messages.
+type Timeline struct {
+	KeyMap TimelineKeyMap
+
+	styles  *Styles
+	x       *tape.Index
+	cache   *rowCache
+	t0      time.Time
+	focused bool
+	width   int
+	height  int
+
+	only    bool  // show only matches
+	matches []int // sorted seqs the filter matches; nil without a filter
+	cursor  int   // seq under the cursor
+	offset  int   // first visible row (an index into the shown rows)
+
+	position  int // playback position: rows from it on are not delivered yet
+	playback  bool
+	breaks    map[string]bool // methods with a breakpoint, marked on their rows
+	diverged  map[int]bool
+	hitSeq    int // the row a breakpoint stopped at, or -1
+	liveMarks map[int]string
+}
+
+// NewTimeline returns a timeline over x.
+func NewTimeline(x *tape.Index, s *Styles) Timeline {
+	t := Timeline{KeyMap: DefaultTimelineKeyMap(), styles: s, hitSeq: -1, breaks: map[string]bool{}, diverged: map[int]bool{}}
+	t.SetIndex(x)
+	return t
+}
+
+// SetIndex points the timeline at a (new or grown) index.
+func (t *Timeline) SetIndex(x *tape.Index) {
+	if t.x != x {
+		t.x = x
+		t.cache = newRowCache(x)
+		t.t0 = time.Time{}
+	} else {
+		t.cache.forget()
+	}
+	if t.t0.IsZero() {
+		t.t0 = startTime(x)
+	}
+	t.clamp()
+}
+
+// startTime is the first timestamp of the tape: it looks at the first few
+// messages only.
+func startTime(x *tape.Index) time.Time {
+	for i := 0; i < x.Len() && i < 64; i++ {
+		if e := x.Entry(i); !e.Time.IsZero() {
+			return e.Time
+		}
+	}
+	return time.Time{}
+}
+
+// SetSize sets the pane's size, header line included.
+func (t *Timeline) SetSize(w, h int) { t.width, t.height = w, h; t.clamp() }
+
+// Focus gives the timeline the keyboard.
+func (t *Timeline) Focus() { t.focused = true }
+
+// Blur takes the keyboard away.
+func (t *Timeline) Blur() { t.focused = false }
+
+// Focused reports whether the timeline has the keyboard.
+func (t Timeline) Focused() bool { return t.focused }
+
+// Cursor returns the seq under the cursor, or -1 on an empty tape.
+func (t Timeline) Cursor() int {
+	if t.rowCount() == 0 {
+		return -1
+	}
+	return t.cursor
+}
+
+// SetPosition marks messages from seq on as not yet delivered (dimmed);
+// playback false shows every message as delivered.
+func (t *Timeline) SetPosition(seq int, playback bool) { t.position, t.playback = seq, playback }
+
+// SetBreakpointMethods marks the rows of these methods with a breakpoint dot.
+func (t *Timeline) SetBreakpointMethods(m map[string]bool) { t.breaks = m }
+
+// MarkDiverged marks seq as where a live client diverged.
+func (t *Timeline) MarkDiverged(seq int) { t.diverged[seq] = true }
+
+// SetHit marks the row a breakpoint stopped at (-1 for none).
+func (t *Timeline) SetHit(seq int) { t.hitSeq = seq }
+
+// SetMatches sets the filter's matches (sorted seqs; nil clears the filter).
+func (t *Timeline) SetMatches(m []int) {
+	t.matches = m
+	if m == nil {
+		t.only = false
+	}
+	t.clamp()
+}
+
+// Matches returns the filter's matches.
+func (t Timeline) Matches() []int { return t.matches }
+
+// SetOnlyMatches shows only the matching rows (true) or all rows.
+func (t *Timeline) SetOnlyMatches(on bool) {
+	t.only = on && t.matches != nil
+	t.Select(t.cursor)
+}
+
+// OnlyMatches reports whether only matching rows are shown.
+func (t Timeline) OnlyMatches() bool { return t.only }
+
+func (t Timeline) rowCount() int {
+	if t.only {
+		return len(t.matches)
+	}
+	return t.x.Len()
+}
+
+// seqAt returns the seq of shown row r.
+func (t Timeline) seqAt(r int) int {
+	if t.only {
+		return t.matches[r]
+	}
+	return r
+}
+
+// rowOf returns the shown row of seq, or of the nearest shown seq before it.
+func (t Timeline) rowOf(seq int) int {
+	if !t.only {
+		return seq
+	}
+	r := sort.SearchInts(t.matches, seq)
+	if r < len(t.matches) && t.matches[r] == seq {
+		return r
+	}
+	return max(r-1, 0)
+}
+
+func (t *Timeline) isMatch(seq int) bool {
+	if t.matches == nil {
+		return false
+	}
+	r := sort.SearchInts(t.matches, seq)
+	return r < len(t.matches) && t.matches[r] == seq
+}
+
+// Select moves the cursor to seq (or the nearest shown row before it) and
+// scrolls it into view.
+func (t *Timeline) Select(seq int) {
+	n := t.rowCount()
+	if n == 0 {
+		t.cursor, t.offset = 0, 0
+		return
+	}
+	r := min(max(t.rowOf(seq), 0), n-1)
+	t.cursor = t.seqAt(r)
+	t.scrollTo(r)
+}
+
+func (t *Timeline) scrollTo(r int) {
+	vis := t.visibleRows()
+	if r < t.offset {
+		t.offset = r
+	}
+	if r >= t.offset+vis {
+		t.offset = r - vis + 1
+	}
+	t.offset = max(min(t.offset, t.rowCount()-vis), 0)
+}
+
+func (t *Timeline) clamp() {
+	n := t.rowCount()
+	if n == 0 {
+		t.cursor, t.offset = 0, 0
+		return
+	}
+	if t.cursor >= t.x.Len() {
+		t.cursor = t.x.Len() - 1
+	}
+	t.Select(t.cursor)
+}
+
+// AtEnd reports whether the cursor is on the last shown row.
+func (t Timeline) AtEnd() bool {
+	n := t.rowCount()
+	return n == 0 || t.rowOf(t.cursor) == n-1
+}
+
+func (t Timeline) visibleRows() int { return max(t.height-1, 1) }
+
+// Move moves the cursor by delta shown rows.
+func (t *Timeline) Move(delta int) {
+	n := t.rowCount()
+	if n == 0 {
+		return
+	}
+	r := min(max(t.rowOf(t.cursor)+delta, 0), n-1)
+	t.cursor = t.seqAt(r)
+	t.scrollTo(r)
+}
+
+// ClickRow selects the row at line y of the pane (0 is the header).
+func (t *Timeline) ClickRow(y int) bool {
+	r := t.offset + y - 1
+	if y < 1 || r >= t.rowCount() {
+		return false
+	}
+	t.cursor = t.seqAt(r)
+	return true
+}
+
+// Update handles the timeline's keys when it has the focus, and the mouse
+// wheel.
+func (t Timeline) Update(msg tea.Msg) (Timeline, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.KeyPressMsg:
+		if !t.focused {
+			return t, nil
+		}
+		switch {
+		case key.Matches(msg, t.KeyMap.Up):
+			t.Move(-1)
+		case key.Matches(msg, t.KeyMap.Down):
+			t.Move(1)
+		case key.Matches(msg, t.KeyMap.PageUp):
+			t.Move(-t.visibleRows())
+		case key.Matches(msg, t.KeyMap.PageDown):
+			t.Move(t.visibleRows())
+		case key.Matches(msg, t.KeyMap.First):
+			t.Move(-t.rowCount())
+		case key.Matches(msg, t.KeyMap.Last):
+			t.Move(t.rowCount())
+		}
+	case tea.MouseWheelMsg:
+		switch msg.Button {
+		case tea.MouseWheelUp:
+			t.Move(-3)
+		case tea.MouseWheelDown:
+			t.Move(3)
+		}
+	}
+	return t, nil
+}
+
+// column widths
+const (
+	colMark   = 3
+	colSeq    = 7
+	colTime   = 10
+	colDir    = 2
+	colServer = 12
+	colLat    = 9
+	colStatus = 9
+)
+
+func (t Timeline) columns() (method, tool int) {
+	rest := t.width - (colMark + colSeq + colTime + colDir + colServer + colLat + colStatus)
+	if rest < 20 {
+		rest = 20
+	}
+	method = rest * 3 / 5
+	return method, rest - method
+}
+
+// View renders the header and the visible rows, exactly height lines.
+func (t Timeline) View() string {
+	mw, tw := t.columns()
+	var b strings.Builder
+	hdr := pad("", colMark) + padLeft("seq", colSeq-1) + " " + padLeft("time", colTime-1) + " " + pad("", colDir) +
+		cell("server", colServer) + cell("method", mw) + cell("tool", tw) + padLeft("latency", colLat-1) + " " + pad("status", colStatus)
+	b.WriteString(t.styles.Timeline.Header.Render(pad(hdr, t.width)))
+	vis := t.visibleRows()
+	n := t.rowCount()
+	for line := range vis {
+		b.WriteByte('\n')
+		r := t.offset + line
+		if r >= n {
+			b.WriteString(strings.Repeat(" ", t.width))
+			continue
+		}
+		b.WriteString(t.renderRow(t.seqAt(r), mw, tw))
+	}
+	return b.String()
+}
+
+func (t Timeline) renderRow(seq, mw, tw int) string {
+	r := t.cache.get(seq)
+	e := r.entry
+	s := t.styles
+	mark := " "
+	switch {
+	case t.diverged[seq]:
+		mark = "✗"
+	case seq == t.hitSeq:
+		mark = "◆"
+	case t.breaks[e.Method] && e.Kind != tape.KindResponse:
+		mark = "●"
+	}
+	pos := " "
+	if t.playback && seq == t.position {
+		pos = "▶"
+	}
+	cur := " "
+	if seq == t.cursor {
+		cur = "›" // visible without colour too
+	}
+	tm := ""
+	if !e.Time.IsZero() && !t.t0.IsZero() {
+		tm = relTime(e.Time.Sub(t.t0))
+	}
+	server := e.Server
+	cols := []string{
+		mark + pos + cur,
+		padLeft(strconv.Itoa(seq), colSeq-1) + " ",
+		padLeft(tm, colTime-1) + " ",
+		pad(arrow(e.Dir), colDir),
+		cell(server, colServer),
+		cell(r.label(), mw),
+		cell(r.tool, tw),
+		padLeft(r.latency(), colLat-1) + " ",
+		pad(r.status, colStatus),
+	}
+	if t.diverged[seq] {
+		cols[8] = pad("DIVERGED", colStatus)
+	}
+	line := strings.Join(cols, "")
+	switch {
+	case seq == t.cursor && t.focused:
+		return s.Timeline.Cursor.Render(pad(line, t.width))
+	case seq == t.cursor:
+		return s.Timeline.CursorBlur.Render(pad(line, t.width))
+	case t.diverged[seq]:
+		return s.Timeline.Diverged.Render(pad(line, t.width))
+	case t.playback && seq >= t.position:
+		return s.Timeline.Pending.Render(pad(line, t.width))
+	}
+	// Delivered rows: colour the parts that carry meaning.
+	if cols[0] != "   " {
+		cols[0] = s.Timeline.Breakpoint.Render(cols[0])
+	}
+	switch e.Dir {
+	case tape.DirSend:
+		cols[3] = s.Timeline.Send.Render(cols[3])
+	case tape.DirRecv:
+		cols[3] = s.Timeline.Recv.Render(cols[3])
+	default:
+		cols[3] = s.Timeline.Lifecycle.Render(cols[3])
+	}
+	body := s.Timeline.Row
+	if e.Kind == tape.KindLifecycle {
+		body = s.Timeline.Lifecycle
+	}
+	if t.isMatch(seq) && !t.only {
+		body = s.Timeline.Match
+	}
+	for _, i := range []int{1, 2, 4, 5, 6, 7} {
+		cols[i] = body.Render(cols[i])
+	}
+	if r.err {
+		cols[8] = s.Timeline.Error.Render(cols[8])
+		cols[5] = s.Timeline.Error.Render(ansi.Strip(cols[5]))
+	} else {
+		cols[8] = body.Render(cols[8])
+	}
+	out := strings.Join(cols, "")
+	if w := ansi.StringWidth(out); w < t.width {
+		out += strings.Repeat(" ", t.width-w)
+	}
+	return ansi.Truncate(out, t.width, "")
+}
+
+// pad cuts or pads s to exactly w columns.
+func pad(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	sw := ansi.StringWidth(s)
+	if sw > w {
+		return ansi.Truncate(s, w-1, "") + "…"
+	}
+	return s + strings.Repeat(" ", w-sw)
+}
+
+// cell pads s to w columns, keeping the last one blank as a separator.
+func cell(s string, w int) string { return pad(s, w-1) + " " }
+
+// padLeft right-aligns s in w columns.
+func padLeft(s string, w int) string {
+	sw := ansi.StringWidth(s)
+	if sw > w {
+		return ansi.Truncate(s, w, "")
+	}
+	return strings.Repeat(" ", w-sw) + s
+}
