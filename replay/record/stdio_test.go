@@ -260,3 +260,30 @@ func TestStdioServerCrash(t *testing.T) {
 		t.Errorf("last record %s", last.Raw)
 	}
 }
+
+// TestStdioClientStdoutGone: when the client stops reading (its stdout
+// breaks) the shim shuts the server down even though stdin stays open.
+func TestStdioClientStdoutGone(t *testing.T) {
+	stdinR, stdinW := io.Pipe()
+	defer stdinW.Close()
+	var tp bytes.Buffer
+	s := &Stdio{Command: "sh", Args: []string{"-c", `while read l; do echo "$l"; done`}, Tape: &tp,
+		Grace: 200 * time.Millisecond, KillAfter: 200 * time.Millisecond}
+	done := make(chan ExitStatus, 1)
+	go func() {
+		st, err := s.Run(context.Background(), stdinR, errWriter{}, io.Discard)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- st
+	}()
+	go io.WriteString(stdinW, `{"jsonrpc":"2.0","method":"x"}`+"\n")
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after the client's stdout broke")
+	}
+	if !bytes.Contains(tp.Bytes(), []byte(`"reason":"client stdout closed"`)) {
+		t.Errorf("close record lacks the reason:\n%s", tp.Bytes())
+	}
+}
