@@ -1,9 +1,11 @@
 // Package record captures MCP sessions between a real client and a real
 // server into tapes, without either side noticing.
 //
-// Two recorders share one way of writing (every message is written to the
-// tape, in one write, before it is forwarded, so a recorder killed at any
-// moment leaves a tape whose lines are all complete but perhaps the last):
+// Two recorders share one way of writing: every message is on the tape
+// before it is forwarded, and writes to the tape are whole lines (the shim
+// writes the lines of a chunk it read in one write, then forwards the
+// chunk), so a recorder killed at any moment leaves a tape whose lines are
+// all complete but perhaps the last.
 //
 //   - [Stdio] is a transparent shim: the client launches it instead of the
 //     server; it starts the server, relays stdin and stdout byte for byte,
