@@ -570,7 +570,7 @@ func (e *Engine) respond(m tape.Entry, seq int) {
 		return
 	}
 	if resp < 0 {
-		if resp = e.rejection(seq); resp < 0 {
+		if resp = rejection(e.x, e.server, seq); resp < 0 {
 			return // never answered on the tape
 		}
 	}
@@ -606,19 +606,19 @@ func (e *Engine) respond(m tape.Entry, seq int) {
 // read yet (server-everything's HTTP 400 to server/discover before
 // initialize) without its id, so the tape cannot pair them. It is the
 // server's first response after seq, before the client's next message.
-func (e *Engine) rejection(seq int) int {
-	for i := seq + 1; i < e.x.Len(); i++ {
-		en := e.x.Entry(i)
-		if en.Server != e.server || !en.IsWire() {
+func rejection(x *tape.Index, server string, seq int) int {
+	for i := seq + 1; i < x.Len(); i++ {
+		en := x.Entry(i)
+		if en.Server != server || !en.IsWire() {
 			continue
 		}
-		if en.Dir == tape.DirSend || en.Kind == tape.KindResponse && !e.x.Pair(i).Orphan {
+		if en.Dir == tape.DirSend || en.Kind == tape.KindResponse && !x.Pair(i).Orphan {
 			return -1
 		}
 		if en.Kind != tape.KindResponse {
 			continue
 		}
-		if m, err := e.x.Message(i); err == nil && m.ID == "null" {
+		if m, err := x.Message(i); err == nil && m.ID == "null" {
 			return i
 		}
 		return -1
