@@ -23,6 +23,9 @@ type replayFlags struct {
 	ignore  []string
 	report  string
 	reorder int
+	// reorderSet is true when --reorder was given; its default depends on
+	// the transport.
+	reorderSet bool
 
 	listen      string
 	path        string
@@ -44,12 +47,10 @@ func (f *replayFlags) options() (replay.Options, error) {
 	}
 	reorder := f.reorder
 	switch {
-	case reorder < -1:
+	case reorder < 0:
 		return replay.Options{}, fmt.Errorf("--reorder %d: expected a window of 0 or more recorded requests", reorder)
-	case reorder == -1 && f.listen != "":
+	case !f.reorderSet && f.listen != "":
 		reorder = httpReorder
-	case reorder == -1:
-		reorder = 0
 	}
 	return replay.Options{Server: f.server, Mode: mode, Ignore: ignore, Speed: f.speed, Reorder: reorder}, nil
 }
@@ -131,6 +132,7 @@ matching lets a request match one of the next --reorder recorded requests
   sdkclient --url http://127.0.0.1:8808/mcp    # in another terminal`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.reorderSet = cmd.Flags().Changed("reorder")
 			opts, err := f.options()
 			if err != nil {
 				return err
@@ -163,7 +165,7 @@ matching lets a request match one of the next --reorder recorded requests
 	cmd.Flags().Float64Var(&f.speed, "speed", 0, "reproduce recorded latencies divided by this factor (0: instant)")
 	cmd.Flags().StringArrayVar(&f.ignore, "ignore", nil, "JSON path ignored when matching, e.g. params.arguments.ts (repeatable)")
 	cmd.Flags().StringVar(&f.report, "report", "", "write a JSON report of divergences and unused requests to this file")
-	cmd.Flags().IntVar(&f.reorder, "reorder", -1, "strict mode: how many recorded requests ahead a request may match (default 4 over HTTP, 0 over stdio)")
+	cmd.Flags().IntVar(&f.reorder, "reorder", 0, "strict mode: how many recorded requests ahead a request may match (4 over HTTP unless given)")
 	cmd.Flags().StringVar(&f.listen, "listen", "", "serve Streamable HTTP on ADDR (host:port, port 0 picks one) instead of stdio")
 	cmd.Flags().StringVar(&f.path, "path", "/mcp", "with --listen: the MCP endpoint's path")
 	cmd.Flags().BoolVar(&f.allowRemote, "allow-remote", false, "with --listen: allow an address other than loopback")

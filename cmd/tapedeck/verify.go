@@ -30,10 +30,11 @@ func newVerifyCmd(s streams) *cobra.Command {
 server at --url, and sends it the client messages of the tape's server, in
 recorded order, one request at a time, with ids of its own. Over HTTP it
 keeps the session the server issues, opens the standalone GET stream after
-initialization, and ends the session with DELETE. The server's own requests (roots/list, sampling, elicitation) are
-answered with the recorded replies. Each response is compared with the
-recorded one by meaning: key order, whitespace, ids and _meta do not count;
---ignore drops fields that vary from run to run (timestamps, ids of things).
+initialization, and ends the session with DELETE. The server's own
+requests (roots/list, sampling, elicitation) are answered with the
+recorded replies. Each response is compared with the recorded one by
+meaning: key order, whitespace, ids and _meta do not count; --ignore drops
+fields that vary from run to run (timestamps, ids of things).
 
 verify prints PASS or FAIL per call with the latency against the recorded
 one, and for a failure the differences as JSON pointers with the expected
@@ -55,7 +56,7 @@ is 1 when any call differs.`,
 			case url != "" && (dash >= 0 || len(args) != 1):
 				return fmt.Errorf("expected TAPE --url URL, found %d arguments and a command: give --url or -- CMD, not both", len(args))
 			case url == "" && (dash != 1 || len(args) < 2):
-				return fmt.Errorf("expected TAPE -- CMD [ARGS...] or TAPE --url URL, found %d arguments before --", max(dash, len(args)))
+				return fmt.Errorf("expected TAPE -- CMD [ARGS...] or TAPE --url URL, found %d argument(s) before -- and no command", max(dash, len(args)))
 			}
 			paint, err := colorEnabled(color, s.stdout)
 			if err != nil {
