@@ -65,8 +65,9 @@ func interrupt(t *testing.T, p *mcptest.Process) int {
 
 // TestReplayHTTPSDKClient serves the go-sdk client's HTTP tapes (2025
 // sessions with a GET stream and a server/discover rejected with HTTP 400;
-// 2026-07-28 stateless) over Streamable HTTP with no live server: the client
-// must print what it printed live, and the replay exits 0 on SIGINT.
+// 2026-07-28 stateless), and two of its stdio tapes, over Streamable HTTP
+// with no live server: the client must print what it printed live, and the
+// replay exits 0 on SIGINT.
 func TestReplayHTTPSDKClient(t *testing.T) {
 	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
 	client := mcptest.BuildBinary(t, mcptest.SDKClientPackage)
@@ -76,6 +77,10 @@ func TestReplayHTTPSDKClient(t *testing.T) {
 	}{
 		{"sdk-everything-http", []string{"--name", "everything", "--roots"}},
 		{"sdk-sdkserver-http-stateless", []string{"--name", "sdk", "--roots"}},
+		// stdio tapes served over HTTP: the recorded -32601 to
+		// server/discover, and a 2025-06-18 initialize, with sessions.
+		{"sdk-everything-discover", []string{"--name", "everything"}},
+		{"sdk-everything-2025-06-18", []string{"--name", "everything", "--protocol", "2025-06-18"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			want, err := os.ReadFile(fixture(t, tt.name+".transcript.txt"))
