@@ -67,6 +67,13 @@ type Options struct {
 	// Hold makes divergences wait for Resolve instead of being answered with
 	// the divergence error at once: the debugger asks its user.
 	Hold bool
+	// Reorder, in strict mode, lets a request that does not match the next
+	// recorded one match one of the Reorder recorded requests after it; the
+	// ones passed over are still expected. Requests a client sends at once
+	// race over HTTP (one POST each) and the recorder saw them in its own
+	// order, so the HTTP edge needs a small window; 0 is mcporter's exact
+	// order.
+	Reorder int
 }
 
 // Output is a message the engine sends to the client.
@@ -376,9 +383,33 @@ func (e *Engine) strict(m tape.Entry) {
 			e.consume(m, exp)
 			return
 		}
+		if later := e.lookAhead(m); later >= 0 {
+			e.consume(m, later)
+			return
+		}
 		e.diverge(m, exp, ReasonMismatch)
 		return
 	}
+}
+
+// lookAhead returns the first of the Options.Reorder unused recorded
+// requests after the next expected one that m matches, or -1.
+func (e *Engine) lookAhead(m tape.Entry) int {
+	seen := 0
+	for i := e.ri + 1; seen < e.opts.Reorder; i++ {
+		if i >= len(e.reqs) && !e.scanNext() {
+			return -1
+		}
+		seq := e.reqs[i]
+		if e.used[seq] {
+			continue
+		}
+		seen++
+		if rec, err := e.x.Message(seq); err == nil && e.sameRequest(m, rec) {
+			return seq
+		}
+	}
+	return -1
 }
 
 // sameRequest compares a live request with a recorded one by meaning.
@@ -539,7 +570,9 @@ func (e *Engine) respond(m tape.Entry, seq int) {
 		return
 	}
 	if resp < 0 {
-		return // never answered on the tape
+		if resp = rejection(e.x, e.server, seq); resp < 0 {
+			return // never answered on the tape
+		}
 	}
 	e.advanceTo(resp)
 	body, ok := e.answers[resp]
@@ -566,6 +599,31 @@ func (e *Engine) respond(m tape.Entry, seq int) {
 		}
 	}
 	e.push(out, e.at(resp), resp, m.ID, nil)
+}
+
+// rejection returns the response with "id":null that answered recorded
+// request seq, or -1: a Streamable HTTP server rejects a request it cannot
+// read yet (server-everything's HTTP 400 to server/discover before
+// initialize) without its id, so the tape cannot pair them. It is the
+// server's first response after seq, before the client's next message.
+func rejection(x *tape.Index, server string, seq int) int {
+	for i := seq + 1; i < x.Len(); i++ {
+		en := x.Entry(i)
+		if en.Server != server || !en.IsWire() {
+			continue
+		}
+		if en.Dir == tape.DirSend || en.Kind == tape.KindResponse && !x.Pair(i).Orphan {
+			return -1
+		}
+		if en.Kind != tape.KindResponse {
+			continue
+		}
+		if m, err := x.Message(i); err == nil && m.ID == "null" {
+			return i
+		}
+		return -1
+	}
+	return -1
 }
 
 // spliceID replaces a message's top-level id with id, leaving every other

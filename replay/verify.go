@@ -165,7 +165,11 @@ func (v *verifier) call(ctx context.Context, seq int) (*CallResult, error) {
 		res.Problem = err.Error()
 		return res, err
 	}
-	if p.Cancelled || p.Partner < 0 {
+	want := p.Partner
+	if want < 0 && !p.Cancelled {
+		want = rejection(v.x, v.server, seq) // an HTTP 400 with "id":null
+	}
+	if p.Cancelled || want < 0 {
 		// Cancelled or never answered on the tape: nothing to wait for.
 		res.Pass = true
 		return res, nil
@@ -194,7 +198,7 @@ func (v *verifier) call(ctx context.Context, seq int) (*CallResult, error) {
 					continue
 				}
 				res.Live = v.opts.Now().Sub(start)
-				rec, err := v.x.Message(p.Partner)
+				rec, err := v.x.Message(want)
 				if err != nil {
 					return res, err
 				}

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -12,13 +15,22 @@ import (
 	"github.com/tapedeck/tapedeck/tape"
 )
 
-// replayFlags are the matching flags shared by replay and verify.
+// replayFlags are the flags of replay.
 type replayFlags struct {
-	server string
-	match  string
-	speed  float64
-	ignore []string
-	report string
+	server  string
+	match   string
+	speed   float64
+	ignore  []string
+	report  string
+	reorder int
+	// reorderSet is true when --reorder was given; its default depends on
+	// the transport.
+	reorderSet bool
+
+	listen      string
+	path        string
+	allowRemote bool
+	origins     []string
 }
 
 func (f *replayFlags) options() (replay.Options, error) {
@@ -33,8 +45,19 @@ func (f *replayFlags) options() (replay.Options, error) {
 	if f.speed < 0 {
 		return replay.Options{}, fmt.Errorf("--speed %v: expected 0 (instant) or a positive factor", f.speed)
 	}
-	return replay.Options{Server: f.server, Mode: mode, Ignore: ignore, Speed: f.speed}, nil
+	reorder := f.reorder
+	switch {
+	case reorder < 0:
+		return replay.Options{}, fmt.Errorf("--reorder %d: expected a window of 0 or more recorded requests", reorder)
+	case !f.reorderSet && f.listen != "":
+		reorder = httpReorder
+	}
+	return replay.Options{Server: f.server, Mode: mode, Ignore: ignore, Speed: f.speed, Reorder: reorder}, nil
 }
+
+// httpReorder is --reorder's default over HTTP, where a client's
+// concurrent requests are separate POSTs that race.
+const httpReorder = 4
 
 func parseIgnores(specs []string) ([]tape.Path, error) {
 	var out []tape.Path
@@ -54,8 +77,8 @@ func newReplayCmd(s streams) *cobra.Command {
 		Use:   "replay TAPE",
 		Short: "Serve a tape as an MCP server, failing loudly where the client departs from it",
 		Long: `replay serves the server side of a tape to a live MCP client, over stdio (the
-client launches "tapedeck replay TAPE" in place of the real server). No live
-server is contacted.
+client launches "tapedeck replay TAPE" in place of the real server), or over
+Streamable HTTP with --listen. No live server is contacted.
 
 Responses are the recorded bytes with the live request's id spliced in;
 recorded server notifications and server requests (roots/list, sampling,
@@ -79,7 +102,22 @@ names the request received and the one expected, and whose data holds a
 structured diff (JSON pointers with expected and actual values). Every
 divergence is printed on stderr and, with --report, written to a JSON file
 with the recorded requests left unused. The exit status is 1 when any
-divergence or unused request remains.`,
+divergence or unused request remains.
+
+Over HTTP (--listen ADDR) the tape is served at http://ADDR/mcp (--path)
+until SIGINT or SIGTERM, then the verdict is given as above. The URL is
+printed on stderr. A request is answered with JSON or with an SSE stream as
+the tape recorded it, with the recorded HTTP status; recorded server
+notifications and requests travel on the stream they were recorded on (the
+request's answer, or the standalone GET stream). Tapes of the 2025 era get
+an Mcp-Session-Id with the initialize answer, required afterwards (400
+without it, 404 for another); DELETE ends it. Tapes of the 2026-07-28 era
+have no session and no GET stream (405). Only loopback addresses are
+served unless --allow-remote, and a request from a browser page must come
+from a loopback Origin or one given with --allow-origin (403 otherwise).
+Concurrent requests are separate POSTs that race, so over HTTP strict
+matching lets a request match one of the next --reorder recorded requests
+(default 4; 0 over stdio), the ones passed over still being expected.`,
 		Example: `  # mcporter, with the tape in place of the real server
   mcporter call --stdio "tapedeck replay session.jsonl" echo message=hi
 
@@ -87,9 +125,14 @@ divergence or unused request remains.`,
   tapedeck replay --server linear --ignore params.arguments.requestId session.jsonl
 
   # reproduce the recorded latencies at twice the speed, keep a report
-  tapedeck replay --speed 2 --report replay-report.json session.jsonl`,
+  tapedeck replay --speed 2 --report replay-report.json session.jsonl
+
+  # serve over Streamable HTTP at http://127.0.0.1:8808/mcp until Ctrl-C
+  tapedeck replay --listen 127.0.0.1:8808 session.jsonl
+  sdkclient --url http://127.0.0.1:8808/mcp    # in another terminal`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.reorderSet = cmd.Flags().Changed("reorder")
 			opts, err := f.options()
 			if err != nil {
 				return err
@@ -105,7 +148,11 @@ divergence or unused request remains.`,
 			if err != nil {
 				return err
 			}
-			if err := replay.ServeStdio(cmd.Context(), e, s.stdin, s.stdout, replay.StdioOptions{OnDivergence: onDiv}); err != nil {
+			if f.listen != "" {
+				if err := serveReplayHTTP(cmd.Context(), s, &f, args[0], e, onDiv); err != nil {
+					return err
+				}
+			} else if err := replay.ServeStdio(cmd.Context(), e, s.stdin, s.stdout, replay.StdioOptions{OnDivergence: onDiv}); err != nil {
 				return err
 			}
 			rep := e.Report()
@@ -118,7 +165,38 @@ divergence or unused request remains.`,
 	cmd.Flags().Float64Var(&f.speed, "speed", 0, "reproduce recorded latencies divided by this factor (0: instant)")
 	cmd.Flags().StringArrayVar(&f.ignore, "ignore", nil, "JSON path ignored when matching, e.g. params.arguments.ts (repeatable)")
 	cmd.Flags().StringVar(&f.report, "report", "", "write a JSON report of divergences and unused requests to this file")
+	cmd.Flags().IntVar(&f.reorder, "reorder", 0, "strict mode: how many recorded requests ahead a request may match (4 over HTTP unless given)")
+	cmd.Flags().StringVar(&f.listen, "listen", "", "serve Streamable HTTP on ADDR (host:port, port 0 picks one) instead of stdio")
+	cmd.Flags().StringVar(&f.path, "path", "/mcp", "with --listen: the MCP endpoint's path")
+	cmd.Flags().BoolVar(&f.allowRemote, "allow-remote", false, "with --listen: allow an address other than loopback")
+	cmd.Flags().StringArrayVar(&f.origins, "allow-origin", nil, "with --listen: accept this Origin besides loopback ones, e.g. https://app.example.com (repeatable)")
 	return cmd
+}
+
+// serveReplayHTTP serves e over Streamable HTTP on f.listen until ctx is
+// done.
+func serveReplayHTTP(ctx context.Context, s streams, f *replayFlags, tapePath string, e *replay.Engine, onDiv func(replay.Divergence)) error {
+	host, _, err := net.SplitHostPort(f.listen)
+	if err != nil {
+		return fmt.Errorf("--listen %q: expected HOST:PORT, e.g. 127.0.0.1:8808: %w", f.listen, err)
+	}
+	if !replay.IsLoopbackHost(host) && !f.allowRemote {
+		return fmt.Errorf("--listen %q is not a loopback address: the replay would be reachable from other machines; use 127.0.0.1 or add --allow-remote", f.listen)
+	}
+	if !strings.HasPrefix(f.path, "/") {
+		return fmt.Errorf("--path %q: expected a path starting with /", f.path)
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	h := replay.NewHTTPHandler(e, replay.HTTPOptions{Path: f.path, OnDivergence: onDiv, AllowOrigins: f.origins})
+	fmt.Fprintf(s.stderr, "tapedeck replay: serving %s (server '%s') at http://%s%s\n", tapePath, e.Server(), ln.Addr(), f.path)
+	err = replay.ServeHTTP(ctx, ln, h)
+	if n := h.Dropped(); n > 0 {
+		fmt.Fprintf(s.stderr, "tapedeck replay: %d recorded server messages had no open stream to travel on\n", n)
+	}
+	return err
 }
 
 // finishReport prints unused requests, writes the JSON report if asked, and

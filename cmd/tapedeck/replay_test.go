@@ -48,6 +48,9 @@ func TestReplaySDKClient(t *testing.T) {
 		{"sdk-everything-discover", []string{"--name", "everything"}}, // server/discover probe, fallback to initialize
 		{"sdk-everything-2025-06-18", []string{"--name", "everything", "--protocol", "2025-06-18"}},
 		{"sdk-sdkserver", []string{"--name", "sdk", "--roots"}}, // roots/list from the server
+		// an HTTP tape over stdio: the HTTP 400 "id":null rejection of
+		// server/discover is answered with the live id
+		{"sdk-everything-http", []string{"--name", "everything", "--roots"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

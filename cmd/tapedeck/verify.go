@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -19,18 +20,21 @@ import (
 )
 
 func newVerifyCmd(s streams) *cobra.Command {
-	var server, junit, color string
+	var server, junit, color, url string
 	var ignore []string
 	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "verify TAPE [flags] -- CMD [ARGS...]",
+		Use:   "verify TAPE [flags] (-- CMD [ARGS...] | --url URL)",
 		Short: "Drive a live server with a tape's client side and compare its answers",
-		Long: `verify starts the server CMD over stdio and sends it the client messages of
-the tape's server, in recorded order, one request at a time, with ids of its
-own. The server's own requests (roots/list, sampling, elicitation) are
-answered with the recorded replies. Each response is compared with the
-recorded one by meaning: key order, whitespace, ids and _meta do not count;
---ignore drops fields that vary from run to run (timestamps, ids of things).
+		Long: `verify starts the server CMD over stdio, or connects to the Streamable HTTP
+server at --url, and sends it the client messages of the tape's server, in
+recorded order, one request at a time, with ids of its own. Over HTTP it
+keeps the session the server issues, opens the standalone GET stream after
+initialization, and ends the session with DELETE. The server's own
+requests (roots/list, sampling, elicitation) are answered with the
+recorded replies. Each response is compared with the recorded one by
+meaning: key order, whitespace, ids and _meta do not count; --ignore drops
+fields that vary from run to run (timestamps, ids of things).
 
 verify prints PASS or FAIL per call with the latency against the recorded
 one, and for a failure the differences as JSON pointers with the expected
@@ -41,12 +45,18 @@ is 1 when any call differs.`,
   tapedeck verify session.jsonl -- node dist/index.js stdio
 
   # ignore a field that changes on each run, and keep a report for CI
-  tapedeck verify --ignore result.content[0].text --junit verify.xml session.jsonl -- ./my-server`,
-		Args: cobra.MinimumNArgs(2),
+  tapedeck verify --ignore result.content[0].text --junit verify.xml session.jsonl -- ./my-server
+
+  # a Streamable HTTP server already running
+  tapedeck verify session.jsonl --url http://127.0.0.1:8080/mcp`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
-			if dash != 1 {
-				return fmt.Errorf("expected TAPE -- CMD [ARGS...], found %d arguments before --", max(dash, len(args)))
+			switch {
+			case url != "" && (dash >= 0 || len(args) != 1):
+				return fmt.Errorf("expected TAPE --url URL, found %d arguments and a command: give --url or -- CMD, not both", len(args))
+			case url == "" && (dash != 1 || len(args) < 2):
+				return fmt.Errorf("expected TAPE -- CMD [ARGS...] or TAPE --url URL, found %d argument(s) before -- and no command", max(dash, len(args)))
 			}
 			paint, err := colorEnabled(color, s.stdout)
 			if err != nil {
@@ -63,48 +73,22 @@ is 1 when any call differs.`,
 			defer x.Close()
 			printWarnings(s.stderr, x.Warnings())
 
-			proc := exec.Command(args[1], args[2:]...)
-			proc.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			var serverErr bytes.Buffer
-			proc.Stderr = &serverErr
-			stdin, err := proc.StdinPipe()
+			opts := replay.VerifyOptions{Server: server, Ignore: ignores, Timeout: timeout}
+			onCall := func(c replay.CallResult) { printCall(s.stdout, c, paint) }
+			var rep replay.VerifyReport
+			if url != "" {
+				conn := replay.NewHTTPConn(url, nil)
+				rep, err = replay.Verify(cmd.Context(), x, conn, opts, onCall)
+				if cerr := conn.Close(); err == nil && cerr != nil {
+					fmt.Fprintf(s.stderr, "tapedeck verify: %v\n", cerr)
+				}
+			} else {
+				rep, err = verifyStdio(cmd.Context(), s, x, args[1:], opts, onCall)
+			}
 			if err != nil {
 				return err
 			}
-			stdout, err := proc.StdoutPipe()
-			if err != nil {
-				return err
-			}
-			if err := proc.Start(); err != nil {
-				return fmt.Errorf("start server %s: %w", args[1], err)
-			}
-			defer stopProcess(proc, stdin)
-
-			conn := replay.NewStdioConn(stdin, stdout)
-			rep, err := replay.Verify(cmd.Context(), x, conn, replay.VerifyOptions{Server: server, Ignore: ignores, Timeout: timeout},
-				func(c replay.CallResult) { printCall(s.stdout, c, paint) })
-			if err != nil {
-				if serverErr.Len() > 0 {
-					fmt.Fprintf(s.stderr, "server stderr:\n%s", serverErr.Bytes())
-				}
-				return err
-			}
-			fail := 0
-			for _, c := range rep.Calls {
-				if !c.Pass {
-					fail++
-				}
-			}
-			fmt.Fprintf(s.stdout, "%d calls, %d passed, %d failed\n", len(rep.Calls), len(rep.Calls)-fail, fail)
-			if junit != "" {
-				if err := writeJUnit(junit, args[0], &rep); err != nil {
-					return err
-				}
-			}
-			if err := rep.Err(); err != nil {
-				return &exitError{code: 1, err: err}
-			}
-			return nil
+			return finishVerify(s, &rep, args[0], junit)
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", "", "the tape's server to verify (needed when it holds several)")
@@ -112,7 +96,56 @@ is 1 when any call differs.`,
 	cmd.Flags().StringVar(&junit, "junit", "", "write a JUnit XML report to this file")
 	cmd.Flags().StringVar(&color, "color", "auto", "colour the diffs: auto (when stdout is a terminal), always or never")
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait for each response")
+	cmd.Flags().StringVar(&url, "url", "", "verify the Streamable HTTP server at this endpoint URL instead of a command")
 	return cmd
+}
+
+// verifyStdio runs the server argv and verifies it over its pipes.
+func verifyStdio(ctx context.Context, s streams, x *tape.Index, argv []string, opts replay.VerifyOptions, onCall func(replay.CallResult)) (replay.VerifyReport, error) {
+	proc := exec.Command(argv[0], argv[1:]...)
+	proc.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var serverErr bytes.Buffer
+	proc.Stderr = &serverErr
+	stdin, err := proc.StdinPipe()
+	if err != nil {
+		return replay.VerifyReport{}, err
+	}
+	stdout, err := proc.StdoutPipe()
+	if err != nil {
+		return replay.VerifyReport{}, err
+	}
+	if err := proc.Start(); err != nil {
+		return replay.VerifyReport{}, fmt.Errorf("start server %s: %w", argv[0], err)
+	}
+	defer stopProcess(proc, stdin)
+
+	conn := replay.NewStdioConn(stdin, stdout)
+	rep, err := replay.Verify(ctx, x, conn, opts, onCall)
+	if err != nil && serverErr.Len() > 0 {
+		fmt.Fprintf(s.stderr, "server stderr:\n%s", serverErr.Bytes())
+	}
+	return rep, err
+}
+
+// finishVerify prints the summary, writes the JUnit report if asked, and
+// returns the verdict.
+func finishVerify(s streams, rep *replay.VerifyReport, tapePath, junit string) error {
+	fail := 0
+	for _, c := range rep.Calls {
+		if !c.Pass {
+			fail++
+		}
+	}
+	fmt.Fprintf(s.stdout, "%d calls, %d passed, %d failed\n", len(rep.Calls), len(rep.Calls)-fail, fail)
+	if junit != "" {
+		if err := writeJUnit(junit, tapePath, rep); err != nil {
+			return err
+		}
+	}
+	if err := rep.Err(); err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	return nil
 }
 
 // stopProcess closes the server's stdin, waits, then signals its process
