@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"github.com/tapedeck/tapedeck/replay/sse"
+
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -465,7 +467,7 @@ func (h *HTTPHandler) answer(w http.ResponseWriter, r *http.Request, ex *exchang
 			}
 			buf = buf[:0]
 			for _, it := range items {
-				buf = appendSSE(buf, it.msg)
+				buf = sse.Append(buf, sse.Event{Data: it.msg, Retry: -1})
 			}
 			if _, err := w.Write(buf); err != nil {
 				h.abandon(ex)
@@ -646,7 +648,7 @@ func (h *HTTPHandler) serveGet(w http.ResponseWriter, r *http.Request) {
 		if len(items) > 0 {
 			buf = buf[:0]
 			for _, it := range items {
-				buf = appendSSE(buf, it.msg)
+				buf = sse.Append(buf, sse.Event{Data: it.msg, Retry: -1})
 			}
 			if _, err := w.Write(buf); err != nil {
 				return

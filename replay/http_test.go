@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"github.com/tapedeck/tapedeck/replay/sse"
+
 	"bytes"
 	"context"
 	"io"
@@ -158,7 +160,7 @@ func (ts *testServer) do(method, body string, header ...string) (*http.Response,
 func events(t *testing.T, body string) []string {
 	t.Helper()
 	var out []string
-	if err := readSSE(strings.NewReader(body), func(ev sseEvent) bool { out = append(out, string(ev.Data)); return true }); err != nil {
+	if err := sse.Each(strings.NewReader(body), func(ev sse.Event) bool { out = append(out, string(ev.Data)); return true }); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -201,7 +203,7 @@ func TestHTTPSession(t *testing.T) {
 	}
 	defer getResp.Body.Close()
 	got := make(chan string, 8)
-	go readSSE(getResp.Body, func(ev sseEvent) bool { got <- string(ev.Data); return true })
+	go sse.Each(getResp.Body, func(ev sse.Event) bool { got <- string(ev.Data); return true })
 	next := func() string {
 		select {
 		case m := <-got:
@@ -430,26 +432,6 @@ func TestVerifyOverHTTPReplay(t *testing.T) {
 	}
 	if resp, _ := ts.do(http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "Mcp-Session-Id", "live-session"); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("after HTTPConn.Close the session should be gone: %s", resp.Status)
-	}
-}
-
-func TestSSE(t *testing.T) {
-	var b []byte
-	b = appendSSE(b, []byte(`{"a":1}`))
-	b = appendSSE(b, []byte("two\nlines"))
-	stream := string(b) + ": a comment\r\nid: 7\r\ndata:\r\n\r\nevent: message\ndata: x\n\ndata: cut at the end"
-	var got []sseEvent
-	if err := readSSE(strings.NewReader(stream), func(ev sseEvent) bool { got = append(got, ev); return true }); err != nil {
-		t.Fatal(err)
-	}
-	want := []sseEvent{{Data: []byte(`{"a":1}`)}, {Data: []byte("two\nlines")}, {ID: "7", Data: []byte("")}, {Name: "message", Data: []byte("x")}}
-	if len(got) != len(want) {
-		t.Fatalf("got %d events %q, want %d", len(got), got, len(want))
-	}
-	for i := range want {
-		if got[i].Name != want[i].Name || got[i].ID != want[i].ID || !bytes.Equal(got[i].Data, want[i].Data) {
-			t.Errorf("event %d: got %+v, want %+v", i, got[i], want[i])
-		}
 	}
 }
 

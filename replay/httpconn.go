@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"github.com/tapedeck/tapedeck/replay/sse"
+
 	"bytes"
 	"context"
 	"errors"
@@ -181,7 +183,7 @@ func (c *HTTPConn) roundTrip(req *http.Request, m tape.Entry) {
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch {
 	case mediaType == "text/event-stream":
-		err := readSSE(resp.Body, func(ev sseEvent) bool {
+		err := sse.Each(resp.Body, func(ev sse.Event) bool {
 			c.deliverMessage(ev.Data, m)
 			return c.ctx.Err() == nil
 		})
@@ -261,7 +263,7 @@ func (c *HTTPConn) openGet() {
 		if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); resp.StatusCode != http.StatusOK || mt != "text/event-stream" {
 			return
 		}
-		readSSE(resp.Body, func(ev sseEvent) bool {
+		sse.Each(resp.Body, func(ev sse.Event) bool {
 			c.deliver(connMsg{msg: bytes.TrimSpace(ev.Data)})
 			return c.ctx.Err() == nil
 		})

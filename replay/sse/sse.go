@@ -16,7 +16,6 @@ import (
 	"errors"
 	"io"
 	"strconv"
-	"strings"
 )
 
 // Event is one server-sent event.
@@ -207,20 +206,48 @@ func (r *Reader) fill() {
 // line of e.Data (at least one, so an event with empty data is still an
 // event), and the blank line that ends it. Raw is ignored.
 func Write(w io.Writer, e Event) error {
-	var b strings.Builder
+	_, err := w.Write(Append(nil, e))
+	return err
+}
+
+// Append appends e to b as Write writes it.
+func Append(b []byte, e Event) []byte {
 	if e.HasID {
-		b.WriteString("id: " + e.ID + "\n")
+		b = append(append(append(b, "id: "...), e.ID...), '\n')
 	}
 	if e.Event != "" {
-		b.WriteString("event: " + e.Event + "\n")
+		b = append(append(append(b, "event: "...), e.Event...), '\n')
 	}
 	if e.Retry >= 0 && (e.Retry > 0 || e.HasID || e.Event != "" || e.Data != nil) {
-		b.WriteString("retry: " + strconv.Itoa(e.Retry) + "\n")
+		b = append(strconv.AppendInt(append(b, "retry: "...), int64(e.Retry), 10), '\n')
 	}
-	for _, l := range strings.Split(strings.ReplaceAll(string(e.Data), "\r\n", "\n"), "\n") {
-		b.WriteString("data: " + l + "\n")
+	data := e.Data
+	for {
+		line, rest, more := bytes.Cut(data, []byte{'\n'})
+		b = append(append(append(b, "data: "...), bytes.TrimSuffix(line, []byte{'\r'})...), '\n')
+		if !more {
+			break
+		}
+		data = rest
 	}
-	b.WriteString("\n")
-	_, err := io.WriteString(w, b.String())
-	return err
+	return append(b, '\n')
+}
+
+// Each calls fn with each event of r that carries data, until the stream
+// ends or fn returns false. An event cut off by the end of the stream is
+// dropped, as a browser drops it.
+func Each(r io.Reader, fn func(Event) bool) error {
+	rd := NewReader(r)
+	for {
+		e, err := rd.Next()
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if e.Data != nil && !fn(e) {
+			return nil
+		}
+	}
 }
