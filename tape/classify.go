@@ -22,6 +22,7 @@ type msgInfo struct {
 	server     span
 	ts         span
 	session    span
+	replyTo    span      // _meta.inReplyTo: the request an id-null answer replies to (set by the HTTP recorder)
 	when       time.Time // ts parsed; zero when absent or unreadable
 	method     span
 	id         span
@@ -236,6 +237,9 @@ func (c *classifier) meta(b []byte, m *msgInfo, meta span) {
 		return
 	}
 	_, _ = c.members(b, meta.start, func(key []byte, v span) {
+		if string(key) == "inReplyTo" {
+			m.replyTo = v
+		}
 		if b[v.start] != '"' {
 			return
 		}

@@ -372,7 +372,11 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 		case 2:
 			reqDir = 1
 		}
-		k := pairKey{r.server, reqDir, r.conn, string(normalizeID(m.id.in(line)))}
+		id := normalizeID(m.id.in(line))
+		if string(id) == "null" && m.replyTo.ok() {
+			id = normalizeID(m.replyTo.in(line)) // an answer to a request the server could not read
+		}
+		k := pairKey{r.server, reqDir, r.conn, string(id)}
 		if req, ok := x.pending[k]; ok {
 			x.unpend(k)
 			x.pair(req, seq)

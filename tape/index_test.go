@@ -285,3 +285,18 @@ func TestIndexManyServers(t *testing.T) {
 		t.Errorf("server of message 100: %q", got)
 	}
 }
+
+// TestPairingNullIDInReplyTo: an error answer with id null pairs with the
+// request the HTTP recorder tied it to (_meta.inReplyTo).
+func TestPairingNullIDInReplyTo(t *testing.T) {
+	x := indexOf(t, `{"jsonrpc":"2.0","id":1,"method":"server/discover","_meta":{"dir":"send","server":"s","ts":"2026-05-16T12:00:00.000Z"}}
+{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"bad"},"_meta":{"dir":"recv","server":"s","ts":"2026-05-16T12:00:00.010Z","inReplyTo":1}}
+{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse"},"_meta":{"dir":"recv","server":"s","ts":"2026-05-16T12:00:00.020Z"}}
+`)
+	if p := x.Pair(1); p.Partner != 0 || p.Method != "server/discover" || p.Latency != 10*time.Millisecond {
+		t.Errorf("null-id answer with inReplyTo: %+v", p)
+	}
+	if p := x.Pair(2); !p.Orphan {
+		t.Errorf("null-id answer without inReplyTo: %+v, want an orphan", p)
+	}
+}
