@@ -370,6 +370,12 @@ func (e *Engine) strict(m tape.Entry) {
 			// A recorded keepalive ping is timing, not behaviour: skip it.
 			e.used[exp] = true
 			continue
+		case exp >= 0 && expEntry.Method == "server/discover" && m.Method == "initialize" && e.probeFailed(exp):
+			// The recording client probed server/discover and fell back to
+			// initialize; a client that starts with initialize skips the
+			// probe, which is version drift, not behaviour.
+			e.used[exp] = true
+			continue
 		case exp < 0:
 			e.diverge(m, -1, ReasonBeyondEnd)
 			return
@@ -390,6 +396,13 @@ func (e *Engine) strict(m tape.Entry) {
 		e.diverge(m, exp, ReasonMismatch)
 		return
 	}
+}
+
+// probeFailed reports whether the recorded server/discover at seq was
+// answered with an error (or never answered): a server from before 2026-07-28.
+func (e *Engine) probeFailed(seq int) bool {
+	p := e.x.Pair(seq)
+	return p.Partner < 0 || e.x.Entry(p.Partner).Error
 }
 
 // lookAhead returns the first of the Options.Reorder unused recorded

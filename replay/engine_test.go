@@ -179,6 +179,43 @@ func TestEngineKeyedAndLoose(t *testing.T) {
 	}
 }
 
+// A tape recorded by a client that probed server/discover, failed, and fell
+// back to initialize replays to a client that starts with initialize; a
+// tape whose probe succeeded does not.
+func TestEngineSkipsFailedDiscoverProbe(t *testing.T) {
+	probe := `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}`
+	for _, tt := range []struct {
+		name   string
+		answer string
+		diverg int
+	}{
+		{"failed probe", `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}`, 0},
+		{"unanswered probe", ``, 0},
+		{"successful probe", `{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2026-07-28"]}}`, 1},
+	} {
+		lines := []line{{send, 0, probe}}
+		if tt.answer != "" {
+			lines = append(lines, line{recv, 5, tt.answer})
+		}
+		lines = append(lines,
+			line{send, 10, `{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"rec","version":"1"}}}`},
+			line{recv, 20, `{"jsonrpc":"2.0","id":2,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"srv","version":"1"}}}`})
+		e := mustEngine(t, buildIndex(t, lines...), Options{})
+		got := texts(feed(t, e, liveInit))
+		if n := len(e.Divergences()); n != tt.diverg {
+			t.Errorf("%s: %d divergences, want %d: %q", tt.name, n, tt.diverg, got)
+		}
+		if tt.diverg == 0 {
+			if len(got) != 1 || !strings.Contains(got[0], `"id":"a","result"`) {
+				t.Errorf("%s: outputs %q", tt.name, got)
+			}
+			if rep := e.Report(); rep.Err() != nil {
+				t.Errorf("%s: report %v, want the skipped probe not counted as unused", tt.name, rep.Err())
+			}
+		}
+	}
+}
+
 func TestEngineDiscoverAndPing(t *testing.T) {
 	for _, mode := range []Mode{Strict, Keyed} {
 		e := mustEngine(t, sessionTape(t), Options{Mode: mode})

@@ -71,6 +71,34 @@ func TestReplaySDKClient(t *testing.T) {
 	}
 }
 
+// TestReplayAcrossEras serves a tape recorded by a client that probed
+// server/discover (and fell back to initialize) to clients that start with
+// initialize: the go-sdk client forced to 2025-06-18 replays the whole
+// session in strict mode, and mcporter's echo call in keyed mode.
+func TestReplayAcrossEras(t *testing.T) {
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	client := mcptest.BuildBinary(t, mcptest.SDKClientPackage)
+	tapePath := fixture(t, "sdk-everything-discover.tape.jsonl")
+	want, err := os.ReadFile(fixture(t, "sdk-everything-discover.transcript.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, stderr, err := runPeer(t, nil, client, "--name", "everything", "--protocol", "2025-06-18", "--", tapedeck, "replay", tapePath)
+	if err != nil {
+		t.Fatalf("sdkclient --protocol 2025-06-18 over the discover-era tape: %v\nstderr:\n%s", err, stderr)
+	}
+	// Only the negotiated version may differ: the client asked for 2025-06-18.
+	if strings.Replace(got, "protocol 2025-06-18", "protocol 2025-11-25", 1) != string(want) {
+		t.Fatalf("transcript differs\ngot:\n%s\nwant:\n%s", got, want)
+	}
+	peers := mcptest.Peers(t)
+	out, stderr, err := runPeer(t, []string{"HOME=" + t.TempDir()}, peers.Mcporter, "call", "--stdio",
+		tapedeck+" replay --match keyed "+tapePath, "--name", "everything", "echo", "message:hi")
+	if err != nil || strings.TrimSpace(out) != "Echo: hi" {
+		t.Fatalf("mcporter over the discover-era tape: %v, stdout %q\nstderr:\n%s", err, out, stderr)
+	}
+}
+
 // TestReplayMcporter serves mcporter's own recordings to the same mcporter
 // command, and checks a changed argument gets the divergence error.
 func TestReplayMcporter(t *testing.T) {
