@@ -86,7 +86,9 @@ elicitation) are sent in their recorded order, and the client's replies are
 checked too. initialize tolerates another protocolVersion, capabilities and
 clientInfo, and answers with the client's protocolVersion; a server/discover
 probe against a tape recorded without one gets "method not found", as the
-older server answered, so the client falls back to initialize.
+older server answered, so the client falls back to initialize; and a tape
+whose client probed server/discover in vain before initialize serves a client
+that starts with initialize.
 
 Matching modes (--match):
   strict  (default, mcporter's semantics) each request must be the next
