@@ -439,3 +439,44 @@ func TestPrettyJSONFolds(t *testing.T) {
 		t.Errorf("non-JSON: got %q", got)
 	}
 }
+
+// TestPrettyJSONDeepNesting: a message nested 100 000 deep is shown as
+// recorded, at once, instead of being indented level by level.
+func TestPrettyJSONDeepNesting(t *testing.T) {
+	deep := `{"a":` + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + `}`
+	if got := prettyJSON([]byte(deep), true); got != deep {
+		t.Errorf("deep message: got %d bytes, want the %d recorded", len(got), len(deep))
+	}
+	if got, _ := prettyJSONMarked([]byte(deep), func([]string) bool { return true }); got != deep {
+		t.Errorf("deep message, marked: got %d bytes", len(got))
+	}
+	if got := prettyJSON([]byte(`{"s":"[[[[","a":[1]}`), false); !strings.Contains(got, "\n") {
+		t.Errorf("brackets inside a string counted as nesting: %q", got)
+	}
+}
+
+// TestDetailWrapsOnce: the detail pane wraps a message's lines when it is
+// shown, not on every frame (the viewport's soft wrap is quadratic in the
+// length of a line, and a deeply nested message is one 200 KB line).
+func TestDetailWrapsOnce(t *testing.T) {
+	line := `{"jsonrpc":"2.0","id":1,"method":"m","params":` + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + `,"_meta":{"dir":"send","server":"s","ts":"2026-05-16T12:00:00.000Z"}}` + "\n"
+	x := tape.NewIndex(bytes.NewReader([]byte(line)))
+	if err := x.Extend(int64(len(line)), nil); err != nil {
+		t.Fatal(err)
+	}
+	d := NewDetail(NewStyles(true))
+	d.SetSize(80, 20)
+	d.Show(x, 0)
+	if d.vp.SoftWrap {
+		t.Fatalf("the viewport soft-wraps every frame")
+	}
+	content := d.vp.GetContent()
+	for i, l := range strings.Split(content, "\n") {
+		if w := ansi.StringWidth(l); w > 80 {
+			t.Fatalf("content line %d is %d columns wide, want at most 80", i, w)
+		}
+	}
+	if n := strings.Count(content, "\n"); n < 200_000/80 {
+		t.Errorf("%d content lines for a 200 KB message at 80 columns", n)
+	}
+}

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"github.com/charmbracelet/x/ansi"
 	"strings"
 	"time"
 
@@ -42,7 +43,9 @@ type detailKey struct {
 // NewDetail returns an empty detail pane.
 func NewDetail(s *Styles) Detail {
 	vp := viewport.New()
-	vp.SoftWrap = true
+	// Lines are wrapped once, when the content is set: the viewport's soft
+	// wrap works per frame and is quadratic in a line's length, which a
+	// 200 KB line on one row (a deeply nested message) turns into seconds.
 	vp.FillHeight = true
 	vp.MouseWheelEnabled = true
 	return Detail{KeyMap: DefaultDetailKeyMap(), styles: s, vp: vp, seq: -1}
@@ -91,7 +94,7 @@ func (d *Detail) refresh() {
 		d.vp.SetContent("")
 		return
 	}
-	d.vp.SetContent(renderMessage(d.x, d.seq, d.t0, d.unfolded, d.styles))
+	d.vp.SetContent(ansi.Hardwrap(renderMessage(d.x, d.seq, d.t0, d.unfolded, d.styles), d.width, true))
 	if !sameMsg {
 		d.vp.GotoTop()
 	}

@@ -21,12 +21,38 @@ const (
 	foldString = 160 // runes of a string shown when folded
 	foldArray  = 25  // items of an array shown when folded
 	maxChroma  = 256 << 10
+	maxIndent  = 64 // deeper nesting is shown as recorded: indenting 100 000 levels would take gigabytes
 )
+
+// tooDeep reports whether raw nests objects and arrays deeper than maxIndent.
+func tooDeep(raw []byte) bool {
+	depth, inString := 0, false
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			if depth++; depth > maxIndent {
+				return true
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return false
+}
 
 // prettyJSON indents raw JSON keeping its key order and number literals. With
 // fold, long strings and arrays are cut with a marker saying how much is
-// hidden. Input that is not JSON is returned as it is.
+// hidden. Input that is not JSON, or nests deeper than maxIndent, is
+// returned as it is.
 func prettyJSON(raw []byte, fold bool) string {
+	if tooDeep(raw) {
+		return string(raw)
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	p := printer{dec: dec, fold: fold}
@@ -43,6 +69,9 @@ func prettyJSON(raw []byte, fold bool) string {
 // prettyJSONMarked is prettyJSON (unfolded) that also reports which lines
 // print a value whose path mark accepts.
 func prettyJSONMarked(raw []byte, mark func(path []string) bool) (string, map[int]bool) {
+	if tooDeep(raw) {
+		return string(raw), nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	p := printer{dec: dec, mark: mark, marked: map[int]bool{}}
