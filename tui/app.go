@@ -616,7 +616,7 @@ func (m Model) lowerView() string {
 func (m Model) titleView() string {
 	s := m.styles
 	n := m.x.Len()
-	title := s.App.Title.Render("tapedeck") + " " + s.App.Subtitle.Render(fmt.Sprintf("%s · %d messages · %s", m.opts.Name, n, serverSummary(m.x.Servers())))
+	title := s.App.Title.Render("tapedeck") + " " + s.App.Subtitle.Render(fmt.Sprintf("%s · %s · %s", m.opts.Name, plural(n, "message"), serverSummary(m.x.Servers())))
 	if m.opts.Follow {
 		title += s.App.Subtitle.Render(" · following")
 	}
@@ -702,4 +702,12 @@ func (m Model) helpView() string {
 	body := m.styles.App.Title.Render("keys") + "  " + m.styles.App.Subtitle.Render("(any key closes)") + "\n\n" + h.FullHelpView(groups) +
 		"\n\n" + m.styles.App.Subtitle.Render(notes)
 	return m.styles.App.Overlay.Render(body)
+}
+
+// plural writes "1 message", "2 messages".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
