@@ -89,10 +89,10 @@ func CanonicalNumber(s string) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
-// VolatileMetaKeys are the request params._meta keys that change on every
+// volatileMetaKeys are the request params._meta keys that change on every
 // run and say nothing of what was asked. Keys starting with
 // "io.modelcontextprotocol/" (the 2026-07-28 identity keys) are volatile too.
-var VolatileMetaKeys = []string{"progressToken", "traceparent", "tracestate", "baggage"}
+var volatileMetaKeys = [...]string{"progressToken", "traceparent", "tracestate", "baggage"}
 
 // Normalizer turns messages into comparable values: it drops what identifies
 // a message on the wire (jsonrpc, id, the tape's _meta), the volatile keys of
@@ -154,7 +154,7 @@ func dropVolatile(params map[string]any) {
 	if !ok {
 		return
 	}
-	for _, k := range VolatileMetaKeys {
+	for _, k := range volatileMetaKeys {
 		delete(meta, k)
 	}
 	for k := range meta {

@@ -16,7 +16,7 @@
 //   - [Classify] parses one line into its messages without decoding bodies.
 //   - [Reader] streams entries from an io.Reader; [Writer] appends messages.
 //   - [Index] holds a compact, incrementally built view of a whole tape,
-//     with requests paired to their responses ([Index.Partner]).
+//     with requests paired to their responses ([Index.Pair]).
 //   - [Canonical] and [Normalizer] compare JSON by meaning, for matching.
 //   - [ComputeStats] summarizes an index per server and method.
 package tape

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sync"
 	"time"
@@ -14,7 +15,7 @@ import (
 // rec is the index's record of one message: 48 bytes, no pointers.
 type rec struct {
 	off     int64 // byte offset of the message in the file
-	ts      int64 // unix nanoseconds; 0 when unknown
+	ts      int64 // unix nanoseconds; noTime when unknown
 	n       uint32
 	line    uint32
 	method  uint32 // into Index.methods; 0 is ""
@@ -26,6 +27,10 @@ type rec struct {
 	dir     uint8
 	flags   uint8
 }
+
+// noTime marks a message without a readable _meta.ts (0 is a real time:
+// the Unix epoch).
+const noTime = math.MinInt64
 
 const (
 	flagError     = 1 << iota // a response with "error"
@@ -263,7 +268,7 @@ func (x *Index) consume(lr *lineReader, final func() bool, progress []func(int64
 	chunk := int64(0)
 	for {
 		line, off, nl, err := lr.next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return false, nil
 		}
 		if err != nil {
@@ -317,6 +322,7 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 		n:       uint32(m.end - m.start),
 		line:    uint32(lineNo),
 		partner: -1,
+		ts:      noTime,
 		batch:   batch,
 		kind:    m.kind,
 		dir:     dirCode(m.dir.in(line)),
@@ -348,6 +354,7 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 			delete(x.orphans, k)
 			x.pair(seq, resp)
 			x.recs.at(int(resp)).flags = x.recs.at(int(resp)).flags&^flagOrphan | flagReordered
+			rp.flags |= flagReordered
 			x.warnings.add(Warning{lineNo, fmt.Errorf("line %d: request id %s recorded after its response (line %d)", lineNo, k.id, x.recs.at(int(resp)).line)})
 			break
 		}
@@ -514,7 +521,7 @@ func (x *Index) entry(i int) Entry {
 	if r.kind == KindResponse {
 		e.Method = "" // the method is the request's; see Pair
 	}
-	if r.ts != 0 {
+	if r.ts != noTime {
 		e.Time = time.Unix(0, r.ts).UTC()
 	}
 	return e
@@ -527,7 +534,7 @@ func (x *Index) Message(i int) (Entry, error) {
 	n := x.recs.at(int(i)).n
 	x.mu.RUnlock()
 	raw := make([]byte, n)
-	if _, err := x.src.ReadAt(raw, e.Offset); err != nil && !(err == io.EOF && len(raw) == int(n)) {
+	if k, err := x.src.ReadAt(raw, e.Offset); err != nil && !(errors.Is(err, io.EOF) && k == int(n)) {
 		return e, fmt.Errorf("read message %d (line %d): %w", i, e.Line, err)
 	}
 	var c classifier
@@ -548,12 +555,13 @@ func (x *Index) Message(i int) (Entry, error) {
 type Pair struct {
 	Partner   int           // the other message of the pair, or -1
 	Method    string        // the request's method, for both messages of a pair
-	Latency   time.Duration // response time minus request time, when both are known
+	Latency   time.Duration // response time minus request time (negative when Reordered), when Timed
+	Timed     bool          // both messages of the pair have a timestamp
 	Orphan    bool          // a response no request matched
 	Pending   bool          // a request with no response on the tape
 	Cancelled bool          // a request cancelled by notifications/cancelled
 	Late      bool          // a response that came after its request was cancelled
-	Reordered bool          // a response recorded before its request
+	Reordered bool          // a pair whose response was recorded before its request
 	// ChainPrev is, for a 2026-07-28 retry request (params.inputResponses),
 	// the input_required response it answers, or -1: together the requests
 	// of a chain are one logical call.
@@ -577,10 +585,12 @@ func (x *Index) pairOf(i int) Pair {
 	p.Pending = r.kind == KindRequest && r.partner < 0 && !p.Cancelled
 	if r.partner >= 0 {
 		o := x.recs.at(int(r.partner))
-		if r.ts != 0 && o.ts != 0 {
-			p.Latency = time.Duration(o.ts - r.ts)
-			if p.Latency < 0 {
-				p.Latency = -p.Latency
+		if r.ts != noTime && o.ts != noTime {
+			p.Timed = true
+			if r.kind == KindRequest {
+				p.Latency = time.Duration(o.ts - r.ts)
+			} else {
+				p.Latency = time.Duration(r.ts - o.ts)
 			}
 		}
 	}

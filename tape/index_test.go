@@ -300,3 +300,44 @@ func TestPairingNullIDInReplyTo(t *testing.T) {
 		t.Errorf("null-id answer without inReplyTo: %+v, want an orphan", p)
 	}
 }
+
+// TestStatsBuckets: orphan responses and invalid lines are counted in rows
+// of their own, apart from each other and from any method; a reordered pair
+// stays out of the latencies; a timestamp at the Unix epoch is a time.
+func TestStatsBuckets(t *testing.T) {
+	text := `{"jsonrpc":"2.0","id":9,"result":{},"_meta":{"dir":"recv","server":"s","ts":"1970-01-01T00:00:00.000Z"}}
+{"jsonrpc":"2.0","id":{},"method":"m","_meta":{"dir":"send","server":"s","ts":"1970-01-01T00:00:00.000Z"}}
+{"jsonrpc":"2.0","id":1,"method":"","_meta":{"dir":"send","server":"s","ts":"1970-01-01T00:00:00.000Z"}}
+{"jsonrpc":"2.0","id":2,"method":"ping","_meta":{"dir":"send","server":"s","ts":"1970-01-01T00:00:00.000Z"}}
+{"jsonrpc":"2.0","id":2,"result":{},"_meta":{"dir":"recv","server":"s","ts":"1970-01-01T00:00:00.250Z"}}
+{"jsonrpc":"2.0","id":3,"result":{},"_meta":{"dir":"recv","server":"s","ts":"1970-01-01T00:00:01.000Z"}}
+{"jsonrpc":"2.0","id":3,"method":"late","_meta":{"dir":"send","server":"s","ts":"1970-01-01T00:00:02.000Z"}}
+`
+	x := indexOf(t, text)
+	if p := x.Pair(4); !p.Timed || p.Latency != 250*time.Millisecond {
+		t.Errorf("pair at the epoch: %+v", p)
+	}
+	if p := x.Pair(6); !p.Reordered || p.Latency != -time.Second {
+		t.Errorf("reordered pair: %+v, want a latency of -1s", p)
+	}
+	st := ComputeStats(x, "s")
+	rows := map[string]MethodStats{}
+	for _, m := range st.Servers[0].Methods {
+		rows[m.label()] = m
+	}
+	if m := rows["(orphan responses)"]; m.Responses != 1 || m.Orphans != 1 || m.Invalid != 0 {
+		t.Errorf("orphans row: %+v", m)
+	}
+	if m := rows["(invalid lines)"]; m.Invalid != 1 || m.Responses != 0 {
+		t.Errorf("invalid row: %+v", m)
+	}
+	if m := rows[`""`]; m.Requests != 1 || m.Pending != 1 {
+		t.Errorf("empty-method row: %+v", m)
+	}
+	if m := rows["late"]; m.Requests != 1 || m.Latency.Count != 0 {
+		t.Errorf("reordered pair in the latencies: %+v", m)
+	}
+	if m := rows["ping"]; m.Latency.Count != 1 || m.Latency.Max != 250*time.Millisecond {
+		t.Errorf("ping at the epoch: %+v", m.Latency)
+	}
+}

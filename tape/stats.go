@@ -23,8 +23,11 @@ type ServerStats struct {
 
 // MethodStats counts one method's traffic. Dir is the direction of its
 // requests or notifications: "send" for the client's, "recv" for the server's.
+// Responses no request matched, and invalid lines, are counted apart, in a
+// MethodStats whose Bucket says which.
 type MethodStats struct {
 	Method        string       `json:"method,omitempty"`
+	Bucket        string       `json:"bucket,omitempty"` // BucketOrphans, BucketInvalid, or "" for a method
 	Dir           Dir          `json:"dir,omitempty"`
 	Requests      int          `json:"requests"`
 	Notifications int          `json:"notifications"`
@@ -49,6 +52,12 @@ type LatencyStats struct {
 	Max   time.Duration `json:"max_ns"`
 }
 
+// Buckets of MethodStats that count something other than one method.
+const (
+	BucketOrphans = "orphan responses"
+	BucketInvalid = "invalid lines"
+)
+
 // ComputeStats counts the messages of x; with server non-empty, only that
 // server's. Orphan responses are counted under the method "" (no request
 // names one) and invalid lines under the server their _meta names, if any.
@@ -62,13 +71,14 @@ func ComputeStats(x *Index, server string) Stats {
 		server uint16
 		method uint32
 		dir    uint8
+		bucket string
 	}
 	per := map[key]*MethodStats{}
 	servers := map[uint16]bool{}
 	get := func(k key) *MethodStats {
 		m := per[k]
 		if m == nil {
-			m = &MethodStats{Method: x.methods.names[k.method], Dir: dirCodes[k.dir]}
+			m = &MethodStats{Method: x.methods.names[k.method], Dir: dirCodes[k.dir], Bucket: k.bucket}
 			per[k] = m
 		}
 		return m
@@ -86,34 +96,34 @@ func ComputeStats(x *Index, server string) Stats {
 		case KindInvalid:
 			st.Invalid++
 			servers[r.server] = true
-			get(key{r.server, 0, r.dir}).Invalid++
+			get(key{r.server, 0, r.dir, BucketInvalid}).Invalid++
 			continue
 		}
 		servers[r.server] = true
 		switch r.kind {
 		case KindRequest:
-			m := get(key{r.server, r.method, r.dir})
+			m := get(key{r.server, r.method, r.dir, ""})
 			m.Requests++
 			switch p := x.pairOf(i); {
 			case p.Cancelled:
 				m.Cancelled++
 			case p.Pending:
 				m.Pending++
-			case p.Partner >= 0 && x.recs.at(int(p.Partner)).ts != 0 && r.ts != 0:
+			case p.Timed && !p.Reordered: // a reordered pair's time says nothing of the server's speed
 				m.latencies = append(m.latencies, p.Latency)
 			}
 		case KindNotification:
-			get(key{r.server, r.method, r.dir}).Notifications++
+			get(key{r.server, r.method, r.dir, ""}).Notifications++
 		case KindResponse:
 			reqDir := r.dir
 			if reqDir == 1 || reqDir == 2 {
 				reqDir = 3 - reqDir
 			}
-			method := r.method
+			k := key{r.server, r.method, reqDir, ""}
 			if r.partner < 0 {
-				method = 0
+				k = key{r.server, 0, reqDir, BucketOrphans}
 			}
-			m := get(key{r.server, method, reqDir})
+			m := get(k)
 			m.Responses++
 			if r.flags&flagError != 0 {
 				m.Errors++
@@ -143,6 +153,9 @@ func ComputeStats(x *Index, server string) Stats {
 		ss.Total.latencies = nil
 		sort.Slice(ss.Methods, func(i, j int) bool {
 			a, b := ss.Methods[i], ss.Methods[j]
+			if a.Bucket != b.Bucket {
+				return a.Bucket < b.Bucket // methods first, then the buckets
+			}
 			if a.Method != b.Method {
 				return a.Method < b.Method
 			}

@@ -53,12 +53,12 @@ func (ss ServerStats) Table() (header []string, rows [][]string) {
 
 func (m MethodStats) label() string {
 	switch {
-	case m.Method != "":
-		return m.Method
-	case m.Invalid > 0:
-		return "(invalid lines)"
+	case m.Bucket != "":
+		return "(" + m.Bucket + ")"
+	case m.Method == "":
+		return `""` // a message whose method is the empty string
 	default:
-		return "(orphan responses)"
+		return m.Method
 	}
 }
 

@@ -156,9 +156,6 @@ func TestVersionAndHelp(t *testing.T) {
 // import Bubble Tea or the tui package.
 func TestImportRules(t *testing.T) {
 	for _, pkg := range []string{"./tape/...", "./replay/..."} {
-		if _, err := os.Stat("../../" + strings.TrimSuffix(strings.TrimPrefix(pkg, "./"), "/...")); err != nil {
-			continue // no such package yet
-		}
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "../../"+strings.TrimPrefix(pkg, "./")).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list %s: %v\n%s", pkg, err, out)

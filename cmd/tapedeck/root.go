@@ -81,9 +81,10 @@ A tape is NDJSON, one JSON-RPC message a line with a "_meta" object
 
 func newVersionCmd(s streams) *cobra.Command {
 	return &cobra.Command{
-		Use:   "version",
-		Short: "Print tapedeck's version",
-		Args:  cobra.NoArgs,
+		Use:     "version",
+		Short:   "Print tapedeck's version",
+		Example: "  tapedeck version   # tapedeck v0.1.0, or (devel) for a build from a checkout",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, err := io.WriteString(s.stdout, "tapedeck "+buildVersion()+"\n")
 			return err
