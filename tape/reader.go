@@ -116,6 +116,8 @@ type Reader struct {
 	seq      int
 	batch    int
 	queue    []Entry
+	lines    [][]byte // the line of each queued entry
+	line     []byte   // the line of the entry Next returned last
 	warnings warningList
 }
 
@@ -160,12 +162,18 @@ func (r *Reader) Next() (Entry, error) {
 			e.Seq, e.Line, e.Offset, e.Batch = r.seq, lineNo, off+int64(msgs[i].start), batch
 			r.seq++
 			r.queue = append(r.queue, e)
+			r.lines = append(r.lines, own)
 		}
 	}
 	e := r.queue[0]
-	r.queue = r.queue[1:]
+	r.queue, r.line, r.lines = r.queue[1:], r.lines[0], r.lines[1:]
 	return e, nil
 }
+
+// Line returns the whole line, without its line ending, of the entry Next
+// returned last: for a message of a batch, the array it travelled in. The
+// entries of one line share it.
+func (r *Reader) Line() []byte { return r.line }
 
 // Warnings returns the problems met so far that did not stop the reading.
 func (r *Reader) Warnings() []Warning { return r.warnings.list() }

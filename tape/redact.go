@@ -109,15 +109,18 @@ func (r *Redactor) RedactText(b []byte) []byte {
 
 // RedactLine applies the rules to one line of a tape, keeping its _meta
 // (dir, server, ts and the rest are never redacted) and adding the redacted
-// paths to _meta.redacted. A line that nothing matched, or that is not JSON,
-// is returned unchanged, with changed false.
+// paths to _meta.redacted. A line that nothing matched is returned
+// unchanged, with changed false; one that cannot be decoded (not JSON, or
+// nested deeper than encoding/json reads) is an error wrapping ErrMalformed.
 func (r *Redactor) RedactLine(line []byte) (out []byte, changed bool, err error) {
 	if r.Empty() || len(bytes.TrimSpace(line)) == 0 {
 		return line, false, nil
 	}
 	v, err := Decode(line)
 	if err != nil {
-		return line, false, nil // kept as it is, like any invalid line
+		// Never pass a line through unredacted because it could not be
+		// read: the caller decides (an invalid line gets RedactText).
+		return nil, false, fmt.Errorf("%w: cannot decode the line to redact it: %v", ErrMalformed, err)
 	}
 	switch x := v.(type) {
 	case map[string]any:

@@ -1,8 +1,10 @@
 package tape
 
 import (
+	"errors"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -81,10 +83,15 @@ func TestRedactLineKeepsMeta(t *testing.T) {
 	if len(e) != 1 || e[0].Server != "linear" || e[0].Dir != DirSend || e[0].Time.IsZero() {
 		t.Errorf("redacted line lost its _meta: %+v", e)
 	}
-	for _, keep := range []string{"not json {", `{"jsonrpc":"2.0","method":"$transport/stderr","params":{"text":"fine"}}`} {
-		out, changed, err := r.RedactLine([]byte(keep))
-		if err != nil || changed || string(out) != keep {
-			t.Errorf("%q: got %q changed=%v err=%v, want it unchanged", keep, out, changed, err)
+	keep := `{"jsonrpc":"2.0","method":"$transport/stderr","params":{"text":"fine"}}`
+	if out, changed, err := r.RedactLine([]byte(keep)); err != nil || changed || string(out) != keep {
+		t.Errorf("%q: got %q changed=%v err=%v, want it unchanged", keep, out, changed, err)
+	}
+	// A line that cannot be decoded is never passed through unredacted.
+	deep := `{"jsonrpc":"2.0","id":1,"method":"x","params":{"token":"SECRET","a":` + strings.Repeat("[", 20_000) + strings.Repeat("]", 20_000) + `}}`
+	for _, bad := range []string{"not json {", deep} {
+		if out, _, err := r.RedactLine([]byte(bad)); !errors.Is(err, ErrMalformed) || out != nil {
+			t.Errorf("%.40q: got %.40q, %v; want ErrMalformed and no output", bad, out, err)
 		}
 	}
 	stderr := `{"jsonrpc":"2.0","method":"$transport/stderr","params":{"text":"password hunter2"}}`

@@ -98,6 +98,7 @@ func redactTape(in io.Reader, out io.Writer, red *tape.Redactor, stderr io.Write
 	w := bufio.NewWriterSize(out, 256<<10)
 	changed, lines := 0, 0
 	var batch [][]byte // messages of the array line being read
+	var batchRaw []byte
 	batchLine, batchChanged := 0, false
 	// Each line's newline is written when the next line comes, or at the
 	// end unless the last line was torn.
@@ -112,9 +113,11 @@ func redactTape(in io.Reader, out io.Writer, red *tape.Redactor, stderr io.Write
 		if batch == nil {
 			return
 		}
-		writeLine(append(append([]byte("["), bytes.Join(batch, []byte(","))...), ']'))
 		if batchChanged {
 			changed++
+			writeLine(append(append([]byte("["), bytes.Join(batch, []byte(","))...), ']'))
+		} else {
+			writeLine(batchRaw) // nothing matched: the array as it was read
 		}
 		batch, batchChanged = nil, false
 	}
@@ -129,19 +132,24 @@ func redactTape(in io.Reader, out io.Writer, red *tape.Redactor, stderr io.Write
 		if e.Line != batchLine {
 			flushBatch()
 		}
+		if e.Kind == tape.KindInvalid {
+			// Not a message (an invalid batch too): the whole line is kept,
+			// with only the value rules applied to its text.
+			msg := red.RedactText(bytes.Clone(r.Line()))
+			if !bytes.Equal(msg, r.Line()) {
+				changed++
+			}
+			writeLine(msg)
+			continue
+		}
 		// Lifecycle records are redacted too, since stderr lines carry
-		// secrets; invalid lines are kept, with only the value rules
-		// applied to their text.
+		// secrets.
 		msg, ch, err := red.RedactLine(e.Raw)
 		if err != nil {
-			return changed, fmt.Errorf("redact: line %d: %w", e.Line, err)
-		}
-		if e.Kind == tape.KindInvalid {
-			msg = red.RedactText(bytes.Clone(e.Raw))
-			ch = !bytes.Equal(msg, e.Raw)
+			return changed, fmt.Errorf("redact: line %d: %w; nothing written past line %d", e.Line, err, e.Line-1)
 		}
 		if e.Batch != 0 { // from a JSON array line
-			batch, batchLine = append(batch, msg), e.Line
+			batch, batchLine, batchRaw = append(batch, msg), e.Line, r.Line()
 			batchChanged = batchChanged || ch
 			continue
 		}

@@ -71,3 +71,29 @@ func TestRedactCommand(t *testing.T) {
 		t.Errorf("second run: %v, want an already-exists error", err)
 	}
 }
+
+// TestRedactKeepsUnmatchedLines: lines no rule matches, batches and invalid
+// arrays included, are copied byte for byte; a line that cannot be decoded
+// stops the command rather than passing its secrets through.
+func TestRedactKeepsUnmatchedLines(t *testing.T) {
+	lines := []string{
+		`[ {"jsonrpc":"2.0","id":1,"method":"a"} , {"jsonrpc":"2.0","id":2,"method":"b"} ]`,
+		`[]`,
+		`[{"jsonrpc":"2.0","id":2,"method":"a"}, 5]`,
+		`{"jsonrpc":"2.0","id":3,"method":"c"}`,
+	}
+	in := writeFile(t, "in.jsonl", strings.Join(lines, "\n")+"\n")
+	out, errOut, code := runCLI(t, "redact", in, "-o", "-", "--redact-key", "token")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if out != strings.Join(lines, "\n")+"\n" {
+		t.Errorf("unmatched lines changed:\ngot:\n%s\nwant:\n%s", out, strings.Join(lines, "\n"))
+	}
+	deep := `{"jsonrpc":"2.0","id":1,"method":"x","params":{"token":"SECRET","a":` + strings.Repeat("[", 20_000) + strings.Repeat("]", 20_000) + `}}`
+	in = writeFile(t, "deep.jsonl", lines[3]+"\n"+deep+"\n")
+	out, errOut, code = runCLI(t, "redact", in, "-o", "-", "--redact-key", "token")
+	if code != 1 || strings.Contains(out, "SECRET") || !strings.Contains(errOut, "line 2: malformed tape line: cannot decode the line to redact it") {
+		t.Errorf("undecodable line: exit %d, stdout %.80q, stderr %q", code, out, errOut)
+	}
+}
