@@ -23,6 +23,10 @@ const (
 	CodeDiverged = -32090
 	// CodeNotRecorded answers, in loose mode, a call the tape does not hold.
 	CodeNotRecorded = -32091
+	// CodeNoAnswer answers a request that matched the tape where the tape
+	// holds no answer to it: the recording ended (or the recorder died)
+	// before the server answered.
+	CodeNoAnswer = -32093
 	// CodeMethodNotFound is JSON-RPC's "method not found", answered to a
 	// server/discover probe against a tape recorded without one, as the
 	// older server did.
@@ -187,6 +191,10 @@ type Report struct {
 	Matched     int          `json:"matched"`
 	Divergences []Divergence `json:"divergences"`
 	Unused      []Unused     `json:"unused"`
+	// Unanswered lists the matched requests the tape holds no answer to
+	// (answered with CodeNoAnswer). They are the tape's gap, not the
+	// client's departure, so they do not fail the replay.
+	Unanswered []Unused `json:"unanswered,omitempty"`
 	// UnusedTolerated is true in loose mode, where unused requests are
 	// reported but do not fail the replay.
 	UnusedTolerated bool `json:"unusedTolerated,omitempty"`

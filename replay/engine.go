@@ -134,10 +134,11 @@ type Engine struct {
 	awaitCancel map[tape.ID]int // live id → late response to send once cancelled
 	queue       []Output
 
-	divs     []*Divergence
-	held     map[int]heldRequest
-	requests int
-	matched  int
+	divs       []*Divergence
+	held       map[int]heldRequest
+	requests   int
+	matched    int
+	unanswered []Unused // matched requests with no answer on the tape
 }
 
 // memoKey remembers the key of raw params seen before: identical bytes have
@@ -584,7 +585,13 @@ func (e *Engine) respond(m tape.Entry, seq int) {
 	}
 	if resp < 0 {
 		if resp = rejection(e.x, e.server, seq); resp < 0 {
-			return // never answered on the tape
+			// Never answered on the tape: say so rather than leave the
+			// client waiting for an answer that will not come.
+			en := e.x.Entry(seq)
+			e.unanswered = append(e.unanswered, Unused{Seq: seq, Line: en.Line, Method: en.Method})
+			msg := fmt.Sprintf("tapedeck replay: the tape holds no answer to %s (tape line %d): the recording ended before the server answered", en.Method, en.Line)
+			e.push(errorResponse([]byte(m.ID), CodeNoAnswer, msg, nil), e.now, -1, m.ID, nil)
+			return
 		}
 	}
 	e.advanceTo(resp)
@@ -897,6 +904,7 @@ func (e *Engine) Report() Report {
 		Divergences:     e.Divergences(),
 		Unused:          []Unused{},
 		UnusedTolerated: e.opts.Mode == Loose,
+		Unanswered:      append([]Unused(nil), e.unanswered...),
 	}
 	for _, seq := range e.reqs {
 		if e.used[seq] {

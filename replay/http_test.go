@@ -387,9 +387,25 @@ func TestHTTPSpeed(t *testing.T) {
 	}
 }
 
-// Close ends a request that waits for an answer the tape never recorded.
-func TestHTTPCloseEndsWaiting(t *testing.T) {
+// A request the tape holds no answer to gets CodeNoAnswer at once.
+func TestHTTPUnanswered(t *testing.T) {
 	x := buildIndex(t, line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"never"}}`})
+	ts := newTestServer(t, x, Options{})
+	resp, body := ts.do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"never"}}`)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"code":-32093`) || !strings.Contains(body, "tape line 1") {
+		t.Fatalf("status %d, body %s", resp.StatusCode, body)
+	}
+	if rep := ts.h.Report(); len(rep.Unanswered) != 1 || rep.Err() != nil {
+		t.Errorf("report: unanswered %+v, err %v", rep.Unanswered, rep.Err())
+	}
+}
+
+// Close ends a request that waits for an answer: one the client cancelled
+// while recording, which waits for the live cancellation.
+func TestHTTPCloseEndsWaiting(t *testing.T) {
+	x := buildIndex(t,
+		line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"never"}}`},
+		line{send, 10, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`})
 	ts := newTestServer(t, x, Options{})
 	done := make(chan int)
 	go func() {

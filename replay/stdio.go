@@ -19,12 +19,17 @@ type StdioOptions struct {
 
 // ServeStdio runs e as a stdio MCP server: one JSON-RPC message a line read
 // from r, the engine's outputs written to w, each at its time. It returns
-// when r ends (after sending what is due), when ctx is done, or on a write
-// error.
+// when r ends (after sending everything still queued, at its time), when ctx
+// is done, or on a write error. When ctx ends, r is closed if it is an
+// io.Closer (os.Stdin is), so a read waiting on an idle client ends too.
 func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o StdioOptions) error {
 	now := o.Now
 	if now == nil {
 		now = time.Now
+	}
+	if c, ok := r.(io.Closer); ok {
+		stop := context.AfterFunc(ctx, func() { c.Close() })
+		defer stop()
 	}
 	if e.opts.Speed <= 0 {
 		return serveInstant(ctx, e, r, w, o, now)
@@ -62,6 +67,8 @@ func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o Stdi
 			timer.Stop()
 		}
 	}()
+	var inputErr error
+	inputDone := false
 	for {
 		var tick <-chan time.Time
 		if due, ok := e.NextDue(); ok {
@@ -95,7 +102,8 @@ func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o Stdi
 				return err
 			}
 		case err := <-readErr:
-			// Drain lines read before the end.
+			// Drain lines read before the end, then keep serving what is
+			// still queued, each at its time, before returning.
 			for len(lines) > 0 {
 				if werr := write(e.Receive(<-lines, now())); werr != nil {
 					return werr
@@ -107,7 +115,15 @@ func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o Stdi
 			if ferr := bw.Flush(); ferr != nil {
 				return ferr
 			}
-			return err
+			if err != nil && ctx.Err() != nil {
+				err = nil // the read ended because ctx closed r
+			}
+			readErr, inputErr, inputDone = nil, err, true
+		}
+		if inputDone {
+			if _, ok := e.NextDue(); !ok {
+				return inputErr
+			}
 		}
 	}
 }
@@ -152,8 +168,8 @@ func serveInstant(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o St
 			}
 		}
 		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
+			if errors.Is(err, io.EOF) || ctx.Err() != nil {
+				return nil // the end of input, or ctx closed r
 			}
 			return err
 		}

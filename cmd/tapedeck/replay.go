@@ -207,6 +207,9 @@ func finishReport(stderr io.Writer, rep *replay.Report, path string) error {
 	for _, u := range rep.Unused {
 		fmt.Fprintf(stderr, "tapedeck replay: recorded request never sent by the client: %s %s (tape line %d)\n", u.Method, compactParams(u.Params), u.Line)
 	}
+	for _, u := range rep.Unanswered {
+		fmt.Fprintf(stderr, "tapedeck replay: the tape holds no answer to %s (tape line %d); the client got error %d\n", u.Method, u.Line, replay.CodeNoAnswer)
+	}
 	if path != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {

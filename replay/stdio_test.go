@@ -1,0 +1,67 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// ServeStdio ends when ctx does, even while the client keeps its end of the
+// pipe open and sends nothing (the read is unblocked by closing r).
+func TestServeStdioStopsOnCancel(t *testing.T) {
+	for _, speed := range []float64{0, 1} {
+		e := mustEngine(t, sessionTape(t), Options{Speed: speed})
+		r, w := io.Pipe()
+		defer w.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- ServeStdio(ctx, e, r, io.Discard, StdioOptions{}) }()
+		time.Sleep(20 * time.Millisecond)
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("speed %v: ServeStdio returned %v after cancel, want nil", speed, err)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatalf("speed %v: ServeStdio still running 2 s after its context ended", speed)
+		}
+	}
+}
+
+// With --speed, answers still queued when the client closes its input are
+// sent at their time, not dropped.
+func TestServeStdioFlushesQueueAtEndOfInput(t *testing.T) {
+	e := mustEngine(t, sessionTape(t), Options{Speed: 0.2}) // recorded 10 ms later: due 50 ms after the request
+	var out bytes.Buffer
+	start := time.Now()
+	if err := ServeStdio(context.Background(), e, strings.NewReader(liveInit+"\n"), &out, StdioOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `"id":"a","result"`) {
+		t.Fatalf("the queued initialize answer was dropped: %q", out.String())
+	}
+	if took := time.Since(start); took < 40*time.Millisecond {
+		t.Errorf("answered after %v, want the recorded 10 ms at speed 0.2 (50 ms)", took)
+	}
+}
+
+// A matched request the tape holds no answer to (a torn last line) is
+// answered with CodeNoAnswer instead of left waiting, and reported.
+func TestServeStdioUnanswered(t *testing.T) {
+	x := buildIndex(t, line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`})
+	e := mustEngine(t, x, Options{})
+	var out bytes.Buffer
+	if err := ServeStdio(context.Background(), e, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo"}}`+"\n"), &out, StdioOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `"id":7,"error":{"code":-32093`) {
+		t.Fatalf("answer %q, want error -32093", out.String())
+	}
+	if rep := e.Report(); len(rep.Unanswered) != 1 || rep.Unanswered[0].Line != 1 || rep.Err() != nil {
+		t.Errorf("report: %+v, err %v", rep.Unanswered, rep.Err())
+	}
+}
