@@ -144,34 +144,92 @@ func writeOutputs(bw *bufio.Writer, out []Output, o StdioOptions) error {
 	return nil
 }
 
-// serveInstant is ServeStdio at speed 0: nothing is ever queued for later,
-// so one loop reads, answers and writes, with no goroutine hop per message.
-// ctx is checked between messages; a read in progress ends with the input.
+// serveInstant is ServeStdio at speed 0: nothing is ever queued for later.
+// A goroutine reads whole chunks (one hand-over per read, however many
+// pipelined messages it holds) so the loop can also watch ctx: a read of an
+// idle client's stdin cannot be interrupted, but it need not be waited for.
 func serveInstant(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o StdioOptions, now func() time.Time) error {
-	br := bufio.NewReaderSize(r, 64<<10)
+	type chunk struct {
+		b   []byte
+		err error
+	}
+	chunks := make(chan chunk, 2)
+	free := make(chan []byte, 3)
+	for range 3 {
+		free <- make([]byte, 64<<10)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			var buf []byte
+			select {
+			case buf = <-free:
+			case <-stop:
+				return
+			}
+			n, err := r.Read(buf)
+			select {
+			case chunks <- chunk{buf[:n], err}:
+			case <-stop:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
 	bw := bufio.NewWriterSize(w, 64<<10)
+	var pending []byte // a line begun in an earlier chunk
 	for {
-		if ctx.Err() != nil {
+		var c chunk
+		select {
+		case <-ctx.Done():
 			return bw.Flush()
+		case c = <-chunks:
 		}
-		line, err := br.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 {
-			if werr := writeOutputs(bw, e.Receive(line, now()), o); werr != nil {
-				return werr
+		data := c.b
+		for {
+			i := bytes.IndexByte(data, '\n')
+			if i < 0 {
+				break
 			}
-		}
-		// Flush only when no more input is buffered: pipelined requests
-		// share one write.
-		if br.Buffered() == 0 || err != nil {
-			if ferr := bw.Flush(); ferr != nil {
-				return ferr
+			// A copy: the engine may keep the message, and the chunk's
+			// buffer is read into again.
+			line := append(pending[:len(pending):len(pending)], data[:i+1]...)
+			if len(pending) == 0 {
+				line = bytes.Clone(data[:i+1])
 			}
+			pending = pending[:0]
+			if len(bytes.TrimSpace(line)) > 0 {
+				if err := writeOutputs(bw, e.Receive(line, now()), o); err != nil {
+					return err
+				}
+			}
+			data = data[i+1:]
 		}
-		if err != nil {
-			if errors.Is(err, io.EOF) || ctx.Err() != nil {
+		pending = append(pending, data...)
+		free <- c.b[:cap(c.b)]
+		if c.err != nil {
+			if len(bytes.TrimSpace(pending)) > 0 { // a last line without its newline
+				if err := writeOutputs(bw, e.Receive(pending, now()), o); err != nil {
+					return err
+				}
+			}
+			if err := bw.Flush(); err != nil {
+				return err
+			}
+			if errors.Is(c.err, io.EOF) || ctx.Err() != nil {
 				return nil // the end of input, or ctx closed r
 			}
-			return err
+			return c.err
+		}
+		// Flush only when no more input waits: pipelined requests share
+		// one write.
+		if len(chunks) == 0 {
+			if err := bw.Flush(); err != nil {
+				return err
+			}
 		}
 	}
 }
