@@ -202,6 +202,7 @@ type stream struct {
 	sent     int  // events before it were written to a client
 	finished bool // the last event is queued
 	attached bool // a response is writing it
+	gen      int  // bumped when a resumption takes the stream over
 	primed   bool // the priming event was queued
 	ex       *exchange
 	notify   chan struct{}
@@ -789,10 +790,10 @@ func (h *HTTPHandler) answer(w http.ResponseWriter, r *http.Request, sess *sessi
 		select {
 		case <-ex.notify:
 		case <-r.Context().Done():
-			h.detach(sess, ex.stream, -1)
+			h.detach(sess, ex.stream, 0, -1)
 			return
 		case <-h.done:
-			h.detach(sess, ex.stream, -1)
+			h.detach(sess, ex.stream, 0, -1)
 			http.Error(w, "tapedeck replay: shutting down before the tape answered", http.StatusServiceUnavailable)
 			return
 		}
@@ -831,8 +832,18 @@ func (h *HTTPHandler) pipe(w http.ResponseWriter, r *http.Request, sess *session
 		flusher.Flush()
 	}
 	var buf []byte
+	h.mu.Lock()
+	gen := s.gen
+	h.mu.Unlock()
 	for {
 		h.mu.Lock()
+		if s.gen != gen {
+			// A resumption took the stream over: pass on the wake-up
+			// this writer may have taken, and leave the stream to it.
+			h.mu.Unlock()
+			s.wake()
+			return
+		}
 		from := s.sent
 		evs := s.evs[from-s.base:]
 		s.sent += len(evs)
@@ -848,7 +859,7 @@ func (h *HTTPHandler) pipe(w http.ResponseWriter, r *http.Request, sess *session
 				buf = sse.Append(buf, ev)
 			}
 			if _, err := w.Write(buf); err != nil {
-				h.detach(sess, s, from)
+				h.detach(sess, s, gen, from)
 				return
 			}
 			if flusher != nil {
@@ -856,27 +867,31 @@ func (h *HTTPHandler) pipe(w http.ResponseWriter, r *http.Request, sess *session
 			}
 		}
 		if finished {
-			h.detach(sess, s, -1)
+			h.detach(sess, s, gen, -1)
 			return
 		}
 		select {
 		case <-s.notify:
 		case <-r.Context().Done():
-			h.detach(sess, s, -1)
+			h.detach(sess, s, gen, -1)
 			return
 		case <-h.done:
-			h.detach(sess, s, -1)
+			h.detach(sess, s, gen, -1)
 			return
 		}
 	}
 }
 
-// detach marks s as no longer written, rolling its sent mark back to
-// unsent when that is >= 0 (a failed write). In an era without
-// resumption, a request's answer whose client went away is abandoned.
-func (h *HTTPHandler) detach(sess *session, s *stream, unsent int) {
+// detach marks s as no longer written by the writer of generation gen,
+// rolling its sent mark back to unsent when that is >= 0 (a failed write).
+// In an era without resumption, a request's answer whose client went away
+// is abandoned.
+func (h *HTTPHandler) detach(sess *session, s *stream, gen, unsent int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if s.gen != gen {
+		return // taken over by a resumption
+	}
 	s.attached = false
 	if unsent >= 0 {
 		s.sent = unsent
@@ -1071,7 +1086,7 @@ func (h *HTTPHandler) serveGet(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if s.attached {
+	if s.attached && !resume {
 		h.mu.Unlock()
 		http.Error(w, fmt.Sprintf("tapedeck replay: stream %d is already being written to another response", s.no), http.StatusConflict)
 		return
@@ -1112,9 +1127,13 @@ func (h *HTTPHandler) resumable(sess *session, id string) (*stream, string) {
 	case idx >= s.sent:
 		return nil, fmt.Sprintf("Last-Event-ID %q: stream %d has sent only %d events", id, no, s.sent)
 	}
-	if !s.attached {
-		s.sent = idx + 1
+	// A client resumes a stream it lost, whose old response may not have
+	// noticed yet: the resumption takes it over.
+	if s.attached {
+		s.gen++
+		s.wake()
 	}
+	s.sent = idx + 1
 	return s, ""
 }
 
