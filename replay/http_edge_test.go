@@ -1,10 +1,15 @@
 package replay
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -385,4 +390,49 @@ func newHTTPTestServer(t *testing.T, h http.Handler) *httptest.Server {
 		srv.Close()
 	})
 	return srv
+}
+
+// Concurrent clients over HTTP with more distinct calls than the engine's
+// caches hold (params keys, recorded answers, wire info), each repeated:
+// every answer is the recorded one for its call, under -race.
+func TestHTTPCachesUnderLoad(t *testing.T) {
+	const distinct = memoSize + memoSize/2
+	path := filepath.Join(t.TempDir(), "many.tape.jsonl")
+	writeSyntheticTape(t, path, 2*distinct, 16, true)
+	x, err := tape.OpenIndex(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	ts := newTestServer(t, x, Options{Mode: Loose})
+	pad := strings.Repeat("x", 16)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range distinct / 2 {
+				k := (w*distinct/4 + i*7) % distinct // overlapping, repeating keys
+				body := benchRequest(w*distinct+i+1, k, pad)
+				resp, err := ts.srv.Client().Post(ts.url, "application/json", bytes.NewReader(body))
+				if err != nil {
+					errs <- err
+					return
+				}
+				got, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if want := fmt.Sprintf(`"text":"answer %d"`, k); !bytes.Contains(got, []byte(want)) || gjson.GetBytes(got, "id").Int() != int64(w*distinct+i+1) {
+					errs <- fmt.Errorf("call k=%d: %s, want %s with its own id", k, got, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if len(ts.h.e.memo) > memoSize || len(ts.h.e.answers) > memoSize || len(ts.h.lone.wire) > memoSize {
+		t.Fatalf("caches grew past %d: memo %d, answers %d, wire %d", memoSize, len(ts.h.e.memo), len(ts.h.e.answers), len(ts.h.lone.wire))
+	}
 }
