@@ -126,6 +126,7 @@ type Engine struct {
 	answers  map[int][]byte // recorded responses, stripped, by seq: repeats skip the file read
 
 	frontier int // recv messages before it were emitted or passed
+	lo, hi   int // the span of the tape served, [lo, hi); hi 0 is the tape's end
 	refTape  int64
 	now      time.Time
 
@@ -180,6 +181,31 @@ func NewEngine(x *tape.Index, opts Options) (*Engine, error) {
 		held:        map[int]heldRequest{},
 	}
 	return e, nil
+}
+
+// sibling returns a new engine with e's options over the tape's span
+// [lo, hi): one recorded session, for the HTTP edge's second and later
+// sessions.
+func (e *Engine) sibling(lo, hi int) *Engine {
+	s, _ := NewEngine(e.x, e.opts) // e's server was resolved already: no error
+	s.server = e.server
+	s.restrict(lo, hi)
+	return s
+}
+
+// restrict limits e, before it has served anything, to the tape's span
+// [lo, hi).
+func (e *Engine) restrict(lo, hi int) {
+	e.lo, e.hi = lo, hi
+	e.scan, e.frontier = lo, lo
+}
+
+// end is the tape position after the last message e serves.
+func (e *Engine) end() int {
+	if e.hi > 0 {
+		return e.hi
+	}
+	return e.x.Len()
 }
 
 // pickServer resolves the server to serve: the one named, or the tape's
@@ -308,7 +334,7 @@ func (e *Engine) setRef(seq int) {
 // scanNext scans the tape until one more recorded request of the server is
 // found; it reports false at the end of the tape.
 func (e *Engine) scanNext() bool {
-	n := e.x.Len()
+	n := e.end()
 	for e.scan < n {
 		i := e.scan
 		e.scan++
@@ -670,9 +696,10 @@ func (e *Engine) pass(seq int) {
 
 // advance emits the recorded server messages up to the next client message
 // the tape still waits for.
-func (e *Engine) advance() { e.advanceTo(e.x.Len()) }
+func (e *Engine) advance() { e.advanceTo(e.end()) }
 
 func (e *Engine) advanceTo(limit int) {
+	limit = min(limit, e.end())
 	for e.frontier < limit {
 		en := e.x.Entry(e.frontier)
 		if en.Server == e.server && en.IsWire() && en.Dir == tape.DirSend && !e.used[e.frontier] {
@@ -726,7 +753,7 @@ func (e *Engine) notification(m tape.Entry) {
 		}
 	}
 	// Look for it among the client messages the tape waits for next.
-	n := e.x.Len()
+	n := e.end()
 	for i := e.frontier; i < n; i++ {
 		en := e.x.Entry(i)
 		if en.Server != e.server || en.Dir != tape.DirSend || !en.IsWire() || e.used[i] {

@@ -1,12 +1,11 @@
 package replay
 
 import (
-	"github.com/tapedeck/tapedeck/replay/sse"
-
 	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tapedeck/tapedeck/replay/sse"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -40,6 +40,22 @@ const modernVersion = "2026-07-28"
 // Mcp-Name header disagrees with its body, the code the Go SDK uses.
 const CodeHeaderMismatch = -32020
 
+// DefaultMaxBody is the request body limit when HTTPOptions.MaxBody is 0:
+// generous, because messages carry base64 images and whole files.
+const DefaultMaxBody = 64 << 20
+
+// protocolVersions are the MCP versions the replay server accepts in the
+// MCP-Protocol-Version header.
+var protocolVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", modernVersion}
+
+// ProtocolVersions returns the MCP protocol versions the HTTP replay server
+// accepts, oldest first.
+func ProtocolVersions() []string { return slices.Clone(protocolVersions) }
+
+// primingVersion is the first protocol version whose SSE streams start
+// with a priming event (an id and empty data).
+const primingVersion = "2025-11-25"
+
 // HTTPOptions configure an HTTPHandler.
 type HTTPOptions struct {
 	// Path is the MCP endpoint's path; empty means "/mcp".
@@ -54,6 +70,14 @@ type HTTPOptions struct {
 	// "https://app.example.com". Other origins get 403, against DNS
 	// rebinding.
 	AllowOrigins []string
+	// AllowHosts lists Host header values (names or addresses, the port
+	// ignored) accepted besides loopback ones; "*" accepts any. Other hosts
+	// get 403: a DNS-rebinding page reaches a loopback server under its own
+	// host name.
+	AllowHosts []string
+	// MaxBody bounds a request body in bytes; 0 means DefaultMaxBody, < 0
+	// no limit. A larger body gets 413 with a JSON-RPC error.
+	MaxBody int64
 	// NewSessionID makes Mcp-Session-Id values; nil means 128 random bits
 	// in hex.
 	NewSessionID func() string
@@ -77,35 +101,68 @@ type HTTPOptions struct {
 // over HTTP, so a server/discover probe rejected with HTTP 400 and
 // "id":null is rejected again, and the client falls back to initialize.
 //
+// Several sessions: each recorded session of the server (split at
+// $transport/start, at $http/delete and at a second initialize) is served
+// once, in recorded order, each by its own Engine, so sessions may be open
+// at once. An initialize beyond the recorded sessions is refused with 409
+// and a CodeDiverged error naming the count, and counts as a divergence.
+//
+// Resumption (eras with sessions): SSE events carry ids "STREAM_INDEX",
+// unique within the session; a GET with Last-Event-ID redelivers, on a new
+// response, what the stream sent after that event and then goes on with
+// it. A stream whose client goes away keeps what it still has to send. An
+// SSE stream starts with a priming event (an id and empty data) when the
+// client's protocol version is 2025-11-25, or, when the client named
+// none, when the tape's server primed its streams.
+//
+// Server messages that no open stream can carry (recorded after their
+// request's answer, with no GET stream open) are held and sent first on
+// the next stream that opens: the GET stream, or the next request's
+// answer, which then becomes an SSE stream. Dropped counts what never
+// found a stream.
+//
+// Requests are checked against DNS rebinding (Host and Origin), their
+// body size (HTTPOptions.MaxBody) and their MCP-Protocol-Version.
+//
 // Call Close to end the open streams before shutting the server down.
 type HTTPHandler struct {
-	e    *Engine
+	e    *Engine // serves the first recorded session; a template for the others
 	opts HTTPOptions
 	path string
 	now  func() time.Time
 
 	// What the tape says about its transport, found once.
-	httpTape  bool // recorded over HTTP: statuses and streams are in _meta
-	sessions  bool // the era has Mcp-Session-Id
-	getStream bool // the client may open the standalone GET stream
+	httpTape  bool   // recorded over HTTP: statuses and streams are in _meta
+	sessions  bool   // the era has Mcp-Session-Id (and resumable streams)
+	getStream bool   // the client may open the standalone GET stream
+	primeTape bool   // the recorded server gave event ids in a 2025-11-25 session
+	spans     []span // the recorded sessions
+	preInit   []bool // spans[i] has client traffic before its initialize
 
-	mu        sync.Mutex
-	session   string // the live session; "" before initialize or after DELETE
-	hadSess   bool   // a session was issued once: a request without one is a 400
-	pending   map[tape.ID]*exchange
-	open      []*exchange // request exchanges not yet answered, oldest first
-	get       *stream     // the standalone SSE stream, while open
-	backlog   [][]byte    // messages for the GET stream before it opens
-	wire      map[int]wireInfo
-	dropped   int
-	wake      chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
-	pumpDone  chan struct{}
+	mu       sync.Mutex
+	lone     *session            // the only session of an era without sessions
+	byID     map[string]*session // live sessions
+	all      []*session          // claimed sessions; all[i] replays spans[i]
+	fresh    *session            // claimed by sessionless traffic before its initialize
+	issued   bool                // a session id was issued once
+	refused  []Divergence        // initialize beyond the recorded sessions
+	dropped  int
+	wake     chan struct{}
+	done     chan struct{}
+	closed   bool
+	pumpDone chan struct{}
+	once     sync.Once
 }
 
-// maxBacklog bounds the messages kept for a GET stream not yet open.
-const maxBacklog = 1024
+// span is a recorded session: tape positions [lo, hi).
+type span struct{ lo, hi int }
+
+// Bounds on what the handler keeps.
+const (
+	maxHeld     = 1 << 16 // server messages held for the next stream, per session
+	maxHistory  = 1024    // sent events kept per stream for redelivery
+	maxRetained = 16      // finished streams kept per session for redelivery
+)
 
 // wireInfo is what the tape recorded about how a server message travelled.
 type wireInfo struct {
@@ -116,28 +173,60 @@ type wireInfo struct {
 	status int  // the HTTP status of the POST that carried it, 0 if none
 }
 
-// stream is a queue of messages that one HTTP response writes out.
+// session is one live session and the engine replaying its recorded one.
+type session struct {
+	id      string
+	e       *Engine
+	version string // the protocol version the initialize asked for
+	pending map[tape.ID]*exchange
+	open    []*exchange // request exchanges not yet answered, oldest first
+	get     *stream     // the standalone stream, once needed
+	streams map[int]*stream
+	nstream int
+	retired []int    // finished streams still kept, oldest first
+	held    [][]byte // server messages waiting for a stream to open
+	wire    map[int]wireInfo
+	ended   bool
+}
+
+func newSession(e *Engine) *session {
+	return &session{e: e, pending: map[tape.ID]*exchange{}, streams: map[int]*stream{}, wire: map[int]wireInfo{}}
+}
+
+// stream is the sequence of events one SSE stream carries: those sent
+// (kept for redelivery, up to maxHistory) and those not yet sent.
 type stream struct {
-	items    []item
-	finished bool // the last item is queued
+	no       int    // the stream's number in its session: 0 is the GET stream
+	evs      []item // evs[i] is event base+i
+	base     int
+	sent     int  // events before it were written to a client
+	finished bool // the last event is queued
+	attached bool // a response is writing it
+	gen      int  // bumped when a resumption takes the stream over
+	primed   bool // the priming event was queued
+	ex       *exchange
 	notify   chan struct{}
 }
 
 type item struct {
-	msg    []byte
+	msg    []byte // nil for a priming event
 	status int
 	sse    bool
 	final  bool
 }
 
-func newStream() *stream { return &stream{notify: make(chan struct{}, 1)} }
+func newStream(no int) *stream { return &stream{no: no, notify: make(chan struct{}, 1)} }
 
 // push queues it; the caller holds the handler's lock.
 func (s *stream) push(it item) {
-	s.items = append(s.items, it)
+	s.evs = append(s.evs, it)
 	if it.final {
 		s.finished = true
 	}
+	s.wake()
+}
+
+func (s *stream) wake() {
 	select {
 	case s.notify <- struct{}{}:
 	default:
@@ -147,30 +236,47 @@ func (s *stream) push(it item) {
 // finish marks the stream as ending after what is queued.
 func (s *stream) finish() {
 	s.finished = true
-	select {
-	case s.notify <- struct{}{}:
-	default:
+	s.wake()
+}
+
+// unsent counts the events queued but not written.
+func (s *stream) unsent() int { return s.base + len(s.evs) - s.sent }
+
+// prime queues the priming event before the events not yet sent.
+func (s *stream) prime() {
+	if s.primed {
+		return
+	}
+	s.primed = true
+	s.evs = slices.Insert(s.evs, s.sent-s.base, item{})
+}
+
+// trim forgets sent events beyond the history bound.
+func (s *stream) trim() {
+	if d := s.sent - s.base - maxHistory; d > maxHistory {
+		s.evs = slices.Clone(s.evs[d:])
+		s.base += d
 	}
 }
 
 // exchange is a POST carrying requests, waiting for their answers.
 type exchange struct {
 	*stream
-	ids        []tape.ID // live request ids not yet answered
-	batch      bool
-	initialize bool
-	session    string // the session issued with it (initialize)
+	ids     []tape.ID // live request ids not yet answered
+	batch   bool
+	session string // the session issued with it (initialize)
+	version string // the protocol version the request named
 }
 
-// NewHTTPHandler returns a handler serving e. It scans the tape's index
-// (no message bodies but the first few) to learn its transport and era.
+// NewHTTPHandler returns a handler serving e, which must not have served
+// anything yet. It scans the tape's index (no message bodies but the
+// first few) to learn its transport, era and recorded sessions.
 func NewHTTPHandler(e *Engine, o HTTPOptions) *HTTPHandler {
 	h := &HTTPHandler{
 		e: e, opts: o, path: o.Path, now: o.Now,
-		pending: map[tape.ID]*exchange{},
-		wire:    map[int]wireInfo{},
-		wake:    make(chan struct{}, 1),
-		done:    make(chan struct{}),
+		byID: map[string]*session{},
+		wake: make(chan struct{}, 1),
+		done: make(chan struct{}),
 	}
 	if h.path == "" {
 		h.path = "/mcp"
@@ -179,6 +285,13 @@ func NewHTTPHandler(e *Engine, o HTTPOptions) *HTTPHandler {
 		h.now = time.Now
 	}
 	h.learnTape()
+	if len(h.spans) > 1 {
+		e.restrict(h.spans[0].lo, h.spans[0].hi)
+	}
+	if !h.sessions {
+		h.lone = newSession(e)
+		h.all = []*session{h.lone}
+	}
 	if e.opts.Speed > 0 {
 		h.pumpDone = make(chan struct{})
 		go h.pump()
@@ -187,15 +300,50 @@ func NewHTTPHandler(e *Engine, o HTTPOptions) *HTTPHandler {
 }
 
 // learnTape finds whether the tape was recorded over HTTP, with sessions,
-// and with a standalone GET stream.
+// with a standalone GET stream and with event ids, and where its recorded
+// sessions begin.
 func (h *HTTPHandler) learnTape() {
 	x, server := h.e.x, h.e.server
-	var hasInit, hasGet, initSession bool
+	var hasInit, hasGet, initSession, eventIDs bool
+	var initVersion string
 	looked := false
+	// Session boundaries: a $transport/start or $http/delete after wire
+	// traffic, or a second initialize in the same session.
+	starts := []int{0}
+	pre := []bool{false}
+	reqs := []int{0}
+	wire, inited := false, false
 	for i := range x.Len() {
 		en := x.Entry(i)
 		if en.Server != server {
 			continue
+		}
+		switch {
+		case en.Kind == tape.KindLifecycle && (en.Method == tape.MethodStart || en.Method == "$http/delete"):
+			if wire {
+				if en.Method == tape.MethodStart {
+					starts = append(starts, i)
+				} else {
+					starts = append(starts, i+1)
+				}
+				pre = append(pre, false)
+				reqs = append(reqs, 0)
+				wire, inited = false, false
+			}
+		case en.Kind == tape.KindRequest && en.Dir == tape.DirSend && en.Method == "initialize":
+			if inited {
+				starts = append(starts, i)
+				pre = append(pre, false)
+				reqs = append(reqs, 0)
+			} else if wire {
+				pre[len(pre)-1] = true
+			}
+			wire, inited = true, true
+		case en.IsWire():
+			wire = true
+		}
+		if en.Kind == tape.KindRequest && en.Dir == tape.DirSend {
+			reqs[len(reqs)-1]++
 		}
 		switch {
 		case en.Kind == tape.KindLifecycle && en.Method == "$http/get":
@@ -204,9 +352,14 @@ func (h *HTTPHandler) learnTape() {
 			hasInit = true
 			if m, err := x.Message(i); err == nil {
 				initSession = gjson.GetBytes(m.Raw, "_meta.session").Exists()
+				initVersion = gjson.GetBytes(m.Raw, "params.protocolVersion").String()
 				h.httpTape = h.httpTape || gjson.GetBytes(m.Raw, "_meta.transport").String() == "http"
 			}
 			looked = true
+		case en.Kind != tape.KindLifecycle && en.Dir == tape.DirRecv && h.httpTape && hasInit && !eventIDs:
+			if m, err := x.Message(i); err == nil {
+				eventIDs = gjson.GetBytes(m.Raw, "_meta.event").Exists()
+			}
 		case !looked && en.IsWire():
 			if m, err := x.Message(i); err == nil {
 				h.httpTape = gjson.GetBytes(m.Raw, "_meta.transport").String() == "http"
@@ -218,31 +371,96 @@ func (h *HTTPHandler) learnTape() {
 	// A stdio tape never had a GET stream, but its server requests and
 	// notifications need one to travel outside a request's answer.
 	h.getStream = hasGet || (!h.httpTape && h.sessions)
+	h.primeTape = eventIDs && initVersion >= primingVersion
+	if !h.sessions {
+		starts, pre, reqs = []int{0}, []bool{false}, []int{0}
+	}
+	for i, lo := range starts {
+		if i > 0 && reqs[i] == 0 {
+			continue // no request (a DELETE at the end): not a session to serve
+		}
+		if n := len(h.spans); n > 0 {
+			h.spans[n-1].hi = lo
+		}
+		h.spans = append(h.spans, span{lo: lo})
+		h.preInit = append(h.preInit, pre[i])
+	}
+	if n := len(h.spans); n > 1 && reqs[0] == 0 {
+		// Lifecycle records before the first session's traffic.
+		h.spans = slices.Delete(h.spans, 0, 1)
+		h.preInit = slices.Delete(h.preInit, 0, 1)
+		h.spans[0].lo = 0
+	}
 }
 
 // Close ends the open streams and the timing goroutine. Requests still
 // waiting for an answer return without one.
 func (h *HTTPHandler) Close() {
-	h.closeOnce.Do(func() { close(h.done) })
+	h.once.Do(func() {
+		h.mu.Lock()
+		h.closed = true
+		h.mu.Unlock()
+		close(h.done)
+	})
 	if h.pumpDone != nil {
 		<-h.pumpDone
 	}
 }
 
-// Report is the engine's report, taken under the handler's lock.
+// Report is the replay's report, taken under the handler's lock: with
+// several recorded sessions, the sum of their engines' reports (a session
+// never opened lists its requests as unused), and the sessions refused.
 func (h *HTTPHandler) Report() Report {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.e.Report()
+	if len(h.spans) <= 1 && len(h.refused) == 0 {
+		return h.e.Report()
+	}
+	var r Report
+	for i, sp := range h.spans {
+		e := h.e
+		switch {
+		case i < len(h.all):
+			e = h.all[i].e
+		case i > 0:
+			e = h.e.sibling(sp.lo, sp.hi)
+		}
+		er := e.Report()
+		if i == 0 {
+			r = er
+			continue
+		}
+		r.Requests += er.Requests
+		r.Matched += er.Matched
+		r.Divergences = append(r.Divergences, er.Divergences...)
+		r.Unused = append(r.Unused, er.Unused...)
+	}
+	r.Divergences = append(r.Divergences, h.refused...)
+	for i := range r.Divergences {
+		r.Divergences[i].ID = i + 1
+	}
+	return r
 }
 
-// Dropped counts the server messages the tape holds that no open stream
-// could carry (a notification after its request was answered, with no GET
-// stream open), and the answers to requests whose client went away.
+// Dropped counts the server messages the tape holds that never reached the
+// client: held for a stream that never opened, queued on a stream whose
+// client went away and never resumed it, or the answers to requests whose
+// client went away in an era without resumption. It is final once Close
+// has returned and the server has shut down.
 func (h *HTTPHandler) Dropped() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.dropped
+	n := h.dropped
+	for _, s := range h.all {
+		n += len(s.held)
+		for _, st := range s.streams {
+			n += st.unsent()
+		}
+		if s.get != nil && s.streams[0] != s.get {
+			n += s.get.unsent()
+		}
+	}
+	return n
 }
 
 // ServeHTTP implements http.Handler.
@@ -251,8 +469,17 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("tapedeck replay: no MCP endpoint at %s: expected %s", r.URL.Path, h.path), http.StatusNotFound)
 		return
 	}
+	if !h.hostAllowed(r.Host) {
+		http.Error(w, fmt.Sprintf("tapedeck replay: host %q is not allowed: expected a loopback host (localhost, 127.0.0.1, [::1]) or an allowed one (--allow-host)", r.Host), http.StatusForbidden)
+		return
+	}
 	if o := r.Header.Get("Origin"); o != "" && !h.originAllowed(o) {
 		http.Error(w, fmt.Sprintf("tapedeck replay: origin %q is not allowed: expected a loopback origin", o), http.StatusForbidden)
+		return
+	}
+	if v := r.Header.Get(headerProtocol); v != "" && !slices.Contains(protocolVersions, v) {
+		msg := fmt.Sprintf("tapedeck replay: unsupported MCP-Protocol-Version %q: expected one of %s", v, strings.Join(protocolVersions, ", "))
+		writeJSON(w, http.StatusBadRequest, errorResponse([]byte("null"), CodeInvalidRequest, msg, nil))
 		return
 	}
 	switch r.Method {
@@ -270,7 +497,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (h *HTTPHandler) allow() string {
 	m := []string{http.MethodPost}
-	if h.getStream {
+	if h.getStream || h.sessions {
 		m = append(m, http.MethodGet)
 	}
 	if h.sessions {
@@ -291,6 +518,23 @@ func (h *HTTPHandler) originAllowed(origin string) bool {
 	return IsLoopbackHost(u.Hostname())
 }
 
+// hostAllowed accepts loopback Host headers and the configured ones.
+func (h *HTTPHandler) hostAllowed(hostport string) bool {
+	host := hostport
+	if hst, _, err := net.SplitHostPort(hostport); err == nil {
+		host = hst
+	}
+	if host != "" && IsLoopbackHost(host) {
+		return true
+	}
+	for _, a := range h.opts.AllowHosts {
+		if a == "*" || strings.EqualFold(a, host) || strings.EqualFold(a, hostport) || strings.EqualFold(strings.Trim(a, "[]"), strings.Trim(host, "[]")) {
+			return true
+		}
+	}
+	return false
+}
+
 // IsLoopbackHost reports whether host (a name or an IP, without port) is
 // this machine's loopback interface: "localhost" or a loopback address.
 func IsLoopbackHost(host string) bool {
@@ -301,30 +545,101 @@ func IsLoopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// checkSession applies the session rules to a message other than
-// initialize; it writes the error and returns false when they fail.
-func (h *HTTPHandler) checkSession(w http.ResponseWriter, r *http.Request) bool {
+// claim starts the session replaying the next recorded one; nil when all
+// were served. The caller holds the lock.
+func (h *HTTPHandler) claim() *session {
+	i := len(h.all)
+	if i >= len(h.spans) {
+		return nil
+	}
+	e := h.e
+	if i > 0 {
+		e = h.e.sibling(h.spans[i].lo, h.spans[i].hi)
+	}
+	s := newSession(e)
+	h.all = append(h.all, s)
+	return s
+}
+
+// sessionFor finds the session a message belongs to, applying the session
+// rules; it writes the error and returns nil when they fail. initialize
+// opens a new session (id is the JSON-RPC id, for the refusal).
+func (h *HTTPHandler) sessionFor(w http.ResponseWriter, r *http.Request, initialize bool, id tape.ID) *session {
 	if !h.sessions {
-		return true
+		return h.lone
 	}
 	sid := r.Header.Get(headerSession)
 	h.mu.Lock()
-	cur, had := h.session, h.hadSess
-	h.mu.Unlock()
-	switch {
-	case sid == "" && had:
-		http.Error(w, "tapedeck replay: missing Mcp-Session-Id header: expected the session id the initialize answer gave", http.StatusBadRequest)
-		return false
-	case sid != "" && sid != cur:
-		http.Error(w, fmt.Sprintf("tapedeck replay: session %q not found: initialize again", sid), http.StatusNotFound)
-		return false
+	defer h.mu.Unlock()
+	if initialize {
+		s := h.fresh
+		if s == nil {
+			s = h.claim()
+		}
+		if s == nil {
+			h.refuse(w, id)
+			return nil
+		}
+		h.fresh = nil
+		s.id = h.newSessionID()
+		h.byID[s.id] = s
+		h.issued = true
+		return s
 	}
-	return true
+	if sid == "" {
+		// Traffic before initialize (a server/discover probe) belongs to
+		// the next recorded session, when it recorded some or before any
+		// session was issued; else the session header is missing.
+		if h.fresh == nil && (!h.issued || len(h.all) < len(h.spans) && h.preInit[len(h.all)]) {
+			h.fresh = h.claim()
+		}
+		if h.fresh != nil {
+			return h.fresh
+		}
+		http.Error(w, "tapedeck replay: missing Mcp-Session-Id header: expected the session id the initialize answer gave", http.StatusBadRequest)
+		return nil
+	}
+	s := h.byID[sid]
+	if s == nil {
+		http.Error(w, fmt.Sprintf("tapedeck replay: session %q not found: initialize again", sid), http.StatusNotFound)
+		return nil
+	}
+	return s
+}
+
+// refuse answers an initialize beyond the recorded sessions; the caller
+// holds the lock.
+func (h *HTTPHandler) refuse(w http.ResponseWriter, id tape.ID) {
+	n := len(h.spans)
+	d := Divergence{
+		Server: h.e.server, Reason: ReasonBeyondEnd, Method: "initialize", RequestID: json.RawMessage(id),
+		Expected: -1, Resolution: SendError,
+		Message: fmt.Sprintf("replay mismatch for server '%s': initialize would open session %d, but the tape recorded %s; each recorded session is served once, in order: restart the replay to serve them again", h.e.server, len(h.all)+1, plural(n, "session")),
+	}
+	h.refused = append(h.refused, d)
+	if h.opts.OnDivergence != nil {
+		h.opts.OnDivergence(d)
+	}
+	data, _ := json.Marshal(d)
+	writeJSON(w, http.StatusConflict, errorResponse([]byte(id), CodeDiverged, d.Message, data))
 }
 
 func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
+	limit := h.opts.MaxBody
+	if limit == 0 {
+		limit = DefaultMaxBody
+	}
+	rd := io.Reader(r.Body)
+	if limit > 0 {
+		rd = http.MaxBytesReader(w, r.Body, limit)
+	}
+	body, err := io.ReadAll(rd)
 	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			msg := fmt.Sprintf("tapedeck replay: request body larger than %d bytes: raise the limit with --max-body", limit)
+			writeJSON(w, http.StatusRequestEntityTooLarge, errorResponse([]byte("null"), CodeInvalidRequest, msg, nil))
+			return
+		}
 		http.Error(w, "tapedeck replay: read request body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
@@ -332,6 +647,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 	entries := tape.Classify(body)
 	var ids []tape.ID
 	initialize := false
+	var initID tape.ID
 	for _, m := range entries {
 		switch m.Kind {
 		case tape.KindInvalid:
@@ -339,7 +655,9 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 			return
 		case tape.KindRequest:
 			ids = append(ids, m.ID)
-			initialize = initialize || m.Method == "initialize"
+			if m.Method == "initialize" && !initialize {
+				initialize, initID = true, m.ID
+			}
 		}
 	}
 	if len(entries) == 1 {
@@ -352,46 +670,58 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if !initialize && !h.checkSession(w, r) {
+	sess := h.sessionFor(w, r, initialize, initID)
+	if sess == nil {
 		return
 	}
 
 	if len(ids) == 0 {
 		// Notifications and replies: accepted, whatever the tape makes of them.
 		h.mu.Lock()
-		h.dispatch(h.e.Receive(body, h.now()), nil)
+		h.dispatch(sess, sess.e.Receive(body, h.now()), nil)
 		h.mu.Unlock()
 		h.kick()
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
 
-	ex := &exchange{stream: newStream(), ids: ids, batch: len(entries) > 1, initialize: initialize}
 	h.mu.Lock()
 	for _, id := range ids {
-		if _, busy := h.pending[id]; busy {
+		if _, busy := sess.pending[id]; busy {
 			h.mu.Unlock()
 			writeJSON(w, http.StatusBadRequest, errorResponse([]byte(id), CodeInvalidRequest, "tapedeck replay: request id "+string(id)+" is already in flight", nil))
 			return
 		}
 	}
+	sess.nstream++
+	ex := &exchange{stream: newStream(sess.nstream), ids: ids, batch: len(entries) > 1, version: r.Header.Get(headerProtocol)}
+	ex.ex, ex.attached = ex, true
 	if initialize && h.sessions {
-		ex.session = h.newSessionID()
-		h.session, h.hadSess = ex.session, true
-		h.endGet()
+		ex.session = sess.id
+		sess.version = gjson.GetBytes(entries[0].Raw, "params.protocolVersion").String()
 	}
+	if ex.version == "" {
+		ex.version = sess.version
+	}
+	sess.streams[ex.no] = ex.stream
+	// What no stream could carry goes first on this one.
+	for _, m := range sess.held {
+		ex.push(item{msg: m, sse: true})
+	}
+	sess.held = nil
 	for _, id := range ids {
-		h.pending[id] = ex
+		sess.pending[id] = ex
 	}
-	h.open = append(h.open, ex)
-	h.dispatch(h.e.Receive(body, h.now()), ex)
+	sess.open = append(sess.open, ex)
+	h.dispatch(sess, sess.e.Receive(body, h.now()), ex)
 	h.mu.Unlock()
 	h.kick()
-	h.answer(w, r, ex)
+	h.answer(w, r, sess, ex)
 }
 
 // CodeInvalidRequest is JSON-RPC's "invalid request", answered to a request
-// whose id is already in flight.
+// whose id is already in flight, a body over the size limit, or an
+// unsupported MCP-Protocol-Version.
 const CodeInvalidRequest = -32600
 
 // headerMismatch checks the 2026-07-28 headers that name a request's
@@ -435,42 +765,101 @@ func (h *HTTPHandler) newSessionID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// primes reports whether a stream of a client speaking version starts
+// with a priming event.
+func (h *HTTPHandler) primes(version string) bool {
+	if !h.sessions {
+		return false
+	}
+	if version == "" {
+		return h.primeTape
+	}
+	return version >= primingVersion && version < modernVersion
+}
+
 // answer writes an exchange's answer as it comes: JSON when it is a lone
 // response the tape did not send on a stream, else an SSE stream.
-func (h *HTTPHandler) answer(w http.ResponseWriter, r *http.Request, ex *exchange) {
-	flusher, _ := w.(http.Flusher)
-	started := false
-	var buf []byte
+func (h *HTTPHandler) answer(w http.ResponseWriter, r *http.Request, sess *session, ex *exchange) {
 	for {
 		h.mu.Lock()
-		items, finished := ex.items, ex.finished
-		ex.items = nil
+		n := ex.unsent()
 		h.mu.Unlock()
-		if len(items) > 0 {
-			if !started {
-				started = true
-				if ex.session != "" {
-					w.Header().Set(headerSession, ex.session)
-				}
-				first := items[0]
-				if len(items) == 1 && first.final && !first.sse && !ex.batch {
-					status := first.status
-					if status == 0 {
-						status = http.StatusOK
-					}
-					writeJSON(w, status, first.msg)
-					return
-				}
-				w.Header().Set("Content-Type", "text/event-stream")
-				w.Header().Set("Cache-Control", "no-cache")
-				w.WriteHeader(http.StatusOK)
-			}
+		if n > 0 {
+			break
+		}
+		select {
+		case <-ex.notify:
+		case <-r.Context().Done():
+			h.detach(sess, ex.stream, 0, -1)
+			return
+		case <-h.done:
+			h.detach(sess, ex.stream, 0, -1)
+			http.Error(w, "tapedeck replay: shutting down before the tape answered", http.StatusServiceUnavailable)
+			return
+		}
+	}
+	if ex.session != "" {
+		w.Header().Set(headerSession, ex.session)
+	}
+	h.mu.Lock()
+	if first := ex.evs[0]; len(ex.evs) == 1 && first.final && !first.sse && !ex.batch {
+		ex.sent = 1
+		ex.attached = false
+		h.retire(sess, ex.stream)
+		h.mu.Unlock()
+		status := first.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		writeJSON(w, status, first.msg)
+		return
+	}
+	if h.primes(ex.version) {
+		ex.prime()
+	}
+	h.mu.Unlock()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	h.pipe(w, r, sess, ex.stream)
+}
+
+// pipe writes stream s as SSE events until it finishes, its client goes
+// away or the handler closes. The caller has attached s.
+func (h *HTTPHandler) pipe(w http.ResponseWriter, r *http.Request, sess *session, s *stream) {
+	flusher, _ := w.(http.Flusher)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	var buf []byte
+	h.mu.Lock()
+	gen := s.gen
+	h.mu.Unlock()
+	for {
+		h.mu.Lock()
+		if s.gen != gen {
+			// A resumption took the stream over: pass on the wake-up
+			// this writer may have taken, and leave the stream to it.
+			h.mu.Unlock()
+			s.wake()
+			return
+		}
+		from := s.sent
+		evs := s.evs[from-s.base:]
+		s.sent += len(evs)
+		finished := s.finished
+		h.mu.Unlock()
+		if len(evs) > 0 {
 			buf = buf[:0]
-			for _, it := range items {
-				buf = sse.Append(buf, sse.Event{Data: it.msg, Retry: -1})
+			for i, it := range evs {
+				ev := sse.Event{Data: it.msg, Retry: -1}
+				if h.sessions {
+					ev.ID, ev.HasID = strconv.Itoa(s.no)+"_"+strconv.Itoa(from+i), true
+				}
+				buf = sse.Append(buf, ev)
 			}
 			if _, err := w.Write(buf); err != nil {
-				h.abandon(ex)
+				h.detach(sess, s, gen, from)
 				return
 			}
 			if flusher != nil {
@@ -478,33 +867,75 @@ func (h *HTTPHandler) answer(w http.ResponseWriter, r *http.Request, ex *exchang
 			}
 		}
 		if finished {
+			h.detach(sess, s, gen, -1)
 			return
 		}
 		select {
-		case <-ex.notify:
+		case <-s.notify:
 		case <-r.Context().Done():
-			h.abandon(ex)
+			h.detach(sess, s, gen, -1)
 			return
 		case <-h.done:
-			h.abandon(ex)
-			if !started {
-				http.Error(w, "tapedeck replay: shutting down before the tape answered", http.StatusServiceUnavailable)
-			}
+			h.detach(sess, s, gen, -1)
 			return
 		}
 	}
 }
 
-// abandon forgets an exchange whose client went away.
-func (h *HTTPHandler) abandon(ex *exchange) {
+// detach marks s as no longer written by the writer of generation gen,
+// rolling its sent mark back to unsent when that is >= 0 (a failed write).
+// In an era without resumption, a request's answer whose client went away
+// is abandoned.
+func (h *HTTPHandler) detach(sess *session, s *stream, gen, unsent int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if s.gen != gen {
+		return // taken over by a resumption
+	}
+	s.attached = false
+	if unsent >= 0 {
+		s.sent = unsent
+	}
+	s.trim()
+	if s.finished && s.unsent() == 0 {
+		h.retire(sess, s)
+		return
+	}
+	if !h.sessions && s.ex != nil && !h.closed {
+		h.abandon(sess, s.ex)
+	}
+}
+
+// retire keeps a finished stream for redelivery, forgetting the oldest
+// beyond maxRetained; the caller holds the lock.
+func (h *HTTPHandler) retire(sess *session, s *stream) {
+	if !h.sessions {
+		delete(sess.streams, s.no)
+		return
+	}
+	if slices.Contains(sess.retired, s.no) {
+		return
+	}
+	sess.retired = append(sess.retired, s.no)
+	if len(sess.retired) > maxRetained {
+		delete(sess.streams, sess.retired[0])
+		sess.retired = sess.retired[1:]
+	}
+}
+
+// abandon forgets an exchange whose client went away, counting what it
+// still had to send; the caller holds the lock.
+func (h *HTTPHandler) abandon(sess *session, ex *exchange) {
 	for _, id := range ex.ids {
-		if h.pending[id] == ex {
-			delete(h.pending, id)
+		if sess.pending[id] == ex {
+			delete(sess.pending, id)
 		}
 	}
-	h.open = slices.DeleteFunc(h.open, func(o *exchange) bool { return o == ex })
+	sess.open = slices.DeleteFunc(sess.open, func(o *exchange) bool { return o == ex })
+	h.dropped += ex.unsent()
+	ex.sent = ex.base + len(ex.evs)
+	ex.finished = true
+	delete(sess.streams, ex.no)
 }
 
 func writeJSON(w http.ResponseWriter, status int, msg []byte) {
@@ -516,29 +947,29 @@ func writeJSON(w http.ResponseWriter, status int, msg []byte) {
 
 // dispatch routes the engine's outputs to the streams that carry them; the
 // caller holds the lock. origin is the exchange whose POST produced them.
-func (h *HTTPHandler) dispatch(outs []Output, origin *exchange) {
+func (h *HTTPHandler) dispatch(sess *session, outs []Output, origin *exchange) {
 	for _, o := range outs {
 		if o.Divergence != nil && o.Divergence.Resolution != Pending && h.opts.OnDivergence != nil {
 			h.opts.OnDivergence(*o.Divergence)
 		}
 		if o.Msg != nil {
-			h.route(o, origin)
+			h.route(sess, o, origin)
 		}
 	}
 }
 
-func (h *HTTPHandler) route(o Output, origin *exchange) {
+func (h *HTTPHandler) route(sess *session, o Output, origin *exchange) {
 	info := wireInfo{kind: tape.KindResponse} // what the engine makes itself is a response
 	if o.Seq >= 0 {
-		info = h.info(o.Seq)
+		info = h.info(sess, o.Seq)
 	}
 	if info.kind == tape.KindResponse {
-		ex := h.pending[o.reqID]
+		ex := sess.pending[o.reqID]
 		if ex == nil {
 			h.dropped++ // its client went away
 			return
 		}
-		delete(h.pending, o.reqID)
+		delete(sess.pending, o.reqID)
 		ex.ids = slices.DeleteFunc(ex.ids, func(id tape.ID) bool { return id == o.reqID })
 		msg := o.Msg
 		if info.nullID {
@@ -548,37 +979,53 @@ func (h *HTTPHandler) route(o Output, origin *exchange) {
 		final := len(ex.ids) == 0
 		ex.push(item{msg: msg, status: info.status, sse: info.sse, final: final})
 		if final {
-			h.open = slices.DeleteFunc(h.open, func(e *exchange) bool { return e == ex })
+			sess.open = slices.DeleteFunc(sess.open, func(e *exchange) bool { return e == ex })
 		}
 		return
 	}
 	// A server notification or request: on the stream the tape had it on,
 	// or else on the answer to the request that brought it out, or else on
 	// the latest answer still open (a tape recorded over HTTP says it came
-	// on a POST's stream; a stdio tape prefers the GET stream).
+	// on a POST's stream; a stdio tape prefers the GET stream), or else
+	// held for the next stream to open.
+	if info.viaGET && h.getStream {
+		h.standalone(sess).push(item{msg: o.Msg})
+		return
+	}
+	getOpen := sess.get != nil && sess.get.attached
 	if !info.viaGET {
 		if origin != nil && !origin.finished {
 			origin.push(item{msg: o.Msg, sse: true})
 			return
 		}
-		if n := len(h.open); n > 0 && (h.httpTape || h.get == nil) {
-			h.open[n-1].push(item{msg: o.Msg, sse: true})
+		if n := len(sess.open); n > 0 && (h.httpTape || !getOpen) {
+			sess.open[n-1].push(item{msg: o.Msg, sse: true})
 			return
 		}
 	}
 	switch {
-	case h.get != nil:
-		h.get.push(item{msg: o.Msg})
-	case h.getStream && len(h.backlog) < maxBacklog:
-		h.backlog = append(h.backlog, o.Msg)
+	case getOpen:
+		sess.get.push(item{msg: o.Msg})
+	case len(sess.held) < maxHeld:
+		sess.held = append(sess.held, o.Msg)
 	default:
 		h.dropped++
 	}
 }
 
+// standalone returns the session's GET stream, made on first use; the
+// caller holds the lock.
+func (h *HTTPHandler) standalone(sess *session) *stream {
+	if sess.get == nil {
+		sess.get = newStream(0)
+		sess.streams[0] = sess.get
+	}
+	return sess.get
+}
+
 // info returns how recorded message seq travelled, reading its _meta once.
-func (h *HTTPHandler) info(seq int) wireInfo {
-	if wi, ok := h.wire[seq]; ok {
+func (h *HTTPHandler) info(sess *session, seq int) wireInfo {
+	if wi, ok := sess.wire[seq]; ok {
 		return wi
 	}
 	wi := wireInfo{kind: h.e.x.Entry(seq).Kind}
@@ -589,94 +1036,112 @@ func (h *HTTPHandler) info(seq int) wireInfo {
 		wi.status = int(meta.Get("status").Int())
 		wi.nullID = wi.kind == tape.KindResponse && gjson.GetBytes(m.Raw, "id").Type == gjson.Null
 	}
-	if len(h.wire) >= memoSize {
-		clear(h.wire)
+	if len(sess.wire) >= memoSize {
+		clear(sess.wire)
 	}
-	h.wire[seq] = wi
+	sess.wire[seq] = wi
 	return wi
 }
 
-// serveGet opens the standalone SSE stream.
+// serveGet opens the standalone SSE stream, or, with Last-Event-ID,
+// resumes a stream of the session after that event.
 func (h *HTTPHandler) serveGet(w http.ResponseWriter, r *http.Request) {
-	if !h.getStream {
+	last, resume := r.Header["Last-Event-Id"]
+	switch {
+	case resume && !h.sessions:
+		w.Header().Set("Allow", h.allow())
+		http.Error(w, "tapedeck replay: the tape's era has no resumable streams (Last-Event-ID needs sessions)", http.StatusMethodNotAllowed)
+		return
+	case !resume && !h.getStream:
 		w.Header().Set("Allow", h.allow())
 		http.Error(w, "tapedeck replay: the tape has no standalone SSE stream (GET)", http.StatusMethodNotAllowed)
 		return
 	}
-	if !h.checkSession(w, r) {
+	if r.Header.Get(headerSession) == "" {
+		http.Error(w, "tapedeck replay: no session: initialize first, then send its Mcp-Session-Id", http.StatusBadRequest)
 		return
 	}
+	sess := h.sessionFor(w, r, false, "")
+	if sess == nil {
+		return
+	}
+	version := r.Header.Get(headerProtocol)
 	h.mu.Lock()
-	if h.sessions && h.session == "" {
-		h.mu.Unlock()
-		http.Error(w, "tapedeck replay: no session: initialize first", http.StatusBadRequest)
-		return
+	if version == "" {
+		version = sess.version
 	}
-	if h.get != nil {
-		h.mu.Unlock()
-		http.Error(w, "tapedeck replay: a standalone SSE stream is already open", http.StatusConflict)
-		return
-	}
-	s := newStream()
-	for _, m := range h.backlog {
-		s.push(item{msg: m})
-	}
-	h.backlog = nil
-	h.get = s
-	h.mu.Unlock()
-	defer func() {
-		h.mu.Lock()
-		if h.get == s {
-			h.get = nil
+	var s *stream
+	if resume {
+		var msg string
+		if s, msg = h.resumable(sess, strings.TrimSpace(last[0])); s == nil {
+			h.mu.Unlock()
+			http.Error(w, "tapedeck replay: "+msg, http.StatusBadRequest)
+			return
 		}
+	} else {
+		s = h.standalone(sess)
+		if s.finished {
+			h.mu.Unlock()
+			http.Error(w, "tapedeck replay: the session's standalone stream has ended", http.StatusConflict)
+			return
+		}
+	}
+	if s.attached && !resume {
 		h.mu.Unlock()
-	}()
+		http.Error(w, fmt.Sprintf("tapedeck replay: stream %d is already being written to another response", s.no), http.StatusConflict)
+		return
+	}
+	if s == sess.get {
+		for _, m := range sess.held {
+			s.push(item{msg: m})
+		}
+		sess.held = nil
+		if s.sent == 0 && h.primes(version) {
+			s.prime()
+		}
+	}
+	s.attached = true
+	h.mu.Unlock()
 
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	if flusher != nil {
-		flusher.Flush()
-	}
-	var buf []byte
-	for {
-		h.mu.Lock()
-		items, finished := s.items, s.finished
-		s.items = nil
-		h.mu.Unlock()
-		if len(items) > 0 {
-			buf = buf[:0]
-			for _, it := range items {
-				buf = sse.Append(buf, sse.Event{Data: it.msg, Retry: -1})
-			}
-			if _, err := w.Write(buf); err != nil {
-				return
-			}
-			if flusher != nil {
-				flusher.Flush()
-			}
-		}
-		if finished {
-			return
-		}
-		select {
-		case <-s.notify:
-		case <-r.Context().Done():
-			return
-		case <-h.done:
-			return
-		}
-	}
+	h.pipe(w, r, sess, s)
 }
 
-// endGet closes the standalone stream; the caller holds the lock.
-func (h *HTTPHandler) endGet() {
-	if h.get != nil {
-		h.get.finish()
-		h.get = nil
+// resumable finds the stream a Last-Event-ID names and sets it to send
+// again what came after that event; the caller holds the lock.
+func (h *HTTPHandler) resumable(sess *session, id string) (*stream, string) {
+	a, b, ok := strings.Cut(id, "_")
+	no, err1 := strconv.Atoi(a)
+	idx, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || no < 0 || idx < 0 {
+		return nil, fmt.Sprintf("malformed Last-Event-ID %q: expected STREAM_INDEX, as the event ids this server sends", id)
 	}
-	h.backlog = nil
+	s := sess.streams[no]
+	switch {
+	case s == nil:
+		return nil, fmt.Sprintf("Last-Event-ID %q: stream %d is not held by this session (ended, or never opened)", id, no)
+	case idx+1 < s.base:
+		return nil, fmt.Sprintf("Last-Event-ID %q: the events after it are no longer held (the stream keeps its last %d)", id, maxHistory)
+	case idx >= s.sent:
+		return nil, fmt.Sprintf("Last-Event-ID %q: stream %d has sent only %d events", id, no, s.sent)
+	}
+	// A client resumes a stream it lost, whose old response may not have
+	// noticed yet: the resumption takes it over.
+	if s.attached {
+		s.gen++
+		s.wake()
+	}
+	s.sent = idx + 1
+	return s, ""
+}
+
+// endStreams ends the session's standalone stream; the caller holds the lock.
+func (h *HTTPHandler) endStreams(sess *session) {
+	if sess.get != nil {
+		sess.get.finish()
+	}
 }
 
 func (h *HTTPHandler) delete(w http.ResponseWriter, r *http.Request) {
@@ -686,18 +1151,21 @@ func (h *HTTPHandler) delete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sid := r.Header.Get(headerSession)
+	if sid == "" {
+		http.Error(w, "tapedeck replay: missing Mcp-Session-Id header on DELETE", http.StatusBadRequest)
+		return
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	switch {
-	case sid == "":
-		http.Error(w, "tapedeck replay: missing Mcp-Session-Id header on DELETE", http.StatusBadRequest)
-	case sid != h.session:
+	sess := h.byID[sid]
+	if sess == nil {
 		http.Error(w, fmt.Sprintf("tapedeck replay: session %q not found", sid), http.StatusNotFound)
-	default:
-		h.session = ""
-		h.endGet()
-		w.WriteHeader(http.StatusOK)
+		return
 	}
+	delete(h.byID, sid)
+	sess.ended = true
+	h.endStreams(sess)
+	w.WriteHeader(http.StatusOK)
 }
 
 // kick wakes the timing goroutine: the engine may have queued outputs.
@@ -708,14 +1176,20 @@ func (h *HTTPHandler) kick() {
 	}
 }
 
-// pump delivers the outputs the engine queued for later (speed > 0).
+// pump delivers the outputs the engines queued for later (speed > 0).
 func (h *HTTPHandler) pump() {
 	defer close(h.pumpDone)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		h.mu.Lock()
-		due, ok := h.e.NextDue()
+		var due time.Time
+		ok := false
+		for _, s := range h.all {
+			if t, has := s.e.NextDue(); has && (!ok || t.Before(due)) {
+				due, ok = t, true
+			}
+		}
 		h.mu.Unlock()
 		var tick <-chan time.Time
 		if ok {
@@ -728,7 +1202,10 @@ func (h *HTTPHandler) pump() {
 		case <-h.wake:
 		case <-tick:
 			h.mu.Lock()
-			h.dispatch(h.e.Poll(h.now()), nil)
+			now := h.now()
+			for _, s := range h.all {
+				h.dispatch(s, s.e.Poll(now), nil)
+			}
 			h.mu.Unlock()
 		}
 	}

@@ -184,7 +184,9 @@ func (c *HTTPConn) roundTrip(req *http.Request, m tape.Entry) {
 	switch {
 	case mediaType == "text/event-stream":
 		err := sse.Each(resp.Body, func(ev sse.Event) bool {
-			c.deliverMessage(ev.Data, m)
+			if len(bytes.TrimSpace(ev.Data)) > 0 { // not a priming event
+				c.deliverMessage(ev.Data, m)
+			}
 			return c.ctx.Err() == nil
 		})
 		if err != nil && c.ctx.Err() == nil {
@@ -264,7 +266,9 @@ func (c *HTTPConn) openGet() {
 			return
 		}
 		sse.Each(resp.Body, func(ev sse.Event) bool {
-			c.deliver(connMsg{msg: bytes.TrimSpace(ev.Data)})
+			if msg := bytes.TrimSpace(ev.Data); len(msg) > 0 { // not a priming event
+				c.deliver(connMsg{msg: msg})
+			}
 			return c.ctx.Err() == nil
 		})
 	}()

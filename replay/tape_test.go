@@ -29,7 +29,14 @@ func buildIndexServer(t testing.TB, server string, lines ...line) *tape.Index {
 	var buf bytes.Buffer
 	w := tape.NewWriter(&buf)
 	for _, l := range lines {
-		if err := w.Write([]byte(l.msg), tape.Meta{Dir: l.dir, Server: server, Time: t0.Add(time.Duration(l.ms) * time.Millisecond)}); err != nil {
+		meta := tape.Meta{Dir: l.dir, Server: server, Time: t0.Add(time.Duration(l.ms) * time.Millisecond)}
+		if l.dir == tape.DirLifecycle {
+			if err := w.WriteLifecycle(l.msg, nil, meta); err != nil {
+				t.Fatalf("write tape lifecycle %s: %v", l.msg, err)
+			}
+			continue
+		}
+		if err := w.Write([]byte(l.msg), meta); err != nil {
 			t.Fatalf("write tape line %s: %v", l.msg, err)
 		}
 	}
@@ -43,4 +50,5 @@ func buildIndexServer(t testing.TB, server string, lines ...line) *tape.Index {
 const (
 	send = tape.DirSend
 	recv = tape.DirRecv
+	life = tape.DirLifecycle // msg is the lifecycle method
 )

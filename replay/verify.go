@@ -33,6 +33,12 @@ type VerifyOptions struct {
 	Timeout time.Duration
 	// Now is the clock for latencies; nil means time.Now.
 	Now func() time.Time
+	// Concurrent sends a request the tape shows was sent before an earlier
+	// one was answered without waiting for that answer either, as the
+	// recorded client did; answers are matched by id. The default waits
+	// for each answer before sending the next request: deterministic, but
+	// recorded concurrency is serialized.
+	Concurrent bool
 }
 
 // CallResult is the verdict on one recorded request replayed to a live server.
@@ -70,10 +76,13 @@ func (r *VerifyReport) Err() error {
 }
 
 // Verify sends the client side of the tape's server to a live server over
-// conn, in recorded order, one request at a time, with ids of its own; it
-// answers the server's own requests with the recorded replies and compares
-// each response with the recorded one by meaning. onCall, if not nil, sees
-// each result as it is decided.
+// conn, in recorded order, with ids of its own; it answers the server's own
+// requests with the recorded replies and compares each response with the
+// recorded one by meaning. By default each request waits for the previous
+// one's answer, so the run is deterministic; with opts.Concurrent, requests
+// the tape shows were sent before an earlier one was answered are sent
+// without waiting for it, and answers are matched by id. onCall, if not
+// nil, sees each result in recorded order as it is decided.
 func Verify(ctx context.Context, x *tape.Index, conn Conn, opts VerifyOptions, onCall func(CallResult)) (VerifyReport, error) {
 	server, err := pickServer(x, opts.Server)
 	if err != nil {
@@ -84,6 +93,7 @@ func Verify(ctx context.Context, x *tape.Index, conn Conn, opts VerifyOptions, o
 		norm:    tape.Normalizer{Ignore: opts.Ignore},
 		liveIDs: map[tape.ID]tape.ID{},
 		used:    map[int]bool{},
+		flight:  map[tape.ID]*call{},
 	}
 	if v.opts.Timeout == 0 {
 		v.opts.Timeout = 30 * time.Second
@@ -92,30 +102,48 @@ func Verify(ctx context.Context, x *tape.Index, conn Conn, opts VerifyOptions, o
 		v.opts.Now = time.Now
 	}
 	rep := VerifyReport{Server: server}
+	emitted := 0
+	report := func() {
+		for ; emitted < len(v.calls) && v.calls[emitted].decided; emitted++ {
+			if onCall != nil {
+				onCall(v.calls[emitted].res)
+			}
+		}
+	}
+	finish := func(err error) (VerifyReport, error) {
+		for _, c := range v.calls {
+			rep.Calls = append(rep.Calls, c.res)
+		}
+		report()
+		return rep, err
+	}
 	for i := 0; i < x.Len(); i++ {
 		en := x.Entry(i)
 		if en.Server != server || en.Dir != tape.DirSend || !en.IsWire() {
 			continue
 		}
-		switch en.Kind {
-		case tape.KindNotification:
-			if err := v.notify(ctx, i); err != nil {
-				return rep, err
-			}
-		case tape.KindRequest:
-			res, err := v.call(ctx, i)
-			if res != nil {
-				rep.Calls = append(rep.Calls, *res)
-				if onCall != nil {
-					onCall(*res)
-				}
-			}
-			if err != nil {
-				return rep, err
-			}
+		if en.Kind != tape.KindNotification && en.Kind != tape.KindRequest {
+			continue
 		}
+		// Wait for the answers the tape had before this message was sent
+		// (all of them, unless concurrent).
+		err := v.wait(ctx, func(c *call) bool { return !v.opts.Concurrent || c.want < i })
+		report()
+		if err != nil {
+			return finish(err)
+		}
+		if en.Kind == tape.KindNotification {
+			if err := v.notify(ctx, i); err != nil {
+				return finish(err)
+			}
+			continue
+		}
+		if err := v.send(ctx, i); err != nil {
+			return finish(err)
+		}
+		report()
 	}
-	return rep, nil
+	return finish(v.wait(ctx, func(*call) bool { return true }))
 }
 
 type verifier struct {
@@ -127,6 +155,17 @@ type verifier struct {
 	next    int
 	liveIDs map[tape.ID]tape.ID // recorded client id → live id
 	used    map[int]bool        // recorded server requests answered
+	calls   []*call             // in recorded order
+	flight  map[tape.ID]*call   // by live id, waiting for their answers
+}
+
+// call is one recorded request sent to the live server.
+type call struct {
+	res      CallResult
+	want     int // the recorded response's seq
+	start    time.Time
+	deadline time.Time
+	decided  bool
 }
 
 func (v *verifier) notify(ctx context.Context, seq int) error {
@@ -144,76 +183,117 @@ func (v *verifier) notify(ctx context.Context, seq int) error {
 	return v.conn.Send(ctx, msg)
 }
 
-func (v *verifier) call(ctx context.Context, seq int) (*CallResult, error) {
+// send sends recorded request seq with a live id; its answer is awaited by
+// wait.
+func (v *verifier) send(ctx context.Context, seq int) error {
 	m, err := v.x.Message(seq)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	p := v.x.Pair(seq)
-	res := &CallResult{Seq: seq, Line: m.Line, Method: m.Method, Recorded: p.Latency}
+	c := &call{res: CallResult{Seq: seq, Line: m.Line, Method: m.Method, Recorded: p.Latency}}
 	for _, k := range []string{"params.name", "params.uri"} {
 		if r := gjson.GetBytes(m.Raw, k); r.Type == gjson.String {
-			res.Name = r.String()
+			c.res.Name = r.String()
 			break
 		}
 	}
+	v.calls = append(v.calls, c)
 	v.next++
 	live := tape.ID(strconv.Itoa(v.next))
 	v.liveIDs[m.ID] = live
-	start := v.opts.Now()
+	c.start = v.opts.Now()
 	if err := v.conn.Send(ctx, spliceID(tape.StripMeta(m.Raw), []byte(live))); err != nil {
-		res.Problem = err.Error()
-		return res, err
+		c.res.Problem, c.decided = err.Error(), true
+		return err
 	}
-	want := p.Partner
-	if want < 0 && !p.Cancelled {
-		want = rejection(v.x, v.server, seq) // an HTTP 400 with "id":null
+	c.want = p.Partner
+	if c.want < 0 && !p.Cancelled {
+		c.want = rejection(v.x, v.server, seq) // an HTTP 400 with "id":null
 	}
-	if p.Cancelled || want < 0 {
+	if p.Cancelled || c.want < 0 {
 		// Cancelled or never answered on the tape: nothing to wait for.
-		res.Pass = true
-		return res, nil
+		c.res.Pass, c.decided = true, true
+		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, v.opts.Timeout)
-	defer cancel()
+	c.deadline = c.start.Add(v.opts.Timeout)
+	v.flight[live] = c
+	return nil
+}
+
+// wait reads the server's messages, answering its requests and deciding
+// the calls its responses answer, until no call in flight satisfies must.
+// A call not answered by its deadline fails with "no response".
+func (v *verifier) wait(ctx context.Context, must func(*call) bool) error {
 	for {
-		msg, err := v.conn.Recv(ctx)
-		if err != nil {
-			res.Problem = fmt.Sprintf("no response: %v", err)
-			if errors.Is(err, context.DeadlineExceeded) {
-				res.Problem = fmt.Sprintf("no response within %v", v.opts.Timeout)
-				return res, nil
+		var deadline time.Time
+		pending := false
+		for _, c := range v.flight {
+			pending = pending || must(c)
+			if deadline.IsZero() || c.deadline.Before(deadline) {
+				deadline = c.deadline
 			}
-			return res, err
 		}
-		entries := tape.Classify(bytes.TrimSpace(msg))
-		for _, e := range entries {
+		if !pending {
+			return nil
+		}
+		rctx, cancel := context.WithTimeout(ctx, deadline.Sub(v.opts.Now()))
+		msg, err := v.conn.Recv(rctx)
+		cancel()
+		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				now := v.opts.Now()
+				for id, c := range v.flight {
+					if !c.deadline.After(now) {
+						c.res.Problem, c.decided = fmt.Sprintf("no response within %v", v.opts.Timeout), true
+						delete(v.flight, id)
+					}
+				}
+				continue
+			}
+			for id, c := range v.flight {
+				c.res.Problem, c.decided = fmt.Sprintf("no response: %v", err), true
+				delete(v.flight, id)
+			}
+			return err
+		}
+		for _, e := range tape.Classify(bytes.TrimSpace(msg)) {
 			switch e.Kind {
 			case tape.KindRequest:
 				if err := v.answer(ctx, e); err != nil {
-					return res, err
+					return err
 				}
 			case tape.KindResponse:
-				if e.ID != live {
-					continue
+				c, ok := v.flight[e.ID]
+				if !ok {
+					continue // a late answer to a cancelled request
 				}
-				res.Live = v.opts.Now().Sub(start)
-				rec, err := v.x.Message(want)
-				if err != nil {
-					return res, err
+				delete(v.flight, e.ID)
+				if err := v.judge(c, e); err != nil {
+					return err
 				}
-				want, err1 := v.norm.Normalize(rec.Raw)
-				got, err2 := v.norm.Normalize(e.Raw)
-				if err1 != nil || err2 != nil {
-					res.Problem = fmt.Sprintf("undecodable response: %v", errors.Join(err1, err2))
-					return res, nil
-				}
-				res.Diff = Diff(want, got)
-				res.Pass = len(res.Diff) == 0
-				return res, nil
 			}
 		}
 	}
+}
+
+// judge compares live response e with call c's recorded one.
+func (v *verifier) judge(c *call, e tape.Entry) error {
+	c.res.Live = v.opts.Now().Sub(c.start)
+	c.decided = true
+	rec, err := v.x.Message(c.want)
+	if err != nil {
+		return err
+	}
+	want, err1 := v.norm.Normalize(rec.Raw)
+	got, err2 := v.norm.Normalize(e.Raw)
+	if err1 != nil || err2 != nil {
+		c.res.Problem = fmt.Sprintf("undecodable response: %v", errors.Join(err1, err2))
+		return nil
+	}
+	c.res.Diff = Diff(want, got)
+	c.res.Pass = len(c.res.Diff) == 0
+	return nil
 }
 
 // answer replies to a live server request with the recorded reply to the

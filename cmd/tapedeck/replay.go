@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -31,6 +32,8 @@ type replayFlags struct {
 	path        string
 	allowRemote bool
 	origins     []string
+	hosts       []string
+	maxBody     string
 }
 
 func (f *replayFlags) options() (replay.Options, error) {
@@ -114,12 +117,34 @@ notifications and requests travel on the stream they were recorded on (the
 request's answer, or the standalone GET stream). Tapes of the 2025 era get
 an Mcp-Session-Id with the initialize answer, required afterwards (400
 without it, 404 for another); DELETE ends it. Tapes of the 2026-07-28 era
-have no session and no GET stream (405). Only loopback addresses are
-served unless --allow-remote, and a request from a browser page must come
-from a loopback Origin or one given with --allow-origin (403 otherwise).
-Concurrent requests are separate POSTs that race, so over HTTP strict
-matching lets a request match one of the next --reorder recorded requests
-(default 4; 0 over stdio), the ones passed over still being expected.`,
+have no session and no GET stream (405). Concurrent requests are separate
+POSTs that race, so over HTTP strict matching lets a request match one of
+the next --reorder recorded requests (default 4; 0 over stdio), the ones
+passed over still being expected.
+
+Sessions: each session the tape recorded for the server (split at
+$transport/start, at a DELETE, or at a new initialize) is served once, in
+recorded order, by its own matcher, so a client may reconnect, or several
+clients connect at once, as they did when recording. An initialize beyond
+the recorded sessions gets HTTP 409 and a -32090 error naming how many the
+tape holds, and counts as a divergence (restart the replay to serve them
+again). A recorded session no client opened leaves its requests unused.
+
+Streams: in eras with sessions, SSE events carry ids (STREAM_INDEX); a
+client whose stream broke resumes it with a GET carrying Last-Event-ID and
+gets what it missed, once. Streams start with a priming event (an id, empty
+data) for a 2025-11-25 client, or when the recorded server primed them.
+Server notifications or requests that no open stream can carry (recorded
+after their request's answer, with no GET stream open) are held and sent
+first on the next stream: the GET stream or the next request's answer. At
+shutdown, the count of messages that never reached the client is printed.
+
+Guards: only loopback addresses are served unless --allow-remote; the Host
+header must name a loopback host, the --listen host, or one given with
+--allow-host, and a browser's Origin must be loopback or given with
+--allow-origin (403 otherwise, against DNS rebinding); bodies over
+--max-body get 413; an MCP-Protocol-Version the replay does not know gets
+400 naming the supported ones.`,
 		Example: `  # mcporter, with the tape in place of the real server
   mcporter call --stdio "tapedeck replay session.jsonl" echo message=hi
 
@@ -131,7 +156,10 @@ matching lets a request match one of the next --reorder recorded requests
 
   # serve over Streamable HTTP at http://127.0.0.1:8808/mcp until Ctrl-C
   tapedeck replay --listen 127.0.0.1:8808 session.jsonl
-  sdkclient --url http://127.0.0.1:8808/mcp    # in another terminal`,
+  sdkclient --url http://127.0.0.1:8808/mcp    # in another terminal
+
+  # in a container, reached as http://replay:8808/mcp by another one
+  tapedeck replay --listen 0.0.0.0:8808 --allow-remote --allow-host replay session.jsonl`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.reorderSet = cmd.Flags().Changed("reorder")
@@ -150,14 +178,17 @@ matching lets a request match one of the next --reorder recorded requests
 			if err != nil {
 				return err
 			}
+			var rep replay.Report
 			if f.listen != "" {
-				if err := serveReplayHTTP(cmd.Context(), s, &f, args[0], e, onDiv); err != nil {
+				if rep, err = serveReplayHTTP(cmd.Context(), s, &f, args[0], e, onDiv); err != nil {
 					return err
 				}
-			} else if err := replay.ServeStdio(cmd.Context(), e, s.stdin, s.stdout, replay.StdioOptions{OnDivergence: onDiv}); err != nil {
-				return err
+			} else {
+				if err := replay.ServeStdio(cmd.Context(), e, s.stdin, s.stdout, replay.StdioOptions{OnDivergence: onDiv}); err != nil {
+					return err
+				}
+				rep = e.Report()
 			}
-			rep := e.Report()
 			rep.Tape = args[0]
 			return finishReport(s.stderr, &rep, f.report)
 		},
@@ -172,33 +203,64 @@ matching lets a request match one of the next --reorder recorded requests
 	cmd.Flags().StringVar(&f.path, "path", "/mcp", "with --listen: the MCP endpoint's path")
 	cmd.Flags().BoolVar(&f.allowRemote, "allow-remote", false, "with --listen: allow an address other than loopback")
 	cmd.Flags().StringArrayVar(&f.origins, "allow-origin", nil, "with --listen: accept this Origin besides loopback ones, e.g. https://app.example.com (repeatable)")
+	cmd.Flags().StringArrayVar(&f.hosts, "allow-host", nil, "with --listen: accept this Host header besides loopback ones and the --listen host, e.g. replay.internal; * accepts any (repeatable)")
+	cmd.Flags().StringVar(&f.maxBody, "max-body", "64MiB", "with --listen: the largest request body accepted (413 beyond), e.g. 512KiB; -1: no limit")
 	return cmd
 }
 
 // serveReplayHTTP serves e over Streamable HTTP on f.listen until ctx is
 // done.
-func serveReplayHTTP(ctx context.Context, s streams, f *replayFlags, tapePath string, e *replay.Engine, onDiv func(replay.Divergence)) error {
+func serveReplayHTTP(ctx context.Context, s streams, f *replayFlags, tapePath string, e *replay.Engine, onDiv func(replay.Divergence)) (replay.Report, error) {
+	var none replay.Report
 	host, _, err := net.SplitHostPort(f.listen)
 	if err != nil {
-		return fmt.Errorf("--listen %q: expected HOST:PORT, e.g. 127.0.0.1:8808: %w", f.listen, err)
+		return none, fmt.Errorf("--listen %q: expected HOST:PORT, e.g. 127.0.0.1:8808: %w", f.listen, err)
 	}
 	if !replay.IsLoopbackHost(host) && !f.allowRemote {
-		return fmt.Errorf("--listen %q is not a loopback address: the replay would be reachable from other machines; use 127.0.0.1 or add --allow-remote", f.listen)
+		return none, fmt.Errorf("--listen %q is not a loopback address: the replay would be reachable from other machines; use 127.0.0.1 or add --allow-remote", f.listen)
 	}
 	if !strings.HasPrefix(f.path, "/") {
-		return fmt.Errorf("--path %q: expected a path starting with /", f.path)
+		return none, fmt.Errorf("--path %q: expected a path starting with /", f.path)
+	}
+	maxBody, err := parseSize(f.maxBody)
+	if err != nil {
+		return none, fmt.Errorf("--max-body: %w", err)
+	}
+	hosts := f.hosts
+	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
+		hosts = append(hosts, host) // the address served is a name clients use
 	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
-		return fmt.Errorf("--listen: %w", err)
+		return none, fmt.Errorf("--listen: %w", err)
 	}
-	h := replay.NewHTTPHandler(e, replay.HTTPOptions{Path: f.path, OnDivergence: onDiv, AllowOrigins: f.origins})
+	h := replay.NewHTTPHandler(e, replay.HTTPOptions{Path: f.path, OnDivergence: onDiv, AllowOrigins: f.origins, AllowHosts: hosts, MaxBody: maxBody})
 	fmt.Fprintf(s.stderr, "tapedeck replay: serving %s (server '%s') at http://%s%s\n", tapePath, e.Server(), ln.Addr(), f.path)
 	err = replay.ServeHTTP(ctx, ln, h)
 	if n := h.Dropped(); n > 0 {
-		fmt.Fprintf(s.stderr, "tapedeck replay: %d recorded server messages had no open stream to travel on\n", n)
+		fmt.Fprintf(s.stderr, "tapedeck replay: %d recorded server messages never reached the client (no stream opened to carry them, or their stream's client went away and did not resume it)\n", n)
 	}
-	return err
+	return h.Report(), err
+}
+
+// parseSize reads a byte count with an optional KiB, MiB or GiB suffix;
+// 0 means the default, -1 no limit.
+func parseSize(v string) (int64, error) {
+	num, mul := strings.TrimSpace(v), int64(1)
+	for _, u := range []struct {
+		suffix string
+		mul    int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}} {
+		if n, ok := strings.CutSuffix(num, u.suffix); ok {
+			num, mul = strings.TrimSpace(n), u.mul
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < -1 || n == -1 && mul != 1 {
+		return 0, fmt.Errorf("%q: expected a byte count such as 1048576, 512KiB or 64MiB (0: the default, -1: no limit)", v)
+	}
+	return n * mul, nil
 }
 
 // finishReport prints unused requests, writes the JSON report if asked, and

@@ -81,6 +81,10 @@ func TestReplayHTTPSDKClient(t *testing.T) {
 		// server/discover, and a 2025-06-18 initialize, with sessions.
 		{"sdk-everything-discover", []string{"--name", "everything"}},
 		{"sdk-everything-2025-06-18", []string{"--name", "everything", "--protocol", "2025-06-18"}},
+		// A 2026-07-28 stdio tape with concurrent calls: two log messages
+		// recorded after both answers, with no stream open (no GET stream
+		// in that era), travel on the next request's SSE answer.
+		{"sdk-sdkserver", []string{"--name", "sdk", "--roots"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			want, err := os.ReadFile(fixture(t, tt.name+".transcript.txt"))
@@ -97,6 +101,9 @@ func TestReplayHTTPSDKClient(t *testing.T) {
 			}
 			if code := interrupt(t, p); code != 0 {
 				t.Fatalf("replay exit status %d, want 0\n%s", code, p.Output())
+			}
+			if strings.Contains(p.Output(), "never reached the client") {
+				t.Fatalf("the replay lost server messages:\n%s", p.Output())
 			}
 		})
 	}

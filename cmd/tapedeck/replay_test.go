@@ -177,3 +177,27 @@ func TestReplayMultiServerNeedsServer(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+func TestParseSize(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"1048576", 1 << 20, true},
+		{"512KiB", 512 << 10, true},
+		{"64MiB", 64 << 20, true},
+		{"1GiB", 1 << 30, true},
+		{"0", 0, true},
+		{"-1", -1, true},
+		{"-1MiB", 0, false},
+		{"-2", 0, false},
+		{"64MB", 0, false},
+		{"lots", 0, false},
+	} {
+		got, err := parseSize(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d, ok %v", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+}

@@ -23,12 +23,17 @@ func newVerifyCmd(s streams) *cobra.Command {
 	var server, junit, color, url string
 	var ignore []string
 	var timeout time.Duration
+	var concurrent bool
 	cmd := &cobra.Command{
 		Use:   "verify TAPE [flags] (-- CMD [ARGS...] | --url URL)",
 		Short: "Drive a live server with a tape's client side and compare its answers",
 		Long: `verify starts the server CMD over stdio, or connects to the Streamable HTTP
 server at --url, and sends it the client messages of the tape's server, in
-recorded order, one request at a time, with ids of its own. Over HTTP it
+recorded order, one request at a time, with ids of its own. With
+--concurrent, requests the tape shows were sent before an earlier one was
+answered (a client's parallel calls) are sent without waiting for it, and
+answers are matched by id: slower, racier servers are exercised as the
+recorded client did; the default is deterministic. Over HTTP it
 keeps the session the server issues, opens the standalone GET stream after
 initialization, and ends the session with DELETE. The server's own
 requests (roots/list, sampling, elicitation) are answered with the
@@ -48,7 +53,10 @@ is 1 when any call differs.`,
   tapedeck verify --ignore result.content[0].text --junit verify.xml session.jsonl -- ./my-server
 
   # a Streamable HTTP server already running
-  tapedeck verify session.jsonl --url http://127.0.0.1:8080/mcp`,
+  tapedeck verify session.jsonl --url http://127.0.0.1:8080/mcp
+
+  # send the calls the client made in parallel in parallel again
+  tapedeck verify --concurrent session.jsonl -- ./my-server`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
@@ -73,7 +81,7 @@ is 1 when any call differs.`,
 			defer x.Close()
 			printWarnings(s.stderr, x.Warnings())
 
-			opts := replay.VerifyOptions{Server: server, Ignore: ignores, Timeout: timeout}
+			opts := replay.VerifyOptions{Server: server, Ignore: ignores, Timeout: timeout, Concurrent: concurrent}
 			onCall := func(c replay.CallResult) { printCall(s.stdout, c, paint) }
 			var rep replay.VerifyReport
 			if url != "" {
@@ -96,6 +104,7 @@ is 1 when any call differs.`,
 	cmd.Flags().StringVar(&junit, "junit", "", "write a JUnit XML report to this file")
 	cmd.Flags().StringVar(&color, "color", "auto", "colour the diffs: auto (when stdout is a terminal), always or never")
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait for each response")
+	cmd.Flags().BoolVar(&concurrent, "concurrent", false, "send requests recorded as overlapping without waiting for the earlier answers")
 	cmd.Flags().StringVar(&url, "url", "", "verify the Streamable HTTP server at this endpoint URL instead of a command")
 	return cmd
 }

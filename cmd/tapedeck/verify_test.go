@@ -5,12 +5,17 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tapedeck/tapedeck/internal/mcptest"
 	"github.com/tapedeck/tapedeck/replay"
+	"github.com/tapedeck/tapedeck/tape"
 )
 
 // TestVerifySDKServer drives the real sdkserver with a tape recorded from
@@ -56,5 +61,87 @@ func TestVerifySDKServer(t *testing.T) {
 	out, _, err = verify([]string{"--ignore", "result.content[0].text", "--color=always"}, "--variant", "B")
 	if err != nil || !strings.Contains(out, "\x1b[32mPASS\x1b[0m tools/call answer") {
 		t.Fatalf("verify with --ignore of the changed field: %v\n%s", err, out)
+	}
+}
+
+// logConn records the order of what is sent and received.
+type logConn struct {
+	replay.Conn
+	mu  sync.Mutex
+	log []string
+}
+
+func (c *logConn) Send(ctx context.Context, msg []byte) error {
+	c.mu.Lock()
+	c.log = append(c.log, "send "+string(msg))
+	c.mu.Unlock()
+	return c.Conn.Send(ctx, msg)
+}
+
+func (c *logConn) Recv(ctx context.Context) ([]byte, error) {
+	msg, err := c.Conn.Recv(ctx)
+	c.mu.Lock()
+	c.log = append(c.log, "recv "+string(msg))
+	c.mu.Unlock()
+	return msg, err
+}
+
+// index returns the position of the first entry holding all of parts.
+func (c *logConn) index(parts ...string) int {
+	for i, l := range c.log {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(l, p)
+		}
+		if all {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestVerifyConcurrent drives the real sdkserver with its tape, whose
+// client called slow and then echo "fast" before slow answered: with
+// --concurrent the echo goes out before slow's answer comes back, and
+// every call still passes; by default it waits.
+func TestVerifyConcurrent(t *testing.T) {
+	server := mcptest.BuildBinary(t, mcptest.SDKServerPackage)
+	tapePath := fixture(t, "sdk-sdkserver.tape.jsonl")
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"verify", "--concurrent", "--color=never", tapePath, "--", server}, strings.NewReader(""), &stdout, &stderr)
+	if err != nil || !strings.Contains(stdout.String(), "13 calls, 13 passed, 0 failed") {
+		t.Fatalf("verify --concurrent: %v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	if i, j := strings.Index(stdout.String(), "tools/call slow (line 20)"), strings.Index(stdout.String(), "tools/call echo (line 21)"); i < 0 || j < 0 {
+		t.Fatalf("verify --concurrent output lacks the concurrent calls:\n%s", stdout.String())
+	}
+
+	x, err := tape.OpenIndex(tapePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	for _, concurrent := range []bool{true, false} {
+		proc := exec.Command(server)
+		proc.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		stdin, _ := proc.StdinPipe()
+		out, _ := proc.StdoutPipe()
+		if err := proc.Start(); err != nil {
+			t.Fatal(err)
+		}
+		conn := &logConn{Conn: replay.NewStdioConn(stdin, out)}
+		rep, err := replay.Verify(context.Background(), x, conn, replay.VerifyOptions{Concurrent: concurrent, Timeout: 10 * time.Second}, nil)
+		stopProcess(proc, stdin)
+		if err != nil || rep.Err() != nil {
+			t.Fatalf("concurrent=%v: %v %v", concurrent, err, rep.Err())
+		}
+		sentFast := conn.index("send ", `"message":"fast"`)
+		slowDone := conn.index("recv ", "slept 400 ms")
+		if sentFast < 0 || slowDone < 0 {
+			t.Fatalf("concurrent=%v: the exchange lacks echo fast or slow's answer:\n%s", concurrent, strings.Join(conn.log, "\n"))
+		}
+		if (sentFast < slowDone) != concurrent {
+			t.Errorf("concurrent=%v: echo fast sent at %d, slow answered at %d:\n%s", concurrent, sentFast, slowDone, strings.Join(conn.log, "\n"))
+		}
 	}
 }

@@ -1,0 +1,438 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tapedeck/tapedeck/replay/sse"
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// openSSE sends a request and returns the response, its body unread, and
+// a function that cancels the request (drops the connection).
+func (ts *testServer) openSSE(method, body string, header ...string) (*http.Response, *sse.Reader, context.CancelFunc) {
+	ts.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var rd *strings.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	var req *http.Request
+	var err error
+	if rd != nil {
+		req, err = http.NewRequestWithContext(ctx, method, ts.url, rd)
+	} else {
+		req, err = http.NewRequestWithContext(ctx, method, ts.url, nil)
+	}
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := ts.srv.Client().Do(req)
+	if err != nil {
+		cancel()
+		ts.t.Fatal(err)
+	}
+	ts.t.Cleanup(func() { cancel(); resp.Body.Close() })
+	return resp, sse.NewReader(resp.Body), cancel
+}
+
+// next reads one event or fails the test.
+func next(t *testing.T, r *sse.Reader) sse.Event {
+	t.Helper()
+	ev, err := r.Next()
+	if err != nil {
+		t.Fatalf("read SSE event: %v (got %q)", err, ev.Raw)
+	}
+	return ev
+}
+
+// slowCallTape is a stdio session whose tools/call sends three progress
+// notifications 100 ms apart before its answer.
+func slowCallTape(t *testing.T) *tape.Index {
+	return buildIndex(t,
+		line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`},
+		line{recv, 1, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}`},
+		line{send, 2, `{"jsonrpc":"2.0","method":"notifications/initialized"}`},
+		line{send, 10, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}}`},
+		line{recv, 110, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`},
+		line{recv, 210, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":2}}`},
+		line{recv, 310, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":3}}`},
+		line{recv, 410, `{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`},
+	)
+}
+
+const init1125 = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"live","version":"1"}}}`
+
+// A stream dropped after its first message is resumed with Last-Event-ID:
+// the rest arrives exactly once, in order, on the GET.
+func TestHTTPResume(t *testing.T) {
+	ts := newTestServer(t, slowCallTape(t), Options{Speed: 2})
+	if resp, body := ts.do(http.MethodPost, init1125); resp.StatusCode != 200 {
+		t.Fatalf("initialize: %s %q", resp.Status, body)
+	}
+	sid := []string{"Mcp-Session-Id", "live-session", "MCP-Protocol-Version", "2025-11-25"}
+	ts.do(http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, sid...)
+
+	resp, events, drop := ts.openSSE(http.MethodPost, `{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"slow"}}`, sid...)
+	if resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("answer %s, want an SSE stream", resp.Header.Get("Content-Type"))
+	}
+	prime := next(t, events)
+	if !prime.HasID || len(prime.Data) != 0 {
+		t.Fatalf("first event %q, want the priming event (an id, empty data) for a 2025-11-25 client", prime.Raw)
+	}
+	first := next(t, events)
+	if !strings.Contains(string(first.Data), `"progress":1`) || first.ID == "" || first.ID == prime.ID {
+		t.Fatalf("second event %q, want progress 1 with an id of its own", first.Raw)
+	}
+	drop() // the connection breaks after progress 1
+
+	resp, events, _ = ts.openSSE(http.MethodGet, "", append(sid, "Last-Event-ID", first.ID)...)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("resume: %s", resp.Status)
+	}
+	var got []string
+	for {
+		ev, err := events.Next()
+		if err != nil {
+			break
+		}
+		if len(ev.Data) == 0 {
+			t.Errorf("priming event %q in the middle of a resumed stream", ev.Raw)
+		}
+		got = append(got, string(ev.Data))
+	}
+	want := []string{
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":2}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":3}}`,
+		`{"jsonrpc":"2.0","id":"c","result":{"content":[]}}`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("resumed stream:\n%s\nwant exactly:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if n := ts.h.Dropped(); n != 0 {
+		t.Errorf("Dropped %d after the resumed stream ended, want 0", n)
+	}
+
+	for _, tt := range []struct{ id, want string }{
+		{"nonsense", "malformed Last-Event-ID"},
+		{"7_0", "stream 7 is not held"},
+		{first.ID[:strings.Index(first.ID, "_")] + "_99", "has sent only"},
+	} {
+		if resp, body := ts.do(http.MethodGet, "", append(sid, "Last-Event-ID", tt.id)...); resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, tt.want) {
+			t.Errorf("Last-Event-ID %q: %s %q, want 400 with %q", tt.id, resp.Status, body, tt.want)
+		}
+	}
+	if r := ts.h.Report(); r.Err() != nil {
+		t.Fatal(r.Err())
+	}
+}
+
+// A client of an older version gets no priming event; the GET stream of a
+// 2025-11-25 client starts with one.
+func TestHTTPPriming(t *testing.T) {
+	for _, tt := range []struct {
+		version string
+		prime   bool
+	}{{"2025-11-25", true}, {"2025-06-18", false}} {
+		ts := newTestServer(t, slowCallTape(t), Options{})
+		ts.do(http.MethodPost, strings.Replace(init1125, "2025-11-25", tt.version, 1))
+		sid := []string{"Mcp-Session-Id", "live-session", "MCP-Protocol-Version", tt.version}
+		resp, events, drop := ts.openSSE(http.MethodGet, "", sid...)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: GET %s", tt.version, resp.Status)
+		}
+		if tt.prime {
+			if ev := next(t, events); ev.ID != "0_0" || len(ev.Data) != 0 {
+				t.Errorf("%s: first GET event %q, want the priming event with id 0_0", tt.version, ev.Raw)
+			}
+		}
+		ts.do(http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, sid...)
+		// The call's answer and notifications travel on its own stream; the
+		// GET stream stays empty, so end it and check nothing came.
+		ts.do(http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}}`, sid...)
+		drop()
+		if ev, err := events.Next(); err == nil {
+			t.Errorf("%s: unexpected GET event %q", tt.version, ev.Raw)
+		}
+	}
+}
+
+// A notification recorded after its request's answer, with no stream open
+// (no GET stream in this era), is held and goes first on the next answer.
+func TestHTTPHeldForNextStream(t *testing.T) {
+	x := buildIndex(t,
+		line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}`},
+		line{recv, 1, `{"jsonrpc":"2.0","id":1,"result":{"n":"a"}}`},
+		line{recv, 2, `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"after a"}}`},
+		line{send, 3, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"b"}}`},
+		line{recv, 4, `{"jsonrpc":"2.0","id":2,"result":{"n":"b"}}`},
+	)
+	ts := newTestServer(t, x, Options{})
+	resp, body := ts.do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}`)
+	if resp.Header.Get("Content-Type") != "application/json" || body != `{"jsonrpc":"2.0","id":1,"result":{"n":"a"}}` {
+		t.Fatalf("first answer: %s %q", resp.Header.Get("Content-Type"), body)
+	}
+	if n := ts.h.Dropped(); n != 1 {
+		t.Errorf("Dropped %d while the notification waits for a stream, want 1", n)
+	}
+	resp, body = ts.do(http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"b"}}`)
+	ev := events(t, body)
+	if resp.Header.Get("Content-Type") != "text/event-stream" || len(ev) != 2 || !strings.Contains(ev[0], "after a") || ev[1] != `{"jsonrpc":"2.0","id":2,"result":{"n":"b"}}` {
+		t.Fatalf("second answer: %s %q, want the held notification then the answer", resp.Header.Get("Content-Type"), ev)
+	}
+	if n := ts.h.Dropped(); n != 0 {
+		t.Errorf("Dropped %d after delivery, want 0", n)
+	}
+}
+
+// twoSessionTape recorded two connections of one server, each with its
+// own initialize and call.
+func twoSessionTape(t *testing.T) *tape.Index {
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
+	initResp := `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}`
+	return buildIndex(t,
+		line{life, 0, tape.MethodStart},
+		line{send, 1, init},
+		line{recv, 2, initResp},
+		line{send, 3, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"first"}}`},
+		line{recv, 4, `{"jsonrpc":"2.0","id":2,"result":{"n":1}}`},
+		line{life, 5, tape.MethodClose},
+		line{life, 10, tape.MethodStart},
+		line{send, 11, init},
+		line{recv, 12, initResp},
+		line{send, 13, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"second"}}`},
+		line{recv, 14, `{"jsonrpc":"2.0","id":2,"result":{"n":2}}`},
+		line{life, 15, tape.MethodClose},
+	)
+}
+
+// Each recorded session is served once, by its own engine, even while
+// both are open; a third initialize is refused with 409 and counted.
+func TestHTTPSeveralSessions(t *testing.T) {
+	x := twoSessionTape(t)
+	e, err := NewEngine(x, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	h := NewHTTPHandler(e, HTTPOptions{NewSessionID: func() string { n++; return "s" + string(rune('0'+n)) }})
+	ts := &testServer{t: t, h: h}
+	ts.srv = newHTTPTestServer(t, h)
+	ts.url = ts.srv.URL + "/mcp"
+
+	init := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"live","version":"1"}}}`
+	for _, want := range []string{"s1", "s2"} {
+		if resp, body := ts.do(http.MethodPost, init); resp.StatusCode != 200 || resp.Header.Get("Mcp-Session-Id") != want {
+			t.Fatalf("initialize: %s session %q %q, want %s", resp.Status, resp.Header.Get("Mcp-Session-Id"), body, want)
+		}
+	}
+	// The second session's call first: each session follows its own
+	// recorded session.
+	for _, c := range []struct{ sid, name, want string }{{"s2", "second", `"n":2`}, {"s1", "first", `"n":1`}} {
+		resp, body := ts.do(http.MethodPost, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"`+c.name+`"}}`, "Mcp-Session-Id", c.sid)
+		if resp.StatusCode != 200 || !strings.Contains(body, c.want) {
+			t.Fatalf("session %s call %s: %s %q", c.sid, c.name, resp.Status, body)
+		}
+	}
+	resp, body := ts.do(http.MethodPost, init)
+	if resp.StatusCode != http.StatusConflict || gjson.Get(body, "error.code").Int() != CodeDiverged || !strings.Contains(body, "the tape recorded 2 sessions") || gjson.Get(body, "id").Int() != 0 {
+		t.Fatalf("third initialize: %s %q, want 409 and the %d error naming 2 recorded sessions", resp.Status, body, CodeDiverged)
+	}
+	r := h.Report()
+	if r.Requests != 4 || r.Matched != 4 || len(r.Unused) != 0 || len(r.Divergences) != 1 || r.Divergences[0].Method != "initialize" {
+		t.Fatalf("report %+v, want 4 matched and the refused initialize", r)
+	}
+}
+
+// A recorded session no client opened leaves its requests unused.
+func TestHTTPSessionNotOpened(t *testing.T) {
+	ts := newTestServer(t, twoSessionTape(t), Options{})
+	ts.do(http.MethodPost, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"live","version":"1"}}}`)
+	ts.do(http.MethodPost, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"first"}}`, "Mcp-Session-Id", "live-session")
+	r := ts.h.Report()
+	if len(r.Unused) != 2 || r.Unused[0].Method != "initialize" || r.Unused[1].Line != 10 || r.Err() == nil {
+		t.Fatalf("report %+v, want the second session's initialize and call unused", r)
+	}
+}
+
+func TestHTTPHostCheck(t *testing.T) {
+	ts := newTestServer(t, statelessHTTPTape(t), Options{})
+	ts.h.opts.AllowHosts = []string{"replay.internal"}
+	for _, tt := range []struct {
+		host string
+		ok   bool
+	}{
+		{"localhost:8808", true},
+		{"127.0.0.1", true},
+		{"[::1]:80", true},
+		{"replay.internal:8808", true},
+		{"evil.example", false},
+		{"attacker.example:8808", false},
+		{"127.0.0.1.nip.io", false},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, ts.url, strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+		req.Host = tt.host
+		resp, err := ts.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := resp.StatusCode != http.StatusForbidden; got != tt.ok {
+			t.Errorf("Host %q: %s, want allowed %v", tt.host, resp.Status, tt.ok)
+		}
+	}
+	ts.h.opts.AllowHosts = []string{"*"}
+	req, _ := http.NewRequest(http.MethodPost, ts.url, strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	req.Host = "anything.example"
+	resp, err := ts.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusForbidden {
+		t.Errorf("AllowHosts * refused Host %q", req.Host)
+	}
+}
+
+func TestHTTPBodyLimit(t *testing.T) {
+	ts := newTestServer(t, statelessHTTPTape(t), Options{})
+	ts.h.opts.MaxBody = 200
+	big := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"pad":"` + strings.Repeat("x", 300) + `"}}}`
+	resp, body := ts.do(http.MethodPost, big)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || gjson.Get(body, "error.code").Int() != CodeInvalidRequest || !strings.Contains(body, "larger than 200 bytes") {
+		t.Fatalf("body over the limit: %s %q, want 413 with a JSON-RPC error", resp.Status, body)
+	}
+	if resp, body := ts.do(http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("body under the limit: %s %q", resp.Status, body)
+	}
+	if DefaultMaxBody < 16<<20 {
+		t.Errorf("DefaultMaxBody %d: want a generous default for messages carrying files", DefaultMaxBody)
+	}
+}
+
+func TestHTTPProtocolVersion(t *testing.T) {
+	ts := newTestServer(t, sessionHTTPTape(t), Options{})
+	resp, body := ts.do(http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "MCP-Protocol-Version", "2099-01-01")
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, `unsupported MCP-Protocol-Version \"2099-01-01\"`) || !strings.Contains(body, "2025-11-25") {
+		t.Fatalf("unknown version: %s %q, want 400 naming the supported versions", resp.Status, body)
+	}
+	for _, v := range ProtocolVersions() {
+		if resp, body := ts.do(http.MethodGet, "", "MCP-Protocol-Version", v); resp.StatusCode == http.StatusBadRequest && strings.Contains(body, "unsupported") {
+			t.Errorf("version %s refused: %q", v, body)
+		}
+	}
+}
+
+// HTTPConn names a 2026-07-28 request's method and target in headers, and
+// sends none of them in older eras.
+func TestHTTPConnModernHeaders(t *testing.T) {
+	got := make(chan http.Header, 4)
+	srv := newHTTPTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Clone()
+		writeJSON(w, 200, []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+	}))
+	conn := NewHTTPConn(srv.URL, srv.Client())
+	defer conn.Close()
+	for _, tt := range []struct {
+		msg, method, name, version string
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"echo","arguments":{}}}`, "tools/call", "echo", "2026-07-28"},
+		{`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"uri":"file:///a"}}`, "resources/read", "file:///a", "2026-07-28"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, "tools/list", "", "2026-07-28"},
+	} {
+		if err := conn.Send(context.Background(), []byte(tt.msg)); err != nil {
+			t.Fatal(err)
+		}
+		hd := <-got
+		if hd.Get("Mcp-Method") != tt.method || hd.Get("Mcp-Name") != tt.name || hd.Get("MCP-Protocol-Version") != tt.version {
+			t.Errorf("%s: Mcp-Method %q Mcp-Name %q MCP-Protocol-Version %q, want %q %q %q", tt.method, hd.Get("Mcp-Method"), hd.Get("Mcp-Name"), hd.Get("MCP-Protocol-Version"), tt.method, tt.name, tt.version)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if _, err := conn.Recv(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+	}
+	old := NewHTTPConn(srv.URL, srv.Client())
+	defer old.Close()
+	if err := old.Send(context.Background(), []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if hd := <-got; hd.Get("Mcp-Method") != "" || hd.Get("Mcp-Name") != "" {
+		t.Errorf("a request of an older era carries Mcp-Method %q Mcp-Name %q, want none", hd.Get("Mcp-Method"), hd.Get("Mcp-Name"))
+	}
+}
+
+// newHTTPTestServer serves h on loopback until the test ends (closing an
+// HTTPHandler first).
+func newHTTPTestServer(t *testing.T, h http.Handler) *httptest.Server {
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() {
+		if rh, ok := h.(*HTTPHandler); ok {
+			rh.Close()
+		}
+		srv.Close()
+	})
+	return srv
+}
+
+// Concurrent clients over HTTP with more distinct calls than the engine's
+// caches hold (params keys, recorded answers, wire info), each repeated:
+// every answer is the recorded one for its call, under -race.
+func TestHTTPCachesUnderLoad(t *testing.T) {
+	const distinct = memoSize + memoSize/2
+	path := filepath.Join(t.TempDir(), "many.tape.jsonl")
+	writeSyntheticTape(t, path, 2*distinct, 16, true)
+	x, err := tape.OpenIndex(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	ts := newTestServer(t, x, Options{Mode: Loose})
+	pad := strings.Repeat("x", 16)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range distinct / 2 {
+				k := (w*distinct/4 + i*7) % distinct // overlapping, repeating keys
+				body := benchRequest(w*distinct+i+1, k, pad)
+				resp, err := ts.srv.Client().Post(ts.url, "application/json", bytes.NewReader(body))
+				if err != nil {
+					errs <- err
+					return
+				}
+				got, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if want := fmt.Sprintf(`"text":"answer %d"`, k); !bytes.Contains(got, []byte(want)) || gjson.GetBytes(got, "id").Int() != int64(w*distinct+i+1) {
+					errs <- fmt.Errorf("call k=%d: %s, want %s with its own id", k, got, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if len(ts.h.e.memo) > memoSize || len(ts.h.e.answers) > memoSize || len(ts.h.lone.wire) > memoSize {
+		t.Fatalf("caches grew past %d: memo %d, answers %d, wire %d", memoSize, len(ts.h.e.memo), len(ts.h.e.answers), len(ts.h.lone.wire))
+	}
+}
