@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -199,6 +200,9 @@ func (c *classifier) object(b []byte, i int) (msgInfo, int, error) {
 	case m.id.ok() && (hasResult || hasError):
 		m.kind = KindResponse
 		m.isError = hasError
+		if hasResult && hasError {
+			m.notes = append(m.notes, `expected "result" or "error" in a response, found both; read as an error`)
+		}
 	case hasResult || hasError:
 		return m, 0, fmt.Errorf("expected \"id\" in a response, found none")
 	default:
@@ -241,6 +245,10 @@ func (c *classifier) meta(b []byte, m *msgInfo, meta span) {
 			m.replyTo = v
 		}
 		if b[v.start] != '"' {
+			switch k := string(key); k {
+			case "dir", "server", "ts", "session":
+				m.notes = append(m.notes, fmt.Sprintf("expected _meta.%s to be a string, found %s", k, found(b, v.start)))
+			}
 			return
 		}
 		switch string(key) {
@@ -257,11 +265,13 @@ func (c *classifier) meta(b []byte, m *msgInfo, meta span) {
 	switch d := string(m.dir.in(b)); d {
 	case `"send"`, `"recv"`, `"lifecycle"`:
 	case "":
-		m.notes = append(m.notes, "no _meta.dir: direction unknown")
+		if !hasNote(m.notes, "_meta.dir") {
+			m.notes = append(m.notes, "no _meta.dir: direction unknown")
+		}
 	default:
 		m.notes = append(m.notes, fmt.Sprintf(`expected _meta.dir "send", "recv" or "lifecycle", found %s`, d))
 	}
-	if !m.server.ok() {
+	if !m.server.ok() && !hasNote(m.notes, "_meta.server") {
 		m.notes = append(m.notes, "no _meta.server")
 	}
 	if m.ts.ok() {
@@ -269,9 +279,18 @@ func (c *classifier) meta(b []byte, m *msgInfo, meta span) {
 		if m.when, ok = parseTS(m.ts.in(b)); !ok {
 			m.notes = append(m.notes, fmt.Sprintf("expected _meta.ts in RFC 3339, found %s", m.ts.in(b)))
 		}
-	} else {
+	} else if !hasNote(m.notes, "_meta.ts") {
 		m.notes = append(m.notes, "no _meta.ts: time unknown")
 	}
+}
+
+func hasNote(notes []string, about string) bool {
+	for _, n := range notes {
+		if strings.Contains(n, about) {
+			return true
+		}
+	}
+	return false
 }
 
 // members walks the object at b[i] == '{', calling fn with each key (without

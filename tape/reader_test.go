@@ -154,3 +154,19 @@ func TestReaderPassesReadErrors(t *testing.T) {
 		t.Fatalf("got %+v, %v; want the reader's error, not a partial line", e, err)
 	}
 }
+
+func TestReaderOddMetaAndResponse(t *testing.T) {
+	input := `{"jsonrpc":"2.0","id":1,"method":"m","_meta":{"dir":"send","server":5,"ts":"2026-05-16T12:00:00.000Z"}}
+{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"},"_meta":{"dir":"recv","server":"s","ts":"2026-05-16T12:00:00.000Z"}}
+`
+	r := NewReader(strings.NewReader(input))
+	got := readAll(t, r)
+	if len(got) != 2 || !got[1].Error {
+		t.Fatalf("entries %+v", got)
+	}
+	ws := r.Warnings()
+	if len(ws) != 2 || ws[0].Error() != "line 1: expected _meta.server to be a string, found '5'" ||
+		ws[1].Error() != `line 2: expected "result" or "error" in a response, found both; read as an error` {
+		t.Errorf("warnings %q", ws)
+	}
+}
