@@ -47,8 +47,20 @@ type HTTPOptions struct {
 	// Now is the clock; nil means time.Now. Only this edge reads it.
 	Now func() time.Time
 	// OnDivergence, if not nil, is called with each divergence as it
-	// happens, with the handler's lock held: keep it short.
+	// happens, with the handler's lock held: keep it short. With the
+	// engine's Options.Hold, a divergence is reported when it is held
+	// (Resolution Pending; answer it with Resolve) and again if it is
+	// resolved with the divergence error.
 	OnDivergence func(Divergence)
+	// OnProgress, if not nil, is called with the engine's Progress after
+	// each message of the client and each Resolve, with the handler's lock
+	// held: keep it short. The debugger's playback follows it.
+	OnProgress func(reached, awaiting int)
+	// Gated holds every answer that replays a recorded message until
+	// Release lets that message through; what the engine makes itself
+	// (divergence errors, pings) goes at once. The debugger releases
+	// messages as its playback delivers them, so a breakpoint holds them.
+	Gated bool
 	// AllowOrigins lists Origin header values accepted besides loopback
 	// ones (http://localhost:3000, http://127.0.0.1, http://[::1]), e.g.
 	// "https://app.example.com". Other origins get 403, against DNS
@@ -98,10 +110,19 @@ type HTTPHandler struct {
 	backlog   [][]byte    // messages for the GET stream before it opens
 	wire      map[int]wireInfo
 	dropped   int
+	released  int           // Gated: outputs replaying messages before it go out
+	gated     []gatedOutput // Gated: outputs waiting for Release, in order
 	wake      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
 	pumpDone  chan struct{}
+}
+
+// gatedOutput is an output held for Release, with the exchange whose POST
+// brought it out.
+type gatedOutput struct {
+	o      Output
+	origin *exchange
 }
 
 // maxBacklog bounds the messages kept for a GET stream not yet open.
@@ -360,6 +381,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		// Notifications and replies: accepted, whatever the tape makes of them.
 		h.mu.Lock()
 		h.dispatch(h.e.Receive(body, h.now()), nil)
+		h.progressed()
 		h.mu.Unlock()
 		h.kick()
 		w.WriteHeader(http.StatusAccepted)
@@ -385,6 +407,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 	}
 	h.open = append(h.open, ex)
 	h.dispatch(h.e.Receive(body, h.now()), ex)
+	h.progressed()
 	h.mu.Unlock()
 	h.kick()
 	h.answer(w, r, ex)
@@ -518,13 +541,58 @@ func writeJSON(w http.ResponseWriter, status int, msg []byte) {
 // caller holds the lock. origin is the exchange whose POST produced them.
 func (h *HTTPHandler) dispatch(outs []Output, origin *exchange) {
 	for _, o := range outs {
-		if o.Divergence != nil && o.Divergence.Resolution != Pending && h.opts.OnDivergence != nil {
+		if o.Divergence != nil && h.opts.OnDivergence != nil {
 			h.opts.OnDivergence(*o.Divergence)
 		}
-		if o.Msg != nil {
+		switch {
+		case o.Msg == nil:
+		case h.opts.Gated && o.Seq >= h.released:
+			h.gated = append(h.gated, gatedOutput{o, origin})
+		default:
 			h.route(o, origin)
 		}
 	}
+}
+
+// progressed reports the engine's progress to OnProgress; the caller holds
+// the lock.
+func (h *HTTPHandler) progressed() {
+	if h.opts.OnProgress != nil {
+		h.opts.OnProgress(h.e.Progress())
+	}
+}
+
+// Release lets the held answers (HTTPOptions.Gated) that replay recorded
+// messages before upTo go to the client, in order.
+func (h *HTTPHandler) Release(upTo int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.released = max(h.released, upTo)
+	rest := h.gated[:0]
+	for _, g := range h.gated {
+		if g.o.Seq < h.released {
+			h.route(g.o, g.origin)
+		} else {
+			rest = append(rest, g)
+		}
+	}
+	clear(h.gated[len(rest):])
+	h.gated = rest
+}
+
+// Resolve answers a divergence the engine holds (Options.Hold) and sends
+// what that yields: the divergence error, or the recorded answer (subject to
+// Release when Gated).
+func (h *HTTPHandler) Resolve(id int, r Resolution) error {
+	h.mu.Lock()
+	outs, err := h.e.Resolve(id, r, h.now())
+	if err == nil {
+		h.dispatch(outs, nil)
+		h.progressed()
+	}
+	h.mu.Unlock()
+	h.kick()
+	return err
 }
 
 func (h *HTTPHandler) route(o Output, origin *exchange) {
