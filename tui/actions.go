@@ -238,11 +238,12 @@ func (m Model) statusView() string {
 		segs = append(segs, s.Status.Segment.Render(fmt.Sprintf("bp %d · hits %d", n, m.hits)))
 	}
 	if m.live.active() {
+		text, alert := m.liveStatus()
 		st := s.Status.Segment
-		if m.live.diverged() {
+		if alert {
 			st = s.Status.Alert
 		}
-		segs = append(segs, st.Render("client: "+m.live.state()))
+		segs = append(segs, st.Render("client: "+text))
 	}
 	if m.loading {
 		pct := 0.0

@@ -150,6 +150,9 @@ func New(x *tape.Index, opts Options) Model {
 	}
 	m.timeline.Focus()
 	m.live.init(opts.Live)
+	if opts.Live != nil {
+		m.ctl.SetLimit(0) // nothing plays before the session says how far the client is
+	}
 	m.syncPlayback()
 	return m
 }

@@ -321,9 +321,9 @@ func TestTmuxDebugLiveDivergence(t *testing.T) {
 		t.Errorf("the diff does not show expected and actual side by side:\n%s", s)
 	}
 	tt.keys("a")
-	// Playback runs ahead of the client (the recorded gaps are milliseconds)
-	// and stops before the answer call: its answer is held.
-	tt.waitFor(5*time.Second, "answered with the recorded response", "hits 1", "7/10")
+	// Playback follows the client: when the client sends the answer call,
+	// playback stops before it, and its answer is held.
+	tt.waitFor(5*time.Second, "hits 1", "7/10", "client: held at breakpoint 1 before #7")
 	waitRow(t, tt, 7, "◆")
 	time.Sleep(300 * time.Millisecond)
 	if strings.Contains(transcript.String(), "answer:") {
