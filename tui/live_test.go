@@ -32,8 +32,12 @@ func (f *fakeLive) Deliver(seqs []int) {
 	f.delivered = append(f.delivered, seqs...)
 	f.mu.Unlock()
 }
-func (f *fakeLive) Resolve(r Resolution) { f.mu.Lock(); f.resolved = append(f.resolved, r); f.mu.Unlock() }
-func (f *fakeLive) Close() error         { return nil }
+func (f *fakeLive) Resolve(r Resolution) {
+	f.mu.Lock()
+	f.resolved = append(f.resolved, r)
+	f.mu.Unlock()
+}
+func (f *fakeLive) Close() error { return nil }
 
 func (f *fakeLive) last() int {
 	f.mu.Lock()
