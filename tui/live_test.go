@@ -14,6 +14,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/tapedeck/tapedeck/assets"
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 )
@@ -343,5 +344,57 @@ func TestEngineSessionHTTP(t *testing.T) {
 	s.Resolve(ResolveError)
 	if got := ansi.Strip(wait(call)); !strings.Contains(got, "-32090") {
 		t.Fatalf("after Resolve(ResolveError): %q, want the -32090 error", got)
+	}
+}
+
+// TestFilterGrowMatchesFullFilter grows a tape a few lines at a time, as
+// follow mode sees it, and checks that the incremental matches equal a
+// filter over the whole tape after each growth, for filters whose answer
+// for an old row changes when later rows arrive: a request answered, a
+// request cancelled, a response recorded before its request.
+func TestFilterGrowMatchesFullFilter(t *testing.T) {
+	extra := `{"jsonrpc":"2.0","id":90,"result":{},"_meta":{"dir":"recv","server":"everything","ts":"2026-05-16T14:42:33.600Z"}}
+{"jsonrpc":"2.0","id":90,"method":"ping","_meta":{"dir":"send","server":"everything","ts":"2026-05-16T14:42:33.601Z"}}
+{"jsonrpc":"2.0","id":91,"method":"tools/call","params":{"name":"echo","arguments":{}},"_meta":{"dir":"send","server":"everything","ts":"2026-05-16T14:42:33.602Z"}}
+{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":91},"_meta":{"dir":"send","server":"everything","ts":"2026-05-16T14:42:33.603Z"}}
+{"jsonrpc":"2.0","id":91,"result":{},"_meta":{"dir":"recv","server":"everything","ts":"2026-05-16T14:42:33.604Z"}}
+`
+	// The demo tape ends with $transport/close records: put the extra lines
+	// before them so they share the connection.
+	lines := strings.SplitAfter(strings.TrimSuffix(string(assets.DemoTape), "\n"), "\n")
+	all := strings.Join(lines[:len(lines)-2], "") + extra + strings.Join(lines[len(lines)-2:], "")
+	data := []byte(all)
+	var ends []int64
+	for i, b := range data {
+		if b == '\n' {
+			ends = append(ends, int64(i+1))
+		}
+	}
+	for _, q := range []string{"status:pending", "status:orphan", "status:cancelled", "status:ok method:tools/call", "method:ping", "tool:echo", "status:error", "echo"} {
+		f, err := ParseFilter(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := tape.NewIndex(bytes.NewReader(data))
+		var matches, watch []int
+		n := 0
+		for k := range ends { // a line at a time: every intermediate state
+			if err := x.Extend(ends[k], nil); err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				matches, watch = matchAll(x, f, x.Len(), nil)
+			} else {
+				matches, watch = matchGrow(x, f, matches, n, x.Len(), watch, nil)
+			}
+			n = x.Len()
+			full, _ := matchAll(x, f, n, nil)
+			if !slices.Equal(matches, full) {
+				t.Fatalf("%q after %d messages: incremental %v, full %v", q, n, matches, full)
+			}
+		}
+		if n != len(ends) {
+			t.Fatalf("grew to %d messages, want %d", n, len(ends))
+		}
 	}
 }
