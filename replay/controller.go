@@ -2,7 +2,9 @@ package replay
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/tapedeck/tapedeck/tape"
@@ -32,12 +34,23 @@ type Controller struct {
 	bps      []bp
 	nextID   int
 	resumeAt int // the position a breakpoint stopped before: passes once on Play
+
+	limit int // nothing at or after it is delivered; -1 for no limit
+
+	// SeekTime's search: runMax[b] is the largest timestamp (unix ns) of
+	// messages 0 to (b+1)*seekBlock-1, built as far as seeks reach.
+	runMax    []int64
+	firstTime int64 // the tape's first timestamp, once found
 }
+
+// seekBlock is how many messages share one running maximum in SeekTime's
+// search: a seek scans at most one block.
+const seekBlock = 256
 
 // NewController returns a paused controller at the start of the tape, at
 // speed 0 (instant).
 func NewController(x *tape.Index) *Controller {
-	c := &Controller{x: x, nextID: 1, resumeAt: -1}
+	c := &Controller{x: x, nextID: 1, resumeAt: -1, limit: -1}
 	c.tapeNow = c.timeBefore(0)
 	return c
 }
@@ -90,9 +103,10 @@ func (c *Controller) Pause(now time.Time) {
 }
 
 // Step delivers the next message, ignoring breakpoints and time, and
-// returns its sequence number; ok is false at the end of the tape.
+// returns its sequence number; ok is false at the end of the tape or at the
+// limit (SetLimit).
 func (c *Controller) Step() (seq int, ok bool) {
-	if c.pos >= c.x.Len() {
+	if c.pos >= c.end() {
 		return c.pos, false
 	}
 	seq = c.pos
@@ -116,29 +130,102 @@ func (c *Controller) Seek(seq int) { c.jump(seq, false) }
 
 // SeekTime seeks to the first message recorded at or after offset from the
 // tape's first timestamp (the end of the tape if none is).
+//
+// Timestamps are mostly in order but not always (a response recorded before
+// its request, a clock step), so the search runs over their running maximum,
+// which is in order: a binary search finds the first block of seekBlock
+// messages whose running maximum reaches the target, the first message at or
+// after it is in that block, and a scan of the block finds it. The maxima are
+// built once, as far as seeks reach, and extended as the tape grows.
 func (c *Controller) SeekTime(offset time.Duration) {
-	n := c.x.Len()
-	first := int64(0)
-	for i := 0; i < n; i++ {
+	c.jump(c.firstAtOrAfter(c.tapeStart()+int64(offset)), false)
+}
+
+// tapeStart returns the tape's first timestamp in unix nanoseconds, or 0.
+func (c *Controller) tapeStart() int64 {
+	if c.firstTime != 0 {
+		return c.firstTime
+	}
+	for i := range c.x.Len() {
 		if t := c.x.Entry(i).Time; !t.IsZero() {
-			first = t.UnixNano()
+			c.firstTime = t.UnixNano()
 			break
 		}
 	}
-	target := first + int64(offset)
-	for i := 0; i < n; i++ {
+	return c.firstTime
+}
+
+// firstAtOrAfter returns the first message whose timestamp is at or after
+// target (unix nanoseconds), or Len() when there is none.
+func (c *Controller) firstAtOrAfter(target int64) int {
+	n := c.x.Len()
+	for len(c.runMax) < n/seekBlock && (len(c.runMax) == 0 || c.runMax[len(c.runMax)-1] < target) {
+		b := len(c.runMax)
+		m := int64(math.MinInt64)
+		if b > 0 {
+			m = c.runMax[b-1]
+		}
+		for i := b * seekBlock; i < (b+1)*seekBlock; i++ {
+			if t := c.x.Entry(i).Time; !t.IsZero() {
+				m = max(m, t.UnixNano())
+			}
+		}
+		c.runMax = append(c.runMax, m)
+	}
+	// Blocks before b hold no timestamp at or after target; when b is past
+	// the built blocks, only the tail after them is left to scan.
+	b := sort.Search(len(c.runMax), func(i int) bool { return c.runMax[i] >= target })
+	for i := b * seekBlock; i < n; i++ {
 		if t := c.x.Entry(i).Time; !t.IsZero() && t.UnixNano() >= target {
-			c.jump(i, false)
-			return
+			return i
 		}
 	}
-	c.jump(n, false)
+	return n
+}
+
+// SetLimit holds delivery before message n: Advance, Step and Seek never
+// go past it, and NextDue reports nothing due while the position is at it.
+// The debugger's live mode sets it to the recorded client message the tape
+// waits for, so playback follows the live client. A negative n removes the
+// limit.
+func (c *Controller) SetLimit(n int) {
+	c.limit = n
+	if n >= 0 && c.pos > n {
+		c.jump(n, false)
+	}
+}
+
+// Limit returns the limit set by SetLimit; ok is false when there is none.
+func (c *Controller) Limit() (n int, ok bool) { return c.limit, c.limit >= 0 }
+
+// end is where delivery stops: the limit or the end of the tape.
+func (c *Controller) end() int {
+	if c.limit >= 0 {
+		return min(c.limit, c.x.Len())
+	}
+	return c.x.Len()
+}
+
+// Anchor makes recorded message seq fall due at now: while playing, the
+// messages up to it are due at once and the later ones at their recorded
+// gaps after now, scaled by the speed (when paused, from the next Play on).
+// The debugger's live mode calls it when the live client sends the message
+// seq replays, so recorded answers are timed from the live request.
+func (c *Controller) Anchor(seq int, now time.Time) {
+	if seq < 0 || seq >= c.x.Len() {
+		return
+	}
+	c.tapeNow = c.timeBefore(seq + 1)
+	if c.playing {
+		c.anchored = true
+		c.anchorWall, c.anchorTape = now, c.tapeNow
+	}
 }
 
 // jump moves to pos. With keepGap (a step forward) the next message waits
 // for its recorded gap when playing; without (a seek) it falls due at once.
 func (c *Controller) jump(pos int, keepGap bool) {
-	c.pos = max(0, min(pos, c.x.Len()))
+	c.pos = max(0, min(pos, c.end()))
 	c.resumeAt = -1
 	c.tapeNow = c.timeBefore(c.pos)
 	if !keepGap && c.pos < c.x.Len() {
@@ -161,7 +248,7 @@ func (c *Controller) Advance(now time.Time) (delivered []int, hit *BreakpointHit
 		c.anchored = true
 		c.anchorWall, c.anchorTape = now, c.tapeNow
 	}
-	n := c.x.Len()
+	n := c.end()
 	for c.pos < n {
 		e := c.x.Entry(c.pos)
 		if c.speed > 0 && !e.Time.IsZero() && c.dueAt(e.Time.UnixNano()).After(now) {
@@ -187,7 +274,7 @@ func (c *Controller) Advance(now time.Time) (delivered []int, hit *BreakpointHit
 // NextDue returns when the next message falls due while playing; ok is false
 // when paused or at the end. A zero time means at once (after a jump).
 func (c *Controller) NextDue() (time.Time, bool) {
-	if !c.playing || c.pos >= c.x.Len() {
+	if !c.playing || c.pos >= c.end() {
 		return time.Time{}, false
 	}
 	if !c.anchored {

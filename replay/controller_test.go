@@ -1,9 +1,14 @@
 package replay
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/tapedeck/tapedeck/tape"
 )
 
 // ctlTape: six messages at 0, 100, 300, 300, 1300, 1400 ms.
@@ -199,5 +204,131 @@ func TestBreakpointManagement(t *testing.T) {
 		if _, err := ParseBreakpoint(bad); err == nil {
 			t.Errorf("ParseBreakpoint(%q): no error", bad)
 		}
+	}
+}
+
+// TestSeekTimeMatchesLinearScan compares SeekTime's search with a scan of
+// every message on a tape of several blocks whose timestamps mostly rise but
+// sometimes repeat or step back, at every millisecond offset of the tape.
+func TestSeekTimeMatchesLinearScan(t *testing.T) {
+	const n = 5*seekBlock + 37
+	ts := make([]int, n)
+	var lines []line
+	cur := 0
+	for i := range n {
+		switch {
+		case i%97 == 5:
+			cur -= 40 // a step back
+		case i%13 == 0:
+			// same time as the previous message
+		default:
+			cur += 3
+		}
+		ts[i] = cur + 100
+		lines = append(lines, line{send, ts[i], fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/x","params":{"i":%d}}`, i)})
+	}
+	c := NewController(buildIndex(t, lines...))
+	linear := func(off int) int {
+		for i, v := range ts {
+			if v-ts[0] >= off {
+				return i
+			}
+		}
+		return n
+	}
+	for off := -5; off <= ts[n-1]-ts[0]+5; off++ {
+		c.SeekTime(time.Duration(off) * time.Millisecond)
+		if got, want := c.Position(), linear(off); got != want {
+			t.Fatalf("SeekTime(%dms): position %d, want %d (the first message at or after it)", off, got, want)
+		}
+	}
+	if len(c.runMax) != n/seekBlock {
+		t.Errorf("running maxima: %d blocks, want %d", len(c.runMax), n/seekBlock)
+	}
+}
+
+// BenchmarkSeekTime1M seeks to random offsets of a 1M-message tape with the
+// block search, and reports the ratio to a linear scan measured in the same
+// run.
+func BenchmarkSeekTime1M(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "seek.jsonl")
+	writeSyntheticTape(b, path, 1_000_000, 8, true)
+	x, err := tape.OpenIndex(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Close()
+	c := NewController(x)
+	span := x.Entry(x.Len() - 1).Time.Sub(x.Entry(0).Time)
+	offsets := make([]time.Duration, 64)
+	for i := range offsets {
+		offsets[i] = time.Duration(rand.Int64N(int64(span)))
+	}
+	c.SeekTime(span) // build the maxima once, as the first seek to the end does
+	linear := func(off time.Duration) int {
+		target := x.Entry(0).Time.Add(off)
+		for i := range x.Len() {
+			if !x.Entry(i).Time.Before(target) {
+				return i
+			}
+		}
+		return x.Len()
+	}
+	start := time.Now()
+	for _, off := range offsets[:8] {
+		linear(off)
+	}
+	perLinear := time.Since(start) / 8
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		c.SeekTime(offsets[i%len(offsets)])
+	}
+	perSeek := b.Elapsed() / time.Duration(max(b.N, 1))
+	b.ReportMetric(float64(perLinear)/float64(max(perSeek, 1)), "x-faster-than-linear")
+	b.ReportMetric(float64(perLinear.Microseconds()), "linear-µs")
+}
+
+// TestControllerLimitAndAnchor: with a limit, playback stops before the
+// message a live client has not sent yet; when it comes, Anchor times the
+// rest from its arrival.
+func TestControllerLimitAndAnchor(t *testing.T) {
+	c := ctlTape(t)
+	c.SetSpeed(1, ms(0))
+	c.SetLimit(2) // the tape waits for the client's tools/call (#2)
+	c.Play(ms(0))
+	if got, _ := c.Advance(ms(5000)); !slices.Equal(got, []int{0, 1}) {
+		t.Fatalf("Advance with limit 2 delivered %v, want [0 1]", got)
+	}
+	if _, ok := c.NextDue(); ok {
+		t.Fatalf("NextDue at the limit: ok, want nothing due")
+	}
+	if _, ok := c.Step(); ok {
+		t.Fatalf("Step at the limit: ok")
+	}
+	// The client sends #2 at 9 s: #2 and #3 (recorded at the same time) are
+	// due at once, #4 a recorded second later, not at once.
+	c.SetLimit(4)
+	c.Anchor(2, ms(9000))
+	if got, _ := c.Advance(ms(9000)); !slices.Equal(got, []int{2, 3}) {
+		t.Fatalf("after Anchor(2) delivered %v, want [2 3]", got)
+	}
+	c.SetLimit(-1)
+	c.Anchor(4, ms(9500)) // the client was faster than recorded
+	if due, _ := c.NextDue(); !due.Equal(ms(9500)) {
+		t.Fatalf("NextDue after Anchor(4) = %v, want %v", due, ms(9500))
+	}
+	if got, _ := c.Advance(ms(9500)); !slices.Equal(got, []int{4}) {
+		t.Fatalf("delivered %v, want [4]", got)
+	}
+	if due, _ := c.NextDue(); !due.Equal(ms(9600)) {
+		t.Fatalf("the response is due %v, want 100 ms (its recorded latency) after the request: %v", due, ms(9600))
+	}
+	// A limit below the position moves the position back to it.
+	c.SetLimit(1)
+	if c.Position() != 1 {
+		t.Fatalf("SetLimit(1) at position 5: position %d, want 1", c.Position())
+	}
+	if n, ok := c.Limit(); !ok || n != 1 {
+		t.Fatalf("Limit() = %d %v", n, ok)
 	}
 }

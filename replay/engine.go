@@ -128,6 +128,7 @@ type Engine struct {
 	frontier int // recv messages before it were emitted or passed
 	lo, hi   int // the span of the tape served, [lo, hi); hi 0 is the tape's end
 	refTape  int64
+	refSeq   int // the recorded client message the latest live one matched, or -1
 	now      time.Time
 
 	outstanding map[tape.ID]int // live id of a server request sent → its tape seq
@@ -179,6 +180,7 @@ func NewEngine(x *tape.Index, opts Options) (*Engine, error) {
 		outstanding: map[tape.ID]int{},
 		awaitCancel: map[tape.ID]int{},
 		held:        map[int]heldRequest{},
+		refSeq:      -1,
 	}
 	return e, nil
 }
@@ -326,6 +328,7 @@ func (e *Engine) at(seq int) time.Time {
 }
 
 func (e *Engine) setRef(seq int) {
+	e.refSeq = seq
 	if t := e.x.Entry(seq).Time; !t.IsZero() {
 		e.refTape = t.UnixNano()
 	}
@@ -910,6 +913,23 @@ func (e *Engine) Resolve(id int, r Resolution, now time.Time) ([]Output, error) 
 	}
 	delete(e.held, id)
 	return e.Poll(now), nil
+}
+
+// Progress tells how far the live client has brought the tape: reached is
+// the recorded client message its latest message matched (-1 before any),
+// awaiting the next recorded client message the tape waits for (every
+// recorded server message before it was replayed or is queued), or the
+// tape's length when none is left. The debugger plays the tape up to
+// awaiting, timed from when reached arrived.
+func (e *Engine) Progress() (reached, awaiting int) {
+	n := e.x.Len()
+	for i := e.frontier; i < n; i++ {
+		en := e.x.Entry(i)
+		if en.Server == e.server && en.IsWire() && en.Dir == tape.DirSend && !e.used[i] {
+			return e.refSeq, i
+		}
+	}
+	return e.refSeq, n
 }
 
 // Divergences returns the divergences so far, in order.

@@ -438,3 +438,39 @@ func TestEngineParseError(t *testing.T) {
 		t.Fatalf("outputs %q", got)
 	}
 }
+
+// TestEngineProgress follows the client through the tape: each message it
+// sends moves reached to the recorded message it matched and awaiting to the
+// next recorded client message; a held divergence moves neither.
+func TestEngineProgress(t *testing.T) {
+	e, err := NewEngine(sessionTape(t), Options{Hold: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(step string, wantReached, wantAwaiting int) {
+		t.Helper()
+		if r, a := e.Progress(); r != wantReached || a != wantAwaiting {
+			t.Errorf("%s: Progress() = %d, %d; want %d, %d", step, r, a, wantReached, wantAwaiting)
+		}
+	}
+	check("before the client", -1, 0)
+	feed(t, e, liveInit)
+	check("initialize", 0, 2)
+	feed(t, e, liveInited)
+	check("initialized (the tape then sends roots/list)", 2, 4)
+	feed(t, e, liveRoots)
+	check("the roots reply", 4, 5)
+	feed(t, e, liveEcho("7", "hi"))
+	check("the first echo", 5, 8)
+	out := feed(t, e, liveEcho("8", "bye"))
+	if len(out) != 1 || out[0].Divergence == nil || out[0].Divergence.Resolution != Pending {
+		t.Fatalf("a different echo under Hold: got %+v, want one pending divergence", out)
+	}
+	check("a held divergence", 5, 8)
+	if _, err := e.Resolve(out[0].Divergence.ID, AnswerRecorded, t0); err != nil {
+		t.Fatal(err)
+	}
+	check("answered with the recorded response", 8, 10)
+	feed(t, e, liveList)
+	check("tools/list, the last request", 10, 12)
+}

@@ -63,8 +63,20 @@ type HTTPOptions struct {
 	// Now is the clock; nil means time.Now. Only this edge reads it.
 	Now func() time.Time
 	// OnDivergence, if not nil, is called with each divergence as it
-	// happens, with the handler's lock held: keep it short.
+	// happens, with the handler's lock held: keep it short. With the
+	// engine's Options.Hold, a divergence is reported when it is held
+	// (Resolution Pending; answer it with Resolve) and again if it is
+	// resolved with the divergence error.
 	OnDivergence func(Divergence)
+	// OnProgress, if not nil, is called with the engine's Progress after
+	// each message of the client and each Resolve, with the handler's lock
+	// held: keep it short. The debugger's playback follows it.
+	OnProgress func(reached, awaiting int)
+	// Gated holds every answer that replays a recorded message until
+	// Release lets that message through; what the engine makes itself
+	// (divergence errors, pings) goes at once. The debugger releases
+	// messages as its playback delivers them, so a breakpoint holds them.
+	Gated bool
 	// AllowOrigins lists Origin header values accepted besides loopback
 	// ones (http://localhost:3000, http://127.0.0.1, http://[::1]), e.g.
 	// "https://app.example.com". Other origins get 403, against DNS
@@ -147,11 +159,21 @@ type HTTPHandler struct {
 	issued   bool                // a session id was issued once
 	refused  []Divergence        // initialize beyond the recorded sessions
 	dropped  int
+	released int           // Gated: outputs replaying messages before it go out
+	gated    []gatedOutput // Gated: outputs waiting for Release, in order
 	wake     chan struct{}
 	done     chan struct{}
 	closed   bool
 	pumpDone chan struct{}
 	once     sync.Once
+}
+
+// gatedOutput is an output held for Release, with its session and the
+// exchange whose POST brought it out.
+type gatedOutput struct {
+	o      Output
+	sess   *session
+	origin *exchange
 }
 
 // span is a recorded session: tape positions [lo, hi).
@@ -679,6 +701,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		// Notifications and replies: accepted, whatever the tape makes of them.
 		h.mu.Lock()
 		h.dispatch(sess, sess.e.Receive(body, h.now()), nil)
+		h.progressed(sess)
 		h.mu.Unlock()
 		h.kick()
 		w.WriteHeader(http.StatusAccepted)
@@ -714,6 +737,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 	}
 	sess.open = append(sess.open, ex)
 	h.dispatch(sess, sess.e.Receive(body, h.now()), ex)
+	h.progressed(sess)
 	h.mu.Unlock()
 	h.kick()
 	h.answer(w, r, sess, ex)
@@ -949,13 +973,70 @@ func writeJSON(w http.ResponseWriter, status int, msg []byte) {
 // caller holds the lock. origin is the exchange whose POST produced them.
 func (h *HTTPHandler) dispatch(sess *session, outs []Output, origin *exchange) {
 	for _, o := range outs {
-		if o.Divergence != nil && o.Divergence.Resolution != Pending && h.opts.OnDivergence != nil {
+		if o.Divergence != nil && h.opts.OnDivergence != nil {
 			h.opts.OnDivergence(*o.Divergence)
 		}
-		if o.Msg != nil {
+		switch {
+		case o.Msg == nil:
+		case h.opts.Gated && o.Seq >= h.released:
+			h.gated = append(h.gated, gatedOutput{o, sess, origin})
+		default:
 			h.route(sess, o, origin)
 		}
 	}
+}
+
+// progressed reports a session engine's progress to OnProgress; the caller
+// holds the lock.
+func (h *HTTPHandler) progressed(sess *session) {
+	if h.opts.OnProgress != nil {
+		h.opts.OnProgress(sess.e.Progress())
+	}
+}
+
+// Release lets the held answers (HTTPOptions.Gated) that replay recorded
+// messages before upTo go to the client, in order.
+func (h *HTTPHandler) Release(upTo int) {
+	h.mu.Lock()
+	h.released = max(h.released, upTo)
+	rest := h.gated[:0]
+	for _, g := range h.gated {
+		if g.o.Seq < h.released {
+			h.route(g.sess, g.o, g.origin)
+		} else {
+			rest = append(rest, g)
+		}
+	}
+	clear(h.gated[len(rest):])
+	h.gated = rest
+	h.mu.Unlock()
+	h.kick()
+}
+
+// Resolve answers a divergence an engine holds (Options.Hold) and sends what
+// that yields: the divergence error, or the recorded answer (subject to
+// Release when Gated). The newest session holding divergence id answers.
+func (h *HTTPHandler) Resolve(id int, r Resolution) error {
+	h.mu.Lock()
+	sessions := append([]*session{h.lone}, h.all...)
+	err := fmt.Errorf("divergence %d is not awaiting a resolution", id)
+	for i := len(sessions) - 1; i >= 0; i-- {
+		sess := sessions[i]
+		if sess == nil {
+			continue
+		}
+		outs, rerr := sess.e.Resolve(id, r, h.now())
+		if rerr != nil {
+			continue
+		}
+		h.dispatch(sess, outs, nil)
+		h.progressed(sess)
+		err = nil
+		break
+	}
+	h.mu.Unlock()
+	h.kick()
+	return err
 }
 
 func (h *HTTPHandler) route(sess *session, o Output, origin *exchange) {

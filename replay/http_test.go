@@ -477,3 +477,119 @@ func TestReorder(t *testing.T) {
 		t.Fatalf("without Reorder: %+v, want slow diverged and left unused", r)
 	}
 }
+
+// TestHTTPGatedHold is the debugger's use of the handler: answers that
+// replay recorded messages wait for Release, a divergence waits for Resolve
+// (reported as pending first), and each client message reports the
+// engine's progress.
+func TestHTTPGatedHold(t *testing.T) {
+	x := buildIndex(t,
+		line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`},
+		line{recv, 1, `{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`},
+		line{send, 2, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`},
+		line{recv, 3, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`},
+		line{recv, 4, `{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`},
+	)
+	e, err := NewEngine(x, Options{Hold: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var divs []Divergence
+	var progress [][2]int
+	ts := &testServer{t: t}
+	ts.h = NewHTTPHandler(e, HTTPOptions{
+		Gated:        true,
+		OnDivergence: func(d Divergence) { mu.Lock(); divs = append(divs, d); mu.Unlock() },
+		OnProgress:   func(r, a int) { mu.Lock(); progress = append(progress, [2]int{r, a}); mu.Unlock() },
+	})
+	ts.srv = httptest.NewServer(ts.h)
+	ts.url = ts.srv.URL + "/mcp"
+	t.Cleanup(func() { ts.h.Close(); ts.srv.Close() })
+
+	type answer struct {
+		resp *http.Response
+		body string
+	}
+	post := func(body string) chan answer {
+		c := make(chan answer, 1)
+		go func() { r, b := ts.do(http.MethodPost, body); c <- answer{r, b} }()
+		return c
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+		}
+	}
+	held := func(c chan answer, what string) {
+		t.Helper()
+		select {
+		case a := <-c:
+			t.Fatalf("%s: answered %s %q while held", what, a.resp.Status, a.body)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	get := func(c chan answer) answer {
+		t.Helper()
+		select {
+		case a := <-c:
+			return a
+		case <-time.After(5 * time.Second):
+			t.Fatal("no answer within 5 s")
+			return answer{}
+		}
+	}
+
+	c := post(`{"jsonrpc":"2.0","id":"a","method":"tools/list"}`)
+	waitFor("progress after tools/list", func() bool { mu.Lock(); defer mu.Unlock(); return len(progress) == 1 })
+	if progress[0] != [2]int{0, 2} {
+		t.Errorf("progress after tools/list: %v, want reached 0, awaiting 2", progress[0])
+	}
+	held(c, "tools/list before Release")
+	ts.h.Release(1) // the response is #1: not yet
+	held(c, "tools/list after Release(1)")
+	ts.h.Release(2)
+	if a := get(c); a.body != `{"jsonrpc":"2.0","id":"a","result":{"tools":[]}}` {
+		t.Fatalf("tools/list after Release(2): %s %q", a.resp.Status, a.body)
+	}
+
+	// A divergence is held, then answered with the error (not gated).
+	bye := `{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"echo","arguments":{"message":"bye"}}}`
+	c = post(bye)
+	waitFor("the pending divergence", func() bool { mu.Lock(); defer mu.Unlock(); return len(divs) == 1 })
+	if divs[0].Resolution != Pending || divs[0].Expected != 2 {
+		t.Fatalf("divergence %+v, want pending, expecting #2", divs[0])
+	}
+	held(c, "the divergent call")
+	if err := ts.h.Resolve(divs[0].ID, SendError); err != nil {
+		t.Fatal(err)
+	}
+	if a := get(c); gjson.Get(a.body, "error.code").Int() != CodeDiverged || gjson.Get(a.body, "id").String() != "b" {
+		t.Fatalf("after Resolve(SendError): %s %q, want the %d error", a.resp.Status, a.body, CodeDiverged)
+	}
+	if err := ts.h.Resolve(divs[0].ID, SendError); err == nil {
+		t.Errorf("Resolve of a resolved divergence: no error")
+	}
+
+	// Again, answered with the recorded response: gated until Release.
+	c = post(strings.Replace(bye, `"b"`, `"c"`, 1))
+	waitFor("the second divergence", func() bool { mu.Lock(); defer mu.Unlock(); return len(divs) == 3 })
+	if err := ts.h.Resolve(divs[2].ID, AnswerRecorded); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	last := progress[len(progress)-1]
+	mu.Unlock()
+	if last != [2]int{2, 5} {
+		t.Errorf("progress after the recorded answer: %v, want reached 2, awaiting 5 (the end)", last)
+	}
+	held(c, "the recorded answer before Release")
+	ts.h.Release(5)
+	a := get(c)
+	if ev := events(t, a.body); len(ev) != 2 || !strings.Contains(ev[0], `"progress":1`) || !strings.Contains(ev[1], `"id":"c"`) {
+		t.Fatalf("recorded answer: %q, want the progress notification and the response", ev)
+	}
+}

@@ -17,12 +17,27 @@ func (m *Model) runFilter(f Filter) tea.Cmd {
 	return filterCmd(m.x, f, gen, m.filterGen)
 }
 
+// growFilter extends the current filter's matches to the messages appended
+// since it last ran, in the background; a filter still running from scratch
+// is left to finish instead.
+func (m *Model) growFilter() tea.Cmd {
+	if m.filterN == 0 || m.timeline.Matches() == nil {
+		return m.runFilter(m.filter)
+	}
+	gen := m.filterGen.Add(1)
+	return filterGrowCmd(m.x, m.filter, m.timeline.Matches(), m.filterN, m.filterWatch, gen, m.filterGen)
+}
+
 func (m Model) filterDone(msg filterDoneMsg) (tea.Model, tea.Cmd) {
 	if msg.gen != m.filterGen.Load() || msg.x != m.x {
 		return m, nil
 	}
 	m.filter = msg.filter
+	m.filterN, m.filterWatch = msg.n, msg.watch
 	m.timeline.SetMatches(msg.matches)
+	if msg.grown {
+		return m, nil // the tape grew: keep the cursor and the notice
+	}
 	if len(msg.matches) == 0 {
 		m.notice, m.noticeOK = fmt.Sprintf("filter %q: no match", msg.filter.Query), false
 		return m, nil
@@ -77,6 +92,7 @@ func (m Model) clearFilter() Model {
 	}
 	m.filterGen.Add(1)
 	m.filter = Filter{}
+	m.filterN, m.filterWatch = 0, nil
 	cur := m.timeline.Cursor()
 	m.timeline.SetMatches(nil)
 	m.selectSeq(cur)
@@ -238,11 +254,12 @@ func (m Model) statusView() string {
 		segs = append(segs, s.Status.Segment.Render(fmt.Sprintf("bp %d · hits %d", n, m.hits)))
 	}
 	if m.live.active() {
+		text, alert := m.liveStatus()
 		st := s.Status.Segment
-		if m.live.diverged() {
+		if alert {
 			st = s.Status.Alert
 		}
-		segs = append(segs, st.Render("client: "+m.live.state()))
+		segs = append(segs, st.Render("client: "+text))
 	}
 	if m.loading {
 		pct := 0.0

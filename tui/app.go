@@ -97,8 +97,10 @@ type Model struct {
 	follow   *fsnotify.Watcher
 	fileInfo os.FileInfo
 
-	filter    Filter
-	filterGen *atomic.Int64
+	filter      Filter
+	filterGen   *atomic.Int64
+	filterN     int   // the messages the current matches cover
+	filterWatch []int // rows whose match may change as the tape grows
 
 	playGen  int
 	hits     int
@@ -150,6 +152,9 @@ func New(x *tape.Index, opts Options) Model {
 	}
 	m.timeline.Focus()
 	m.live.init(opts.Live)
+	if opts.Live != nil {
+		m.ctl.SetLimit(0) // nothing plays before the session says how far the client is
+	}
 	m.syncPlayback()
 	return m
 }
@@ -484,7 +489,7 @@ func (m Model) indexed(msg indexedMsg) (tea.Model, tea.Cmd) {
 	}
 	m.knownLen = m.x.Len()
 	if !m.filter.Empty() && !m.loading {
-		cmds = append(cmds, m.runFilter(m.filter))
+		cmds = append(cmds, m.growFilter())
 	}
 	if m.lower == viewStats && !m.loading {
 		cmds = append(cmds, statsCmd(m.x))
@@ -549,6 +554,7 @@ func (m Model) reloaded(msg reloadedMsg) (tea.Model, tea.Cmd) {
 	}
 	m.timeline.SetIndex(m.x)
 	m.timeline.SetMatches(nil)
+	m.filterN, m.filterWatch = 0, nil
 	m.statsN = -1
 	m.loadTotal = msg.size
 	m.knownLen = 0

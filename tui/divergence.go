@@ -13,38 +13,75 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // liveEvent takes what the live session reported and waits for more.
 func (m Model) liveEvent(msg liveMsg) (tea.Model, tea.Cmd) {
 	ev := msg.ev
-	if ev.State != "" {
-		m.live.st = ev.State
-	}
-	if ev.Err != nil {
+	var mm tea.Model = m
+	var cmd tea.Cmd
+	switch ev.Kind {
+	case LiveConnected:
+		mm, cmd = m.liveConnected(ev)
+	case LiveProgress:
+		mm, cmd = m.liveProgress(ev)
+	case LiveDiverged:
+		mm, cmd = m.liveDiverged(ev.Divergence), nil
+	case LiveDisconnected:
+		m.live.client = clientDisconnected
+		m.notice, m.noticeOK = "the client disconnected", true
+		mm = m
+	case LiveFailed:
 		m.notice, m.noticeOK = ev.Err.Error(), false
+		mm = m
+	case LiveClosed:
+		m.live.client = clientClosed
+		return m, nil
 	}
-	var cmds []tea.Cmd
-	if ev.Connected && !m.ctl.Playing() && m.live.pending == nil {
-		m.ctl.Play(m.now())
-		m.playGen++
-		cmds = append(cmds, m.scheduleTick())
+	return mm, tea.Batch(cmd, mm.(Model).live.nextCmd())
+}
+
+// liveConnected starts playback: from now on it follows the client.
+func (m Model) liveConnected(ev LiveEvent) (tea.Model, tea.Cmd) {
+	m.live.client, m.live.transport = clientConnected, ev.Transport
+	m.notice, m.noticeOK = "a client connected over "+ev.Transport, true
+	if m.ctl.Playing() || m.live.pending != nil {
+		return m, nil
 	}
-	if ev.Divergence != nil {
-		d := ev.Divergence
-		m.live.pending, m.live.any = d, true
-		m.live.resume = m.ctl.Playing()
-		m.ctl.Pause(m.now())
-		m.playGen++
-		if d.Seq >= 0 {
-			m.timeline.MarkDiverged(d.Seq)
-			m.selectSeq(d.Seq)
-		}
-		m.diff.Show(*d)
-		m.lower = viewDiff
-		m.notice, m.noticeOK = fmt.Sprintf("client diverged at #%d: a answer anyway · e send the error · s skip the recorded request", d.Seq), false
-		m.syncPlayback()
+	m.ctl.Play(m.now())
+	m.playGen++
+	return m.playTick(playTickMsg{m.playGen})
+}
+
+// liveProgress lets playback go up to the recorded client message the tape
+// now waits for, timing what follows the message the client just sent from
+// its arrival.
+func (m Model) liveProgress(ev LiveEvent) (tea.Model, tea.Cmd) {
+	m.live.awaiting = ev.Awaiting
+	m.ctl.SetLimit(ev.Awaiting)
+	if ev.Reached >= 0 && ev.Reached != m.live.reached {
+		m.live.reached = ev.Reached
+		m.ctl.Anchor(ev.Reached, m.now())
 	}
-	if ev.Closed {
-		m.live.st = "closed"
-		return m, tea.Batch(cmds...)
+	m.syncPlayback()
+	if !m.ctl.Playing() {
+		return m, nil
 	}
-	return m, tea.Batch(append(cmds, m.live.nextCmd())...)
+	m.playGen++
+	return m.playTick(playTickMsg{m.playGen})
+}
+
+// liveDiverged pauses playback and shows the divergence until the user
+// chooses a, e or s.
+func (m Model) liveDiverged(d *Divergence) Model {
+	m.live.pending, m.live.any = d, true
+	m.live.resume = m.ctl.Playing()
+	m.ctl.Pause(m.now())
+	m.playGen++
+	if d.Seq >= 0 {
+		m.timeline.MarkDiverged(d.Seq)
+		m.selectSeq(d.Seq)
+	}
+	m.diff.Show(*d)
+	m.lower = viewDiff
+	m.notice, m.noticeOK = fmt.Sprintf("client diverged at #%d: a answer anyway · e send the error · s skip the recorded request", d.Seq), false
+	m.syncPlayback()
+	return m
 }
 
 // divergenceKey handles a, e and s while a divergence waits for a choice.

@@ -14,7 +14,10 @@
 // there. Stepping and playing move the position; the cursor follows the
 // last delivered message, or the message a breakpoint stopped before (◆).
 // With a live client (tapedeck debug) the engine's answers are held until
-// playback delivers the recorded messages they replay.
+// playback delivers the recorded messages they replay, and playback follows
+// the client: it waits at each recorded client message until the client
+// sends it (Controller.SetLimit), then times what follows from its arrival
+// (Controller.Anchor).
 //
 // Anatomy: Model is the only tea.Model; each pane (Timeline, Detail,
 // Pairing, StatsPane, DiffView, Prompt, BreakpointList) has the bubbles

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tapedeck/tapedeck/tape"
@@ -171,17 +172,83 @@ func statusIs(e tape.Entry, p tape.Pair, st string) bool {
 	return false
 }
 
-// matchAll returns the sorted seqs of x that f matches, from 0 to n. It
-// checks ctxDone every few thousand messages so a newer query can stop it.
-func matchAll(x *tape.Index, f Filter, n int, stop func() bool) []int {
-	out := []int{}
+// hasStatus reports whether the filter looks at pairing status, which can
+// change for a message already on the tape when more are appended.
+func (f Filter) hasStatus() bool { return len(f.status) > 0 }
+
+// matchAll returns the sorted seqs of x that f matches, from 0 to n, and
+// the rows whose match may still change as the tape grows (see matchGrow).
+// It checks stop every few thousand messages so a newer query can stop it;
+// it returns nil matches when stopped.
+func matchAll(x *tape.Index, f Filter, n int, stop func() bool) (matches, watch []int) {
+	matches = []int{}
 	for i := range n {
 		if i%4096 == 0 && stop != nil && stop() {
-			return nil
+			return nil, nil
+		}
+		if f.Match(x, i) {
+			matches = append(matches, i)
+		}
+		if f.hasStatus() && x.Pair(i).Pending {
+			watch = append(watch, i)
+		}
+	}
+	return matches, watch
+}
+
+// matchGrow extends matches, f's matches of x's first from messages, to
+// the first n, looking only at what may have changed: the new messages;
+// the earlier partners of new messages (a response pairs with its request,
+// so a pending request is answered, an orphan response finds its request
+// and its method); and, when f looks at status, the requests that were
+// pending (watch), which a cancellation can change. It returns the new
+// matches and watch list, or nil matches when stopped.
+func matchGrow(x *tape.Index, f Filter, matches []int, from, n int, watch []int, stop func() bool) ([]int, []int) {
+	recheck := map[int]bool{}
+	for _, i := range watch {
+		recheck[i] = true
+	}
+	for i := from; i < n; i++ {
+		if p := x.Pair(i).Partner; p >= 0 && p < from {
+			recheck[p] = true
+		}
+	}
+	var again, newWatch []int
+	for i := range recheck {
+		if f.Match(x, i) {
+			again = append(again, i)
+		}
+		if f.hasStatus() && x.Pair(i).Pending {
+			newWatch = append(newWatch, i)
+		}
+	}
+	slices.Sort(again)
+	// Merge the unchanged old matches with the rechecked ones (both sorted
+	// and below from), then append the new rows' matches.
+	out := make([]int, 0, len(matches)+len(again)+16)
+	j := 0
+	for _, i := range matches {
+		if recheck[i] {
+			continue
+		}
+		for j < len(again) && again[j] < i {
+			out = append(out, again[j])
+			j++
+		}
+		out = append(out, i)
+	}
+	out = append(out, again[j:]...)
+	for i := from; i < n; i++ {
+		if (i-from)%4096 == 0 && stop != nil && stop() {
+			return nil, nil
 		}
 		if f.Match(x, i) {
 			out = append(out, i)
 		}
+		if f.hasStatus() && x.Pair(i).Pending {
+			newWatch = append(newWatch, i)
+		}
 	}
-	return out
+	slices.Sort(newWatch)
+	return out, newWatch
 }

@@ -1,13 +1,15 @@
 package tui
 
 import (
+	"fmt"
+
 	tea "charm.land/bubbletea/v2"
 )
 
 // Live is a live client session for "tapedeck debug": a client connected to
 // the replay engine, whose messages the debugger delivers under its
 // breakpoints and whose divergences it shows. It is defined here, where it
-// is used; cmd/tapedeck adapts the replay engine to it.
+// is used; EngineSession implements it over the replay engine.
 type Live interface {
 	// Next blocks until the session has something to report.
 	Next() LiveEvent
@@ -29,13 +31,38 @@ const (
 	ResolveSkip                     // skip the recorded request
 )
 
+// LiveEventKind says what happened on a live session.
+type LiveEventKind int
+
+// What a live session reports.
+const (
+	// LiveConnected: a client connected (LiveEvent.Transport says how).
+	LiveConnected LiveEventKind = iota + 1
+	// LiveProgress: the client's messages brought the tape to
+	// LiveEvent.Reached and it now waits for LiveEvent.Awaiting.
+	LiveProgress
+	// LiveDiverged: the client departed from the tape (LiveEvent.Divergence).
+	LiveDiverged
+	// LiveDisconnected: the client went away.
+	LiveDisconnected
+	// LiveFailed: something went wrong (LiveEvent.Err); the session goes on.
+	LiveFailed
+	// LiveClosed: the session ended.
+	LiveClosed
+)
+
 // LiveEvent is one thing that happened on a live session.
 type LiveEvent struct {
-	State      string      // the client's state for the status bar ("connected", "waiting", "closed")
-	Connected  bool        // a client just connected: playback starts
-	Divergence *Divergence // set when the client diverged
-	Err        error
-	Closed     bool
+	Kind LiveEventKind
+	// Transport is "stdio" (tapedeck attach) or "http", on LiveConnected.
+	Transport string
+	// Reached is the recorded client message the client's latest message
+	// matched (-1 before any), and Awaiting the next one the tape waits for
+	// (the tape's length when none is left), on LiveProgress: playback
+	// delivers up to Awaiting, timed from when Reached arrived.
+	Reached, Awaiting int
+	Divergence        *Divergence
+	Err               error
 }
 
 // Divergence is a live client's request that did not match the tape.
@@ -50,25 +77,70 @@ type Divergence struct {
 // liveMsg carries a LiveEvent into Update.
 type liveMsg struct{ ev LiveEvent }
 
+// clientState is where the live client is.
+type clientState int
+
+const (
+	clientWaiting clientState = iota // no client yet
+	clientConnected
+	clientDisconnected
+	clientClosed
+)
+
 // liveState is the app's view of the live session, if any.
 type liveState struct {
-	s       Live
-	st      string
-	pending *Divergence
-	any     bool // a divergence happened (the diff view is available)
-	resume  bool // playback was on when the divergence paused it
+	s         Live
+	client    clientState
+	transport string
+	reached   int // the recorded client message last reached, or -1
+	awaiting  int // the recorded client message the tape waits for
+	pending   *Divergence
+	any       bool // a divergence happened (the diff view is available)
+	resume    bool // playback was on when the divergence paused it
 }
 
-func (l *liveState) init(s Live) { l.s, l.st = s, "waiting for a client" }
+func (l *liveState) init(s Live) { l.s, l.reached = s, -1 }
 
 func (l liveState) active() bool        { return l.s != nil }
 func (l liveState) diverged() bool      { return l.pending != nil }
 func (l liveState) hasDivergence() bool { return l.any }
-func (l liveState) state() string {
-	if l.pending != nil {
-		return "DIVERGED at #" + itoa(l.pending.Seq)
+
+// liveStatus is the status bar's account of the live client, and whether
+// it needs the user's attention.
+func (m Model) liveStatus() (string, bool) {
+	l := m.live
+	switch {
+	case l.pending != nil:
+		return fmt.Sprintf("DIVERGED at #%d: a/e/s", l.pending.Seq), true
+	case l.client == clientWaiting:
+		return "waiting for a client", false
+	case l.client == clientDisconnected:
+		return "disconnected", false
+	case l.client == clientClosed:
+		return "closed", false
+	case m.lastHit != nil && !m.ctl.Playing():
+		return fmt.Sprintf("held at breakpoint %d before #%d", m.lastHit.Breakpoint.ID, m.lastHit.Seq), true
 	}
-	return l.st
+	st := "connected"
+	if l.transport != "" {
+		st += " (" + l.transport + ")"
+	}
+	if l.awaiting < m.x.Len() && m.ctl.Position() >= l.awaiting {
+		st += fmt.Sprintf(" · tape waits for its #%d %s", l.awaiting, m.methodOf(l.awaiting))
+	}
+	return st, false
+}
+
+// methodOf names message seq's method, a response by its request's.
+func (m Model) methodOf(seq int) string {
+	e := m.x.Entry(seq)
+	if e.Method != "" {
+		return e.Method
+	}
+	if p := m.x.Pair(seq); p.Method != "" {
+		return "reply to " + p.Method
+	}
+	return e.Kind.String()
 }
 
 func (l liveState) initCmd() tea.Cmd { return l.nextCmd() }

@@ -133,23 +133,41 @@ func statsCmd(x *tape.Index) tea.Cmd {
 	}
 }
 
-// filterDoneMsg carries a filter's matches.
+// filterDoneMsg carries a filter's matches over the first n messages.
 type filterDoneMsg struct {
 	gen     int64
 	x       *tape.Index
 	filter  Filter
 	matches []int
+	watch   []int // rows whose match may change as the tape grows
+	n       int
+	grown   bool // an incremental update after the tape grew
 }
 
 // filterCmd matches f over x; it gives up when *latest moves past gen
 // (a newer query was submitted).
 func filterCmd(x *tape.Index, f Filter, gen int64, latest *atomic.Int64) tea.Cmd {
 	return func() tea.Msg {
-		m := matchAll(x, f, x.Len(), func() bool { return latest.Load() != gen })
+		n := x.Len()
+		m, w := matchAll(x, f, n, func() bool { return latest.Load() != gen })
 		if m == nil {
 			return nil // a newer filter replaced this one
 		}
-		return filterDoneMsg{gen: gen, x: x, filter: f, matches: m}
+		return filterDoneMsg{gen: gen, x: x, filter: f, matches: m, watch: w, n: n}
+	}
+}
+
+// filterGrowCmd extends matches, f's matches over x's first from messages,
+// to the messages appended since (follow mode): it filters only what may
+// have changed, not the whole tape again.
+func filterGrowCmd(x *tape.Index, f Filter, matches []int, from int, watch []int, gen int64, latest *atomic.Int64) tea.Cmd {
+	return func() tea.Msg {
+		n := x.Len()
+		m, w := matchGrow(x, f, matches, from, n, watch, func() bool { return latest.Load() != gen })
+		if m == nil {
+			return nil
+		}
+		return filterDoneMsg{gen: gen, x: x, filter: f, matches: m, watch: w, n: n, grown: true}
 	}
 }
 

@@ -90,6 +90,9 @@ func (m Model) step(dir int) (tea.Model, tea.Cmd) {
 		seq, ok := m.ctl.Step()
 		if !ok {
 			m.notice, m.noticeOK = "at the end of the tape", true
+			if m.ctl.Position() < m.x.Len() {
+				m.notice = fmt.Sprintf("the tape waits for the client's #%d %s", m.ctl.Position(), m.methodOf(m.ctl.Position()))
+			}
 			return m, nil
 		}
 		cmd = m.live.deliveredCmd([]int{seq})
@@ -100,8 +103,9 @@ func (m Model) step(dir int) (tea.Model, tea.Cmd) {
 			m.notice, m.noticeOK = "at the start of the tape", true
 			return m, nil
 		}
-		m.selectSeq(max(seq-1, 0))
+		m.selectSeq(seq) // the message taken back, now the next one (▶)
 	}
+	m.lastHit = nil
 	m.timeline.SetHit(-1)
 	m.syncPlayback()
 	return m, cmd

@@ -321,9 +321,9 @@ func TestTmuxDebugLiveDivergence(t *testing.T) {
 		t.Errorf("the diff does not show expected and actual side by side:\n%s", s)
 	}
 	tt.keys("a")
-	// Playback runs ahead of the client (the recorded gaps are milliseconds)
-	// and stops before the answer call: its answer is held.
-	tt.waitFor(5*time.Second, "answered with the recorded response", "hits 1", "7/10")
+	// Playback follows the client: when the client sends the answer call,
+	// playback stops before it, and its answer is held.
+	tt.waitFor(5*time.Second, "hits 1", "7/10", "client: held at breakpoint 1 before #7")
 	waitRow(t, tt, 7, "◆")
 	time.Sleep(300 * time.Millisecond)
 	if strings.Contains(transcript.String(), "answer:") {
@@ -348,4 +348,102 @@ func TestTmuxDebugLiveDivergence(t *testing.T) {
 	}
 	tt.keys("q")
 	tt.waitExit(5 * time.Second)
+}
+
+// TestTmuxDebugHTTPClient records a session of the Go SDK client with the
+// SDK test server over Streamable HTTP, then serves it under "tapedeck
+// debug" to the same client over Streamable HTTP (sdkclient --url) twice:
+// once diverging on the echo message, resolved with e (the client gets the
+// -32090 error and goes on with the recorded answers), once leaving out the
+// echo call, resolved with s (the recorded echo is skipped and the client's
+// next call matches).
+func TestTmuxDebugHTTPClient(t *testing.T) {
+	bin := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	client := mcptest.BuildBinary(t, mcptest.SDKClientPackage)
+	url := mcptest.StartSDKServerHTTP(t)
+	rec := filepath.Join(t.TempDir(), "rec.jsonl")
+	steps := "--steps=init,tools,echo,answer"
+	out, err := exec.Command(client, "--tape", rec, steps, "--url", url).CombinedOutput()
+	if err != nil {
+		t.Fatalf("recording with sdkclient over HTTP: %v\n%s", err, out)
+	}
+	x, err := tape.OpenIndex(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := x.Len()
+	echo, answer := -1, -1
+	for i := range n {
+		if e := x.Entry(i); e.Kind == tape.KindRequest && e.Method == "tools/call" {
+			if echo < 0 {
+				echo = i
+			} else {
+				answer = i
+			}
+		}
+	}
+	x.Close()
+	if echo < 0 || answer < 0 {
+		t.Fatalf("the recording has no echo and answer calls:\n%s", out)
+	}
+
+	// debug starts the debugger on rec at a free address and waits for it.
+	debug := func(t *testing.T) (*tmuxTerm, string) {
+		addr := fmt.Sprintf("127.0.0.1:%d", mcptest.FreePort(t))
+		tt := startTmux(t, bin, "debug", rec, "--listen", addr)
+		tt.waitFor(5*time.Second, "http://"+addr+"/mcp", "client: waiting for a client")
+		return tt, "http://" + addr + "/mcp"
+	}
+	// finish waits for the client to exit and returns its transcript.
+	finish := func(t *testing.T, tt *tmuxTerm, p *mcptest.Process) string {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			if done, _ := p.Exited(); done {
+				return p.Output()
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the client did not finish:\n%s\n%s", p.Output(), tt.screen())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	t.Run("e sends the divergence error", func(t *testing.T) {
+		tt, endpoint := debug(t)
+		// The client stops after echo: the error leaves the recorded echo
+		// expected, so a further call would diverge again.
+		p := mcptest.Start(t, exec.Command(client, "--codes", "--message", "bye", "--steps=init,tools,echo", "--timeout", "30s", "--url", endpoint))
+		s := tt.waitFor(10*time.Second, fmt.Sprintf("client: DIVERGED at #%d", echo), "changed: params.arguments.message")
+		if l := rowLine(s, echo); !strings.Contains(l, "✗") {
+			t.Errorf("row %d is not marked as diverged: %q", echo, l)
+		}
+		if !strings.Contains(s, `"message": "hi"`) || !strings.Contains(s, `"message": "bye"`) {
+			t.Errorf("the diff does not show expected and actual side by side:\n%s", s)
+		}
+		tt.keys("e")
+		got := finish(t, tt, p)
+		if !strings.Contains(got, "echo: echo: rpc error -32090: ") || !strings.Contains(got, "replay mismatch") {
+			t.Errorf("the client did not print the -32090 divergence error:\n%s", got)
+		}
+		// The tape still waits for the recorded echo; the client's DELETE
+		// disconnected it.
+		tt.waitFor(5*time.Second, fmt.Sprintf("%d/%d", echo, n), "client: disconnected")
+		tt.keys("q")
+		tt.waitExit(5 * time.Second)
+	})
+
+	t.Run("s skips the recorded request", func(t *testing.T) {
+		tt, endpoint := debug(t)
+		p := mcptest.Start(t, exec.Command(client, "--steps=init,tools,answer", "--timeout", "30s", "--url", endpoint))
+		tt.waitFor(10*time.Second, fmt.Sprintf("client: DIVERGED at #%d", echo), "changed: params.arguments.message, params.name")
+		tt.keys("s")
+		got := finish(t, tt, p)
+		if !strings.Contains(got, `answer: "the answer is 42"`) || strings.Contains(got, "error") {
+			t.Errorf("after skipping the recorded echo the client did not get the recorded answer:\n%s", got)
+		}
+		tt.waitFor(5*time.Second, fmt.Sprintf("%d/%d", n, n), "client: disconnected")
+		tt.keys("q")
+		tt.waitExit(5 * time.Second)
+	})
 }

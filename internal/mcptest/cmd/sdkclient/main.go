@@ -85,6 +85,7 @@ type options struct {
 	message  string
 	steps    []string
 	timeout  time.Duration
+	codes    bool
 }
 
 var allSteps = []string{"init", "tools", "echo", "sum", "loglevel", "progress", "concurrent", "error", "answer", "prompts", "resources", "roots", "logs"}
@@ -102,6 +103,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	steps := fs.String("steps", strings.Join(allSteps, ","), "comma-separated `steps` to run")
 	tape := fs.String("tape", "", "record the traffic to an NDJSON tape at `FILE` (stdio: the messages as the SDK\nsees them; HTTP: the raw bodies, with transport, status and session in _meta)")
 	timeout := fs.Duration("timeout", 60*time.Second, "give up after `duration`")
+	codes := fs.Bool("codes", false, "print the JSON-RPC error code of a tool call's rpc error (rpc error -32090: ...)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
@@ -131,7 +133,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return errors.New("no server: give --url, --server or a command after --")
 	}
 
-	opts := options{protocol: *protocol, roots: *roots, message: *message, timeout: *timeout}
+	opts := options{protocol: *protocol, roots: *roots, message: *message, timeout: *timeout, codes: *codes}
 	for _, s := range strings.Split(*steps, ",") {
 		s = strings.TrimSpace(s)
 		if !contains(allSteps, s) {

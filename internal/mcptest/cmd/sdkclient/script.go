@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tapedeck/tapedeck/internal/mcptest"
@@ -264,6 +265,11 @@ func (s *session) stepTools(ctx context.Context) error {
 // transcript, not a failure of the script.
 func (s *session) call(ctx context.Context, label, tool string, args map[string]any) error {
 	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	var werr *jsonrpc.Error
+	if s.opts.codes && errors.As(err, &werr) {
+		s.printf("%s: %s: rpc error %d: %s", label, tool, werr.Code, err)
+		return ctx.Err()
+	}
 	s.printf("%s: %s: %s", label, tool, outcome(res, err))
 	return ctx.Err()
 }

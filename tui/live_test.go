@@ -1,0 +1,400 @@
+package tui
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/tapedeck/tapedeck/assets"
+	"github.com/tapedeck/tapedeck/replay"
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// fakeLive records what the app asks of a live session; Next reports
+// nothing (Kind 0), which send drops, so tests feed events by hand.
+type fakeLive struct {
+	mu        sync.Mutex
+	delivered []int
+	resolved  []Resolution
+}
+
+func (f *fakeLive) Next() LiveEvent { return LiveEvent{} }
+func (f *fakeLive) Deliver(seqs []int) {
+	f.mu.Lock()
+	f.delivered = append(f.delivered, seqs...)
+	f.mu.Unlock()
+}
+func (f *fakeLive) Resolve(r Resolution) {
+	f.mu.Lock()
+	f.resolved = append(f.resolved, r)
+	f.mu.Unlock()
+}
+func (f *fakeLive) Close() error { return nil }
+
+func (f *fakeLive) last() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.delivered) == 0 {
+		return -1
+	}
+	return slices.Max(f.delivered)
+}
+
+// statusLine is the screen's last line.
+func statusLine(m Model) string {
+	lines := strings.Split(screen(m), "\n")
+	return lines[len(lines)-1]
+}
+
+func live(ev LiveEvent) liveMsg { return liveMsg{ev} }
+
+// TestLiveStatusStates walks a live client through its states and checks
+// the status bar and the playback position at each: waiting, connected
+// (the tape waits for the client's next message), held at a breakpoint,
+// diverged (resolved with e), disconnected.
+func TestLiveStatusStates(t *testing.T) {
+	f := &fakeLive{}
+	m, _ := newTestModel(t, Options{Live: f})
+	m.ctl.SetSpeed(0, m.now())
+	if st := statusLine(m); !strings.Contains(st, "client: waiting for a client") || !strings.Contains(st, "0/79") {
+		t.Fatalf("before the client: status %q", st)
+	}
+	m = send(t, m, live(LiveEvent{Kind: LiveProgress, Reached: -1, Awaiting: 3}))
+	if m.ctl.Position() != 0 {
+		t.Fatalf("playback moved before the client connected: position %d", m.ctl.Position())
+	}
+	m = send(t, m, live(LiveEvent{Kind: LiveConnected, Transport: "http"}))
+	if st := statusLine(m); !strings.Contains(st, "client: connected (http) · tape waits for its #3 initialize") || !strings.Contains(st, "3/79") {
+		t.Errorf("connected: status %q, want the tape waiting for #3 at 3/79", st)
+	}
+	if f.last() != 2 {
+		t.Errorf("delivered up to #%d, want #2 (before the awaited #3)", f.last())
+	}
+	// The client sends #3: the tape plays up to its next awaited message.
+	m = send(t, m, live(LiveEvent{Kind: LiveProgress, Reached: 3, Awaiting: 11}))
+	if m.ctl.Position() != 11 || f.last() != 10 {
+		t.Errorf("after #3: position %d, delivered up to #%d; want 11 and #10", m.ctl.Position(), f.last())
+	}
+	// A breakpoint on tools/call holds the first call once the client sends it.
+	if _, err := m.ctl.AddBreakpoint(replay.Breakpoint{Method: "tools/call"}); err != nil {
+		t.Fatal(err)
+	}
+	m = send(t, m, live(LiveEvent{Kind: LiveProgress, Reached: 11, Awaiting: 19}))
+	if st := statusLine(m); !strings.Contains(st, "client: held at breakpoint 1 before #15") {
+		t.Errorf("at the breakpoint: status %q", st)
+	}
+	if f.last() != 14 {
+		t.Errorf("delivered up to #%d while held before #15, want #14", f.last())
+	}
+	m = send(t, m, keys("space")...)
+	if m.ctl.Position() != 17 || f.last() != 16 {
+		t.Errorf("after continuing: position %d, delivered #%d; want 17 (the next tools/call stops it) and #16", m.ctl.Position(), f.last())
+	}
+	m.ctl.RemoveBreakpoint(1)
+	m = send(t, m, keys("space")...)
+	// A divergence stops playback and waits for a, e or s.
+	m = send(t, m, live(LiveEvent{Kind: LiveDiverged, Divergence: &Divergence{Seq: 19, Reason: "replay mismatch", Expected: []byte(`{"id":1}`), Actual: []byte(`{"id":2}`), Paths: []string{"id"}}}))
+	st := statusLine(m)
+	if !strings.Contains(st, "client: DIVERGED at #19") || m.ctl.Playing() || m.lower != viewDiff {
+		t.Errorf("diverged: status %q, playing %v, lower pane %v", st, m.ctl.Playing(), m.lower)
+	}
+	if l := rowOf(screen(m), 19); !strings.Contains(l, "✗") {
+		t.Errorf("row 19 is not marked ✗: %q", l)
+	}
+	golden(t, "live-diverged", screen(m))
+	m = send(t, m, keys("e")...)
+	if !slices.Equal(f.resolved, []Resolution{ResolveError}) || m.live.diverged() || !m.ctl.Playing() {
+		t.Errorf("after e: resolved %v, still diverged %v, playing %v", f.resolved, m.live.diverged(), m.ctl.Playing())
+	}
+	if st := statusLine(m); !strings.Contains(st, "client: connected (http) · tape waits for its #19") {
+		t.Errorf("after e: status %q", st)
+	}
+	m = send(t, m, live(LiveEvent{Kind: LiveDisconnected}))
+	if st := statusLine(m); !strings.Contains(st, "client: disconnected") {
+		t.Errorf("disconnected: status %q", st)
+	}
+}
+
+// rowOf returns the screen line of timeline row seq.
+func rowOf(s string, seq int) string {
+	for _, l := range strings.Split(s, "\n") {
+		f := strings.Fields(strings.TrimLeft(l, "●◆✗▶› "))
+		if len(f) > 0 && f[0] == itoa(seq) {
+			return l
+		}
+	}
+	return ""
+}
+
+// TestLiveTimingFollowsClient: at 1×, what follows a client's message is
+// timed from its arrival: the recorded progress notifications and the
+// response of call #27 come 301 ms (their recorded span) after the client
+// sent it, however long the client took to send it.
+func TestLiveTimingFollowsClient(t *testing.T) {
+	f := &fakeLive{}
+	m, clock := newTestModel(t, Options{Live: f})
+	m = send(t, m, live(LiveEvent{Kind: LiveProgress, Reached: -1, Awaiting: 27}), live(LiveEvent{Kind: LiveConnected, Transport: "stdio"}))
+	if m.ctl.Position() != 27 {
+		t.Fatalf("position %d, want 27 (waiting for the client's call)", m.ctl.Position())
+	}
+	clock.t = clock.t.Add(time.Minute) // the client thinks for a minute
+	start := clock.t
+	m = send(t, m, live(LiveEvent{Kind: LiveProgress, Reached: 27, Awaiting: 32}))
+	want := m.x.Entry(31).Time.Sub(m.x.Entry(27).Time)
+	if got := clock.t.Sub(start); got < want || got > want+time.Millisecond {
+		t.Errorf("the response came %v after the client's call, want its recorded %v", got, want)
+	}
+	if m.ctl.Position() != 32 || f.last() != 31 {
+		t.Errorf("position %d, delivered #%d; want 32 and #31", m.ctl.Position(), f.last())
+	}
+}
+
+// sessionTapeIndex is a small stdio session: initialize, tools/list.
+func sessionTapeIndex(t *testing.T) *tape.Index {
+	t.Helper()
+	var buf bytes.Buffer
+	w := tape.NewWriter(&buf)
+	t0 := time.Date(2026, 5, 16, 12, 0, 0, 0, time.UTC)
+	for i, l := range []struct {
+		dir tape.Dir
+		msg string
+	}{
+		{tape.DirSend, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"rec","version":"1"}}}`},
+		{tape.DirRecv, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"srv","version":"1"}}}`},
+		{tape.DirSend, `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`},
+		{tape.DirRecv, `{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}`},
+	} {
+		if err := w.Write([]byte(l.msg), tape.Meta{Dir: l.dir, Server: "s", Time: t0.Add(time.Duration(i) * time.Millisecond)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x := tape.NewIndex(bytes.NewReader(buf.Bytes()))
+	if err := x.Extend(int64(buf.Len()), nil); err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+func newSession(t *testing.T) *EngineSession {
+	t.Helper()
+	x := sessionTapeIndex(t)
+	e, err := replay.NewEngine(x, replay.Options{Hold: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewEngineSession(x, e, ln)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// nextEvent waits for the session's next event of kind k, skipping others.
+func nextEvent(t *testing.T, s *EngineSession, k LiveEventKind) LiveEvent {
+	t.Helper()
+	c := make(chan LiveEvent, 1)
+	go func() {
+		for {
+			if ev := s.Next(); ev.Kind == k || ev.Kind == LiveClosed {
+				c <- ev
+				return
+			}
+		}
+	}()
+	select {
+	case ev := <-c:
+		if ev.Kind != k {
+			t.Fatalf("session closed while waiting for event %d", k)
+		}
+		return ev
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no event %d within 5 s", k)
+		return LiveEvent{}
+	}
+}
+
+// TestEngineSessionStdio: a client attached over stdio lines gets its
+// answer only once delivered; an HTTP client is refused meanwhile.
+func TestEngineSessionStdio(t *testing.T) {
+	s := newSession(t)
+	if ev := nextEvent(t, s, LiveProgress); ev.Reached != -1 || ev.Awaiting != 0 {
+		t.Fatalf("initial progress %+v, want -1, 0", ev)
+	}
+	c, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, `{"jsonrpc":"2.0","id":"a","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"live","version":"1"}}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if ev := nextEvent(t, s, LiveConnected); ev.Transport != "stdio" {
+		t.Fatalf("connected over %q, want stdio", ev.Transport)
+	}
+	if ev := nextEvent(t, s, LiveProgress); ev.Reached != 0 || ev.Awaiting != 2 {
+		t.Fatalf("progress %+v, want reached 0, awaiting 2", ev)
+	}
+	lines := make(chan string, 4)
+	go func() {
+		br := bufio.NewReader(c)
+		for {
+			l, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			lines <- l
+		}
+	}()
+	select {
+	case l := <-lines:
+		t.Fatalf("answer before delivery: %s", l)
+	case <-time.After(100 * time.Millisecond):
+	}
+	resp, err := http.Post(s.URL(), "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusConflict {
+		t.Errorf("HTTP client while a stdio client is attached: %s, want 409", resp.Status)
+	}
+	s.Deliver([]int{0, 1})
+	select {
+	case l := <-lines:
+		if !strings.Contains(l, `"id":"a"`) || !strings.Contains(l, `"serverInfo"`) {
+			t.Fatalf("answer %s", l)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no answer within 5 s of delivery")
+	}
+}
+
+// TestEngineSessionHTTP: a Streamable HTTP client on the same address; a
+// divergence waits for Resolve; a stdio client is refused meanwhile.
+func TestEngineSessionHTTP(t *testing.T) {
+	s := newSession(t)
+	post := func(body string, sid string) chan string {
+		out := make(chan string, 1)
+		go func() {
+			req, _ := http.NewRequest(http.MethodPost, s.URL(), strings.NewReader(body))
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if sid != "" {
+				req.Header.Set("Mcp-Session-Id", sid)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				out <- "error: " + err.Error()
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			out <- resp.Header.Get("Mcp-Session-Id") + " " + string(b)
+		}()
+		return out
+	}
+	wait := func(c chan string) string {
+		t.Helper()
+		select {
+		case v := <-c:
+			return v
+		case <-time.After(5 * time.Second):
+			t.Fatal("no HTTP answer within 5 s")
+			return ""
+		}
+	}
+	init := post(`{"jsonrpc":"2.0","id":"a","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"live","version":"1"}}}`, "")
+	if ev := nextEvent(t, s, LiveConnected); ev.Transport != "http" {
+		t.Fatalf("connected over %q, want http", ev.Transport)
+	}
+	if ev := nextEvent(t, s, LiveProgress); ev.Reached != 0 || ev.Awaiting != 2 {
+		t.Fatalf("progress %+v, want reached 0, awaiting 2", ev)
+	}
+	c, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(c, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n")
+	refusal, _ := bufio.NewReader(c).ReadString('\n')
+	c.Close()
+	if !strings.Contains(refusal, "serves an HTTP client") {
+		t.Errorf("stdio client while an HTTP client is connected: %q, want a refusal", refusal)
+	}
+	s.Deliver([]int{1})
+	got := wait(init)
+	sid, body, _ := strings.Cut(got, " ")
+	if sid == "" || !strings.Contains(body, `"serverInfo"`) {
+		t.Fatalf("initialize answer %q", got)
+	}
+	call := post(`{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"x"}}`, sid)
+	ev := nextEvent(t, s, LiveDiverged)
+	if ev.Divergence.Seq != 2 || !strings.Contains(ev.Divergence.Reason, "did not match") {
+		t.Fatalf("divergence %+v", ev.Divergence)
+	}
+	s.Resolve(ResolveError)
+	if got := ansi.Strip(wait(call)); !strings.Contains(got, "-32090") {
+		t.Fatalf("after Resolve(ResolveError): %q, want the -32090 error", got)
+	}
+}
+
+// TestFilterGrowMatchesFullFilter grows a tape a few lines at a time, as
+// follow mode sees it, and checks that the incremental matches equal a
+// filter over the whole tape after each growth, for filters whose answer
+// for an old row changes when later rows arrive: a request answered, a
+// request cancelled, a response recorded before its request.
+func TestFilterGrowMatchesFullFilter(t *testing.T) {
+	extra := `{"jsonrpc":"2.0","id":90,"result":{},"_meta":{"dir":"recv","server":"everything","ts":"2026-05-16T14:42:33.600Z"}}
+{"jsonrpc":"2.0","id":90,"method":"ping","_meta":{"dir":"send","server":"everything","ts":"2026-05-16T14:42:33.601Z"}}
+{"jsonrpc":"2.0","id":91,"method":"tools/call","params":{"name":"echo","arguments":{}},"_meta":{"dir":"send","server":"everything","ts":"2026-05-16T14:42:33.602Z"}}
+{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":91},"_meta":{"dir":"send","server":"everything","ts":"2026-05-16T14:42:33.603Z"}}
+{"jsonrpc":"2.0","id":91,"result":{},"_meta":{"dir":"recv","server":"everything","ts":"2026-05-16T14:42:33.604Z"}}
+`
+	// The demo tape ends with $transport/close records: put the extra lines
+	// before them so they share the connection.
+	lines := strings.SplitAfter(strings.TrimSuffix(string(assets.DemoTape), "\n"), "\n")
+	all := strings.Join(lines[:len(lines)-2], "") + extra + strings.Join(lines[len(lines)-2:], "")
+	data := []byte(all)
+	var ends []int64
+	for i, b := range data {
+		if b == '\n' {
+			ends = append(ends, int64(i+1))
+		}
+	}
+	for _, q := range []string{"status:pending", "status:orphan", "status:cancelled", "status:ok method:tools/call", "method:ping", "tool:echo", "status:error", "echo"} {
+		f, err := ParseFilter(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := tape.NewIndex(bytes.NewReader(data))
+		var matches, watch []int
+		n := 0
+		for k := range ends { // a line at a time: every intermediate state
+			if err := x.Extend(ends[k], nil); err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				matches, watch = matchAll(x, f, x.Len(), nil)
+			} else {
+				matches, watch = matchGrow(x, f, matches, n, x.Len(), watch, nil)
+			}
+			n = x.Len()
+			full, _ := matchAll(x, f, n, nil)
+			if !slices.Equal(matches, full) {
+				t.Fatalf("%q after %d messages: incremental %v, full %v", q, n, matches, full)
+			}
+		}
+		if n != len(ends) {
+			t.Fatalf("grew to %d messages, want %d", n, len(ends))
+		}
+	}
+}
