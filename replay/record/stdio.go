@@ -118,6 +118,8 @@ func (s *Stdio) Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writ
 		"version": s.Version,
 	}
 
+	growPipe(stdin)
+	growPipe(stdout)
 	cmd := exec.Command(s.Command, s.Args...)
 	cmd.Dir, cmd.Env = s.Dir, s.Env
 	cmd.SysProcAttr = sysProcAttr()
