@@ -35,6 +35,57 @@ func TestEncoderMatchesWriter(t *testing.T) {
 	}
 }
 
+// FuzzEncoderAgreesWithClassify checks that the Encoder takes exactly the
+// lines Classify sees as one plain (non-lifecycle) message without _meta,
+// and that its line is then the Writer's.
+func FuzzEncoderAgreesWithClassify(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":[1,"]"]}}`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":1}}`,
+		`{"jsonrpc":"2.0","id":null,"method":"x"}`,
+		`{"jsonrpc":"2.0","id":true,"result":{}}`,
+		`{"jsonrpc":"2.0","method":1}`,
+		`{"jsonrpc":"2.0","method":"$transport/x"}`,
+		`{"jsonrpc":"2.0","method":"x","_meta":{"dir":"send"}}`,
+		`{"jsonrpc":"2.0","id":1}`,
+		`{"id":"a\"b","result":"x"} `,
+		`{"method":"x",}`,
+		`{"method":"x"}}`,
+		`{}`,
+	} {
+		f.Add(s)
+	}
+	ts := time.Date(2026, 5, 16, 12, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, msg string) {
+		if strings.ContainsAny(msg, "\r\n") {
+			return // lines reach the Encoder split and trimmed
+		}
+		e := NewEncoder(DirSend, "s")
+		got, ok := e.AppendLine(nil, []byte(msg), ts)
+		es := Classify([]byte(msg))
+		trimmed := strings.TrimSpace(msg)
+		want := len(es) == 1 && es[0].Kind != KindInvalid && es[0].Kind != KindLifecycle &&
+			len(trimmed) > 1 && trimmed[0] == '{' && trimmed[len(trimmed)-1] == '}' && !hasMeta(trimmed)
+		if ok != want {
+			t.Fatalf("%q: encoder took it %v, classify says %v (%+v)", msg, ok, want, es)
+		}
+		if ok {
+			var w bytes.Buffer
+			if err := NewWriter(&w).Write([]byte(msg), Meta{Dir: DirSend, Server: "s", Time: ts}); err != nil || w.String() != string(got) {
+				t.Fatalf("%q: encoder %q, writer %q (%v)", msg, got, w.String(), err)
+			}
+		}
+	})
+}
+
+// hasMeta reports a top-level _meta member, by the classifier's reading.
+func hasMeta(msg string) bool {
+	var c classifier
+	found := false
+	_, _ = c.members([]byte(msg), 0, func(key []byte, _ span) { found = found || string(key) == "_meta" })
+	return found
+}
+
 func BenchmarkEncoder(b *testing.B) {
 	e := NewEncoder(DirSend, "echo")
 	msg := []byte(`{"jsonrpc":"2.0","id":1,"method":"echo","params":{"data":"` + strings.Repeat("x", 1024) + `"}}`)

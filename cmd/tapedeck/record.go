@@ -76,6 +76,15 @@ printed address. Requests with an Origin that is not loopback get 403 unless
 allowed with --allow-origin. A legacy HTTP+SSE upstream (an URL ending in /sse)
 works too: the endpoint event is rewritten to go through the proxy.
 
+Without --server a stdio server is named after its command, or, for a
+launcher, after what it runs: "node dist/index.js" records as index,
+"node /srv/weather/build/index.js" as weather, "npx -y
+@modelcontextprotocol/server-everything" as server-everything, "uvx
+mcp-server-fetch" as mcp-server-fetch, "python -m mcp_server_time" as
+mcp_server_time, "docker run -i --rm mcp/fetch" as fetch. Launchers: node,
+bun, deno, npx, bunx, pnpm/yarn dlx, uvx, uv run, python, pipx run,
+docker/podman run, tsx, ts-node.
+
 Without -o the tape goes to $XDG_STATE_HOME/tapedeck/tapes/ (by default
 ~/.local/state/tapedeck/tapes/), named after the server and the time; its
 path is printed on stderr. Tapes are created 0600 in 0700 directories; an
@@ -110,7 +119,7 @@ existing tape is an error unless --append.
 	cmd.Flags().SetInterspersed(false) // flags after COMMAND belong to it
 	f := cmd.Flags()
 	f.StringVarP(&o.output, "output", "o", "", "write the tape to `TAPE` (default: a new file under $XDG_STATE_HOME/tapedeck/tapes)")
-	f.StringVar(&o.server, "server", "", "server `NAME` in the tape (default: the command's base name, or the upstream's host)")
+	f.StringVar(&o.server, "server", "", "server `NAME` in the tape (default: see below; for HTTP, the upstream's host)")
 	f.BoolVar(&o.appendTo, "append", false, "append to an existing tape instead of refusing to touch it")
 	f.DurationVar(&o.grace, "grace", record.DefaultGrace, "stdio: how long the server may run on after its stdin closes before SIGTERM")
 	f.DurationVar(&o.kill, "kill-after", record.DefaultKillAfter, "stdio: how long after SIGTERM before SIGKILL")
@@ -182,7 +191,7 @@ func runRecordStdio(ctx context.Context, s streams, o *recordOptions, args []str
 	}
 	server := o.server
 	if server == "" {
-		server = filepath.Base(args[0])
+		server = record.DefaultServerName(args[0], args[1:])
 	}
 	f, err := openTape(s, o, server)
 	if err != nil {

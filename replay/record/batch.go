@@ -1,7 +1,6 @@
 package record
 
 import (
-	"bytes"
 	"io"
 	"sync"
 )
@@ -23,20 +22,23 @@ func (d *tapeDest) Write(b []byte) (int, error) {
 // before the chunk is forwarded. Every line is complete in the batch, so a
 // crash mid-write still tears at most the last line of the tape.
 type lineBatch struct {
-	buf  bytes.Buffer
+	buf  []byte // the encoder appends here directly, copying each line once
 	dest io.Writer
 }
 
-func (b *lineBatch) Write(p []byte) (int, error) { return b.buf.Write(p) }
+func (b *lineBatch) Write(p []byte) (int, error) {
+	b.buf = append(b.buf, p...)
+	return len(p), nil
+}
 
 func (b *lineBatch) flush() error {
-	if b.buf.Len() == 0 {
+	if len(b.buf) == 0 {
 		return nil
 	}
-	_, err := b.dest.Write(b.buf.Bytes())
-	b.buf.Reset()
-	if b.buf.Cap() > keepBuffer {
-		b.buf = bytes.Buffer{}
+	_, err := b.dest.Write(b.buf)
+	b.buf = b.buf[:0]
+	if cap(b.buf) > keepBuffer {
+		b.buf = nil
 	}
 	return err
 }

@@ -16,16 +16,19 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/tapedeck/tapedeck/internal/mcptest"
 	"github.com/tapedeck/tapedeck/replay/record"
 )
 
 // peer is a running line-based server: direct, or behind the shim.
 type peer struct {
-	in  *bufio.Writer
-	out *bufio.Reader
-	cmd *exec.Cmd
-	raw io.WriteCloser
+	in     *bufio.Writer
+	out    *bufio.Reader
+	cmd    *exec.Cmd
+	raw    io.WriteCloser
+	rawOut io.ReadCloser
 }
 
 func startPeer(b *testing.B, argv ...string) *peer {
@@ -43,7 +46,7 @@ func startPeer(b *testing.B, argv ...string) *peer {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	p := &peer{in: bufio.NewWriterSize(in, 1<<20), out: bufio.NewReaderSize(out, 1<<20), cmd: cmd, raw: in}
+	p := &peer{in: bufio.NewWriterSize(in, 1<<20), out: bufio.NewReaderSize(out, 1<<20), cmd: cmd, raw: in, rawOut: out}
 	b.Cleanup(func() {
 		p.raw.Close()
 		done := make(chan struct{})
@@ -136,33 +139,90 @@ func BenchmarkStdioLatency(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
-// BenchmarkStdioThroughput pipelines 1 KiB requests through the shim and
-// directly, and reports the shim's rate as a fraction of the direct one.
-// A second shim writes its tape to /dev/null: the gap between the two is
-// the cost of the filesystem taking every message (about 2.3 KB of tape per
-// round trip), the rest is the shim's own.
+// BenchmarkStdioThroughput pipelines 1 KiB requests (n per round, at least
+// 100 000) through several relays of the same echo server and reports each
+// one's rate as a fraction of the direct rate, as medians over alternating
+// rounds (the machine is shared and drifts):
+//
+//   - shim/direct: tapedeck record, tape on disk;
+//   - shim-devnull/direct: the same with the tape going to /dev/null (the
+//     gap to shim/direct is the filesystem taking about 2.3 KB a round trip);
+//   - floor/direct: testdata/floorrelay, which only writes each chunk it
+//     reads to a file before forwarding it, with the same 1 MiB pipes: the
+//     bound any recording shim meets on this machine;
+//   - shim/direct-1MiB: against a direct connection whose client pipes are
+//     enlarged too, as the shim enlarges them (F_SETPIPE_SZ): the shim's
+//     cost with the pipe sizes made equal.
+//
+// Tapes are truncated between rounds, so that the figures measure the
+// recorders and the page cache, not the disk's writeback of gigabytes.
 func BenchmarkStdioThroughput(b *testing.B) {
-	direct, shim := benchPeers(b)
 	tapedeck := mcptest.BuildBinary(b, tapedeckPackage)
 	echo := mcptest.BuildBinary(b, echoServerPackage)
-	null := startPeer(b, tapedeck, "record", "-o", os.DevNull, "--append", "--", echo)
-	payload := strings.Repeat("x", 1024)
-	n := max(b.N, 1000)
-	for _, p := range []*peer{direct, shim, null} {
-		p.pipeline(b, 1000, payload)
+	floor := mcptest.BuildBinary(b, floorRelayPackage)
+	dir := b.TempDir()
+	shimTape, floorTape := filepath.Join(dir, "shim.jsonl"), filepath.Join(dir, "floor.jsonl")
+	contenders := []struct {
+		name string
+		p    *peer
+	}{
+		{"direct", startPeer(b, echo)},
+		{"shim", startPeer(b, tapedeck, "record", "-o", shimTape, "--", echo)},
+		{"shim-devnull", startPeer(b, tapedeck, "record", "-o", os.DevNull, "--append", "--", echo)},
+		{"floor", startPeer(b, floor, floorTape, echo)},
+		{"direct-1MiB", startPeer(b, echo)},
 	}
+	contenders[4].p.growPipes(b)
+	payload := strings.Repeat("x", 1024)
+	n := max(b.N, 100_000)
+	for _, c := range contenders {
+		c.p.pipeline(b, 2000, payload)
+	}
+	rates := make([][]float64, len(contenders))
 	b.ResetTimer()
-	dr := direct.pipeline(b, n, payload)
-	sr := shim.pipeline(b, n, payload)
-	nr := null.pipeline(b, n, payload)
-	dr2 := direct.pipeline(b, n, payload) // again, so a drift of the shared machine shows
+	for range 5 {
+		for i, c := range contenders {
+			rates[i] = append(rates[i], c.p.pipeline(b, n, payload))
+		}
+		for _, path := range []string{shimTape, floorTape} {
+			if err := os.Truncate(path, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 	b.StopTimer()
-	d := (dr + dr2) / 2
-	b.ReportMetric(d, "direct-msg/s")
-	b.ReportMetric(sr, "shim-msg/s")
-	b.ReportMetric(sr/d, "shim/direct")
-	b.ReportMetric(nr/d, "shim-devnull/direct")
+	ratio := func(i, base int) float64 {
+		r := make([]float64, len(rates[i]))
+		for k := range r {
+			r[k] = rates[i][k] / rates[base][k]
+		}
+		return median(r)
+	}
+	b.ReportMetric(median(rates[0]), "direct-msg/s")
+	b.ReportMetric(median(rates[1]), "shim-msg/s")
+	b.ReportMetric(ratio(1, 0), "shim/direct")
+	b.ReportMetric(ratio(2, 0), "shim-devnull/direct")
+	b.ReportMetric(ratio(3, 0), "floor/direct")
+	b.ReportMetric(ratio(1, 4), "shim/direct-1MiB")
+	b.ReportMetric(ratio(3, 4), "floor/direct-1MiB")
 	b.ReportMetric(0, "ns/op")
+}
+
+func median(x []float64) float64 {
+	s := slices.Clone(x)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// growPipes gives the peer's pipes 1 MiB buffers, as the shim gives its own.
+func (p *peer) growPipes(b *testing.B) {
+	for _, f := range []any{p.raw, p.rawOut} {
+		if x, ok := f.(interface{ Fd() uintptr }); ok {
+			if _, err := unix.FcntlInt(x.Fd(), unix.F_SETPIPE_SZ, 1<<20); err != nil {
+				b.Fatalf("F_SETPIPE_SZ: %v", err)
+			}
+		}
+	}
 }
 
 // countingDiscard is a tape destination that keeps nothing.

@@ -22,6 +22,10 @@ import (
 
 const echoServerPackage = "./replay/record/testdata/echoserver"
 
+// floorRelayPackage is the trivial relay the throughput benchmark measures
+// as the bound of a recording shim.
+const floorRelayPackage = "./replay/record/testdata/floorrelay"
+
 // TestCrashSafety kills the shim (the built tapedeck binary) with SIGKILL at
 // random moments of a busy session, 50 times. Every tape must read back with
 // at most its last line torn, every response on it must follow its request

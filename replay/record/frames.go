@@ -7,10 +7,10 @@ import (
 )
 
 const (
-	initialBuffer = 64 << 10
+	initialBuffer = 1 << 20
 	// keepBuffer is the largest buffer kept after a long line has gone: a
 	// megabyte message grows the buffer, but a long session stays flat.
-	keepBuffer = 1 << 20
+	keepBuffer = 4 << 20
 )
 
 // relayLines copies r to w in whole lines, of any length. Before a run of

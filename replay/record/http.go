@@ -48,7 +48,11 @@ const (
 // Mcp-Session-Id, for answers "status": the HTTP status and "newSession":
 // a session the answer assigned, and for SSE events "stream": a number
 // naming the response stream and "event": the event id; an answer with id
-// null to a POSTed request has "inReplyTo": that request's id. Requests are
+// null to a POSTed request has "inReplyTo": that request's id. The
+// request's MCP-Protocol-Version header is "protocolVersion" on every
+// record of its exchange; its Mcp-Method and Mcp-Name headers (2026-07-28)
+// are "mcpMethod" and "mcpName" on the records of the request itself, so
+// replay can send them again. Requests are
 // recorded before they are forwarded, so they carry no status; exchanges
 // whose answer holds no message are recorded as $http/exchange.
 //
@@ -90,6 +94,8 @@ type ctxKey struct{}
 type exchange struct {
 	method  string
 	session string
+	// Request headers replay needs to reproduce (never credentials).
+	protocolVersion, mcpMethod, mcpName string
 	// requestID is the id of the request a POST carried alone (JSON text).
 	requestID string
 	// newSession is the Mcp-Session-Id an answer assigned.
@@ -171,7 +177,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "tapedeck: origin "+origin+" is not allowed (not loopback; see --allow-origin)", http.StatusForbidden)
 		return
 	}
-	ex := &exchange{method: r.Method, session: r.Header.Get("Mcp-Session-Id"), host: r.Host}
+	ex := &exchange{
+		method: r.Method, session: r.Header.Get("Mcp-Session-Id"), host: r.Host,
+		protocolVersion: r.Header.Get("Mcp-Protocol-Version"),
+		mcpMethod:       r.Header.Get("Mcp-Method"), mcpName: r.Header.Get("Mcp-Name"),
+	}
 	if r.Method == http.MethodPost && r.Body != nil {
 		body, err := io.ReadAll(r.Body)
 		r.Body.Close()
@@ -194,6 +204,17 @@ func (p *Proxy) extra(ex *exchange, status int) map[string]any {
 	m := map[string]any{"transport": "http", "http": ex.method}
 	if ex.session != "" {
 		m["session"] = ex.session
+	}
+	if ex.protocolVersion != "" {
+		m["protocolVersion"] = ex.protocolVersion
+	}
+	if status == 0 { // the request's own record
+		if ex.mcpMethod != "" {
+			m["mcpMethod"] = ex.mcpMethod
+		}
+		if ex.mcpName != "" {
+			m["mcpName"] = ex.mcpName
+		}
 	}
 	if status != 0 {
 		m["status"] = status

@@ -2,12 +2,15 @@ package record_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -95,4 +98,76 @@ func BenchmarkProxySSE(b *testing.B) {
 	b.ReportMetric(dr, "direct-req/s")
 	b.ReportMetric(pr/dr, "proxy/direct")
 	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkProxyMemory runs the recording proxy in-process over a long
+// session of POSTs answered with SSE streams (TAPEDECK_BENCH_HTTP_MESSAGES
+// requests, default 200 000, each a request, a progress notification and
+// a response on the tape) by 4 concurrent clients, and reports the heap in
+// use after 10 000 requests and at the end. Run it with -benchtime=1x.
+func BenchmarkProxyMemory(b *testing.B) {
+	total := 200_000
+	if v, err := strconv.Atoi(os.Getenv("TAPEDECK_BENCH_HTTP_MESSAGES")); err == nil && v > 10_000 {
+		total = v
+	}
+	up := httptest.NewServer(http.HandlerFunc(sseEcho))
+	defer up.Close()
+	u, _ := url.Parse(up.URL + "/mcp")
+	for range b.N {
+		var sink countingDiscard
+		var mu sync.Mutex
+		proxy := httptest.NewServer(&record.Proxy{Upstream: u, Tape: lockedWriter{&mu, &sink}, Server: "bench"})
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+		body := `{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"data":"` + strings.Repeat("y", 100) + `"}}`
+		run := func(n int) {
+			var wg sync.WaitGroup
+			for w := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := w; i < n; i += 4 {
+						req, _ := http.NewRequest("POST", proxy.URL+"/mcp", strings.NewReader(body))
+						req.Header.Set("Content-Type", "application/json")
+						req.Header.Set("Accept", "application/json, text/event-stream")
+						resp, err := client.Do(req)
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+					}
+				}()
+			}
+			wg.Wait()
+		}
+		heap := func() float64 {
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			return float64(ms.HeapInuse) / 1024
+		}
+		run(10_000)
+		early := heap()
+		run(total - 10_000)
+		late := heap()
+		client.CloseIdleConnections()
+		proxy.Close()
+		b.ReportMetric(early, "heap-10k-KiB")
+		b.ReportMetric(late, fmt.Sprintf("heap-%dk-KiB", total/1000))
+		b.ReportMetric(late/early, "heap-ratio")
+		b.ReportMetric(float64(sink.n)/float64(total), "tape-B/req")
+	}
+}
+
+// lockedWriter serializes writes from the proxy's handlers.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

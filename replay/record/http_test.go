@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -327,6 +329,91 @@ func TestProxyStateless(t *testing.T) {
 	data, _ := os.ReadFile(path)
 	if bytes.Contains(data, []byte(`"session":`)) || bytes.Contains(data, []byte(`"newSession":`)) {
 		t.Errorf("a sessionless era recorded a session:\n%s", data)
+	}
+	// The real client's 2026-07-28 headers are on the tape for replay.
+	call := findRecord(t, path, tape.DirSend, "tools/call")
+	for key, want := range map[string]string{"mcpMethod": "tools/call", "mcpName": "echo", "protocolVersion": "2026-07-28"} {
+		if got := call[key]; got != want {
+			t.Errorf("tools/call _meta.%s = %v, want %q (line %s)", key, got, want, call["line"])
+		}
+	}
+}
+
+// findRecord returns the _meta of the first record of method in direction
+// dir, with its line number under "line".
+func findRecord(t *testing.T, path string, dir tape.Dir, method string) map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := tape.NewReader(f)
+	for {
+		e, err := r.Next()
+		if err == io.EOF {
+			t.Fatalf("no %s %s on the tape %s", dir, method, path)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Dir != dir || e.Method != method {
+			continue
+		}
+		var m struct {
+			Meta map[string]any `json:"_meta"`
+		}
+		if err := json.Unmarshal(e.Raw, &m); err != nil {
+			t.Fatalf("line %d: %v", e.Line, err)
+		}
+		m.Meta["line"] = fmt.Sprint(e.Line)
+		return m.Meta
+	}
+}
+
+// TestProxyRequestHeaders checks that the request headers replay needs
+// (MCP-Protocol-Version, Mcp-Method, Mcp-Name) are recorded in _meta, the
+// version on the answer too, and credential headers nowhere.
+func TestProxyRequestHeaders(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":7,"result":{}}`)
+	}))
+	defer up.Close()
+	proxied, path := startProxy(t, up.URL+"/mcp", nil)
+	req, _ := http.NewRequest("POST", proxied, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo"}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", "echo")
+	req.Header.Set("Authorization", "Bearer hdr-secret-1")
+	req.Header.Set("X-Auth-Token", "hdr-secret-2")
+	req.Header.Set("Cookie", "sid=hdr-secret-3")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+
+	sent := findRecord(t, path, tape.DirSend, "tools/call")
+	for key, want := range map[string]string{"protocolVersion": "2026-07-28", "mcpMethod": "tools/call", "mcpName": "echo"} {
+		if got := sent[key]; got != want {
+			t.Errorf("request _meta.%s = %v, want %q", key, got, want)
+		}
+	}
+	got := findRecord(t, path, tape.DirRecv, "")
+	if got["protocolVersion"] != "2026-07-28" {
+		t.Errorf("answer _meta.protocolVersion = %v, want 2026-07-28", got["protocolVersion"])
+	}
+	if _, ok := got["mcpMethod"]; ok {
+		t.Errorf("answer _meta has mcpMethod %v; it belongs to the request's record", got["mcpMethod"])
+	}
+	data, _ := os.ReadFile(path)
+	for _, secret := range []string{"hdr-secret-1", "hdr-secret-2", "hdr-secret-3"} {
+		if bytes.Contains(data, []byte(secret)) {
+			t.Errorf("tape holds %q:\n%s", secret, data)
+		}
 	}
 }
 

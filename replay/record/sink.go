@@ -19,7 +19,7 @@ type sink struct {
 	// The fast path of a relay's sink: lines of its direction are encoded
 	// straight into its batch, without allocating.
 	enc   *tape.Encoder
-	lines *bytes.Buffer
+	lines *[]byte
 }
 
 func newSink(w *tape.Writer, server string, r *tape.Redactor, now func() time.Time) *sink {
@@ -53,9 +53,9 @@ func (s *sink) message(frame []byte, dir tape.Dir, extra map[string]any) error {
 		return nil
 	}
 	if s.enc != nil && s.redact == nil && extra == nil {
-		if b, ok := s.enc.AppendLine(s.lines.AvailableBuffer(), frame, s.now()); ok {
-			_, err := s.lines.Write(b)
-			return err
+		if b, ok := s.enc.AppendLine(*s.lines, frame, s.now()); ok {
+			*s.lines = b
+			return nil
 		}
 	}
 	entries := tape.Classify(frame)

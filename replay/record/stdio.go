@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -46,7 +45,8 @@ type Stdio struct {
 	// Tape receives the tape's lines: every write is one or more whole
 	// lines, made before the messages they hold are forwarded.
 	Tape io.Writer
-	// Server names the server in the tape; empty means Command's base name.
+	// Server names the server in the tape; empty means
+	// DefaultServerName(Command, Args).
 	Server string
 	// Redact, if set, redacts the tape's copy of each message.
 	Redact *tape.Redactor
@@ -89,7 +89,7 @@ func (s *Stdio) Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writ
 	dest := &tapeDest{w: s.Tape}
 	server := s.Server
 	if server == "" {
-		server = filepath.Base(s.Command)
+		server = DefaultServerName(s.Command, s.Args)
 	}
 	sk := newSink(tape.NewWriter(dest), server, s.Redact, s.Now)
 	// Each relay batches the lines of a chunk into one tape write.
@@ -118,6 +118,8 @@ func (s *Stdio) Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writ
 		"version": s.Version,
 	}
 
+	growPipe(stdin)
+	growPipe(stdout)
 	cmd := exec.Command(s.Command, s.Args...)
 	cmd.Dir, cmd.Env = s.Dir, s.Env
 	cmd.SysProcAttr = sysProcAttr()
