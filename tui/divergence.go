@@ -69,6 +69,14 @@ func (m Model) liveProgress(ev LiveEvent) (tea.Model, tea.Cmd) {
 // liveDiverged pauses playback and shows the divergence until the user
 // chooses a, e or s.
 func (m Model) liveDiverged(d *Divergence) Model {
+	if m.live.pending != nil {
+		// One choice at a time: it waits its turn, in order.
+		m.live.waiting = append(m.live.waiting, d)
+		if d.Seq >= 0 {
+			m.timeline.MarkDiverged(d.Seq)
+		}
+		return m
+	}
 	m.live.pending, m.live.any = d, true
 	m.live.resume = m.ctl.Playing()
 	m.ctl.Pause(m.now())
@@ -100,11 +108,20 @@ func (m Model) divergenceKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 	}
 	s := m.live.s
 	m.live.pending = nil
+	resolve := func() tea.Msg { s.Resolve(r); return nil }
+	if len(m.live.waiting) > 0 {
+		// The next divergence in line takes the screen.
+		next := m.live.waiting[0]
+		m.live.waiting = m.live.waiting[1:]
+		resume := m.live.resume
+		m = m.liveDiverged(next)
+		m.live.resume = resume
+		return m, resolve, true
+	}
 	names := [...]string{"answered with the recorded response", "sent the divergence error", "skipped the recorded request"}
 	m.notice, m.noticeOK = names[r], true
 	m.lower = viewMessage
 	m.showCursor()
-	resolve := func() tea.Msg { s.Resolve(r); return nil }
 	if m.live.resume {
 		// Play on, so that the recorded answer (held until playback
 		// delivers it) reaches the client.

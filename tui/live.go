@@ -15,7 +15,7 @@ type Live interface {
 	Next() LiveEvent
 	// Deliver lets the engine send the recorded messages seqs to the client.
 	Deliver(seqs []int)
-	// Resolve answers the pending divergence.
+	// Resolve answers the oldest pending divergence.
 	Resolve(r Resolution)
 	// Close ends the session.
 	Close() error
@@ -92,11 +92,12 @@ type liveState struct {
 	s         Live
 	client    clientState
 	transport string
-	reached   int // the recorded client message last reached, or -1
-	awaiting  int // the recorded client message the tape waits for
-	pending   *Divergence
-	any       bool // a divergence happened (the diff view is available)
-	resume    bool // playback was on when the divergence paused it
+	reached   int           // the recorded client message last reached, or -1
+	awaiting  int           // the recorded client message the tape waits for
+	pending   *Divergence   // the divergence shown, awaiting a choice
+	waiting   []*Divergence // more divergences after it, in order
+	any       bool          // a divergence happened (the diff view is available)
+	resume    bool          // playback was on when the divergence paused it
 }
 
 func (l *liveState) init(s Live) { l.s, l.reached = s, -1 }
@@ -111,6 +112,9 @@ func (m Model) liveStatus() (string, bool) {
 	l := m.live
 	switch {
 	case l.pending != nil:
+		if n := len(l.waiting); n > 0 {
+			return fmt.Sprintf("DIVERGED at #%d: a/e/s (%d more waiting)", l.pending.Seq, n), true
+		}
 		return fmt.Sprintf("DIVERGED at #%d: a/e/s", l.pending.Seq), true
 	case l.client == clientWaiting:
 		return "waiting for a client", false

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/tapedeck/tapedeck/assets"
@@ -396,5 +397,70 @@ func TestFilterGrowMatchesFullFilter(t *testing.T) {
 		if n != len(ends) {
 			t.Fatalf("grew to %d messages, want %d", n, len(ends))
 		}
+	}
+}
+
+// TestEngineSessionTwoDivergences: two divergences in a row are resolved in
+// the order they happened, and both requests get their answer.
+func TestEngineSessionTwoDivergences(t *testing.T) {
+	s := newSession(t)
+	c, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	lines := make(chan string, 8)
+	go func() {
+		br := bufio.NewReader(c)
+		for {
+			l, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			lines <- l
+		}
+	}()
+	for _, id := range []string{"101", "102"} {
+		if _, err := io.WriteString(c, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"nope"}}`+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		if ev := nextEvent(t, s, LiveDiverged); ev.Divergence == nil {
+			t.Fatalf("divergence event without a divergence")
+		}
+	}
+	s.Resolve(ResolveError)
+	s.Resolve(ResolveError)
+	got := map[string]bool{}
+	for len(got) < 2 {
+		select {
+		case l := <-lines:
+			for _, id := range []string{"101", "102"} {
+				if strings.Contains(l, `"id":`+id+`,"error":{"code":-32090`) {
+					got[id] = true
+				}
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("answered %v within 5 s, want both 101 and 102", got)
+		}
+	}
+}
+
+// TestLiveDivergencesQueue: while one divergence waits for a choice, the
+// next waits its turn and takes the screen after the first is resolved.
+func TestLiveDivergencesQueue(t *testing.T) {
+	m, _ := newTestModel(t, Options{})
+	m.live.init(&fakeLive{})
+	m = m.liveDiverged(&Divergence{Seq: 3})
+	m = m.liveDiverged(&Divergence{Seq: 5})
+	if st, _ := m.liveStatus(); st != "DIVERGED at #3: a/e/s (1 more waiting)" {
+		t.Fatalf("status %q", st)
+	}
+	next, _, ok := m.divergenceKey(tea.KeyPressMsg{Code: 'e', Text: "e"})
+	if !ok {
+		t.Fatal("e not taken as a resolution")
+	}
+	m = next.(Model)
+	if st, _ := m.liveStatus(); st != "DIVERGED at #5: a/e/s" {
+		t.Fatalf("after the first choice, status %q", st)
 	}
 }

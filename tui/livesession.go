@@ -50,7 +50,7 @@ type EngineSession struct {
 	raw       map[net.Conn]bool
 	released  int             // stdio: tape messages before it are delivered
 	queue     []replay.Output // stdio: waiting for their delivery
-	held      int             // the divergence awaiting Resolve, or 0
+	held      []int           // the divergences awaiting Resolve, oldest first
 
 	evMu   sync.Mutex
 	events []LiveEvent
@@ -215,7 +215,7 @@ func (s *EngineSession) serveStdio(c *peekedConn) {
 func (s *EngineSession) handle(outs []replay.Output) {
 	for _, o := range outs {
 		if d := o.Divergence; d != nil && d.Resolution == replay.Pending {
-			s.held = d.ID
+			s.held = append(s.held, d.ID)
 			s.emit(LiveEvent{Kind: LiveDiverged, Divergence: s.convert(*d)})
 		}
 		if o.Msg == nil {
@@ -252,7 +252,7 @@ func (s *EngineSession) httpDivergence(d replay.Divergence) {
 		return
 	}
 	s.mu.Lock()
-	s.held = d.ID
+	s.held = append(s.held, d.ID)
 	s.mu.Unlock()
 	s.emit(LiveEvent{Kind: LiveDiverged, Divergence: s.convert(d)})
 }
@@ -342,12 +342,18 @@ func (s *EngineSession) Deliver(seqs []int) {
 	s.h.Release(upTo)
 }
 
-// Resolve answers the held divergence.
+// Resolve answers the oldest held divergence: the debugger shows them one
+// at a time, in the order they happened.
 func (s *EngineSession) Resolve(r Resolution) {
 	rr := map[Resolution]replay.Resolution{ResolveAnswer: replay.AnswerRecorded, ResolveError: replay.SendError, ResolveSkip: replay.SkipRecorded}[r]
 	s.mu.Lock()
-	id := s.held
-	s.held = 0
+	if len(s.held) == 0 {
+		s.mu.Unlock()
+		s.emit(LiveEvent{Kind: LiveFailed, Err: errors.New("no divergence awaits a choice")})
+		return
+	}
+	id := s.held[0]
+	s.held = s.held[1:]
 	if s.transport == "http" {
 		s.mu.Unlock()
 		if err := s.h.Resolve(id, rr); err != nil {
