@@ -549,8 +549,11 @@ func (m Model) reloaded(msg reloadedMsg) (tea.Model, tea.Cmd) {
 	m.fileInfo = msg.fi
 	m.ctl = replay.NewController(m.x)
 	m.ctl.SetSpeed(1, m.now())
+	var lost []string
 	for _, b := range bps {
-		_, _ = m.ctl.AddBreakpoint(b) // they were valid before
+		if _, err := m.ctl.AddBreakpoint(b); err != nil {
+			lost = append(lost, fmt.Sprintf("%s (%v)", b, err))
+		}
 	}
 	m.timeline.SetIndex(m.x)
 	m.timeline.SetMatches(nil)
@@ -560,6 +563,9 @@ func (m Model) reloaded(msg reloadedMsg) (tea.Model, tea.Cmd) {
 	m.knownLen = 0
 	old.Close()
 	m.notice, m.noticeOK = "the tape was truncated or replaced: reloaded", true
+	if len(lost) > 0 {
+		m.notice, m.noticeOK = "reloaded; breakpoints not kept: "+strings.Join(lost, ", "), false
+	}
 	return m, tea.Batch(waitFile(m.follow, m.opts.Path), indexCmd(m.x, 0, msg.size, false))
 }
 
