@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"charm.land/bubbles/v2/key"
-	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/tapedeck/tapedeck/tape"
@@ -17,17 +16,12 @@ import (
 // the message as it crossed the wire (without the tape's _meta), pretty
 // printed, highlighted, folded when large and wrapped to the pane.
 type Detail struct {
-	KeyMap DetailKeyMap
+	scrollPane
 
-	styles   *Styles
-	vp       viewport.Model
 	x        *tape.Index
 	t0       time.Time
 	seq      int
 	unfolded bool
-	focused  bool
-	width    int
-	height   int
 	shown    detailKey // what the viewport holds, to skip needless work
 }
 
@@ -42,28 +36,14 @@ type detailKey struct {
 
 // NewDetail returns an empty detail pane.
 func NewDetail(s *Styles) Detail {
-	vp := viewport.New()
-	// Lines are wrapped once, when the content is set: the viewport's soft
-	// wrap works per frame and is quadratic in a line's length, which a
-	// 200 KB line on one row (a deeply nested message) turns into seconds.
-	vp.FillHeight = true
-	vp.MouseWheelEnabled = true
-	return Detail{KeyMap: DefaultDetailKeyMap(), styles: s, vp: vp, seq: -1}
+	return Detail{scrollPane: newScrollPane(s), seq: -1}
 }
 
 // SetSize sets the pane's size.
 func (d *Detail) SetSize(w, h int) {
-	d.width, d.height = w, h
-	d.vp.SetWidth(w)
-	d.vp.SetHeight(h)
+	d.resize(w, h)
 	d.refresh()
 }
-
-// Focus gives the pane the keyboard.
-func (d *Detail) Focus() { d.focused = true }
-
-// Blur takes the keyboard away.
-func (d *Detail) Blur() { d.focused = false }
 
 // SetStyles switches the theme.
 func (d *Detail) SetStyles(s *Styles) { d.styles = s; d.refresh() }
@@ -174,25 +154,13 @@ func firstNonEmpty(a, b string) string {
 // Update scrolls and folds when the pane has the focus; the wheel scrolls
 // whenever the app routes it here.
 func (d Detail) Update(msg tea.Msg) (Detail, tea.Cmd) {
-	switch msg := msg.(type) {
-	case tea.KeyPressMsg:
-		if !d.focused {
-			return d, nil
-		}
-		switch {
-		case key.Matches(msg, d.KeyMap.Unfold):
-			d.unfolded = !d.unfolded
-			d.refresh()
-		default:
-			d.KeyMap.scroll(&d.vp, msg)
-		}
+	if k, ok := msg.(tea.KeyPressMsg); ok && d.focused && key.Matches(k, d.KeyMap.Unfold) {
+		d.unfolded = !d.unfolded
+		d.refresh()
 		return d, nil
-	case tea.MouseWheelMsg:
-		var cmd tea.Cmd
-		d.vp, cmd = d.vp.Update(msg)
-		return d, cmd
 	}
-	return d, nil
+	cmd := d.scroll(msg)
+	return d, cmd
 }
 
 // View renders the pane, exactly its height.

@@ -3,7 +3,6 @@ package tui
 import (
 	"strings"
 
-	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
@@ -14,40 +13,24 @@ import (
 // client's (actual) one, as structures, with the lines of every changed JSON
 // path highlighted and the paths listed above.
 type DiffView struct {
-	KeyMap DetailKeyMap
+	scrollPane
 
-	styles  *Styles
-	vp      viewport.Model
-	d       *Divergence
-	focused bool
-	width   int
-	height  int
+	d *Divergence
 }
 
 // NewDiffView returns an empty diff pane.
 func NewDiffView(s *Styles) DiffView {
-	vp := viewport.New()
-	vp.FillHeight = true
-	vp.MouseWheelEnabled = true
-	return DiffView{KeyMap: DefaultDetailKeyMap(), styles: s, vp: vp}
+	return DiffView{scrollPane: newScrollPane(s)}
 }
 
 // SetSize sets the pane's size.
 func (v *DiffView) SetSize(w, h int) {
-	v.width, v.height = w, h
-	v.vp.SetWidth(w)
-	v.vp.SetHeight(h)
+	v.resize(w, h)
 	v.refresh()
 }
 
 // SetStyles switches the theme.
 func (v *DiffView) SetStyles(s *Styles) { v.styles = s; v.refresh() }
-
-// Focus gives the pane the keyboard.
-func (v *DiffView) Focus() { v.focused = true }
-
-// Blur takes the keyboard away.
-func (v *DiffView) Blur() { v.focused = false }
 
 // Show displays d.
 func (v *DiffView) Show(d Divergence) {
@@ -119,18 +102,8 @@ func renderDiff(d Divergence, width int, s *Styles) string {
 
 // Update scrolls when the pane has the focus.
 func (v DiffView) Update(msg tea.Msg) (DiffView, tea.Cmd) {
-	switch msg := msg.(type) {
-	case tea.KeyPressMsg:
-		if !v.focused {
-			return v, nil
-		}
-		v.KeyMap.scroll(&v.vp, msg)
-	case tea.MouseWheelMsg:
-		var cmd tea.Cmd
-		v.vp, cmd = v.vp.Update(msg)
-		return v, cmd
-	}
-	return v, nil
+	cmd := v.scroll(msg)
+	return v, cmd
 }
 
 // View renders the pane.

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"charm.land/bubbles/v2/key"
-	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
@@ -16,40 +15,24 @@ import (
 // between them; on a notification or lifecycle record it shows that message
 // alone. The key x (global) moves the timeline's cursor to the partner.
 type Pairing struct {
-	KeyMap DetailKeyMap
+	scrollPane
 
-	styles   *Styles
-	vp       viewport.Model
 	x        *tape.Index
 	seq      int
 	unfolded bool
-	focused  bool
-	width    int
-	height   int
 	shown    detailKey
 }
 
 // NewPairing returns an empty pairing pane.
 func NewPairing(s *Styles) Pairing {
-	vp := viewport.New()
-	vp.FillHeight = true
-	vp.MouseWheelEnabled = true
-	return Pairing{KeyMap: DefaultDetailKeyMap(), styles: s, vp: vp, seq: -1}
+	return Pairing{scrollPane: newScrollPane(s), seq: -1}
 }
 
 // SetSize sets the pane's size.
 func (p *Pairing) SetSize(w, h int) {
-	p.width, p.height = w, h
-	p.vp.SetWidth(w)
-	p.vp.SetHeight(h)
+	p.resize(w, h)
 	p.refresh()
 }
-
-// Focus gives the pane the keyboard.
-func (p *Pairing) Focus() { p.focused = true }
-
-// Blur takes the keyboard away.
-func (p *Pairing) Blur() { p.focused = false }
 
 // SetStyles switches the theme.
 func (p *Pairing) SetStyles(s *Styles) { p.styles = s; p.refresh() }
@@ -164,24 +147,13 @@ func padANSI(s string, w int) string {
 
 // Update scrolls and folds when the pane has the focus.
 func (p Pairing) Update(msg tea.Msg) (Pairing, tea.Cmd) {
-	switch msg := msg.(type) {
-	case tea.KeyPressMsg:
-		if !p.focused {
-			return p, nil
-		}
-		switch {
-		case key.Matches(msg, p.KeyMap.Unfold):
-			p.unfolded = !p.unfolded
-			p.refresh()
-		default:
-			p.KeyMap.scroll(&p.vp, msg)
-		}
-	case tea.MouseWheelMsg:
-		var cmd tea.Cmd
-		p.vp, cmd = p.vp.Update(msg)
-		return p, cmd
+	if k, ok := msg.(tea.KeyPressMsg); ok && p.focused && key.Matches(k, p.KeyMap.Unfold) {
+		p.unfolded = !p.unfolded
+		p.refresh()
+		return p, nil
 	}
-	return p, nil
+	cmd := p.scroll(msg)
+	return p, cmd
 }
 
 // View renders the pane, exactly its height.

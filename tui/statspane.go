@@ -5,7 +5,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/tapedeck/tapedeck/tape"
@@ -14,36 +13,20 @@ import (
 // StatsPane shows tape.ComputeStats as a table per server and method: the
 // same numbers "tapedeck stats" prints.
 type StatsPane struct {
-	KeyMap DetailKeyMap
+	scrollPane
 
-	styles  *Styles
-	vp      viewport.Model
-	stats   *tape.Stats
-	focused bool
-	width   int
-	height  int
+	stats *tape.Stats
 }
 
 // NewStatsPane returns an empty stats pane.
 func NewStatsPane(s *Styles) StatsPane {
-	vp := viewport.New()
-	vp.FillHeight = true
-	vp.MouseWheelEnabled = true
-	return StatsPane{KeyMap: DefaultDetailKeyMap(), styles: s, vp: vp}
+	return StatsPane{scrollPane: newScrollPane(s)}
 }
 
 // SetSize sets the pane's size.
 func (p *StatsPane) SetSize(w, h int) {
-	p.width, p.height = w, h
-	p.vp.SetWidth(w)
-	p.vp.SetHeight(h)
+	p.resize(w, h)
 }
-
-// Focus gives the pane the keyboard.
-func (p *StatsPane) Focus() { p.focused = true }
-
-// Blur takes the keyboard away.
-func (p *StatsPane) Blur() { p.focused = false }
 
 // SetStats shows st.
 func (p *StatsPane) SetStats(st tape.Stats) {
@@ -82,18 +65,8 @@ func (p StatsPane) render() string {
 
 // Update scrolls when the pane has the focus.
 func (p StatsPane) Update(msg tea.Msg) (StatsPane, tea.Cmd) {
-	switch msg := msg.(type) {
-	case tea.KeyPressMsg:
-		if !p.focused {
-			return p, nil
-		}
-		p.KeyMap.scroll(&p.vp, msg)
-	case tea.MouseWheelMsg:
-		var cmd tea.Cmd
-		p.vp, cmd = p.vp.Update(msg)
-		return p, cmd
-	}
-	return p, nil
+	cmd := p.scroll(msg)
+	return p, cmd
 }
 
 // View renders the pane, exactly its height.
