@@ -350,6 +350,12 @@ func (m Model) updateFocused(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, cmd
 	}
+	return m.updateLower(msg)
+}
+
+// updateLower hands msg to the lower pane on show.
+func (m Model) updateLower(msg tea.Msg) (tea.Model, tea.Cmd) {
+	var cmd tea.Cmd
 	switch m.lower {
 	case viewMessage:
 		m.detail, cmd = m.detail.Update(msg)
@@ -441,18 +447,7 @@ func (m Model) handleWheel(msg tea.MouseWheelMsg) (tea.Model, tea.Cmd) {
 		m.showCursor()
 		return m, nil
 	}
-	var cmd tea.Cmd
-	switch m.lower {
-	case viewMessage:
-		m.detail, cmd = m.detail.Update(msg)
-	case viewPair:
-		m.pairing, cmd = m.pairing.Update(msg)
-	case viewStats:
-		m.stats, cmd = m.stats.Update(msg)
-	case viewDiff:
-		m.diff, cmd = m.diff.Update(msg)
-	}
-	return m, cmd
+	return m.updateLower(msg)
 }
 
 // indexed takes a chunk's result and asks for the next one.
