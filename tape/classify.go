@@ -262,14 +262,14 @@ func (c *classifier) meta(b []byte, m *msgInfo, meta span) {
 			m.session = v
 		}
 	})
-	switch d := string(m.dir.in(b)); d {
+	switch string(m.dir.in(b)) { // no allocation for the comparison
 	case `"send"`, `"recv"`, `"lifecycle"`:
 	case "":
 		if !hasNote(m.notes, "_meta.dir") {
 			m.notes = append(m.notes, "no _meta.dir: direction unknown")
 		}
 	default:
-		m.notes = append(m.notes, fmt.Sprintf(`expected _meta.dir "send", "recv" or "lifecycle", found %s`, d))
+		m.notes = append(m.notes, fmt.Sprintf(`expected _meta.dir "send", "recv" or "lifecycle", found %s`, m.dir.in(b)))
 	}
 	if !m.server.ok() && !hasNote(m.notes, "_meta.server") {
 		m.notes = append(m.notes, "no _meta.server")

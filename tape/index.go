@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"math"
 	"os"
@@ -46,12 +47,13 @@ const (
 var dirCodes = [...]Dir{DirUnknown, DirSend, DirRecv, DirLifecycle}
 
 func dirCode(d []byte) uint8 {
-	switch string(d) {
-	case `"send"`:
+	// By length and one letter first: this runs for every message.
+	switch {
+	case len(d) == 6 && d[1] == 's' && string(d) == `"send"`:
 		return 1
-	case `"recv"`:
+	case len(d) == 6 && d[1] == 'r' && string(d) == `"recv"`:
 		return 2
-	case `"lifecycle"`:
+	case len(d) == 11 && string(d) == `"lifecycle"`:
 		return 3
 	}
 	return 0
@@ -61,7 +63,7 @@ type pairKey struct {
 	server uint16
 	dir    uint8
 	conn   uint32
-	id     string
+	id     uint64 // a hash of the id's JSON text: no allocation a message
 }
 
 // connKey names a connection: one server's session between two
@@ -105,6 +107,7 @@ type Index struct {
 	orphans   map[pairKey]int32   // responses that came before any request
 	inputReq  map[chainKey]int32
 	chains    map[int32]int32 // retry request → input_required response it answers
+	seed      maphash.Seed
 	batches   uint32
 	cls       classifier
 }
@@ -124,6 +127,7 @@ func NewIndex(src io.ReaderAt, opts ...ReaderOption) *Index {
 		orphans:   map[pairKey]int32{},
 		inputReq:  map[chainKey]int32{},
 		chains:    map[int32]int32{},
+		seed:      maphash.MakeSeed(),
 	}
 	for _, o := range opts {
 		o(&x.cfg)
@@ -349,18 +353,19 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 	rp := x.recs.at(int(seq))
 	switch m.kind {
 	case KindRequest:
-		k := pairKey{r.server, r.dir, r.conn, string(normalizeID(m.id.in(line)))}
+		idText := normalizeID(m.id.in(line))
+		k := pairKey{r.server, r.dir, r.conn, x.idHash(idText)}
 		if resp, ok := x.orphans[k]; ok { // its response came first
 			delete(x.orphans, k)
 			x.pair(seq, resp)
 			x.recs.at(int(resp)).flags = x.recs.at(int(resp)).flags&^flagOrphan | flagReordered
 			rp.flags |= flagReordered
-			x.warnings.add(Warning{lineNo, fmt.Errorf("line %d: request id %s recorded after its response (line %d)", lineNo, k.id, x.recs.at(int(resp)).line)})
+			x.warnings.add(Warning{lineNo, fmt.Errorf("line %d: request id %s recorded after its response (line %d)", lineNo, idText, x.recs.at(int(resp)).line)})
 			break
 		}
 		if old, ok := x.pending[k]; ok {
 			rp.flags |= flagDuplicate
-			x.warnings.add(Warning{lineNo, fmt.Errorf("line %d: request id %s reused while the request at line %d is unanswered; responses pair first in, first out", lineNo, k.id, x.recs.at(int(old)).line)})
+			x.warnings.add(Warning{lineNo, fmt.Errorf("line %d: request id %s reused while the request at line %d is unanswered; responses pair first in, first out", lineNo, idText, x.recs.at(int(old)).line)})
 			x.queued[k] = append(x.queued[k], seq)
 		} else {
 			x.pending[k] = seq
@@ -383,7 +388,7 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 		if string(id) == "null" && m.replyTo.ok() {
 			id = normalizeID(m.replyTo.in(line)) // an answer to a request the server could not read
 		}
-		k := pairKey{r.server, reqDir, r.conn, string(id)}
+		k := pairKey{r.server, reqDir, r.conn, x.idHash(id)}
 		if req, ok := x.pending[k]; ok {
 			x.unpend(k)
 			x.pair(req, seq)
@@ -394,7 +399,7 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 		} else {
 			rp.flags |= flagOrphan
 			x.orphans[pairKey{r.server, reqDir, r.conn, k.id}] = seq
-			x.warnings.add(Warning{lineNo, fmt.Errorf("line %d: response id %s matches no request before it", lineNo, k.id)})
+			x.warnings.add(Warning{lineNo, fmt.Errorf("line %d: response id %s matches no request before it", lineNo, id)})
 		}
 		if m.inputReq && rp.partner >= 0 {
 			req := x.recs.at(int(rp.partner))
@@ -402,7 +407,7 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 		}
 	case KindNotification:
 		if m.cancels.ok() {
-			k := pairKey{r.server, r.dir, r.conn, string(normalizeID(m.cancels.in(line)))}
+			k := pairKey{r.server, r.dir, r.conn, x.idHash(normalizeID(m.cancels.in(line)))}
 			if req, ok := x.pending[k]; ok {
 				x.unpend(k)
 				x.cancelled[k] = req
@@ -431,6 +436,11 @@ func (x *Index) pair(req, resp int32) {
 	x.recs.at(int(resp)).partner = req
 	x.recs.at(int(resp)).method = x.recs.at(int(req)).method
 }
+
+// idHash keys an id for pairing. Ids are compared by a 64-bit hash of
+// their JSON text under a seed chosen per index: two different ids of one
+// connection colliding is a 1 in 2^64 chance, and a tape cannot aim at it.
+func (x *Index) idHash(id []byte) uint64 { return maphash.Bytes(x.seed, id) }
 
 // normalizeID drops whitespace-insensitive differences: ids are compared as
 // JSON tokens, so 1 and "1" differ but stay distinct from each other.
