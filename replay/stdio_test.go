@@ -3,6 +3,8 @@ package replay
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -63,5 +65,38 @@ func TestServeStdioUnanswered(t *testing.T) {
 	}
 	if rep := e.Report(); len(rep.Unanswered) != 1 || rep.Unanswered[0].Line != 1 || rep.Err() != nil {
 		t.Errorf("report: %+v, err %v", rep.Unanswered, rep.Err())
+	}
+}
+
+// Once a StdioConn is closed, what the server writes is read and dropped:
+// a server that keeps writing after verify stopped listening is not left
+// blocked on a full pipe.
+func TestStdioConnDrainsAfterClose(t *testing.T) {
+	pr, pw := io.Pipe()
+	wrote := make(chan error, 1)
+	go func() {
+		for i := range 2000 {
+			if _, err := fmt.Fprintf(pw, `{"jsonrpc":"2.0","method":"notifications/message","params":{"n":%d}}`+"\n", i); err != nil {
+				wrote <- err
+				return
+			}
+		}
+		wrote <- pw.Close()
+	}()
+	c := NewStdioConn(io.Discard, pr)
+	if msg, err := c.Recv(context.Background()); err != nil || !strings.Contains(string(msg), `"n":0`) {
+		t.Fatalf("first message %q, %v", msg, err)
+	}
+	c.Close()
+	select {
+	case err := <-wrote:
+		if err != nil {
+			t.Fatalf("the server's writes failed: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server is still blocked writing its stdout 5 s after the conn was closed")
+	}
+	if _, err := c.Recv(context.Background()); !errors.Is(err, io.EOF) {
+		t.Errorf("Recv after Close and the end of output: %v, want io.EOF", err)
 	}
 }
