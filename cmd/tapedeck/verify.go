@@ -100,13 +100,13 @@ is 1 when any call differs.`,
 			return finishVerify(s, &rep, args[0], junit)
 		},
 	}
-	cmd.Flags().StringVar(&server, "server", "", "the tape's server to verify (needed when it holds several)")
-	cmd.Flags().StringArrayVar(&ignore, "ignore", nil, "JSON path ignored when comparing, e.g. result.content[0].text (repeatable)")
-	cmd.Flags().StringVar(&junit, "junit", "", "write a JUnit XML report to this file")
-	cmd.Flags().StringVar(&color, "color", "auto", "colour the diffs: auto (when stdout is a terminal), always or never")
+	cmd.Flags().StringVar(&server, "server", "", "verify the tape's server `NAME` (needed when it holds several)")
+	cmd.Flags().StringArrayVar(&ignore, "ignore", nil, "ignore the JSON `PATH` when comparing, e.g. result.content[0].text (repeatable)")
+	cmd.Flags().StringVar(&junit, "junit", "", "write a JUnit XML report to `FILE`")
+	cmd.Flags().StringVar(&color, "color", "auto", "colour the diffs: `MODE` is auto (when stdout is a terminal), always or never")
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait for each response")
 	cmd.Flags().BoolVar(&concurrent, "concurrent", false, "send requests recorded as overlapping without waiting for the earlier answers")
-	cmd.Flags().StringVar(&url, "url", "", "verify the Streamable HTTP server at this endpoint URL instead of a command")
+	cmd.Flags().StringVar(&url, "url", "", "verify the Streamable HTTP server at the endpoint `URL` instead of a command")
 	return cmd
 }
 
