@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -481,16 +482,15 @@ func (e *Engine) sameRequest(m, rec tape.Entry) (bool, error) {
 	if m.Method == "server/discover" || m.Method == "ping" {
 		return true, nil
 	}
-	lp := gjson.GetBytes(m.Raw, "params")
-	rp := gjson.GetBytes(rec.Raw, "params")
-	if lp.Raw == rp.Raw && m.Method != "initialize" {
+	lp, rp := field(m.Raw, "params"), field(rec.Raw, "params")
+	if bytes.Equal(lp, rp) && m.Method != "initialize" {
 		return true, nil // byte-equal params: the common case, no decoding
 	}
-	b, err := e.normalize(rec.Method, []byte(rp.Raw))
+	b, err := e.normalize(rec.Method, rp)
 	if err != nil {
 		return false, fmt.Errorf("its params: %w", err)
 	}
-	a, err := e.normalize(m.Method, []byte(lp.Raw))
+	a, err := e.normalize(m.Method, lp)
 	return err == nil && bytes.Equal(a, b), nil
 }
 
@@ -543,19 +543,24 @@ func (e *Engine) normalize(method string, params []byte) ([]byte, error) {
 // key returns a request's keyed-mode lookup key: a hash of its method and
 // canonical params (initialize and server/discover by method alone).
 func (e *Engine) key(method string, raw []byte) ([16]byte, error) {
-	params := gjson.GetBytes(raw, "params").Raw
-	mh := maphash.String(memoSeed, method+"\x00"+params)
-	if m, ok := e.memo[mh]; ok && m.method == method && string(m.params) == params {
+	params := field(raw, "params")
+	var h maphash.Hash // no concatenation: params may be large
+	h.SetSeed(memoSeed)
+	h.WriteString(method)
+	h.WriteByte(0)
+	h.Write(params)
+	mh := h.Sum64()
+	if m, ok := e.memo[mh]; ok && m.method == method && bytes.Equal(m.params, params) {
 		return m.key, nil
 	}
-	k, err := e.computeKey(method, []byte(params))
+	k, err := e.computeKey(method, params)
 	if err != nil {
 		return k, err
 	}
 	if len(e.memo) >= memoSize {
 		clear(e.memo)
 	}
-	e.memo[mh] = memoKey{method: method, params: []byte(params), key: k}
+	e.memo[mh] = memoKey{method: method, params: bytes.Clone(params), key: k}
 	return k, nil
 }
 
@@ -598,7 +603,7 @@ func (e *Engine) lookup(k [16]byte) int {
 			e.unreadable[seq] = err
 			continue
 		}
-		rk, err := e.computeKey(rec.Method, []byte(gjson.GetBytes(rec.Raw, "params").Raw))
+		rk, err := e.computeKey(rec.Method, field(rec.Raw, "params"))
 		if err != nil {
 			e.unreadable[seq] = fmt.Errorf("its params: %w", err)
 			continue
@@ -738,15 +743,32 @@ func rejection(x *tape.Index, server string, seq int) int {
 // spliceID replaces a message's top-level id with id, leaving every other
 // byte as recorded.
 func spliceID(msg, id []byte) []byte {
-	r := gjson.GetBytes(msg, "id")
+	r := gjson.Get(unsafeString(msg), "id")
 	if !r.Exists() || r.Index <= 0 {
 		return msg
 	}
-	out := make([]byte, 0, len(msg)+len(id))
+	out := make([]byte, 0, len(msg)-len(r.Raw)+len(id))
 	out = append(out, msg[:r.Index]...)
 	out = append(out, id...)
 	return append(out, msg[r.Index+len(r.Raw):]...)
 }
+
+// field returns the raw JSON of path in msg, as a slice of msg (no copy,
+// unlike gjson.GetBytes), or nil when it is absent.
+func field(msg []byte, path string) []byte {
+	r := gjson.Get(unsafeString(msg), path)
+	switch {
+	case !r.Exists():
+		return nil
+	case r.Index > 0:
+		return msg[r.Index : r.Index+len(r.Raw)]
+	}
+	return []byte(r.Raw) // not a plain slice of msg
+}
+
+// unsafeString views b as a string for gjson, without a copy. Only for
+// reading: nothing returned may keep a string made from it.
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // pass moves the frontier past recorded message seq: the recorded server
 // messages before it are emitted, the client messages before it passed.

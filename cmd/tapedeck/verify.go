@@ -253,6 +253,13 @@ func (t *tailBuffer) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
+// String returns what is kept.
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
 // lastLines returns up to n of the last complete or final lines kept,
 // without a line the size limit cut at its start.
 func (t *tailBuffer) lastLines(n int) []string {
