@@ -44,6 +44,7 @@ const (
 	ReasonUnknown    Reason = "unknown"     // keyed/loose: (method, params) never recorded
 	ReasonRepeat     Reason = "repeat"      // keyed: called more often than recorded
 	ReasonBeyondEnd  Reason = "beyond-end"  // strict: the tape holds no further request
+	ReasonUnreadable Reason = "unreadable"  // the recorded request it may match could not be read
 	ReasonReply      Reason = "reply"       // the client's reply to a server request differs
 	ReasonUnexpected Reason = "unexpected"  // a reply to no outstanding server request
 	ReasonUnused     Reason = "unused"      // a recorded request the client never sent

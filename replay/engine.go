@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -136,6 +137,11 @@ type Engine struct {
 	awaitCancel map[tape.ID]int // live id → late response to send once cancelled
 	queue       []Output
 
+	// unreadable holds the recorded requests that could not be read or
+	// keyed, by seq, with why: a live request they might have matched
+	// diverges naming them instead of being "not on the tape".
+	unreadable map[int]error
+
 	divs       []*Divergence
 	held       map[int]heldRequest
 	requests   int
@@ -181,6 +187,7 @@ func NewEngine(x *tape.Index, opts Options) (*Engine, error) {
 		awaitCancel: map[tape.ID]int{},
 		held:        map[int]heldRequest{},
 		refSeq:      -1,
+		unreadable:  map[int]error{},
 	}
 	return e, nil
 }
@@ -410,17 +417,21 @@ func (e *Engine) strict(m tape.Entry) {
 			e.diverge(m, -1, ReasonBeyondEnd)
 			return
 		}
-		rec, err := e.x.Message(exp)
-		if err != nil {
-			e.diverge(m, exp, ReasonMismatch)
-			return
-		}
-		if e.sameRequest(m, rec) {
-			e.consume(m, exp)
-			return
+		rec, err := e.recorded(exp)
+		if err == nil {
+			var same bool
+			if same, err = e.sameRequest(m, rec); same {
+				e.consume(m, exp)
+				return
+			}
 		}
 		if later := e.lookAhead(m); later >= 0 {
 			e.consume(m, later)
+			return
+		}
+		if err != nil {
+			e.unreadable[exp] = err
+			e.divergeUnreadable(m, exp, err)
 			return
 		}
 		e.diverge(m, exp, ReasonMismatch)
@@ -448,32 +459,71 @@ func (e *Engine) lookAhead(m tape.Entry) int {
 			continue
 		}
 		seen++
-		if rec, err := e.x.Message(seq); err == nil && e.sameRequest(m, rec) {
+		rec, err := e.recorded(seq)
+		same := false
+		if err == nil {
+			same, err = e.sameRequest(m, rec)
+		}
+		if err != nil {
+			e.unreadable[seq] = err // diverges when it is the next expected
+			continue
+		}
+		if same {
 			return seq
 		}
 	}
 	return -1
 }
 
-// sameRequest compares a live request with a recorded one by meaning.
-func (e *Engine) sameRequest(m, rec tape.Entry) bool {
+// sameRequest compares a live request with a recorded one by meaning. The
+// error says why the recorded request's params could not be decoded; a
+// live request whose params cannot be is just not the same.
+func (e *Engine) sameRequest(m, rec tape.Entry) (bool, error) {
 	if m.Method != rec.Method {
-		return false
+		return false, nil
 	}
 	if m.Method == "server/discover" || m.Method == "ping" {
-		return true
+		return true, nil
 	}
-	lp := gjson.GetBytes(m.Raw, "params")
-	rp := gjson.GetBytes(rec.Raw, "params")
-	if lp.Raw == rp.Raw && m.Method != "initialize" {
-		return true // byte-equal params: the common case, no decoding
+	lp, rp := field(m.Raw, "params"), field(rec.Raw, "params")
+	if bytes.Equal(lp, rp) && m.Method != "initialize" {
+		return true, nil // byte-equal params: the common case, no decoding
 	}
-	a, err1 := e.normalize(m.Method, []byte(lp.Raw))
-	b, err2 := e.normalize(rec.Method, []byte(rp.Raw))
-	if err1 != nil || err2 != nil {
-		return false
+	b, err := e.normalize(rec.Method, rp)
+	if err != nil {
+		return false, fmt.Errorf("its params: %w", err)
 	}
-	return bytes.Equal(a, b)
+	a, err := e.normalize(m.Method, lp)
+	return err == nil && bytes.Equal(a, b), nil
+}
+
+// recorded reads recorded message seq. A body that cannot be read, or no
+// longer reads as the message indexed (the file changed since), is an
+// error.
+func (e *Engine) recorded(seq int) (tape.Entry, error) {
+	m, err := e.x.Message(seq)
+	if err != nil {
+		return m, err
+	}
+	if m.Problem != "" {
+		return m, fmt.Errorf("%s (the file changed since it was indexed?)", m.Problem)
+	}
+	return m, nil
+}
+
+// unreadableFor returns the first unused recorded request of method that
+// could not be read or keyed, and why, or -1.
+func (e *Engine) unreadableFor(method string) (int, error) {
+	first := -1
+	for seq := range e.unreadable {
+		if !e.used[seq] && e.x.Entry(seq).Method == method && (first < 0 || seq < first) {
+			first = seq
+		}
+	}
+	if first < 0 {
+		return -1, nil
+	}
+	return first, e.unreadable[first]
 }
 
 // normalize returns the canonical form of a request's params for matching.
@@ -496,19 +546,24 @@ func (e *Engine) normalize(method string, params []byte) ([]byte, error) {
 // key returns a request's keyed-mode lookup key: a hash of its method and
 // canonical params (initialize and server/discover by method alone).
 func (e *Engine) key(method string, raw []byte) ([16]byte, error) {
-	params := gjson.GetBytes(raw, "params").Raw
-	mh := maphash.String(memoSeed, method+"\x00"+params)
-	if m, ok := e.memo[mh]; ok && m.method == method && string(m.params) == params {
+	params := field(raw, "params")
+	var h maphash.Hash // no concatenation: params may be large
+	h.SetSeed(memoSeed)
+	h.WriteString(method)
+	h.WriteByte(0)
+	h.Write(params)
+	mh := h.Sum64()
+	if m, ok := e.memo[mh]; ok && m.method == method && bytes.Equal(m.params, params) {
 		return m.key, nil
 	}
-	k, err := e.computeKey(method, []byte(params))
+	k, err := e.computeKey(method, params)
 	if err != nil {
 		return k, err
 	}
 	if len(e.memo) >= memoSize {
 		clear(e.memo)
 	}
-	e.memo[mh] = memoKey{method: method, params: []byte(params), key: k}
+	e.memo[mh] = memoKey{method: method, params: bytes.Clone(params), key: k}
 	return k, nil
 }
 
@@ -546,12 +601,14 @@ func (e *Engine) lookup(k [16]byte) int {
 		}
 		seq := e.reqs[e.keyedN]
 		e.keyedN++
-		rec, err := e.x.Message(seq)
+		rec, err := e.recorded(seq)
 		if err != nil {
+			e.unreadable[seq] = err
 			continue
 		}
-		rk, err := e.computeKey(rec.Method, []byte(gjson.GetBytes(rec.Raw, "params").Raw))
+		rk, err := e.computeKey(rec.Method, field(rec.Raw, "params"))
 		if err != nil {
+			e.unreadable[seq] = fmt.Errorf("its params: %w", err)
 			continue
 		}
 		e.keyed[rk] = append(e.keyed[rk], seq)
@@ -562,7 +619,7 @@ func (e *Engine) lookup(k [16]byte) int {
 func (e *Engine) keyedRequest(m tape.Entry) {
 	k, err := e.key(m.Method, m.Raw)
 	if err != nil {
-		e.diverge(m, -1, ReasonUnknown)
+		e.divergeWith(m, -1, ReasonUnknown, "its params could not be decoded: "+err.Error())
 		return
 	}
 	if seq := e.lookup(k); seq >= 0 {
@@ -581,14 +638,25 @@ func (e *Engine) keyedRequest(m tape.Entry) {
 			e.respond(m, last)
 			return
 		}
-		e.diverge(m, -1, ReasonUnknown)
+		e.unknown(m)
 	default:
 		if last, ok := e.keyedAll[k]; ok {
 			e.diverge(m, last, ReasonRepeat)
 		} else {
-			e.diverge(m, -1, ReasonUnknown)
+			e.unknown(m)
 		}
 	}
+}
+
+// unknown reports a live request found nowhere on the tape, naming a
+// recorded request of its method that could not be read, if any: the tape
+// may hold it there.
+func (e *Engine) unknown(m tape.Entry) {
+	if seq, err := e.unreadableFor(m.Method); seq >= 0 {
+		e.divergeUnreadable(m, seq, err)
+		return
+	}
+	e.diverge(m, -1, ReasonUnknown)
 }
 
 // consume marks recorded request seq as matched by live request m and
@@ -678,15 +746,32 @@ func rejection(x *tape.Index, server string, seq int) int {
 // spliceID replaces a message's top-level id with id, leaving every other
 // byte as recorded.
 func spliceID(msg, id []byte) []byte {
-	r := gjson.GetBytes(msg, "id")
+	r := gjson.Get(unsafeString(msg), "id")
 	if !r.Exists() || r.Index <= 0 {
 		return msg
 	}
-	out := make([]byte, 0, len(msg)+len(id))
+	out := make([]byte, 0, len(msg)-len(r.Raw)+len(id))
 	out = append(out, msg[:r.Index]...)
 	out = append(out, id...)
 	return append(out, msg[r.Index+len(r.Raw):]...)
 }
+
+// field returns the raw JSON of path in msg, as a slice of msg (no copy,
+// unlike gjson.GetBytes), or nil when it is absent.
+func field(msg []byte, path string) []byte {
+	r := gjson.Get(unsafeString(msg), path)
+	switch {
+	case !r.Exists():
+		return nil
+	case r.Index > 0:
+		return msg[r.Index : r.Index+len(r.Raw)]
+	}
+	return []byte(r.Raw) // not a plain slice of msg
+}
+
+// unsafeString views b as a string for gjson, without a copy. Only for
+// reading: nothing returned may keep a string made from it.
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // pass moves the frontier past recorded message seq: the recorded server
 // messages before it are emitted, the client messages before it passed.
@@ -789,18 +874,32 @@ func (e *Engine) reply(m tape.Entry) {
 	if rec >= 0 {
 		e.used[rec] = true
 		e.setRef(rec)
-		if r, err := e.x.Message(rec); err == nil {
-			want, err1 := e.norm.Normalize(r.Raw)
-			got, err2 := e.norm.Normalize(m.Raw)
-			if err1 == nil && err2 == nil {
-				if diff := Diff(want, got); len(diff) > 0 {
-					d := e.newDivergence(m, rec, ReasonReply)
-					d.Diff = diff
-					d.Resolution = NotAnswered
-					d.Message = fmt.Sprintf("replay mismatch for server '%s': reply to %s %s differs from the recorded reply (%s)", e.server, e.x.Entry(q).Method, m.ID, diffSummary(diff))
-					e.push(nil, e.now, -1, "", d)
-				}
+		method := e.x.Entry(q).Method
+		r, err := e.recorded(rec)
+		var want, got any
+		if err == nil {
+			want, err = e.norm.Normalize(r.Raw)
+		}
+		var problem string
+		switch {
+		case err != nil:
+			problem = fmt.Sprintf("the recorded reply at tape line %d could not be read: %v", e.x.Entry(rec).Line, err)
+		default:
+			if got, err = e.norm.Normalize(m.Raw); err != nil {
+				problem = fmt.Sprintf("the reply received could not be decoded: %v", err)
 			}
+		}
+		if problem != "" {
+			d := e.newDivergence(m, rec, ReasonReply)
+			d.Resolution = NotAnswered
+			d.Message = fmt.Sprintf("replay mismatch for server '%s': the reply to %s %s cannot be checked: %s", e.server, method, m.ID, problem)
+			e.push(nil, e.now, -1, "", d)
+		} else if diff := Diff(want, got); len(diff) > 0 {
+			d := e.newDivergence(m, rec, ReasonReply)
+			d.Diff = diff
+			d.Resolution = NotAnswered
+			d.Message = fmt.Sprintf("replay mismatch for server '%s': reply to %s %s differs from the recorded reply (%s)", e.server, method, m.ID, diffSummary(diff))
+			e.push(nil, e.now, -1, "", d)
 		}
 	}
 	e.advance()
@@ -822,7 +921,7 @@ func (e *Engine) newDivergence(m tape.Entry, exp int, reason Reason) *Divergence
 	if exp >= 0 {
 		en := e.x.Entry(exp)
 		d.ExpectedLine, d.ExpectedMethod = en.Line, en.Method
-		if rec, err := e.x.Message(exp); err == nil {
+		if rec, err := e.recorded(exp); err == nil {
 			if p := gjson.GetBytes(rec.Raw, "params"); p.Exists() {
 				d.ExpectedParams = json.RawMessage(p.Raw)
 			}
@@ -835,11 +934,31 @@ func (e *Engine) newDivergence(m tape.Entry, exp int, reason Reason) *Divergence
 // diverge reports that live request m departs from the tape and answers it
 // with the divergence error, or holds it (Options.Hold).
 func (e *Engine) diverge(m tape.Entry, exp int, reason Reason) {
+	e.divergeWith(m, exp, reason, "")
+}
+
+// divergeWith is diverge with a note on why the request could not be
+// compared, added to the message.
+func (e *Engine) divergeWith(m tape.Entry, exp int, reason Reason, note string) {
 	d := e.newDivergence(m, exp, reason)
+	var notes []string
+	if note != "" {
+		notes = append(notes, note)
+	}
 	if exp >= 0 && (reason == ReasonMismatch || reason == ReasonRepeat) {
-		if rec, err := e.x.Message(exp); err == nil {
-			want, _ := e.norm.Normalize(rec.Raw)
-			got, _ := e.norm.Normalize(m.Raw)
+		rec, err := e.recorded(exp)
+		var want any
+		if err == nil {
+			want, err = e.norm.Normalize(rec.Raw)
+		}
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("the recorded request at tape line %d could not be read: %v", d.ExpectedLine, err))
+		}
+		got, gerr := e.norm.Normalize(m.Raw)
+		if gerr != nil {
+			notes = append(notes, fmt.Sprintf("the request received could not be decoded: %v", gerr))
+		}
+		if err == nil && gerr == nil {
 			d.Diff = Diff(want, got)
 		}
 	}
@@ -858,6 +977,29 @@ func (e *Engine) diverge(m tape.Entry, exp int, reason Reason) {
 	if len(d.Diff) > 0 {
 		d.Message += " (" + diffSummary(d.Diff) + ")"
 	}
+	if len(notes) > 0 {
+		d.Message += "; " + strings.Join(notes, "; ")
+	}
+	e.answerDivergence(m, d)
+}
+
+// divergeUnreadable reports that live request m could not be matched
+// because recorded request exp, the one expected or one of its method,
+// could not be read, and why.
+func (e *Engine) divergeUnreadable(m tape.Entry, exp int, why error) {
+	d := e.newDivergence(m, exp, ReasonUnreadable)
+	got := m.Method + " " + paramsText(d.Params)
+	if e.opts.Mode == Strict {
+		d.Message = fmt.Sprintf("replay mismatch for server '%s': request %s could not be compared with the next expected: the recorded request at tape line %d could not be read: %v", e.server, got, d.ExpectedLine, why)
+	} else {
+		d.Message = fmt.Sprintf("replay mismatch for server '%s': request %s is not among the recorded requests that could be read: the recorded request at tape line %d could not be read: %v", e.server, got, d.ExpectedLine, why)
+	}
+	e.answerDivergence(m, d)
+}
+
+// answerDivergence answers live request m with divergence d's error, or
+// holds it (Options.Hold).
+func (e *Engine) answerDivergence(m tape.Entry, d *Divergence) {
 	if e.opts.Hold {
 		e.held[d.ID] = heldRequest{msg: m, div: d}
 		e.push(nil, e.now, -1, m.ID, d)

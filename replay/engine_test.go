@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -473,4 +474,59 @@ func TestEngineProgress(t *testing.T) {
 	check("answered with the recorded response", 8, 10)
 	feed(t, e, liveList)
 	check("tools/list, the last request", 10, 12)
+}
+
+// unreadableTape is a tape whose second tools/call (line 3) no longer reads
+// as JSON: the file changed after it was indexed.
+func unreadableTape(t *testing.T) *tape.Index {
+	x, b := buildIndexBytes(t, "s",
+		line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"a"}}}`},
+		line{recv, 10, `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`},
+		line{send, 20, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"b"}}}`},
+		line{recv, 30, `{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`},
+	)
+	i := bytes.Index(b, []byte(`{"jsonrpc":"2.0","id":2,"method"`))
+	b[i] = '#'
+	return x
+}
+
+// A recorded request that cannot be read is not skipped in silence: the
+// divergence it causes says which line could not be read, and why.
+func TestEngineUnreadableRecordedRequest(t *testing.T) {
+	call := func(id, msg string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"echo","arguments":{"message":"` + msg + `"}}}`
+	}
+	for _, mode := range []Mode{Strict, Keyed, Loose} {
+		e := mustEngine(t, unreadableTape(t), Options{Mode: mode})
+		out := feed(t, e, call("7", "a"), call("8", "b"))
+		if len(out) != 2 || out[1].Divergence == nil {
+			t.Fatalf("%v: outputs %q, want an answer and a divergence", mode, texts(out))
+		}
+		d := out[1].Divergence
+		if !strings.Contains(d.Message, "the recorded request at tape line 3 could not be read: ") || d.ExpectedLine != 3 || d.Tolerated {
+			t.Errorf("%v: divergence %+v, want one naming tape line 3 as unreadable, not tolerated", mode, d)
+		}
+		if rep := e.Report(); rep.Err() == nil {
+			t.Errorf("%v: the replay passed with an unreadable recorded request", mode)
+		}
+	}
+}
+
+// A recorded reply to a server request that cannot be read is a
+// divergence, not a silent pass.
+func TestEngineUnreadableRecordedReply(t *testing.T) {
+	x, b := buildIndexBytes(t, "s",
+		line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`},
+		line{recv, 10, `{"jsonrpc":"2.0","id":0,"method":"roots/list"}`},
+		line{send, 20, `{"jsonrpc":"2.0","id":0,"result":{"roots":[]}}`},
+		line{recv, 30, `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`},
+	)
+	i := bytes.Index(b, []byte(`{"jsonrpc":"2.0","id":0,"result"`))
+	b[i] = '#'
+	e := mustEngine(t, x, Options{})
+	out := feed(t, e, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo"}}`, `{"jsonrpc":"2.0","id":0,"result":{"roots":[]}}`)
+	divs := e.Divergences()
+	if len(divs) != 1 || divs[0].Reason != ReasonReply || !strings.Contains(divs[0].Message, "the recorded reply at tape line 3 could not be read: ") {
+		t.Fatalf("divergences %+v (outputs %q), want one naming the recorded reply at line 3", divs, texts(out))
+	}
 }

@@ -21,7 +21,11 @@ type StdioOptions struct {
 // from r, the engine's outputs written to w, each at its time. It returns
 // when r ends (after sending everything still queued, at its time), when ctx
 // is done, or on a write error. When ctx ends, r is closed if it is an
-// io.Closer (os.Stdin is), so a read waiting on an idle client ends too.
+// io.Closer (os.Stdin is), so a read waiting on an idle client ends too. At
+// speed 0, a reader the runtime polls (one that accepts a read deadline: a
+// non-blocking pipe or socket) is read in the calling goroutine; any other
+// in a goroutine of its own, so that a read closing cannot interrupt (a
+// blocking os.Stdin) does not hold ServeStdio past ctx.
 func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o StdioOptions) error {
 	now := o.Now
 	if now == nil {
@@ -145,62 +149,31 @@ func writeOutputs(bw *bufio.Writer, out []Output, o StdioOptions) error {
 }
 
 // serveInstant is ServeStdio at speed 0: nothing is ever queued for later.
-// A goroutine reads whole chunks (one hand-over per read, however many
-// pipelined messages it holds) so the loop can also watch ctx: a read of an
-// idle client's stdin cannot be interrupted, but it need not be waited for.
 func serveInstant(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o StdioOptions, now func() time.Time) error {
-	type chunk struct {
-		b   []byte
-		err error
-	}
-	chunks := make(chan chunk, 2)
-	free := make(chan []byte, 3)
-	for range 3 {
-		free <- make([]byte, 64<<10)
-	}
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		for {
-			var buf []byte
-			select {
-			case buf = <-free:
-			case <-stop:
-				return
-			}
-			n, err := r.Read(buf)
-			select {
-			case chunks <- chunk{buf[:n], err}:
-			case <-stop:
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
+	src := newChunkSource(r)
+	defer src.stop()
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var pending []byte // a line begun in an earlier chunk
 	for {
-		var c chunk
-		select {
-		case <-ctx.Done():
-			return bw.Flush()
-		case c = <-chunks:
+		buf, rerr, ok := src.next(ctx)
+		if !ok {
+			return bw.Flush() // ctx is done
 		}
-		data := c.b
+		data := buf
 		for {
 			i := bytes.IndexByte(data, '\n')
 			if i < 0 {
 				break
 			}
-			// A copy: the engine may keep the message, and the chunk's
+			// One copy: the engine may keep the message, and the chunk's
 			// buffer is read into again.
-			line := append(pending[:len(pending):len(pending)], data[:i+1]...)
+			var line []byte
 			if len(pending) == 0 {
 				line = bytes.Clone(data[:i+1])
+			} else {
+				line = append(pending[:len(pending):len(pending)], data[:i+1]...)
+				pending = pending[:0]
 			}
-			pending = pending[:0]
 			if len(bytes.TrimSpace(line)) > 0 {
 				if err := writeOutputs(bw, e.Receive(line, now()), o); err != nil {
 					return err
@@ -209,8 +182,8 @@ func serveInstant(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o St
 			data = data[i+1:]
 		}
 		pending = append(pending, data...)
-		free <- c.b[:cap(c.b)]
-		if c.err != nil {
+		src.release(buf)
+		if rerr != nil {
 			if len(bytes.TrimSpace(pending)) > 0 { // a last line without its newline
 				if err := writeOutputs(bw, e.Receive(pending, now()), o); err != nil {
 					return err
@@ -219,17 +192,113 @@ func serveInstant(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o St
 			if err := bw.Flush(); err != nil {
 				return err
 			}
-			if errors.Is(c.err, io.EOF) || ctx.Err() != nil {
+			if errors.Is(rerr, io.EOF) || ctx.Err() != nil {
 				return nil // the end of input, or ctx closed r
 			}
-			return c.err
+			return rerr
 		}
 		// Flush only when no more input waits: pipelined requests share
 		// one write.
-		if len(chunks) == 0 {
+		if !src.more() {
 			if err := bw.Flush(); err != nil {
 				return err
 			}
 		}
+	}
+}
+
+// chunkSource hands serveInstant what r yields, a read at a time.
+//
+// A read of a pipe the runtime polls (an *os.File in non-blocking mode, as
+// os.Pipe makes and cmd/tapedeck makes stdin when it is a pipe or socket)
+// ends when ServeStdio closes r, so it is done in the serving goroutine.
+// Any other read may block for good on an idle client (closing a blocking
+// os.Stdin does not interrupt it), so a goroutine does it, and the loop
+// waits for it or for ctx; that costs a goroutine hand-over per read.
+type chunkSource struct {
+	r      io.Reader
+	direct bool
+	buf    []byte // direct: the one buffer
+
+	chunks chan chunk // goroutine: reads done
+	free   chan []byte
+	done   chan struct{}
+}
+
+type chunk struct {
+	b   []byte
+	err error
+}
+
+func newChunkSource(r io.Reader) *chunkSource {
+	if interruptible(r) {
+		return &chunkSource{r: r, direct: true, buf: make([]byte, 64<<10)}
+	}
+	s := &chunkSource{r: r, chunks: make(chan chunk, 2), free: make(chan []byte, 3), done: make(chan struct{})}
+	for range 3 {
+		s.free <- make([]byte, 64<<10)
+	}
+	go s.readLoop()
+	return s
+}
+
+// interruptible reports whether a blocked r.Read ends when r is closed:
+// files and connections the runtime polls accept a read deadline.
+func interruptible(r io.Reader) bool {
+	d, ok := r.(interface{ SetReadDeadline(time.Time) error })
+	return ok && d.SetReadDeadline(time.Time{}) == nil
+}
+
+func (s *chunkSource) readLoop() {
+	for {
+		var buf []byte
+		select {
+		case buf = <-s.free:
+		case <-s.done:
+			return
+		}
+		n, err := s.r.Read(buf)
+		select {
+		case s.chunks <- chunk{buf[:n], err}:
+		case <-s.done:
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// next returns the next chunk read and the read's error; ok is false when
+// ctx ended first.
+func (s *chunkSource) next(ctx context.Context) (b []byte, err error, ok bool) {
+	if s.direct {
+		n, err := s.r.Read(s.buf)
+		if err != nil && ctx.Err() != nil {
+			return nil, nil, false // ctx closed r
+		}
+		return s.buf[:n], err, true
+	}
+	select {
+	case <-ctx.Done():
+		return nil, nil, false
+	case c := <-s.chunks:
+		return c.b, c.err, true
+	}
+}
+
+// release gives back a chunk's buffer once its bytes were used.
+func (s *chunkSource) release(b []byte) {
+	if !s.direct {
+		s.free <- b[:cap(b)]
+	}
+}
+
+// more reports whether another chunk is known to be waiting.
+func (s *chunkSource) more() bool { return !s.direct && len(s.chunks) > 0 }
+
+func (s *chunkSource) stop() {
+	if !s.direct {
+		close(s.done)
 	}
 }

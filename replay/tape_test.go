@@ -26,6 +26,14 @@ func buildIndex(t testing.TB, lines ...line) *tape.Index {
 
 func buildIndexServer(t testing.TB, server string, lines ...line) *tape.Index {
 	t.Helper()
+	x, _ := buildIndexBytes(t, server, lines...)
+	return x
+}
+
+// buildIndexBytes is buildIndexServer that also returns the tape's bytes,
+// which the index reads message bodies from: a test may change them.
+func buildIndexBytes(t testing.TB, server string, lines ...line) (*tape.Index, []byte) {
+	t.Helper()
 	var buf bytes.Buffer
 	w := tape.NewWriter(&buf)
 	for _, l := range lines {
@@ -44,7 +52,7 @@ func buildIndexServer(t testing.TB, server string, lines ...line) *tape.Index {
 	if err := x.Extend(int64(buf.Len()), nil); err != nil {
 		t.Fatalf("index tape: %v", err)
 	}
-	return x
+	return x, buf.Bytes()
 }
 
 const (

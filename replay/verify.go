@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -88,6 +90,9 @@ func Verify(ctx context.Context, x *tape.Index, conn Conn, opts VerifyOptions, o
 	if err != nil {
 		return VerifyReport{}, err
 	}
+	if err := checkRequests(x, server); err != nil {
+		return VerifyReport{Server: server}, err
+	}
 	v := &verifier{
 		x: x, conn: conn, server: server, opts: opts,
 		norm:    tape.Normalizer{Ignore: opts.Ignore},
@@ -144,6 +149,41 @@ func Verify(ctx context.Context, x *tape.Index, conn Conn, opts VerifyOptions, o
 		report()
 	}
 	return finish(v.wait(ctx, func(*call) bool { return true }))
+}
+
+// ErrNoRequests reports a tape that holds no client request to send to the
+// server chosen: there is nothing to verify.
+var ErrNoRequests = errors.New("the tape holds no client requests")
+
+// checkRequests returns an error wrapping ErrNoRequests, naming the servers
+// that do have requests, when the tape holds none for server.
+func checkRequests(x *tape.Index, server string) error {
+	isRequest := func(en tape.Entry) bool {
+		return en.Kind == tape.KindRequest && en.Dir == tape.DirSend && en.IsWire()
+	}
+	for i := 0; i < x.Len(); i++ {
+		if en := x.Entry(i); en.Server == server && isRequest(en) {
+			return nil
+		}
+	}
+	counts := map[string]int{}
+	var names []string
+	for i := 0; i < x.Len(); i++ {
+		if en := x.Entry(i); isRequest(en) {
+			if counts[en.Server] == 0 {
+				names = append(names, en.Server)
+			}
+			counts[en.Server]++
+		}
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("%w for server '%s': it holds none for any server", ErrNoRequests, server)
+	}
+	held := make([]string, len(names))
+	for i, n := range names {
+		held[i] = fmt.Sprintf("%q (%d)", n, counts[n])
+	}
+	return fmt.Errorf("%w for server '%s': it holds requests for %s", ErrNoRequests, server, strings.Join(held, ", "))
 }
 
 type verifier struct {
@@ -204,7 +244,7 @@ func (v *verifier) send(ctx context.Context, seq int) error {
 	v.liveIDs[m.ID] = live
 	c.start = v.opts.Now()
 	if err := v.conn.Send(ctx, spliceID(tape.StripMeta(m.Raw), []byte(live))); err != nil {
-		c.res.Problem, c.decided = err.Error(), true
+		c.res.Problem, c.decided = "not sent: "+err.Error(), true
 		return err
 	}
 	c.want = p.Partner
@@ -251,8 +291,12 @@ func (v *verifier) wait(ctx context.Context, must func(*call) bool) error {
 				}
 				continue
 			}
+			problem := fmt.Sprintf("no response: %v", err)
+			if errors.Is(err, io.EOF) {
+				problem = "no response: the server closed the connection"
+			}
 			for id, c := range v.flight {
-				c.res.Problem, c.decided = fmt.Sprintf("no response: %v", err), true
+				c.res.Problem, c.decided = problem, true
 				delete(v.flight, id)
 			}
 			return err
@@ -319,28 +363,43 @@ func (v *verifier) answer(ctx context.Context, req tape.Entry) error {
 type StdioConn struct {
 	w     io.Writer
 	lines chan []byte
-	err   chan error
+	done  chan struct{}
+	once  sync.Once
 }
 
 // NewStdioConn returns a Conn writing to w (the server's stdin) and reading
-// lines from r (its stdout) in a goroutine, until r ends.
+// lines from r (its stdout) in a goroutine, until r ends. Close it when
+// done with it.
 func NewStdioConn(w io.Writer, r io.Reader) *StdioConn {
-	c := &StdioConn{w: w, lines: make(chan []byte, 64), err: make(chan error, 1)}
+	c := &StdioConn{w: w, lines: make(chan []byte, 64), done: make(chan struct{})}
 	go func() {
+		defer close(c.lines)
 		br := bufio.NewReaderSize(r, 64<<10)
 		for {
 			line, err := br.ReadBytes('\n')
 			if len(bytes.TrimSpace(line)) > 0 {
-				c.lines <- line
+				select {
+				case c.lines <- line:
+				case <-c.done:
+					// Nobody listens any more: drop it, and keep reading
+					// so the server never blocks on a full pipe.
+				}
 			}
 			if err != nil {
-				c.err <- err
-				close(c.lines)
 				return
 			}
 		}
 	}()
 	return c
+}
+
+// Close stops delivering the server's output: from then on what it writes
+// is read and dropped until its stdout ends, so a server that keeps
+// writing is not left blocked on a full pipe while it is being stopped.
+// It closes neither pipe.
+func (c *StdioConn) Close() error {
+	c.once.Do(func() { close(c.done) })
+	return nil
 }
 
 // Send writes msg and a newline.
@@ -349,9 +408,17 @@ func (c *StdioConn) Send(_ context.Context, msg []byte) error {
 	return err
 }
 
-// Recv returns the next line the server wrote.
+// Recv returns the next line the server wrote; io.EOF once its stdout
+// ended or the conn was closed.
 func (c *StdioConn) Recv(ctx context.Context) ([]byte, error) {
 	select {
+	case <-c.done:
+		return nil, io.EOF
+	default:
+	}
+	select {
+	case <-c.done:
+		return nil, io.EOF
 	case line, ok := <-c.lines:
 		if !ok {
 			return nil, io.EOF

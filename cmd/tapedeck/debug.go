@@ -52,8 +52,8 @@ request and matches the client's again.`,
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "`ADDR` (host:port) where clients connect: tapedeck attach ADDR, or http://ADDR/mcp; port 0 picks a free one")
-	cmd.Flags().StringVar(&server, "server", "", "the tape's `server` to serve (needed when the tape holds several)")
-	cmd.Flags().StringVar(&mode, "match", "strict", "matching `mode`: strict (in order), keyed or loose")
+	cmd.Flags().StringVar(&server, "server", "", "serve the tape's server `NAME` (needed when the tape holds several)")
+	cmd.Flags().StringVar(&mode, "match", "strict", "matching `MODE`: strict (in order), keyed or loose")
 	cmd.Flags().BoolVar(&light, "light", false, "start with the light theme")
 	return cmd
 }

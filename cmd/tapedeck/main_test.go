@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -167,6 +169,29 @@ func TestImportRules(t *testing.T) {
 			if strings.HasPrefix(pkg, "./tape") && strings.Contains(dep, "tapedeck/replay") {
 				t.Errorf("%s depends on %s", pkg, dep)
 			}
+		}
+	}
+}
+
+// Every flag that takes a value shows a named placeholder in --help
+// (--junit FILE), never pflag's type name (--junit string).
+func TestHelpPlaceholders(t *testing.T) {
+	typeName := regexp.MustCompile(`--[a-z-]+ (string|stringArray|int|float|float64|uint)\b`)
+	root := newRootCmd(streams{strings.NewReader(""), io.Discard, io.Discard})
+	if len(root.Commands()) < 8 {
+		t.Fatalf("found %d subcommands, expected record, replay, verify and the rest", len(root.Commands()))
+	}
+	for _, c := range root.Commands() {
+		if c.Hidden || c.Name() == "help" || c.Name() == "completion" {
+			continue
+		}
+		help, _, code := runCLI(t, c.Name(), "--help")
+		if code != 0 {
+			t.Errorf("tapedeck %s --help: exit %d", c.Name(), code)
+			continue
+		}
+		for _, m := range typeName.FindAllString(help, -1) {
+			t.Errorf("tapedeck %s --help shows a type instead of a placeholder: %q", c.Name(), m)
 		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -184,7 +186,10 @@ header must name a loopback host, the --listen host, or one given with
 					return err
 				}
 			} else {
-				if err := replay.ServeStdio(cmd.Context(), e, s.stdin, s.stdout, replay.StdioOptions{OnDivergence: onDiv}); err != nil {
+				in, restore := pollableStdin(s.stdin)
+				err := replay.ServeStdio(cmd.Context(), e, in, s.stdout, replay.StdioOptions{OnDivergence: onDiv})
+				restore()
+				if err != nil {
 					return err
 				}
 				rep = e.Report()
@@ -193,19 +198,49 @@ header must name a loopback host, the --listen host, or one given with
 			return finishReport(s.stderr, &rep, f.report)
 		},
 	}
-	cmd.Flags().StringVar(&f.server, "server", "", "the tape's server to serve (needed when it holds several)")
-	cmd.Flags().StringVar(&f.match, "match", "strict", "matching mode: strict, keyed or loose")
-	cmd.Flags().Float64Var(&f.speed, "speed", 0, "reproduce recorded latencies divided by this factor (0: instant)")
-	cmd.Flags().StringArrayVar(&f.ignore, "ignore", nil, "JSON path ignored when matching, e.g. params.arguments.ts (repeatable)")
-	cmd.Flags().StringVar(&f.report, "report", "", "write a JSON report of divergences and unused requests to this file")
-	cmd.Flags().IntVar(&f.reorder, "reorder", 0, "strict mode: how many recorded requests ahead a request may match (4 over HTTP unless given)")
-	cmd.Flags().StringVar(&f.listen, "listen", "", "serve Streamable HTTP on ADDR (host:port, port 0 picks one) instead of stdio")
-	cmd.Flags().StringVar(&f.path, "path", "/mcp", "with --listen: the MCP endpoint's path")
+	cmd.Flags().StringVar(&f.server, "server", "", "serve the tape's server `NAME` (needed when it holds several)")
+	cmd.Flags().StringVar(&f.match, "match", "strict", "matching `MODE`: strict, keyed or loose")
+	cmd.Flags().Float64Var(&f.speed, "speed", 0, "reproduce recorded latencies divided by `X` (0: instant)")
+	cmd.Flags().StringArrayVar(&f.ignore, "ignore", nil, "ignore the JSON `PATH` when matching, e.g. params.arguments.ts (repeatable)")
+	cmd.Flags().StringVar(&f.report, "report", "", "write a JSON report of divergences and unused requests to `FILE`")
+	cmd.Flags().IntVar(&f.reorder, "reorder", 0, "strict mode: let a request match one of the `N` recorded requests after the next expected one (4 over HTTP unless given)")
+	cmd.Flags().StringVar(&f.listen, "listen", "", "serve Streamable HTTP on `ADDR` (host:port, port 0 picks one) instead of stdio")
+	cmd.Flags().StringVar(&f.path, "path", "/mcp", "with --listen: serve the MCP endpoint at `PATH`")
 	cmd.Flags().BoolVar(&f.allowRemote, "allow-remote", false, "with --listen: allow an address other than loopback")
-	cmd.Flags().StringArrayVar(&f.origins, "allow-origin", nil, "with --listen: accept this Origin besides loopback ones, e.g. https://app.example.com (repeatable)")
-	cmd.Flags().StringArrayVar(&f.hosts, "allow-host", nil, "with --listen: accept this Host header besides loopback ones and the --listen host, e.g. replay.internal; * accepts any (repeatable)")
-	cmd.Flags().StringVar(&f.maxBody, "max-body", "64MiB", "with --listen: the largest request body accepted (413 beyond), e.g. 512KiB; -1: no limit")
+	cmd.Flags().StringArrayVar(&f.origins, "allow-origin", nil, "with --listen: accept `ORIGIN` besides loopback ones, e.g. https://app.example.com (repeatable)")
+	cmd.Flags().StringArrayVar(&f.hosts, "allow-host", nil, "with --listen: accept the Host header `HOST` besides loopback ones and the --listen host, e.g. replay.internal; * accepts any (repeatable)")
+	cmd.Flags().StringVar(&f.maxBody, "max-body", "64MiB", "with --listen: accept request bodies up to `SIZE` (413 beyond), e.g. 512KiB; -1: no limit")
 	return cmd
+}
+
+// pollableStdin returns stdin in non-blocking mode when it is a pipe or a
+// socket (how MCP clients start a stdio server), so the runtime polls it:
+// a read then ends when ServeStdio closes it on SIGINT/SIGTERM while the
+// client is idle, and is done in the serving goroutine rather than handed
+// over from another one on each read (see replay.BenchmarkReplayStdio).
+// restore puts back the blocking mode for whoever shares the pipe after
+// us. A terminal, a file, or anything else is returned as it is:
+// ServeStdio then reads it in a goroutine.
+func pollableStdin(r io.Reader) (io.Reader, func()) {
+	none := func() {}
+	f, ok := r.(*os.File)
+	if !ok {
+		return r, none
+	}
+	st, err := f.Stat()
+	if err != nil || st.Mode()&(os.ModeNamedPipe|os.ModeSocket) == 0 {
+		return r, none
+	}
+	if f.SetReadDeadline(time.Time{}) == nil {
+		return r, none // polled already
+	}
+	fd := int(f.Fd())
+	if syscall.SetNonblock(fd, true) != nil {
+		return r, none
+	}
+	// A new File over the same descriptor: os.NewFile polls it because it
+	// is non-blocking now.
+	return os.NewFile(uintptr(fd), f.Name()), func() { syscall.SetNonblock(fd, false) }
 }
 
 // serveReplayHTTP serves e over Streamable HTTP on f.listen until ctx is

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -199,5 +202,48 @@ func TestParseSize(t *testing.T) {
 		if (err == nil) != tt.ok || got != tt.want {
 			t.Errorf("parseSize(%q) = %d, %v; want %d, ok %v", tt.in, got, err, tt.want, tt.ok)
 		}
+	}
+}
+
+// The replay binary, started over pipes as a client starts a stdio server
+// (its stdin a blocking pipe, which replay makes non-blocking), answers,
+// and ends on SIGTERM while the client keeps stdin open and sends nothing.
+func TestReplayStdioStopsOnSignal(t *testing.T) {
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		cmd := exec.Command(tapedeck, "replay", "--match", "keyed", fixture(t, "sdk-sdkserver.tape.jsonl"))
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(stdin, `{"jsonrpc":"2.0","id":"p","method":"ping"}`+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		answer, err := bufio.NewReader(stdout).ReadString('\n')
+		if err != nil || !strings.Contains(answer, `"id":"p","result":{}`) {
+			t.Fatalf("ping answered %q, %v", answer, err)
+		}
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			t.Fatalf("%v: tapedeck replay still running 5 s after the signal, its stdin open and idle\nstderr:\n%s", sig, stderr.String())
+		}
+		stdin.Close()
 	}
 }

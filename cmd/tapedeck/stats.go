@@ -58,7 +58,7 @@ makes a malformed line an error instead.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts (durations in nanoseconds)")
-	cmd.Flags().StringVar(&server, "server", "", "only this server's messages")
+	cmd.Flags().StringVar(&server, "server", "", "only the messages of server `NAME`")
 	cmd.Flags().BoolVar(&strict, "strict", false, "fail on the first malformed line instead of warning")
 	return cmd
 }

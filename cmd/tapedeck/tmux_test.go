@@ -308,9 +308,11 @@ func TestTmuxDebugLiveDivergence(t *testing.T) {
 	tt.typeText("break tool=answer")
 	tt.waitFor(2*time.Second, "breakpoint 1: tool=answer")
 
-	var transcript bytes.Buffer
+	// Read while the client runs: a guarded buffer, not a bytes.Buffer
+	// os/exec writes from its own goroutine.
+	transcript := newTailBuffer(1 << 20)
 	cmd := exec.Command(client, "--message", "bye", steps, "--timeout", "30s", "--", bin, "attach", addr)
-	cmd.Stdout, cmd.Stderr = &transcript, &transcript
+	cmd.Stdout, cmd.Stderr = transcript, transcript
 	p := mcptest.Start(t, cmd)
 
 	s := tt.waitFor(10*time.Second, "client: DIVERGED at #5", "changed: params.arguments.message")

@@ -1,15 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -99,41 +100,187 @@ is 1 when any call differs.`,
 			return finishVerify(s, &rep, args[0], junit)
 		},
 	}
-	cmd.Flags().StringVar(&server, "server", "", "the tape's server to verify (needed when it holds several)")
-	cmd.Flags().StringArrayVar(&ignore, "ignore", nil, "JSON path ignored when comparing, e.g. result.content[0].text (repeatable)")
-	cmd.Flags().StringVar(&junit, "junit", "", "write a JUnit XML report to this file")
-	cmd.Flags().StringVar(&color, "color", "auto", "colour the diffs: auto (when stdout is a terminal), always or never")
+	cmd.Flags().StringVar(&server, "server", "", "verify the tape's server `NAME` (needed when it holds several)")
+	cmd.Flags().StringArrayVar(&ignore, "ignore", nil, "ignore the JSON `PATH` when comparing, e.g. result.content[0].text (repeatable)")
+	cmd.Flags().StringVar(&junit, "junit", "", "write a JUnit XML report to `FILE`")
+	cmd.Flags().StringVar(&color, "color", "auto", "colour the diffs: `MODE` is auto (when stdout is a terminal), always or never")
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait for each response")
 	cmd.Flags().BoolVar(&concurrent, "concurrent", false, "send requests recorded as overlapping without waiting for the earlier answers")
-	cmd.Flags().StringVar(&url, "url", "", "verify the Streamable HTTP server at this endpoint URL instead of a command")
+	cmd.Flags().StringVar(&url, "url", "", "verify the Streamable HTTP server at the endpoint `URL` instead of a command")
 	return cmd
 }
 
-// verifyStdio runs the server argv and verifies it over its pipes.
+// verifyStdio runs the server argv and verifies it over its pipes. When
+// the exchange breaks because the server exited, the error says so, with
+// its exit status and the last lines of its stderr.
 func verifyStdio(ctx context.Context, s streams, x *tape.Index, argv []string, opts replay.VerifyOptions, onCall func(replay.CallResult)) (replay.VerifyReport, error) {
-	proc := exec.Command(argv[0], argv[1:]...)
-	proc.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var serverErr bytes.Buffer
-	proc.Stderr = &serverErr
-	stdin, err := proc.StdinPipe()
+	p, err := startServer(argv)
 	if err != nil {
 		return replay.VerifyReport{}, err
 	}
-	stdout, err := proc.StdoutPipe()
-	if err != nil {
-		return replay.VerifyReport{}, err
-	}
-	if err := proc.Start(); err != nil {
-		return replay.VerifyReport{}, fmt.Errorf("start server %s: %w", argv[0], err)
-	}
-	defer stopProcess(proc, stdin)
-
-	conn := replay.NewStdioConn(stdin, stdout)
+	defer p.stop()
+	conn := replay.NewStdioConn(p.stdin, p.stdout)
+	defer conn.Close() // before stop: the server is drained while it stops
 	rep, err := replay.Verify(ctx, x, conn, opts, onCall)
-	if err != nil && serverErr.Len() > 0 {
-		fmt.Fprintf(s.stderr, "server stderr:\n%s", serverErr.Bytes())
+	if err == nil || ctx.Err() != nil || errors.Is(err, replay.ErrNoRequests) {
+		return rep, err
 	}
-	return rep, err
+	// A broken pipe or the end of its stdout: most likely the server
+	// exited. Give it a moment to be reaped.
+	if p.exitedWithin(2 * time.Second) {
+		return rep, fmt.Errorf("the server exited (%s) %s%s", p.cmd.ProcessState, whereStopped(rep), p.stderrTail())
+	}
+	return rep, fmt.Errorf("%w%s", err, p.stderrTail())
+}
+
+// whereStopped says how far verify got.
+func whereStopped(rep replay.VerifyReport) string {
+	if len(rep.Calls) == 0 {
+		return "before verify sent it a request"
+	}
+	c := rep.Calls[len(rep.Calls)-1]
+	return fmt.Sprintf("after %d of the tape's requests, at %s (tape line %d)", len(rep.Calls), c.Method, c.Line)
+}
+
+// stderrLines is how many of the server's last stderr lines an error shows.
+const stderrLines = 20
+
+// serverProcess is a stdio server started by verify, in its own process
+// group.
+type serverProcess struct {
+	cmd    *exec.Cmd
+	stdin  *os.File
+	stdout *os.File
+	stderr *tailBuffer
+	exited chan struct{} // closed once the process was waited for
+}
+
+// startServer starts argv with pipes for stdin and stdout, keeping the end
+// of its stderr.
+func startServer(argv []string) (*serverProcess, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	p := &serverProcess{cmd: cmd, stderr: newTailBuffer(64 << 10), exited: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	// Pipes of our own, not StdinPipe and StdoutPipe: Wait closes those as
+	// soon as the process exits, losing what it wrote last, and turning a
+	// write to a server that exited into "file already closed".
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	cmd.Stdin, cmd.Stdout = inR, outW
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return nil, fmt.Errorf("start server %s: %w", argv[0], err)
+	}
+	p.stdin, p.stdout = inW, outR
+	go func() {
+		cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// exitedWithin reports whether the process exits within d.
+func (p *serverProcess) exitedWithin(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// stderrTail returns the last lines of the server's stderr, introduced
+// for an error message, or "" when it wrote none.
+func (p *serverProcess) stderrTail() string {
+	lines := p.stderr.lastLines(stderrLines)
+	if len(lines) == 0 {
+		return "; it wrote nothing on stderr"
+	}
+	return "; the last lines of its stderr:\n    " + strings.Join(lines, "\n    ")
+}
+
+// stop closes the server's stdin, waits, then signals its process group:
+// SIGTERM, then SIGKILL.
+func (p *serverProcess) stop() {
+	p.stdin.Close()
+	for _, sig := range []syscall.Signal{0, syscall.SIGTERM, syscall.SIGKILL} {
+		if sig != 0 {
+			syscall.Kill(-p.cmd.Process.Pid, sig)
+		}
+		if p.exitedWithin(2 * time.Second) {
+			break
+		}
+	}
+	p.stdout.Close()
+}
+
+// tailBuffer is an io.Writer that keeps the last max bytes written to it,
+// safe for the goroutine os/exec copies a process's stderr with and a
+// reader at once.
+type tailBuffer struct {
+	mu        sync.Mutex
+	max       int
+	buf       []byte
+	truncated bool
+}
+
+func newTailBuffer(max int) *tailBuffer { return &tailBuffer{max: max} }
+
+func (t *tailBuffer) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	if len(t.buf) > 2*t.max {
+		// Drop the front now and then, not on every write.
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+		t.truncated = true
+	}
+	return len(b), nil
+}
+
+// String returns what is kept.
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+// lastLines returns up to n of the last complete or final lines kept,
+// without a line the size limit cut at its start.
+func (t *tailBuffer) lastLines(n int) []string {
+	t.mu.Lock()
+	b, truncated := t.buf, t.truncated
+	if len(b) > t.max {
+		b, truncated = b[len(b)-t.max:], true
+	}
+	text := string(b)
+	t.mu.Unlock()
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	if truncated && len(lines) > 0 {
+		lines = lines[1:] // cut at its start
+	}
+	if len(lines) == 1 && lines[0] == "" {
+		return nil
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines
 }
 
 // finishVerify prints the summary, writes the JUnit report if asked, and
@@ -155,24 +302,6 @@ func finishVerify(s streams, rep *replay.VerifyReport, tapePath, junit string) e
 		return &exitError{code: 1, err: err}
 	}
 	return nil
-}
-
-// stopProcess closes the server's stdin, waits, then signals its process
-// group: SIGTERM, then SIGKILL.
-func stopProcess(p *exec.Cmd, stdin io.Closer) {
-	stdin.Close()
-	done := make(chan struct{})
-	go func() { p.Wait(); close(done) }()
-	for _, sig := range []syscall.Signal{0, syscall.SIGTERM, syscall.SIGKILL} {
-		if sig != 0 {
-			syscall.Kill(-p.Process.Pid, sig)
-		}
-		select {
-		case <-done:
-			return
-		case <-time.After(2 * time.Second):
-		}
-	}
 }
 
 func colorEnabled(mode string, out io.Writer) (bool, error) {

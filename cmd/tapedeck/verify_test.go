@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -122,16 +121,15 @@ func TestVerifyConcurrent(t *testing.T) {
 	}
 	defer x.Close()
 	for _, concurrent := range []bool{true, false} {
-		proc := exec.Command(server)
-		proc.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		stdin, _ := proc.StdinPipe()
-		out, _ := proc.StdoutPipe()
-		if err := proc.Start(); err != nil {
+		p, err := startServer([]string{server})
+		if err != nil {
 			t.Fatal(err)
 		}
-		conn := &logConn{Conn: replay.NewStdioConn(stdin, out)}
+		stdio := replay.NewStdioConn(p.stdin, p.stdout)
+		conn := &logConn{Conn: stdio}
 		rep, err := replay.Verify(context.Background(), x, conn, replay.VerifyOptions{Concurrent: concurrent, Timeout: 10 * time.Second}, nil)
-		stopProcess(proc, stdin)
+		stdio.Close()
+		p.stop()
 		if err != nil || rep.Err() != nil {
 			t.Fatalf("concurrent=%v: %v %v", concurrent, err, rep.Err())
 		}
@@ -143,5 +141,74 @@ func TestVerifyConcurrent(t *testing.T) {
 		if (sentFast < slowDone) != concurrent {
 			t.Errorf("concurrent=%v: echo fast sent at %d, slow answered at %d:\n%s", concurrent, sentFast, slowDone, strings.Join(conn.log, "\n"))
 		}
+	}
+}
+
+// A server that exits at once is reported as such: its exit status and the
+// last lines of its stderr, not "broken pipe" or "EOF". The server writes
+// far more stderr than is kept, while verify reads it (a data race on an
+// unguarded buffer under -race).
+func TestVerifyServerExits(t *testing.T) {
+	tapePath := fixture(t, "sdk-sdkserver.tape.jsonl")
+	script := `i=0; while [ $i -lt 3000 ]; do echo "starting: line $i of the banner" >&2; i=$((i+1)); done; echo "fatal: no config file" >&2; exit 3`
+	out, errOut, code := runCLI(t, "verify", tapePath, "--", "sh", "-c", script)
+	if code != 1 {
+		t.Fatalf("exit status %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"the server exited (exit status 3)", "the last lines of its stderr:", "starting: line 2999 of the banner", "fatal: no config file"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	for _, bad := range []string{"broken pipe", "EOF", "starting: line 0 of"} {
+		if strings.Contains(errOut, bad) {
+			t.Errorf("stderr holds %q:\n%.2000s", bad, errOut)
+		}
+	}
+}
+
+// A tape with no client requests for the chosen server is an error naming
+// the servers that have some, not "0 calls, 0 passed".
+func TestVerifyNoRequestsForServer(t *testing.T) {
+	rec, err := os.ReadFile(fixture(t, "sdk-sdkserver.tape.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := `{"jsonrpc":"2.0","method":"$transport/start","_meta":{"dir":"lifecycle","server":"quiet","ts":"2026-05-16T12:00:00.000Z"}}` + "\n"
+	both := writeFile(t, "both.jsonl", quiet+string(rec))
+	out, errOut, code := runCLI(t, "verify", "--server", "quiet", both, "--", "true")
+	if code != 1 || !strings.Contains(errOut, `the tape holds no client requests for server 'quiet': it holds requests for "sdk" (13)`) {
+		t.Errorf("--server quiet: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if strings.Contains(out, "0 calls") {
+		t.Errorf("--server quiet printed a summary of nothing:\n%s", out)
+	}
+	alone := writeFile(t, "quiet.jsonl", quiet)
+	out, errOut, code = runCLI(t, "verify", alone, "--", "true")
+	if code != 1 || !strings.Contains(errOut, `the tape holds no client requests for server 'quiet': it holds none for any server`) {
+		t.Errorf("a tape of one quiet server: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+}
+
+// tailBuffer keeps at most twice its size in memory and returns the last
+// whole lines, never one cut at its start.
+func TestTailBuffer(t *testing.T) {
+	b := newTailBuffer(100)
+	for i := range 1000 {
+		fmt.Fprintf(b, "line %d\n", i)
+		if len(b.buf) > 200 {
+			t.Fatalf("after %d lines the buffer holds %d bytes, want at most 200", i+1, len(b.buf))
+		}
+	}
+	got := b.lastLines(3)
+	if strings.Join(got, "|") != "line 997|line 998|line 999" {
+		t.Errorf("lastLines(3) = %q", got)
+	}
+	all := b.lastLines(1000)
+	if len(all) == 0 || len(all) > 100/8+1 || !strings.HasPrefix(all[0], "line ") || len(all[0]) != len("line 999") {
+		t.Errorf("lastLines(1000) = %q: want only whole lines from the last 100 bytes", all)
+	}
+	if got := newTailBuffer(10).lastLines(5); got != nil {
+		t.Errorf("empty: %q", got)
 	}
 }
