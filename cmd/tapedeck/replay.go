@@ -169,12 +169,11 @@ header must name a loopback host, the --listen host, or one given with
 			if err != nil {
 				return err
 			}
-			x, err := tape.OpenIndex(args[0])
+			x, err := indexTape(s.stderr, args[0])
 			if err != nil {
 				return err
 			}
 			defer x.Close()
-			printWarnings(s.stderr, x.Warnings())
 			onDiv := func(d replay.Divergence) { fmt.Fprintf(s.stderr, "tapedeck replay: %s\n", d.Message) }
 			e, err := replay.NewEngine(x, opts)
 			if err != nil {

@@ -39,12 +39,11 @@ makes a malformed line an error instead.`,
 			if strict {
 				opts = append(opts, tape.Strict())
 			}
-			x, err := tape.OpenIndex(args[0], opts...)
+			x, err := indexTape(s.stderr, args[0], opts...)
 			if err != nil {
 				return err
 			}
 			defer x.Close()
-			printWarnings(s.stderr, x.Warnings())
 			st := tape.ComputeStats(x, server)
 			if server != "" && len(st.Servers) == 0 {
 				return fmt.Errorf("server %q: not on the tape; it holds %s", server, serverList(x.Servers()))
@@ -80,16 +79,24 @@ func serverList(servers []string) string {
 	return out
 }
 
-// printWarnings prints the first warnings, then how many more there were.
-func printWarnings(w io.Writer, ws []tape.Warning) {
+// indexTape indexes the tape at path and prints its first warnings on
+// stderr, then how many more there were.
+func indexTape(stderr io.Writer, path string, opts ...tape.ReaderOption) (*tape.Index, error) {
+	x, err := tape.OpenIndex(path, opts...)
+	if err != nil {
+		return nil, err
+	}
 	const shown = 20
-	for i, wr := range ws {
+	for i, wr := range x.Warnings() {
 		if i == shown {
-			fmt.Fprintf(w, "warning: %d more warnings not shown\n", len(ws)-shown)
 			break
 		}
-		fmt.Fprintf(w, "warning: %v\n", wr)
+		fmt.Fprintf(stderr, "warning: %v\n", wr)
 	}
+	if n := x.WarningCount(); n > shown {
+		fmt.Fprintf(stderr, "warning: %d more warnings not shown\n", n-shown)
+	}
+	return x, nil
 }
 
 func writeStats(w io.Writer, name string, st tape.Stats) error {

@@ -75,12 +75,11 @@ is 1 when any call differs.`,
 			if err != nil {
 				return err
 			}
-			x, err := tape.OpenIndex(args[0])
+			x, err := indexTape(s.stderr, args[0])
 			if err != nil {
 				return err
 			}
 			defer x.Close()
-			printWarnings(s.stderr, x.Warnings())
 
 			opts := replay.VerifyOptions{Server: server, Ignore: ignores, Timeout: timeout, Concurrent: concurrent}
 			onCall := func(c replay.CallResult) { printCall(s.stdout, c, paint) }
