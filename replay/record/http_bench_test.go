@@ -48,8 +48,9 @@ func sseEcho(w http.ResponseWriter, r *http.Request) {
 // Latency is one request at a time, the paths taken in turn; throughput is
 // 8 concurrent clients, in alternating rounds, reported as medians of the
 // per-round ratios (the machine is shared and drifts). The two floors use
-// the transport settings the Proxy uses by default, so that the gap
-// between them and the proxy is the recording's own.
+// the Proxy's default transport settings and pool its copy buffers
+// as it does, so that the gap between them and the proxy is the
+// recording's own.
 func BenchmarkProxySSE(b *testing.B) {
 	up := httptest.NewServer(http.HandlerFunc(sseEcho))
 	defer up.Close()
@@ -152,8 +153,8 @@ func BenchmarkProxySSE(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
-// floorProxy is a plain reverse proxy to u with the Proxy's default
-// transport settings; with a tape, it appends each raw request body and
+// floorProxy is a plain reverse proxy to u with the Proxy's settings (its
+// default transport, pooled copy buffers); with a tape, it appends each raw request body and
 // each raw chunk of each answer to it before forwarding them: the least a
 // recording proxy can do.
 func floorProxy(u *url.URL, tape io.Writer) *httputil.ReverseProxy {
@@ -166,6 +167,7 @@ func floorProxy(u *url.URL, tape io.Writer) *httputil.ReverseProxy {
 		},
 		Transport:     t,
 		FlushInterval: -1,
+		BufferPool:    new(copyBuffers),
 	}
 	if tape != nil {
 		rewrite := rp.Rewrite
@@ -182,6 +184,18 @@ func floorProxy(u *url.URL, tape io.Writer) *httputil.ReverseProxy {
 	}
 	return rp
 }
+
+// copyBuffers lends a reverse proxy its copy buffers, as the Proxy does.
+type copyBuffers struct{ pool sync.Pool }
+
+func (c *copyBuffers) Get() []byte {
+	if b, ok := c.pool.Get().(*[]byte); ok {
+		return *b
+	}
+	return make([]byte, 32<<10)
+}
+
+func (c *copyBuffers) Put(b []byte) { c.pool.Put(&b) }
 
 // teeBody writes what is read from a body to a tape before handing it out.
 type teeBody struct {

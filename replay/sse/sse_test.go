@@ -117,3 +117,21 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// TestReaderSmallBuffer reads events longer than the buffer it starts with.
+func TestReaderSmallBuffer(t *testing.T) {
+	long := strings.Repeat("x", 1000)
+	in := "event: message\ndata: " + long + "\n\nid: 2\ndata: a\ndata: b\n\n"
+	r := NewReaderSize(strings.NewReader(in), 1)
+	e, err := r.Next()
+	if err != nil || string(e.Data) != long || e.Type() != "message" || len(e.Raw) != len("event: message\ndata: \n\n")+len(long) {
+		t.Fatalf("first event: got %q (%d raw bytes), %v", e.Data, len(e.Raw), err)
+	}
+	e, err = r.Next()
+	if err != nil || string(e.Data) != "a\nb" || e.ID != "2" {
+		t.Fatalf("second event: got data %q id %q, %v; want \"a\\nb\" and 2", e.Data, e.ID, err)
+	}
+	if _, err := r.Next(); err != io.EOF {
+		t.Fatalf("end: got %v, want io.EOF", err)
+	}
+}
