@@ -82,6 +82,7 @@ type Proxy struct {
 	sink    *sink
 	rp      *httputil.ReverseProxy
 	streams atomic.Int64
+	readers sync.Pool // of *sse.Reader, with their buffers
 	errMu   sync.Mutex
 	err     error
 
@@ -260,7 +261,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		if ex.method != http.MethodPost {
 			p.note(p.sink.lifecycle(MethodHTTPExchange, params, p.extra(ex, resp.StatusCode)))
 		}
-		resp.Body = &sseRelay{p: p, ex: ex, status: resp.StatusCode, stream: stream, body: resp.Body, events: sse.NewReaderSize(resp.Body, sseBuffer)}
+		resp.Body = &sseRelay{p: p, ex: ex, status: resp.StatusCode, stream: stream, body: resp.Body, events: p.sseReader(resp.Body)}
 	default:
 		// A JSON body (one message or a batch), or a body that carries no
 		// message (202, errors): read it whole, record, then forward.
@@ -344,7 +345,19 @@ func (s *sseRelay) Read(b []byte) (int, error) {
 	return n, nil
 }
 
-func (s *sseRelay) Close() error { return s.body.Close() }
+// Close closes the upstream body and gives the event reader back: the
+// reverse proxy neither reads nor closes a body twice, and no event handed
+// out aliases the reader's buffer.
+func (s *sseRelay) Close() error {
+	if s.events != nil {
+		s.p.putSSEReader(s.events)
+		s.events = nil
+		if s.err == nil {
+			s.err = io.ErrClosedPipe
+		}
+	}
+	return s.body.Close()
+}
 
 func (s *sseRelay) record(e sse.Event) []byte {
 	m := recordMeta{ex: s.ex, status: s.status, stream: s.stream, event: e.ID, hasEvent: e.HasID}
@@ -379,8 +392,27 @@ func (s *sseRelay) endpoint(e sse.Event, extra map[string]any) []byte {
 }
 
 // sseBuffer is the first size of an SSE relay's read buffer: most events
-// are small, and the buffer grows for a long one.
-const sseBuffer = 4 << 10
+// are small, and the buffer grows for a long one. A reader whose buffer has
+// grown past sseKeep is not kept for reuse.
+const (
+	sseBuffer = 4 << 10
+	sseKeep   = 64 << 10
+)
+
+func (p *Proxy) sseReader(body io.Reader) *sse.Reader {
+	if r, ok := p.readers.Get().(*sse.Reader); ok {
+		r.Reset(body)
+		return r
+	}
+	return sse.NewReaderSize(body, sseBuffer)
+}
+
+func (p *Proxy) putSSEReader(r *sse.Reader) {
+	if r.Size() <= sseKeep {
+		r.Reset(nil)
+		p.readers.Put(r)
+	}
+}
 
 // mediaType is the lower-case media type of a Content-Type value, without
 // parameters; unlike mime.ParseMediaType it allocates nothing.

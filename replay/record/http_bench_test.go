@@ -45,7 +45,8 @@ func sseEcho(w http.ResponseWriter, r *http.Request) {
 //     the floor any recording proxy meets on this machine;
 //   - proxy: tapedeck's record.Proxy, tape on disk.
 //
-// Latency is one request at a time, the paths taken in turn; throughput is
+// Latency is one request at a time, the paths taken in turn; allocations
+// are counted a request for the whole process; throughput is
 // 8 concurrent clients, in alternating rounds, reported as medians of the
 // per-round ratios (the machine is shared and drifts). The two floors use
 // the Proxy's default transport settings and pool its copy buffers
@@ -130,6 +131,19 @@ func BenchmarkProxySSE(b *testing.B) {
 			rates[k] = append(rates[k], rate(e))
 		}
 	}
+	// Allocations a request, whole process (client and upstream included):
+	// the difference between two paths is theirs.
+	allocs := func(endpoint string) float64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for i := range 1000 {
+			call(endpoint, i)
+		}
+		runtime.ReadMemStats(&after)
+		return float64(after.Mallocs-before.Mallocs) / 1000
+	}
+	b.ReportMetric(allocs(endpoints[floor]), "rawrec-allocs/req")
+	b.ReportMetric(allocs(endpoints[tapedeck]), "proxy-allocs/req")
 	b.StopTimer()
 	ratio := func(i, base int) float64 {
 		r := make([]float64, len(rates[i]))

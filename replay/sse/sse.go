@@ -66,6 +66,15 @@ func NewReaderSize(r io.Reader, size int) *Reader {
 	return &Reader{r: r, buf: make([]byte, max(size, 16))}
 }
 
+// Reset discards the Reader's state and makes it read src, keeping its
+// buffer: a proxy can reuse Readers across streams.
+func (r *Reader) Reset(src io.Reader) {
+	*r = Reader{r: src, buf: r.buf}
+}
+
+// Size returns the size of the Reader's buffer.
+func (r *Reader) Size() int { return len(r.buf) }
+
 // Next returns the next event. At the end of the stream it returns io.EOF,
 // or, if the stream ended inside an event, that event (Raw without its blank
 // line) with io.ErrUnexpectedEOF. Blocks of comment lines alone are not

@@ -135,3 +135,17 @@ func TestReaderSmallBuffer(t *testing.T) {
 		t.Fatalf("end: got %v, want io.EOF", err)
 	}
 }
+
+// TestReaderReset reuses a Reader on a second stream after the first was
+// left mid-event: nothing of the first leaks into the second.
+func TestReaderReset(t *testing.T) {
+	r := NewReaderSize(strings.NewReader("id: 1\ndata: first\n\ndata: cut\r"), 8)
+	if e, err := r.Next(); err != nil || string(e.Data) != "first" {
+		t.Fatalf("first stream: got %q, %v", e.Data, err)
+	}
+	r.Reset(strings.NewReader("\ndata: second\n\n"))
+	e, err := r.Next()
+	if err != nil || string(e.Data) != "second" || e.HasID || string(e.Raw) != "\ndata: second\n\n" {
+		t.Fatalf("after Reset: got data %q raw %q id %v, %v; want only the second stream", e.Data, e.Raw, e.HasID, err)
+	}
+}
