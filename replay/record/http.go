@@ -254,11 +254,11 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	switch mediaType := mediaType(resp.Header.Get("Content-Type")); {
 	case mediaType == "text/event-stream":
 		stream := p.streams.Add(1)
-		params := map[string]any{"method": ex.method, "status": resp.StatusCode, "stream": stream}
-		if id := resp.Request.Header.Get("Last-Event-ID"); id != "" {
-			params["lastEventId"] = id // a resumption
-		}
 		if ex.method != http.MethodPost {
+			params := map[string]any{"method": ex.method, "status": resp.StatusCode, "stream": stream}
+			if id := resp.Request.Header.Get("Last-Event-ID"); id != "" {
+				params["lastEventId"] = id // a resumption
+			}
 			p.note(p.sink.lifecycle(MethodHTTPExchange, params, p.extra(ex, resp.StatusCode)))
 		}
 		resp.Body = &sseRelay{p: p, ex: ex, status: resp.StatusCode, stream: stream, body: resp.Body, events: p.sseReader(resp.Body)}
