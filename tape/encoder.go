@@ -34,6 +34,16 @@ func NewEncoder(dir Dir, server string) *Encoder {
 // JSON-RPC message, stamped t. It reports false, appending nothing, when msg
 // is not a single JSON-RPC object on one line: write it with a Writer.
 func (e *Encoder) AppendLine(b, msg []byte, t time.Time) ([]byte, bool) {
+	return e.AppendLineMeta(b, msg, t, nil)
+}
+
+// AppendLineMeta is AppendLine with more _meta members after ts: extra
+// holds them already encoded, each as `,"key":value`, in key order, so that
+// the line is byte for byte the one Writer.Write makes with those members
+// in Meta.Extra. A recorder that stamps every line with the same few keys
+// (the HTTP proxy's transport, status, session...) encodes them without a
+// map or reflection.
+func (e *Encoder) AppendLineMeta(b, msg []byte, t time.Time, extra []byte) ([]byte, bool) {
 	msg = bytes.TrimSpace(msg)
 	n := len(msg)
 	if n < 2 || msg[0] != '{' || msg[n-1] != '}' || bytes.IndexByte(msg, '\n') >= 0 || bytes.IndexByte(msg, '\r') >= 0 {
@@ -52,8 +62,9 @@ func (e *Encoder) AppendLine(b, msg []byte, t time.Time) ([]byte, bool) {
 		e.lastMS = ms
 		e.lastTS = t.AppendFormat(e.lastTS[:0], TimeFormat)
 	}
-	b = append(b, e.lastTS...)
-	return append(b, "\"}}\n"...), true
+	b = append(append(b, e.lastTS...), '"')
+	b = append(b, extra...)
+	return append(b, "}}\n"...), true
 }
 
 // plainMessage reports whether msg, an object on one line, is one JSON-RPC

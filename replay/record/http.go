@@ -3,11 +3,9 @@ package record
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -84,8 +82,16 @@ type Proxy struct {
 	sink    *sink
 	rp      *httputil.ReverseProxy
 	streams atomic.Int64
+	readers sync.Pool // of *sse.Reader, with their buffers
 	errMu   sync.Mutex
 	err     error
+
+	// The fast path for messages: lines encoded without a map, under encMu,
+	// written through dest, which the sink's Writer shares.
+	encMu      sync.Mutex
+	send, recv *tape.Encoder
+	line       []byte
+	dest       *tapeDest
 }
 
 type ctxKey struct{}
@@ -96,8 +102,9 @@ type exchange struct {
 	session string
 	// Request headers replay needs to reproduce (never credentials).
 	protocolVersion, mcpMethod, mcpName string
-	// requestID is the id of the request a POST carried alone (JSON text).
-	requestID string
+	// body is the POSTed body, kept to name the request an id-null
+	// answer replies to.
+	body []byte
 	// newSession is the Mcp-Session-Id an answer assigned.
 	newSession string
 	host       string // the proxy's host as the client addressed it
@@ -109,7 +116,9 @@ func (p *Proxy) init() {
 		if server == "" {
 			server = p.Upstream.Hostname()
 		}
-		p.sink = newSink(tape.NewWriter(p.Tape), server, p.Redact, p.Now)
+		p.dest = &tapeDest{w: p.Tape}
+		p.sink = newSink(tape.NewWriter(p.dest), server, p.Redact, p.Now)
+		p.send, p.recv = tape.NewEncoder(tape.DirSend, server), tape.NewEncoder(tape.DirRecv, server)
 		transport := p.Transport
 		if transport == nil {
 			t := http.DefaultTransport.(*http.Transport).Clone()
@@ -133,6 +142,7 @@ func (p *Proxy) init() {
 			FlushInterval:  -1, // flush after every write: events go out as they come
 			ModifyResponse: p.modifyResponse,
 			ErrorHandler:   p.errorHandler,
+			BufferPool:     new(copyBuffers),
 		}
 	})
 }
@@ -183,17 +193,15 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		mcpMethod:       r.Header.Get("Mcp-Method"), mcpName: r.Header.Get("Mcp-Name"),
 	}
 	if r.Method == http.MethodPost && r.Body != nil {
-		body, err := io.ReadAll(r.Body)
+		body, err := readBody(r.Body, r.ContentLength)
 		r.Body.Close()
 		if err != nil {
 			http.Error(w, "tapedeck: reading the request body: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		if es := tape.Classify(body); len(es) == 1 && es[0].Kind == tape.KindRequest {
-			ex.requestID = string(es[0].ID)
-		}
+		ex.body = body
 		// The tape first, then the server.
-		p.note(p.sink.message(body, tape.DirSend, p.extra(ex, 0)))
+		p.note(p.message(body, tape.DirSend, recordMeta{ex: ex}))
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 	}
@@ -201,28 +209,35 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Proxy) extra(ex *exchange, status int) map[string]any {
-	m := map[string]any{"transport": "http", "http": ex.method}
-	if ex.session != "" {
-		m["session"] = ex.session
-	}
-	if ex.protocolVersion != "" {
-		m["protocolVersion"] = ex.protocolVersion
-	}
-	if status == 0 { // the request's own record
-		if ex.mcpMethod != "" {
-			m["mcpMethod"] = ex.mcpMethod
+	return recordMeta{ex: ex, status: status}.fields()
+}
+
+// message records one message of an exchange. A single JSON-RPC object,
+// when nothing is redacted, takes the fast path: its line is encoded
+// without a map or a second classification and written at once. Anything
+// else goes to the sink.
+func (p *Proxy) message(msg []byte, dir tape.Dir, m recordMeta) error {
+	if p.sink.redact == nil {
+		var scratch [256]byte
+		extra := m.appendJSON(scratch[:0])
+		enc := p.recv
+		if dir == tape.DirSend {
+			enc = p.send
 		}
-		if ex.mcpName != "" {
-			m["mcpName"] = ex.mcpName
+		p.encMu.Lock()
+		line, ok := enc.AppendLineMeta(p.line[:0], msg, p.sink.now(), extra)
+		if ok {
+			_, err := p.dest.Write(line)
+			p.line = line
+			if cap(p.line) > keepBuffer {
+				p.line = nil
+			}
+			p.encMu.Unlock()
+			return err
 		}
+		p.encMu.Unlock()
 	}
-	if status != 0 {
-		m["status"] = status
-		if ex.newSession != "" {
-			m["newSession"] = ex.newSession
-		}
-	}
-	return m
+	return p.sink.message(msg, dir, m.fields())
 }
 
 func (p *Proxy) modifyResponse(resp *http.Response) error {
@@ -236,18 +251,17 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" && sid != ex.session {
 		ex.newSession = sid
 	}
-	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	switch {
+	switch mediaType := mediaType(resp.Header.Get("Content-Type")); {
 	case mediaType == "text/event-stream":
 		stream := p.streams.Add(1)
-		params := map[string]any{"method": ex.method, "status": resp.StatusCode, "stream": stream}
-		if id := resp.Request.Header.Get("Last-Event-ID"); id != "" {
-			params["lastEventId"] = id // a resumption
-		}
 		if ex.method != http.MethodPost {
+			params := map[string]any{"method": ex.method, "status": resp.StatusCode, "stream": stream}
+			if id := resp.Request.Header.Get("Last-Event-ID"); id != "" {
+				params["lastEventId"] = id // a resumption
+			}
 			p.note(p.sink.lifecycle(MethodHTTPExchange, params, p.extra(ex, resp.StatusCode)))
 		}
-		resp.Body = &sseRelay{p: p, ex: ex, status: resp.StatusCode, stream: stream, body: resp.Body, events: sse.NewReader(resp.Body)}
+		resp.Body = &sseRelay{p: p, ex: ex, status: resp.StatusCode, stream: stream, body: resp.Body, events: p.sseReader(resp.Body)}
 	default:
 		// A JSON body (one message or a batch), or a body that carries no
 		// message (202, errors): read it whole, record, then forward.
@@ -259,14 +273,19 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		resp.Body = io.NopCloser(bytes.NewReader(body))
 		trimmed := bytes.TrimSpace(body)
 		if mediaType == "application/json" && len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
-			extra := p.extra(ex, resp.StatusCode)
+			m := recordMeta{ex: ex, status: resp.StatusCode}
 			// An error the server could not tie to a request has id null
 			// (server-everything answers server/discover so); the proxy
-			// knows which request it answers.
-			if es := tape.Classify(trimmed); len(es) == 1 && es[0].ID == "null" && ex.requestID != "" {
-				extra["inReplyTo"] = json.RawMessage(ex.requestID)
+			// knows which request it answers. Only such an answer is worth
+			// classifying the request again.
+			if bytes.Contains(trimmed, []byte("null")) {
+				if es := tape.Classify(trimmed); len(es) == 1 && es[0].ID == "null" {
+					if rs := tape.Classify(ex.body); len(rs) == 1 && rs[0].Kind == tape.KindRequest {
+						m.inReplyTo = string(rs[0].ID)
+					}
+				}
 			}
-			p.note(p.sink.message(trimmed, tape.DirRecv, extra))
+			p.note(p.message(trimmed, tape.DirRecv, m))
 			return nil
 		}
 		params := map[string]any{"method": ex.method, "status": resp.StatusCode}
@@ -326,21 +345,29 @@ func (s *sseRelay) Read(b []byte) (int, error) {
 	return n, nil
 }
 
-func (s *sseRelay) Close() error { return s.body.Close() }
+// Close closes the upstream body and gives the event reader back: the
+// reverse proxy neither reads nor closes a body twice, and no event handed
+// out aliases the reader's buffer.
+func (s *sseRelay) Close() error {
+	if s.events != nil {
+		s.p.putSSEReader(s.events)
+		s.events = nil
+		if s.err == nil {
+			s.err = io.ErrClosedPipe
+		}
+	}
+	return s.body.Close()
+}
 
 func (s *sseRelay) record(e sse.Event) []byte {
-	extra := s.p.extra(s.ex, s.status)
-	extra["stream"] = s.stream
-	if e.HasID {
-		extra["event"] = e.ID
-	}
+	m := recordMeta{ex: s.ex, status: s.status, stream: s.stream, event: e.ID, hasEvent: e.HasID}
 	if e.Event == "endpoint" && e.Data != nil {
-		return s.endpoint(e, extra)
+		return s.endpoint(e, m.fields())
 	}
 	if len(bytes.TrimSpace(e.Data)) == 0 {
 		return e.Raw // priming events and keep-alives carry no message
 	}
-	s.p.note(s.p.sink.message(e.Data, tape.DirRecv, extra))
+	s.p.note(s.p.message(e.Data, tape.DirRecv, m))
 	return e.Raw
 }
 
@@ -362,6 +389,36 @@ func (s *sseRelay) endpoint(e sse.Event, extra map[string]any) []byte {
 	var b bytes.Buffer
 	_ = sse.Write(&b, e)
 	return b.Bytes()
+}
+
+// sseBuffer is the first size of an SSE relay's read buffer: most events
+// are small, and the buffer grows for a long one. A reader whose buffer has
+// grown past sseKeep is not kept for reuse.
+const (
+	sseBuffer = 4 << 10
+	sseKeep   = 64 << 10
+)
+
+func (p *Proxy) sseReader(body io.Reader) *sse.Reader {
+	if r, ok := p.readers.Get().(*sse.Reader); ok {
+		r.Reset(body)
+		return r
+	}
+	return sse.NewReaderSize(body, sseBuffer)
+}
+
+func (p *Proxy) putSSEReader(r *sse.Reader) {
+	if r.Size() <= sseKeep {
+		r.Reset(nil)
+		p.readers.Put(r)
+	}
+}
+
+// mediaType is the lower-case media type of a Content-Type value, without
+// parameters; unlike mime.ParseMediaType it allocates nothing.
+func mediaType(contentType string) string {
+	t, _, _ := strings.Cut(contentType, ";")
+	return strings.ToLower(strings.TrimSpace(t))
 }
 
 // originAllowed accepts loopback origins, the allowed ones, and any with

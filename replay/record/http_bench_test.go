@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -32,21 +33,48 @@ func sseEcho(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":"+string(id)+",\"result\":{\"echo\":true}}\n\n")
 }
 
-// BenchmarkProxySSE compares requests answered with SSE streams through the
-// recording proxy (tape on disk) and directly, in the same run: latency of
-// one request at a time, and throughput with 8 concurrent clients.
+// BenchmarkProxySSE measures requests answered with SSE streams (a
+// progress notification and the response) through four paths to the same
+// upstream, in the same run:
+//
+//   - direct: the client to the upstream;
+//   - rp: a plain httputil.ReverseProxy, recording nothing: the cost of the
+//     extra HTTP hop itself;
+//   - rawrec: the same with a trivial recorder that appends the raw request
+//     body and each raw chunk of the answer to a file before forwarding it:
+//     the floor any recording proxy meets on this machine;
+//   - proxy: tapedeck's record.Proxy, tape on disk.
+//
+// Latency is one request at a time, the paths taken in turn; allocations
+// are counted a request for the whole process; throughput is
+// 8 concurrent clients, in alternating rounds, reported as medians of the
+// per-round ratios (the machine is shared and drifts). The two floors use
+// the Proxy's default transport settings and pool its copy buffers
+// as it does, so that the gap between them and the proxy is the
+// recording's own.
 func BenchmarkProxySSE(b *testing.B) {
 	up := httptest.NewServer(http.HandlerFunc(sseEcho))
 	defer up.Close()
 	u, _ := url.Parse(up.URL + "/mcp")
-	f, err := os.Create(filepath.Join(b.TempDir(), "bench.jsonl"))
+	dir := b.TempDir()
+	f, err := os.Create(filepath.Join(dir, "bench.jsonl"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer f.Close()
+	raw, err := os.Create(filepath.Join(dir, "raw.bin"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
 	proxy := httptest.NewServer(&record.Proxy{Upstream: u, Tape: f, Server: "bench"})
 	defer proxy.Close()
+	rp := httptest.NewServer(floorProxy(u, nil))
+	defer rp.Close()
+	rawrec := httptest.NewServer(floorProxy(u, &lockedWriter{new(sync.Mutex), raw}))
+	defer rawrec.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	defer client.CloseIdleConnections()
 	payload := strings.Repeat("x", 1024)
 	call := func(endpoint string, id int) time.Duration {
 		start := time.Now()
@@ -62,19 +90,27 @@ func BenchmarkProxySSE(b *testing.B) {
 		resp.Body.Close()
 		return time.Since(start)
 	}
-	direct, proxied := up.URL+"/mcp", proxy.URL+"/mcp"
+	const (
+		direct = iota
+		plain
+		floor
+		tapedeck
+	)
+	endpoints := []string{up.URL + "/mcp", rp.URL + "/mcp", rawrec.URL + "/mcp", proxy.URL + "/mcp"}
 	for i := range 200 {
-		call(direct, i)
-		call(proxied, i)
+		for _, e := range endpoints {
+			call(e, i)
+		}
 	}
-	var d, p []time.Duration
+	lat := make([][]time.Duration, len(endpoints))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		d = append(d, call(direct, i))
-		p = append(p, call(proxied, i))
+		for k, e := range endpoints {
+			lat[k] = append(lat[k], call(e, i))
+		}
 	}
 	rate := func(endpoint string) float64 {
-		n := max(b.N, 2000)
+		n := max(b.N, 5000)
 		var wg sync.WaitGroup
 		start := time.Now()
 		for w := range 8 {
@@ -89,15 +125,106 @@ func BenchmarkProxySSE(b *testing.B) {
 		wg.Wait()
 		return float64(n) / time.Since(start).Seconds()
 	}
-	dr, pr := rate(direct), rate(proxied)
+	rates := make([][]float64, len(endpoints))
+	for range 5 {
+		for k, e := range endpoints {
+			rates[k] = append(rates[k], rate(e))
+		}
+	}
+	// Allocations a request, whole process (client and upstream included):
+	// the difference between two paths is theirs.
+	allocs := func(endpoint string) float64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for i := range 1000 {
+			call(endpoint, i)
+		}
+		runtime.ReadMemStats(&after)
+		return float64(after.Mallocs-before.Mallocs) / 1000
+	}
+	b.ReportMetric(allocs(endpoints[floor]), "rawrec-allocs/req")
+	b.ReportMetric(allocs(endpoints[tapedeck]), "proxy-allocs/req")
 	b.StopTimer()
+	ratio := func(i, base int) float64 {
+		r := make([]float64, len(rates[i]))
+		for k := range r {
+			r[k] = rates[i][k] / rates[base][k]
+		}
+		return median(r)
+	}
 	us := func(x time.Duration) float64 { return float64(x) / float64(time.Microsecond) }
-	b.ReportMetric(us(percentile(d, 0.5)), "direct-p50-µs")
-	b.ReportMetric(us(percentile(p, 0.5)-percentile(d, 0.5)), "added-p50-µs")
-	b.ReportMetric(us(percentile(p, 0.99)-percentile(d, 0.99)), "added-p99-µs")
-	b.ReportMetric(dr, "direct-req/s")
-	b.ReportMetric(pr/dr, "proxy/direct")
+	added := func(k int, q float64) float64 { return us(percentile(lat[k], q) - percentile(lat[direct], q)) }
+	b.ReportMetric(us(percentile(lat[direct], 0.5)), "direct-p50-µs")
+	b.ReportMetric(added(plain, 0.5), "rp-added-p50-µs")
+	b.ReportMetric(added(floor, 0.5), "rawrec-added-p50-µs")
+	b.ReportMetric(added(tapedeck, 0.5), "added-p50-µs")
+	b.ReportMetric(added(tapedeck, 0.99), "added-p99-µs")
+	b.ReportMetric(median(rates[direct]), "direct-req/s")
+	b.ReportMetric(ratio(plain, direct), "rp/direct")
+	b.ReportMetric(ratio(floor, direct), "rawrec/direct")
+	b.ReportMetric(ratio(tapedeck, direct), "proxy/direct")
+	b.ReportMetric(ratio(tapedeck, floor), "proxy/rawrec")
 	b.ReportMetric(0, "ns/op")
+}
+
+// floorProxy is a plain reverse proxy to u with the Proxy's settings (its
+// default transport, pooled copy buffers); with a tape, it appends each raw request body and
+// each raw chunk of each answer to it before forwarding them: the least a
+// recording proxy can do.
+func floorProxy(u *url.URL, tape io.Writer) *httputil.ReverseProxy {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DisableCompression = true
+	t.MaxIdleConnsPerHost = 64
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.Scheme, pr.Out.URL.Host, pr.Out.Host = u.Scheme, u.Host, u.Host
+		},
+		Transport:     t,
+		FlushInterval: -1,
+		BufferPool:    new(copyBuffers),
+	}
+	if tape != nil {
+		rewrite := rp.Rewrite
+		rp.Rewrite = func(pr *httputil.ProxyRequest) {
+			rewrite(pr)
+			if pr.Out.Body != nil {
+				pr.Out.Body = teeBody{pr.Out.Body, tape}
+			}
+		}
+		rp.ModifyResponse = func(resp *http.Response) error {
+			resp.Body = teeBody{resp.Body, tape}
+			return nil
+		}
+	}
+	return rp
+}
+
+// copyBuffers lends a reverse proxy its copy buffers, as the Proxy does.
+type copyBuffers struct{ pool sync.Pool }
+
+func (c *copyBuffers) Get() []byte {
+	if b, ok := c.pool.Get().(*[]byte); ok {
+		return *b
+	}
+	return make([]byte, 32<<10)
+}
+
+func (c *copyBuffers) Put(b []byte) { c.pool.Put(&b) }
+
+// teeBody writes what is read from a body to a tape before handing it out.
+type teeBody struct {
+	io.ReadCloser
+	tape io.Writer
+}
+
+func (t teeBody) Read(p []byte) (int, error) {
+	n, err := t.ReadCloser.Read(p)
+	if n > 0 {
+		if _, werr := t.tape.Write(p[:n]); werr != nil {
+			return n, werr
+		}
+	}
+	return n, err
 }
 
 // BenchmarkProxyMemory runs the recording proxy in-process over a long

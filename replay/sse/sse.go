@@ -56,8 +56,24 @@ type Reader struct {
 
 // NewReader returns a Reader of the stream r.
 func NewReader(r io.Reader) *Reader {
-	return &Reader{r: r, buf: make([]byte, 32<<10)}
+	return NewReaderSize(r, 32<<10)
 }
+
+// NewReaderSize returns a Reader of the stream r whose buffer starts at
+// size bytes (at least 16); it grows for longer lines. A proxy relaying many
+// short streams of small events keeps its garbage down with a small one.
+func NewReaderSize(r io.Reader, size int) *Reader {
+	return &Reader{r: r, buf: make([]byte, max(size, 16))}
+}
+
+// Reset discards the Reader's state and makes it read src, keeping its
+// buffer: a proxy can reuse Readers across streams.
+func (r *Reader) Reset(src io.Reader) {
+	*r = Reader{r: src, buf: r.buf}
+}
+
+// Size returns the size of the Reader's buffer.
+func (r *Reader) Size() int { return len(r.buf) }
 
 // Next returns the next event. At the end of the stream it returns io.EOF,
 // or, if the stream ended inside an event, that event (Raw without its blank
@@ -120,7 +136,11 @@ func parseField(e *Event, data *[][]byte, line []byte) bool {
 		}
 		e.ID, e.HasID = string(value), true
 	case "event":
-		e.Event = string(value)
+		if string(value) == "message" {
+			e.Event = "message" // the usual type, without allocating
+		} else {
+			e.Event = string(value)
+		}
 	case "retry":
 		n, err := strconv.Atoi(string(value))
 		if err != nil || n < 0 {
@@ -136,6 +156,9 @@ func parseField(e *Event, data *[][]byte, line []byte) bool {
 func joinData(data [][]byte) []byte {
 	if data == nil {
 		return nil
+	}
+	if len(data) == 1 && data[0] != nil {
+		return data[0] // already a copy
 	}
 	if out := bytes.Join(data, []byte("\n")); out != nil {
 		return out

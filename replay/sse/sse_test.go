@@ -117,3 +117,35 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// TestReaderSmallBuffer reads events longer than the buffer it starts with.
+func TestReaderSmallBuffer(t *testing.T) {
+	long := strings.Repeat("x", 1000)
+	in := "event: message\ndata: " + long + "\n\nid: 2\ndata: a\ndata: b\n\n"
+	r := NewReaderSize(strings.NewReader(in), 1)
+	e, err := r.Next()
+	if err != nil || string(e.Data) != long || e.Type() != "message" || len(e.Raw) != len("event: message\ndata: \n\n")+len(long) {
+		t.Fatalf("first event: got %q (%d raw bytes), %v", e.Data, len(e.Raw), err)
+	}
+	e, err = r.Next()
+	if err != nil || string(e.Data) != "a\nb" || e.ID != "2" {
+		t.Fatalf("second event: got data %q id %q, %v; want \"a\\nb\" and 2", e.Data, e.ID, err)
+	}
+	if _, err := r.Next(); err != io.EOF {
+		t.Fatalf("end: got %v, want io.EOF", err)
+	}
+}
+
+// TestReaderReset reuses a Reader on a second stream after the first was
+// left mid-event: nothing of the first leaks into the second.
+func TestReaderReset(t *testing.T) {
+	r := NewReaderSize(strings.NewReader("id: 1\ndata: first\n\ndata: cut\r"), 8)
+	if e, err := r.Next(); err != nil || string(e.Data) != "first" {
+		t.Fatalf("first stream: got %q, %v", e.Data, err)
+	}
+	r.Reset(strings.NewReader("\ndata: second\n\n"))
+	e, err := r.Next()
+	if err != nil || string(e.Data) != "second" || e.HasID || string(e.Raw) != "\ndata: second\n\n" {
+		t.Fatalf("after Reset: got data %q raw %q id %v, %v; want only the second stream", e.Data, e.Raw, e.HasID, err)
+	}
+}
