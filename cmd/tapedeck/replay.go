@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -186,8 +187,8 @@ header must name a loopback host, the --listen host, or one given with
 				}
 			} else {
 				in, restore := pollableStdin(s.stdin)
+				defer restore() // also after a panic: the pipe is shared
 				err := replay.ServeStdio(cmd.Context(), e, in, s.stdout, replay.StdioOptions{OnDivergence: onDiv})
-				restore()
 				if err != nil {
 					return err
 				}
@@ -234,12 +235,27 @@ func pollableStdin(r io.Reader) (io.Reader, func()) {
 		return r, none // polled already
 	}
 	fd := int(f.Fd())
-	if syscall.SetNonblock(fd, true) != nil {
+	// O_NONBLOCK belongs to the pipe's open file description, which a dup
+	// shares: restoring through the dup works even after ServeStdio closed
+	// fd 0 to end a read on SIGINT/SIGTERM.
+	dup, err := syscall.Dup(fd)
+	if err != nil {
 		return r, none
+	}
+	if syscall.SetNonblock(fd, true) != nil {
+		syscall.Close(dup)
+		return r, none
+	}
+	var once sync.Once
+	restore := func() {
+		once.Do(func() {
+			syscall.SetNonblock(dup, false)
+			syscall.Close(dup)
+		})
 	}
 	// A new File over the same descriptor: os.NewFile polls it because it
 	// is non-blocking now.
-	return os.NewFile(uintptr(fd), f.Name()), func() { syscall.SetNonblock(fd, false) }
+	return os.NewFile(uintptr(fd), f.Name()), restore
 }
 
 // serveReplayHTTP serves e over Streamable HTTP on f.listen until ctx is

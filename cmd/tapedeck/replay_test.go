@@ -212,10 +212,11 @@ func TestReplayStdioStopsOnSignal(t *testing.T) {
 	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		cmd := exec.Command(tapedeck, "replay", "--match", "keyed", fixture(t, "sdk-sdkserver.tape.jsonl"))
-		stdin, err := cmd.StdinPipe()
+		pr, stdin, err := os.Pipe()
 		if err != nil {
 			t.Fatal(err)
 		}
+		cmd.Stdin = pr // the child shares the pipe's file description, and its O_NONBLOCK flag
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -244,6 +245,17 @@ func TestReplayStdioStopsOnSignal(t *testing.T) {
 			<-done
 			t.Fatalf("%v: tapedeck replay still running 5 s after the signal, its stdin open and idle\nstderr:\n%s", sig, stderr.String())
 		}
+		// Whoever shares the pipe after us must find it blocking again.
+		var flags uintptr
+		rc, err := pr.SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc.Control(func(fd uintptr) { flags, _, _ = syscall.Syscall(syscall.SYS_FCNTL, fd, syscall.F_GETFL, 0) })
+		if flags&syscall.O_NONBLOCK != 0 {
+			t.Errorf("%v: stdin's pipe left non-blocking after the replay exited", sig)
+		}
 		stdin.Close()
+		pr.Close()
 	}
 }
