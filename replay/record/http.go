@@ -134,6 +134,20 @@ func (p *Proxy) init() {
 				pr.Out.URL.Scheme = p.Upstream.Scheme
 				pr.Out.URL.Host = p.Upstream.Host
 				pr.Out.Host = p.Upstream.Host
+				// The upstream URL's own query (an API key, a signature) goes
+				// upstream with every request, before the client's.
+				if q := p.Upstream.RawQuery; q != "" {
+					if pr.Out.URL.RawQuery != "" {
+						q += "&" + pr.Out.URL.RawQuery
+					}
+					pr.Out.URL.RawQuery = q
+				}
+				// Credentials in the upstream URL go upstream as basic auth
+				// (never onto the tape), unless the client sent its own.
+				if u := p.Upstream.User; u != nil && pr.Out.Header.Get("Authorization") == "" {
+					pass, _ := u.Password()
+					pr.Out.SetBasicAuth(u.Username(), pass)
+				}
 				// Bodies must be readable to be recorded: ask for identity.
 				pr.Out.Header.Del("Accept-Encoding")
 				// No X-Forwarded-*: the server sees what the client sent.
@@ -446,13 +460,24 @@ func (p *Proxy) originAllowed(origin string) bool {
 
 // safeURL is u without user info and with credential-looking query values
 // blanked, for the tape.
+// isCredentialParam reports whether a query parameter may carry a secret:
+// what a credential header would (token, signature, api_key...), plus the
+// short names signed URLs and API gateways use: sig (Azure SAS), key, code.
+func isCredentialParam(name string) bool {
+	switch strings.ToLower(name) {
+	case "key", "sig", "code":
+		return true
+	}
+	return tape.IsCredentialHeader(name)
+}
+
 func safeURL(u *url.URL) string {
 	c := *u
 	c.User = nil
 	q := c.Query()
 	changed := false
 	for k := range q {
-		if tape.IsCredentialHeader(k) || strings.EqualFold(k, "key") {
+		if isCredentialParam(k) {
 			q.Set(k, tape.RedactedMarker)
 			changed = true
 		}

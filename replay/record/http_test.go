@@ -200,6 +200,46 @@ func TestProxyOriginAndCredentials(t *testing.T) {
 	}
 }
 
+// TestProxyUpstreamURLSecrets: secrets in the upstream URL (user info,
+// signed query parameters) reach the server but never the tape.
+func TestProxyUpstreamURLSecrets(t *testing.T) {
+	var user, pass, query string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pass, _ = r.BasicAuth()
+		query = r.URL.RawQuery
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	}))
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	upstream := "http://ann:pw-secret-1@" + u.Host + "/mcp?api_key=QSECRET1&sig=QSECRET2&access-token=QSECRET3&se=2026-12-01"
+	proxied, path := startProxy(t, upstream, nil)
+	resp, err := http.Post(proxied, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if user != "ann" || pass != "pw-secret-1" {
+		t.Errorf("upstream saw basic auth %q:%q, want the URL's user info", user, pass)
+	}
+	if !strings.Contains(query, "sig=QSECRET2") {
+		t.Errorf("upstream saw query %q, want the upstream URL's signed query", query)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"pw-secret-1", "QSECRET1", "QSECRET2", "QSECRET3"} {
+		if bytes.Contains(data, []byte(secret)) {
+			t.Errorf("tape holds %q:\n%s", secret, data)
+		}
+	}
+	if !bytes.Contains(data, []byte("se=2026-12-01")) {
+		t.Errorf("tape lost the harmless query parameter se:\n%s", data)
+	}
+}
+
 // TestProxySSEEventByEvent checks that SSE events reach the client one by
 // one as the server sends them, each on the tape before the client has it,
 // and that priming events, resumption and legacy endpoint events are kept.
