@@ -144,6 +144,10 @@ func TestVersionAndHelp(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "Examples:") || !strings.Contains(out, "--strict") {
 		t.Errorf("stats --help: %d\n%s", code, out)
 	}
+	out, _, code = runCLI(t, "completion", "--help")
+	if code != 0 || !strings.Contains(out, "Examples:") {
+		t.Errorf("completion --help: %d\n%s", code, out)
+	}
 	out, _, code = runCLI(t, "completion", "bash")
 	if code != 0 || !strings.Contains(out, "bash completion") {
 		t.Errorf("completion bash: %d, %d bytes", code, len(out))

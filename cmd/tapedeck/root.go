@@ -76,6 +76,18 @@ A tape is NDJSON, one JSON-RPC message a line with a "_meta" object
 		newDebugCmd(s),
 		newAttachCmd(s),
 	)
+	// cobra's own completion command, made now so it gets examples too; it
+	// takes its output stream when made, so the streams are set first.
+	root.SetIn(s.stdin)
+	root.SetOut(s.stdout)
+	root.SetErr(s.stderr)
+	root.InitDefaultCompletionCmd()
+	if c, _, err := root.Find([]string{"completion"}); err == nil && c != root {
+		c.Example = `  source <(tapedeck completion bash)                      # this shell
+  tapedeck completion bash > /etc/bash_completion.d/tapedeck
+  tapedeck completion zsh > "${fpath[1]}/_tapedeck"
+  tapedeck completion fish > ~/.config/fish/completions/tapedeck.fish`
+	}
 	return root
 }
 
