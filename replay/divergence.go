@@ -78,6 +78,13 @@ type Divergence struct {
 	Message string `json:"message"`
 	// Resolution says how the divergence was answered.
 	Resolution Resolution `json:"resolution"`
+	// Session is the Mcp-Session-Id of the HTTP session it happened in (the
+	// one issued, or to be issued, with that session's initialize), set by
+	// HTTPHandler on what it reports through OnDivergence; "" for a
+	// transport or an era without sessions. Every session's engine numbers
+	// its divergences from 1, so a held one is named by Session and ID
+	// (HTTPHandler.Resolve).
+	Session string `json:"session,omitempty"`
 }
 
 // DiffOp is one difference between an expected and an actual JSON value.

@@ -65,8 +65,8 @@ type HTTPOptions struct {
 	// OnDivergence, if not nil, is called with each divergence as it
 	// happens, with the handler's lock held: keep it short. With the
 	// engine's Options.Hold, a divergence is reported when it is held
-	// (Resolution Pending; answer it with Resolve) and again if it is
-	// resolved with the divergence error.
+	// (Resolution Pending; answer it with Resolve, passing its Session and
+	// ID) and again if it is resolved with the divergence error.
 	OnDivergence func(Divergence)
 	// OnProgress, if not nil, is called with the engine's Progress after
 	// each message of the client and each Resolve, with the handler's lock
@@ -77,6 +77,12 @@ type HTTPOptions struct {
 	// (divergence errors, pings) goes at once. The debugger releases
 	// messages as its playback delivers them, so a breakpoint holds them.
 	Gated bool
+	// Admit, if not nil, is called with each request that passed the
+	// handler's checks (path, Host, Origin, protocol version, method)
+	// before it is served; an error refuses it with 409 Conflict and the
+	// error's text. The debugger claims its session for HTTP there, so a
+	// request the handler refuses claims nothing.
+	Admit func(r *http.Request) error
 	// AllowOrigins lists Origin header values accepted besides loopback
 	// ones (http://localhost:3000, http://127.0.0.1, http://[::1]), e.g.
 	// "https://app.example.com". Other origins get 403, against DNS
@@ -504,6 +510,12 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, errorResponse([]byte("null"), CodeInvalidRequest, msg, nil))
 		return
 	}
+	if h.opts.Admit != nil && slices.Contains(strings.Split(h.allow(), ", "), r.Method) {
+		if err := h.opts.Admit(r); err != nil {
+			http.Error(w, err.Error(), http.StatusConflict)
+			return
+		}
+	}
 	switch r.Method {
 	case http.MethodPost:
 		h.post(w, r)
@@ -579,6 +591,9 @@ func (h *HTTPHandler) claim() *session {
 		e = h.e.sibling(h.spans[i].lo, h.spans[i].hi)
 	}
 	s := newSession(e)
+	// The id is chosen now, though issued only with the initialize answer,
+	// so that a divergence before it (a probe) names its session already.
+	s.id = h.newSessionID()
 	h.all = append(h.all, s)
 	return s
 }
@@ -603,7 +618,6 @@ func (h *HTTPHandler) sessionFor(w http.ResponseWriter, r *http.Request, initial
 			return nil
 		}
 		h.fresh = nil
-		s.id = h.newSessionID()
 		h.byID[s.id] = s
 		h.issued = true
 		return s
@@ -974,7 +988,9 @@ func writeJSON(w http.ResponseWriter, status int, msg []byte) {
 func (h *HTTPHandler) dispatch(sess *session, outs []Output, origin *exchange) {
 	for _, o := range outs {
 		if o.Divergence != nil && h.opts.OnDivergence != nil {
-			h.opts.OnDivergence(*o.Divergence)
+			d := *o.Divergence
+			d.Session = sess.id
+			h.opts.OnDivergence(d)
 		}
 		switch {
 		case o.Msg == nil:
@@ -1013,26 +1029,28 @@ func (h *HTTPHandler) Release(upTo int) {
 	h.kick()
 }
 
-// Resolve answers a divergence an engine holds (Options.Hold) and sends what
-// that yields: the divergence error, or the recorded answer (subject to
-// Release when Gated). The newest session holding divergence id answers.
-func (h *HTTPHandler) Resolve(id int, r Resolution) error {
+// Resolve answers divergence id held (Options.Hold) by the engine of the
+// session sid (Divergence.Session, as OnDivergence reported it)
+// and sends what that yields: the divergence error, or the recorded answer
+// (subject to Release when Gated). Each session numbers its divergences
+// from 1, so the id alone does not say whose it is.
+func (h *HTTPHandler) Resolve(sid string, id int, r Resolution) error {
 	h.mu.Lock()
-	sessions := append([]*session{h.lone}, h.all...)
-	err := fmt.Errorf("divergence %d is not awaiting a resolution", id)
-	for i := len(sessions) - 1; i >= 0; i-- {
-		sess := sessions[i]
-		if sess == nil {
-			continue
+	var sess *session
+	for _, s := range append([]*session{h.lone}, h.all...) {
+		if s != nil && s.id == sid {
+			sess = s
+			break
 		}
-		outs, rerr := sess.e.Resolve(id, r, h.now())
-		if rerr != nil {
-			continue
-		}
+	}
+	if sess == nil {
+		h.mu.Unlock()
+		return fmt.Errorf("divergence %d: no session %q: expected the session OnDivergence reported", id, sid)
+	}
+	outs, err := sess.e.Resolve(id, r, h.now())
+	if err == nil {
 		h.dispatch(sess, outs, nil)
 		h.progressed(sess)
-		err = nil
-		break
 	}
 	h.mu.Unlock()
 	h.kick()

@@ -5,6 +5,7 @@ import (
 
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -564,20 +565,20 @@ func TestHTTPGatedHold(t *testing.T) {
 		t.Fatalf("divergence %+v, want pending, expecting #2", divs[0])
 	}
 	held(c, "the divergent call")
-	if err := ts.h.Resolve(divs[0].ID, SendError); err != nil {
+	if err := ts.h.Resolve(divs[0].Session, divs[0].ID, SendError); err != nil {
 		t.Fatal(err)
 	}
 	if a := get(c); gjson.Get(a.body, "error.code").Int() != CodeDiverged || gjson.Get(a.body, "id").String() != "b" {
 		t.Fatalf("after Resolve(SendError): %s %q, want the %d error", a.resp.Status, a.body, CodeDiverged)
 	}
-	if err := ts.h.Resolve(divs[0].ID, SendError); err == nil {
+	if err := ts.h.Resolve(divs[0].Session, divs[0].ID, SendError); err == nil {
 		t.Errorf("Resolve of a resolved divergence: no error")
 	}
 
 	// Again, answered with the recorded response: gated until Release.
 	c = post(strings.Replace(bye, `"b"`, `"c"`, 1))
 	waitFor("the second divergence", func() bool { mu.Lock(); defer mu.Unlock(); return len(divs) == 3 })
-	if err := ts.h.Resolve(divs[2].ID, AnswerRecorded); err != nil {
+	if err := ts.h.Resolve(divs[2].Session, divs[2].ID, AnswerRecorded); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
@@ -591,5 +592,139 @@ func TestHTTPGatedHold(t *testing.T) {
 	a := get(c)
 	if ev := events(t, a.body); len(ev) != 2 || !strings.Contains(ev[0], `"progress":1`) || !strings.Contains(ev[1], `"id":"c"`) {
 		t.Fatalf("recorded answer: %q, want the progress notification and the response", ev)
+	}
+}
+
+// TestHTTPResolveNamesSession: two sessions diverge, each its engine's
+// divergence 1; resolving the first one reported answers its own client,
+// not the newest session's.
+func TestHTTPResolveNamesSession(t *testing.T) {
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
+	initOK := `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}`
+	x := buildIndex(t,
+		line{life, 0, tape.MethodStart},
+		line{send, 1, init}, line{recv, 2, initOK},
+		line{send, 3, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"m":"A"}}}`},
+		line{recv, 4, `{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`},
+		line{life, 1000, tape.MethodStart},
+		line{send, 1001, init}, line{recv, 1002, initOK},
+		line{send, 1003, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"m":"B"}}}`},
+		line{recv, 1004, `{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`},
+	)
+	e, err := NewEngine(x, Options{Hold: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var divs []Divergence
+	n := 0
+	ts := &testServer{t: t}
+	ts.h = NewHTTPHandler(e, HTTPOptions{
+		OnDivergence: func(d Divergence) { mu.Lock(); divs = append(divs, d); mu.Unlock() },
+		NewSessionID: func() string { n++; return fmt.Sprintf("sess-%d", n) },
+	})
+	ts.srv = httptest.NewServer(ts.h)
+	ts.url = ts.srv.URL + "/mcp"
+	t.Cleanup(func() { ts.h.Close(); ts.srv.Close() })
+
+	sids := make([]string, 2)
+	for i := range sids {
+		resp, body := ts.do(http.MethodPost, init)
+		if sids[i] = resp.Header.Get("Mcp-Session-Id"); sids[i] == "" {
+			t.Fatalf("initialize %d: no session id: %s %q", i+1, resp.Status, body)
+		}
+	}
+	calls := make([]chan string, 2)
+	for i, sid := range sids {
+		calls[i] = make(chan string, 1)
+		go func() {
+			_, body := ts.do(http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"m":"wrong"}}}`, "Mcp-Session-Id", sid)
+			calls[i] <- body
+		}()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			mu.Lock()
+			got := len(divs)
+			mu.Unlock()
+			if got == i+1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("divergence %d not reported", i+1)
+			}
+		}
+	}
+	mu.Lock()
+	first := divs[0]
+	mu.Unlock()
+	if first.Session != sids[0] || first.ID != 1 || divs[1].Session != sids[1] || divs[1].ID != 1 {
+		t.Fatalf("divergences %q#%d and %q#%d, want %q#1 and %q#1", first.Session, first.ID, divs[1].Session, divs[1].ID, sids[0], sids[1])
+	}
+	if err := ts.h.Resolve(first.Session, first.ID, SendError); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case body := <-calls[0]:
+		if gjson.Get(body, "error.code").Int() != CodeDiverged {
+			t.Errorf("the first session's call got %q, want the %d error", body, CodeDiverged)
+		}
+	case body := <-calls[1]:
+		t.Fatalf("resolving the first session's divergence answered the second session: %q", body)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no answer within 5 s")
+	}
+	if err := ts.h.Resolve("no-such-session", 1, SendError); err == nil {
+		t.Error("Resolve in an unknown session: no error")
+	}
+	if err := ts.h.Resolve(sids[1], 1, SendError); err != nil {
+		t.Fatal(err)
+	}
+	<-calls[1]
+}
+
+// TestHTTPAdmit: Admit sees only the requests the handler's checks
+// accepted, and its error refuses a request with 409.
+func TestHTTPAdmit(t *testing.T) {
+	x := sessionHTTPTape(t)
+	e, err := NewEngine(x, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var admitted []string
+	refuse := false
+	ts := &testServer{t: t}
+	ts.h = NewHTTPHandler(e, HTTPOptions{Admit: func(r *http.Request) error {
+		mu.Lock()
+		defer mu.Unlock()
+		admitted = append(admitted, r.Method+" "+r.URL.Path)
+		if refuse {
+			return fmt.Errorf("busy")
+		}
+		return nil
+	}})
+	ts.srv = httptest.NewServer(ts.h)
+	t.Cleanup(func() { ts.h.Close(); ts.srv.Close() })
+
+	ts.url = ts.srv.URL + "/elsewhere"
+	if resp, _ := ts.do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"ping"}`); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("POST /elsewhere: %s, want 404", resp.Status)
+	}
+	ts.url = ts.srv.URL + "/mcp"
+	if resp, _ := ts.do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "Origin", "https://evil.example"); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("POST from a foreign origin: %s, want 403", resp.Status)
+	}
+	mu.Lock()
+	if len(admitted) != 0 {
+		t.Errorf("Admit saw refused requests: %v", admitted)
+	}
+	refuse = true
+	mu.Unlock()
+	if resp, body := ts.do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"ping"}`); resp.StatusCode != http.StatusConflict || !strings.Contains(body, "busy") {
+		t.Fatalf("POST refused by Admit: %s %q, want 409 busy", resp.Status, body)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(admitted) != 1 || admitted[0] != "POST /mcp" {
+		t.Errorf("Admit saw %v, want [POST /mcp]", admitted)
 	}
 }

@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
@@ -23,9 +24,7 @@ func (m Model) liveEvent(msg liveMsg) (tea.Model, tea.Cmd) {
 	case LiveDiverged:
 		mm, cmd = m.liveDiverged(ev.Divergence), nil
 	case LiveDisconnected:
-		m.live.client = clientDisconnected
-		m.notice, m.noticeOK = "the client disconnected", true
-		mm = m
+		mm = m.liveDisconnected(ev)
 	case LiveFailed:
 		m.notice, m.noticeOK = ev.Err.Error(), false
 		mm = m
@@ -34,6 +33,29 @@ func (m Model) liveEvent(msg liveMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	return mm, tea.Batch(cmd, mm.(Model).live.nextCmd())
+}
+
+// liveDisconnected says what went away with the client: the session
+// dropped its queued answers and its divergences, so they no longer wait
+// for a choice.
+func (m Model) liveDisconnected(ev LiveEvent) Model {
+	m.live.client = clientDisconnected
+	m.notice, m.noticeOK = "the client disconnected", true
+	var lost []string
+	if ev.Dropped > 0 {
+		lost = append(lost, plural(ev.Dropped, "queued answer"))
+	}
+	if ev.Abandoned > 0 {
+		lost = append(lost, plural(ev.Abandoned, "divergence")+" awaiting a choice")
+		m.live.pending, m.live.waiting = nil, nil
+		m.lower = viewMessage
+		m.showCursor()
+		m.syncPlayback()
+	}
+	if len(lost) > 0 {
+		m.notice += "; dropped " + strings.Join(lost, " and ")
+	}
+	return m
 }
 
 // liveConnected starts playback: from now on it follows the client.
@@ -106,9 +128,9 @@ func (m Model) divergenceKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 	default:
 		return m, nil, false
 	}
-	s := m.live.s
+	s, d := m.live.s, m.live.pending
 	m.live.pending = nil
-	resolve := func() tea.Msg { s.Resolve(r); return nil }
+	resolve := func() tea.Msg { s.Resolve(d, r); return nil }
 	if len(m.live.waiting) > 0 {
 		// The next divergence in line takes the screen.
 		next := m.live.waiting[0]

@@ -15,8 +15,8 @@ type Live interface {
 	Next() LiveEvent
 	// Deliver lets the engine send the recorded messages seqs to the client.
 	Deliver(seqs []int)
-	// Resolve answers the oldest pending divergence.
-	Resolve(r Resolution)
+	// Resolve answers divergence d, one the session reported.
+	Resolve(d *Divergence, r Resolution)
 	// Close ends the session.
 	Close() error
 }
@@ -43,7 +43,8 @@ const (
 	LiveProgress
 	// LiveDiverged: the client departed from the tape (LiveEvent.Divergence).
 	LiveDiverged
-	// LiveDisconnected: the client went away.
+	// LiveDisconnected: the client went away; what was meant for it was
+	// dropped (LiveEvent.Dropped, LiveEvent.Abandoned).
 	LiveDisconnected
 	// LiveFailed: something went wrong (LiveEvent.Err); the session goes on.
 	LiveFailed
@@ -61,8 +62,12 @@ type LiveEvent struct {
 	// (the tape's length when none is left), on LiveProgress: playback
 	// delivers up to Awaiting, timed from when Reached arrived.
 	Reached, Awaiting int
-	Divergence        *Divergence
-	Err               error
+	// Dropped counts the answers queued for the client that went away and
+	// Abandoned its divergences that awaited a choice, on LiveDisconnected:
+	// they never reach another client.
+	Dropped, Abandoned int
+	Divergence         *Divergence
+	Err                error
 }
 
 // Divergence is a live client's request that did not match the tape.
@@ -72,6 +77,10 @@ type Divergence struct {
 	Expected []byte   // the recorded request
 	Actual   []byte   // the client's request
 	Paths    []string // the changed JSON paths, e.g. params.arguments.limit
+	// Session is the HTTP session the divergence happened in ("" over
+	// stdio) and ID its number there: together they name it to Resolve.
+	Session string
+	ID      int
 }
 
 // liveMsg carries a LiveEvent into Update.

@@ -34,7 +34,7 @@ func (f *fakeLive) Deliver(seqs []int) {
 	f.delivered = append(f.delivered, seqs...)
 	f.mu.Unlock()
 }
-func (f *fakeLive) Resolve(r Resolution) {
+func (f *fakeLive) Resolve(_ *Divergence, r Resolution) {
 	f.mu.Lock()
 	f.resolved = append(f.resolved, r)
 	f.mu.Unlock()
@@ -196,7 +196,7 @@ func newSession(t *testing.T) *EngineSession {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewEngineSession(x, e, ln)
+	s := NewEngineSession(x, e, ln, SessionOptions{})
 	t.Cleanup(func() { s.Close() })
 	return s
 }
@@ -342,7 +342,7 @@ func TestEngineSessionHTTP(t *testing.T) {
 	if ev.Divergence.Seq != 2 || !strings.Contains(ev.Divergence.Reason, "did not match") {
 		t.Fatalf("divergence %+v", ev.Divergence)
 	}
-	s.Resolve(ResolveError)
+	s.Resolve(ev.Divergence, ResolveError)
 	if got := ansi.Strip(wait(call)); !strings.Contains(got, "-32090") {
 		t.Fatalf("after Resolve(ResolveError): %q, want the -32090 error", got)
 	}
@@ -420,16 +420,19 @@ func TestEngineSessionTwoDivergences(t *testing.T) {
 			lines <- l
 		}
 	}()
+	var divs []*Divergence
 	for _, id := range []string{"101", "102"} {
 		if _, err := io.WriteString(c, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"nope"}}`+"\n"); err != nil {
 			t.Fatal(err)
 		}
-		if ev := nextEvent(t, s, LiveDiverged); ev.Divergence == nil {
+		ev := nextEvent(t, s, LiveDiverged)
+		if ev.Divergence == nil {
 			t.Fatalf("divergence event without a divergence")
 		}
+		divs = append(divs, ev.Divergence)
 	}
-	s.Resolve(ResolveError)
-	s.Resolve(ResolveError)
+	s.Resolve(divs[0], ResolveError)
+	s.Resolve(divs[1], ResolveError)
 	got := map[string]bool{}
 	for len(got) < 2 {
 		select {
@@ -462,5 +465,26 @@ func TestLiveDivergencesQueue(t *testing.T) {
 	m = next.(Model)
 	if st, _ := m.liveStatus(); st != "DIVERGED at #5: a/e/s" {
 		t.Fatalf("after the first choice, status %q", st)
+	}
+}
+
+// TestLiveDisconnectDropsDivergences: when the client goes away with
+// divergences awaiting a choice, the session drops them, and so does the
+// app: a/e/s no longer apply and the notice says what was dropped.
+func TestLiveDisconnectDropsDivergences(t *testing.T) {
+	m, _ := newTestModel(t, Options{})
+	m.live.init(&fakeLive{})
+	m = m.liveDiverged(&Divergence{Seq: 3})
+	m = m.liveDiverged(&Divergence{Seq: 5})
+	mm, _ := m.liveEvent(live(LiveEvent{Kind: LiveDisconnected, Dropped: 1, Abandoned: 2}))
+	m = mm.(Model)
+	if m.live.diverged() || len(m.live.waiting) != 0 {
+		t.Fatalf("after the disconnect: pending %v, waiting %d, want none", m.live.pending, len(m.live.waiting))
+	}
+	if want := "the client disconnected; dropped 1 queued answer and 2 divergences awaiting a choice"; m.notice != want {
+		t.Errorf("notice %q, want %q", m.notice, want)
+	}
+	if st, _ := m.liveStatus(); st != "disconnected" {
+		t.Errorf("status %q, want disconnected", st)
 	}
 }

@@ -8,6 +8,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -34,23 +37,32 @@ import (
 // the engine makes itself (divergence errors) go at once. A divergence waits
 // for Resolve. After each client message the session reports how far the
 // client has brought the tape (LiveProgress), which playback follows.
+//
+// What was meant for a stdio client that goes away (answers not delivered
+// yet, divergences awaiting a choice) goes away with it: the divergences
+// are resolved with the divergence error, which reaches no one, and the
+// disconnect reports how many of each were dropped.
 type EngineSession struct {
-	x   *tape.Index
-	ln  net.Listener
-	now func() time.Time
-	h   *replay.HTTPHandler
-	srv *http.Server
-	hl  *connListener
+	x            *tape.Index
+	ln           net.Listener
+	now          func() time.Time
+	h            *replay.HTTPHandler
+	srv          *http.Server
+	hl           *connListener
+	writeTimeout time.Duration
+
+	rawMu sync.Mutex
+	raw   map[net.Conn]bool // connections not handed to HTTP, an attached one included: Close closes them without mu
 
 	mu        sync.Mutex
-	e         *replay.Engine // the stdio path drives it under mu; the HTTP path through h
-	transport string         // "", then the first client's: "stdio" or "http"
-	conn      net.Conn       // the attached stdio client
-	httpOn    bool           // an HTTP client is connected (a POST came, no DELETE since)
-	raw       map[net.Conn]bool
-	released  int             // stdio: tape messages before it are delivered
-	queue     []replay.Output // stdio: waiting for their delivery
-	held      []int           // the divergences awaiting Resolve, oldest first
+	e         *replay.Engine   // the stdio path drives it under mu; the HTTP path through h
+	transport string           // "", then the first client's: "stdio" or "http"
+	conn      net.Conn         // the attached stdio client
+	dead      bool             // conn stopped reading: nothing more is written to it
+	httpOn    bool             // an HTTP client is connected (a message came, no DELETE since)
+	released  int              // stdio: tape messages before it are delivered
+	queue     []replay.Output  // stdio: waiting for their delivery
+	held      []heldDivergence // the divergences awaiting Resolve, oldest first
 
 	evMu   sync.Mutex
 	events []LiveEvent
@@ -60,20 +72,53 @@ type EngineSession struct {
 	wg     sync.WaitGroup
 }
 
+// heldDivergence names a divergence awaiting Resolve: the HTTP session it
+// happened in ("" over stdio) and its engine's number for it.
+type heldDivergence struct {
+	session string
+	id      int
+}
+
+// SessionOptions configure an EngineSession.
+type SessionOptions struct {
+	// AllowHosts lists Host header values accepted over HTTP besides
+	// loopback ones, e.g. the --listen host; "*" accepts any
+	// (replay.HTTPOptions.AllowHosts).
+	AllowHosts []string
+	// AllowOrigins lists Origin header values accepted besides loopback
+	// ones (replay.HTTPOptions.AllowOrigins).
+	AllowOrigins []string
+	// WriteTimeout bounds a write to an attached stdio client; 0 means
+	// DefaultWriteTimeout. A client that does not read for that long is
+	// dropped as disconnected.
+	WriteTimeout time.Duration
+}
+
+// DefaultWriteTimeout is how long an attached stdio client may leave the
+// session's answers unread before it is dropped.
+const DefaultWriteTimeout = 5 * time.Second
+
 // NewEngineSession serves e on ln, over stdio lines and Streamable HTTP.
 // Call Close to stop.
-func NewEngineSession(x *tape.Index, e *replay.Engine, ln net.Listener) *EngineSession {
+func NewEngineSession(x *tape.Index, e *replay.Engine, ln net.Listener, o SessionOptions) *EngineSession {
 	s := &EngineSession{
 		x: x, e: e, ln: ln, now: time.Now,
-		raw:    map[net.Conn]bool{},
-		signal: make(chan struct{}, 1),
-		done:   make(chan struct{}),
-		hl:     &connListener{addr: ln.Addr(), conns: make(chan net.Conn), done: make(chan struct{})},
+		writeTimeout: o.WriteTimeout,
+		raw:          map[net.Conn]bool{},
+		signal:       make(chan struct{}, 1),
+		done:         make(chan struct{}),
+		hl:           &connListener{addr: ln.Addr(), conns: make(chan net.Conn), done: make(chan struct{})},
+	}
+	if s.writeTimeout <= 0 {
+		s.writeTimeout = DefaultWriteTimeout
 	}
 	s.h = replay.NewHTTPHandler(e, replay.HTTPOptions{
 		Gated:        true,
-		OnProgress:   s.progressed,
+		Admit:        s.admit,
+		OnProgress:   s.httpProgressed,
 		OnDivergence: s.httpDivergence,
+		AllowHosts:   o.AllowHosts,
+		AllowOrigins: o.AllowOrigins,
 	})
 	s.srv = &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ReadHeaderTimeout: 10 * time.Second}
 	reached, awaiting := e.Progress()
@@ -85,7 +130,17 @@ func NewEngineSession(x *tape.Index, e *replay.Engine, ln net.Listener) *EngineS
 }
 
 // Addr is where clients connect: "tapedeck attach ADDR" or http://ADDR/mcp.
-func (s *EngineSession) Addr() string { return s.ln.Addr().String() }
+// A listener on an unspecified address (0.0.0.0, [::]) is named by the
+// loopback address, which clients can dial and the Host check accepts.
+func (s *EngineSession) Addr() string {
+	a, ok := s.ln.Addr().(*net.TCPAddr)
+	if !ok || !a.IP.IsUnspecified() {
+		return s.ln.Addr().String()
+	}
+	// Go serves both families on an unspecified address (it reports
+	// 0.0.0.0 as [::]), so IPv4's loopback reaches it.
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(a.Port))
+}
 
 // URL is the Streamable HTTP endpoint.
 func (s *EngineSession) URL() string { return "http://" + s.Addr() + "/mcp" }
@@ -132,9 +187,16 @@ func (s *EngineSession) accept() {
 			}
 			return
 		}
-		s.mu.Lock()
+		s.rawMu.Lock()
+		select {
+		case <-s.done: // Close has closed the others already
+			s.rawMu.Unlock()
+			c.Close()
+			return
+		default:
+		}
 		s.raw[c] = true
-		s.mu.Unlock()
+		s.rawMu.Unlock()
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); s.route(c) }()
 	}
@@ -144,9 +206,9 @@ func (s *EngineSession) accept() {
 // starts with its method (GET, POST, DELETE), a JSON-RPC line with { or [.
 func (s *EngineSession) route(c net.Conn) {
 	forget := func() {
-		s.mu.Lock()
+		s.rawMu.Lock()
 		delete(s.raw, c)
-		s.mu.Unlock()
+		s.rawMu.Unlock()
 	}
 	br := bufio.NewReaderSize(c, 64<<10)
 	b, err := br.Peek(1)
@@ -185,14 +247,15 @@ func (s *EngineSession) serveStdio(c *peekedConn) {
 		fmt.Fprintf(c, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":%q}}`+"\n", refuse)
 		return
 	}
-	s.transport, s.conn = "stdio", c
+	s.transport, s.conn, s.dead = "stdio", c, false
 	s.mu.Unlock()
 	s.emit(LiveEvent{Kind: LiveConnected, Transport: "stdio"})
 	defer func() {
 		s.mu.Lock()
+		answers, divs := s.dropClient()
 		s.conn = nil
 		s.mu.Unlock()
-		s.emit(LiveEvent{Kind: LiveDisconnected})
+		s.emit(LiveEvent{Kind: LiveDisconnected, Dropped: answers, Abandoned: divs})
 	}()
 	for {
 		line, err := c.r.ReadBytes('\n')
@@ -211,31 +274,70 @@ func (s *EngineSession) serveStdio(c *peekedConn) {
 	}
 }
 
+// dropClient forgets what was meant for the stdio client going away, so
+// that none of it reaches the next one: its held divergences are resolved
+// with the divergence error (written to no one) and its undelivered answers
+// dropped. It returns how many of each; mu is held.
+func (s *EngineSession) dropClient() (answers, divergences int) {
+	s.dead = true // what the resolutions yield goes nowhere
+	held := s.held
+	s.held = nil
+	for _, h := range held {
+		outs, err := s.e.Resolve(h.id, replay.SendError, s.now())
+		if err != nil {
+			continue
+		}
+		divergences++
+		s.handle(outs)
+	}
+	if divergences > 0 {
+		s.progressed(s.e.Progress())
+	}
+	answers = len(s.queue)
+	clear(s.queue)
+	s.queue = s.queue[:0]
+	return answers, divergences
+}
+
 // handle sends or queues the stdio path's outputs; mu is held.
 func (s *EngineSession) handle(outs []replay.Output) {
 	for _, o := range outs {
 		if d := o.Divergence; d != nil && d.Resolution == replay.Pending {
-			s.held = append(s.held, d.ID)
+			s.held = append(s.held, heldDivergence{id: d.ID})
 			s.emit(LiveEvent{Kind: LiveDiverged, Divergence: s.convert(*d)})
 		}
 		if o.Msg == nil {
 			continue
 		}
-		if o.Seq < 0 || o.Seq < s.released {
-			s.write(o.Msg)
-		} else {
-			s.queue = append(s.queue, o)
+		if (o.Seq < 0 || o.Seq < s.released) && s.write(o.Msg) {
+			continue
+		}
+		if o.Seq >= 0 {
+			s.queue = append(s.queue, o) // counted as dropped if its client goes away first
 		}
 	}
 }
 
-func (s *EngineSession) write(msg []byte) {
-	if s.conn == nil {
-		return
+// write sends msg to the attached stdio client, within the write timeout:
+// a client that does not read is closed (its reader then reports the
+// disconnect), so that mu is never held for long. It reports whether msg
+// was written; mu is held.
+func (s *EngineSession) write(msg []byte) bool {
+	if s.conn == nil || s.dead {
+		return false
 	}
 	b := make([]byte, 0, len(msg)+1)
 	b = append(append(b, msg...), '\n')
-	_, _ = s.conn.Write(b) // a client gone away is reported by its reader
+	_ = s.conn.SetWriteDeadline(time.Now().Add(s.writeTimeout))
+	if _, err := s.conn.Write(b); err != nil {
+		s.dead = true
+		s.conn.Close()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			s.emit(LiveEvent{Kind: LiveFailed, Err: fmt.Errorf("debug client: it read nothing for %v: dropped as disconnected", s.writeTimeout)})
+		}
+		return false
+	}
+	return true
 }
 
 // progressed reports the engine's progress. The HTTP handler calls it with
@@ -251,29 +353,48 @@ func (s *EngineSession) httpDivergence(d replay.Divergence) {
 	if d.Resolution != replay.Pending {
 		return
 	}
+	s.httpSeen()
 	s.mu.Lock()
-	s.held = append(s.held, d.ID)
+	s.held = append(s.held, heldDivergence{session: d.Session, id: d.ID})
 	s.mu.Unlock()
 	s.emit(LiveEvent{Kind: LiveDiverged, Divergence: s.convert(d)})
 }
 
-// serveHTTP hands a request to the replay HTTP handler, after claiming the
-// session for HTTP; a POST connects the client, a DELETE that ends its
-// session disconnects it.
-func (s *EngineSession) serveHTTP(w http.ResponseWriter, r *http.Request) {
+// httpProgressed reports the progress an HTTP client's message made; the
+// first one connects the client. It runs with the handler's lock held.
+func (s *EngineSession) httpProgressed(reached, awaiting int) {
+	s.httpSeen()
+	s.progressed(reached, awaiting)
+}
+
+// httpSeen reports an HTTP client connected when its first message reached
+// the engine (after the handler accepted its request).
+func (s *EngineSession) httpSeen() {
 	s.mu.Lock()
-	if s.transport == "stdio" {
-		s.mu.Unlock()
-		http.Error(w, "tapedeck debug: this session serves a client attached over stdio (tapedeck attach); one kind of client a session", http.StatusConflict)
-		return
-	}
-	s.transport = "http"
-	connect := r.Method == http.MethodPost && !s.httpOn
-	s.httpOn = s.httpOn || r.Method == http.MethodPost
+	connect := !s.httpOn
+	s.httpOn = true
 	s.mu.Unlock()
 	if connect {
 		s.emit(LiveEvent{Kind: LiveConnected, Transport: "http"})
 	}
+}
+
+// admit claims the session for HTTP when the handler accepts a request
+// (a request it refuses, from a port scan or a rebinding page, claims
+// nothing), unless a stdio client has it.
+func (s *EngineSession) admit(*http.Request) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.transport == "stdio" {
+		return errors.New("tapedeck debug: this session serves a client attached over stdio (tapedeck attach); one kind of client a session")
+	}
+	s.transport = "http"
+	return nil
+}
+
+// serveHTTP hands a request to the replay HTTP handler; a DELETE that ends
+// the client's session disconnects it.
+func (s *EngineSession) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodDelete {
 		s.h.ServeHTTP(w, r)
 		return
@@ -282,15 +403,18 @@ func (s *EngineSession) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.h.ServeHTTP(sw, r)
 	if sw.status < 300 {
 		s.mu.Lock()
+		was := s.httpOn
 		s.httpOn = false
 		s.mu.Unlock()
-		s.emit(LiveEvent{Kind: LiveDisconnected})
+		if was {
+			s.emit(LiveEvent{Kind: LiveDisconnected})
+		}
 	}
 }
 
 // convert turns the engine's divergence into what the diff view shows.
 func (s *EngineSession) convert(d replay.Divergence) *Divergence {
-	out := &Divergence{Seq: d.Expected, Reason: d.Message}
+	out := &Divergence{Seq: d.Expected, Reason: d.Message, Session: d.Session, ID: d.ID}
 	if d.Expected >= 0 {
 		if e, err := s.x.Message(d.Expected); err == nil {
 			out.Expected = e.Raw
@@ -331,32 +455,34 @@ func (s *EngineSession) Deliver(seqs []int) {
 	s.released = max(s.released, upTo)
 	rest := s.queue[:0]
 	for _, o := range s.queue {
-		if o.Seq < s.released {
-			s.write(o.Msg)
-		} else {
-			rest = append(rest, o)
+		if o.Seq < s.released && s.write(o.Msg) {
+			continue
 		}
+		rest = append(rest, o) // not due, or its client stopped reading: dropped when it goes
 	}
+	clear(s.queue[len(rest):])
 	s.queue = rest
 	s.mu.Unlock()
 	s.h.Release(upTo)
 }
 
-// Resolve answers the oldest held divergence: the debugger shows them one
-// at a time, in the order they happened.
-func (s *EngineSession) Resolve(r Resolution) {
+// Resolve answers divergence d, as the session reported it: over HTTP,
+// the one of d's session (each session numbers its divergences from 1).
+func (s *EngineSession) Resolve(d *Divergence, r Resolution) {
 	rr := map[Resolution]replay.Resolution{ResolveAnswer: replay.AnswerRecorded, ResolveError: replay.SendError, ResolveSkip: replay.SkipRecorded}[r]
+	key := heldDivergence{session: d.Session, id: d.ID}
 	s.mu.Lock()
-	if len(s.held) == 0 {
+	i := slices.Index(s.held, key)
+	if i < 0 {
 		s.mu.Unlock()
-		s.emit(LiveEvent{Kind: LiveFailed, Err: errors.New("no divergence awaits a choice")})
+		s.emit(LiveEvent{Kind: LiveFailed, Err: fmt.Errorf("the divergence at #%d no longer awaits a choice: its client went away", d.Seq)})
 		return
 	}
-	id := s.held[0]
-	s.held = s.held[1:]
+	s.held = slices.Delete(s.held, i, i+1)
+	id := key.id
 	if s.transport == "http" {
 		s.mu.Unlock()
-		if err := s.h.Resolve(id, rr); err != nil {
+		if err := s.h.Resolve(key.session, id, rr); err != nil {
 			s.emit(LiveEvent{Kind: LiveFailed, Err: err})
 		}
 		return
@@ -379,17 +505,16 @@ func (s *EngineSession) Close() error {
 	s.once.Do(func() {
 		close(s.done)
 		err = s.ln.Close()
-		s.h.Close()
-		s.srv.Close()
-		s.hl.Close()
-		s.mu.Lock()
-		if s.conn != nil {
-			s.conn.Close()
-		}
+		// Closing the connections first, without mu, ends a write to a
+		// client that does not read, which holds mu.
+		s.rawMu.Lock()
 		for c := range s.raw {
 			c.Close()
 		}
-		s.mu.Unlock()
+		s.rawMu.Unlock()
+		s.h.Close()
+		s.srv.Close()
+		s.hl.Close()
 		s.wg.Wait()
 	})
 	return err

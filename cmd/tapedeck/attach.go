@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -16,7 +20,8 @@ func newAttachCmd(s streams) *cobra.Command {
 		Long: `attach is a tiny stdio shim: a client launches it as its MCP server
 command, and it relays the client's lines to the "tapedeck debug" session
 listening at ADDR and the session's lines back. It exits when either side
-closes.`,
+closes, with status 1 and the session's message when the session refuses
+the client (another client is attached, or an HTTP client has the session).`,
 		Example: `  tapedeck debug session.jsonl --listen 127.0.0.1:7788   # in one terminal
   my-mcp-client -- tapedeck attach 127.0.0.1:7788          # the client's server command`,
 		Args: cobra.ExactArgs(1),
@@ -43,13 +48,42 @@ func runAttach(ctx context.Context, s streams, addr string) error {
 		up <- err
 	}()
 	down := make(chan error, 1)
-	go func() {
-		_, err := io.Copy(s.stdout, c)
-		down <- err
-	}()
+	go func() { down <- relayDown(s.stdout, c) }()
 	select {
 	case err = <-down: // the session ended
 	case <-ctx.Done():
 	}
+	return err
+}
+
+// relayDown copies the session's lines to the client, unless the first is
+// the session's refusal (an error with "id":null, code -32000 and a
+// message from tapedeck debug), which it returns as the error instead.
+func relayDown(w io.Writer, r io.Reader) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	first, err := br.ReadBytes('\n')
+	if len(first) > 0 {
+		var m struct {
+			ID    json.RawMessage `json:"id"`
+			Error *struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(first, &m) == nil && string(m.ID) == "null" && m.Error != nil &&
+			m.Error.Code == -32000 && strings.HasPrefix(m.Error.Message, "tapedeck debug: ") {
+			return errors.New("attach: the session refused the client: " + strings.TrimPrefix(m.Error.Message, "tapedeck debug: "))
+		}
+		if _, werr := w.Write(first); werr != nil {
+			return werr
+		}
+	}
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		return err
+	}
+	_, err = io.Copy(w, br)
 	return err
 }

@@ -13,9 +13,15 @@ import (
 	"github.com/tapedeck/tapedeck/tui"
 )
 
+// debugFlags are debug's options.
+type debugFlags struct {
+	listen, server, mode string
+	light, allowRemote   bool
+	hosts, origins       []string
+}
+
 func newDebugCmd(s streams) *cobra.Command {
-	var listen, server, mode string
-	var light bool
+	var f debugFlags
 	cmd := &cobra.Command{
 		Use:   "debug TAPE",
 		Short: "Serve a tape to a live client under the debugger",
@@ -26,6 +32,12 @@ One address (--listen; the title bar shows it) serves both kinds of client:
   - stdio: give the client "tapedeck attach ADDR" as its server command;
   - Streamable HTTP: point the client at http://ADDR/mcp.
 The first client's transport serves the whole session; the other is refused.
+
+Guards: only loopback addresses are served unless --allow-remote (both
+transports answer whoever connects); over HTTP the Host header must name a
+loopback host, the --listen host, or one given with --allow-host, and a
+browser's Origin must be loopback or given with --allow-origin. On an
+unspecified address (0.0.0.0, [::]) the title bar shows the loopback one.
 
 Playback follows the client: the tape waits at each recorded client message
 until the live client sends it, and the recorded answers after it fall due
@@ -45,21 +57,37 @@ request and matches the client's again.`,
   # a stdio client, with this as its server command:
   tapedeck attach 127.0.0.1:7788
   # or a Streamable HTTP client, at:
-  http://127.0.0.1:7788/mcp`,
+  http://127.0.0.1:7788/mcp
+  # reachable from other machines, by the name they use:
+  tapedeck debug session.jsonl --listen 0.0.0.0:7788 --allow-remote --allow-host devbox`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runDebug(cmd.Context(), s, args[0], listen, server, mode, light)
+			return runDebug(cmd.Context(), s, args[0], f)
 		},
 	}
-	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "`ADDR` (host:port) where clients connect: tapedeck attach ADDR, or http://ADDR/mcp; port 0 picks a free one")
-	cmd.Flags().StringVar(&server, "server", "", "serve the tape's server `NAME` (needed when the tape holds several)")
-	cmd.Flags().StringVar(&mode, "match", "strict", "matching `MODE`: strict (in order), keyed or loose")
-	cmd.Flags().BoolVar(&light, "light", false, "start with the light theme")
+	cmd.Flags().StringVar(&f.listen, "listen", "127.0.0.1:0", "`ADDR` (host:port) where clients connect: tapedeck attach ADDR, or http://ADDR/mcp; port 0 picks a free one")
+	cmd.Flags().BoolVar(&f.allowRemote, "allow-remote", false, "allow a --listen address other than loopback")
+	cmd.Flags().StringArrayVar(&f.hosts, "allow-host", nil, "accept the Host header `HOST` besides loopback ones and the --listen host, e.g. devbox; * accepts any (repeatable)")
+	cmd.Flags().StringArrayVar(&f.origins, "allow-origin", nil, "accept `ORIGIN` besides loopback ones, e.g. https://app.example.com (repeatable)")
+	cmd.Flags().StringVar(&f.server, "server", "", "serve the tape's server `NAME` (needed when the tape holds several)")
+	cmd.Flags().StringVar(&f.mode, "match", "strict", "matching `MODE`: strict (in order), keyed or loose")
+	cmd.Flags().BoolVar(&f.light, "light", false, "start with the light theme")
 	return cmd
 }
 
-func runDebug(ctx context.Context, s streams, path, listen, server, mode string, light bool) error {
-	m, err := replay.ParseMode(mode)
+func runDebug(ctx context.Context, s streams, path string, f debugFlags) error {
+	host, _, err := net.SplitHostPort(f.listen)
+	if err != nil {
+		return fmt.Errorf("debug --listen %q: expected HOST:PORT, e.g. 127.0.0.1:7788: %w", f.listen, err)
+	}
+	if !replay.IsLoopbackHost(host) && !f.allowRemote {
+		return fmt.Errorf("debug --listen %q is not a loopback address: the session would be reachable from other machines; use 127.0.0.1 or add --allow-remote", f.listen)
+	}
+	hosts := f.hosts
+	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
+		hosts = append(hosts, host) // the address served is a name clients use
+	}
+	m, err := replay.ParseMode(f.mode)
 	if err != nil {
 		return err
 	}
@@ -68,16 +96,16 @@ func runDebug(ctx context.Context, s streams, path, listen, server, mode string,
 		return err
 	}
 	defer x.Close()
-	e, err := replay.NewEngine(x, replay.Options{Server: server, Mode: m, Hold: true})
+	e, err := replay.NewEngine(x, replay.Options{Server: f.server, Mode: m, Hold: true})
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", listen)
+	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
-		return fmt.Errorf("debug --listen %s: %w", listen, err)
+		return fmt.Errorf("debug --listen %s: %w", f.listen, err)
 	}
-	live := tui.NewEngineSession(x, e, ln)
+	live := tui.NewEngineSession(x, e, ln, tui.SessionOptions{AllowHosts: hosts, AllowOrigins: f.origins})
 	defer live.Close()
 	name := fmt.Sprintf("%s · attach %s · %s", filepath.Base(path), live.Addr(), live.URL())
-	return runProgram(ctx, s, tui.New(x, tui.Options{Name: name, Path: path, Light: light, Live: live}))
+	return runProgram(ctx, s, tui.New(x, tui.Options{Name: name, Path: path, Light: f.light, Live: live}))
 }

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tapedeck/tapedeck/replay"
+	"github.com/tapedeck/tapedeck/tape"
+	"github.com/tapedeck/tapedeck/tui"
+)
+
+// TestDebugRefusesRemoteListen: like replay, debug serves only loopback
+// addresses unless --allow-remote.
+func TestDebugRefusesRemoteListen(t *testing.T) {
+	path := writeFile(t, "s.jsonl", session)
+	_, errOut, code := runCLI(t, "debug", path, "--server", "everything", "--listen", "0.0.0.0:0")
+	if code != 1 || !strings.Contains(errOut, `--listen "0.0.0.0:0" is not a loopback address`) || !strings.Contains(errOut, "--allow-remote") {
+		t.Fatalf("exit %d, stderr %q; want 1 and the loopback refusal", code, errOut)
+	}
+}
+
+// TestAttachRefused: attach exits 1 with the session's message when the
+// session refuses it (another client is attached), instead of 0.
+func TestAttachRefused(t *testing.T) {
+	x, err := tape.OpenIndex(writeFile(t, "s.jsonl", session))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Close() })
+	e, err := replay.NewEngine(x, replay.Options{Server: "everything", Hold: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := tui.NewEngineSession(x, e, ln, tui.SessionOptions{})
+	t.Cleanup(func() { s.Close() })
+	first, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	io.WriteString(first, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`+"\n")
+	for deadline := time.Now().Add(5 * time.Second); s.Next().Kind != tui.LiveConnected; {
+		if time.Now().After(deadline) {
+			t.Fatal("the first client did not connect within 5 s")
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	err = run(ctx, []string{"attach", s.Addr()}, strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`+"\n"), &out, &errb)
+	code := exitCode(err, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "refused the client: a client is already attached") {
+		t.Fatalf("exit %d, stderr %q, stdout %q; want 1 and the refusal", code, errb.String(), out.String())
+	}
+}
