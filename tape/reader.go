@@ -20,7 +20,6 @@ type lineReader struct {
 	eof     bool
 	err     error
 	line    int // number of the last line returned, from 1
-	bom     bool
 }
 
 const minBuffer = 256 << 10
@@ -64,7 +63,7 @@ func (lr *lineReader) next() (line []byte, off int64, nl bool, err error) {
 func (lr *lineReader) finish(line []byte, off int64, nl bool) ([]byte, int64, bool, error) {
 	lr.line++
 	if lr.line == 1 && bytes.HasPrefix(line, []byte("\xef\xbb\xbf")) {
-		line, off, lr.bom = line[3:], off+3, true
+		line, off = line[3:], off+3
 	}
 	if n := len(line); n > 0 && line[n-1] == '\r' {
 		line = line[:n-1]

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -165,7 +166,7 @@ func TestViewGolden(t *testing.T) {
 	}{
 		{"start", nil, nil},
 		{"stepped", keys("l", "l", "l", "l", "l", "j", "j"), nil},
-		{"pairing", append(keys(":goto "+itoa(slowCall)), keys("enter", "2")...), nil},
+		{"pairing", append(keys(":goto "+strconv.Itoa(slowCall)), keys("enter", "2")...), nil},
 		{"stats", keys("3"), nil},
 		{"help", keys("?"), nil},
 		{"filter", append(keys("/status:error"), keys("enter")...), nil},

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"strconv"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
@@ -78,7 +79,7 @@ func renderDiff(d Divergence, width int, s *Styles) string {
 		}
 		return out
 	}
-	left := side("expected (recorded) #"+itoa(d.Seq), d.Expected, s.Detail.Removed.Render)
+	left := side("expected (recorded) #"+strconv.Itoa(d.Seq), d.Expected, s.Detail.Removed.Render)
 	right := side("actual (client)", d.Actual, s.Detail.Added.Render)
 	var b strings.Builder
 	b.WriteString(s.Timeline.Error.Render("divergence: " + d.Reason))

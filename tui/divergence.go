@@ -2,14 +2,11 @@ package tui
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 )
-
-func itoa(n int) string { return strconv.Itoa(n) }
 
 // liveEvent takes what the live session reported and waits for more.
 func (m Model) liveEvent(msg liveMsg) (tea.Model, tea.Cmd) {

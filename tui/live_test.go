@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -129,7 +130,7 @@ func TestLiveStatusStates(t *testing.T) {
 func rowOf(s string, seq int) string {
 	for _, l := range strings.Split(s, "\n") {
 		f := strings.Fields(strings.TrimLeft(l, "●◆✗▶› "))
-		if len(f) > 0 && f[0] == itoa(seq) {
+		if len(f) > 0 && f[0] == strconv.Itoa(seq) {
 			return l
 		}
 	}
