@@ -87,7 +87,7 @@ func BenchmarkReplayHTTP(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer x.Close()
-			e, err := NewEngine(x, Options{Mode: Loose})
+			e, err := NewEngine(x, EngineOptions{Mode: Loose})
 			if err != nil {
 				b.Fatal(err)
 			}

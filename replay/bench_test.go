@@ -119,7 +119,7 @@ func replayServer(tb testing.TB, path string, mode Mode) func(r io.Reader, w io.
 	if err != nil {
 		tb.Fatal(err)
 	}
-	e, err := NewEngine(x, Options{Mode: mode})
+	e, err := NewEngine(x, EngineOptions{Mode: mode})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func BenchmarkKeyedMatch(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		e, err := NewEngine(x, Options{Mode: Loose})
+		e, err := NewEngine(x, EngineOptions{Mode: Loose})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -280,7 +280,7 @@ func BenchmarkStartup1M(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		e, err := NewEngine(x, Options{})
+		e, err := NewEngine(x, EngineOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -15,7 +15,7 @@ import (
 // Breakpoint pauses playback before a message it matches. Exactly one of
 // Method, Tool, OnError and Expr is set.
 type Breakpoint struct {
-	ID       int    // given by Controller.AddBreakpoint
+	ID       int    // given by Player.AddBreakpoint
 	Method   string // a request's or notification's method, e.g. "tools/call"
 	Tool     string // a tools/call request for this tool (params.name)
 	OnError  bool   // a JSON-RPC error response or a tool result with isError

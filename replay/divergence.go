@@ -149,7 +149,7 @@ func Diff(expected, actual any) []DiffOp {
 type Resolution int
 
 // Resolutions. The debugger lets its user choose one for a held divergence
-// (Options.Hold); the headless server always sends the error.
+// (EngineOptions.Hold); the headless server always sends the error.
 const (
 	Pending        Resolution = iota // held, awaiting Engine.Resolve
 	SendError                        // answer with the divergence error

@@ -55,8 +55,8 @@ func ParseMode(s string) (Mode, error) {
 	return 0, fmt.Errorf("unknown match mode %q: expected strict, keyed or loose", s)
 }
 
-// Options configure an Engine.
-type Options struct {
+// EngineOptions configure an Engine.
+type EngineOptions struct {
 	// Server is the tape's server to serve; empty when the tape holds one.
 	Server string
 	Mode   Mode
@@ -80,7 +80,7 @@ type Options struct {
 // Output is a message the engine sends to the client.
 type Output struct {
 	// Msg is the JSON-RPC message, without _meta or newline. It is nil when
-	// there is nothing to send: for a held divergence (Options.Hold;
+	// there is nothing to send: for a held divergence (EngineOptions.Hold;
 	// Resolution Pending), which waits for Engine.Resolve, and for a
 	// divergence in a client's reply (Resolution NotAnswered).
 	Msg []byte
@@ -106,7 +106,7 @@ type Output struct {
 // a tape of any length starts serving at once.
 type Engine struct {
 	x      *tape.Index
-	opts   Options
+	opts   EngineOptions
 	server string
 	norm   tape.Normalizer
 
@@ -168,7 +168,7 @@ type heldRequest struct {
 
 // NewEngine returns an engine serving x's server opts.Server (or its only
 // server). It reads no message body.
-func NewEngine(x *tape.Index, opts Options) (*Engine, error) {
+func NewEngine(x *tape.Index, opts EngineOptions) (*Engine, error) {
 	server, err := pickServer(x, opts.Server)
 	if err != nil {
 		return nil, err
@@ -446,7 +446,7 @@ func (e *Engine) probeFailed(seq int) bool {
 	return p.Partner < 0 || e.x.Entry(p.Partner).Error
 }
 
-// lookAhead returns the first of the Options.Reorder unused recorded
+// lookAhead returns the first of the EngineOptions.Reorder unused recorded
 // requests after the next expected one that m matches, or -1.
 func (e *Engine) lookAhead(m tape.Entry) int {
 	seen := 0
@@ -932,7 +932,7 @@ func (e *Engine) newDivergence(m tape.Entry, exp int, reason Reason) *Divergence
 }
 
 // diverge reports that live request m departs from the tape and answers it
-// with the divergence error, or holds it (Options.Hold).
+// with the divergence error, or holds it (EngineOptions.Hold).
 func (e *Engine) diverge(m tape.Entry, exp int, reason Reason) {
 	e.divergeWith(m, exp, reason, "")
 }
@@ -998,7 +998,7 @@ func (e *Engine) divergeUnreadable(m tape.Entry, exp int, why error) {
 }
 
 // answerDivergence answers live request m with divergence d's error, or
-// holds it (Options.Hold).
+// holds it (EngineOptions.Hold).
 func (e *Engine) answerDivergence(m tape.Entry, d *Divergence) {
 	if e.opts.Hold {
 		e.held[d.ID] = heldRequest{msg: m, div: d}
@@ -1018,7 +1018,7 @@ func (e *Engine) sendError(m tape.Entry, d *Divergence) {
 	e.push(errorResponse([]byte(m.ID), code, d.Message, data), e.now, -1, m.ID, d)
 }
 
-// Resolve answers a divergence held under Options.Hold: with the divergence
+// Resolve answers a divergence held under EngineOptions.Hold: with the divergence
 // error, with the expected recorded response anyway, or by skipping the
 // expected recorded request and matching the live request again (which may
 // diverge anew). It returns the outputs due by now.

@@ -61,7 +61,7 @@ func texts(out []Output) []string {
 	return s
 }
 
-func mustEngine(t *testing.T, x *tape.Index, o Options) *Engine {
+func mustEngine(t *testing.T, x *tape.Index, o EngineOptions) *Engine {
 	t.Helper()
 	e, err := NewEngine(x, o)
 	if err != nil {
@@ -71,7 +71,7 @@ func mustEngine(t *testing.T, x *tape.Index, o Options) *Engine {
 }
 
 func TestEngineStrictSession(t *testing.T) {
-	e := mustEngine(t, sessionTape(t), Options{})
+	e := mustEngine(t, sessionTape(t), EngineOptions{})
 	got := texts(feed(t, e, liveInit, liveInited, liveRoots, liveEcho("10", "hi"), liveEcho("11", "hi"), liveList))
 	want := []string{
 		`{"jsonrpc":"2.0","id":"a","result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"srv","version":"1"}}}`,
@@ -91,7 +91,7 @@ func TestEngineStrictSession(t *testing.T) {
 }
 
 func TestEngineStrictMismatch(t *testing.T) {
-	e := mustEngine(t, sessionTape(t), Options{})
+	e := mustEngine(t, sessionTape(t), EngineOptions{})
 	out := feed(t, e, liveInit, liveInited, liveRoots, liveEcho("10", "bye"))
 	last := out[len(out)-1]
 	var resp struct {
@@ -124,7 +124,7 @@ func TestEngineStrictMismatch(t *testing.T) {
 }
 
 func TestEngineUnusedAndIgnore(t *testing.T) {
-	e := mustEngine(t, sessionTape(t), Options{})
+	e := mustEngine(t, sessionTape(t), EngineOptions{})
 	feed(t, e, liveInit, liveInited, liveRoots, liveEcho("10", "hi"))
 	r := e.Report()
 	if len(r.Unused) != 2 || r.Unused[0].Line != 9 || r.Unused[1].Method != "tools/list" {
@@ -135,7 +135,7 @@ func TestEngineUnusedAndIgnore(t *testing.T) {
 	}
 
 	p, _ := tape.ParsePath("params.arguments.message")
-	e = mustEngine(t, sessionTape(t), Options{Ignore: []tape.Path{p}})
+	e = mustEngine(t, sessionTape(t), EngineOptions{Ignore: []tape.Path{p}})
 	out := feed(t, e, liveInit, liveInited, liveRoots, liveEcho("10", "changes every run"))
 	if last := string(out[len(out)-1].Msg); last != `{"jsonrpc":"2.0","id":10,"result":{"content":[{"type":"text","text":"hi 1"}]}}` {
 		t.Fatalf("with --ignore the call did not match: %s", last)
@@ -157,7 +157,7 @@ func TestEngineKeyedAndLoose(t *testing.T) {
 			[]string{`2025-11-25`, `hi 1`, `hi 2`, `"id":3,"result":{"content":[{"type":"text","text":"hi 2"}]}`, `"id":4,"error":{"code":-32091`, `"tools":[]`}, false},
 	}
 	for _, tt := range tests {
-		e := mustEngine(t, sessionTape(t), Options{Mode: tt.mode})
+		e := mustEngine(t, sessionTape(t), EngineOptions{Mode: tt.mode})
 		got := texts(feed(t, e, tt.msgs...))
 		var msgs []string
 		for _, g := range got {
@@ -201,7 +201,7 @@ func TestEngineSkipsFailedDiscoverProbe(t *testing.T) {
 		lines = append(lines,
 			line{send, 10, `{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"rec","version":"1"}}}`},
 			line{recv, 20, `{"jsonrpc":"2.0","id":2,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"srv","version":"1"}}}`})
-		e := mustEngine(t, buildIndex(t, lines...), Options{})
+		e := mustEngine(t, buildIndex(t, lines...), EngineOptions{})
 		got := texts(feed(t, e, liveInit))
 		if n := len(e.Divergences()); n != tt.diverg {
 			t.Errorf("%s: %d divergences, want %d: %q", tt.name, n, tt.diverg, got)
@@ -219,7 +219,7 @@ func TestEngineSkipsFailedDiscoverProbe(t *testing.T) {
 
 func TestEngineDiscoverAndPing(t *testing.T) {
 	for _, mode := range []Mode{Strict, Keyed} {
-		e := mustEngine(t, sessionTape(t), Options{Mode: mode})
+		e := mustEngine(t, sessionTape(t), EngineOptions{Mode: mode})
 		got := texts(feed(t, e,
 			`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
 			`{"jsonrpc":"2.0","id":2,"method":"ping"}`,
@@ -240,7 +240,7 @@ func TestEngineOutOfOrderResponses(t *testing.T) {
 		line{recv, 20, `{"jsonrpc":"2.0","id":2,"result":{"r":"fast"}}`},
 		line{recv, 900, `{"jsonrpc":"2.0","id":1,"result":{"r":"slow"}}`},
 	)
-	e := mustEngine(t, x, Options{})
+	e := mustEngine(t, x, EngineOptions{})
 	got := texts(feed(t, e,
 		`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"slow"}}`,
 		`{"jsonrpc":"2.0","id":"y","method":"tools/call","params":{"name":"fast"}}`))
@@ -249,7 +249,7 @@ func TestEngineOutOfOrderResponses(t *testing.T) {
 		t.Fatalf("outputs %q, want %q", got, want)
 	}
 	// At speed 1 the recorded latencies put the fast answer first.
-	e = mustEngine(t, x, Options{Speed: 1})
+	e = mustEngine(t, x, EngineOptions{Speed: 1})
 	if out := e.Receive([]byte(`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"slow"}}`), t0); len(out) != 0 {
 		t.Fatalf("at speed 1 the slow answer came at once: %q", texts(out))
 	}
@@ -274,7 +274,7 @@ func TestEngineSpeedNotifications(t *testing.T) {
 		line{recv, 200, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":2}}`},
 		line{recv, 400, `{"jsonrpc":"2.0","id":1,"result":{}}`},
 	)
-	e := mustEngine(t, x, Options{Speed: 2})
+	e := mustEngine(t, x, EngineOptions{Speed: 2})
 	req := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"long"}}`
 	if out := e.Receive([]byte(req), t0); len(out) != 0 {
 		t.Fatalf("outputs at once at speed 2: %q", texts(out))
@@ -298,7 +298,7 @@ func TestEngineCancellation(t *testing.T) {
 		line{send, 70, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}}`},
 		line{recv, 500, `{"jsonrpc":"2.0","id":2,"result":{"late":false}}`},
 	)
-	e := mustEngine(t, x, Options{})
+	e := mustEngine(t, x, EngineOptions{})
 	if out := feed(t, e, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow"}}`); len(out) != 0 {
 		t.Fatalf("a request cancelled on the tape was answered before its cancellation: %q", texts(out))
 	}
@@ -307,7 +307,7 @@ func TestEngineCancellation(t *testing.T) {
 		t.Fatalf("after the cancellation: %q, want the late response with id 7", got)
 	}
 	// At a speed, a live cancellation drops a response not yet sent.
-	e = mustEngine(t, x, Options{Speed: 1})
+	e = mustEngine(t, x, EngineOptions{Speed: 1})
 	out := e.Receive([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow"}}`), t0)
 	out = append(out, e.Receive([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`), t0)...)
 	out = append(out, e.Receive([]byte(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"slow"}}`), t0)...)
@@ -331,7 +331,7 @@ func TestEngineServerRequests(t *testing.T) {
 		line{send, 60, `{"jsonrpc":"2.0","id":0,"result":{"content":{"type":"text","text":"yes"}}}`},
 		line{recv, 70, `{"jsonrpc":"2.0","id":2,"result":{"done":true}}`},
 	)
-	e := mustEngine(t, x, Options{})
+	e := mustEngine(t, x, EngineOptions{})
 	got := texts(feed(t, e, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sample"}}`))
 	// The client's response must arrive before the recorded final answer,
 	// which was recorded after the client's replies.
@@ -368,14 +368,14 @@ func TestEngineInputRequiredChain(t *testing.T) {
 	if p := x.Pair(2); p.ChainPrev != 1 {
 		t.Fatalf("fixture: the retry's ChainPrev = %d, want 1", p.ChainPrev)
 	}
-	e := mustEngine(t, x, Options{})
+	e := mustEngine(t, x, EngineOptions{})
 	got := texts(feed(t, e,
 		`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"book","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"x"}}}}`,
 		`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"book","inputResponses":{"q":{"action":"accept","content":{"day":"mon"}}}}}`))
 	if len(got) != 2 || !strings.Contains(got[0], `"id":10,"result":{"resultType":"input_required"`) || !strings.Contains(got[1], `"id":11,"result":{"content":[{"type":"text","text":"booked mon"}]}`) {
 		t.Fatalf("chain outputs %q", got)
 	}
-	e = mustEngine(t, x, Options{})
+	e = mustEngine(t, x, EngineOptions{})
 	got = texts(feed(t, e,
 		`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"book"}}`,
 		`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"book","inputResponses":{"q":{"action":"accept","content":{"day":"tue"}}}}}`))
@@ -396,7 +396,7 @@ func TestEngineHoldResolutions(t *testing.T) {
 		{SkipRecorded, `"id":10,"error":{"code":-32090`},
 	}
 	for _, tt := range tests {
-		e := mustEngine(t, sessionTape(t), Options{Hold: true})
+		e := mustEngine(t, sessionTape(t), EngineOptions{Hold: true})
 		feed(t, e, start...)
 		out := feed(t, e, liveEcho("10", "bye"))
 		if len(out) != 1 || out[0].Msg != nil || out[0].Divergence == nil || out[0].Divergence.Resolution != Pending {
@@ -424,16 +424,16 @@ func TestEngineHoldResolutions(t *testing.T) {
 
 func TestEngineServers(t *testing.T) {
 	x1 := buildIndexServer(t, "alpha", line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"ping"}`})
-	if e := mustEngine(t, x1, Options{}); e.Server() != "alpha" {
+	if e := mustEngine(t, x1, EngineOptions{}); e.Server() != "alpha" {
 		t.Fatalf("Server() = %q", e.Server())
 	}
-	if _, err := NewEngine(x1, Options{Server: "beta"}); err == nil || !strings.Contains(err.Error(), `expected one of "alpha"`) {
+	if _, err := NewEngine(x1, EngineOptions{Server: "beta"}); err == nil || !strings.Contains(err.Error(), `expected one of "alpha"`) {
 		t.Fatalf("unknown server error: %v", err)
 	}
 }
 
 func TestEngineParseError(t *testing.T) {
-	e := mustEngine(t, sessionTape(t), Options{})
+	e := mustEngine(t, sessionTape(t), EngineOptions{})
 	got := texts(feed(t, e, `not json`))
 	if len(got) != 1 || !strings.Contains(got[0], `"id":null,"error":{"code":-32700`) {
 		t.Fatalf("outputs %q", got)
@@ -444,7 +444,7 @@ func TestEngineParseError(t *testing.T) {
 // sends moves reached to the recorded message it matched and awaiting to the
 // next recorded client message; a held divergence moves neither.
 func TestEngineProgress(t *testing.T) {
-	e, err := NewEngine(sessionTape(t), Options{Hold: true})
+	e, err := NewEngine(sessionTape(t), EngineOptions{Hold: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -497,7 +497,7 @@ func TestEngineUnreadableRecordedRequest(t *testing.T) {
 		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"echo","arguments":{"message":"` + msg + `"}}}`
 	}
 	for _, mode := range []Mode{Strict, Keyed, Loose} {
-		e := mustEngine(t, unreadableTape(t), Options{Mode: mode})
+		e := mustEngine(t, unreadableTape(t), EngineOptions{Mode: mode})
 		out := feed(t, e, call("7", "a"), call("8", "b"))
 		if len(out) != 2 || out[1].Divergence == nil {
 			t.Fatalf("%v: outputs %q, want an answer and a divergence", mode, texts(out))
@@ -523,7 +523,7 @@ func TestEngineUnreadableRecordedReply(t *testing.T) {
 	)
 	i := bytes.Index(b, []byte(`{"jsonrpc":"2.0","id":0,"result"`))
 	b[i] = '#'
-	e := mustEngine(t, x, Options{})
+	e := mustEngine(t, x, EngineOptions{})
 	out := feed(t, e, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo"}}`, `{"jsonrpc":"2.0","id":0,"result":{"roots":[]}}`)
 	divs := e.Divergences()
 	if len(divs) != 1 || divs[0].Reason != ReasonReply || !strings.Contains(divs[0].Message, "the recorded reply at tape line 3 could not be read: ") {

@@ -20,7 +20,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tapedeck/tapedeck/replay/sse"
+	"github.com/tapedeck/tapedeck/internal/sse"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -64,7 +64,7 @@ type HTTPOptions struct {
 	Now func() time.Time
 	// OnDivergence, if not nil, is called with each divergence as it
 	// happens, with the handler's lock held: keep it short. With the
-	// engine's Options.Hold, a divergence is reported when it is held
+	// engine's EngineOptions.Hold, a divergence is reported when it is held
 	// (Resolution Pending; answer it with Resolve, passing its Session and
 	// ID) and again if it is resolved with the divergence error.
 	OnDivergence func(Divergence)
@@ -1029,7 +1029,7 @@ func (h *HTTPHandler) Release(upTo int) {
 	h.kick()
 }
 
-// Resolve answers divergence id held (Options.Hold) by the engine of the
+// Resolve answers divergence id held (EngineOptions.Hold) by the engine of the
 // session sid (Divergence.Session, as OnDivergence reported it)
 // and sends what that yields: the divergence error, or the recorded answer
 // (subject to Release when Gated). Each session numbers its divergences

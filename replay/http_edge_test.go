@@ -15,7 +15,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tapedeck/tapedeck/replay/sse"
+	"github.com/tapedeck/tapedeck/internal/sse"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -81,7 +81,7 @@ const init1125 = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"proto
 // A stream dropped after its first message is resumed with Last-Event-ID:
 // the rest arrives exactly once, in order, on the GET.
 func TestHTTPResume(t *testing.T) {
-	ts := newTestServer(t, slowCallTape(t), Options{Speed: 2})
+	ts := newTestServer(t, slowCallTape(t), EngineOptions{Speed: 2})
 	if resp, body := ts.do(http.MethodPost, init1125); resp.StatusCode != 200 {
 		t.Fatalf("initialize: %s %q", resp.Status, body)
 	}
@@ -150,7 +150,7 @@ func TestHTTPPriming(t *testing.T) {
 		version string
 		prime   bool
 	}{{"2025-11-25", true}, {"2025-06-18", false}} {
-		ts := newTestServer(t, slowCallTape(t), Options{})
+		ts := newTestServer(t, slowCallTape(t), EngineOptions{})
 		ts.do(http.MethodPost, strings.Replace(init1125, "2025-11-25", tt.version, 1))
 		sid := []string{"Mcp-Session-Id", "live-session", "MCP-Protocol-Version", tt.version}
 		resp, events, drop := ts.openSSE(http.MethodGet, "", sid...)
@@ -183,7 +183,7 @@ func TestHTTPHeldForNextStream(t *testing.T) {
 		line{send, 3, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"b"}}`},
 		line{recv, 4, `{"jsonrpc":"2.0","id":2,"result":{"n":"b"}}`},
 	)
-	ts := newTestServer(t, x, Options{})
+	ts := newTestServer(t, x, EngineOptions{})
 	resp, body := ts.do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}`)
 	if resp.Header.Get("Content-Type") != "application/json" || body != `{"jsonrpc":"2.0","id":1,"result":{"n":"a"}}` {
 		t.Fatalf("first answer: %s %q", resp.Header.Get("Content-Type"), body)
@@ -226,7 +226,7 @@ func twoSessionTape(t *testing.T) *tape.Index {
 // both are open; a third initialize is refused with 409 and counted.
 func TestHTTPSeveralSessions(t *testing.T) {
 	x := twoSessionTape(t)
-	e, err := NewEngine(x, Options{})
+	e, err := NewEngine(x, EngineOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +262,7 @@ func TestHTTPSeveralSessions(t *testing.T) {
 
 // A recorded session no client opened leaves its requests unused.
 func TestHTTPSessionNotOpened(t *testing.T) {
-	ts := newTestServer(t, twoSessionTape(t), Options{})
+	ts := newTestServer(t, twoSessionTape(t), EngineOptions{})
 	ts.do(http.MethodPost, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"live","version":"1"}}}`)
 	ts.do(http.MethodPost, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"first"}}`, "Mcp-Session-Id", "live-session")
 	r := ts.h.Report()
@@ -272,7 +272,7 @@ func TestHTTPSessionNotOpened(t *testing.T) {
 }
 
 func TestHTTPHostCheck(t *testing.T) {
-	ts := newTestServer(t, statelessHTTPTape(t), Options{})
+	ts := newTestServer(t, statelessHTTPTape(t), EngineOptions{})
 	ts.h.opts.AllowHosts = []string{"replay.internal"}
 	for _, tt := range []struct {
 		host string
@@ -311,7 +311,7 @@ func TestHTTPHostCheck(t *testing.T) {
 }
 
 func TestHTTPBodyLimit(t *testing.T) {
-	ts := newTestServer(t, statelessHTTPTape(t), Options{})
+	ts := newTestServer(t, statelessHTTPTape(t), EngineOptions{})
 	ts.h.opts.MaxBody = 200
 	big := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"pad":"` + strings.Repeat("x", 300) + `"}}}`
 	resp, body := ts.do(http.MethodPost, big)
@@ -327,7 +327,7 @@ func TestHTTPBodyLimit(t *testing.T) {
 }
 
 func TestHTTPProtocolVersion(t *testing.T) {
-	ts := newTestServer(t, sessionHTTPTape(t), Options{})
+	ts := newTestServer(t, sessionHTTPTape(t), EngineOptions{})
 	resp, body := ts.do(http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "MCP-Protocol-Version", "2099-01-01")
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, `unsupported MCP-Protocol-Version \"2099-01-01\"`) || !strings.Contains(body, "2025-11-25") {
 		t.Fatalf("unknown version: %s %q, want 400 naming the supported versions", resp.Status, body)
@@ -404,7 +404,7 @@ func TestHTTPCachesUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer x.Close()
-	ts := newTestServer(t, x, Options{Mode: Loose})
+	ts := newTestServer(t, x, EngineOptions{Mode: Loose})
 	pad := strings.Repeat("x", 16)
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)

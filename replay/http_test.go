@@ -1,7 +1,7 @@
 package replay
 
 import (
-	"github.com/tapedeck/tapedeck/replay/sse"
+	"github.com/tapedeck/tapedeck/internal/sse"
 
 	"bytes"
 	"context"
@@ -112,7 +112,7 @@ type testServer struct {
 	divs []Divergence
 }
 
-func newTestServer(t *testing.T, x *tape.Index, opts Options) *testServer {
+func newTestServer(t *testing.T, x *tape.Index, opts EngineOptions) *testServer {
 	t.Helper()
 	e, err := NewEngine(x, opts)
 	if err != nil {
@@ -168,7 +168,7 @@ func events(t *testing.T, body string) []string {
 }
 
 func TestHTTPSession(t *testing.T) {
-	ts := newTestServer(t, sessionHTTPTape(t), Options{})
+	ts := newTestServer(t, sessionHTTPTape(t), EngineOptions{})
 	init := `{"jsonrpc":"2.0","id":"a","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"live","version":"2"}}}`
 
 	if resp, body := ts.do(http.MethodGet, ""); resp.StatusCode != http.StatusBadRequest {
@@ -250,7 +250,7 @@ func TestHTTPSession(t *testing.T) {
 }
 
 func TestHTTPStateless(t *testing.T) {
-	ts := newTestServer(t, statelessHTTPTape(t), Options{})
+	ts := newTestServer(t, statelessHTTPTape(t), EngineOptions{})
 	for _, m := range []string{http.MethodGet, http.MethodDelete} {
 		if resp, _ := ts.do(m, ""); resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "POST" {
 			t.Errorf("%s on a stateless tape: %s, Allow %q; want 405 and POST", m, resp.Status, resp.Header.Get("Allow"))
@@ -290,7 +290,7 @@ func TestHTTPJSONOrSSE(t *testing.T) {
 		line{recv, 4, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":2}}`},
 		line{recv, 5, `{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`},
 	)
-	ts := newTestServer(t, x, Options{})
+	ts := newTestServer(t, x, EngineOptions{})
 	resp, body := ts.do(http.MethodPost, `{"jsonrpc":"2.0","id":"x","method":"tools/list"}`)
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" || body != `{"jsonrpc":"2.0","id":"x","result":{"tools":[]}}` {
 		t.Fatalf("lone answer: %s %s %q, want JSON", resp.Status, resp.Header.Get("Content-Type"), body)
@@ -303,7 +303,7 @@ func TestHTTPJSONOrSSE(t *testing.T) {
 }
 
 func TestHTTPDivergence(t *testing.T) {
-	ts := newTestServer(t, sessionHTTPTape(t), Options{})
+	ts := newTestServer(t, sessionHTTPTape(t), EngineOptions{})
 	resp, body := ts.do(http.MethodPost, `{"jsonrpc":"2.0","id":5,"method":"tools/list"}`)
 	if resp.StatusCode != 200 || gjson.Get(body, "error.code").Int() != CodeDiverged || gjson.Get(body, "id").Int() != 5 || gjson.Get(body, "error.data.expectedMethod").String() != "initialize" {
 		t.Fatalf("a request off the tape: %s %q, want the %d error", resp.Status, body, CodeDiverged)
@@ -326,7 +326,7 @@ func TestHTTPNullIDRejection(t *testing.T) {
 		hline{"send", `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}`, map[string]any{"http": "POST", "status": 400}},
 		hline{"recv", `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: Server not initialized"},"id":null}`, map[string]any{"http": "POST", "status": 400}},
 	)
-	ts := newTestServer(t, x, Options{})
+	ts := newTestServer(t, x, EngineOptions{})
 	resp, body := ts.do(http.MethodPost, `{"jsonrpc":"2.0","id":9,"method":"server/discover","params":{}}`)
 	if resp.StatusCode != http.StatusBadRequest || body != `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: Server not initialized"},"id":null}` {
 		t.Fatalf("server/discover: %s %q, want the recorded 400 with id null", resp.Status, body)
@@ -337,7 +337,7 @@ func TestHTTPNullIDRejection(t *testing.T) {
 }
 
 func TestHTTPOrigin(t *testing.T) {
-	ts := newTestServer(t, statelessHTTPTape(t), Options{})
+	ts := newTestServer(t, statelessHTTPTape(t), EngineOptions{})
 	for _, tt := range []struct {
 		origin string
 		ok     bool
@@ -377,7 +377,7 @@ func TestHTTPSpeed(t *testing.T) {
 		line{recv, 100, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`},
 		line{recv, 200, `{"jsonrpc":"2.0","id":1,"result":{}}`},
 	)
-	ts := newTestServer(t, x, Options{Speed: 2})
+	ts := newTestServer(t, x, EngineOptions{Speed: 2})
 	start := time.Now()
 	resp, body := ts.do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}`)
 	if took := time.Since(start); took < 90*time.Millisecond {
@@ -391,7 +391,7 @@ func TestHTTPSpeed(t *testing.T) {
 // A request the tape holds no answer to gets CodeNoAnswer at once.
 func TestHTTPUnanswered(t *testing.T) {
 	x := buildIndex(t, line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"never"}}`})
-	ts := newTestServer(t, x, Options{})
+	ts := newTestServer(t, x, EngineOptions{})
 	resp, body := ts.do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"never"}}`)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"code":-32093`) || !strings.Contains(body, "tape line 1") {
 		t.Fatalf("status %d, body %s", resp.StatusCode, body)
@@ -407,7 +407,7 @@ func TestHTTPCloseEndsWaiting(t *testing.T) {
 	x := buildIndex(t,
 		line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"never"}}`},
 		line{send, 10, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`})
-	ts := newTestServer(t, x, Options{})
+	ts := newTestServer(t, x, EngineOptions{})
 	done := make(chan int)
 	go func() {
 		resp, _ := ts.do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"never"}}`)
@@ -429,7 +429,7 @@ func TestHTTPCloseEndsWaiting(t *testing.T) {
 // both ends of the Streamable HTTP edge, the GET stream included.
 func TestVerifyOverHTTPReplay(t *testing.T) {
 	x := sessionHTTPTape(t)
-	ts := newTestServer(t, x, Options{})
+	ts := newTestServer(t, x, EngineOptions{})
 	conn := NewHTTPConn(ts.url, ts.srv.Client())
 	rep, err := Verify(context.Background(), x, conn, VerifyOptions{Timeout: 5 * time.Second}, nil)
 	if err != nil {
@@ -464,7 +464,7 @@ func TestReorder(t *testing.T) {
 		)
 	}
 	slow, fast := `{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"slow"}}`, `{"jsonrpc":"2.0","id":"f","method":"tools/call","params":{"name":"fast"}}`
-	e, _ := NewEngine(tapeOf(), Options{Reorder: 1})
+	e, _ := NewEngine(tapeOf(), EngineOptions{Reorder: 1})
 	out := feed(t, e, slow, fast)
 	if got := texts(out); len(got) != 2 || got[0] != `{"jsonrpc":"2.0","id":"s","result":{"n":"slow"}}` || got[1] != `{"jsonrpc":"2.0","id":"f","result":{"n":"fast"}}` {
 		t.Fatalf("with Reorder 1: %q", got)
@@ -472,7 +472,7 @@ func TestReorder(t *testing.T) {
 	if r := e.Report(); r.Err() != nil {
 		t.Fatal(r.Err())
 	}
-	e, _ = NewEngine(tapeOf(), Options{})
+	e, _ = NewEngine(tapeOf(), EngineOptions{})
 	feed(t, e, slow, fast)
 	if r := e.Report(); len(r.Divergences) != 1 || len(r.Unused) != 1 || r.Unused[0].Line != 3 {
 		t.Fatalf("without Reorder: %+v, want slow diverged and left unused", r)
@@ -491,7 +491,7 @@ func TestHTTPGatedHold(t *testing.T) {
 		line{recv, 3, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`},
 		line{recv, 4, `{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`},
 	)
-	e, err := NewEngine(x, Options{Hold: true})
+	e, err := NewEngine(x, EngineOptions{Hold: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -611,7 +611,7 @@ func TestHTTPResolveNamesSession(t *testing.T) {
 		line{send, 1003, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"m":"B"}}}`},
 		line{recv, 1004, `{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`},
 	)
-	e, err := NewEngine(x, Options{Hold: true})
+	e, err := NewEngine(x, EngineOptions{Hold: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -685,7 +685,7 @@ func TestHTTPResolveNamesSession(t *testing.T) {
 // accepted, and its error refuses a request with 409.
 func TestHTTPAdmit(t *testing.T) {
 	x := sessionHTTPTape(t)
-	e, err := NewEngine(x, Options{})
+	e, err := NewEngine(x, EngineOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

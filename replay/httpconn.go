@@ -1,7 +1,7 @@
 package replay
 
 import (
-	"github.com/tapedeck/tapedeck/replay/sse"
+	"github.com/tapedeck/tapedeck/internal/sse"
 
 	"bytes"
 	"context"

@@ -37,7 +37,7 @@ func TestServeStdioStopsOnCancel(t *testing.T) {
 	}
 	for name, pipe := range pipes {
 		for _, speed := range []float64{0, 1} {
-			e := mustEngine(t, sessionTape(t), Options{Speed: speed})
+			e := mustEngine(t, sessionTape(t), EngineOptions{Speed: speed})
 			r, w := pipe()
 			if _, ok := r.(*os.File); ok && name == "polled" != interruptible(r) {
 				t.Fatalf("%s: interruptible = %v", name, interruptible(r))
@@ -64,7 +64,7 @@ func TestServeStdioStopsOnCancel(t *testing.T) {
 // With --speed, answers still queued when the client closes its input are
 // sent at their time, not dropped.
 func TestServeStdioFlushesQueueAtEndOfInput(t *testing.T) {
-	e := mustEngine(t, sessionTape(t), Options{Speed: 0.2}) // recorded 10 ms later: due 50 ms after the request
+	e := mustEngine(t, sessionTape(t), EngineOptions{Speed: 0.2}) // recorded 10 ms later: due 50 ms after the request
 	var out bytes.Buffer
 	start := time.Now()
 	if err := ServeStdio(context.Background(), e, strings.NewReader(liveInit+"\n"), &out, StdioOptions{}); err != nil {
@@ -82,7 +82,7 @@ func TestServeStdioFlushesQueueAtEndOfInput(t *testing.T) {
 // answered with CodeNoAnswer instead of left waiting, and reported.
 func TestServeStdioUnanswered(t *testing.T) {
 	x := buildIndex(t, line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`})
-	e := mustEngine(t, x, Options{})
+	e := mustEngine(t, x, EngineOptions{})
 	var out bytes.Buffer
 	if err := ServeStdio(context.Background(), e, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo"}}`+"\n"), &out, StdioOptions{}); err != nil {
 		t.Fatal(err)

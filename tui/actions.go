@@ -170,24 +170,24 @@ func (m Model) runCommand(c command) (tea.Model, tea.Cmd) {
 		return m.quit()
 	case "goto":
 		if c.atSet {
-			m.ctl.SeekTime(c.at)
+			m.player.SeekTime(c.at)
 		} else {
 			if c.seq >= m.x.Len() {
 				m.notice, m.noticeOK = fmt.Sprintf("goto %d: the tape has %d messages (0 to %d)", c.seq, m.x.Len(), m.x.Len()-1), false
 				return m, nil
 			}
-			m.ctl.Seek(c.seq)
+			m.player.Seek(c.seq)
 		}
-		m.selectSeq(m.ctl.Position())
+		m.selectSeq(m.player.Position())
 		m.syncPlayback()
-		return m, m.live.deliveredCmd([]int{m.ctl.Position() - 1})
+		return m, m.live.deliveredCmd([]int{m.player.Position() - 1})
 	case "break":
 		b, err := replay.ParseBreakpoint(c.arg)
 		if err != nil {
 			m.notice, m.noticeOK = err.Error(), false
 			return m, nil
 		}
-		id, err := m.ctl.AddBreakpoint(b)
+		id, err := m.player.AddBreakpoint(b)
 		if err != nil {
 			m.notice, m.noticeOK = err.Error(), false
 			return m, nil
@@ -196,9 +196,9 @@ func (m Model) runCommand(c command) (tea.Model, tea.Cmd) {
 		m.syncPlayback()
 		return m, nil
 	case "delete":
-		for _, b := range m.ctl.Breakpoints() {
+		for _, b := range m.player.Breakpoints() {
 			if b.ID == c.seq {
-				m.ctl.RemoveBreakpoint(c.seq)
+				m.player.RemoveBreakpoint(c.seq)
 				m.notice, m.noticeOK = fmt.Sprintf("breakpoint %d deleted", c.seq), true
 				m.syncPlayback()
 				return m, nil
@@ -222,8 +222,8 @@ func (m Model) breakpointListKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.bplist.Close()
 	case key.Matches(msg, k.Delete):
 		if b, ok := m.bplist.Selected(); ok {
-			m.ctl.RemoveBreakpoint(b.ID)
-			m.bplist.Open(m.ctl.Breakpoints())
+			m.player.RemoveBreakpoint(b.ID)
+			m.bplist.Open(m.player.Breakpoints())
 			m.syncPlayback()
 		}
 	default:
@@ -240,17 +240,17 @@ func (m Model) statusView() string {
 	}
 	s := m.styles
 	var segs []string
-	if m.ctl.Playing() {
+	if m.player.Playing() {
 		segs = append(segs, s.Status.Playing.Render("▶ playing"))
 	} else {
 		segs = append(segs, s.Status.Paused.Render("❚❚ paused"))
 	}
 	segs = append(segs,
-		s.Status.Segment.Render(fmt.Sprintf("%d/%d", m.ctl.Position(), m.x.Len())),
+		s.Status.Segment.Render(fmt.Sprintf("%d/%d", m.player.Position(), m.x.Len())),
 		s.Status.Segment.Render("t "+m.tapeClock()),
-		s.Status.Segment.Render("speed "+speedText(m.ctl.Speed())),
+		s.Status.Segment.Render("speed "+speedText(m.player.Speed())),
 	)
-	if n := len(m.ctl.Breakpoints()); n > 0 || m.hits > 0 {
+	if n := len(m.player.Breakpoints()); n > 0 || m.hits > 0 {
 		segs = append(segs, s.Status.Segment.Render(fmt.Sprintf("bp %d · hits %d", n, m.hits)))
 	}
 	if m.live.active() {

@@ -71,7 +71,7 @@ type Model struct {
 	opts   Options
 	styles *Styles
 	x      *tape.Index
-	ctl    *replay.Controller
+	player *replay.Player
 	now    func() time.Time
 	tick   func(time.Duration, func(time.Time) tea.Msg) tea.Cmd // tea.Tick; tests fake it
 
@@ -145,15 +145,15 @@ func New(x *tape.Index, opts Options) Model {
 		knownLen:  x.Len(),
 	}
 	m.help.Styles = s.Help
-	m.ctl = replay.NewController(x)
-	m.ctl.SetSpeed(1, now())
+	m.player = replay.NewPlayer(x)
+	m.player.SetSpeed(1, now())
 	if opts.Follow {
-		m.ctl.Seek(x.Len()) // a growing tape is watched, not replayed: all delivered
+		m.player.Seek(x.Len()) // a growing tape is watched, not replayed: all delivered
 	}
 	m.timeline.Focus()
 	m.live.init(opts.Live)
 	if opts.Live != nil {
-		m.ctl.SetLimit(0) // nothing plays before the session says how far the client is
+		m.player.SetLimit(0) // nothing plays before the session says how far the client is
 	}
 	m.syncPlayback()
 	return m
@@ -308,7 +308,7 @@ func (m Model) handleKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.Breakpoint):
 		return m.toggleBreakpoint(), nil
 	case key.Matches(msg, k.Breakpoints):
-		m.bplist.Open(m.ctl.Breakpoints())
+		m.bplist.Open(m.player.Breakpoints())
 		return m, nil
 	case key.Matches(msg, k.Search):
 		return m, m.prompt.Open(promptFilter, m.filter.Query)
@@ -462,7 +462,7 @@ func (m Model) indexed(msg indexedMsg) (tea.Model, tea.Cmd) {
 	// The chunk's Cmd already grew the index: compare with the length the
 	// app last saw to know whether the cursor and the position were at the end.
 	atEnd := m.timeline.Cursor() >= m.knownLen-1
-	wasDelivered := m.ctl.Position() >= m.knownLen
+	wasDelivered := m.player.Position() >= m.knownLen
 	m.loaded = msg.target
 	m.timeline.SetIndex(m.x)
 	var cmds []tea.Cmd
@@ -476,7 +476,7 @@ func (m Model) indexed(msg indexedMsg) (tea.Model, tea.Cmd) {
 	}
 	if m.opts.Follow {
 		if wasDelivered {
-			m.ctl.Seek(m.x.Len())
+			m.player.Seek(m.x.Len())
 		}
 		if atEnd {
 			m.timeline.Select(m.x.Len() - 1)
@@ -539,14 +539,14 @@ func (m Model) reloaded(msg reloadedMsg) (tea.Model, tea.Cmd) {
 		return m, tea.Batch(waitFile(m.follow, m.opts.Path), func() tea.Msg { return errMsg{msg.err} })
 	}
 	old := m.x
-	bps := m.ctl.Breakpoints()
+	bps := m.player.Breakpoints()
 	m.x = msg.x
 	m.fileInfo = msg.fi
-	m.ctl = replay.NewController(m.x)
-	m.ctl.SetSpeed(1, m.now())
+	m.player = replay.NewPlayer(m.x)
+	m.player.SetSpeed(1, m.now())
 	var lost []string
 	for _, b := range bps {
-		if _, err := m.ctl.AddBreakpoint(b); err != nil {
+		if _, err := m.player.AddBreakpoint(b); err != nil {
 			lost = append(lost, fmt.Sprintf("%s (%v)", b, err))
 		}
 	}

@@ -195,14 +195,14 @@ func TestViewGolden(t *testing.T) {
 func TestStepMovesPositionAndCursor(t *testing.T) {
 	m, _ := newTestModel(t, Options{})
 	m = send(t, m, keys("l", "l", "l")...)
-	if got := m.ctl.Position(); got != 3 {
+	if got := m.player.Position(); got != 3 {
 		t.Errorf("position after 3 steps: got %d, want 3", got)
 	}
 	if got := m.timeline.Cursor(); got != 2 {
 		t.Errorf("cursor after 3 steps: got %d, want 2 (the last delivered)", got)
 	}
 	m = send(t, m, keys("h")...)
-	if got := m.ctl.Position(); got != 2 {
+	if got := m.player.Position(); got != 2 {
 		t.Errorf("position after a step back: got %d, want 2", got)
 	}
 	if got := m.timeline.Cursor(); got != 2 {
@@ -218,17 +218,17 @@ func TestPlayStopsAtBreakpoint(t *testing.T) {
 	start := clock.t
 	m = send(t, m, keys(":break tool=echo")...)
 	m = send(t, m, keys("enter")...)
-	if n := len(m.ctl.Breakpoints()); n != 1 {
+	if n := len(m.player.Breakpoints()); n != 1 {
 		t.Fatalf("breakpoints after :break tool=echo: got %d, want 1 (notice %q)", n, m.notice)
 	}
 	m = send(t, m, keys("space")...)
 	want := findSeq(t, m.x, func(e tape.Entry, p tape.Pair) bool {
 		return e.Kind == tape.KindRequest && e.Method == "tools/call" && callName(m.x, e.Seq) == "echo"
 	})
-	if m.ctl.Playing() {
+	if m.player.Playing() {
 		t.Errorf("still playing after the breakpoint")
 	}
-	if got := m.ctl.Position(); got != want {
+	if got := m.player.Position(); got != want {
 		t.Errorf("stopped at position %d, want %d (before the first echo call)", got, want)
 	}
 	if got := m.timeline.Cursor(); got != want {
@@ -247,7 +247,7 @@ func TestPlayStopsAtBreakpoint(t *testing.T) {
 	}
 	// Space again delivers the call and goes on to the next echo call.
 	m = send(t, m, keys("space")...)
-	if got := m.ctl.Position(); got <= want {
+	if got := m.player.Position(); got <= want {
 		t.Errorf("position after resuming: got %d, want past %d", got, want)
 	}
 }
@@ -255,21 +255,21 @@ func TestPlayStopsAtBreakpoint(t *testing.T) {
 func TestSpeedKeys(t *testing.T) {
 	m, _ := newTestModel(t, Options{})
 	m = send(t, m, keys("+", "+")...)
-	if got := m.ctl.Speed(); got != 4 {
+	if got := m.player.Speed(); got != 4 {
 		t.Errorf("speed after ++ from 1×: got %g, want 4", got)
 	}
 	m = send(t, m, keys("-", "-", "-", "-", "-")...)
-	if got := m.ctl.Speed(); got != 0.25 {
+	if got := m.player.Speed(); got != 0.25 {
 		t.Errorf("speed after 5 - : got %g, want the slowest, 0.25", got)
 	}
 	for range 12 {
 		m = send(t, m, keys("+")...)
 	}
-	if got := m.ctl.Speed(); got != 0 {
+	if got := m.player.Speed(); got != 0 {
 		t.Errorf("speed after many +: got %g, want 0 (instant)", got)
 	}
 	m = send(t, m, keys("space")...)
-	if got := m.ctl.Position(); got != m.x.Len() {
+	if got := m.player.Position(); got != m.x.Len() {
 		t.Errorf("instant play delivered %d of %d", got, m.x.Len())
 	}
 }
@@ -277,20 +277,20 @@ func TestSpeedKeys(t *testing.T) {
 func TestCommands(t *testing.T) {
 	m, _ := newTestModel(t, Options{})
 	m = send(t, m, append(keys(":goto 12"), keys("enter")...)...)
-	if got := m.ctl.Position(); got != 12 {
+	if got := m.player.Position(); got != 12 {
 		t.Errorf(":goto 12: position %d, want 12", got)
 	}
 	m = send(t, m, append(keys(":goto 1.2s"), keys("enter")...)...)
 	want := findSeq(t, m.x, func(e tape.Entry, _ tape.Pair) bool { return e.Time.Sub(startTime(m.x)) >= 1200*time.Millisecond })
-	if got := m.ctl.Position(); got != want {
+	if got := m.player.Position(); got != want {
 		t.Errorf(":goto 1.2s: position %d, want %d", got, want)
 	}
 	m = send(t, m, append(keys(":speed 8"), keys("enter")...)...)
-	if got := m.ctl.Speed(); got != 8 {
+	if got := m.player.Speed(); got != 8 {
 		t.Errorf(":speed 8: speed %g", got)
 	}
 	m = send(t, m, append(keys(":break when params.arguments.ms > 300"), keys("enter")...)...)
-	if bps := m.ctl.Breakpoints(); len(bps) != 1 || bps[0].Expr != "params.arguments.ms > 300" {
+	if bps := m.player.Breakpoints(); len(bps) != 1 || bps[0].Expr != "params.arguments.ms > 300" {
 		t.Errorf(":break when: breakpoints %+v", bps)
 	}
 	m = send(t, m, append(keys(":frobnicate"), keys("enter")...)...)

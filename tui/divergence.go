@@ -59,10 +59,10 @@ func (m Model) liveDisconnected(ev LiveEvent) Model {
 func (m Model) liveConnected(ev LiveEvent) (tea.Model, tea.Cmd) {
 	m.live.client, m.live.transport = clientConnected, ev.Transport
 	m.notice, m.noticeOK = "a client connected over "+ev.Transport, true
-	if m.ctl.Playing() || m.live.pending != nil {
+	if m.player.Playing() || m.live.pending != nil {
 		return m, nil
 	}
-	m.ctl.Play(m.now())
+	m.player.Play(m.now())
 	m.playGen++
 	return m.playTick(playTickMsg{m.playGen})
 }
@@ -72,13 +72,13 @@ func (m Model) liveConnected(ev LiveEvent) (tea.Model, tea.Cmd) {
 // its arrival.
 func (m Model) liveProgress(ev LiveEvent) (tea.Model, tea.Cmd) {
 	m.live.awaiting = ev.Awaiting
-	m.ctl.SetLimit(ev.Awaiting)
+	m.player.SetLimit(ev.Awaiting)
 	if ev.Reached >= 0 && ev.Reached != m.live.reached {
 		m.live.reached = ev.Reached
-		m.ctl.Anchor(ev.Reached, m.now())
+		m.player.Anchor(ev.Reached, m.now())
 	}
 	m.syncPlayback()
-	if !m.ctl.Playing() {
+	if !m.player.Playing() {
 		return m, nil
 	}
 	m.playGen++
@@ -97,8 +97,8 @@ func (m Model) liveDiverged(d *Divergence) Model {
 		return m
 	}
 	m.live.pending, m.live.any = d, true
-	m.live.resume = m.ctl.Playing()
-	m.ctl.Pause(m.now())
+	m.live.resume = m.player.Playing()
+	m.player.Pause(m.now())
 	m.playGen++
 	if d.Seq >= 0 {
 		m.timeline.MarkDiverged(d.Seq)
@@ -144,7 +144,7 @@ func (m Model) divergenceKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 	if m.live.resume {
 		// Play on, so that the recorded answer (held until playback
 		// delivers it) reaches the client.
-		m.ctl.Play(m.now())
+		m.player.Play(m.now())
 		m.playGen++
 		return m, tea.Batch(resolve, m.scheduleTick()), true
 	}

@@ -8,7 +8,7 @@
 // stats (3) or a live divergence (diff); the status line (playback state,
 // position N/M, tape time, speed, breakpoints and hits, the live client).
 //
-// Playback: a replay.Controller's position splits the tape. Messages before
+// Playback: a replay.Player's position splits the tape. Messages before
 // it are delivered; the one at it (▶) and those after are not yet and are
 // drawn dimmed, not hidden, so the user can look ahead and set breakpoints
 // there. Stepping and playing move the position; the cursor follows the
@@ -16,8 +16,8 @@
 // With a live client (tapedeck debug) the engine's answers are held until
 // playback delivers the recorded messages they replay, and playback follows
 // the client: it waits at each recorded client message until the client
-// sends it (Controller.SetLimit), then times what follows from its arrival
-// (Controller.Anchor).
+// sends it (Player.SetLimit), then times what follows from its arrival
+// (Player.Anchor).
 //
 // Anatomy: Model is the only tea.Model; each pane (Timeline, Detail,
 // Pairing, StatsPane, DiffView, Prompt, BreakpointList) has the bubbles

@@ -131,14 +131,14 @@ func (m Model) liveStatus() (string, bool) {
 		return "disconnected", false
 	case l.client == clientClosed:
 		return "closed", false
-	case m.lastHit != nil && !m.ctl.Playing():
+	case m.lastHit != nil && !m.player.Playing():
 		return fmt.Sprintf("held at breakpoint %d before #%d", m.lastHit.Breakpoint.ID, m.lastHit.Seq), true
 	}
 	st := "connected"
 	if l.transport != "" {
 		st += " (" + l.transport + ")"
 	}
-	if l.awaiting < m.x.Len() && m.ctl.Position() >= l.awaiting {
+	if l.awaiting < m.x.Len() && m.player.Position() >= l.awaiting {
 		st += fmt.Sprintf(" · tape waits for its #%d %s", l.awaiting, m.methodOf(l.awaiting))
 	}
 	return st, false

@@ -66,13 +66,13 @@ func live(ev LiveEvent) liveMsg { return liveMsg{ev} }
 func TestLiveStatusStates(t *testing.T) {
 	f := &fakeLive{}
 	m, _ := newTestModel(t, Options{Live: f})
-	m.ctl.SetSpeed(0, m.now())
+	m.player.SetSpeed(0, m.now())
 	if st := statusLine(m); !strings.Contains(st, "client: waiting for a client") || !strings.Contains(st, "0/79") {
 		t.Fatalf("before the client: status %q", st)
 	}
 	m = send(t, m, live(LiveEvent{Kind: LiveProgress, Reached: -1, Awaiting: 3}))
-	if m.ctl.Position() != 0 {
-		t.Fatalf("playback moved before the client connected: position %d", m.ctl.Position())
+	if m.player.Position() != 0 {
+		t.Fatalf("playback moved before the client connected: position %d", m.player.Position())
 	}
 	m = send(t, m, live(LiveEvent{Kind: LiveConnected, Transport: "http"}))
 	if st := statusLine(m); !strings.Contains(st, "client: connected (http) · tape waits for its #3 initialize") || !strings.Contains(st, "3/79") {
@@ -83,11 +83,11 @@ func TestLiveStatusStates(t *testing.T) {
 	}
 	// The client sends #3: the tape plays up to its next awaited message.
 	m = send(t, m, live(LiveEvent{Kind: LiveProgress, Reached: 3, Awaiting: 11}))
-	if m.ctl.Position() != 11 || f.last() != 10 {
-		t.Errorf("after #3: position %d, delivered up to #%d; want 11 and #10", m.ctl.Position(), f.last())
+	if m.player.Position() != 11 || f.last() != 10 {
+		t.Errorf("after #3: position %d, delivered up to #%d; want 11 and #10", m.player.Position(), f.last())
 	}
 	// A breakpoint on tools/call holds the first call once the client sends it.
-	if _, err := m.ctl.AddBreakpoint(replay.Breakpoint{Method: "tools/call"}); err != nil {
+	if _, err := m.player.AddBreakpoint(replay.Breakpoint{Method: "tools/call"}); err != nil {
 		t.Fatal(err)
 	}
 	m = send(t, m, live(LiveEvent{Kind: LiveProgress, Reached: 11, Awaiting: 19}))
@@ -98,24 +98,24 @@ func TestLiveStatusStates(t *testing.T) {
 		t.Errorf("delivered up to #%d while held before #15, want #14", f.last())
 	}
 	m = send(t, m, keys("space")...)
-	if m.ctl.Position() != 17 || f.last() != 16 {
-		t.Errorf("after continuing: position %d, delivered #%d; want 17 (the next tools/call stops it) and #16", m.ctl.Position(), f.last())
+	if m.player.Position() != 17 || f.last() != 16 {
+		t.Errorf("after continuing: position %d, delivered #%d; want 17 (the next tools/call stops it) and #16", m.player.Position(), f.last())
 	}
-	m.ctl.RemoveBreakpoint(1)
+	m.player.RemoveBreakpoint(1)
 	m = send(t, m, keys("space")...)
 	// A divergence stops playback and waits for a, e or s.
 	m = send(t, m, live(LiveEvent{Kind: LiveDiverged, Divergence: &Divergence{Seq: 19, Reason: "replay mismatch", Expected: []byte(`{"id":1}`), Actual: []byte(`{"id":2}`), Paths: []string{"id"}}}))
 	st := statusLine(m)
-	if !strings.Contains(st, "client: DIVERGED at #19") || m.ctl.Playing() || m.lower != viewDiff {
-		t.Errorf("diverged: status %q, playing %v, lower pane %v", st, m.ctl.Playing(), m.lower)
+	if !strings.Contains(st, "client: DIVERGED at #19") || m.player.Playing() || m.lower != viewDiff {
+		t.Errorf("diverged: status %q, playing %v, lower pane %v", st, m.player.Playing(), m.lower)
 	}
 	if l := rowOf(screen(m), 19); !strings.Contains(l, "✗") {
 		t.Errorf("row 19 is not marked ✗: %q", l)
 	}
 	golden(t, "live-diverged", screen(m))
 	m = send(t, m, keys("e")...)
-	if !slices.Equal(f.resolved, []Resolution{ResolveError}) || m.live.diverged() || !m.ctl.Playing() {
-		t.Errorf("after e: resolved %v, still diverged %v, playing %v", f.resolved, m.live.diverged(), m.ctl.Playing())
+	if !slices.Equal(f.resolved, []Resolution{ResolveError}) || m.live.diverged() || !m.player.Playing() {
+		t.Errorf("after e: resolved %v, still diverged %v, playing %v", f.resolved, m.live.diverged(), m.player.Playing())
 	}
 	if st := statusLine(m); !strings.Contains(st, "client: connected (http) · tape waits for its #19") {
 		t.Errorf("after e: status %q", st)
@@ -145,8 +145,8 @@ func TestLiveTimingFollowsClient(t *testing.T) {
 	f := &fakeLive{}
 	m, clock := newTestModel(t, Options{Live: f})
 	m = send(t, m, live(LiveEvent{Kind: LiveProgress, Reached: -1, Awaiting: 27}), live(LiveEvent{Kind: LiveConnected, Transport: "stdio"}))
-	if m.ctl.Position() != 27 {
-		t.Fatalf("position %d, want 27 (waiting for the client's call)", m.ctl.Position())
+	if m.player.Position() != 27 {
+		t.Fatalf("position %d, want 27 (waiting for the client's call)", m.player.Position())
 	}
 	clock.t = clock.t.Add(time.Minute) // the client thinks for a minute
 	start := clock.t
@@ -155,8 +155,8 @@ func TestLiveTimingFollowsClient(t *testing.T) {
 	if got := clock.t.Sub(start); got < want || got > want+time.Millisecond {
 		t.Errorf("the response came %v after the client's call, want its recorded %v", got, want)
 	}
-	if m.ctl.Position() != 32 || f.last() != 31 {
-		t.Errorf("position %d, delivered #%d; want 32 and #31", m.ctl.Position(), f.last())
+	if m.player.Position() != 32 || f.last() != 31 {
+		t.Errorf("position %d, delivered #%d; want 32 and #31", m.player.Position(), f.last())
 	}
 }
 
@@ -189,7 +189,7 @@ func sessionTapeIndex(t *testing.T) *tape.Index {
 func newSession(t *testing.T) *EngineSession {
 	t.Helper()
 	x := sessionTapeIndex(t)
-	e, err := replay.NewEngine(x, replay.Options{Hold: true})
+	e, err := replay.NewEngine(x, replay.EngineOptions{Hold: true})
 	if err != nil {
 		t.Fatal(err)
 	}

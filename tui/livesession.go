@@ -20,7 +20,7 @@ import (
 )
 
 // EngineSession is a Live session: a replay.Engine (created with
-// Options.Hold) serving one live client on one listener, over either
+// EngineOptions.Hold) serving one live client on one listener, over either
 // transport, told apart by the connection's first byte:
 //
 //   - newline-delimited JSON-RPC, what "tapedeck attach" relays from a

@@ -38,7 +38,7 @@ func textSession(t *testing.T, text, listen string, o SessionOptions) *EngineSes
 	if err := x.Extend(int64(len(text)), nil); err != nil {
 		t.Fatal(err)
 	}
-	e, err := replay.NewEngine(x, replay.Options{Hold: true})
+	e, err := replay.NewEngine(x, replay.EngineOptions{Hold: true})
 	if err != nil {
 		t.Fatal(err)
 	}

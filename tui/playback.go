@@ -9,7 +9,7 @@ import (
 	"github.com/tapedeck/tapedeck/tape"
 )
 
-// Playback semantics: the replay.Controller's position splits the tape in
+// Playback semantics: the replay.Player's position splits the tape in
 // two. Messages before it are delivered and drawn normally; the message at
 // it (marked ▶) and everything after are not delivered yet and are drawn
 // dimmed, never hidden, so the user can look ahead and set breakpoints
@@ -25,7 +25,7 @@ const maxTick = 250 * time.Millisecond
 // scheduleTick returns the command that wakes playback when the next
 // message falls due.
 func (m Model) scheduleTick() tea.Cmd {
-	due, ok := m.ctl.NextDue()
+	due, ok := m.player.NextDue()
 	if !ok {
 		return nil
 	}
@@ -39,18 +39,18 @@ func (m Model) scheduleTick() tea.Cmd {
 }
 
 func (m Model) togglePlay() (tea.Model, tea.Cmd) {
-	if m.ctl.Playing() {
-		m.ctl.Pause(m.now())
+	if m.player.Playing() {
+		m.player.Pause(m.now())
 		m.playGen++
 		m.syncPlayback()
 		return m, nil
 	}
-	if m.ctl.Position() >= m.x.Len() {
-		m.ctl.Seek(0) // at the end: play again from the start
+	if m.player.Position() >= m.x.Len() {
+		m.player.Seek(0) // at the end: play again from the start
 	}
 	m.lastHit = nil
 	m.timeline.SetHit(-1)
-	m.ctl.Play(m.now())
+	m.player.Play(m.now())
 	m.playGen++
 	return m.playTick(playTickMsg{m.playGen})
 }
@@ -58,10 +58,10 @@ func (m Model) togglePlay() (tea.Model, tea.Cmd) {
 // playTick delivers what fell due, stops on a breakpoint, and schedules the
 // next tick.
 func (m Model) playTick(msg playTickMsg) (tea.Model, tea.Cmd) {
-	if msg.gen != m.playGen || !m.ctl.Playing() {
+	if msg.gen != m.playGen || !m.player.Playing() {
 		return m, nil
 	}
-	delivered, hit := m.ctl.Advance(m.now())
+	delivered, hit := m.player.Advance(m.now())
 	var cmds []tea.Cmd
 	if len(delivered) > 0 {
 		cmds = append(cmds, m.live.deliveredCmd(delivered))
@@ -74,8 +74,8 @@ func (m Model) playTick(msg playTickMsg) (tea.Model, tea.Cmd) {
 		m.selectSeq(hit.Seq)
 		m.notice, m.noticeOK = fmt.Sprintf("breakpoint %d (%s) before #%d", hit.Breakpoint.ID, hit.Breakpoint, hit.Seq), true
 	}
-	if m.ctl.Position() >= m.x.Len() && m.ctl.Playing() {
-		m.ctl.Pause(m.now()) // played to the end
+	if m.player.Position() >= m.x.Len() && m.player.Playing() {
+		m.player.Pause(m.now()) // played to the end
 		m.notice, m.noticeOK = "end of the tape", true
 	}
 	m.syncPlayback()
@@ -87,18 +87,18 @@ func (m Model) playTick(msg playTickMsg) (tea.Model, tea.Cmd) {
 func (m Model) step(dir int) (tea.Model, tea.Cmd) {
 	var cmd tea.Cmd
 	if dir > 0 {
-		seq, ok := m.ctl.Step()
+		seq, ok := m.player.Step()
 		if !ok {
 			m.notice, m.noticeOK = "at the end of the tape", true
-			if m.ctl.Position() < m.x.Len() {
-				m.notice = fmt.Sprintf("the tape waits for the client's #%d %s", m.ctl.Position(), m.methodOf(m.ctl.Position()))
+			if m.player.Position() < m.x.Len() {
+				m.notice = fmt.Sprintf("the tape waits for the client's #%d %s", m.player.Position(), m.methodOf(m.player.Position()))
 			}
 			return m, nil
 		}
 		cmd = m.live.deliveredCmd([]int{seq})
 		m.selectSeq(seq)
 	} else {
-		seq, ok := m.ctl.StepBack()
+		seq, ok := m.player.StepBack()
 		if !ok {
 			m.notice, m.noticeOK = "at the start of the tape", true
 			return m, nil
@@ -117,7 +117,7 @@ func (m Model) seekRequest(dir int) Model {
 	n := m.x.Len()
 	for i := m.timeline.Cursor() + dir; i >= 0 && i < n; i += dir {
 		if e := m.x.Entry(i); e.Kind == tape.KindRequest && e.Dir == tape.DirSend {
-			m.ctl.Seek(i)
+			m.player.Seek(i)
 			m.selectSeq(i)
 			m.syncPlayback()
 			return m
@@ -129,7 +129,7 @@ func (m Model) seekRequest(dir int) Model {
 
 // changeSpeed moves one step along speeds.
 func (m Model) changeSpeed(dir int) (tea.Model, tea.Cmd) {
-	cur := m.ctl.Speed()
+	cur := m.player.Speed()
 	i := 0
 	for j, s := range speeds {
 		if s == cur {
@@ -141,9 +141,9 @@ func (m Model) changeSpeed(dir int) (tea.Model, tea.Cmd) {
 }
 
 func (m Model) setSpeed(x float64) (tea.Model, tea.Cmd) {
-	m.ctl.SetSpeed(x, m.now())
+	m.player.SetSpeed(x, m.now())
 	m.notice, m.noticeOK = "speed "+speedText(x), true
-	if m.ctl.Playing() {
+	if m.player.Playing() {
 		m.playGen++
 		return m, m.scheduleTick()
 	}
@@ -173,7 +173,7 @@ func (m Model) toggleBreakpoint() Model {
 		m.notice, m.noticeOK = "no method here to break on", false
 		return m
 	}
-	if m.ctl.ToggleMethod(method) {
+	if m.player.ToggleMethod(method) {
 		m.notice, m.noticeOK = "breakpoint on "+method, true
 	} else {
 		m.notice, m.noticeOK = "breakpoint on "+method+" removed", true
@@ -182,11 +182,11 @@ func (m Model) toggleBreakpoint() Model {
 	return m
 }
 
-// syncPlayback copies the controller's state to the timeline's marks.
+// syncPlayback copies the player's state to the timeline's marks.
 func (m *Model) syncPlayback() {
-	m.timeline.SetPosition(m.ctl.Position(), !m.opts.Follow || m.ctl.Position() < m.x.Len())
+	m.timeline.SetPosition(m.player.Position(), !m.opts.Follow || m.player.Position() < m.x.Len())
 	methods := map[string]bool{}
-	for _, b := range m.ctl.Breakpoints() {
+	for _, b := range m.player.Breakpoints() {
 		if b.Method != "" && !b.Disabled {
 			methods[b.Method] = true
 		}
@@ -197,7 +197,7 @@ func (m *Model) syncPlayback() {
 // tapeClock is the tape time reached: the last delivered message's offset
 // from the start.
 func (m Model) tapeClock() string {
-	pos := m.ctl.Position()
+	pos := m.player.Position()
 	if pos == 0 || m.timeline.t0.IsZero() {
 		return relTime(0)
 	}

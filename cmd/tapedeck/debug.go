@@ -96,7 +96,7 @@ func runDebug(ctx context.Context, s streams, path string, f debugFlags) error {
 		return err
 	}
 	defer x.Close()
-	e, err := replay.NewEngine(x, replay.Options{Server: f.server, Mode: m, Hold: true})
+	e, err := replay.NewEngine(x, replay.EngineOptions{Server: f.server, Mode: m, Hold: true})
 	if err != nil {
 		return err
 	}

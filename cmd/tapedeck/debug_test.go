@@ -32,7 +32,7 @@ func TestAttachRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { x.Close() })
-	e, err := replay.NewEngine(x, replay.Options{Server: "everything", Hold: true})
+	e, err := replay.NewEngine(x, replay.EngineOptions{Server: "everything", Hold: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tapedeck/tapedeck/replay/record"
+	"github.com/tapedeck/tapedeck/record"
 	"github.com/tapedeck/tapedeck/tape"
 )
 

@@ -9,7 +9,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/tapedeck/tapedeck/replay/record"
+	"github.com/tapedeck/tapedeck/record"
 )
 
 // runRecordHTTP runs the recording proxy until ctx is done (SIGINT or

@@ -39,26 +39,26 @@ type replayFlags struct {
 	maxBody     string
 }
 
-func (f *replayFlags) options() (replay.Options, error) {
+func (f *replayFlags) options() (replay.EngineOptions, error) {
 	mode, err := replay.ParseMode(f.match)
 	if err != nil {
-		return replay.Options{}, err
+		return replay.EngineOptions{}, err
 	}
 	ignore, err := parseIgnores(f.ignore)
 	if err != nil {
-		return replay.Options{}, err
+		return replay.EngineOptions{}, err
 	}
 	if f.speed < 0 {
-		return replay.Options{}, fmt.Errorf("--speed %v: expected 0 (instant) or a positive factor", f.speed)
+		return replay.EngineOptions{}, fmt.Errorf("--speed %v: expected 0 (instant) or a positive factor", f.speed)
 	}
 	reorder := f.reorder
 	switch {
 	case reorder < 0:
-		return replay.Options{}, fmt.Errorf("--reorder %d: expected a window of 0 or more recorded requests", reorder)
+		return replay.EngineOptions{}, fmt.Errorf("--reorder %d: expected a window of 0 or more recorded requests", reorder)
 	case !f.reorderSet && f.listen != "":
 		reorder = httpReorder
 	}
-	return replay.Options{Server: f.server, Mode: mode, Ignore: ignore, Speed: f.speed, Reorder: reorder}, nil
+	return replay.EngineOptions{Server: f.server, Mode: mode, Ignore: ignore, Speed: f.speed, Reorder: reorder}, nil
 }
 
 // httpReorder is --reorder's default over HTTP, where a client's

@@ -12,7 +12,7 @@ import (
 )
 
 // ctlTape: six messages at 0, 100, 300, 300, 1300, 1400 ms.
-func ctlTape(t *testing.T) *Controller {
+func ctlTape(t *testing.T) *Player {
 	t.Helper()
 	x := buildIndex(t,
 		line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`},
@@ -22,15 +22,15 @@ func ctlTape(t *testing.T) *Controller {
 		line{send, 1300, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"add","arguments":{"limit":9}}}`},
 		line{recv, 1400, `{"jsonrpc":"2.0","id":3,"result":{"isError":true,"content":[]}}`},
 	)
-	return NewController(x)
+	return NewPlayer(x)
 }
 
 func ms(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
 
-func TestControllerInstantPlaysAll(t *testing.T) {
+func TestPlayerInstantPlaysAll(t *testing.T) {
 	c := ctlTape(t)
 	if got, _ := c.Advance(ms(0)); got != nil {
-		t.Fatalf("paused controller delivered %v, want nothing", got)
+		t.Fatalf("paused player delivered %v, want nothing", got)
 	}
 	c.Play(ms(0))
 	got, hit := c.Advance(ms(0))
@@ -42,7 +42,7 @@ func TestControllerInstantPlaysAll(t *testing.T) {
 	}
 }
 
-func TestControllerSpeed(t *testing.T) {
+func TestPlayerSpeed(t *testing.T) {
 	tests := []struct {
 		speed float64
 		at    []int // wall ms after Play when Advance is called
@@ -65,7 +65,7 @@ func TestControllerSpeed(t *testing.T) {
 	}
 }
 
-func TestControllerNextDueAndPause(t *testing.T) {
+func TestPlayerNextDueAndPause(t *testing.T) {
 	c := ctlTape(t)
 	c.SetSpeed(1, ms(0))
 	c.Play(ms(1000))
@@ -88,7 +88,7 @@ func TestControllerNextDueAndPause(t *testing.T) {
 	}
 }
 
-func TestControllerStepSeek(t *testing.T) {
+func TestPlayerStepSeek(t *testing.T) {
 	c := ctlTape(t)
 	for want := 0; want < 6; want++ {
 		if seq, ok := c.Step(); !ok || seq != want {
@@ -131,7 +131,7 @@ func TestControllerStepSeek(t *testing.T) {
 	}
 }
 
-func TestControllerBreakpoints(t *testing.T) {
+func TestPlayerBreakpoints(t *testing.T) {
 	tests := []struct {
 		spec string
 		want int // the seq it stops before, or -1
@@ -227,7 +227,7 @@ func TestSeekTimeMatchesLinearScan(t *testing.T) {
 		ts[i] = cur + 100
 		lines = append(lines, line{send, ts[i], fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/x","params":{"i":%d}}`, i)})
 	}
-	c := NewController(buildIndex(t, lines...))
+	c := NewPlayer(buildIndex(t, lines...))
 	linear := func(off int) int {
 		for i, v := range ts {
 			if v-ts[0] >= off {
@@ -258,7 +258,7 @@ func BenchmarkSeekTime1M(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer x.Close()
-	c := NewController(x)
+	c := NewPlayer(x)
 	span := x.Entry(x.Len() - 1).Time.Sub(x.Entry(0).Time)
 	offsets := make([]time.Duration, 64)
 	for i := range offsets {
@@ -288,10 +288,10 @@ func BenchmarkSeekTime1M(b *testing.B) {
 	b.ReportMetric(float64(perLinear.Microseconds()), "linear-µs")
 }
 
-// TestControllerLimitAndAnchor: with a limit, playback stops before the
+// TestPlayerLimitAndAnchor: with a limit, playback stops before the
 // message a live client has not sent yet; when it comes, Anchor times the
 // rest from its arrival.
-func TestControllerLimitAndAnchor(t *testing.T) {
+func TestPlayerLimitAndAnchor(t *testing.T) {
 	c := ctlTape(t)
 	c.SetSpeed(1, ms(0))
 	c.SetLimit(2) // the tape waits for the client's tools/call (#2)

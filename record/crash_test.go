@@ -20,11 +20,11 @@ import (
 	"github.com/tapedeck/tapedeck/tape"
 )
 
-const echoServerPackage = "./replay/record/testdata/echoserver"
+const echoServerPackage = "./record/testdata/echoserver"
 
 // floorRelayPackage is the trivial relay the throughput benchmark measures
 // as the bound of a recording shim.
-const floorRelayPackage = "./replay/record/testdata/floorrelay"
+const floorRelayPackage = "./record/testdata/floorrelay"
 
 // TestCrashSafety kills the shim (the built tapedeck binary) with SIGKILL at
 // random moments of a busy session, 50 times. Every tape must read back with

@@ -19,7 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tapedeck/tapedeck/internal/mcptest"
-	"github.com/tapedeck/tapedeck/replay/record"
+	"github.com/tapedeck/tapedeck/record"
 )
 
 // peer is a running line-based server: direct, or behind the shim.

@@ -10,7 +10,7 @@ import (
 	"github.com/tapedeck/tapedeck/tape"
 )
 
-// Controller is a cursor over a tape that plays it in time: the timing half
+// Player is a cursor over a tape that plays it in time: the timing half
 // of a replay, used by the debugger to step, seek, pause on breakpoints and
 // play at a chosen speed. It is synchronous and deterministic: it never reads
 // the clock or starts goroutines; every call that depends on time takes now,
@@ -18,7 +18,7 @@ import (
 //
 // Positions count every message of the tape, lifecycle records included: the
 // next message to deliver is Position(), and Position() == Len() at the end.
-type Controller struct {
+type Player struct {
 	x       *tape.Index
 	pos     int
 	playing bool
@@ -47,29 +47,29 @@ type Controller struct {
 // search: a seek scans at most one block.
 const seekBlock = 256
 
-// NewController returns a paused controller at the start of the tape, at
+// NewPlayer returns a paused player at the start of the tape, at
 // speed 0 (instant).
-func NewController(x *tape.Index) *Controller {
-	c := &Controller{x: x, nextID: 1, resumeAt: -1, limit: -1}
+func NewPlayer(x *tape.Index) *Player {
+	c := &Player{x: x, nextID: 1, resumeAt: -1, limit: -1}
 	c.tapeNow = c.timeBefore(0)
 	return c
 }
 
 // Len returns the number of messages on the tape.
-func (c *Controller) Len() int { return c.x.Len() }
+func (c *Player) Len() int { return c.x.Len() }
 
 // Position returns how many messages were delivered: the next one is Position().
-func (c *Controller) Position() int { return c.pos }
+func (c *Player) Position() int { return c.pos }
 
-// Playing reports whether the controller is playing (not paused).
-func (c *Controller) Playing() bool { return c.playing }
+// Playing reports whether the player is playing (not paused).
+func (c *Player) Playing() bool { return c.playing }
 
 // Speed returns the playback speed: recorded gaps are divided by it; 0 means instant.
-func (c *Controller) Speed() float64 { return c.speed }
+func (c *Player) Speed() float64 { return c.speed }
 
 // SetSpeed changes the speed from now on; x <= 0 means instant. Time already
 // played is kept: the next message stays due after the rest of its gap.
-func (c *Controller) SetSpeed(x float64, now time.Time) {
+func (c *Player) SetSpeed(x float64, now time.Time) {
 	if x < 0 {
 		x = 0
 	}
@@ -81,7 +81,7 @@ func (c *Controller) SetSpeed(x float64, now time.Time) {
 }
 
 // Play starts or resumes playing at now.
-func (c *Controller) Play(now time.Time) {
+func (c *Player) Play(now time.Time) {
 	if c.playing {
 		return
 	}
@@ -92,7 +92,7 @@ func (c *Controller) Play(now time.Time) {
 
 // Pause stops playing at now; Play resumes where it stopped, with the rest
 // of the current gap still to wait.
-func (c *Controller) Pause(now time.Time) {
+func (c *Player) Pause(now time.Time) {
 	if !c.playing {
 		return
 	}
@@ -105,7 +105,7 @@ func (c *Controller) Pause(now time.Time) {
 // Step delivers the next message, ignoring breakpoints and time, and
 // returns its sequence number; ok is false at the end of the tape or at the
 // limit (SetLimit).
-func (c *Controller) Step() (seq int, ok bool) {
+func (c *Player) Step() (seq int, ok bool) {
 	if c.pos >= c.end() {
 		return c.pos, false
 	}
@@ -116,7 +116,7 @@ func (c *Controller) Step() (seq int, ok bool) {
 
 // StepBack takes back the last delivered message and returns its sequence
 // number (now the next one again); ok is false at the start of the tape.
-func (c *Controller) StepBack() (seq int, ok bool) {
+func (c *Player) StepBack() (seq int, ok bool) {
 	if c.pos == 0 {
 		return 0, false
 	}
@@ -124,9 +124,9 @@ func (c *Controller) StepBack() (seq int, ok bool) {
 	return c.pos, true
 }
 
-// Seek positions the controller so that seq is the next message (clamped to
+// Seek positions the player so that seq is the next message (clamped to
 // the tape). Playing continues from there without waiting for the gap.
-func (c *Controller) Seek(seq int) { c.jump(seq, false) }
+func (c *Player) Seek(seq int) { c.jump(seq, false) }
 
 // SeekTime seeks to the first message recorded at or after offset from the
 // tape's first timestamp (the end of the tape if none is).
@@ -137,12 +137,12 @@ func (c *Controller) Seek(seq int) { c.jump(seq, false) }
 // messages whose running maximum reaches the target, the first message at or
 // after it is in that block, and a scan of the block finds it. The maxima are
 // built once, as far as seeks reach, and extended as the tape grows.
-func (c *Controller) SeekTime(offset time.Duration) {
+func (c *Player) SeekTime(offset time.Duration) {
 	c.jump(c.firstAtOrAfter(c.tapeStart()+int64(offset)), false)
 }
 
 // tapeStart returns the tape's first timestamp in unix nanoseconds, or 0.
-func (c *Controller) tapeStart() int64 {
+func (c *Player) tapeStart() int64 {
 	if c.firstTime != 0 {
 		return c.firstTime
 	}
@@ -157,7 +157,7 @@ func (c *Controller) tapeStart() int64 {
 
 // firstAtOrAfter returns the first message whose timestamp is at or after
 // target (unix nanoseconds), or Len() when there is none.
-func (c *Controller) firstAtOrAfter(target int64) int {
+func (c *Player) firstAtOrAfter(target int64) int {
 	n := c.x.Len()
 	for len(c.runMax) < n/seekBlock && (len(c.runMax) == 0 || c.runMax[len(c.runMax)-1] < target) {
 		b := len(c.runMax)
@@ -188,7 +188,7 @@ func (c *Controller) firstAtOrAfter(target int64) int {
 // The debugger's live mode sets it to the recorded client message the tape
 // waits for, so playback follows the live client. A negative n removes the
 // limit.
-func (c *Controller) SetLimit(n int) {
+func (c *Player) SetLimit(n int) {
 	c.limit = n
 	if n >= 0 && c.pos > n {
 		c.jump(n, false)
@@ -196,10 +196,10 @@ func (c *Controller) SetLimit(n int) {
 }
 
 // Limit returns the limit set by SetLimit; ok is false when there is none.
-func (c *Controller) Limit() (n int, ok bool) { return c.limit, c.limit >= 0 }
+func (c *Player) Limit() (n int, ok bool) { return c.limit, c.limit >= 0 }
 
 // end is where delivery stops: the limit or the end of the tape.
-func (c *Controller) end() int {
+func (c *Player) end() int {
 	if c.limit >= 0 {
 		return min(c.limit, c.x.Len())
 	}
@@ -211,7 +211,7 @@ func (c *Controller) end() int {
 // gaps after now, scaled by the speed (when paused, from the next Play on).
 // The debugger's live mode calls it when the live client sends the message
 // seq replays, so recorded answers are timed from the live request.
-func (c *Controller) Anchor(seq int, now time.Time) {
+func (c *Player) Anchor(seq int, now time.Time) {
 	if seq < 0 || seq >= c.x.Len() {
 		return
 	}
@@ -224,7 +224,7 @@ func (c *Controller) Anchor(seq int, now time.Time) {
 
 // jump moves to pos. With keepGap (a step forward) the next message waits
 // for its recorded gap when playing; without (a seek) it falls due at once.
-func (c *Controller) jump(pos int, keepGap bool) {
+func (c *Player) jump(pos int, keepGap bool) {
 	c.pos = max(0, min(pos, c.end()))
 	c.resumeAt = -1
 	c.tapeNow = c.timeBefore(c.pos)
@@ -240,7 +240,7 @@ func (c *Controller) jump(pos int, keepGap bool) {
 // gaps divided by the speed, or all of them at speed 0. It pauses before a
 // message an enabled breakpoint matches and returns the hit; Play then
 // delivers that message first without stopping on it again.
-func (c *Controller) Advance(now time.Time) (delivered []int, hit *BreakpointHit) {
+func (c *Player) Advance(now time.Time) (delivered []int, hit *BreakpointHit) {
 	if !c.playing {
 		return nil, nil
 	}
@@ -273,7 +273,7 @@ func (c *Controller) Advance(now time.Time) (delivered []int, hit *BreakpointHit
 
 // NextDue returns when the next message falls due while playing; ok is false
 // when paused or at the end. A zero time means at once (after a jump).
-func (c *Controller) NextDue() (time.Time, bool) {
+func (c *Player) NextDue() (time.Time, bool) {
 	if !c.playing || c.pos >= c.end() {
 		return time.Time{}, false
 	}
@@ -287,7 +287,7 @@ func (c *Controller) NextDue() (time.Time, bool) {
 	return c.dueAt(t.UnixNano()), true
 }
 
-func (c *Controller) dueAt(tapeTime int64) time.Time {
+func (c *Player) dueAt(tapeTime int64) time.Time {
 	gap := tapeTime - c.anchorTape
 	if gap <= 0 {
 		return c.anchorWall
@@ -297,7 +297,7 @@ func (c *Controller) dueAt(tapeTime int64) time.Time {
 
 // tapeAt returns the tape time reached at wall time now while playing,
 // never beyond the next message's time.
-func (c *Controller) tapeAt(now time.Time) int64 {
+func (c *Player) tapeAt(now time.Time) int64 {
 	if c.speed == 0 {
 		return c.timeBefore(c.pos)
 	}
@@ -313,7 +313,7 @@ func (c *Controller) tapeAt(now time.Time) int64 {
 // timeBefore returns the time of the last timestamped message before pos, or
 // when there is none, the first timestamp from pos on: the tape time at
 // which message pos's gap starts.
-func (c *Controller) timeBefore(pos int) int64 {
+func (c *Player) timeBefore(pos int) int64 {
 	for i := min(pos, c.x.Len()) - 1; i >= 0; i-- {
 		if t := c.x.Entry(i).Time; !t.IsZero() {
 			return t.UnixNano()
@@ -328,7 +328,7 @@ func (c *Controller) timeBefore(pos int) int64 {
 }
 
 // check returns the first enabled breakpoint matching e.
-func (c *Controller) check(e tape.Entry) (Breakpoint, bool) {
+func (c *Player) check(e tape.Entry) (Breakpoint, bool) {
 	var raw []byte
 	var body map[string]any
 	loaded := false
@@ -356,7 +356,7 @@ func (c *Controller) check(e tape.Entry) (Breakpoint, bool) {
 }
 
 // AddBreakpoint adds b (its ID is ignored) and returns its new ID.
-func (c *Controller) AddBreakpoint(b Breakpoint) (int, error) {
+func (c *Player) AddBreakpoint(b Breakpoint) (int, error) {
 	set := 0
 	for _, ok := range []bool{b.Method != "", b.Tool != "", b.OnError, b.Expr != ""} {
 		if ok {
@@ -381,13 +381,13 @@ func (c *Controller) AddBreakpoint(b Breakpoint) (int, error) {
 }
 
 // RemoveBreakpoint removes the breakpoint with this ID, if any.
-func (c *Controller) RemoveBreakpoint(id int) {
+func (c *Player) RemoveBreakpoint(id int) {
 	c.bps = slices.DeleteFunc(c.bps, func(b bp) bool { return b.ID == id })
 }
 
 // SetBreakpointEnabled enables or disables the breakpoint with this ID; it
 // reports whether there was one.
-func (c *Controller) SetBreakpointEnabled(id int, enabled bool) bool {
+func (c *Player) SetBreakpointEnabled(id int, enabled bool) bool {
 	for i := range c.bps {
 		if c.bps[i].ID == id {
 			c.bps[i].Disabled = !enabled
@@ -398,7 +398,7 @@ func (c *Controller) SetBreakpointEnabled(id int, enabled bool) bool {
 }
 
 // Breakpoints returns the breakpoints in the order they were added.
-func (c *Controller) Breakpoints() []Breakpoint {
+func (c *Player) Breakpoints() []Breakpoint {
 	out := make([]Breakpoint, len(c.bps))
 	for i, b := range c.bps {
 		out[i] = b.Breakpoint
@@ -408,7 +408,7 @@ func (c *Controller) Breakpoints() []Breakpoint {
 
 // ToggleMethod removes the method breakpoints on method if there are any,
 // else adds one; it reports whether it added.
-func (c *Controller) ToggleMethod(method string) (added bool) {
+func (c *Player) ToggleMethod(method string) (added bool) {
 	n := len(c.bps)
 	c.bps = slices.DeleteFunc(c.bps, func(b bp) bool { return b.Method == method })
 	if len(c.bps) < n {

@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/tapedeck/tapedeck/replay/record"
+	"github.com/tapedeck/tapedeck/record"
 	"github.com/tapedeck/tapedeck/tape"
 )
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tapedeck/tapedeck/replay/record"
+	"github.com/tapedeck/tapedeck/record"
 )
 
 func TestDefaultServerName(t *testing.T) {

@@ -23,7 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tapedeck/tapedeck/internal/mcptest"
-	"github.com/tapedeck/tapedeck/replay/record"
+	"github.com/tapedeck/tapedeck/record"
 	"github.com/tapedeck/tapedeck/tape"
 )
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/internal/mcptest"
-	"github.com/tapedeck/tapedeck/replay/record"
+	"github.com/tapedeck/tapedeck/record"
 )
 
 // TestMcporterReplaysShimTape records mcporter's own call through the shim

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tapedeck/tapedeck/replay/record"
+	"github.com/tapedeck/tapedeck/record"
 )
 
 // sseEcho answers each POSTed request with an SSE stream of one progress
