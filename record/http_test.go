@@ -36,7 +36,7 @@ func startProxy(t *testing.T, upstream string, configure func(*record.Proxy)) (s
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "http.jsonl")
-	f, err := tape.Create(path, false)
+	f, _, err := tape.Create(path, false)
 	if err != nil {
 		t.Fatal(err)
 	}

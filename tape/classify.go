@@ -278,6 +278,9 @@ func (c *classifier) meta(b []byte, m *msgInfo, meta span) {
 		var ok bool
 		if m.when, ok = parseTS(m.ts.in(b)); !ok {
 			m.notes = append(m.notes, fmt.Sprintf("expected _meta.ts in RFC 3339, found %s", m.ts.in(b)))
+		} else if y := m.when.UTC().Year(); y < minYear || y > maxYear {
+			m.notes = append(m.notes, fmt.Sprintf("_meta.ts %s is outside the years %d to %d: time unknown", m.ts.in(b), minYear, maxYear))
+			m.when = time.Time{}
 		}
 	} else if !hasNote(m.notes, "_meta.ts") {
 		m.notes = append(m.notes, "no _meta.ts: time unknown")
@@ -459,8 +462,17 @@ func stringValue(b []byte, s span) string {
 	return out
 }
 
+// Timestamps outside these years are taken as unknown: the index
+// keeps times as Unix nanoseconds, and any two times within them are less
+// than 2^63 ns apart, so a latency never overflows.
+const (
+	minYear = 1970
+	maxYear = 2200
+)
+
 // parseTS reads a quoted RFC 3339 timestamp; the mcporter form
-// "2026-05-16T12:00:00.000Z" takes a fast path.
+// "2026-05-16T12:00:00.000Z" takes a fast path, whose fields are checked as
+// time.Parse checks them (time.Date would roll month 13 into next year).
 func parseTS(q []byte) (time.Time, bool) {
 	if len(q) < 2 || q[0] != '"' {
 		return time.Time{}, false
@@ -475,11 +487,19 @@ func parseTS(q []byte) (time.Time, bool) {
 			}
 			n[k] = v
 		}
+		if n[1] < 1 || n[1] > 12 || n[2] < 1 || n[2] > daysIn(n[0], n[1]) || n[3] > 23 || n[4] > 59 || n[5] > 59 {
+			return time.Time{}, false
+		}
 		return time.Date(n[0], time.Month(n[1]), n[2], n[3], n[4], n[5], n[6]*int(time.Millisecond), time.UTC), true
 	}
 slow:
 	t, err := time.Parse(time.RFC3339Nano, string(s))
 	return t, err == nil
+}
+
+// daysIn is the number of days in month m (1-12) of year y.
+func daysIn(y, m int) int {
+	return time.Date(y, time.Month(m)+1, 0, 0, 0, 0, 0, time.UTC).Day()
 }
 
 func digits(s []byte) (int, bool) {

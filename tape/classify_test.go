@@ -3,6 +3,7 @@ package tape
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestClassify(t *testing.T) {
@@ -99,5 +100,55 @@ func TestParseTS(t *testing.T) {
 	}
 	if _, ok := parseTS([]byte(`"yesterday"`)); ok {
 		t.Errorf("parseTS accepted \"yesterday\"")
+	}
+}
+
+// The fast path checks its fields as time.Parse does: month 13 or hour 99
+// is no timestamp (time.Date would roll it into a valid one).
+func TestParseTSFieldRanges(t *testing.T) {
+	for _, s := range []string{
+		`"2026-13-16T12:00:00.000Z"`, `"2026-00-16T12:00:00.000Z"`, `"2026-02-30T12:00:00.000Z"`,
+		`"2026-05-16T99:00:00.000Z"`, `"2026-05-16T12:60:00.000Z"`, `"2026-05-16T12:00:61.000Z"`,
+	} {
+		if got, ok := parseTS([]byte(s)); ok {
+			t.Errorf("parseTS(%s) = %v, accepted; want refused", s, got)
+		}
+	}
+	if _, ok := parseTS([]byte(`"2024-02-29T23:59:59.999Z"`)); !ok {
+		t.Errorf("parseTS refused a leap day")
+	}
+}
+
+// A timestamp far in the past or future is read as unknown with a note:
+// kept as Unix nanoseconds it would overflow a latency (year 9999 minus
+// year 2026 is more than 2^63 ns).
+func TestClassifyImplausibleYear(t *testing.T) {
+	for _, ts := range []string{"9999-01-01T00:00:00.000Z", "1600-01-01T00:00:00Z", "2100-01-01T00:00:00.000+00:00"} {
+		line := `{"jsonrpc":"2.0","id":1,"method":"m","_meta":{"dir":"send","server":"s","ts":"` + ts + `"}}`
+		r := NewReader(strings.NewReader(line + "\n"))
+		e, err := r.Next()
+		if err != nil {
+			t.Fatalf("%s: %v", ts, err)
+		}
+		var notes []string
+		for _, w := range r.Warnings() {
+			notes = append(notes, w.Error())
+		}
+		got := []struct {
+			Time  time.Time
+			Notes []string
+		}{{e.Time, notes}}
+		if ts[:4] == "2100" {
+			if got[0].Time.IsZero() || len(got[0].Notes) > 0 {
+				t.Errorf("%s: time %v notes %q; want read, no note", ts, got[0].Time, got[0].Notes)
+			}
+			continue
+		}
+		if !got[0].Time.IsZero() {
+			t.Errorf("%s: time %v; want unknown", ts, got[0].Time)
+		}
+		if !strings.Contains(strings.Join(got[0].Notes, ";"), "outside the years") {
+			t.Errorf("%s: notes %q; want one saying the year is outside the range", ts, got[0].Notes)
+		}
 	}
 }

@@ -138,7 +138,7 @@ func NewIndex(src io.ReaderAt, opts ...ReaderOption) *Index {
 // OpenIndex indexes the tape file at path. The returned index keeps the file
 // open to read bodies; Close it when done.
 func OpenIndex(path string, opts ...ReaderOption) (*Index, error) {
-	f, err := openTape(path)
+	f, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -153,23 +153,6 @@ func OpenIndex(path string, opts ...ReaderOption) (*Index, error) {
 		return nil, err
 	}
 	return x, nil
-}
-
-func openTape(path string) (*os.File, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if st.IsDir() {
-		f.Close()
-		return nil, fmt.Errorf("open %s: is a directory, expected a tape file", path)
-	}
-	return f, nil
 }
 
 // Close closes the index's source if it is an io.Closer.

@@ -3,6 +3,7 @@ package tape
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -183,22 +184,90 @@ func (w *Writer) WriteInvalid(frame []byte, m Meta) error {
 }
 
 // Create opens a tape file for writing with mode 0600, creating its missing
-// parent directories with mode 0700. With appendTo, an existing tape is
-// appended to; otherwise an existing file is an error, so nothing recorded
-// is ever overwritten by accident.
-func Create(path string, appendTo bool) (*os.File, error) {
+// parent directories with mode 0700. Every write appends (O_APPEND), so
+// recorders sharing one tape (a shim still in its shutdown grace and the next
+// session's, say) interleave whole lines and never overwrite each other.
+//
+// Without appendTo an existing file is an error (os.ErrExist), so nothing
+// recorded is overwritten by accident. With appendTo an existing tape is
+// appended to, with care, since it may not be ours: a symbolic link is
+// refused (ErrNotATape), as is a file another user owns, or anything but a
+// regular file; a tape others may read or write is tightened to 0600; a tape
+// whose last line is torn (what SIGKILL leaves) is ended with a newline, so
+// that the first new record starts a line of its own. Notes say what was
+// changed, for the user to read.
+func Create(path string, appendTo bool) (f *os.File, notes []string, err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	flags := os.O_WRONLY | os.O_CREATE
-	if appendTo {
-		flags |= os.O_APPEND
-	} else {
-		flags |= os.O_EXCL
+	if !appendTo {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+		return f, nil, err
 	}
-	f, err := os.OpenFile(path, flags, 0o600)
+	f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND|oNoFollow, 0o600)
+	if err != nil {
+		if isSymlinkRefusal(path, err) {
+			return nil, nil, fmt.Errorf("%w: %s is a symbolic link; name the tape itself", ErrNotATape, path)
+		}
+		return nil, nil, err
+	}
+	notes, err = adoptTape(f, path)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, notes, nil
+}
+
+// ErrNotATape is what Create says of a path it will not append to.
+var ErrNotATape = errors.New("not a tape to append to")
+
+// adoptTape checks an existing tape opened for appending and makes it safe
+// to add to (see Create).
+func adoptTape(f *os.File, path string) ([]string, error) {
+	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
-	return f, nil
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is a %s, not a regular file", ErrNotATape, path, kindOf(fi.Mode()))
+	}
+	if owner, mine := ownedByMe(fi); !mine {
+		return nil, fmt.Errorf("%w: %s belongs to user %d, not to this user; copy it to append to it", ErrNotATape, path, owner)
+	}
+	var notes []string
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		if err := f.Chmod(0o600); err != nil {
+			return nil, fmt.Errorf("tighten %s to 0600: %w", path, err)
+		}
+		notes = append(notes, fmt.Sprintf("%s had mode %04o, which let others read the tape; it is 0600 now", path, perm))
+	}
+	if size := fi.Size(); size > 0 {
+		var last [1]byte
+		if _, err := f.ReadAt(last[:], size-1); err != nil {
+			return nil, fmt.Errorf("read the end of %s: %w", path, err)
+		}
+		if last[0] != '\n' {
+			if _, err := f.Write([]byte{'\n'}); err != nil {
+				return nil, err
+			}
+			notes = append(notes, fmt.Sprintf("%s ended in a torn line (a recorder was killed while writing); it is kept as it is, and the new records start on the next line", path))
+		}
+	}
+	return notes, nil
+}
+
+func kindOf(m os.FileMode) string {
+	switch {
+	case m&os.ModeDir != 0:
+		return "directory"
+	case m&os.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&os.ModeSocket != 0:
+		return "socket"
+	case m&os.ModeDevice != 0:
+		return "device"
+	default:
+		return "special file"
+	}
 }

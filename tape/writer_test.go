@@ -3,9 +3,13 @@ package tape
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -95,7 +99,7 @@ func TestWriterRoundTrip(t *testing.T) {
 
 func TestCreate(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "a", "b", "t.jsonl")
-	f, err := Create(path, false)
+	f, _, err := Create(path, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,12 +109,139 @@ func TestCreate(t *testing.T) {
 	if st.Mode().Perm() != 0o600 || dst.Mode().Perm() != 0o700 {
 		t.Errorf("modes %v and %v, want 0600 file in a 0700 directory", st.Mode().Perm(), dst.Mode().Perm())
 	}
-	if _, err := Create(path, false); !errors.Is(err, os.ErrExist) {
+	if _, _, err := Create(path, false); !errors.Is(err, os.ErrExist) {
 		t.Errorf("second Create: %v, want ErrExist", err)
 	}
-	f, err = Create(path, true)
-	if err != nil {
-		t.Fatalf("append: %v", err)
+	f, notes, err := Create(path, true)
+	if err != nil || len(notes) != 0 {
+		t.Fatalf("append: %v, notes %q", err, notes)
 	}
 	f.Close()
+}
+
+// Two recorders on one tape, the first opened without --append (a shim in
+// its shutdown grace) and the second with it (the next session): each
+// write lands at the end, so no line overwrites another.
+func TestCreateSharedTapeKeepsEveryLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	first, _, err := Create(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	second, _, err := Create(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	var want []string
+	var wg sync.WaitGroup
+	for w, f := range []*os.File{first, second} {
+		var lines []string
+		for i := range 500 {
+			lines = append(lines, fmt.Sprintf(`{"writer":%d,"n":%d,"pad":%q}`, w, i, strings.Repeat("x", i%97)))
+		}
+		want = append(want, lines...)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, l := range lines {
+				if _, err := f.Write([]byte(l + "\n")); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("read back %d lines, want the %d written, intact", len(got), len(want))
+	}
+}
+
+// Appending to a tape whose last line is torn ends that line first: the
+// torn record stays as it was, and the first new record starts a line.
+func TestCreateAppendAfterTornLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	const whole, torn = `{"jsonrpc":"2.0","method":"a"}` + "\n", `{"jsonrpc":"2.0","id":1,"res`
+	if err := os.WriteFile(path, []byte(whole+torn), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, notes, err := Create(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "torn") {
+		t.Errorf("notes %q, want one about the torn line", notes)
+	}
+	const next = `{"jsonrpc":"2.0","method":"$transport/start"}` + "\n"
+	if _, err := f.Write([]byte(next)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	b, _ := os.ReadFile(path)
+	if string(b) != whole+torn+"\n"+next {
+		t.Errorf("tape reads %q, want the torn line kept and the new record on a line of its own", b)
+	}
+}
+
+// --append takes care with a file that may not be ours: a link is not
+// followed, a pipe or directory is refused, a tape others can read is
+// tightened, and a file another user owns is refused.
+func TestCreateAppendRefusals(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target")
+	if err := os.WriteFile(target, []byte("secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.jsonl")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Create(link, true); !errors.Is(err, ErrNotATape) || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("append to a symlink: %v, want ErrNotATape naming the link", err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "secret\n" {
+		t.Errorf("the link's target was changed: %q", b)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Create(fifo, true); !errors.Is(err, ErrNotATape) || !strings.Contains(err.Error(), "named pipe") {
+		t.Errorf("append to a FIFO: %v, want ErrNotATape naming a named pipe", err)
+	}
+	if _, _, err := Create(dir, true); err == nil {
+		t.Errorf("append to a directory: no error")
+	}
+	open := filepath.Join(dir, "open.jsonl")
+	if err := os.WriteFile(open, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	f, notes, err := Create(open, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if st, _ := os.Stat(open); st.Mode().Perm() != 0o600 || len(notes) != 1 || !strings.Contains(notes[0], "0666") {
+		t.Errorf("append to a 0666 tape: mode %v, notes %q; want 0600 and a note", st.Mode().Perm(), notes)
+	}
+	if os.Geteuid() == 0 { // only root can give a file away; CI runs as root
+		if err := os.Chown(open, 4242, 4242); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := Create(open, true); !errors.Is(err, ErrNotATape) || !strings.Contains(err.Error(), "4242") {
+			t.Errorf("append to another user's tape: %v, want ErrNotATape naming the owner", err)
+		}
+	}
 }

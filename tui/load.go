@@ -106,7 +106,7 @@ func waitFile(w *fsnotify.Watcher, path string) tea.Cmd {
 // reopen opens path afresh for a reload.
 func reopen(path string) tea.Cmd {
 	return func() tea.Msg {
-		f, err := os.Open(path)
+		f, err := tape.Open(path)
 		if err != nil {
 			return reloadedMsg{err: fmt.Errorf("reload %s: %w", path, err)}
 		}

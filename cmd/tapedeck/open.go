@@ -72,7 +72,10 @@ func runOpen(ctx context.Context, s streams, path string, follow, light bool) er
 		x = tape.NewIndex(bytes.NewReader(assets.DemoTape))
 		opts.Name, opts.Size = assets.DemoName, int64(len(assets.DemoTape))
 	} else {
-		f, err := os.Open(path)
+		if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() && follow {
+			return fmt.Errorf("open --follow: %s is not a regular file; only a file can be followed as it grows", path)
+		}
+		f, err := tape.Open(path)
 		if err != nil {
 			return err
 		}
@@ -80,10 +83,6 @@ func runOpen(ctx context.Context, s streams, path string, follow, light bool) er
 		if err != nil {
 			f.Close()
 			return err
-		}
-		if st.IsDir() {
-			f.Close()
-			return fmt.Errorf("open %s: is a directory, expected a tape file", path)
 		}
 		x = tape.NewIndex(f)
 		opts.Name, opts.Path, opts.Size = filepath.Base(path), path, st.Size()

@@ -142,12 +142,15 @@ func openTape(s streams, o *recordOptions, server string) (*os.File, error) {
 		}
 		path = filepath.Join(dir, fmt.Sprintf("%s-%s.jsonl", fileSafe(server), time.Now().UTC().Format("20060102T150405.000Z")))
 	}
-	f, err := tape.Create(path, o.appendTo)
+	f, notes, err := tape.Create(path, o.appendTo)
 	if errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("record: tape %s already exists; use --append to add to it or -o to choose another", path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("record: %w", err)
+	}
+	for _, n := range notes {
+		fmt.Fprintf(s.stderr, "tapedeck: %s\n", n)
 	}
 	if o.output == "" {
 		fmt.Fprintf(s.stderr, "tapedeck: recording to %s\n", path)

@@ -60,7 +60,7 @@ exist yet unless --force.
 				if force {
 					_ = os.Remove(output)
 				}
-				of, err = tape.Create(output, false)
+				of, _, err = tape.Create(output, false)
 				if errors.Is(err, os.ErrExist) {
 					return fmt.Errorf("redact: %s already exists; use --force to replace it", output)
 				}
