@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -117,6 +118,7 @@ type Reader struct {
 	queue    []Entry
 	lines    [][]byte // the line of each queued entry
 	line     []byte   // the line of the entry Next returned last
+	torn     bool     // the last line had no newline and was no message
 	warnings warningList
 }
 
@@ -145,6 +147,7 @@ func (r *Reader) Next() (Entry, error) {
 			continue
 		}
 		lineNo := r.lr.line
+		r.torn = !nl && slices.ContainsFunc(msgs, func(m msgInfo) bool { return m.kind == KindInvalid })
 		if w, ferr := lineProblems(msgs, line, lineNo, nl, r.cfg.strict); ferr != nil {
 			return Entry{}, ferr
 		} else {
@@ -173,6 +176,12 @@ func (r *Reader) Next() (Entry, error) {
 // returned last: for a message of a batch, the array it travelled in. The
 // entries of one line share it.
 func (r *Reader) Line() []byte { return r.line }
+
+// Torn reports whether the last line read was torn: it ended the input
+// without a newline and is no message (what a recorder killed mid-write
+// leaves). Unlike the ErrTorn warning, it is known however many warnings
+// came before.
+func (r *Reader) Torn() bool { return r.torn }
 
 // Warnings returns the problems met so far that did not stop the reading.
 func (r *Reader) Warnings() []Warning { return r.warnings.list() }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -24,8 +25,21 @@ const MetaRedacted = "redacted"
 //     regard to case), at any depth, has its value blanked.
 //   - Paths: what each path names (ParsePath syntax, from the message root,
 //     "*" for every key or element) is blanked.
-//   - Values: every match of these expressions inside a string value is
-//     replaced by the marker; the rest of the string is kept.
+//   - Values: every match of these expressions inside a string value, and
+//     inside an object member's name, is replaced by the marker; the rest of
+//     the string is kept.
+//
+// All three reach everywhere a secret can hide in a record:
+//
+//   - into a string that holds JSON (a tool's "text":"{\"apiKey\":…}"): it
+//     is decoded, redacted by the same rules and encoded again;
+//   - into the tape's own _meta, except the members that say what the record
+//     is (dir, server, ts, redacted): a session id or an upstream URL there
+//     is redacted like any other value;
+//   - into a line that is no JSON (a stray stdout line, a torn last line):
+//     value rules apply to its text, and a key rule blanks what follows the
+//     key's name up to the end of its value, or of the line when the value
+//     is an object or array cut short.
 //
 // Blanking keeps the JSON shape, so matchers and schemas still see the same
 // structure: a string becomes the marker, a number 0, a boolean false, null
@@ -95,8 +109,9 @@ func (r *Redactor) Redact(msg []byte) ([]byte, []string, error) {
 	return out, paths, nil
 }
 
-// RedactText applies the value rules to plain text (a stderr line, an
-// invalid frame).
+// RedactText applies the rules to text that is no JSON (a stderr line, an
+// invalid frame, a torn line): value rules to all of it, key rules to what
+// follows a quoted key name and a colon (see Redactor).
 func (r *Redactor) RedactText(b []byte) []byte {
 	if r == nil {
 		return b
@@ -104,7 +119,59 @@ func (r *Redactor) RedactText(b []byte) []byte {
 	for _, re := range r.Values {
 		b = re.ReplaceAllLiteral(b, []byte(r.marker()))
 	}
+	for _, k := range r.Keys {
+		b = r.redactKeyText(b, k)
+	}
 	return b
+}
+
+// redactKeyText blanks, in text, the value after each "key": (key compared
+// without regard to case): a string up to its closing quote (or the end),
+// a scalar up to the next delimiter, an object or array to the end of the
+// text, since in text that is no JSON its end cannot be trusted.
+func (r *Redactor) redactKeyText(b []byte, key string) []byte {
+	quoted := []byte(strconv.Quote(key))
+	lower := bytes.ToLower(b)
+	lq := bytes.ToLower(quoted)
+	var out []byte
+	last := 0
+	for i := 0; ; {
+		j := bytes.Index(lower[i:], lq)
+		if j < 0 {
+			break
+		}
+		k := i + j + len(lq)
+		v := skipWS(b, k)
+		if v >= len(b) || b[v] != ':' {
+			i = k
+			continue
+		}
+		v = skipWS(b, v+1)
+		end := len(b)
+		switch {
+		case v >= len(b):
+		case b[v] == '"':
+			if e, err := skipString(b, v); err == nil {
+				end = e
+			}
+		case b[v] == '{' || b[v] == '[':
+		default:
+			end = v
+			for end < len(b) && !isDelim(b[end]) && b[end] != ' ' {
+				end++
+			}
+		}
+		out = append(append(append(out, b[last:v]...), '"'), r.marker()...)
+		out = append(out, '"')
+		last, i = end, end
+		if end >= len(b) {
+			break
+		}
+	}
+	if out == nil {
+		return b
+	}
+	return append(out, b[last:]...)
 }
 
 // RedactLine applies the rules to one line of a tape, keeping its _meta
@@ -139,20 +206,43 @@ func (r *Redactor) RedactLine(line []byte) (out []byte, changed bool, err error)
 	return out, true, err
 }
 
-// redactRecord redacts a decoded tape record in place, leaving its _meta
-// alone but for the list of redacted paths.
+// metaKept are the _meta members that say what a record is: never
+// redacted, so a redacted tape reads and replays like the original.
+var metaKept = []string{"dir", "server", "ts", MetaRedacted}
+
+// redactRecord redacts a decoded tape record in place: the message, and its
+// _meta but for metaKept; the paths redacted are added to the list in
+// _meta.redacted.
 func (r *Redactor) redactRecord(m map[string]any) bool {
 	meta, hasMeta := m["_meta"]
 	delete(m, "_meta")
 	_, paths := r.apply(m)
+	mm, isObject := meta.(map[string]any)
+	if isObject {
+		kept := map[string]any{}
+		for _, k := range metaKept {
+			if v, ok := mm[k]; ok {
+				kept[k] = v
+				delete(mm, k)
+			}
+		}
+		var metaPaths []string
+		r.walk(mm, []string{"_meta"}, &metaPaths)
+		for _, p := range r.Paths {
+			if len(p) > 1 && p[0] == "_meta" && !slices.Contains(metaKept, p[1]) {
+				r.blankPath(mm, p[1:], []string{"_meta"}, &metaPaths)
+			}
+		}
+		paths = append(paths, metaPaths...)
+		maps.Copy(mm, kept)
+	}
 	if hasMeta {
 		m["_meta"] = meta
 	}
 	if len(paths) == 0 {
 		return false
 	}
-	mm, ok := meta.(map[string]any)
-	if !ok {
+	if !isObject {
 		mm = map[string]any{}
 		m["_meta"] = mm
 	}
@@ -193,32 +283,71 @@ func (r *Redactor) walk(v any, at []string, paths *[]string) any {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
+			e := x[k]
+			if nk := r.redactString(k); nk != k {
+				// A secret in a member's name: the member is kept under
+				// the redacted name (the first one, if several collide).
+				delete(x, k)
+				*paths = append(*paths, pathString(append(at, nk)))
+				if _, taken := x[nk]; taken {
+					continue
+				}
+				x[nk], k = e, nk
+			}
 			p := append(at, k)
 			if r.keyMatches(k) {
-				x[k] = r.blank(x[k])
+				x[k] = r.blank(e)
 				*paths = append(*paths, pathString(p))
 				continue
 			}
-			x[k] = r.walk(x[k], p, paths)
+			x[k] = r.walk(e, p, paths)
 		}
 	case []any:
 		for i, e := range x {
 			x[i] = r.walk(e, append(at, strconv.Itoa(i)), paths)
 		}
 	case string:
-		if len(r.Values) == 0 {
-			return v
+		if s, ok := r.redactEmbedded(x); ok {
+			*paths = append(*paths, pathString(at))
+			return s
 		}
-		s := x
-		for _, re := range r.Values {
-			s = re.ReplaceAllLiteralString(s, r.marker())
-		}
-		if s != x {
+		if s := r.redactString(x); s != x {
 			*paths = append(*paths, pathString(at))
 			return s
 		}
 	}
 	return v
+}
+
+// redactString applies the value rules to s.
+func (r *Redactor) redactString(s string) string {
+	for _, re := range r.Values {
+		s = re.ReplaceAllLiteralString(s, r.marker())
+	}
+	return s
+}
+
+// redactEmbedded redacts a string that holds a JSON object or array (a
+// tool's text content often does) by the same rules, and reports whether
+// anything in it was redacted.
+func (r *Redactor) redactEmbedded(s string) (string, bool) {
+	t := strings.TrimSpace(s)
+	if len(t) < 2 || (t[0] != '{' || t[len(t)-1] != '}') && (t[0] != '[' || t[len(t)-1] != ']') {
+		return s, false
+	}
+	v, err := Decode([]byte(t))
+	if err != nil {
+		return s, false
+	}
+	v, inner := r.apply(v)
+	if len(inner) == 0 {
+		return s, false
+	}
+	out, err := marshalNoEscape(v)
+	if err != nil {
+		return s, false
+	}
+	return string(out), true
 }
 
 func (r *Redactor) keyMatches(k string) bool {

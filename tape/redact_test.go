@@ -121,3 +121,66 @@ func TestIsCredentialHeader(t *testing.T) {
 		}
 	}
 }
+
+// Secrets hide in _meta, in JSON inside strings, in member names and in
+// lines that are no JSON (a torn last line): every rule reaches them.
+func TestRedactReachesEverywhere(t *testing.T) {
+	r := &Redactor{Keys: []string{"apiKey"}, Values: []*regexp.Regexp{regexp.MustCompile(`sk-[a-z0-9]{8,}`)}}
+	cases := []struct {
+		name, line string
+		leak       []string // what must not survive
+		keep       []string // what must
+	}{
+		{"_meta session", `{"jsonrpc":"2.0","id":1,"method":"x","_meta":{"dir":"send","server":"s","ts":"2026-05-16T12:00:00.000Z","session":"sk-abcdef123456"}}`,
+			[]string{"sk-abcdef123456"}, []string{`"dir":"send"`, `"server":"s"`, `"_meta.session"`}},
+		{"JSON in a string", `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{\"apiKey\":\"hunter2hunter2\",\"n\":1}"}]},"_meta":{"dir":"recv","server":"s","ts":"2026-05-16T12:00:00.000Z"}}`,
+			[]string{"hunter2hunter2"}, []string{`\"n\":1`, `result.content[0].text`}},
+		{"secret as a member name", `{"jsonrpc":"2.0","id":1,"result":{"tokens":{"sk-abcdef123456":true}},"_meta":{"dir":"recv","server":"s","ts":"2026-05-16T12:00:00.000Z"}}`,
+			[]string{"sk-abcdef123456"}, []string{`"[REDACTED]":true`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, changed, err := r.RedactLine([]byte(c.line))
+			if err != nil || !changed {
+				t.Fatalf("changed %v, err %v", changed, err)
+			}
+			for _, l := range c.leak {
+				if strings.Contains(string(out), l) {
+					t.Errorf("%q survived: %s", l, out)
+				}
+			}
+			for _, k := range c.keep {
+				if !strings.Contains(string(out), k) {
+					t.Errorf("%q missing: %s", k, out)
+				}
+			}
+			if _, err := Decode(out); err != nil {
+				t.Errorf("output is not JSON: %v", err)
+			}
+		})
+	}
+	torn := []struct{ in, want string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"x","params":{"apiKey":"hunter2hunter2","b":1},"_me`, `{"jsonrpc":"2.0","id":1,"method":"x","params":{"apiKey":"[REDACTED]","b":1},"_me`},
+		{`{"jsonrpc":"2.0","id":1,"method":"x","params":{"APIKEY" : "hunter2hun`, `{"jsonrpc":"2.0","id":1,"method":"x","params":{"APIKEY" : "[REDACTED]"`},
+		{`{"params":{"apiKey":12345,"b":1`, `{"params":{"apiKey":"[REDACTED]","b":1`},
+		{`{"params":{"apiKey":{"nested":"hunter2"},"b":1}`, `{"params":{"apiKey":"[REDACTED]"`},
+		{`plain text mentioning apiKey with sk-abcdef123456`, `plain text mentioning apiKey with [REDACTED]`},
+	}
+	for _, c := range torn {
+		if got := string(r.RedactText([]byte(c.in))); got != c.want {
+			t.Errorf("RedactText(%s)\n got  %s\n want %s", c.in, got, c.want)
+		}
+	}
+}
+
+func TestRedactMetaPath(t *testing.T) {
+	p, err := ParsePath("_meta.session")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Redactor{Paths: []Path{p}}
+	out, changed, err := r.RedactLine([]byte(`{"jsonrpc":"2.0","id":1,"method":"x","_meta":{"dir":"send","server":"s","ts":"2026-05-16T12:00:00.000Z","session":"abc123"}}`))
+	if err != nil || !changed || strings.Contains(string(out), "abc123") || !strings.Contains(string(out), `"redacted":["_meta.session"]`) {
+		t.Errorf("got %s, changed %v, err %v; want _meta.session blanked and listed", out, changed, err)
+	}
+}

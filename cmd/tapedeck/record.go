@@ -35,11 +35,23 @@ func (f *redactFlags) redactor() (*tape.Redactor, error) {
 
 const redactHelp = `Redaction changes only the tape's copy, never the bytes forwarded to the
 peer. Credential headers (Authorization, Cookie, Set-Cookie,
-Proxy-Authorization, X-Api-Key and the like) are never written. The flags
---redact-key, --redact-path and --redact-value blank values while keeping the
-JSON shape: a string becomes "[REDACTED]", a number 0, a boolean false, and
-objects and arrays keep their members, each blanked. A redacted message lists
-what was redacted in _meta.redacted, e.g. ["params.arguments.apiKey"].`
+Proxy-Authorization, X-Api-Key and the like) are never written.
+
+  --redact-key NAME     blanks the value of every member called NAME (any
+                        case, any depth)
+  --redact-path PATH    blanks what PATH names from the message root
+                        (params.arguments.token, result.items[*].secret;
+                        _meta.session for the tape's own metadata)
+  --redact-value REGEX  replaces each match inside string values and member
+                        names with "[REDACTED]", keeping the rest
+
+All three reach into strings that hold JSON (a tool's text content), into
+the tape's _meta (all but dir, server, ts and redacted), and into lines that
+are not JSON (stray output, a torn last line: value rules on the text, key
+rules up to the end of the key's value). Blanking keeps the JSON shape: a
+string becomes "[REDACTED]", a number 0, a boolean false, and objects and
+arrays keep their members, each blanked. A redacted message lists what was
+redacted in _meta.redacted, e.g. ["params.arguments.apiKey"].`
 
 type recordOptions struct {
 	output, server  string

@@ -146,6 +146,18 @@ func redactTape(in io.Reader, out io.Writer, red *tape.Redactor, stderr io.Write
 		// secrets.
 		msg, ch, err := red.RedactLine(e.Raw)
 		if err != nil {
+			// What came before is redacted: write it, so that the message
+			// tells the truth about what the output holds.
+			if batch != nil && batchLine == e.Line {
+				batch = nil
+			}
+			flushBatch()
+			if lines > 0 {
+				w.WriteByte('\n')
+			}
+			if ferr := w.Flush(); ferr != nil {
+				return changed, fmt.Errorf("redact: line %d: %w; and writing the lines before it failed: %v", e.Line, err, ferr)
+			}
 			return changed, fmt.Errorf("redact: line %d: %w; nothing written past line %d", e.Line, err, e.Line-1)
 		}
 		if e.Batch != 0 { // from a JSON array line
@@ -159,12 +171,13 @@ func redactTape(in io.Reader, out io.Writer, red *tape.Redactor, stderr io.Write
 		writeLine(msg)
 	}
 	flushBatch()
-	torn := false
 	for _, wr := range r.Warnings() {
 		fmt.Fprintf(stderr, "warning: %v\n", wr)
-		torn = torn || errors.Is(wr, tape.ErrTorn)
 	}
-	if lines > 0 && !torn {
+	if n := r.WarningCount() - len(r.Warnings()); n > 0 {
+		fmt.Fprintf(stderr, "warning: %d more warnings not shown\n", n)
+	}
+	if lines > 0 && !r.Torn() {
 		w.WriteByte('\n')
 	}
 	if err := w.Flush(); err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,10 +48,12 @@ func TestRedactCommand(t *testing.T) {
 	if len(outLines) != len(lines) {
 		t.Fatalf("output has %d lines, want %d:\n%s", len(outLines), len(lines), got)
 	}
-	for _, i := range []int{1, 5} { // untouched: no rule matched; torn (no value match)
-		if outLines[i] != lines[i] {
-			t.Errorf("line %d changed:\ngot  %s\nwant %s", i+1, outLines[i], lines[i])
-		}
+	if outLines[1] != lines[1] { // untouched: no rule matched
+		t.Errorf("line 2 changed:\ngot  %s\nwant %s", outLines[1], lines[1])
+	}
+	// The torn last line: the key rule reaches it too, and it stays torn.
+	if want := `{"jsonrpc":"2.0","id":3,"method":"x","params":{"password":"[REDACTED]"`; outLines[5] != want {
+		t.Errorf("torn line:\ngot  %s\nwant %s", outLines[5], want)
 	}
 	if outLines[3] != "garbage line with [REDACTED]" {
 		t.Errorf("invalid line: %s", outLines[3])
@@ -62,7 +65,7 @@ func TestRedactCommand(t *testing.T) {
 	if len(e) != 1 || e[0].Server != "s" || !strings.Contains(outLines[0], `"redacted":["params.arguments.password"]`) {
 		t.Errorf("first line: %s", outLines[0])
 	}
-	if !strings.Contains(stderr.String(), "4 lines redacted") || !strings.Contains(stderr.String(), "torn") {
+	if !strings.Contains(stderr.String(), "5 lines redacted") || !strings.Contains(stderr.String(), "torn") {
 		t.Errorf("stderr: %s", stderr.String())
 	}
 	// The output must not be overwritten by accident.
@@ -95,5 +98,39 @@ func TestRedactKeepsUnmatchedLines(t *testing.T) {
 	out, errOut, code = runCLI(t, "redact", in, "-o", "-", "--redact-key", "token")
 	if code != 1 || strings.Contains(out, "SECRET") || !strings.Contains(errOut, "line 2: malformed tape line: cannot decode the line to redact it") {
 		t.Errorf("undecodable line: exit %d, stdout %.80q, stderr %q", code, out, errOut)
+	}
+}
+
+// A redact stopped by an undecodable line writes the lines before it (it
+// said so, and left an empty file); a torn last line stays torn however
+// many warnings came first (the torn warning used to be the 1001st, not
+// kept, and the line got a newline).
+func TestRedactStopsHonestlyAndKeepsTornEnd(t *testing.T) {
+	var b strings.Builder
+	for i := range 1200 {
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"method":"x","params":{"token":"t%d"}}`+"\n", i, i) // no _meta: a warning each
+	}
+	good := b.String()
+	deep := `{"jsonrpc":"2.0","id":1,"method":"x","params":{"token":"SECRET","a":` + strings.Repeat("[", 20_000) + strings.Repeat("]", 20_000) + `}}`
+	in := writeFile(t, "stop.jsonl", good+deep+"\n")
+	out, errOut, code := runCLI(t, "redact", in, "-o", "-", "--redact-key", "token")
+	if code != 1 || !strings.Contains(errOut, "nothing written past line 1200") {
+		t.Fatalf("exit %d, stderr %.200q", code, errOut)
+	}
+	if n := strings.Count(out, "\n"); n != 1200 || strings.Contains(out, "SECRET") || strings.Count(out, "[REDACTED]") != 1200 {
+		t.Errorf("output holds %d lines (%d redacted), want the 1200 before the bad one, redacted", n, strings.Count(out, "[REDACTED]"))
+	}
+
+	const torn = `{"jsonrpc":"2.0","id":9,"method":"x","params":{"token":"abc`
+	in = writeFile(t, "torn.jsonl", good+torn)
+	out, errOut, code = runCLI(t, "redact", in, "-o", "-", "--redact-key", "token")
+	if code != 0 {
+		t.Fatalf("exit %d: %.200s", code, errOut)
+	}
+	if !strings.HasSuffix(out, `"token":"[REDACTED]"`) {
+		t.Errorf("output ends %q, want the torn line, redacted, with no newline", out[max(0, len(out)-60):])
+	}
+	if !strings.Contains(errOut, "more warnings not shown") {
+		t.Errorf("stderr does not count the warnings it did not show")
 	}
 }
