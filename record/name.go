@@ -139,7 +139,9 @@ func targetName(t string) string {
 			t = t[i+1:]
 		}
 	}
-	if i := strings.LastIndexByte(t, '@'); i > 0 {
+	// pkg@version: an @ in the last path element only (a path through
+	// node_modules/@scope/pkg has others, which are no versions).
+	if i := strings.LastIndexByte(t, '@'); i > 0 && i > strings.LastIndexByte(t, '/')+1 {
 		t = t[:i]
 	}
 	t = strings.TrimRight(t, "/")

@@ -11,6 +11,7 @@ func TestDefaultServerName(t *testing.T) {
 	for _, tc := range []struct{ cmd, want string }{
 		{"/usr/local/bin/my-server --port 3", "my-server"},
 		{"node dist/index.js", "index"},
+		{"node /work/.peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js", "server-everything"},
 		{"node /srv/weather/build/index.js", "weather"},
 		{"node --require ts-node/register src/server.ts", "server"},
 		{"node --inspect=9229 ./tools/linear-mcp.mjs --stdio", "linear-mcp"},

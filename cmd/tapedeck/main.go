@@ -13,6 +13,10 @@ import (
 )
 
 func main() {
+	// A peer that closes our stdout or stderr (mcp-go's stdio client closes
+	// the child's stderr before waiting for it) makes writes fail with
+	// EPIPE instead of killing tapedeck before it writes its report.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

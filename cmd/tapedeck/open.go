@@ -94,6 +94,14 @@ func runOpen(ctx context.Context, s streams, path string, follow, light bool) er
 // runProgram runs a Bubble Tea program on the command's streams; an
 // interrupt that ends it is not an error.
 func runProgram(ctx context.Context, s streams, m tea.Model) error {
+	for _, f := range []struct {
+		name string
+		v    any
+	}{{"input", s.stdin}, {"output", s.stdout}} {
+		if fd, ok := f.v.(interface{ Fd() uintptr }); ok && !term.IsTerminal(fd.Fd()) {
+			return fmt.Errorf("the debugger needs a terminal, and its %s is not one (redirected from a file, a pipe or /dev/null?); for a report without one, try \"tapedeck stats\"", f.name)
+		}
+	}
 	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(s.stdin), tea.WithOutput(s.stdout))
 	_, err := p.Run()
 	if err != nil && ctx.Err() != nil && (errors.Is(err, tea.ErrProgramKilled) || errors.Is(err, context.Canceled)) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/tidwall/sjson"
 
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
@@ -310,18 +312,17 @@ func parseSize(v string) (int64, error) {
 	if err != nil || n < -1 || n == -1 && mul != 1 {
 		return 0, fmt.Errorf("%q: expected a byte count such as 1048576, 512KiB or 64MiB (0: the default, -1: no limit)", v)
 	}
+	if n > math.MaxInt64/mul {
+		return 0, fmt.Errorf("%q: expected a byte count below 8 EiB", v)
+	}
 	return n * mul, nil
 }
 
-// finishReport prints unused requests, writes the JSON report if asked, and
-// returns the replay's verdict.
+// finishReport writes the JSON report if asked, then prints unused requests,
+// and returns the replay's verdict. The report comes first: it is the
+// verdict CI reads, and a client that closed our stderr (mcp-go's does,
+// before it waits for us) must not cost it.
 func finishReport(stderr io.Writer, rep *replay.Report, path string) error {
-	for _, u := range rep.Unused {
-		fmt.Fprintf(stderr, "tapedeck replay: recorded request never sent by the client: %s %s (tape line %d)\n", u.Method, compactParams(u.Params), u.Line)
-	}
-	for _, u := range rep.Unanswered {
-		fmt.Fprintf(stderr, "tapedeck replay: the tape holds no answer to %s (tape line %d); the client got error %d\n", u.Method, u.Line, replay.CodeNoAnswer)
-	}
 	if path != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {
@@ -331,15 +332,27 @@ func finishReport(stderr io.Writer, rep *replay.Report, path string) error {
 			return fmt.Errorf("write report: %w", err)
 		}
 	}
+	for _, u := range rep.Unused {
+		fmt.Fprintf(stderr, "tapedeck replay: recorded request never sent by the client: %s %s (tape line %d)\n", u.Method, compactParams(u.Params), u.Line)
+	}
+	for _, u := range rep.Unanswered {
+		fmt.Fprintf(stderr, "tapedeck replay: the tape holds no answer to %s (tape line %d); the client got error %d\n", u.Method, u.Line, replay.CodeNoAnswer)
+	}
 	if err := rep.Err(); err != nil {
 		return &exitError{code: 1, err: err}
 	}
 	return nil
 }
 
+// compactParams shows a request's params on one line without their _meta
+// (2026-07-28 requests open with a volatile protocol version and client
+// info, which pushed the tool's name past the cut).
 func compactParams(p json.RawMessage) string {
 	if len(p) == 0 {
 		return "{}"
+	}
+	if q, err := sjson.DeleteBytes(p, "_meta"); err == nil {
+		p = q
 	}
 	s := string(p)
 	if len(s) > 200 {

@@ -197,6 +197,9 @@ func TestParseSize(t *testing.T) {
 		{"-2", 0, false},
 		{"64MB", 0, false},
 		{"lots", 0, false},
+		{"8589934592GiB", 0, false}, // 2^63 bytes: overflowed to "no limit"
+		{"9223372036854775807", 1<<63 - 1, true},
+		{"8589934591GiB", 8589934591 << 30, true},
 	} {
 		got, err := parseSize(tt.in)
 		if (err == nil) != tt.ok || got != tt.want {
@@ -257,5 +260,63 @@ func TestReplayStdioStopsOnSignal(t *testing.T) {
 		}
 		stdin.Close()
 		pr.Close()
+	}
+}
+
+// A client that closed replay's stderr (mcp-go's stdio client does, before
+// it waits for the child) still gets the report written and exit status 1:
+// replay died of SIGPIPE while printing the unused requests, report unwritten.
+func TestReplayReportSurvivesClosedStderr(t *testing.T) {
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	report := filepath.Join(t.TempDir(), "report.json")
+	cmd := exec.Command(tapedeck, "replay", "--report", report, fixture(t, "mcporter-echo.tape.jsonl"))
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"bye"}}}` + "\n")
+	cmd.Stdout = io.Discard
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr.Close() // stderr's reader is gone before replay writes a byte
+	cmd.Stderr = pw
+	err = cmd.Run()
+	pw.Close()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("replay ended with %v; want exit status 1 (diverged), not a signal", err)
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatalf("no report: %v", err)
+	}
+	var rep replay.Report
+	if err := json.Unmarshal(b, &rep); err != nil || len(rep.Divergences) != 1 {
+		t.Fatalf("report %s, %v; want one divergence", b, err)
+	}
+}
+
+// Unused requests of a 2026-07-28 tape are shown without their volatile
+// params._meta, which used to push the tool's name past the cut.
+func TestCompactParamsDropsMeta(t *testing.T) {
+	p := `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"` + strings.Repeat("c", 200) + `","version":"1"}},"name":"get-sum","arguments":{"a":1}}`
+	if got := compactParams(json.RawMessage(p)); got != `{"name":"get-sum","arguments":{"a":1}}` {
+		t.Errorf("compactParams = %s", got)
+	}
+}
+
+// The debugger without a terminal says so (it failed with an epoll error).
+func TestOpenNeedsTerminal(t *testing.T) {
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	cmd := exec.Command(tapedeck, "open", fixture(t, "mcporter-sum.tape.jsonl"))
+	cmd.Stdin = devnull
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "needs a terminal, and its input is not one") {
+		t.Errorf("open </dev/null: %v, %s; want a message that it needs a terminal", err, out)
 	}
 }
