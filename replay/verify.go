@@ -49,11 +49,15 @@ type CallResult struct {
 	Line   int    `json:"line"`
 	Method string `json:"method"`
 	// Name is the tool, prompt or resource the call names, if any.
-	Name     string        `json:"name,omitempty"`
-	Pass     bool          `json:"pass"`
-	Diff     []DiffOp      `json:"diff,omitempty"`
-	Problem  string        `json:"problem,omitempty"` // no response, a transport error
-	Recorded time.Duration `json:"recorded"`          // the recorded latency
+	Name    string   `json:"name,omitempty"`
+	Pass    bool     `json:"pass"`
+	Diff    []DiffOp `json:"diff,omitempty"`
+	Problem string   `json:"problem,omitempty"` // no response, a transport error
+	// Skipped says why the call was sent but not checked: the tape holds no
+	// answer to compare with (the recorded client cancelled it, or the
+	// server never answered). A skipped call passes.
+	Skipped  string        `json:"skipped,omitempty"`
+	Recorded time.Duration `json:"recorded"` // the recorded latency
 	Live     time.Duration `json:"live"`
 }
 
@@ -254,6 +258,10 @@ func (v *verifier) send(ctx context.Context, seq int) error {
 	if p.Cancelled || c.want < 0 {
 		// Cancelled or never answered on the tape: nothing to wait for.
 		c.res.Pass, c.decided = true, true
+		c.res.Skipped = "the recorded server never answered it: nothing to compare"
+		if p.Cancelled {
+			c.res.Skipped = "the recorded client cancelled it: nothing to compare"
+		}
 		return nil
 	}
 	c.deadline = c.start.Add(v.opts.Timeout)

@@ -285,13 +285,20 @@ func (t *tailBuffer) lastLines(n int) []string {
 // finishVerify prints the summary, writes the JUnit report if asked, and
 // returns the verdict.
 func finishVerify(s streams, rep *replay.VerifyReport, tapePath, junit string) error {
-	fail := 0
+	fail, skip := 0, 0
 	for _, c := range rep.Calls {
-		if !c.Pass {
+		switch {
+		case !c.Pass:
 			fail++
+		case c.Skipped != "":
+			skip++
 		}
 	}
-	fmt.Fprintf(s.stdout, "%d calls, %d passed, %d failed\n", len(rep.Calls), len(rep.Calls)-fail, fail)
+	summary := fmt.Sprintf("%d calls, %d passed, %d failed", len(rep.Calls), len(rep.Calls)-fail-skip, fail)
+	if skip > 0 {
+		summary += fmt.Sprintf(", %d skipped", skip)
+	}
+	fmt.Fprintln(s.stdout, summary)
 	if junit != "" {
 		if err := writeJUnit(junit, tapePath, rep); err != nil {
 			return err
@@ -321,15 +328,19 @@ func colorEnabled(mode string, out io.Writer) (bool, error) {
 }
 
 const (
-	ansiRed   = "\x1b[31m"
-	ansiGreen = "\x1b[32m"
-	ansiReset = "\x1b[0m"
+	ansiRed    = "\x1b[31m"
+	ansiGreen  = "\x1b[32m"
+	ansiYellow = "\x1b[33m"
+	ansiReset  = "\x1b[0m"
 )
 
 func printCall(w io.Writer, c replay.CallResult, paint bool) {
 	verdict, col := "PASS", ansiGreen
-	if !c.Pass {
+	switch {
+	case !c.Pass:
 		verdict, col = "FAIL", ansiRed
+	case c.Skipped != "":
+		verdict, col = "SKIP", ansiYellow
 	}
 	if paint {
 		verdict = col + verdict + ansiReset
@@ -337,6 +348,10 @@ func printCall(w io.Writer, c replay.CallResult, paint bool) {
 	name := c.Method
 	if c.Name != "" {
 		name += " " + c.Name
+	}
+	if c.Skipped != "" {
+		fmt.Fprintf(w, "%s %s (line %d)  %s\n", verdict, name, c.Line, c.Skipped)
+		return
 	}
 	delta := c.Live - c.Recorded
 	fmt.Fprintf(w, "%s %s (line %d)  %v, recorded %v (%+v)\n", verdict, name, c.Line, c.Live.Round(time.Microsecond), c.Recorded, delta.Round(time.Microsecond))
@@ -372,6 +387,7 @@ type junitSuite struct {
 	Name     string      `xml:"name,attr"`
 	Tests    int         `xml:"tests,attr"`
 	Failures int         `xml:"failures,attr"`
+	Skipped  int         `xml:"skipped,attr"`
 	Time     float64     `xml:"time,attr"`
 	Cases    []junitCase `xml:"testcase"`
 }
@@ -381,6 +397,11 @@ type junitCase struct {
 	Classname string        `xml:"classname,attr"`
 	Time      float64       `xml:"time,attr"`
 	Failure   *junitFailure `xml:"failure,omitempty"`
+	Skipped   *junitSkipped `xml:"skipped,omitempty"`
+}
+
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
 }
 
 type junitFailure struct {
@@ -406,6 +427,9 @@ func writeJUnit(path, tapeName string, rep *replay.VerifyReport) error {
 				msg = fmt.Sprintf("%d differences from the recorded response", len(c.Diff))
 			}
 			jc.Failure = &junitFailure{Message: msg, Text: b.String()}
+		} else if c.Skipped != "" {
+			suite.Skipped++
+			jc.Skipped = &junitSkipped{Message: c.Skipped}
 		}
 		suite.Cases = append(suite.Cases, jc)
 	}

@@ -212,3 +212,49 @@ func TestTailBuffer(t *testing.T) {
 		t.Errorf("empty: %q", got)
 	}
 }
+
+// Calls the tape holds no answer to (cancelled by the recorded client, or
+// never answered) are sent but not checked: SKIP with the reason, and
+// <skipped> in JUnit, where they printed PASS "0s, recorded 0s".
+func TestVerifySkipsUnansweredCalls(t *testing.T) {
+	server := mcptest.BuildBinary(t, mcptest.SDKServerPackage)
+	b, err := os.ReadFile(fixture(t, "sdk-sdkserver.tape.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	call := func(id int, msg string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"echo","arguments":{"message":%q}},"_meta":{"dir":"send","server":"sdk","ts":"2026-11-22T14:43:05.000Z"}}`, id, msg)
+	}
+	extra := []string{
+		call(100, "cancelled"),
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":100,"reason":"user"},"_meta":{"dir":"send","server":"sdk","ts":"2026-11-22T14:43:05.001Z"}}`,
+		call(101, "unanswered"),
+	}
+	last := len(lines) - 1 // $transport/close
+	lines = append(lines[:last:last], append(extra, lines[last])...)
+	path := writeFile(t, "skips.jsonl", strings.Join(lines, "\n")+"\n")
+	junit := filepath.Join(t.TempDir(), "verify.xml")
+	var stdout, stderr bytes.Buffer
+	err = run(context.Background(), []string{"verify", "--junit", junit, "--color=never", path, "--", server}, strings.NewReader(""), &stdout, &stderr)
+	out := stdout.String()
+	if err != nil {
+		t.Fatalf("verify: %v\n%s%s", err, out, stderr.String())
+	}
+	for _, want := range []string{
+		"SKIP tools/call echo (line 36)  the recorded client cancelled it: nothing to compare",
+		"SKIP tools/call echo (line 38)  the recorded server never answered it: nothing to compare",
+		"15 calls, 13 passed, 0 failed, 2 skipped",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("verify output lacks %q:\n%s", want, out)
+		}
+	}
+	x, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(x), `skipped="2"`) || strings.Count(string(x), "<skipped message=") != 2 {
+		t.Errorf("JUnit report lacks the skipped calls:\n%s", x)
+	}
+}
