@@ -118,6 +118,7 @@ func (n *Normalizer) Normalize(msg []byte) (any, error) {
 	delete(obj, "jsonrpc")
 	delete(obj, "id")
 	delete(obj, "_meta")
+	delete(obj, AltMetaKey)
 	if !n.KeepVolatile {
 		if p, ok := obj["params"].(map[string]any); ok {
 			dropVolatile(p)
@@ -242,38 +243,88 @@ func (p Path) Delete(v any) {
 	}
 }
 
-// StripMeta returns msg without its top-level "_meta" member: the message as
-// it crossed the wire. The other bytes are kept as they are.
+// StripMeta returns msg without the tape's metadata (see RecordMeta): the
+// message as it crossed the wire, its own top-level "_meta" included when it
+// had one. The other bytes are kept as they are.
 func StripMeta(msg []byte) []byte {
-	var c classifier
-	i := skipWS(msg, 0)
-	if i >= len(msg) || msg[i] != '{' {
-		return msg
-	}
-	var prevEnd, cut = i + 1, span{}
-	var first = true
-	var cutFirst bool
-	_, err := c.members(msg, i, func(key []byte, v span) {
-		if string(key) == "_meta" && !cut.ok() {
-			cut = span{prevEnd, v.end}
-			cutFirst = first
-		}
-		first = false
-		prevEnd = v.end
-	})
-	if err != nil || !cut.ok() {
+	cut, first, ok := recordMetaMember(msg)
+	if !ok {
 		return msg
 	}
 	out := make([]byte, 0, len(msg))
 	out = append(out, msg[:cut.start]...)
 	rest := msg[cut.end:]
 	// Not first: the cut starts just after the previous value, so the comma
-	// before "_meta" goes with it. First: drop the comma after it instead.
-	if cutFirst {
+	// before the key goes with it. First: drop the comma after it instead.
+	if first {
 		j := skipWS(rest, 0)
 		if j < len(rest) && rest[j] == ',' {
 			rest = rest[j+1:]
 		}
 	}
 	return append(out, rest...)
+}
+
+// RecordMeta returns the tape's metadata object of a record ({dir, server,
+// ts, ...}), or nil when it has none: the last top-level AltMetaKey member
+// if there is one, else the last "_meta" (tapes written before AltMetaKey
+// existed appended the tape's "_meta" after the message's own).
+func RecordMeta(line []byte) []byte {
+	var c classifier
+	i := skipWS(line, 0)
+	if i >= len(line) || line[i] != '{' {
+		return nil
+	}
+	var meta, alt span
+	_, err := c.members(line, i, func(key []byte, v span) {
+		switch string(key) {
+		case "_meta":
+			meta = v
+		case AltMetaKey:
+			alt = v
+		}
+	})
+	if err != nil {
+		return nil
+	}
+	if alt.ok() {
+		return alt.in(line)
+	}
+	if meta.ok() {
+		return meta.in(line)
+	}
+	return nil
+}
+
+// recordMetaMember finds the member RecordMeta reads: its span from the end
+// of the previous value (or just inside the brace) to the end of its value,
+// and whether it is the first member.
+func recordMetaMember(msg []byte) (cut span, first, ok bool) {
+	var c classifier
+	i := skipWS(msg, 0)
+	if i >= len(msg) || msg[i] != '{' {
+		return span{}, false, false
+	}
+	prevEnd, isFirst := i+1, true
+	var meta, alt span
+	var metaFirst, altFirst bool
+	_, err := c.members(msg, i, func(key []byte, v span) {
+		switch string(key) {
+		case "_meta":
+			meta, metaFirst = span{prevEnd, v.end}, isFirst
+		case AltMetaKey:
+			alt, altFirst = span{prevEnd, v.end}, isFirst
+		}
+		isFirst = false
+		prevEnd = v.end
+	})
+	switch {
+	case err != nil:
+		return span{}, false, false
+	case alt.ok():
+		return alt, altFirst, true
+	case meta.ok():
+		return meta, metaFirst, true
+	}
+	return span{}, false, false
 }

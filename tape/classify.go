@@ -146,7 +146,7 @@ func (c *classifier) classify(b []byte) []msgInfo {
 // object scans the JSON-RPC object starting at b[i] == '{'.
 func (c *classifier) object(b []byte, i int) (msgInfo, int, error) {
 	m := msgInfo{start: i}
-	var params, result, meta span
+	var params, result, meta, alt span
 	var hasResult, hasError bool
 	end, err := c.members(b, i, func(key []byte, v span) {
 		switch string(key) {
@@ -164,10 +164,15 @@ func (c *classifier) object(b []byte, i int) (msgInfo, int, error) {
 			hasError = true
 		case "_meta":
 			meta = v
+		case AltMetaKey:
+			alt = v
 		}
 	})
 	if err != nil {
 		return m, 0, err
+	}
+	if alt.ok() { // the message has a _meta of its own (see AltMetaKey)
+		meta = alt
 	}
 	m.end = end
 	m.noVersion = string(m.version.in(b)) != `"2.0"`

@@ -86,7 +86,7 @@ func (e *Encoder) plainMessage(msg []byte) bool {
 			hasResult = true
 		case "error":
 			hasError = true
-		case "_meta":
+		case "_meta", AltMetaKey:
 			hasMeta = true
 		}
 	})

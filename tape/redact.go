@@ -214,8 +214,12 @@ var metaKept = []string{"dir", "server", "ts", MetaRedacted}
 // _meta but for metaKept; the paths redacted are added to the list in
 // _meta.redacted.
 func (r *Redactor) redactRecord(m map[string]any) bool {
-	meta, hasMeta := m["_meta"]
-	delete(m, "_meta")
+	metaKey := "_meta" // the tape's; the message's own _meta is redacted with it
+	if _, ok := m[AltMetaKey]; ok {
+		metaKey = AltMetaKey
+	}
+	meta, hasMeta := m[metaKey]
+	delete(m, metaKey)
 	_, paths := r.apply(m)
 	mm, isObject := meta.(map[string]any)
 	if isObject {
@@ -237,14 +241,14 @@ func (r *Redactor) redactRecord(m map[string]any) bool {
 		maps.Copy(mm, kept)
 	}
 	if hasMeta {
-		m["_meta"] = meta
+		m[metaKey] = meta
 	}
 	if len(paths) == 0 {
 		return false
 	}
 	if !isObject {
 		mm = map[string]any{}
-		m["_meta"] = mm
+		m[metaKey] = mm
 	}
 	var all []string
 	if prev, ok := mm[MetaRedacted].([]any); ok {

@@ -109,7 +109,11 @@ func (w *Writer) Write(msg []byte, m Meta) error {
 	if len(bytes.TrimSpace(msg[1:len(msg)-1])) > 0 {
 		b = append(b, ',')
 	}
-	b = append(b, `"_meta":`...)
+	if ownMeta(msg) {
+		b = append(append(append(b, '"'), AltMetaKey...), `":`...)
+	} else {
+		b = append(b, `"_meta":`...)
+	}
 	b, err := m.appendJSON(b)
 	if err != nil {
 		return err
@@ -118,6 +122,28 @@ func (w *Writer) Write(msg []byte, m Meta) error {
 	w.buf = b
 	_, err = w.w.Write(b)
 	return err
+}
+
+// AltMetaKey holds a record's tape metadata instead of "_meta" when the
+// message carries a top-level "_meta" (or AltMetaKey) of its own: the
+// message keeps its own, byte for byte, and replay sends it as it was. Tape
+// readers take the last AltMetaKey member of a line when there is one, else
+// the last "_meta" (see RecordMeta). Every other record keeps the
+// mcporter-compatible "_meta".
+const AltMetaKey = "_tapedeck"
+
+// ownMeta reports whether msg, a JSON object, has a top-level "_meta" or
+// AltMetaKey member of its own.
+func ownMeta(msg []byte) bool {
+	if !bytes.Contains(msg, []byte(`"_meta"`)) && !bytes.Contains(msg, []byte(`"`+AltMetaKey+`"`)) {
+		return false // the usual case, decided without a walk
+	}
+	var c classifier
+	found := false
+	_, _ = c.members(msg, 0, func(key []byte, _ span) {
+		found = found || string(key) == "_meta" || string(key) == AltMetaKey
+	})
+	return found
 }
 
 // writeBatch records each message of a batch on its own line, with

@@ -245,3 +245,51 @@ func TestCreateAppendRefusals(t *testing.T) {
 		}
 	}
 }
+
+// A message with a top-level _meta of its own keeps it: the tape's record
+// goes under AltMetaKey, readers take that, and StripMeta gives back the
+// message byte for byte. (It was written with two _meta keys, and replay
+// sent the tape's {dir,server,ts} instead of the server's own.)
+func TestWriteMessageWithOwnMeta(t *testing.T) {
+	for _, msg := range []string{
+		`{"jsonrpc":"2.0","id":1,"result":{},"_meta":{"trace":"abc"}}`,
+		`{"_meta":{"trace":"abc"},"jsonrpc":"2.0","id":1,"result":{}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{},"_tapedeck":"mine"}`,
+	} {
+		var buf bytes.Buffer
+		if err := NewWriter(&buf).Write([]byte(msg), Meta{Dir: DirRecv, Server: "s", Time: ts0}); err != nil {
+			t.Fatal(err)
+		}
+		line := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+		if got := StripMeta(line); string(got) != msg {
+			t.Errorf("StripMeta(%s) = %s, want the message as it was", line, got)
+		}
+		e := Classify(line)
+		if len(e) != 1 || e[0].Dir != DirRecv || e[0].Server != "s" || !e[0].Time.Equal(ts0) {
+			t.Errorf("%s read as %+v", line, e)
+		}
+		if !bytes.Contains(RecordMeta(line), []byte(`"server":"s"`)) {
+			t.Errorf("RecordMeta(%s) = %s", line, RecordMeta(line))
+		}
+		if _, ok := NewEncoder(DirRecv, "s").AppendLine(nil, []byte(msg), ts0); ok {
+			t.Errorf("the encoder's fast path took %s, whose _meta it would duplicate", msg)
+		}
+	}
+	// Tapes written before: the tape's _meta came second; it is the one
+	// read and the one stripped.
+	old := `{"jsonrpc":"2.0","id":1,"result":{},"_meta":{"trace":"abc"},"_meta":{"dir":"recv","server":"s","ts":"2026-05-16T12:00:00.000Z"}}`
+	if got := string(StripMeta([]byte(old))); got != `{"jsonrpc":"2.0","id":1,"result":{},"_meta":{"trace":"abc"}}` {
+		t.Errorf("StripMeta(old) = %s", got)
+	}
+	if e := Classify([]byte(old)); e[0].Server != "s" {
+		t.Errorf("old tape line read as %+v", e[0])
+	}
+	// An ordinary message keeps the mcporter-compatible _meta.
+	var buf bytes.Buffer
+	if err := NewWriter(&buf).Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{"_meta":{"x":1}}}`), Meta{Dir: DirRecv, Server: "s", Time: ts0}); err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"jsonrpc":"2.0","id":1,"result":{"_meta":{"x":1}},"_meta":{"dir":"recv","server":"s","ts":"2026-05-16T12:00:00.000Z"}}` + "\n"; buf.String() != want {
+		t.Errorf("got %s want %s", buf.String(), want)
+	}
+}

@@ -81,3 +81,27 @@ func TestRecordUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// A server message with a top-level _meta of its own survives the round
+// trip: recorded under it (the tape's record under _tapedeck), replayed as
+// the server sent it. It was recorded with two _meta keys and replayed with
+// the tape's {dir,server,ts} in place of the server's own.
+func TestRecordReplayOwnMeta(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	const answer = `{"jsonrpc":"2.0","id":1,"result":{"ok":true},"_meta":{"trace":"abc"}}`
+	script := `while read l; do echo '` + answer + `'; done`
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"record", "-o", path, "--", "sh", "-c", script}, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n"), &stdout, &stderr); err != nil {
+		t.Fatalf("record: %v\n%s", err, stderr.String())
+	}
+	if strings.TrimSpace(stdout.String()) != answer {
+		t.Fatalf("the client got %s through the shim", stdout.String())
+	}
+	stdout.Reset()
+	if err := run(context.Background(), []string{"replay", path}, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"ping"}`+"\n"), &stdout, &stderr); err != nil {
+		t.Fatalf("replay: %v\n%s", err, stderr.String())
+	}
+	if got, want := strings.TrimSpace(stdout.String()), strings.Replace(answer, `"id":1`, `"id":7`, 1); got != want {
+		t.Errorf("replay answered %s, want %s", got, want)
+	}
+}
