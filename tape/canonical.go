@@ -102,6 +102,34 @@ type Normalizer struct {
 	Ignore []Path
 	// KeepVolatile keeps params._meta's volatile keys.
 	KeepVolatile bool
+	// Exact tells an empty optional object from an absent one. By default
+	// an absent params.arguments (of tools/call and prompts/get, the calls
+	// that name something) and params.context (of completion/complete) read
+	// as {}, and an empty params._meta as absent: SDKs differ there without
+	// meaning anything (the TypeScript client sends "arguments":{} where
+	// mcp-go sends none, and mcp-go always sends completion's "context":{}).
+	// Filling rather than dropping keeps a diff precise: {} against
+	// {"message":"hi"} shows params.arguments.message.
+	Exact bool
+}
+
+// forgiveEmptyOptional makes an absent optional object and {} one value
+// (see Normalizer.Exact).
+func forgiveEmptyOptional(params map[string]any) {
+	fill := func(k string) {
+		if _, ok := params[k]; !ok {
+			params[k] = map[string]any{}
+		}
+	}
+	if _, ok := params["name"]; ok {
+		fill("arguments")
+	}
+	if _, ok := params["ref"]; ok {
+		fill("context")
+	}
+	if m, ok := params["_meta"].(map[string]any); ok && len(m) == 0 {
+		delete(params, "_meta")
+	}
 }
 
 // Normalize decodes a message and returns its comparable form (a value from
@@ -119,9 +147,12 @@ func (n *Normalizer) Normalize(msg []byte) (any, error) {
 	delete(obj, "id")
 	delete(obj, "_meta")
 	delete(obj, AltMetaKey)
-	if !n.KeepVolatile {
-		if p, ok := obj["params"].(map[string]any); ok {
+	if p, ok := obj["params"].(map[string]any); ok {
+		if !n.KeepVolatile {
 			dropVolatile(p)
+		}
+		if !n.Exact {
+			forgiveEmptyOptional(p)
 		}
 	}
 	for _, p := range n.Ignore {
@@ -141,8 +172,13 @@ func (n *Normalizer) NormalizeParams(params []byte) (any, error) {
 		return nil, err
 	}
 	root := map[string]any{"params": v}
-	if p, ok := v.(map[string]any); ok && !n.KeepVolatile {
-		dropVolatile(p)
+	if p, ok := v.(map[string]any); ok {
+		if !n.KeepVolatile {
+			dropVolatile(p)
+		}
+		if !n.Exact {
+			forgiveEmptyOptional(p)
+		}
 	}
 	for _, p := range n.Ignore {
 		p.Delete(root)

@@ -1,6 +1,7 @@
 package tape
 
 import (
+	"reflect"
 	"testing"
 )
 
@@ -92,5 +93,35 @@ func TestStripMeta(t *testing.T) {
 		if got := string(StripMeta([]byte(tt.in))); got != tt.want {
 			t.Errorf("StripMeta(%s) = %s, want %s", tt.in, got, tt.want)
 		}
+	}
+}
+
+// An empty optional object and its absence compare equal unless Exact:
+// the TS SDK sends "arguments":{} where mcp-go sends none.
+func TestNormalizeEmptyOptional(t *testing.T) {
+	pairs := [][2]string{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{}}}`, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"},"argument":{"name":"a","value":""},"context":{}}}`, `{"jsonrpc":"2.0","id":2,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"},"argument":{"name":"a","value":""}}}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{}}}`, `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`},
+	}
+	for _, p := range pairs {
+		for _, exact := range []bool{false, true} {
+			n := Normalizer{Exact: exact, KeepVolatile: exact}
+			a, err1 := n.Normalize([]byte(p[0]))
+			b, err2 := n.Normalize([]byte(p[1]))
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			if equal := reflect.DeepEqual(a, b); equal == exact {
+				t.Errorf("Exact=%v: %s vs %s: equal=%v", exact, p[0], p[1], equal)
+			}
+		}
+	}
+	// Not empty: a real difference stays one.
+	n := Normalizer{}
+	a, _ := n.Normalize([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"a":1}}}`))
+	b, _ := n.Normalize([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`))
+	if reflect.DeepEqual(a, b) {
+		t.Errorf("non-empty arguments compared equal to none")
 	}
 }
