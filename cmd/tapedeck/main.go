@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/tapedeck/tapedeck/internal/termtext"
 )
 
 func main() {
@@ -49,10 +51,10 @@ func exitCode(err error, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintf(stderr, "tapedeck: %v\n", ee.err)
+			fmt.Fprintf(stderr, "tapedeck: %s\n", termtext.Safe(ee.err.Error()))
 		}
 		return ee.code
 	}
-	fmt.Fprintf(stderr, "tapedeck: %v\n", err)
+	fmt.Fprintf(stderr, "tapedeck: %s\n", termtext.Safe(err.Error()))
 	return 1
 }

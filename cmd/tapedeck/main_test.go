@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"context"
 	"encoding/json"
 	"io"
@@ -223,6 +224,29 @@ func TestHelpPlaceholders(t *testing.T) {
 		}
 		for _, m := range typeName.FindAllString(help, -1) {
 			t.Errorf("tapedeck %s --help shows a type instead of a placeholder: %q", c.Name(), m)
+		}
+	}
+}
+
+// Escape sequences in a tape reach the terminal as text: a method name that
+// sets the window title, a server that clears the screen, an OSC 52
+// clipboard write in an error message.
+func TestTextOutputEscapesTerminalSequences(t *testing.T) {
+	evil := "\x1b]0;PWNED\x07"
+	tapeText := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call\u001b]0;PWNED\u0007","params":{"name":"x\u001b[2J"},"_meta":{"dir":"send","server":"s\u001b]52;c;aGk=\u0007","ts":"2026-05-16T12:00:00.000Z"}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{},"_meta":{"dir":"recv","server":"s\u001b]52;c;aGk=\u0007","ts":"2026-05-16T12:00:00.100Z"}}`,
+		"garbage " + evil,
+	}, "\n") + "\n"
+	path := writeFile(t, "evil.jsonl", tapeText)
+	for _, args := range [][]string{{"stats", path}, {"stats", "--server", "nope", path}, {"replay", path}} {
+		out, errOut, _ := runCLI(t, args...)
+		var b bytes.Buffer
+		exitCode(errors.New("server "+evil), &b)
+		for _, s := range []string{out, errOut, b.String()} {
+			if strings.ContainsAny(s, "\x1b\x07") {
+				t.Errorf("%v printed a raw escape sequence: %q", args, s)
+			}
 		}
 	}
 }

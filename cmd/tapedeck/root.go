@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tapedeck/tapedeck/internal/termtext"
 )
 
 // version is set at build time with -ldflags "-X main.version=..."; without
@@ -65,16 +67,23 @@ A tape is NDJSON, one JSON-RPC message a line with a "_meta" object
 		SilenceErrors: true,
 		Version:       buildVersion(),
 	}
+	// Text made from tapes and peers is printed through termtext, so an
+	// escape sequence in a tape cannot drive the terminal: report and
+	// diagnostics streams are escaped; what carries protocol or a peer's own
+	// output (replay's and attach's stdout, record's passthrough, redact's
+	// tape on stdout, the TUI) is left alone.
+	text := streams{s.stdin, termtext.NewWriter(s.stdout), termtext.NewWriter(s.stderr)}
+	diag := streams{s.stdin, s.stdout, termtext.NewWriter(s.stderr)}
 	root.AddCommand(
 		newVersionCmd(s),
-		newStatsCmd(s),
+		newStatsCmd(text),
 		newRecordCmd(s),
-		newRedactCmd(s),
-		newReplayCmd(s),
-		newVerifyCmd(s),
+		newRedactCmd(diag),
+		newReplayCmd(diag),
+		newVerifyCmd(text),
 		newOpenCmd(s),
-		newDebugCmd(s),
-		newAttachCmd(s),
+		newDebugCmd(diag),
+		newAttachCmd(diag),
 	)
 	// cobra's own completion command, made now so it gets examples too; it
 	// takes its output stream when made, so the streams are set first.

@@ -317,6 +317,9 @@ func colorEnabled(mode string, out io.Writer) (bool, error) {
 	case "never":
 		return false, nil
 	case "auto":
+		if u, ok := out.(interface{ Unwrap() io.Writer }); ok {
+			out = u.Unwrap()
+		}
 		f, ok := out.(*os.File)
 		if !ok {
 			return false, nil
