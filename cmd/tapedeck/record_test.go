@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,5 +105,62 @@ func TestRecordReplayOwnMeta(t *testing.T) {
 	}
 	if got, want := strings.TrimSpace(stdout.String()), strings.Replace(answer, `"id":1`, `"id":7`, 1); got != want {
 		t.Errorf("replay answered %s, want %s", got, want)
+	}
+}
+
+// Two recorders on one tape at once, the first made without --append (a
+// shim still in its shutdown grace) and the second with it (the client run
+// again): every line of both sessions reads back whole. The first used to
+// write at its own offset, over the second's lines.
+func TestRecordConcurrentAppend(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "shared.jsonl")
+	const n = 300
+	script := `while read l; do echo "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}"; done`
+	line := func(i int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping","params":{"pad":"%s"}}`+"\n", i, strings.Repeat("x", i%50))
+	}
+	pr, pw := io.Pipe()
+	first := make(chan error, 1)
+	go func() {
+		var stdout, stderr bytes.Buffer
+		first <- run(context.Background(), []string{"record", "-o", path, "--", "sh", "-c", script}, pr, &stdout, &stderr)
+	}()
+	for i := range n / 2 {
+		io.WriteString(pw, line(i))
+	}
+	var in strings.Builder
+	for i := range n {
+		in.WriteString(line(i))
+	}
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"record", "-o", path, "--append", "--", "sh", "-c", script}, strings.NewReader(in.String()), &stdout, &stderr); err != nil {
+		t.Fatalf("second recorder: %v\n%s", err, stderr.String())
+	}
+	for i := n / 2; i < n; i++ {
+		io.WriteString(pw, line(i))
+	}
+	pw.Close()
+	if err := <-first; err != nil {
+		t.Fatalf("first recorder: %v", err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := tape.NewReader(f)
+	counts := map[tape.Kind]int{}
+	for {
+		e, err := r.Next()
+		if err != nil {
+			break
+		}
+		counts[e.Kind]++
+	}
+	if len(r.Warnings()) > 0 || counts[tape.KindInvalid] > 0 {
+		t.Fatalf("the shared tape has damaged lines: %v", r.Warnings())
+	}
+	if counts[tape.KindRequest] != 2*n || counts[tape.KindResponse] != 2*n || counts[tape.KindLifecycle] != 4 {
+		t.Errorf("read back %v; want %d requests, %d responses and 4 lifecycle records", counts, 2*n, 2*n)
 	}
 }
