@@ -282,7 +282,8 @@ func (e *Engine) receive(m tape.Entry) {
 	case tape.KindInvalid:
 		id := gjson.GetBytes(m.Raw, "id")
 		raw := []byte("null")
-		if id.Exists() && (id.Type == gjson.Number || id.Type == gjson.String) {
+		// gjson reads leniently ({"id"000 gives 000): echo only a valid id.
+		if id.Exists() && (id.Type == gjson.Number || id.Type == gjson.String) && json.Valid([]byte(id.Raw)) {
 			raw = []byte(id.Raw)
 		}
 		e.push(errorResponse(raw, CodeParseError, "tapedeck replay: "+m.Problem, nil), e.now, -1, "", nil)

@@ -14,7 +14,7 @@ import (
 // sessionTape is a small recorded session: a handshake with a roots/list
 // request from the server, a logging notification, a tool called twice with
 // the same arguments, and tools/list.
-func sessionTape(t *testing.T) *tape.Index {
+func sessionTape(t testing.TB) *tape.Index {
 	return buildIndex(t,
 		line{send, 0, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"roots":{}},"clientInfo":{"name":"rec","version":"1"}}}`},
 		line{recv, 10, `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"srv","version":"1"}}}`},

@@ -187,6 +187,8 @@ func (c *classifier) object(b []byte, i int) (msgInfo, int, error) {
 			return m, 0, fmt.Errorf("expected \"id\" to be a string or a number, found %s", found(b, m.id.start))
 		case id[0] == 'n' && m.method.ok():
 			return m, 0, fmt.Errorf("expected \"id\" of a request to be a string or a number, found null")
+		case id[0] != '"' && string(id) != "null" && !jsonNumber(id):
+			return m, 0, fmt.Errorf("expected \"id\" to be a string or a number, found %s", found(b, m.id.start))
 		case id[0] != '"' && bytes.ContainsAny(id, ".eE"):
 			m.notes = append(m.notes, fmt.Sprintf("id %s is not an integer: MCP ids are strings or integers", id))
 		}
@@ -505,6 +507,48 @@ slow:
 // daysIn is the number of days in month m (1-12) of year y.
 func daysIn(y, m int) int {
 	return time.Date(y, time.Month(m)+1, 0, 0, 0, 0, 0, time.UTC).Day()
+}
+
+// jsonNumber reports whether b is a number as JSON writes one: no leading
+// zeros, no leading +, digits after a point and in an exponent. An id
+// echoed back must be valid JSON ("id":000 is not).
+func jsonNumber(b []byte) bool {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return false
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return false
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	return i == len(b)
 }
 
 func digits(s []byte) (int, bool) {
