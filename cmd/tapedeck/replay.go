@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -35,6 +37,7 @@ type replayFlags struct {
 
 	listen      string
 	path        string
+	pathSet     bool // --path was given (a legacy tape's stream is at /sse otherwise)
 	allowRemote bool
 	origins     []string
 	hosts       []string
@@ -184,7 +187,8 @@ header must name a loopback host, the --listen host, or one given with
 			}
 			var rep replay.Report
 			if f.listen != "" {
-				if rep, err = serveReplayHTTP(cmd.Context(), s, &f, args[0], e, onDiv); err != nil {
+				f.pathSet = cmd.Flags().Changed("path")
+				if rep, err = serveReplayHTTP(cmd.Context(), s, &f, args[0], x, opts, e, onDiv); err != nil {
 					return err
 				}
 			} else {
@@ -262,7 +266,7 @@ func pollableStdin(r io.Reader) (io.Reader, func()) {
 
 // serveReplayHTTP serves e over Streamable HTTP on f.listen until ctx is
 // done.
-func serveReplayHTTP(ctx context.Context, s streams, f *replayFlags, tapePath string, e *replay.Engine, onDiv func(replay.Divergence)) (replay.Report, error) {
+func serveReplayHTTP(ctx context.Context, s streams, f *replayFlags, tapePath string, x *tape.Index, opts replay.EngineOptions, e *replay.Engine, onDiv func(replay.Divergence)) (replay.Report, error) {
 	var none replay.Report
 	host, _, err := net.SplitHostPort(f.listen)
 	if err != nil {
@@ -285,6 +289,10 @@ func serveReplayHTTP(ctx context.Context, s streams, f *replayFlags, tapePath st
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return none, fmt.Errorf("--listen: %w", err)
+	}
+	if post, ok := replay.IsLegacySSE(x, e.Server()); ok {
+		opts.Server = e.Server()
+		return serveReplayLegacy(ctx, s, f, tapePath, x, opts, ln, post, hosts, maxBody, onDiv)
 	}
 	h := replay.NewHTTPHandler(e, replay.HTTPOptions{Path: f.path, OnDivergence: onDiv, AllowOrigins: f.origins, AllowHosts: hosts, MaxBody: maxBody})
 	fmt.Fprintf(s.stderr, "tapedeck replay: serving %s (server '%s') at http://%s%s\n", tapePath, e.Server(), ln.Addr(), f.path)
@@ -359,4 +367,36 @@ func compactParams(p json.RawMessage) string {
 		s = s[:200] + "…"
 	}
 	return s
+}
+
+// serveReplayLegacy serves a tape recorded over the legacy HTTP+SSE
+// transport on ln: the stream at --path (/sse unless given), posts at the
+// recorded endpoint's path.
+func serveReplayLegacy(ctx context.Context, s streams, f *replayFlags, tapePath string, x *tape.Index, opts replay.EngineOptions, ln net.Listener, post string, hosts []string, maxBody int64, onDiv func(replay.Divergence)) (replay.Report, error) {
+	ssePath := "/sse"
+	if f.pathSet {
+		ssePath = f.path
+	}
+	h, err := replay.NewLegacyHandler(x, opts, replay.LegacyOptions{SSEPath: ssePath, PostPath: post, AllowHosts: hosts, AllowOrigins: f.origins, MaxBody: maxBody, OnDivergence: onDiv})
+	if err != nil {
+		ln.Close()
+		return replay.Report{}, err
+	}
+	fmt.Fprintf(s.stderr, "tapedeck replay: serving %s (server '%s', legacy HTTP+SSE) at http://%s%s\n", tapePath, opts.Server, ln.Addr(), ssePath)
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		h.Close()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err = srv.Shutdown(sctx)
+		cancel()
+		if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) {
+			err = errors.Join(err, serr)
+		}
+	}
+	h.Close()
+	return h.Report(), err
 }

@@ -85,10 +85,16 @@ is 1 when any call differs.`,
 			onCall := func(c replay.CallResult) { printCall(s.stdout, c, paint) }
 			var rep replay.VerifyReport
 			if url != "" {
-				conn := replay.NewHTTPConn(url, nil)
+				conn, err := dialURL(cmd.Context(), x, server, url)
+				if err != nil {
+					return err
+				}
 				rep, err = replay.Verify(cmd.Context(), x, conn, opts, onCall)
 				if cerr := conn.Close(); err == nil && cerr != nil {
 					fmt.Fprintf(s.stderr, "tapedeck verify: %v\n", cerr)
+				}
+				if err != nil {
+					return err
 				}
 			} else {
 				rep, err = verifyStdio(cmd.Context(), s, x, args[1:], opts, onCall)
@@ -444,4 +450,21 @@ func writeJUnit(path, tapeName string, rep *replay.VerifyReport) error {
 		return fmt.Errorf("write JUnit report: %w", err)
 	}
 	return nil
+}
+
+// dialURL connects to the server at url the way the tape was recorded:
+// the legacy HTTP+SSE transport for a tape with $http/endpoint records,
+// Streamable HTTP otherwise.
+func dialURL(ctx context.Context, x *tape.Index, server, url string) (interface {
+	replay.Conn
+	Close() error
+}, error) {
+	name := server
+	if name == "" && len(x.Servers()) == 1 {
+		name = x.Servers()[0]
+	}
+	if _, legacy := replay.IsLegacySSE(x, name); legacy {
+		return replay.DialLegacy(ctx, url, nil)
+	}
+	return replay.NewHTTPConn(url, nil), nil
 }

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tapedeck/tapedeck/internal/mcptest"
+)
+
+// startEverythingSSE starts server-everything in legacy HTTP+SSE mode and
+// returns its /sse URL.
+func startEverythingSSE(t *testing.T) string {
+	t.Helper()
+	peers := mcptest.Peers(t)
+	var lastErr error
+	for range 3 { // the free port may be taken between FreePort and listen
+		port := mcptest.FreePort(t)
+		cmd := exec.Command(peers.Node, peers.Everything, "sse")
+		cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
+		p := mcptest.Start(t, cmd)
+		if lastErr = mcptest.WaitForPort(p, port, 15*time.Second); lastErr == nil {
+			return fmt.Sprintf("http://127.0.0.1:%d/sse", port)
+		}
+		p.Stop(time.Second)
+	}
+	t.Fatalf("server-everything sse did not start: %v", lastErr)
+	return ""
+}
+
+// legacyTranscript runs a few calls with the go-sdk's legacy HTTP+SSE
+// client against endpoint.
+func legacyTranscript(t *testing.T, endpoint string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "legacy", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: endpoint}, nil)
+	if err != nil {
+		t.Fatalf("connect %s: %v", endpoint, err)
+	}
+	defer cs.Close()
+	var b strings.Builder
+	fmt.Fprintf(&b, "protocol %s\n", cs.InitializeResult().ProtocolVersion)
+	for _, call := range []mcp.CallToolParams{
+		{Name: "echo", Arguments: map[string]any{"message": "one"}},
+		{Name: "echo", Arguments: map[string]any{"message": "two"}},
+		{Name: "get-sum", Arguments: map[string]any{"a": 2, "b": 3}},
+	} {
+		res, err := cs.CallTool(ctx, &call)
+		if err != nil {
+			t.Fatalf("%s: %v", call.Name, err)
+		}
+		fmt.Fprintf(&b, "%s: %s\n", call.Name, res.Content[0].(*mcp.TextContent).Text)
+	}
+	return b.String()
+}
+
+// startTapedeck starts the tapedeck binary with args and waits for the URL
+// it prints on stderr after the text "at" or "proxying"; it is stopped with
+// SIGINT at cleanup, and must then exit 0.
+func startTapedeck(t *testing.T, bin string, args ...string) (url string, stop func() string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var seen strings.Builder
+	found := make(chan string, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		re := regexp.MustCompile(`(?:proxying|at) (http://127\.0\.0\.1:\d+/\S*)`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			seen.WriteString(sc.Text() + "\n")
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case found <- m[1]:
+				default:
+				}
+			}
+		}
+		io.Copy(io.Discard, stderr)
+	}()
+	stopped := false
+	stop = func() string {
+		if stopped {
+			return ""
+		}
+		stopped = true
+		cmd.Process.Signal(syscall.SIGINT)
+		err := cmd.Wait()
+		<-done
+		if err != nil {
+			t.Errorf("tapedeck %s: %v\n%s", args[0], err, seen.String())
+		}
+		return seen.String()
+	}
+	t.Cleanup(func() { stop() })
+	select {
+	case url = <-found:
+		return url, stop
+	case <-done:
+		t.Fatalf("tapedeck %s exited:\n%s", strings.Join(args, " "), seen.String())
+	case <-time.After(15 * time.Second):
+		t.Fatalf("tapedeck %s printed no URL in 15 s", strings.Join(args, " "))
+	}
+	return "", stop
+}
+
+// A legacy HTTP+SSE session (2024-11-05) round-trips: recorded through
+// tapedeck's proxy from server-everything, replayed with the server gone to
+// the go-sdk's legacy client, which prints what it printed live, run after
+// run (GET /sse used to be a 404).
+func TestLegacySSERoundTrip(t *testing.T) {
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	upstream := startEverythingSSE(t)
+	direct := legacyTranscript(t, upstream)
+
+	tapePath := filepath.Join(t.TempDir(), "legacy.jsonl")
+	proxied, stopRecord := startTapedeck(t, tapedeck, "record", "--upstream", upstream, "--listen", "127.0.0.1:0", "-o", tapePath)
+	if through := legacyTranscript(t, proxied); through != direct {
+		t.Fatalf("through the recorder:\n%s\ndirect:\n%s", through, direct)
+	}
+	stopRecord()
+
+	replayed, stopReplay := startTapedeck(t, tapedeck, "replay", "--listen", "127.0.0.1:0", tapePath)
+	if !strings.HasSuffix(replayed, "/sse") {
+		t.Errorf("replay serves a legacy tape at %s, want the /sse stream", replayed)
+	}
+	for run := 1; run <= 2; run++ {
+		if got := legacyTranscript(t, replayed); got != direct {
+			t.Errorf("run %d against the replay:\n%s\nlive:\n%s", run, got, direct)
+		}
+	}
+	// verify drives the live legacy server, and the replay, with the tape
+	// (it failed with a bare "HTTP 404" posting to /sse).
+	for _, url := range []string{upstream, replayed} {
+		var stdout, stderr strings.Builder
+		err := run(context.Background(), []string{"verify", "--color=never", tapePath, "--url", url}, strings.NewReader(""), &stdout, &stderr)
+		if err != nil || !strings.Contains(stdout.String(), " 0 failed") {
+			t.Errorf("verify --url %s: %v\n%s%s", url, err, stdout.String(), stderr.String())
+		}
+	}
+	if out := stopReplay(); strings.Contains(out, "mismatch") {
+		t.Errorf("replay reported divergences:\n%s", out)
+	}
+}
