@@ -206,6 +206,19 @@ type Report struct {
 	// UnusedTolerated is true in loose mode, where unused requests are
 	// reported but do not fail the replay.
 	UnusedTolerated bool `json:"unusedTolerated,omitempty"`
+	// Resyncs lists where a strict replay found the client again after it
+	// left out recorded calls (those are in Unused).
+	Resyncs []Resync `json:"resyncs,omitempty"`
+}
+
+// Resync is a place where a strict replay re-synchronised: the live request
+// matched recorded request Seq (at Line), Skipped recorded requests after
+// the one expected, which the client did not send.
+type Resync struct {
+	Seq     int    `json:"seq"`
+	Line    int    `json:"line"`
+	Method  string `json:"method"`
+	Skipped int    `json:"skipped"`
 }
 
 // Err returns nil when the replay followed the tape, else an error wrapping

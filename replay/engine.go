@@ -91,7 +91,8 @@ type Output struct {
 	// Divergence is set on a divergence error and on a held divergence.
 	Divergence *Divergence
 
-	reqID tape.ID // the live request answered, for cancellation
+	reqID    tape.ID // the live request answered, for cancellation
+	progress bool    // a notifications/progress: the stdio edge lets it land before what follows
 }
 
 // Engine serves a tape's server side to a live client: it takes the client's
@@ -147,6 +148,35 @@ type Engine struct {
 	requests   int
 	matched    int
 	unanswered []Unused // matched requests with no answer on the tape
+
+	// passed are recorded requests a strict replay moved past without a
+	// match (the client changed or skipped them): never expected again,
+	// still reported unused.
+	passed  map[int]bool
+	resyncs []Resync
+	lost    bool // strict: the last request diverged; the next may re-synchronise
+	// liveToken holds, by recorded request, the progressToken of the live
+	// request that matched it, when it had one: recorded progress
+	// notifications carry the live token, or are dropped when the live
+	// request asked for none.
+	liveToken map[int][]byte
+	// waiting holds recorded answers that followed server requests the
+	// recording's client replied to first: each goes out once the live
+	// client has replied too.
+	waiting []waitingAnswer
+	// window is, in keyed and loose mode, the recorded request being
+	// answered and its response: only the server requests between them
+	// belong to the live call and are sent.
+	window [2]int
+}
+
+// waitingAnswer is a recorded answer held for the client's replies to the
+// server requests sent before it (their live ids).
+type waitingAnswer struct {
+	out     []byte
+	seq     int
+	reqID   tape.ID
+	replies []tape.ID
 }
 
 // memoKey remembers the key of raw params seen before: identical bytes have
@@ -188,6 +218,8 @@ func NewEngine(x *tape.Index, opts EngineOptions) (*Engine, error) {
 		held:        map[int]heldRequest{},
 		refSeq:      -1,
 		unreadable:  map[int]error{},
+		passed:      map[int]bool{},
+		liveToken:   map[int][]byte{},
 	}
 	return e, nil
 }
@@ -376,7 +408,7 @@ func (e *Engine) request(m tape.Entry) {
 // nextExpected returns the next unused recorded request in strict order, or -1.
 func (e *Engine) nextExpected() int {
 	for {
-		for e.ri < len(e.reqs) && e.used[e.reqs[e.ri]] {
+		for e.ri < len(e.reqs) && (e.used[e.reqs[e.ri]] || e.passed[e.reqs[e.ri]]) {
 			e.ri++
 		}
 		if e.ri < len(e.reqs) {
@@ -435,9 +467,77 @@ func (e *Engine) strict(m tape.Entry) {
 			e.divergeUnreadable(m, exp, err)
 			return
 		}
+		if !e.opts.Hold && e.lost {
+			if later := e.resync(m); later >= 0 {
+				return
+			}
+		}
 		e.diverge(m, exp, ReasonMismatch)
+		if !e.opts.Hold {
+			e.lost = true
+			if m.Method == expEntry.Method && bytes.Equal(callTarget(m.Raw), callTarget(rec.Raw)) {
+				// The client's changed version of the expected call (same
+				// method, same tool, prompt or resource): the next request
+				// is compared with the one recorded after it, so one
+				// difference stays one divergence.
+				e.passed[exp] = true
+			}
+		}
 		return
 	}
+}
+
+// callTarget returns the raw name or URI a call's params name, or nil.
+func callTarget(msg []byte) []byte {
+	if t := field(msg, "params.name"); t != nil {
+		return t
+	}
+	return field(msg, "params.uri")
+}
+
+// resyncLimit bounds how far past the next expected request a strict
+// replay looks for the live request before calling it a divergence.
+const resyncLimit = 256
+
+// resync looks for live request m, which follows a divergence, among the
+// recorded requests after the EngineOptions.Reorder window, up to
+// resyncLimit of them: the client left out the recorded calls before it. When m matches one, those calls are
+// passed (reported unused), the re-synchronisation is noted in the report,
+// m is answered, and resync returns the request it matched; else -1.
+func (e *Engine) resync(m tape.Entry) int {
+	seen := 0
+	for i := e.ri + 1; seen < resyncLimit; i++ {
+		if i >= len(e.reqs) && !e.scanNext() {
+			return -1
+		}
+		seq := e.reqs[i]
+		if e.used[seq] || e.passed[seq] {
+			continue
+		}
+		seen++
+		if seen <= e.opts.Reorder {
+			continue // lookAhead tried these
+		}
+		rec, err := e.recorded(seq)
+		if err != nil {
+			continue
+		}
+		if same, err := e.sameRequest(m, rec); err != nil || !same {
+			continue
+		}
+		skipped := 0
+		for _, r := range e.reqs[e.ri:i] {
+			if !e.used[r] && !e.passed[r] {
+				e.passed[r] = true
+				skipped++
+			}
+		}
+		en := e.x.Entry(seq)
+		e.resyncs = append(e.resyncs, Resync{Seq: seq, Line: en.Line, Method: en.Method, Skipped: skipped})
+		e.consume(m, seq)
+		return seq
+	}
+	return -1
 }
 
 // probeFailed reports whether the recorded server/discover at seq was
@@ -456,7 +556,7 @@ func (e *Engine) lookAhead(m tape.Entry) int {
 			return -1
 		}
 		seq := e.reqs[i]
-		if e.used[seq] {
+		if e.used[seq] || e.passed[seq] {
 			continue
 		}
 		seen++
@@ -657,14 +757,54 @@ func (e *Engine) unknown(m tape.Entry) {
 		e.divergeUnreadable(m, seq, err)
 		return
 	}
-	e.diverge(m, -1, ReasonUnknown)
+	e.diverge(m, e.nearest(m), ReasonUnknown)
+}
+
+// nearestLimit bounds how many recorded requests of a method a miss is
+// compared with to name the nearest.
+const nearestLimit = 256
+
+// nearest returns the recorded request of m's method that differs least
+// from m by meaning, among the first nearestLimit of them, or -1: a keyed
+// miss names it and shows the diff, which says more than "not on the tape".
+func (e *Engine) nearest(m tape.Entry) int {
+	got, err := e.norm.Normalize(m.Raw)
+	if err != nil {
+		return -1
+	}
+	e.scanAll()
+	best, fewest, n := -1, 0, 0
+	for _, seq := range e.reqs {
+		if e.x.Entry(seq).Method != m.Method {
+			continue
+		}
+		if n++; n > nearestLimit {
+			break
+		}
+		rec, err := e.recorded(seq)
+		if err != nil {
+			continue
+		}
+		want, err := e.norm.Normalize(rec.Raw)
+		if err != nil {
+			continue
+		}
+		if d := len(Diff(want, got)); best < 0 || d < fewest {
+			best, fewest = seq, d
+		}
+	}
+	return best
 }
 
 // consume marks recorded request seq as matched by live request m and
 // answers it.
 func (e *Engine) consume(m tape.Entry, seq int) {
 	e.matched++
+	e.lost = false
 	e.used[seq] = true
+	if t := field(m.Raw, "params._meta.progressToken"); t != nil {
+		e.liveToken[seq] = bytes.Clone(t) // m.Raw is the caller's buffer
+	}
 	e.setRef(seq)
 	e.pass(seq)
 	e.respond(m, seq)
@@ -687,12 +827,18 @@ func (e *Engine) respond(m tape.Entry, seq int) {
 			// client waiting for an answer that will not come.
 			en := e.x.Entry(seq)
 			e.unanswered = append(e.unanswered, Unused{Seq: seq, Line: en.Line, Method: en.Method})
-			msg := fmt.Sprintf("tapedeck replay: the tape holds no answer to %s (tape line %d): the recording ended before the server answered", en.Method, en.Line)
+			why := "the recording ended before the server answered"
+			if later := e.laterLine(seq); later > 0 {
+				why = fmt.Sprintf("the server never answered it, though the tape goes on to line %d", later)
+			}
+			msg := fmt.Sprintf("tapedeck replay: the tape holds no answer to %s (tape line %d): %s", en.Method, en.Line, why)
 			e.push(errorResponse([]byte(m.ID), CodeNoAnswer, msg, nil), e.now, -1, m.ID, nil)
 			return
 		}
 	}
+	e.window = [2]int{seq, resp}
 	e.advanceTo(resp)
+	e.window = [2]int{}
 	body, ok := e.answers[resp]
 	if !ok {
 		rec, err := e.x.Message(resp)
@@ -716,7 +862,56 @@ func (e *Engine) respond(m tape.Entry, seq int) {
 			}
 		}
 	}
+	if replies := e.repliesAwaited(seq, resp); len(replies) > 0 {
+		// The recorded server asked the client something (roots,
+		// sampling, elicitation) and answered after the reply: so does
+		// the replay, whose answer must not reach the client first.
+		e.waiting = append(e.waiting, waitingAnswer{out: out, seq: resp, reqID: m.ID, replies: replies})
+		return
+	}
 	e.push(out, e.at(resp), resp, m.ID, nil)
+}
+
+// repliesAwaited returns the live ids of the server requests the replay
+// sent between recorded request seq and its response resp whose recorded
+// replies came before resp.
+func (e *Engine) repliesAwaited(seq, resp int) []tape.ID {
+	var ids []tape.ID
+	for id, q := range e.outstanding {
+		if q > seq && q < resp {
+			if r := e.x.Pair(q).Partner; r >= 0 && r < resp {
+				ids = append(ids, id)
+			}
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// releaseWaiting sends the held answers no longer waiting for a reply.
+func (e *Engine) releaseWaiting(replied tape.ID) {
+	kept := e.waiting[:0]
+	for _, w := range e.waiting {
+		w.replies = slices.DeleteFunc(w.replies, func(id tape.ID) bool { return id == replied })
+		if len(w.replies) == 0 {
+			e.push(w.out, e.at(w.seq), w.seq, w.reqID, nil)
+			continue
+		}
+		kept = append(kept, w)
+	}
+	clear(e.waiting[len(kept):])
+	e.waiting = kept
+}
+
+// laterLine returns the line of the server's next wire message after seq,
+// or 0 when the tape ends first.
+func (e *Engine) laterLine(seq int) int {
+	for i := seq + 1; i < e.x.Len(); i++ {
+		if en := e.x.Entry(i); en.Server == e.server && en.IsWire() {
+			return en.Line
+		}
+	}
+	return 0
 }
 
 // rejection returns the response with "id":null that answered recorded
@@ -746,14 +941,18 @@ func rejection(x *tape.Index, server string, seq int) int {
 
 // spliceID replaces a message's top-level id with id, leaving every other
 // byte as recorded.
-func spliceID(msg, id []byte) []byte {
-	r := gjson.Get(unsafeString(msg), "id")
+func spliceID(msg, id []byte) []byte { return splice(msg, "id", id) }
+
+// splice replaces the JSON value at path in msg with v, leaving every other
+// byte as recorded; msg is returned as it is when path is absent.
+func splice(msg []byte, path string, v []byte) []byte {
+	r := gjson.Get(unsafeString(msg), path)
 	if !r.Exists() || r.Index <= 0 {
 		return msg
 	}
-	out := make([]byte, 0, len(msg)-len(r.Raw)+len(id))
+	out := make([]byte, 0, len(msg)-len(r.Raw)+len(v))
 	out = append(out, msg[:r.Index]...)
-	out = append(out, id...)
+	out = append(out, v...)
 	return append(out, msg[r.Index+len(r.Raw):]...)
 }
 
@@ -808,10 +1007,24 @@ func (e *Engine) visit(seq int) {
 	switch en.Kind {
 	case tape.KindNotification:
 		rec, err := e.x.Message(seq)
-		if err == nil {
-			e.push(tape.StripMeta(rec.Raw), e.at(seq), seq, "", nil)
+		if err != nil {
+			return
 		}
+		body := tape.StripMeta(rec.Raw)
+		if en.Method == "notifications/progress" {
+			var ok bool
+			if body, ok = e.progressFor(seq, body); !ok {
+				return
+			}
+			e.push(body, e.at(seq), seq, "", nil)
+			e.queue[len(e.queue)-1].progress = true
+			return
+		}
+		e.push(body, e.at(seq), seq, "", nil)
 	case tape.KindRequest:
+		if e.opts.Mode != Strict && !(e.window[0] < seq && seq < e.window[1]) {
+			return // a server request of a call the live client did not make (yet)
+		}
 		rec, err := e.x.Message(seq)
 		if err != nil {
 			return
@@ -824,6 +1037,36 @@ func (e *Engine) visit(seq int) {
 		e.outstanding[id] = seq
 		e.push(spliceID(tape.StripMeta(rec.Raw), []byte(id)), e.at(seq), seq, "", nil)
 	}
+}
+
+// progressFor gives recorded progress notification body (at seq) the
+// progressToken of the live request its recorded request matched; ok is
+// false when that live request asked for no progress, and the notification
+// is not sent. A notification whose request is not found among the
+// matched requests shortly before it goes out as recorded.
+func (e *Engine) progressFor(seq int, body []byte) ([]byte, bool) {
+	token := field(body, "params.progressToken")
+	if token == nil {
+		return body, true
+	}
+	i, _ := slices.BinarySearch(e.reqs, seq)
+	for looked := 0; i > 0 && looked < 64; looked++ {
+		i--
+		r := e.reqs[i]
+		if !e.used[r] {
+			continue
+		}
+		rec, err := e.recorded(r)
+		if err != nil || !bytes.Equal(field(rec.Raw, "params._meta.progressToken"), token) {
+			continue
+		}
+		live, ok := e.liveToken[r]
+		if !ok {
+			return nil, false
+		}
+		return splice(body, "params.progressToken", live), true
+	}
+	return body, true
 }
 
 // notification handles a live client notification: it consumes the next
@@ -871,6 +1114,7 @@ func (e *Engine) reply(m tape.Entry) {
 		return
 	}
 	delete(e.outstanding, m.ID)
+	defer e.releaseWaiting(m.ID)
 	rec := e.x.Pair(q).Partner
 	if rec >= 0 {
 		e.used[rec] = true
@@ -946,7 +1190,7 @@ func (e *Engine) divergeWith(m tape.Entry, exp int, reason Reason, note string) 
 	if note != "" {
 		notes = append(notes, note)
 	}
-	if exp >= 0 && (reason == ReasonMismatch || reason == ReasonRepeat) {
+	if exp >= 0 && (reason == ReasonMismatch || reason == ReasonRepeat || reason == ReasonUnknown) {
 		rec, err := e.recorded(exp)
 		var want any
 		if err == nil {
@@ -973,6 +1217,9 @@ func (e *Engine) divergeWith(m tape.Entry, exp int, reason Reason, note string) 
 		d.Message = fmt.Sprintf("replay mismatch for server '%s': request %s was sent more often than recorded (last recorded at tape line %d)", e.server, got, d.ExpectedLine)
 	case ReasonUnknown:
 		d.Message = fmt.Sprintf("replay mismatch for server '%s': request %s is not on the tape", e.server, got)
+		if exp >= 0 {
+			d.Message += fmt.Sprintf("; the nearest recorded is %s %s (tape line %d)", d.ExpectedMethod, paramsText(d.ExpectedParams), d.ExpectedLine)
+		}
 		d.Tolerated = e.opts.Mode == Loose
 	}
 	if len(d.Diff) > 0 {
@@ -1095,6 +1342,7 @@ func (e *Engine) Report() Report {
 		Unused:          []Unused{},
 		UnusedTolerated: e.opts.Mode == Loose,
 		Unanswered:      append([]Unused(nil), e.unanswered...),
+		Resyncs:         slices.Clone(e.resyncs),
 	}
 	for _, seq := range e.reqs {
 		if e.used[seq] {

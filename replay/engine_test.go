@@ -333,9 +333,10 @@ func TestEngineServerRequests(t *testing.T) {
 	)
 	e := mustEngine(t, x, EngineOptions{})
 	got := texts(feed(t, e, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sample"}}`))
-	// The client's response must arrive before the recorded final answer,
-	// which was recorded after the client's replies.
-	want := []string{`{"jsonrpc":"2.0","id":0,"method":"sampling/createMessage","params":{"maxTokens":5}}`, `{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"message":"ok?"}}`, `{"jsonrpc":"2.0","id":1,"result":{"done":true}}`}
+	// The recorded answer came after the client's replies: the replay's
+	// answer waits for the live replies, so it can never reach the client
+	// before them (a client that refuses sampling sees its refusal matter).
+	want := []string{`{"jsonrpc":"2.0","id":0,"method":"sampling/createMessage","params":{"maxTokens":5}}`, `{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"message":"ok?"}}`}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("outputs:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
@@ -352,7 +353,17 @@ func TestEngineServerRequests(t *testing.T) {
 	if got[0] != "" || divs[0].Message == "" {
 		t.Fatalf("the reply divergence should come as an output without a message, with a text: %q %q", got[0], divs[0].Message)
 	}
-	feed(t, e, `{"jsonrpc":"2.0","id":"tapedeck-1","result":{"content":{"type":"text","text":"yes"}}}`, `{"jsonrpc":"2.0","id":99,"result":{}}`)
+	if len(got) != 2 {
+		t.Fatalf("outputs %q: the answer to call 1 must still wait for the reply to sampling 0", got)
+	}
+	got = texts(feed(t, e, `{"jsonrpc":"2.0","id":0,"result":{"content":{"type":"text","text":"yes"}}}`))
+	if len(got) != 1 || got[0] != `{"jsonrpc":"2.0","id":1,"result":{"done":true}}` {
+		t.Fatalf("after the last reply call 1 awaited: %q, want its answer", got)
+	}
+	got = texts(feed(t, e, `{"jsonrpc":"2.0","id":"tapedeck-1","result":{"content":{"type":"text","text":"yes"}}}`, `{"jsonrpc":"2.0","id":99,"result":{}}`))
+	if len(got) < 1 || got[0] != `{"jsonrpc":"2.0","id":2,"result":{"done":true}}` {
+		t.Fatalf("after the reply call 2 awaited: %q, want its answer", got)
+	}
 	if divs = e.Divergences(); len(divs) != 2 || divs[1].Reason != ReasonUnexpected {
 		t.Fatalf("divergences %+v, want a reply to an unknown id reported", divs)
 	}
@@ -528,5 +539,125 @@ func TestEngineUnreadableRecordedReply(t *testing.T) {
 	divs := e.Divergences()
 	if len(divs) != 1 || divs[0].Reason != ReasonReply || !strings.Contains(divs[0].Message, "the recorded reply at tape line 3 could not be read: ") {
 		t.Fatalf("divergences %+v (outputs %q), want one naming the recorded reply at line 3", divs, texts(out))
+	}
+}
+
+// Recorded progress notifications carry the live request's progressToken
+// (mcp-go uses "p7" where the recording's client used 7), and are not sent
+// to a live request that asked for no progress.
+func TestEngineProgressToken(t *testing.T) {
+	x := buildIndex(t,
+		line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","_meta":{"progressToken":7}}}`},
+		line{recv, 1, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":7,"progress":1,"total":2}}`},
+		line{recv, 2, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":7,"progress":2,"total":2}}`},
+		line{recv, 3, `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`},
+	)
+	e := mustEngine(t, x, EngineOptions{})
+	out := feed(t, e, `{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"slow","_meta":{"progressToken":"p7"}}}`)
+	got := texts(out)
+	want := []string{
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p7","progress":1,"total":2}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p7","progress":2,"total":2}}`,
+		`{"jsonrpc":"2.0","id":"c","result":{"content":[]}}`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("outputs:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if !out[0].progress || out[2].progress {
+		t.Errorf("progress marks: %v %v", out[0].progress, out[2].progress)
+	}
+	e = mustEngine(t, x, EngineOptions{})
+	if got := texts(feed(t, e, `{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"slow"}}`)); len(got) != 1 || !strings.Contains(got[0], `"result"`) {
+		t.Errorf("a call without a progressToken got %q, want only its answer", got)
+	}
+}
+
+// One changed call in a strict replay is one divergence (the recorded call
+// it replaces is left unused), and after a divergence the replay finds the
+// client again further down the tape, saying so.
+func TestEngineStrictResync(t *testing.T) {
+	x := buildIndex(t,
+		line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`},
+		line{recv, 1, `{"jsonrpc":"2.0","id":1,"result":{"n":1}}`},
+		line{send, 2, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`},
+		line{recv, 3, `{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}`},
+		line{send, 4, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"message":"bye"}}}`},
+		line{recv, 5, `{"jsonrpc":"2.0","id":3,"result":{"n":3}}`},
+		line{send, 6, `{"jsonrpc":"2.0","id":4,"method":"prompts/list"}`},
+		line{recv, 7, `{"jsonrpc":"2.0","id":4,"result":{"prompts":[]}}`},
+	)
+	changed := `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"echo","arguments":{"message":"HI"}}}`
+	list := `{"jsonrpc":"2.0","id":"b","method":"tools/list"}`
+	bye := `{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"echo","arguments":{"message":"bye"}}}`
+	prompts := `{"jsonrpc":"2.0","id":"d","method":"prompts/list"}`
+
+	e := mustEngine(t, x, EngineOptions{})
+	feed(t, e, changed, list, bye, prompts)
+	rep := e.Report()
+	if len(rep.Divergences) != 1 || len(rep.Unused) != 1 || rep.Unused[0].Line != 1 || rep.Matched != 3 {
+		t.Fatalf("one changed call: %d divergences, unused %+v, %d matched; want 1, line 1, 3", len(rep.Divergences), rep.Unused, rep.Matched)
+	}
+
+	e = mustEngine(t, x, EngineOptions{})
+	extra := `{"jsonrpc":"2.0","id":"x","method":"resources/list"}`
+	got := texts(feed(t, e, extra, bye, prompts))
+	rep = e.Report()
+	if len(rep.Divergences) != 1 || len(rep.Resyncs) != 1 || rep.Resyncs[0].Line != 5 || rep.Resyncs[0].Skipped != 2 {
+		t.Fatalf("skipped calls: %d divergences, resyncs %+v; want 1 and a resync at line 5 skipping 2", len(rep.Divergences), rep.Resyncs)
+	}
+	if len(rep.Unused) != 2 || len(got) != 3 || !strings.Contains(got[1], `"n":3`) || !strings.Contains(got[2], `"prompts"`) {
+		t.Fatalf("skipped calls: unused %+v, outputs %q", rep.Unused, got)
+	}
+}
+
+// In keyed mode only the server requests recorded within a call the live
+// client made are sent, not those of calls it has not made.
+func TestEngineKeyedServerRequestsOfOwnCall(t *testing.T) {
+	x := buildIndex(t,
+		line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"roots"}}`},
+		line{recv, 1, `{"jsonrpc":"2.0","id":0,"method":"roots/list"}`},
+		line{send, 2, `{"jsonrpc":"2.0","id":0,"result":{"roots":[]}}`},
+		line{recv, 3, `{"jsonrpc":"2.0","id":1,"result":{"n":1}}`},
+		line{send, 4, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`},
+		line{recv, 5, `{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}`},
+	)
+	e := mustEngine(t, x, EngineOptions{Mode: Keyed})
+	if got := texts(feed(t, e, `{"jsonrpc":"2.0","id":"l","method":"tools/list"}`)); len(got) != 1 || !strings.Contains(got[0], `"tools"`) {
+		t.Fatalf("tools/list alone: %q, want only its answer (no roots/list of the call not made)", got)
+	}
+}
+
+// -32093 says whether the recording ended or the server just never answered.
+func TestEngineNoAnswerSaysWhy(t *testing.T) {
+	x := buildIndex(t,
+		line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hang"}}`},
+		line{send, 1, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`},
+		line{recv, 2, `{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}`},
+		line{send, 3, `{"jsonrpc":"2.0","id":3,"method":"prompts/list"}`},
+	)
+	e := mustEngine(t, x, EngineOptions{})
+	got := texts(feed(t, e, `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"hang"}}`, `{"jsonrpc":"2.0","id":"b","method":"tools/list"}`, `{"jsonrpc":"2.0","id":"c","method":"prompts/list"}`))
+	if len(got) != 3 || !strings.Contains(got[0], "the server never answered it, though the tape goes on to line 2") || !strings.Contains(got[2], "the recording ended before the server answered") {
+		t.Fatalf("outputs %q", got)
+	}
+}
+
+// A keyed miss names the nearest recorded request of its method, with the
+// diff to it, instead of only "not on the tape".
+func TestEngineKeyedMissNamesNearest(t *testing.T) {
+	x := buildIndex(t,
+		line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`},
+		line{recv, 1, `{"jsonrpc":"2.0","id":1,"result":{"n":1}}`},
+		line{send, 2, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get-sum","arguments":{"a":1,"b":2}}}`},
+		line{recv, 3, `{"jsonrpc":"2.0","id":2,"result":{"n":2}}`},
+	)
+	e := mustEngine(t, x, EngineOptions{Mode: Keyed})
+	feed(t, e, `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"get-sum","arguments":{"a":1,"b":3}}}`)
+	divs := e.Divergences()
+	if len(divs) != 1 || divs[0].Expected != 2 || len(divs[0].Diff) != 1 || divs[0].Diff[0].Path != "/params/arguments/b" {
+		t.Fatalf("divergences %+v, want the get-sum call at line 3 named, with the diff at /params/arguments/b", divs)
+	}
+	if !strings.Contains(divs[0].Message, "is not on the tape; the nearest recorded is tools/call") || !strings.Contains(divs[0].Message, "tape line 3") {
+		t.Errorf("message %q", divs[0].Message)
 	}
 }

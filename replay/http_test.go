@@ -221,18 +221,49 @@ func TestHTTPSession(t *testing.T) {
 	if resp, body := ts.do(http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, sid...); resp.StatusCode != http.StatusAccepted || body != "" {
 		t.Fatalf("notification: %s %q, want 202", resp.Status, body)
 	}
-	resp, body = ts.do(http.MethodPost, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`, sid...)
-	if ev := events(t, body); resp.StatusCode != 200 || len(ev) != 1 || ev[0] != `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"Echo: hi"}]}}` {
-		t.Fatalf("tools/call: %s %q", resp.Status, body)
+	// The recorded server asked for roots and answered the call after the
+	// reply: the replay's answer waits for the live reply too.
+	type answer struct {
+		resp *http.Response
+		body string
 	}
+	called := make(chan answer, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, ts.url, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`))
+		for i := 0; i+1 < len(sid); i += 2 {
+			req.Header.Set(sid[i], sid[i+1])
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := ts.srv.Client().Do(req)
+		if err != nil {
+			called <- answer{}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		called <- answer{resp, string(b)}
+	}()
 	if m := next(); m != `{"jsonrpc":"2.0","id":0,"method":"roots/list"}` {
 		t.Fatalf("GET stream: %s, want the recorded roots/list", m)
+	}
+	select {
+	case a := <-called:
+		t.Fatalf("tools/call answered before the client replied to roots/list: %v %q", a.resp, a.body)
+	case <-time.After(100 * time.Millisecond):
 	}
 	if resp, _ := ts.do(http.MethodPost, `{"jsonrpc":"2.0","id":0,"result":{"roots":[]}}`, sid...); resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("reply to roots/list: %s, want 202", resp.Status)
 	}
 	if m := next(); !strings.Contains(m, `"data":"roots: 0"`) {
 		t.Fatalf("GET stream: %s, want the log message recorded after the reply", m)
+	}
+	a := <-called
+	if a.resp == nil {
+		t.Fatal("tools/call: no answer")
+	}
+	if ev := events(t, a.body); a.resp.StatusCode != 200 || len(ev) != 1 || ev[0] != `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"Echo: hi"}]}}` {
+		t.Fatalf("tools/call: %s %q", a.resp.Status, a.body)
 	}
 
 	if resp, _ := ts.do(http.MethodDelete, ""); resp.StatusCode != http.StatusBadRequest {

@@ -132,8 +132,15 @@ func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o Stdi
 	}
 }
 
+// progressGap is how long a progress notification is left to land before
+// what follows it in the same batch is written. The TypeScript SDK handles
+// a notification in a microtask but a response at once: read in one chunk,
+// the response retires the request's progress handler before its progress
+// notifications are handled, and they are dropped as unknown.
+const progressGap = 2 * time.Millisecond
+
 func writeOutputs(bw *bufio.Writer, out []Output, o StdioOptions) error {
-	for _, m := range out {
+	for i, m := range out {
 		if m.Divergence != nil && o.OnDivergence != nil && m.Divergence.Resolution != Pending {
 			o.OnDivergence(*m.Divergence)
 		}
@@ -143,6 +150,12 @@ func writeOutputs(bw *bufio.Writer, out []Output, o StdioOptions) error {
 		bw.Write(m.Msg)
 		if err := bw.WriteByte('\n'); err != nil {
 			return err
+		}
+		if m.progress && i+1 < len(out) {
+			if err := bw.Flush(); err != nil {
+				return err
+			}
+			time.Sleep(progressGap)
 		}
 	}
 	return nil

@@ -340,6 +340,9 @@ func finishReport(stderr io.Writer, rep *replay.Report, path string) error {
 			return fmt.Errorf("write report: %w", err)
 		}
 	}
+	for _, r := range rep.Resyncs {
+		fmt.Fprintf(stderr, "tapedeck replay: re-synchronised at tape line %d (%s) after a divergence: the client left out %d recorded request(s) before it\n", r.Line, r.Method, r.Skipped)
+	}
 	for _, u := range rep.Unused {
 		fmt.Fprintf(stderr, "tapedeck replay: recorded request never sent by the client: %s %s (tape line %d)\n", u.Method, compactParams(u.Params), u.Line)
 	}
