@@ -65,6 +65,10 @@ type Divergence struct {
 	RequestID json.RawMessage `json:"requestId,omitempty"`
 	Method    string          `json:"method,omitempty"`
 	Params    json.RawMessage `json:"params,omitempty"`
+	// Raw is the live message as the peer sent it (key order, _meta and
+	// all), for a debugger to show; reports leave it out, as they give
+	// Method and Params.
+	Raw json.RawMessage `json:"-"`
 	// Expected is the tape's sequence number of the recorded message
 	// expected instead, or -1; ExpectedLine is its line in the file.
 	Expected       int             `json:"expectedSeq"`

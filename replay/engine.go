@@ -1156,6 +1156,7 @@ func (e *Engine) newDivergence(m tape.Entry, exp int, reason Reason) *Divergence
 	d := &Divergence{
 		ID: len(e.divs) + 1, Server: e.server, Reason: reason,
 		Method: m.Method, Expected: exp,
+		Raw: json.RawMessage(slices.Clone(m.Raw)), // m.Raw is the caller's buffer
 	}
 	if m.Kind == tape.KindRequest {
 		d.RequestID = json.RawMessage(m.ID)

@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/tapedeck/tapedeck/replay/live"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -16,7 +17,7 @@ import (
 type DiffView struct {
 	scrollPane
 
-	d *Divergence
+	d *live.Divergence
 }
 
 // NewDiffView returns an empty diff pane.
@@ -34,7 +35,7 @@ func (v *DiffView) SetSize(w, h int) {
 func (v *DiffView) SetStyles(s *Styles) { v.styles = s; v.refresh() }
 
 // Show displays d.
-func (v *DiffView) Show(d Divergence) {
+func (v *DiffView) Show(d live.Divergence) {
 	v.d = &d
 	v.refresh()
 	v.vp.GotoTop()
@@ -48,7 +49,7 @@ func (v *DiffView) refresh() {
 }
 
 // renderDiff draws expected and actual side by side.
-func renderDiff(d Divergence, width int, s *Styles) string {
+func renderDiff(d live.Divergence, width int, s *Styles) string {
 	changed := map[string]bool{}
 	for _, p := range d.Paths {
 		changed[strings.TrimPrefix(p, "$.")] = true
@@ -68,7 +69,7 @@ func renderDiff(d Divergence, width int, s *Styles) string {
 		if len(raw) == 0 {
 			return append(out, s.Detail.Key.Render("(nothing)"))
 		}
-		text, marked := prettyJSONMarked(tape.StripMeta(raw), mark)
+		text, marked := prettyJSONMarked(raw, mark)
 		for i, l := range strings.Split(text, "\n") {
 			for _, w := range strings.Split(ansi.Hardwrap(l, colW, true), "\n") {
 				if marked[i] {
@@ -79,7 +80,9 @@ func renderDiff(d Divergence, width int, s *Styles) string {
 		}
 		return out
 	}
-	left := side("expected (recorded) #"+strconv.Itoa(d.Seq), d.Expected, s.Detail.Removed.Render)
+	// The recorded side loses the recorder's _meta; the client's side is
+	// the bytes it sent, its own _meta and key order included.
+	left := side("expected (recorded) #"+strconv.Itoa(d.Seq), tape.StripMeta(d.Expected), s.Detail.Removed.Render)
 	right := side("actual (client)", d.Actual, s.Detail.Added.Render)
 	var b strings.Builder
 	b.WriteString(s.Timeline.Error.Render("divergence: " + d.Reason))

@@ -6,6 +6,9 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/tapedeck/tapedeck/replay"
+	"github.com/tapedeck/tapedeck/replay/live"
 )
 
 // liveEvent takes what the live session reported and waits for more.
@@ -14,18 +17,18 @@ func (m Model) liveEvent(msg liveMsg) (tea.Model, tea.Cmd) {
 	var mm tea.Model = m
 	var cmd tea.Cmd
 	switch ev.Kind {
-	case LiveConnected:
+	case live.Connected:
 		mm, cmd = m.liveConnected(ev)
-	case LiveProgress:
+	case live.Progress:
 		mm, cmd = m.liveProgress(ev)
-	case LiveDiverged:
+	case live.Diverged:
 		mm, cmd = m.liveDiverged(ev.Divergence), nil
-	case LiveDisconnected:
+	case live.Disconnected:
 		mm = m.liveDisconnected(ev)
-	case LiveFailed:
+	case live.Failed:
 		m.notice, m.noticeOK = ev.Err.Error(), false
 		mm = m
-	case LiveClosed:
+	case live.Closed:
 		m.live.client = clientClosed
 		return m, nil
 	}
@@ -35,7 +38,7 @@ func (m Model) liveEvent(msg liveMsg) (tea.Model, tea.Cmd) {
 // liveDisconnected says what went away with the client: the session
 // dropped its queued answers and its divergences, so they no longer wait
 // for a choice.
-func (m Model) liveDisconnected(ev LiveEvent) Model {
+func (m Model) liveDisconnected(ev live.Event) Model {
 	m.live.client = clientDisconnected
 	m.notice, m.noticeOK = "the client disconnected", true
 	var lost []string
@@ -56,7 +59,7 @@ func (m Model) liveDisconnected(ev LiveEvent) Model {
 }
 
 // liveConnected starts playback: from now on it follows the client.
-func (m Model) liveConnected(ev LiveEvent) (tea.Model, tea.Cmd) {
+func (m Model) liveConnected(ev live.Event) (tea.Model, tea.Cmd) {
 	m.live.client, m.live.transport = clientConnected, ev.Transport
 	m.notice, m.noticeOK = "a client connected over "+ev.Transport, true
 	if m.player.Playing() || m.live.pending != nil {
@@ -70,7 +73,7 @@ func (m Model) liveConnected(ev LiveEvent) (tea.Model, tea.Cmd) {
 // liveProgress lets playback go up to the recorded client message the tape
 // now waits for, timing what follows the message the client just sent from
 // its arrival.
-func (m Model) liveProgress(ev LiveEvent) (tea.Model, tea.Cmd) {
+func (m Model) liveProgress(ev live.Event) (tea.Model, tea.Cmd) {
 	m.live.awaiting = ev.Awaiting
 	m.player.SetLimit(ev.Awaiting)
 	if ev.Reached >= 0 && ev.Reached != m.live.reached {
@@ -87,7 +90,7 @@ func (m Model) liveProgress(ev LiveEvent) (tea.Model, tea.Cmd) {
 
 // liveDiverged pauses playback and shows the divergence until the user
 // chooses a, e or s.
-func (m Model) liveDiverged(d *Divergence) Model {
+func (m Model) liveDiverged(d *live.Divergence) Model {
 	if m.live.pending != nil {
 		// One choice at a time: it waits its turn, in order.
 		m.live.waiting = append(m.live.waiting, d)
@@ -114,14 +117,15 @@ func (m Model) liveDiverged(d *Divergence) Model {
 // divergenceKey handles a, e and s while a divergence waits for a choice.
 func (m Model) divergenceKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 	k := DefaultDivergenceKeyMap()
-	var r Resolution
+	var r replay.Resolution
+	var done string // the notice once chosen
 	switch {
 	case key.Matches(msg, k.Answer):
-		r = ResolveAnswer
+		r, done = replay.AnswerRecorded, "answered with the recorded response"
 	case key.Matches(msg, k.Error):
-		r = ResolveError
+		r, done = replay.SendError, "sent the divergence error"
 	case key.Matches(msg, k.Skip):
-		r = ResolveSkip
+		r, done = replay.SkipRecorded, "skipped the recorded request"
 	default:
 		return m, nil, false
 	}
@@ -137,8 +141,7 @@ func (m Model) divergenceKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 		m.live.resume = resume
 		return m, resolve, true
 	}
-	names := [...]string{"answered with the recorded response", "sent the divergence error", "skipped the recorded request"}
-	m.notice, m.noticeOK = names[r], true
+	m.notice, m.noticeOK = done, true
 	m.lower = viewMessage
 	m.showCursor()
 	if m.live.resume {

@@ -4,87 +4,29 @@ import (
 	"fmt"
 
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/tapedeck/tapedeck/replay"
+	"github.com/tapedeck/tapedeck/replay/live"
 )
 
 // Live is a live client session for "tapedeck debug": a client connected to
 // the replay engine, whose messages the debugger delivers under its
 // breakpoints and whose divergences it shows. It is defined here, where it
-// is used; EngineSession implements it over the replay engine.
+// is used; live.Server implements it over the network.
 type Live interface {
 	// Next blocks until the session has something to report.
-	Next() LiveEvent
+	Next() live.Event
 	// Deliver lets the engine send the recorded messages seqs to the client.
 	Deliver(seqs []int)
-	// Resolve answers divergence d, one the session reported.
-	Resolve(d *Divergence, r Resolution)
+	// Resolve answers divergence d, one the session reported, with
+	// replay.AnswerRecorded, replay.SendError or replay.SkipRecorded.
+	Resolve(d *live.Divergence, r replay.Resolution)
 	// Close ends the session.
 	Close() error
 }
 
-// Resolution is the user's answer to a divergence.
-type Resolution int
-
-// Resolutions, chosen with a, e and s.
-const (
-	ResolveAnswer Resolution = iota // answer with the recorded response anyway
-	ResolveError                    // send the divergence error to the client
-	ResolveSkip                     // skip the recorded request
-)
-
-// LiveEventKind says what happened on a live session.
-type LiveEventKind int
-
-// What a live session reports.
-const (
-	// LiveConnected: a client connected (LiveEvent.Transport says how).
-	LiveConnected LiveEventKind = iota + 1
-	// LiveProgress: the client's messages brought the tape to
-	// LiveEvent.Reached and it now waits for LiveEvent.Awaiting.
-	LiveProgress
-	// LiveDiverged: the client departed from the tape (LiveEvent.Divergence).
-	LiveDiverged
-	// LiveDisconnected: the client went away; what was meant for it was
-	// dropped (LiveEvent.Dropped, LiveEvent.Abandoned).
-	LiveDisconnected
-	// LiveFailed: something went wrong (LiveEvent.Err); the session goes on.
-	LiveFailed
-	// LiveClosed: the session ended.
-	LiveClosed
-)
-
-// LiveEvent is one thing that happened on a live session.
-type LiveEvent struct {
-	Kind LiveEventKind
-	// Transport is "stdio" (tapedeck attach) or "http", on LiveConnected.
-	Transport string
-	// Reached is the recorded client message the client's latest message
-	// matched (-1 before any), and Awaiting the next one the tape waits for
-	// (the tape's length when none is left), on LiveProgress: playback
-	// delivers up to Awaiting, timed from when Reached arrived.
-	Reached, Awaiting int
-	// Dropped counts the answers queued for the client that went away and
-	// Abandoned its divergences that awaited a choice, on LiveDisconnected:
-	// they never reach another client.
-	Dropped, Abandoned int
-	Divergence         *Divergence
-	Err                error
-}
-
-// Divergence is a live client's request that did not match the tape.
-type Divergence struct {
-	Seq      int      // the recorded message expected next
-	Reason   string   // why it did not match
-	Expected []byte   // the recorded request
-	Actual   []byte   // the client's request
-	Paths    []string // the changed JSON paths, e.g. params.arguments.limit
-	// Session is the HTTP session the divergence happened in ("" over
-	// stdio) and ID its number there: together they name it to Resolve.
-	Session string
-	ID      int
-}
-
-// liveMsg carries a LiveEvent into Update.
-type liveMsg struct{ ev LiveEvent }
+// liveMsg carries a live.Event into Update.
+type liveMsg struct{ ev live.Event }
 
 // clientState is where the live client is.
 type clientState int
@@ -101,12 +43,12 @@ type liveState struct {
 	s         Live
 	client    clientState
 	transport string
-	reached   int           // the recorded client message last reached, or -1
-	awaiting  int           // the recorded client message the tape waits for
-	pending   *Divergence   // the divergence shown, awaiting a choice
-	waiting   []*Divergence // more divergences after it, in order
-	any       bool          // a divergence happened (the diff view is available)
-	resume    bool          // playback was on when the divergence paused it
+	reached   int                // the recorded client message last reached, or -1
+	awaiting  int                // the recorded client message the tape waits for
+	pending   *live.Divergence   // the divergence shown, awaiting a choice
+	waiting   []*live.Divergence // more divergences after it, in order
+	any       bool               // a divergence happened (the diff view is available)
+	resume    bool               // playback was on when the divergence paused it
 }
 
 func (l *liveState) init(s Live) { l.s, l.reached = s, -1 }

@@ -1,11 +1,7 @@
 package tui
 
 import (
-	"bufio"
 	"bytes"
-	"io"
-	"net"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,10 +10,10 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
-	"github.com/charmbracelet/x/ansi"
 
 	"github.com/tapedeck/tapedeck/assets"
 	"github.com/tapedeck/tapedeck/replay"
+	"github.com/tapedeck/tapedeck/replay/live"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -26,16 +22,16 @@ import (
 type fakeLive struct {
 	mu        sync.Mutex
 	delivered []int
-	resolved  []Resolution
+	resolved  []replay.Resolution
 }
 
-func (f *fakeLive) Next() LiveEvent { return LiveEvent{} }
+func (f *fakeLive) Next() live.Event { return live.Event{} }
 func (f *fakeLive) Deliver(seqs []int) {
 	f.mu.Lock()
 	f.delivered = append(f.delivered, seqs...)
 	f.mu.Unlock()
 }
-func (f *fakeLive) Resolve(_ *Divergence, r Resolution) {
+func (f *fakeLive) Resolve(_ *live.Divergence, r replay.Resolution) {
 	f.mu.Lock()
 	f.resolved = append(f.resolved, r)
 	f.mu.Unlock()
@@ -57,7 +53,7 @@ func statusLine(m Model) string {
 	return lines[len(lines)-1]
 }
 
-func live(ev LiveEvent) liveMsg { return liveMsg{ev} }
+func liveEv(ev live.Event) liveMsg { return liveMsg{ev} }
 
 // TestLiveStatusStates walks a live client through its states and checks
 // the status bar and the playback position at each: waiting, connected
@@ -70,11 +66,11 @@ func TestLiveStatusStates(t *testing.T) {
 	if st := statusLine(m); !strings.Contains(st, "client: waiting for a client") || !strings.Contains(st, "0/79") {
 		t.Fatalf("before the client: status %q", st)
 	}
-	m = send(t, m, live(LiveEvent{Kind: LiveProgress, Reached: -1, Awaiting: 3}))
+	m = send(t, m, liveEv(live.Event{Kind: live.Progress, Reached: -1, Awaiting: 3}))
 	if m.player.Position() != 0 {
 		t.Fatalf("playback moved before the client connected: position %d", m.player.Position())
 	}
-	m = send(t, m, live(LiveEvent{Kind: LiveConnected, Transport: "http"}))
+	m = send(t, m, liveEv(live.Event{Kind: live.Connected, Transport: "http"}))
 	if st := statusLine(m); !strings.Contains(st, "client: connected (http) · tape waits for its #3 initialize") || !strings.Contains(st, "3/79") {
 		t.Errorf("connected: status %q, want the tape waiting for #3 at 3/79", st)
 	}
@@ -82,7 +78,7 @@ func TestLiveStatusStates(t *testing.T) {
 		t.Errorf("delivered up to #%d, want #2 (before the awaited #3)", f.last())
 	}
 	// The client sends #3: the tape plays up to its next awaited message.
-	m = send(t, m, live(LiveEvent{Kind: LiveProgress, Reached: 3, Awaiting: 11}))
+	m = send(t, m, liveEv(live.Event{Kind: live.Progress, Reached: 3, Awaiting: 11}))
 	if m.player.Position() != 11 || f.last() != 10 {
 		t.Errorf("after #3: position %d, delivered up to #%d; want 11 and #10", m.player.Position(), f.last())
 	}
@@ -90,7 +86,7 @@ func TestLiveStatusStates(t *testing.T) {
 	if _, err := m.player.AddBreakpoint(replay.Breakpoint{Method: "tools/call"}); err != nil {
 		t.Fatal(err)
 	}
-	m = send(t, m, live(LiveEvent{Kind: LiveProgress, Reached: 11, Awaiting: 19}))
+	m = send(t, m, liveEv(live.Event{Kind: live.Progress, Reached: 11, Awaiting: 19}))
 	if st := statusLine(m); !strings.Contains(st, "client: held at breakpoint 1 before #15") {
 		t.Errorf("at the breakpoint: status %q", st)
 	}
@@ -104,7 +100,7 @@ func TestLiveStatusStates(t *testing.T) {
 	m.player.RemoveBreakpoint(1)
 	m = send(t, m, keys("space")...)
 	// A divergence stops playback and waits for a, e or s.
-	m = send(t, m, live(LiveEvent{Kind: LiveDiverged, Divergence: &Divergence{Seq: 19, Reason: "replay mismatch", Expected: []byte(`{"id":1}`), Actual: []byte(`{"id":2}`), Paths: []string{"id"}}}))
+	m = send(t, m, liveEv(live.Event{Kind: live.Diverged, Divergence: &live.Divergence{Seq: 19, Reason: "replay mismatch", Expected: []byte(`{"id":1}`), Actual: []byte(`{"id":2}`), Paths: []string{"id"}}}))
 	st := statusLine(m)
 	if !strings.Contains(st, "client: DIVERGED at #19") || m.player.Playing() || m.lower != viewDiff {
 		t.Errorf("diverged: status %q, playing %v, lower pane %v", st, m.player.Playing(), m.lower)
@@ -114,13 +110,13 @@ func TestLiveStatusStates(t *testing.T) {
 	}
 	golden(t, "live-diverged", screen(m))
 	m = send(t, m, keys("e")...)
-	if !slices.Equal(f.resolved, []Resolution{ResolveError}) || m.live.diverged() || !m.player.Playing() {
+	if !slices.Equal(f.resolved, []replay.Resolution{replay.SendError}) || m.live.diverged() || !m.player.Playing() {
 		t.Errorf("after e: resolved %v, still diverged %v, playing %v", f.resolved, m.live.diverged(), m.player.Playing())
 	}
 	if st := statusLine(m); !strings.Contains(st, "client: connected (http) · tape waits for its #19") {
 		t.Errorf("after e: status %q", st)
 	}
-	m = send(t, m, live(LiveEvent{Kind: LiveDisconnected}))
+	m = send(t, m, liveEv(live.Event{Kind: live.Disconnected}))
 	if st := statusLine(m); !strings.Contains(st, "client: disconnected") {
 		t.Errorf("disconnected: status %q", st)
 	}
@@ -144,208 +140,19 @@ func rowOf(s string, seq int) string {
 func TestLiveTimingFollowsClient(t *testing.T) {
 	f := &fakeLive{}
 	m, clock := newTestModel(t, Options{Live: f})
-	m = send(t, m, live(LiveEvent{Kind: LiveProgress, Reached: -1, Awaiting: 27}), live(LiveEvent{Kind: LiveConnected, Transport: "stdio"}))
+	m = send(t, m, liveEv(live.Event{Kind: live.Progress, Reached: -1, Awaiting: 27}), liveEv(live.Event{Kind: live.Connected, Transport: "stdio"}))
 	if m.player.Position() != 27 {
 		t.Fatalf("position %d, want 27 (waiting for the client's call)", m.player.Position())
 	}
 	clock.t = clock.t.Add(time.Minute) // the client thinks for a minute
 	start := clock.t
-	m = send(t, m, live(LiveEvent{Kind: LiveProgress, Reached: 27, Awaiting: 32}))
+	m = send(t, m, liveEv(live.Event{Kind: live.Progress, Reached: 27, Awaiting: 32}))
 	want := m.x.Entry(31).Time.Sub(m.x.Entry(27).Time)
 	if got := clock.t.Sub(start); got < want || got > want+time.Millisecond {
 		t.Errorf("the response came %v after the client's call, want its recorded %v", got, want)
 	}
 	if m.player.Position() != 32 || f.last() != 31 {
 		t.Errorf("position %d, delivered #%d; want 32 and #31", m.player.Position(), f.last())
-	}
-}
-
-// sessionTapeIndex is a small stdio session: initialize, tools/list.
-func sessionTapeIndex(t *testing.T) *tape.Index {
-	t.Helper()
-	var buf bytes.Buffer
-	w := tape.NewWriter(&buf)
-	t0 := time.Date(2026, 5, 16, 12, 0, 0, 0, time.UTC)
-	for i, l := range []struct {
-		dir tape.Dir
-		msg string
-	}{
-		{tape.DirSend, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"rec","version":"1"}}}`},
-		{tape.DirRecv, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"srv","version":"1"}}}`},
-		{tape.DirSend, `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`},
-		{tape.DirRecv, `{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}`},
-	} {
-		if err := w.Write([]byte(l.msg), tape.Meta{Dir: l.dir, Server: "s", Time: t0.Add(time.Duration(i) * time.Millisecond)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	x := tape.NewIndex(bytes.NewReader(buf.Bytes()))
-	if err := x.Extend(int64(buf.Len()), nil); err != nil {
-		t.Fatal(err)
-	}
-	return x
-}
-
-func newSession(t *testing.T) *EngineSession {
-	t.Helper()
-	x := sessionTapeIndex(t)
-	e, err := replay.NewEngine(x, replay.EngineOptions{Hold: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := NewEngineSession(x, e, ln, SessionOptions{})
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-// nextEvent waits for the session's next event of kind k, skipping others.
-func nextEvent(t *testing.T, s *EngineSession, k LiveEventKind) LiveEvent {
-	t.Helper()
-	c := make(chan LiveEvent, 1)
-	go func() {
-		for {
-			if ev := s.Next(); ev.Kind == k || ev.Kind == LiveClosed {
-				c <- ev
-				return
-			}
-		}
-	}()
-	select {
-	case ev := <-c:
-		if ev.Kind != k {
-			t.Fatalf("session closed while waiting for event %d", k)
-		}
-		return ev
-	case <-time.After(5 * time.Second):
-		t.Fatalf("no event %d within 5 s", k)
-		return LiveEvent{}
-	}
-}
-
-// TestEngineSessionStdio: a client attached over stdio lines gets its
-// answer only once delivered; an HTTP client is refused meanwhile.
-func TestEngineSessionStdio(t *testing.T) {
-	s := newSession(t)
-	if ev := nextEvent(t, s, LiveProgress); ev.Reached != -1 || ev.Awaiting != 0 {
-		t.Fatalf("initial progress %+v, want -1, 0", ev)
-	}
-	c, err := net.Dial("tcp", s.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := io.WriteString(c, `{"jsonrpc":"2.0","id":"a","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"live","version":"1"}}}`+"\n"); err != nil {
-		t.Fatal(err)
-	}
-	if ev := nextEvent(t, s, LiveConnected); ev.Transport != "stdio" {
-		t.Fatalf("connected over %q, want stdio", ev.Transport)
-	}
-	if ev := nextEvent(t, s, LiveProgress); ev.Reached != 0 || ev.Awaiting != 2 {
-		t.Fatalf("progress %+v, want reached 0, awaiting 2", ev)
-	}
-	lines := make(chan string, 4)
-	go func() {
-		br := bufio.NewReader(c)
-		for {
-			l, err := br.ReadString('\n')
-			if err != nil {
-				return
-			}
-			lines <- l
-		}
-	}()
-	select {
-	case l := <-lines:
-		t.Fatalf("answer before delivery: %s", l)
-	case <-time.After(100 * time.Millisecond):
-	}
-	resp, err := http.Post(s.URL(), "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusConflict {
-		t.Errorf("HTTP client while a stdio client is attached: %s, want 409", resp.Status)
-	}
-	s.Deliver([]int{0, 1})
-	select {
-	case l := <-lines:
-		if !strings.Contains(l, `"id":"a"`) || !strings.Contains(l, `"serverInfo"`) {
-			t.Fatalf("answer %s", l)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no answer within 5 s of delivery")
-	}
-}
-
-// TestEngineSessionHTTP: a Streamable HTTP client on the same address; a
-// divergence waits for Resolve; a stdio client is refused meanwhile.
-func TestEngineSessionHTTP(t *testing.T) {
-	s := newSession(t)
-	post := func(body string, sid string) chan string {
-		out := make(chan string, 1)
-		go func() {
-			req, _ := http.NewRequest(http.MethodPost, s.URL(), strings.NewReader(body))
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			if sid != "" {
-				req.Header.Set("Mcp-Session-Id", sid)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				out <- "error: " + err.Error()
-				return
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			out <- resp.Header.Get("Mcp-Session-Id") + " " + string(b)
-		}()
-		return out
-	}
-	wait := func(c chan string) string {
-		t.Helper()
-		select {
-		case v := <-c:
-			return v
-		case <-time.After(5 * time.Second):
-			t.Fatal("no HTTP answer within 5 s")
-			return ""
-		}
-	}
-	init := post(`{"jsonrpc":"2.0","id":"a","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"live","version":"1"}}}`, "")
-	if ev := nextEvent(t, s, LiveConnected); ev.Transport != "http" {
-		t.Fatalf("connected over %q, want http", ev.Transport)
-	}
-	if ev := nextEvent(t, s, LiveProgress); ev.Reached != 0 || ev.Awaiting != 2 {
-		t.Fatalf("progress %+v, want reached 0, awaiting 2", ev)
-	}
-	c, err := net.Dial("tcp", s.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.WriteString(c, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n")
-	refusal, _ := bufio.NewReader(c).ReadString('\n')
-	c.Close()
-	if !strings.Contains(refusal, "serves an HTTP client") {
-		t.Errorf("stdio client while an HTTP client is connected: %q, want a refusal", refusal)
-	}
-	s.Deliver([]int{1})
-	got := wait(init)
-	sid, body, _ := strings.Cut(got, " ")
-	if sid == "" || !strings.Contains(body, `"serverInfo"`) {
-		t.Fatalf("initialize answer %q", got)
-	}
-	call := post(`{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"x"}}`, sid)
-	ev := nextEvent(t, s, LiveDiverged)
-	if ev.Divergence.Seq != 2 || !strings.Contains(ev.Divergence.Reason, "did not match") {
-		t.Fatalf("divergence %+v", ev.Divergence)
-	}
-	s.Resolve(ev.Divergence, ResolveError)
-	if got := ansi.Strip(wait(call)); !strings.Contains(got, "-32090") {
-		t.Fatalf("after Resolve(ResolveError): %q, want the -32090 error", got)
 	}
 }
 
@@ -401,61 +208,13 @@ func TestFilterGrowMatchesFullFilter(t *testing.T) {
 	}
 }
 
-// TestEngineSessionTwoDivergences: two divergences in a row are resolved in
-// the order they happened, and both requests get their answer.
-func TestEngineSessionTwoDivergences(t *testing.T) {
-	s := newSession(t)
-	c, err := net.Dial("tcp", s.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	lines := make(chan string, 8)
-	go func() {
-		br := bufio.NewReader(c)
-		for {
-			l, err := br.ReadString('\n')
-			if err != nil {
-				return
-			}
-			lines <- l
-		}
-	}()
-	var divs []*Divergence
-	for _, id := range []string{"101", "102"} {
-		if _, err := io.WriteString(c, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"nope"}}`+"\n"); err != nil {
-			t.Fatal(err)
-		}
-		ev := nextEvent(t, s, LiveDiverged)
-		if ev.Divergence == nil {
-			t.Fatalf("divergence event without a divergence")
-		}
-		divs = append(divs, ev.Divergence)
-	}
-	s.Resolve(divs[0], ResolveError)
-	s.Resolve(divs[1], ResolveError)
-	got := map[string]bool{}
-	for len(got) < 2 {
-		select {
-		case l := <-lines:
-			for _, id := range []string{"101", "102"} {
-				if strings.Contains(l, `"id":`+id+`,"error":{"code":-32090`) {
-					got[id] = true
-				}
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("answered %v within 5 s, want both 101 and 102", got)
-		}
-	}
-}
-
 // TestLiveDivergencesQueue: while one divergence waits for a choice, the
 // next waits its turn and takes the screen after the first is resolved.
 func TestLiveDivergencesQueue(t *testing.T) {
 	m, _ := newTestModel(t, Options{})
 	m.live.init(&fakeLive{})
-	m = m.liveDiverged(&Divergence{Seq: 3})
-	m = m.liveDiverged(&Divergence{Seq: 5})
+	m = m.liveDiverged(&live.Divergence{Seq: 3})
+	m = m.liveDiverged(&live.Divergence{Seq: 5})
 	if st, _ := m.liveStatus(); st != "DIVERGED at #3: a/e/s (1 more waiting)" {
 		t.Fatalf("status %q", st)
 	}
@@ -475,9 +234,9 @@ func TestLiveDivergencesQueue(t *testing.T) {
 func TestLiveDisconnectDropsDivergences(t *testing.T) {
 	m, _ := newTestModel(t, Options{})
 	m.live.init(&fakeLive{})
-	m = m.liveDiverged(&Divergence{Seq: 3})
-	m = m.liveDiverged(&Divergence{Seq: 5})
-	mm, _ := m.liveEvent(live(LiveEvent{Kind: LiveDisconnected, Dropped: 1, Abandoned: 2}))
+	m = m.liveDiverged(&live.Divergence{Seq: 3})
+	m = m.liveDiverged(&live.Divergence{Seq: 5})
+	mm, _ := m.liveEvent(liveEv(live.Event{Kind: live.Disconnected, Dropped: 1, Abandoned: 2}))
 	m = mm.(Model)
 	if m.live.diverged() || len(m.live.waiting) != 0 {
 		t.Fatalf("after the disconnect: pending %v, waiting %d, want none", m.live.pending, len(m.live.waiting))

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tapedeck/tapedeck/replay"
+	"github.com/tapedeck/tapedeck/replay/live"
 	"github.com/tapedeck/tapedeck/tape"
 	"github.com/tapedeck/tapedeck/tui"
 )
@@ -104,8 +105,8 @@ func runDebug(ctx context.Context, s streams, path string, f debugFlags) error {
 	if err != nil {
 		return fmt.Errorf("debug --listen %s: %w", f.listen, err)
 	}
-	live := tui.NewEngineSession(x, e, ln, tui.SessionOptions{AllowHosts: hosts, AllowOrigins: f.origins})
-	defer live.Close()
-	name := fmt.Sprintf("%s · attach %s · %s", filepath.Base(path), live.Addr(), live.URL())
-	return runProgram(ctx, s, tui.New(x, tui.Options{Name: name, Path: path, Light: f.light, Live: live}))
+	srv := live.NewServer(x, e, ln, live.Options{AllowHosts: hosts, AllowOrigins: f.origins})
+	defer srv.Close()
+	name := fmt.Sprintf("%s · attach %s · %s", filepath.Base(path), srv.Addr(), srv.URL())
+	return runProgram(ctx, s, tui.New(x, tui.Options{Name: name, Path: path, Light: f.light, Live: srv}))
 }

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/replay"
+	"github.com/tapedeck/tapedeck/replay/live"
 	"github.com/tapedeck/tapedeck/tape"
-	"github.com/tapedeck/tapedeck/tui"
 )
 
 // TestDebugRefusesRemoteListen: like replay, debug serves only loopback
@@ -40,7 +40,7 @@ func TestAttachRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := tui.NewEngineSession(x, e, ln, tui.SessionOptions{})
+	s := live.NewServer(x, e, ln, live.Options{})
 	t.Cleanup(func() { s.Close() })
 	first, err := net.Dial("tcp", s.Addr())
 	if err != nil {
@@ -48,7 +48,7 @@ func TestAttachRefused(t *testing.T) {
 	}
 	defer first.Close()
 	io.WriteString(first, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`+"\n")
-	for deadline := time.Now().Add(5 * time.Second); s.Next().Kind != tui.LiveConnected; {
+	for deadline := time.Now().Add(5 * time.Second); s.Next().Kind != live.Connected; {
 		if time.Now().After(deadline) {
 			t.Fatal("the first client did not connect within 5 s")
 		}

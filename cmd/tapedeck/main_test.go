@@ -179,6 +179,7 @@ func TestImportRules(t *testing.T) {
 		{"record/...", func(dep string) bool { return ui(dep) || strings.HasPrefix(dep, mod+"replay") }},
 		{"replay/...", func(dep string) bool { return ui(dep) || strings.HasPrefix(dep, mod+"record") }},
 		{"internal/sse", func(dep string) bool { return strings.HasPrefix(dep, mod) && dep != mod+"internal/sse" }},
+		{"tui", func(dep string) bool { return dep == "net" || dep == "net/http" }},
 	}
 	for _, r := range rules {
 		// -deps on the package itself: net may reach tui only through a

@@ -1,0 +1,81 @@
+package live
+
+import (
+	"strings"
+
+	"github.com/tapedeck/tapedeck/replay"
+)
+
+// EventKind says what happened on a live session.
+type EventKind int
+
+// What a Server reports.
+const (
+	// Connected: a client connected (Event.Transport says how).
+	Connected EventKind = iota + 1
+	// Progress: the client's messages brought the tape to Event.Reached
+	// and it now waits for Event.Awaiting.
+	Progress
+	// Diverged: the client departed from the tape (Event.Divergence).
+	Diverged
+	// Disconnected: the client went away; what was meant for it was
+	// dropped (Event.Dropped, Event.Abandoned).
+	Disconnected
+	// Failed: something went wrong (Event.Err); the session goes on.
+	Failed
+	// Closed: the session ended.
+	Closed
+)
+
+// Event is one thing that happened on a live session.
+type Event struct {
+	Kind EventKind
+	// Transport is "stdio" (tapedeck attach) or "http", on Connected.
+	Transport string
+	// Reached is the recorded client message the client's latest message
+	// matched (-1 before any), and Awaiting the next one the tape waits for
+	// (the tape's length when none is left), on Progress: playback
+	// delivers up to Awaiting, timed from when Reached arrived.
+	Reached, Awaiting int
+	// Dropped counts the answers queued for the client that went away and
+	// Abandoned its divergences that awaited a choice, on Disconnected:
+	// they never reach another client.
+	Dropped, Abandoned int
+	Divergence         *Divergence
+	Err                error
+}
+
+// Divergence is a live client's request that did not match the tape, as a
+// debugger shows it and names it back to Server.Resolve.
+type Divergence struct {
+	Seq      int      // the recorded message expected next, or -1
+	Reason   string   // why it did not match
+	Expected []byte   // the recorded request, as on the tape
+	Actual   []byte   // the client's request, the bytes it sent
+	Paths    []string // the changed JSON paths, e.g. params.arguments.limit
+	// Session is the HTTP session the divergence happened in ("" over
+	// stdio) and ID its engine's number for it: together they name it to
+	// Resolve.
+	Session string
+	ID      int
+}
+
+// divergence turns the engine's divergence into what a debugger shows;
+// expected is the recorded message d.Expected, if any.
+func divergence(d replay.Divergence, expected []byte) *Divergence {
+	out := &Divergence{Seq: d.Expected, Reason: d.Message, Session: d.Session, ID: d.ID, Expected: expected, Actual: d.Raw}
+	for _, op := range d.Diff {
+		out.Paths = append(out.Paths, pointerPath(op.Path))
+	}
+	return out
+}
+
+// pointerPath turns a JSON pointer (/params/arguments/a) into a dotted path.
+func pointerPath(p string) string {
+	p = strings.TrimPrefix(p, "/")
+	parts := strings.Split(p, "/")
+	for i, s := range parts {
+		parts[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(s)
+	}
+	return strings.Join(parts, ".")
+}

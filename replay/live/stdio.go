@@ -1,0 +1,122 @@
+package live
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/tapedeck/tapedeck/replay"
+)
+
+// serveStdio serves an attached client until it goes away.
+func (s *Server) serveStdio(c *peekedConn) {
+	defer c.Close()
+	s.mu.Lock()
+	refuse := ""
+	switch {
+	case s.transport == "http":
+		refuse = "tapedeck debug: this session serves an HTTP client; one kind of client a session"
+	case s.conn != nil:
+		refuse = "tapedeck debug: a client is already attached"
+	}
+	if refuse != "" {
+		s.mu.Unlock()
+		fmt.Fprintf(c, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":%q}}`+"\n", refuse)
+		return
+	}
+	s.transport, s.conn, s.dead = "stdio", c, false
+	s.mu.Unlock()
+	s.emit(Event{Kind: Connected, Transport: "stdio"})
+	defer func() {
+		s.mu.Lock()
+		answers, divs := s.dropClient()
+		s.conn = nil
+		s.mu.Unlock()
+		s.emit(Event{Kind: Disconnected, Dropped: answers, Abandoned: divs})
+	}()
+	for {
+		line, err := c.r.ReadBytes('\n')
+		if len(strings.TrimSpace(string(line))) > 0 {
+			s.mu.Lock()
+			s.handle(s.e.Receive(line, s.now()))
+			s.progressed(s.e.Progress())
+			s.mu.Unlock()
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				s.emit(Event{Kind: Failed, Err: fmt.Errorf("debug client: %w", err)})
+			}
+			return
+		}
+	}
+}
+
+// dropClient forgets what was meant for the stdio client going away, so
+// that none of it reaches the next one: its held divergences are resolved
+// with the divergence error (written to no one) and its undelivered answers
+// dropped. It returns how many of each; mu is held.
+func (s *Server) dropClient() (answers, divergences int) {
+	s.dead = true // what the resolutions yield goes nowhere
+	held := s.held
+	s.held = nil
+	for _, h := range held {
+		outs, err := s.e.Resolve(h.id, replay.SendError, s.now())
+		if err != nil {
+			continue
+		}
+		divergences++
+		s.handle(outs)
+	}
+	if divergences > 0 {
+		s.progressed(s.e.Progress())
+	}
+	answers = len(s.queue)
+	clear(s.queue)
+	s.queue = s.queue[:0]
+	return answers, divergences
+}
+
+// handle sends or queues the stdio path's outputs; mu is held.
+func (s *Server) handle(outs []replay.Output) {
+	for _, o := range outs {
+		if d := o.Divergence; d != nil && d.Resolution == replay.Pending {
+			s.held = append(s.held, heldDivergence{id: d.ID})
+			s.emit(Event{Kind: Diverged, Divergence: s.divergence(*d)})
+		}
+		if o.Msg == nil {
+			continue
+		}
+		if (o.Seq < 0 || o.Seq < s.released) && s.write(o.Msg) {
+			continue
+		}
+		if o.Seq >= 0 {
+			s.queue = append(s.queue, o) // counted as dropped if its client goes away first
+		}
+	}
+}
+
+// write sends msg to the attached stdio client, within the write timeout:
+// a client that does not read is closed (its reader then reports the
+// disconnect), so that mu is never held for long. It reports whether msg
+// was written; mu is held.
+func (s *Server) write(msg []byte) bool {
+	if s.conn == nil || s.dead {
+		return false
+	}
+	b := make([]byte, 0, len(msg)+1)
+	b = append(append(b, msg...), '\n')
+	_ = s.conn.SetWriteDeadline(time.Now().Add(s.writeTimeout))
+	if _, err := s.conn.Write(b); err != nil {
+		s.dead = true
+		s.conn.Close()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			s.emit(Event{Kind: Failed, Err: fmt.Errorf("debug client: it read nothing for %v: dropped as disconnected", s.writeTimeout)})
+		}
+		return false
+	}
+	return true
+}

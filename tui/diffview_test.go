@@ -1,0 +1,43 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/tapedeck/tapedeck/replay/live"
+)
+
+// TestDiffViewShowsClientBytes: the client's side of the diff is the
+// request as the client sent it, in its key order and with its own _meta;
+// the recorded side leaves out the recorder's _meta.
+func TestDiffViewShowsClientBytes(t *testing.T) {
+	v := NewDiffView(NewStyles(true))
+	v.SetSize(160, 60)
+	v.Show(live.Divergence{
+		Seq:      2,
+		Reason:   "replay mismatch",
+		Expected: []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"},"_meta":{"dir":"send","server":"s","ts":"2026-01-01T00:00:00.000Z"}}`),
+		Actual:   []byte(`{"params":{"name":"y"},"method":"tools/call","_meta":{"trace":"t1"},"id":"b","jsonrpc":"2.0"}`),
+		Paths:    []string{"params.name"},
+	})
+	var right []string // the client's column, one key a line
+	for _, l := range strings.Split(ansi.Strip(v.View()), "\n") {
+		if _, r, ok := strings.Cut(l, " │ "); ok {
+			right = append(right, strings.TrimSpace(r))
+		}
+	}
+	got := strings.Join(right, "\n")
+	last := -1
+	for _, k := range []string{`"params"`, `"method"`, `"_meta"`, `"trace": "t1"`, `"id"`, `"jsonrpc"`} {
+		i := strings.Index(got, k)
+		if i < 0 || i < last {
+			t.Fatalf("the client's side lacks %s or shows it out of the order sent:\n%s", k, got)
+		}
+		last = i
+	}
+	if s := ansi.Strip(v.View()); strings.Contains(s, `"dir"`) {
+		t.Errorf("the recorded side shows the recorder's _meta:\n%s", s)
+	}
+}
