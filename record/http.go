@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -15,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tapedeck/tapedeck/internal/mcphttp"
 	"github.com/tapedeck/tapedeck/internal/sse"
 	"github.com/tapedeck/tapedeck/tape"
 )
@@ -55,8 +55,12 @@ const (
 // whose answer holds no message are recorded as $http/exchange.
 //
 // Credential headers (tape.IsCredentialHeader) are forwarded but never
-// recorded. Requests whose Origin is not a loopback address get 403 unless
-// the origin is allowed.
+// recorded. The proxy guards its own listener against DNS rebinding by the
+// Host header (loopback, or AllowHosts), and serves only the upstream's MCP
+// endpoint (and, for a legacy server, the endpoints its endpoint events
+// name); everything else gets 404 without reaching the server. The Origin
+// header is passed through: what the server decides about it is what it
+// is seen to decide, recording changes nothing of it.
 type Proxy struct {
 	// Upstream is the server's MCP endpoint (or its /sse URL for legacy
 	// servers). Requests keep their path and query: the proxy mirrors the
@@ -71,14 +75,16 @@ type Proxy struct {
 	// Transport does the upstream requests; nil means a clone of
 	// http.DefaultTransport.
 	Transport http.RoundTripper
-	// AllowOrigins are origins accepted besides loopback ones
-	// ("https://app.example"); AllowAnyOrigin turns the check off.
-	AllowOrigins   []string
-	AllowAnyOrigin bool
+	// AllowHosts are Host header values accepted besides loopback ones
+	// (the --listen host when it is a name); "*" accepts any.
+	AllowHosts []string
 	// Now stamps the records; nil means time.Now.
 	Now func() time.Time
 
 	once    sync.Once
+	guard   mcphttp.Guard
+	pathsMu sync.Mutex
+	paths   map[string]bool // the paths served: the MCP endpoint, legacy endpoints
 	sink    *sink
 	rp      *httputil.ReverseProxy
 	streams atomic.Int64
@@ -116,6 +122,8 @@ func (p *Proxy) init() {
 		if server == "" {
 			server = p.Upstream.Hostname()
 		}
+		p.guard = mcphttp.Guard{AllowHosts: p.AllowHosts}
+		p.paths = map[string]bool{}
 		p.dest = &tapeDest{w: p.Tape}
 		p.sink = newSink(tape.NewWriter(p.dest), server, p.Redact, p.Now)
 		p.send, p.recv = tape.NewEncoder(tape.DirSend, server), tape.NewEncoder(tape.DirRecv, server)
@@ -195,10 +203,14 @@ func (p *Proxy) Close(reason string) error {
 // ServeHTTP records and forwards one request.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.init()
-	if origin := r.Header.Get("Origin"); origin != "" && !p.originAllowed(origin) {
-		p.note(p.sink.lifecycle(MethodHTTPRejected, map[string]any{"method": r.Method, "origin": origin, "status": http.StatusForbidden},
+	if !p.guard.HostAllowed(r.Host) {
+		p.note(p.sink.lifecycle(MethodHTTPRejected, map[string]any{"method": r.Method, "host": r.Host, "status": http.StatusForbidden},
 			map[string]any{"transport": "http"}))
-		http.Error(w, "tapedeck: origin "+origin+" is not allowed (not loopback; see --allow-origin)", http.StatusForbidden)
+		http.Error(w, "tapedeck: host "+r.Host+" is not allowed: expected a loopback host (localhost, 127.0.0.1, [::1]) or one given with --allow-host (DNS rebinding guard)", http.StatusForbidden)
+		return
+	}
+	if !p.served(r.URL.Path) {
+		http.Error(w, "tapedeck: the recording proxy serves only the MCP endpoint "+p.Upstream.Path+", not "+r.URL.Path, http.StatusNotFound)
 		return
 	}
 	ex := &exchange{
@@ -396,6 +408,9 @@ func (s *sseRelay) endpoint(e sse.Event, extra map[string]any) []byte {
 		given = u.String()
 	}
 	s.p.note(s.p.sink.lifecycle(MethodHTTPEndpoint, map[string]any{"url": named, "proxied": given}, extra))
+	if u, err := s.p.Upstream.Parse(named); err == nil {
+		s.p.serve(u.Path) // where the client will post
+	}
 	if given == named {
 		return e.Raw
 	}
@@ -435,27 +450,22 @@ func mediaType(contentType string) string {
 	return strings.ToLower(strings.TrimSpace(t))
 }
 
-// originAllowed accepts loopback origins, the allowed ones, and any with
-// AllowAnyOrigin.
-func (p *Proxy) originAllowed(origin string) bool {
-	if p.AllowAnyOrigin {
+// served reports whether the proxy forwards requests for path: the
+// upstream's MCP endpoint, or an endpoint a legacy server named.
+func (p *Proxy) served(path string) bool {
+	if path == p.Upstream.Path || p.Upstream.Path == "" && path == "/" {
 		return true
 	}
-	for _, o := range p.AllowOrigins {
-		if strings.EqualFold(strings.TrimSuffix(o, "/"), strings.TrimSuffix(origin, "/")) {
-			return true
-		}
-	}
-	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" {
-		return false
-	}
-	host := u.Hostname()
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	p.pathsMu.Lock()
+	defer p.pathsMu.Unlock()
+	return p.paths[path]
+}
+
+// serve adds path to those the proxy forwards.
+func (p *Proxy) serve(path string) {
+	p.pathsMu.Lock()
+	defer p.pathsMu.Unlock()
+	p.paths[path] = true
 }
 
 // safeURL is u without user info and with credential-looking query values

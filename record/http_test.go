@@ -153,19 +153,24 @@ func TestProxySDKServer(t *testing.T) {
 // headers reach the server but never the tape.
 func TestProxyOriginAndCredentials(t *testing.T) {
 	var seen http.Header
+	var paths []string
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seen = r.Header.Clone()
+		paths = append(paths, r.URL.Path)
 		w.Header().Set("Set-Cookie", "session=cookie-secret-42")
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
 	}))
 	defer up.Close()
-	proxied, path := startProxy(t, up.URL+"/mcp", func(p *record.Proxy) { p.AllowOrigins = []string{"https://ok.example"} })
-	post := func(origin string) *http.Response {
-		req, _ := http.NewRequest("POST", proxied, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	proxied, path := startProxy(t, up.URL+"/mcp", nil)
+	post := func(url, host, origin string) *http.Response {
+		req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 		req.Header.Set("Authorization", "Bearer auth-secret-17")
 		req.Header.Set("X-Api-Key", "key-secret-99")
 		req.Header.Set("Content-Type", "application/json")
+		if host != "" {
+			req.Host = host
+		}
 		if origin != "" {
 			req.Header.Set("Origin", origin)
 		}
@@ -177,11 +182,27 @@ func TestProxyOriginAndCredentials(t *testing.T) {
 		resp.Body.Close()
 		return resp
 	}
-	for origin, want := range map[string]int{"": 200, "http://localhost:3000": 200, "http://127.0.0.1:9": 200, "https://ok.example": 200,
-		"https://evil.example": 403, "null": 403} {
-		if got := post(origin).StatusCode; got != want {
-			t.Errorf("Origin %q: status %d, want %d", origin, got, want)
+	// The Origin goes to the server, which decides (this one accepts all):
+	// recording must not change what the server is seen to do.
+	for _, origin := range []string{"", "http://localhost:3000", "https://evil.example", "null"} {
+		if got := post(proxied, "", origin).StatusCode; got != 200 {
+			t.Errorf("Origin %q: status %d, want the server's 200", origin, got)
 		}
+		if seen.Get("Origin") != origin {
+			t.Errorf("Origin %q reached the server as %q", origin, seen.Get("Origin"))
+		}
+	}
+	// The proxy's own listener is guarded by Host (a DNS-rebinding page
+	// reaches it under its own name), and serves the MCP endpoint only.
+	n := len(paths)
+	if got := post(proxied, "evil.example", "").StatusCode; got != http.StatusForbidden {
+		t.Errorf("Host evil.example: status %d, want 403", got)
+	}
+	if got := post(strings.Replace(proxied, "/mcp", "/admin/anything", 1), "", "").StatusCode; got != http.StatusNotFound {
+		t.Errorf("a path besides the MCP endpoint: status %d, want 404", got)
+	}
+	if len(paths) != n {
+		t.Errorf("refused requests reached the server: %v", paths[n:])
 	}
 	if seen.Get("Authorization") != "Bearer auth-secret-17" || seen.Get("X-Api-Key") != "key-secret-99" {
 		t.Errorf("credentials did not reach the server: %v", seen)
@@ -195,8 +216,8 @@ func TestProxyOriginAndCredentials(t *testing.T) {
 			t.Errorf("tape holds %q:\n%s", secret, data)
 		}
 	}
-	if !bytes.Contains(data, []byte(`"method":"$http/rejected"`)) {
-		t.Errorf("tape lacks the rejected requests:\n%s", data)
+	if !bytes.Contains(data, []byte(`"method":"$http/rejected"`)) || !bytes.Contains(data, []byte(`"host":"evil.example"`)) {
+		t.Errorf("tape lacks the rejected request:\n%s", data)
 	}
 }
 
@@ -306,9 +327,11 @@ func TestProxySSEEventByEvent(t *testing.T) {
 		t.Errorf("upstream saw Last-Event-ID %q, want 0", lastEventID)
 	}
 
-	// Legacy endpoint event: rewritten to name the proxy.
-	u, _ := url.Parse(proxied)
-	lresp, err := http.Get("http://" + u.Host + "/sse")
+	// Legacy endpoint event: rewritten to name the proxy (one proxying the
+	// legacy /sse endpoint: a proxy serves its upstream's path only).
+	legacy, legacyPath := startProxy(t, up.URL+"/sse", nil)
+	u, _ := url.Parse(legacy)
+	lresp, err := http.Get(legacy)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,10 +341,12 @@ func TestProxySSEEventByEvent(t *testing.T) {
 		t.Errorf("endpoint event %q, want %q", body, want)
 	}
 	data, _ = os.ReadFile(path)
-	for _, want := range []string{`"lastEventId":"0"`, `"method":"$http/endpoint"`} {
-		if !bytes.Contains(data, []byte(want)) {
-			t.Errorf("tape lacks %s:\n%s", want, data)
-		}
+	if !bytes.Contains(data, []byte(`"lastEventId":"0"`)) {
+		t.Errorf("tape lacks the Last-Event-ID:\n%s", data)
+	}
+	data, _ = os.ReadFile(legacyPath)
+	if !bytes.Contains(data, []byte(`"method":"$http/endpoint"`)) {
+		t.Errorf("legacy tape lacks the endpoint:\n%s", data)
 	}
 }
 

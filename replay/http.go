@@ -11,7 +11,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,21 +19,10 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tapedeck/tapedeck/internal/mcphttp"
 	"github.com/tapedeck/tapedeck/internal/sse"
 	"github.com/tapedeck/tapedeck/tape"
 )
-
-// Streamable HTTP header names.
-const (
-	headerSession  = "Mcp-Session-Id"
-	headerProtocol = "Mcp-Protocol-Version"
-	headerMethod   = "Mcp-Method"
-	headerName     = "Mcp-Name"
-)
-
-// modernVersion is the first protocol version without sessions, in which
-// requests name their method in headers.
-const modernVersion = "2026-07-28"
 
 // CodeHeaderMismatch answers a 2026-07-28 request whose Mcp-Method or
 // Mcp-Name header disagrees with its body, the code the Go SDK uses.
@@ -44,17 +32,9 @@ const CodeHeaderMismatch = -32020
 // generous, because messages carry base64 images and whole files.
 const DefaultMaxBody = 64 << 20
 
-// protocolVersions are the MCP versions the replay server accepts in the
-// MCP-Protocol-Version header.
-var protocolVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", modernVersion}
-
 // ProtocolVersions returns the MCP protocol versions the HTTP replay server
 // accepts, oldest first.
-func ProtocolVersions() []string { return slices.Clone(protocolVersions) }
-
-// primingVersion is the first protocol version whose SSE streams start
-// with a priming event (an id and empty data).
-const primingVersion = "2025-11-25"
+func ProtocolVersions() []string { return mcphttp.Versions() }
 
 // HTTPOptions configure an HTTPHandler.
 type HTTPOptions struct {
@@ -144,10 +124,11 @@ type HTTPOptions struct {
 //
 // Call Close to end the open streams before shutting the server down.
 type HTTPHandler struct {
-	e    *Engine // serves the first recorded session; a template for the others
-	opts HTTPOptions
-	path string
-	now  func() time.Time
+	e     *Engine // serves the first recorded session; a template for the others
+	opts  HTTPOptions
+	guard mcphttp.Guard
+	path  string
+	now   func() time.Time
 
 	// What the tape says about its transport, found once.
 	httpTape  bool   // recorded over HTTP: statuses and streams are in _meta
@@ -302,9 +283,10 @@ type exchange struct {
 func NewHTTPHandler(e *Engine, o HTTPOptions) *HTTPHandler {
 	h := &HTTPHandler{
 		e: e, opts: o, path: o.Path, now: o.Now,
-		byID: map[string]*session{},
-		wake: make(chan struct{}, 1),
-		done: make(chan struct{}),
+		guard: mcphttp.Guard{AllowHosts: o.AllowHosts, AllowOrigins: o.AllowOrigins},
+		byID:  map[string]*session{},
+		wake:  make(chan struct{}, 1),
+		done:  make(chan struct{}),
 	}
 	if h.path == "" {
 		h.path = "/mcp"
@@ -399,7 +381,7 @@ func (h *HTTPHandler) learnTape() {
 	// A stdio tape never had a GET stream, but its server requests and
 	// notifications need one to travel outside a request's answer.
 	h.getStream = hasGet || (!h.httpTape && h.sessions)
-	h.primeTape = eventIDs && initVersion >= primingVersion
+	h.primeTape = eventIDs && initVersion >= mcphttp.PrimingVersion
 	if !h.sessions {
 		starts, pre, reqs = []int{0}, []bool{false}, []int{0}
 	}
@@ -497,16 +479,16 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("tapedeck replay: no MCP endpoint at %s: expected %s", r.URL.Path, h.path), http.StatusNotFound)
 		return
 	}
-	if !h.hostAllowed(r.Host) {
+	if !h.guard.HostAllowed(r.Host) {
 		http.Error(w, fmt.Sprintf("tapedeck replay: host %q is not allowed: expected a loopback host (localhost, 127.0.0.1, [::1]) or an allowed one (--allow-host)", r.Host), http.StatusForbidden)
 		return
 	}
-	if o := r.Header.Get("Origin"); o != "" && !h.originAllowed(o) {
+	if o := r.Header.Get("Origin"); !h.guard.OriginAllowed(o) {
 		http.Error(w, fmt.Sprintf("tapedeck replay: origin %q is not allowed: expected a loopback origin", o), http.StatusForbidden)
 		return
 	}
-	if v := r.Header.Get(headerProtocol); v != "" && !slices.Contains(protocolVersions, v) {
-		msg := fmt.Sprintf("tapedeck replay: unsupported MCP-Protocol-Version %q: expected one of %s", v, strings.Join(protocolVersions, ", "))
+	if v := r.Header.Get(mcphttp.HeaderProtocol); v != "" && !mcphttp.KnownVersion(v) {
+		msg := fmt.Sprintf("tapedeck replay: unsupported MCP-Protocol-Version %q: expected one of %s", v, strings.Join(mcphttp.Versions(), ", "))
 		writeJSON(w, http.StatusBadRequest, errorResponse([]byte("null"), CodeInvalidRequest, msg, nil))
 		return
 	}
@@ -540,45 +522,6 @@ func (h *HTTPHandler) allow() string {
 	return strings.Join(m, ", ")
 }
 
-// originAllowed accepts loopback origins and the configured ones.
-func (h *HTTPHandler) originAllowed(origin string) bool {
-	if slices.Contains(h.opts.AllowOrigins, origin) {
-		return true
-	}
-	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return false
-	}
-	return IsLoopbackHost(u.Hostname())
-}
-
-// hostAllowed accepts loopback Host headers and the configured ones.
-func (h *HTTPHandler) hostAllowed(hostport string) bool {
-	host := hostport
-	if hst, _, err := net.SplitHostPort(hostport); err == nil {
-		host = hst
-	}
-	if host != "" && IsLoopbackHost(host) {
-		return true
-	}
-	for _, a := range h.opts.AllowHosts {
-		if a == "*" || strings.EqualFold(a, host) || strings.EqualFold(a, hostport) || strings.EqualFold(strings.Trim(a, "[]"), strings.Trim(host, "[]")) {
-			return true
-		}
-	}
-	return false
-}
-
-// IsLoopbackHost reports whether host (a name or an IP, without port) is
-// this machine's loopback interface: "localhost" or a loopback address.
-func IsLoopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
-}
-
 // claim starts the session replaying the next recorded one; nil when all
 // were served. The caller holds the lock.
 func (h *HTTPHandler) claim() *session {
@@ -605,7 +548,7 @@ func (h *HTTPHandler) sessionFor(w http.ResponseWriter, r *http.Request, initial
 	if !h.sessions {
 		return h.lone
 	}
-	sid := r.Header.Get(headerSession)
+	sid := r.Header.Get(mcphttp.HeaderSession)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if initialize {
@@ -731,7 +674,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	sess.nstream++
-	ex := &exchange{stream: newStream(sess.nstream), ids: ids, batch: len(entries) > 1, version: r.Header.Get(headerProtocol)}
+	ex := &exchange{stream: newStream(sess.nstream), ids: ids, batch: len(entries) > 1, version: r.Header.Get(mcphttp.HeaderProtocol)}
 	ex.ex, ex.attached = ex, true
 	if initialize && h.sessions {
 		ex.session = sess.id
@@ -765,10 +708,10 @@ const CodeInvalidRequest = -32600
 // headerMismatch checks the 2026-07-28 headers that name a request's
 // method and target against its body, as a server of that era must.
 func headerMismatch(hd http.Header, m tape.Entry) string {
-	if v := hd.Get(headerProtocol); v == "" || v < modernVersion || m.Kind != tape.KindRequest {
+	if v := hd.Get(mcphttp.HeaderProtocol); v == "" || v < mcphttp.ModernVersion || m.Kind != tape.KindRequest {
 		return ""
 	}
-	got := hd.Get(headerMethod)
+	got := hd.Get(mcphttp.HeaderMethod)
 	if got == "" {
 		return "missing Mcp-Method header: expected " + m.Method
 	}
@@ -776,7 +719,7 @@ func headerMismatch(hd http.Header, m tape.Entry) string {
 		return fmt.Sprintf("Mcp-Method header %q does not match the body's method %q", got, m.Method)
 	}
 	if name, ok := requestName(m.Method, m.Raw); ok {
-		if h := hd.Get(headerName); h != name {
+		if h := hd.Get(mcphttp.HeaderName); h != name {
 			return fmt.Sprintf("Mcp-Name header %q does not match the body's %q", h, name)
 		}
 	}
@@ -812,7 +755,7 @@ func (h *HTTPHandler) primes(version string) bool {
 	if version == "" {
 		return h.primeTape
 	}
-	return version >= primingVersion && version < modernVersion
+	return version >= mcphttp.PrimingVersion && version < mcphttp.ModernVersion
 }
 
 // answer writes an exchange's answer as it comes: JSON when it is a lone
@@ -837,7 +780,7 @@ func (h *HTTPHandler) answer(w http.ResponseWriter, r *http.Request, sess *sessi
 		}
 	}
 	if ex.session != "" {
-		w.Header().Set(headerSession, ex.session)
+		w.Header().Set(mcphttp.HeaderSession, ex.session)
 	}
 	h.mu.Lock()
 	if first := ex.evs[0]; len(ex.evs) == 1 && first.final && !first.sse && !ex.batch {
@@ -1156,7 +1099,7 @@ func (h *HTTPHandler) serveGet(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "tapedeck replay: the tape has no standalone SSE stream (GET)", http.StatusMethodNotAllowed)
 		return
 	}
-	if r.Header.Get(headerSession) == "" {
+	if r.Header.Get(mcphttp.HeaderSession) == "" {
 		http.Error(w, "tapedeck replay: no session: initialize first, then send its Mcp-Session-Id", http.StatusBadRequest)
 		return
 	}
@@ -1164,7 +1107,7 @@ func (h *HTTPHandler) serveGet(w http.ResponseWriter, r *http.Request) {
 	if sess == nil {
 		return
 	}
-	version := r.Header.Get(headerProtocol)
+	version := r.Header.Get(mcphttp.HeaderProtocol)
 	h.mu.Lock()
 	if version == "" {
 		version = sess.version
@@ -1249,7 +1192,7 @@ func (h *HTTPHandler) delete(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "tapedeck replay: the tape has no sessions to delete", http.StatusMethodNotAllowed)
 		return
 	}
-	sid := r.Header.Get(headerSession)
+	sid := r.Header.Get(mcphttp.HeaderSession)
 	if sid == "" {
 		http.Error(w, "tapedeck replay: missing Mcp-Session-Id header on DELETE", http.StatusBadRequest)
 		return

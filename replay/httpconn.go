@@ -1,8 +1,6 @@
 package replay
 
 import (
-	"github.com/tapedeck/tapedeck/internal/sse"
-
 	"bytes"
 	"context"
 	"errors"
@@ -16,6 +14,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tapedeck/tapedeck/internal/mcphttp"
+	"github.com/tapedeck/tapedeck/internal/sse"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -147,24 +147,24 @@ func (c *HTTPConn) newRequest(ctx context.Context, method string, body []byte, m
 		c.version = v.String() // 2026-07-28: each request names its version
 	}
 	if c.session != "" {
-		req.Header.Set(headerSession, c.session)
+		req.Header.Set(mcphttp.HeaderSession, c.session)
 	}
 	version := c.version
 	c.mu.Unlock()
 	if version != "" {
-		req.Header.Set(headerProtocol, version)
+		req.Header.Set(mcphttp.HeaderProtocol, version)
 	}
-	if version >= modernVersion && m.Kind == tape.KindRequest {
-		req.Header.Set(headerMethod, m.Method)
+	if version >= mcphttp.ModernVersion && m.Kind == tape.KindRequest {
+		req.Header.Set(mcphttp.HeaderMethod, m.Method)
 		if name, ok := requestName(m.Method, body); ok {
-			req.Header.Set(headerName, name)
+			req.Header.Set(mcphttp.HeaderName, name)
 		}
 	}
 	return req, nil
 }
 
 func (c *HTTPConn) noteSession(resp *http.Response) {
-	if sid := resp.Header.Get(headerSession); sid != "" {
+	if sid := resp.Header.Get(mcphttp.HeaderSession); sid != "" {
 		c.mu.Lock()
 		c.session = sid
 		c.mu.Unlock()

@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -29,6 +28,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tapedeck/tapedeck/internal/mcphttp"
 	"github.com/tapedeck/tapedeck/internal/sse"
 	"github.com/tapedeck/tapedeck/tape"
 )
@@ -84,12 +84,13 @@ type LegacyOptions struct {
 // LegacyHandler serves a tape to legacy HTTP+SSE clients; see the design
 // comment at the top of this file.
 type LegacyHandler struct {
-	x    *tape.Index
-	eo   EngineOptions
-	o    LegacyOptions
-	now  func() time.Time
-	done chan struct{}
-	once sync.Once
+	x     *tape.Index
+	eo    EngineOptions
+	o     LegacyOptions
+	guard mcphttp.Guard
+	now   func() time.Time
+	done  chan struct{}
+	once  sync.Once
 
 	mu       sync.Mutex
 	sessions map[string]*legacySession
@@ -119,16 +120,16 @@ func NewLegacyHandler(x *tape.Index, eo EngineOptions, o LegacyOptions) (*Legacy
 	if o.MaxBody == 0 {
 		o.MaxBody = DefaultMaxBody
 	}
-	return &LegacyHandler{x: x, eo: eo, o: o, now: time.Now, done: make(chan struct{}), sessions: map[string]*legacySession{}}, nil
+	return &LegacyHandler{x: x, eo: eo, o: o, guard: mcphttp.Guard{AllowHosts: o.AllowHosts, AllowOrigins: o.AllowOrigins}, now: time.Now, done: make(chan struct{}), sessions: map[string]*legacySession{}}, nil
 }
 
 // ServeHTTP implements http.Handler.
 func (h *LegacyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !legacyHostAllowed(r.Host, h.o.AllowHosts) {
+	if !h.guard.HostAllowed(r.Host) {
 		http.Error(w, "tapedeck replay: Host "+r.Host+" is not allowed (DNS rebinding guard); add it with --allow-host", http.StatusForbidden)
 		return
 	}
-	if origin := r.Header.Get("Origin"); origin != "" && !legacyOriginAllowed(origin, h.o.AllowOrigins) {
+	if origin := r.Header.Get("Origin"); !h.guard.OriginAllowed(origin) {
 		http.Error(w, "tapedeck replay: Origin "+origin+" is not allowed; add it with --allow-origin", http.StatusForbidden)
 		return
 	}
@@ -329,28 +330,4 @@ func newLegacyID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-func legacyHostAllowed(hostport string, allow []string) bool {
-	host := hostport
-	if hst, _, err := net.SplitHostPort(hostport); err == nil {
-		host = hst
-	}
-	if host != "" && IsLoopbackHost(host) {
-		return true
-	}
-	for _, a := range allow {
-		if a == "*" || strings.EqualFold(a, host) || strings.EqualFold(a, hostport) {
-			return true
-		}
-	}
-	return false
-}
-
-func legacyOriginAllowed(origin string, allow []string) bool {
-	if slices.Contains(allow, origin) {
-		return true
-	}
-	u, err := url.Parse(origin)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && IsLoopbackHost(u.Hostname())
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tapedeck/tapedeck/internal/mcphttp"
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/replay/live"
 	"github.com/tapedeck/tapedeck/tape"
@@ -81,7 +82,7 @@ func runDebug(ctx context.Context, s streams, path string, f debugFlags) error {
 	if err != nil {
 		return fmt.Errorf("debug --listen %q: expected HOST:PORT, e.g. 127.0.0.1:7788: %w", f.listen, err)
 	}
-	if !replay.IsLoopbackHost(host) && !f.allowRemote {
+	if !mcphttp.IsLoopbackHost(host) && !f.allowRemote {
 		return fmt.Errorf("debug --listen %q is not a loopback address: the session would be reachable from other machines; use 127.0.0.1 or add --allow-remote", f.listen)
 	}
 	hosts := f.hosts

@@ -60,8 +60,10 @@ type recordOptions struct {
 	grace, kill     time.Duration
 	upstream        string
 	listen          string
-	allowOrigins    []string
-	allowAnyOrigins bool
+	allowHosts      []string
+	allowRemote     bool
+	allowOrigins    []string // deprecated: the Origin goes to the server
+	allowAnyOrigins bool     // deprecated likewise
 }
 
 func newRecordCmd(s streams) *cobra.Command {
@@ -84,9 +86,13 @@ exits with the server's exit status.
 HTTP: "tapedeck record --upstream URL" listens on --listen (loopback by
 default) and forwards Streamable HTTP requests (POST, GET, DELETE) to URL,
 relaying JSON bodies and SSE streams event by event. Point the client at the
-printed address. Requests with an Origin that is not loopback get 403 unless
-allowed with --allow-origin. A legacy HTTP+SSE upstream (an URL ending in /sse)
-works too: the endpoint event is rewritten to go through the proxy.
+printed address. It listens on loopback only unless --allow-remote, accepts
+only loopback Host headers besides the --listen host and --allow-host ones
+(against DNS rebinding), and forwards only the upstream URL's path (and a
+legacy server's message endpoint); the Origin header goes to the server as
+the client sent it, so the server's own checks are what the tape records.
+A legacy HTTP+SSE upstream (an URL ending in /sse) works too: the endpoint
+event is rewritten to go through the proxy.
 
 Without --server a stdio server is named after its command, or, for a
 launcher, after what it runs: "node dist/index.js" records as index,
@@ -137,8 +143,12 @@ existing tape is an error unless --append.
 	f.DurationVar(&o.kill, "kill-after", record.DefaultKillAfter, "stdio: how long after SIGTERM before SIGKILL")
 	f.StringVar(&o.upstream, "upstream", "", "HTTP: proxy to the MCP endpoint at `URL` instead of running a command")
 	f.StringVar(&o.listen, "listen", "127.0.0.1:0", "HTTP: listen on `ADDR` (port 0 picks a free one)")
-	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "HTTP: also accept requests with this `ORIGIN` (repeatable; loopback origins are always accepted)")
-	f.BoolVar(&o.allowAnyOrigins, "allow-any-origin", false, "HTTP: accept any Origin (unsafe: allows DNS rebinding)")
+	f.BoolVar(&o.allowRemote, "allow-remote", false, "HTTP: allow a --listen address other than loopback")
+	f.StringArrayVar(&o.allowHosts, "allow-host", nil, "HTTP: accept the Host header `HOST` besides loopback ones and the --listen host; * accepts any (repeatable)")
+	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "HTTP: no longer used: the Origin `ORIGIN` goes to the server, which decides")
+	f.BoolVar(&o.allowAnyOrigins, "allow-any-origin", false, "HTTP: no longer used: the Origin goes to the server, which decides")
+	_ = f.MarkDeprecated("allow-origin", "the recording proxy passes Origin to the server, which decides; it guards its own listener by Host (--allow-host)")
+	_ = f.MarkDeprecated("allow-any-origin", "the recording proxy passes Origin to the server, which decides; it guards its own listener by Host (--allow-host)")
 	o.redact.add(cmd)
 	return cmd
 }

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/tapedeck/tapedeck/internal/mcphttp"
 	"github.com/tapedeck/tapedeck/record"
 )
 
@@ -27,14 +28,22 @@ func runRecordHTTP(ctx context.Context, s streams, o *recordOptions) error {
 	if server == "" {
 		server = up.Hostname()
 	}
+	host, _, err := net.SplitHostPort(o.listen)
+	if err != nil {
+		return fmt.Errorf("record: --listen %q: expected HOST:PORT, e.g. 127.0.0.1:8808: %w", o.listen, err)
+	}
+	if !mcphttp.IsLoopbackHost(host) && !o.allowRemote {
+		return fmt.Errorf("record: --listen %q is not a loopback address: the session (and the upstream's credentials the proxy adds) would be reachable from other machines; use 127.0.0.1 or add --allow-remote", o.listen)
+	}
+	hosts := o.allowHosts
+	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
+		hosts = append(hosts, host) // the address served is a name clients use
+	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("record: listen on %s: %w", o.listen, err)
 	}
 	defer ln.Close()
-	if ip := ln.Addr().(*net.TCPAddr).IP; !ip.IsLoopback() {
-		fmt.Fprintf(s.stderr, "tapedeck: warning: listening on %s, which is not loopback: anyone who reaches it can use the session\n", ln.Addr())
-	}
 	f, err := openTape(s, o, server)
 	if err != nil {
 		return err
@@ -43,7 +52,7 @@ func runRecordHTTP(ctx context.Context, s streams, o *recordOptions) error {
 
 	p := &record.Proxy{
 		Upstream: up, Tape: f, Server: server, Redact: red,
-		AllowOrigins: o.allowOrigins, AllowAnyOrigin: o.allowAnyOrigins,
+		AllowHosts: hosts,
 	}
 	if err := p.Start(ln.Addr().String(), buildVersion()); err != nil {
 		return fmt.Errorf("record: write tape: %w", err)

@@ -76,6 +76,8 @@ func TestRecordUsageErrors(t *testing.T) {
 		{"record", "--upstream", "http://127.0.0.1:1/mcp", "--", "cat"},
 		{"record", "--upstream", "ftp://x"},
 		{"record", "--redact-value", "(", "--", "cat"},
+		// a non-loopback listener without --allow-remote
+		{"record", "--upstream", "http://127.0.0.1:1/mcp", "--listen", "0.0.0.0:0", "-o", filepath.Join(t.TempDir(), "t.jsonl")},
 	} {
 		var out bytes.Buffer
 		if err := run(context.Background(), args, strings.NewReader(""), &out, &out); err == nil {

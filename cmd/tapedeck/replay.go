@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tidwall/sjson"
 
+	"github.com/tapedeck/tapedeck/internal/mcphttp"
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 )
@@ -272,7 +273,7 @@ func serveReplayHTTP(ctx context.Context, s streams, f *replayFlags, tapePath st
 	if err != nil {
 		return none, fmt.Errorf("--listen %q: expected HOST:PORT, e.g. 127.0.0.1:8808: %w", f.listen, err)
 	}
-	if !replay.IsLoopbackHost(host) && !f.allowRemote {
+	if !mcphttp.IsLoopbackHost(host) && !f.allowRemote {
 		return none, fmt.Errorf("--listen %q is not a loopback address: the replay would be reachable from other machines; use 127.0.0.1 or add --allow-remote", f.listen)
 	}
 	if !strings.HasPrefix(f.path, "/") {
