@@ -91,7 +91,7 @@ func BenchmarkReplayHTTP(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			h := NewHTTPHandler(e, HTTPOptions{})
+			h := handlerFor(b, e, HTTPOptions{})
 			defer h.Close()
 			rep := httptest.NewServer(h)
 			defer rep.Close()

@@ -75,7 +75,14 @@ type EngineOptions struct {
 	// order, so the HTTP edge needs a small window; 0 is mcporter's exact
 	// order.
 	Reorder int
+	// Span limits the engine to the tape's messages [Span.Lo, Span.Hi):
+	// one recorded session of several, which the HTTP edge serves each
+	// with an engine of its own. The zero Span is the whole tape.
+	Span Span
 }
+
+// Span is a stretch of a tape's messages by sequence number: [Lo, Hi).
+type Span struct{ Lo, Hi int }
 
 // Output is a message the engine sends to the client.
 type Output struct {
@@ -221,24 +228,14 @@ func NewEngine(x *tape.Index, opts EngineOptions) (*Engine, error) {
 		passed:      map[int]bool{},
 		liveToken:   map[int][]byte{},
 	}
+	if sp := opts.Span; sp != (Span{}) {
+		if sp.Lo < 0 || sp.Hi < sp.Lo || sp.Hi > x.Len() {
+			return nil, fmt.Errorf("engine span [%d, %d): expected 0 <= Lo <= Hi <= %d, the tape's length", sp.Lo, sp.Hi, x.Len())
+		}
+		e.lo, e.hi = sp.Lo, sp.Hi
+		e.scan, e.frontier = sp.Lo, sp.Lo
+	}
 	return e, nil
-}
-
-// sibling returns a new engine with e's options over the tape's span
-// [lo, hi): one recorded session, for the HTTP edge's second and later
-// sessions.
-func (e *Engine) sibling(lo, hi int) *Engine {
-	s, _ := NewEngine(e.x, e.opts) // e's server was resolved already: no error
-	s.server = e.server
-	s.restrict(lo, hi)
-	return s
-}
-
-// restrict limits e, before it has served anything, to the tape's span
-// [lo, hi).
-func (e *Engine) restrict(lo, hi int) {
-	e.lo, e.hi = lo, hi
-	e.scan, e.frontier = lo, lo
 }
 
 // end is the tape position after the last message e serves.
@@ -286,6 +283,13 @@ func quoteList(s []string) string {
 
 // Server returns the name of the server the engine serves.
 func (e *Engine) Server() string { return e.server }
+
+// Options returns the options the engine was made with, its server named.
+func (e *Engine) Options() EngineOptions {
+	o := e.opts
+	o.Server = e.server
+	return o
+}
 
 // Mode returns the engine's matching mode.
 func (e *Engine) Mode() Mode { return e.opts.Mode }

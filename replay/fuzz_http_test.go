@@ -33,7 +33,7 @@ func FuzzHTTPHandler(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h := NewHTTPHandler(e, HTTPOptions{NewSessionID: func() string { return "live-session" }})
+		h := handlerFor(t, e, HTTPOptions{NewSessionID: func() string { return "live-session" }})
 		defer h.Close()
 		for range 2 { // the second meets the state the first left
 			req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(string(body)))

@@ -124,8 +124,11 @@ type HTTPOptions struct {
 //
 // Call Close to end the open streams before shutting the server down.
 type HTTPHandler struct {
-	e     *Engine // serves the first recorded session; a template for the others
-	opts  HTTPOptions
+	x      *tape.Index
+	server string
+	eo     EngineOptions // for the engine of each recorded session
+	first  *Engine       // serves the first recorded session
+	opts   HTTPOptions
 	guard mcphttp.Guard
 	path  string
 	now   func() time.Time
@@ -277,12 +280,21 @@ type exchange struct {
 	version string // the protocol version the request named
 }
 
-// NewHTTPHandler returns a handler serving e, which must not have served
-// anything yet. It scans the tape's index (no message bodies but the
-// first few) to learn its transport, era and recorded sessions.
-func NewHTTPHandler(e *Engine, o HTTPOptions) *HTTPHandler {
+// NewHTTPHandler returns a handler serving x's server eo.Server (or its
+// only server), with an Engine of options eo for each session the tape
+// recorded. It scans the tape's index (no message bodies but the first
+// few) to learn its transport, era and recorded sessions.
+func NewHTTPHandler(x *tape.Index, eo EngineOptions, o HTTPOptions) (*HTTPHandler, error) {
+	if eo.Span != (Span{}) {
+		return nil, errors.New("HTTP replay: the handler spans the engines of its recorded sessions itself: expected EngineOptions without a Span")
+	}
+	first, err := NewEngine(x, eo)
+	if err != nil {
+		return nil, err
+	}
+	eo.Server = first.Server()
 	h := &HTTPHandler{
-		e: e, opts: o, path: o.Path, now: o.Now,
+		x: x, server: eo.Server, eo: eo, opts: o, path: o.Path, now: o.Now,
 		guard: mcphttp.Guard{AllowHosts: o.AllowHosts, AllowOrigins: o.AllowOrigins},
 		byID:  map[string]*session{},
 		wake:  make(chan struct{}, 1),
@@ -295,25 +307,40 @@ func NewHTTPHandler(e *Engine, o HTTPOptions) *HTTPHandler {
 		h.now = time.Now
 	}
 	h.learnTape()
+	h.first = first
 	if len(h.spans) > 1 {
-		e.restrict(h.spans[0].lo, h.spans[0].hi)
+		h.first = h.engine(0)
 	}
 	if !h.sessions {
-		h.lone = newSession(e)
+		h.lone = newSession(h.first)
 		h.all = []*session{h.lone}
 	}
-	if e.opts.Speed > 0 {
+	if eo.Speed > 0 {
 		h.pumpDone = make(chan struct{})
 		go h.pump()
 	}
-	return h
+	return h, nil
+}
+
+// engine returns a new engine for recorded session i.
+func (h *HTTPHandler) engine(i int) *Engine {
+	eo := h.eo
+	eo.Span = Span{h.spans[i].lo, h.spans[i].hi}
+	if eo.Span.Hi == 0 { // the last recorded session: to the tape's end
+		eo.Span.Hi = h.x.Len()
+	}
+	e, err := NewEngine(h.x, eo)
+	if err != nil { // the spans come from the tape: cannot happen
+		panic(fmt.Sprintf("HTTP replay: engine for recorded session %d: %v", i, err))
+	}
+	return e
 }
 
 // learnTape finds whether the tape was recorded over HTTP, with sessions,
 // with a standalone GET stream and with event ids, and where its recorded
 // sessions begin.
 func (h *HTTPHandler) learnTape() {
-	x, server := h.e.x, h.e.server
+	x, server := h.x, h.server
 	var hasInit, hasGet, initSession, eventIDs bool
 	var initVersion string
 	looked := false
@@ -424,16 +451,16 @@ func (h *HTTPHandler) Report() Report {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.spans) <= 1 && len(h.refused) == 0 {
-		return h.e.Report()
+		return h.first.Report()
 	}
 	var r Report
-	for i, sp := range h.spans {
-		e := h.e
+	for i := range h.spans {
+		e := h.first
 		switch {
 		case i < len(h.all):
 			e = h.all[i].e
 		case i > 0:
-			e = h.e.sibling(sp.lo, sp.hi)
+			e = h.engine(i)
 		}
 		er := e.Report()
 		if i == 0 {
@@ -529,9 +556,9 @@ func (h *HTTPHandler) claim() *session {
 	if i >= len(h.spans) {
 		return nil
 	}
-	e := h.e
+	e := h.first
 	if i > 0 {
-		e = h.e.sibling(h.spans[i].lo, h.spans[i].hi)
+		e = h.engine(i)
 	}
 	s := newSession(e)
 	// The id is chosen now, though issued only with the initialize answer,
@@ -591,9 +618,9 @@ func (h *HTTPHandler) sessionFor(w http.ResponseWriter, r *http.Request, initial
 func (h *HTTPHandler) refuse(w http.ResponseWriter, id tape.ID) {
 	n := len(h.spans)
 	d := Divergence{
-		Server: h.e.server, Reason: ReasonBeyondEnd, Method: "initialize", RequestID: json.RawMessage(id),
+		Server: h.server, Reason: ReasonBeyondEnd, Method: "initialize", RequestID: json.RawMessage(id),
 		Expected: -1, Resolution: SendError,
-		Message: fmt.Sprintf("replay mismatch for server '%s': initialize would open session %d, but the tape recorded %s; each recorded session is served once, in order: restart the replay to serve them again", h.e.server, len(h.all)+1, plural(n, "session")),
+		Message: fmt.Sprintf("replay mismatch for server '%s': initialize would open session %d, but the tape recorded %s; each recorded session is served once, in order: restart the replay to serve them again", h.server, len(h.all)+1, plural(n, "session")),
 	}
 	h.refused = append(h.refused, d)
 	if h.opts.OnDivergence != nil {
@@ -1070,8 +1097,8 @@ func (h *HTTPHandler) info(sess *session, seq int) wireInfo {
 	if wi, ok := sess.wire[seq]; ok {
 		return wi
 	}
-	wi := wireInfo{kind: h.e.x.Entry(seq).Kind}
-	if m, err := h.e.x.Message(seq); err == nil {
+	wi := wireInfo{kind: h.x.Entry(seq).Kind}
+	if m, err := h.x.Message(seq); err == nil {
 		meta := gjson.GetBytes(m.Raw, "_meta")
 		wi.viaGET = meta.Get("http").String() == http.MethodGet
 		wi.sse = meta.Get("sse").Bool()

@@ -231,7 +231,7 @@ func TestHTTPSeveralSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	h := NewHTTPHandler(e, HTTPOptions{NewSessionID: func() string { n++; return "s" + string(rune('0'+n)) }})
+	h := handlerFor(t, e, HTTPOptions{NewSessionID: func() string { n++; return "s" + string(rune('0'+n)) }})
 	ts := &testServer{t: t, h: h}
 	ts.srv = newHTTPTestServer(t, h)
 	ts.url = ts.srv.URL + "/mcp"
@@ -273,7 +273,7 @@ func TestHTTPSessionNotOpened(t *testing.T) {
 
 func TestHTTPHostCheck(t *testing.T) {
 	ts := newTestServer(t, statelessHTTPTape(t), EngineOptions{})
-	ts.h.opts.AllowHosts = []string{"replay.internal"}
+	ts.h.guard.AllowHosts = []string{"replay.internal"}
 	for _, tt := range []struct {
 		host string
 		ok   bool
@@ -297,7 +297,7 @@ func TestHTTPHostCheck(t *testing.T) {
 			t.Errorf("Host %q: %s, want allowed %v", tt.host, resp.Status, tt.ok)
 		}
 	}
-	ts.h.opts.AllowHosts = []string{"*"}
+	ts.h.guard.AllowHosts = []string{"*"}
 	req, _ := http.NewRequest(http.MethodPost, ts.url, strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
 	req.Host = "anything.example"
 	resp, err := ts.srv.Client().Do(req)
@@ -432,7 +432,7 @@ func TestHTTPCachesUnderLoad(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if len(ts.h.e.memo) > memoSize || len(ts.h.e.answers) > memoSize || len(ts.h.lone.wire) > memoSize {
-		t.Fatalf("caches grew past %d: memo %d, answers %d, wire %d", memoSize, len(ts.h.e.memo), len(ts.h.e.answers), len(ts.h.lone.wire))
+	if len(ts.h.first.memo) > memoSize || len(ts.h.first.answers) > memoSize || len(ts.h.lone.wire) > memoSize {
+		t.Fatalf("caches grew past %d: memo %d, answers %d, wire %d", memoSize, len(ts.h.first.memo), len(ts.h.first.answers), len(ts.h.lone.wire))
 	}
 }

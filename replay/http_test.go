@@ -119,7 +119,7 @@ func newTestServer(t *testing.T, x *tape.Index, opts EngineOptions) *testServer 
 		t.Fatal(err)
 	}
 	ts := &testServer{t: t}
-	ts.h = NewHTTPHandler(e, HTTPOptions{
+	ts.h = handlerFor(t, e, HTTPOptions{
 		OnDivergence: func(d Divergence) { ts.mu.Lock(); ts.divs = append(ts.divs, d); ts.mu.Unlock() },
 		NewSessionID: func() string { return "live-session" },
 		AllowOrigins: []string{"https://app.example"},
@@ -530,7 +530,7 @@ func TestHTTPGatedHold(t *testing.T) {
 	var divs []Divergence
 	var progress [][2]int
 	ts := &testServer{t: t}
-	ts.h = NewHTTPHandler(e, HTTPOptions{
+	ts.h = handlerFor(t, e, HTTPOptions{
 		Gated:        true,
 		OnDivergence: func(d Divergence) { mu.Lock(); divs = append(divs, d); mu.Unlock() },
 		OnProgress:   func(r, a int) { mu.Lock(); progress = append(progress, [2]int{r, a}); mu.Unlock() },
@@ -650,7 +650,7 @@ func TestHTTPResolveNamesSession(t *testing.T) {
 	var divs []Divergence
 	n := 0
 	ts := &testServer{t: t}
-	ts.h = NewHTTPHandler(e, HTTPOptions{
+	ts.h = handlerFor(t, e, HTTPOptions{
 		OnDivergence: func(d Divergence) { mu.Lock(); divs = append(divs, d); mu.Unlock() },
 		NewSessionID: func() string { n++; return fmt.Sprintf("sess-%d", n) },
 	})
@@ -724,7 +724,7 @@ func TestHTTPAdmit(t *testing.T) {
 	var admitted []string
 	refuse := false
 	ts := &testServer{t: t}
-	ts.h = NewHTTPHandler(e, HTTPOptions{Admit: func(r *http.Request) error {
+	ts.h = handlerFor(t, e, HTTPOptions{Admit: func(r *http.Request) error {
 		mu.Lock()
 		defer mu.Unlock()
 		admitted = append(admitted, r.Method+" "+r.URL.Path)

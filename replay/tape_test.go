@@ -60,3 +60,13 @@ const (
 	recv = tape.DirRecv
 	life = tape.DirLifecycle // msg is the lifecycle method
 )
+
+// handlerFor makes an HTTP handler with e's tape and options.
+func handlerFor(t testing.TB, e *Engine, o HTTPOptions) *HTTPHandler {
+	t.Helper()
+	h, err := NewHTTPHandler(e.x, e.Options(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}

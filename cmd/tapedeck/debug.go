@@ -106,7 +106,11 @@ func runDebug(ctx context.Context, s streams, path string, f debugFlags) error {
 	if err != nil {
 		return fmt.Errorf("debug --listen %s: %w", f.listen, err)
 	}
-	srv := live.NewServer(x, e, ln, live.Options{AllowHosts: hosts, AllowOrigins: f.origins})
+	srv, err := live.NewServer(x, e, ln, live.Options{AllowHosts: hosts, AllowOrigins: f.origins})
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	defer srv.Close()
 	name := fmt.Sprintf("%s · attach %s · %s", filepath.Base(path), srv.Addr(), srv.URL())
 	return runProgram(ctx, s, tui.New(x, tui.Options{Name: name, Path: path, Light: f.light, Live: srv}))

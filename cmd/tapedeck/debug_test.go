@@ -40,7 +40,10 @@ func TestAttachRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := live.NewServer(x, e, ln, live.Options{})
+	s, err := live.NewServer(x, e, ln, live.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { s.Close() })
 	first, err := net.Dial("tcp", s.Addr())
 	if err != nil {

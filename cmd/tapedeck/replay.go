@@ -295,7 +295,11 @@ func serveReplayHTTP(ctx context.Context, s streams, f *replayFlags, tapePath st
 		opts.Server = e.Server()
 		return serveReplayLegacy(ctx, s, f, tapePath, x, opts, ln, post, hosts, maxBody, onDiv)
 	}
-	h := replay.NewHTTPHandler(e, replay.HTTPOptions{Path: f.path, OnDivergence: onDiv, AllowOrigins: f.origins, AllowHosts: hosts, MaxBody: maxBody})
+	h, err := replay.NewHTTPHandler(x, opts, replay.HTTPOptions{Path: f.path, OnDivergence: onDiv, AllowOrigins: f.origins, AllowHosts: hosts, MaxBody: maxBody})
+	if err != nil {
+		ln.Close()
+		return none, err
+	}
 	fmt.Fprintf(s.stderr, "tapedeck replay: serving %s (server '%s') at http://%s%s\n", tapePath, e.Server(), ln.Addr(), f.path)
 	err = replay.ServeHTTP(ctx, ln, h)
 	if n := h.Dropped(); n > 0 {

@@ -114,7 +114,7 @@ const DefaultWriteTimeout = 5 * time.Second
 // NewServer serves e, an engine created with replay.EngineOptions.Hold
 // over the tape x, on ln, over stdio lines and Streamable HTTP. Call Close
 // to stop.
-func NewServer(x *tape.Index, e *replay.Engine, ln net.Listener, o Options) *Server {
+func NewServer(x *tape.Index, e *replay.Engine, ln net.Listener, o Options) (*Server, error) {
 	s := &Server{
 		x: x, e: e, ln: ln, now: time.Now,
 		writeTimeout: o.WriteTimeout,
@@ -126,7 +126,9 @@ func NewServer(x *tape.Index, e *replay.Engine, ln net.Listener, o Options) *Ser
 	if s.writeTimeout <= 0 {
 		s.writeTimeout = DefaultWriteTimeout
 	}
-	s.h = replay.NewHTTPHandler(e, replay.HTTPOptions{
+	// HTTP clients are served by the handler's own engines (one a recorded
+	// session); e serves an attached stdio client.
+	h, err := replay.NewHTTPHandler(x, e.Options(), replay.HTTPOptions{
 		Gated:        true,
 		Admit:        s.admit,
 		OnProgress:   s.httpProgressed,
@@ -134,13 +136,17 @@ func NewServer(x *tape.Index, e *replay.Engine, ln net.Listener, o Options) *Ser
 		AllowHosts:   o.AllowHosts,
 		AllowOrigins: o.AllowOrigins,
 	})
+	if err != nil {
+		return nil, err
+	}
+	s.h = h
 	s.srv = &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ReadHeaderTimeout: 10 * time.Second}
 	reached, awaiting := e.Progress()
 	s.emit(Event{Kind: Progress, Reached: reached, Awaiting: awaiting})
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.accept() }()
 	go func() { defer s.wg.Done(); _ = s.srv.Serve(s.hl) }()
-	return s
+	return s, nil
 }
 
 // Addr is where clients connect: "tapedeck attach ADDR" or http://ADDR/mcp.

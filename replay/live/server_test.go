@@ -46,7 +46,10 @@ func textServer(t *testing.T, text, listen string, o Options) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewServer(x, e, ln, o)
+	s, err := NewServer(x, e, ln, o)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { s.Close() })
 	return s
 }
@@ -307,7 +310,10 @@ func newServer(t *testing.T) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewServer(x, e, ln, Options{})
+	s, err := NewServer(x, e, ln, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { s.Close() })
 	return s
 }
