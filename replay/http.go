@@ -129,9 +129,9 @@ type HTTPHandler struct {
 	eo     EngineOptions // for the engine of each recorded session
 	first  *Engine       // serves the first recorded session
 	opts   HTTPOptions
-	guard mcphttp.Guard
-	path  string
-	now   func() time.Time
+	guard  mcphttp.Guard
+	path   string
+	now    func() time.Time
 
 	// What the tape says about its transport, found once.
 	httpTape  bool   // recorded over HTTP: statuses and streams are in _meta
