@@ -43,14 +43,15 @@ type HTTPOptions struct {
 	// Now is the clock; nil means time.Now. Only this edge reads it.
 	Now func() time.Time
 	// OnDivergence, if not nil, is called with each divergence as it
-	// happens, with the handler's lock held: keep it short. With the
+	// happens, after the handler's lock is released, one call at a time and
+	// in the order the divergences happened. With the
 	// engine's EngineOptions.Hold, a divergence is reported when it is held
 	// (Resolution Pending; answer it with Resolve, passing its Session and
 	// ID) and again if it is resolved with the divergence error.
 	OnDivergence func(Divergence)
 	// OnProgress, if not nil, is called with the engine's Progress after
-	// each message of the client and each Resolve, with the handler's lock
-	// held: keep it short. The debugger's playback follows it.
+	// each message of the client and each Resolve, like OnDivergence: after
+	// the lock is released, in order. The debugger's playback follows it.
 	OnProgress func(reached, awaiting int)
 	// Gated holds every answer that replays a recorded message until
 	// Release lets that message through; what the engine makes itself
@@ -141,21 +142,23 @@ type HTTPHandler struct {
 	spans     []span // the recorded sessions
 	preInit   []bool // spans[i] has client traffic before its initialize
 
-	mu       sync.Mutex
-	lone     *session            // the only session of an era without sessions
-	byID     map[string]*session // live sessions
-	all      []*session          // claimed sessions; all[i] replays spans[i]
-	fresh    *session            // claimed by sessionless traffic before its initialize
-	issued   bool                // a session id was issued once
-	refused  []Divergence        // initialize beyond the recorded sessions
-	dropped  int
-	released int           // Gated: outputs replaying messages before it go out
-	gated    []gatedOutput // Gated: outputs waiting for Release, in order
-	wake     chan struct{}
-	done     chan struct{}
-	closed   bool
-	pumpDone chan struct{}
-	once     sync.Once
+	mu         sync.Mutex
+	notes      []func()            // callbacks to run once mu is released, in order
+	delivering bool                // a goroutine is running notes: others leave theirs to it
+	lone       *session            // the only session of an era without sessions
+	byID       map[string]*session // live sessions
+	all        []*session          // claimed sessions; all[i] replays spans[i]
+	fresh      *session            // claimed by sessionless traffic before its initialize
+	issued     bool                // a session id was issued once
+	refused    []Divergence        // initialize beyond the recorded sessions
+	dropped    int
+	released   int           // Gated: outputs replaying messages before it go out
+	gated      []gatedOutput // Gated: outputs waiting for Release, in order
+	wake       chan struct{}
+	done       chan struct{}
+	closed     bool
+	pumpDone   chan struct{}
+	once       sync.Once
 }
 
 // gatedOutput is an output held for Release, with its session and the
@@ -336,6 +339,38 @@ func (h *HTTPHandler) engine(i int) *Engine {
 	return e
 }
 
+// notify queues a callback of HTTPOptions (when set) to run after the lock
+// is released; the caller holds the lock.
+func (h *HTTPHandler) notify(f func(), set bool) {
+	if set {
+		h.notes = append(h.notes, f)
+	}
+}
+
+// unlock releases the lock and runs the callbacks queued under it, in the
+// order they were queued, without the lock: a callback may take its own
+// locks, or call the handler, with no lock order across packages to keep.
+// One goroutine delivers at a time; another that unlocks meanwhile leaves
+// its callbacks to it, so the order holds across requests.
+func (h *HTTPHandler) unlock() {
+	if h.delivering || len(h.notes) == 0 {
+		h.mu.Unlock()
+		return
+	}
+	h.delivering = true
+	for len(h.notes) > 0 {
+		notes := h.notes
+		h.notes = nil
+		h.mu.Unlock()
+		for _, f := range notes {
+			f()
+		}
+		h.mu.Lock()
+	}
+	h.delivering = false
+	h.mu.Unlock()
+}
+
 // learnTape finds whether the tape was recorded over HTTP, with sessions,
 // with a standalone GET stream and with event ids, and where its recorded
 // sessions begin.
@@ -436,7 +471,7 @@ func (h *HTTPHandler) Close() {
 	h.once.Do(func() {
 		h.mu.Lock()
 		h.closed = true
-		h.mu.Unlock()
+		h.unlock()
 		close(h.done)
 	})
 	if h.pumpDone != nil {
@@ -449,7 +484,7 @@ func (h *HTTPHandler) Close() {
 // never opened lists its requests as unused), and the sessions refused.
 func (h *HTTPHandler) Report() Report {
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	defer h.unlock()
 	if len(h.spans) <= 1 && len(h.refused) == 0 {
 		return h.first.Report()
 	}
@@ -486,7 +521,7 @@ func (h *HTTPHandler) Report() Report {
 // has returned and the server has shut down.
 func (h *HTTPHandler) Dropped() int {
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	defer h.unlock()
 	n := h.dropped
 	for _, s := range h.all {
 		n += len(s.held)
@@ -577,7 +612,7 @@ func (h *HTTPHandler) sessionFor(w http.ResponseWriter, r *http.Request, initial
 	}
 	sid := r.Header.Get(mcphttp.HeaderSession)
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	defer h.unlock()
 	if initialize {
 		s := h.fresh
 		if s == nil {
@@ -623,9 +658,7 @@ func (h *HTTPHandler) refuse(w http.ResponseWriter, id tape.ID) {
 		Message: fmt.Sprintf("replay mismatch for server '%s': initialize would open session %d, but the tape recorded %s; each recorded session is served once, in order: restart the replay to serve them again", h.server, len(h.all)+1, plural(n, "session")),
 	}
 	h.refused = append(h.refused, d)
-	if h.opts.OnDivergence != nil {
-		h.opts.OnDivergence(d)
-	}
+	h.notify(func() { h.opts.OnDivergence(d) }, h.opts.OnDivergence != nil)
 	data, _ := json.Marshal(d)
 	writeJSON(w, http.StatusConflict, errorResponse([]byte(id), CodeDiverged, d.Message, data))
 }
@@ -686,7 +719,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
 		h.dispatch(sess, sess.e.Receive(body, h.now()), nil)
 		h.progressed(sess)
-		h.mu.Unlock()
+		h.unlock()
 		h.kick()
 		w.WriteHeader(http.StatusAccepted)
 		return
@@ -695,7 +728,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	for _, id := range ids {
 		if _, busy := sess.pending[id]; busy {
-			h.mu.Unlock()
+			h.unlock()
 			writeJSON(w, http.StatusBadRequest, errorResponse([]byte(id), CodeInvalidRequest, "tapedeck replay: request id "+string(id)+" is already in flight", nil))
 			return
 		}
@@ -722,7 +755,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 	sess.open = append(sess.open, ex)
 	h.dispatch(sess, sess.e.Receive(body, h.now()), ex)
 	h.progressed(sess)
-	h.mu.Unlock()
+	h.unlock()
 	h.kick()
 	h.answer(w, r, sess, ex)
 }
@@ -791,7 +824,7 @@ func (h *HTTPHandler) answer(w http.ResponseWriter, r *http.Request, sess *sessi
 	for {
 		h.mu.Lock()
 		n := ex.unsent()
-		h.mu.Unlock()
+		h.unlock()
 		if n > 0 {
 			break
 		}
@@ -814,7 +847,7 @@ func (h *HTTPHandler) answer(w http.ResponseWriter, r *http.Request, sess *sessi
 		ex.sent = 1
 		ex.attached = false
 		h.retire(sess, ex.stream)
-		h.mu.Unlock()
+		h.unlock()
 		status := first.status
 		if status == 0 {
 			status = http.StatusOK
@@ -825,7 +858,7 @@ func (h *HTTPHandler) answer(w http.ResponseWriter, r *http.Request, sess *sessi
 	if h.primes(ex.version) {
 		ex.prime()
 	}
-	h.mu.Unlock()
+	h.unlock()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -842,13 +875,13 @@ func (h *HTTPHandler) pipe(w http.ResponseWriter, r *http.Request, sess *session
 	var buf []byte
 	h.mu.Lock()
 	gen := s.gen
-	h.mu.Unlock()
+	h.unlock()
 	for {
 		h.mu.Lock()
 		if s.gen != gen {
 			// A resumption took the stream over: pass on the wake-up
 			// this writer may have taken, and leave the stream to it.
-			h.mu.Unlock()
+			h.unlock()
 			s.wake()
 			return
 		}
@@ -856,7 +889,7 @@ func (h *HTTPHandler) pipe(w http.ResponseWriter, r *http.Request, sess *session
 		evs := s.evs[from-s.base:]
 		s.sent += len(evs)
 		finished := s.finished
-		h.mu.Unlock()
+		h.unlock()
 		if len(evs) > 0 {
 			buf = buf[:0]
 			for i, it := range evs {
@@ -896,7 +929,7 @@ func (h *HTTPHandler) pipe(w http.ResponseWriter, r *http.Request, sess *session
 // is abandoned.
 func (h *HTTPHandler) detach(sess *session, s *stream, gen, unsent int) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	defer h.unlock()
 	if s.gen != gen {
 		return // taken over by a resumption
 	}
@@ -960,7 +993,7 @@ func (h *HTTPHandler) dispatch(sess *session, outs []Output, origin *exchange) {
 		if o.Divergence != nil && h.opts.OnDivergence != nil {
 			d := *o.Divergence
 			d.Session = sess.id
-			h.opts.OnDivergence(d)
+			h.notify(func() { h.opts.OnDivergence(d) }, true)
 		}
 		switch {
 		case o.Msg == nil:
@@ -976,7 +1009,8 @@ func (h *HTTPHandler) dispatch(sess *session, outs []Output, origin *exchange) {
 // holds the lock.
 func (h *HTTPHandler) progressed(sess *session) {
 	if h.opts.OnProgress != nil {
-		h.opts.OnProgress(sess.e.Progress())
+		reached, awaiting := sess.e.Progress()
+		h.notify(func() { h.opts.OnProgress(reached, awaiting) }, true)
 	}
 }
 
@@ -995,7 +1029,7 @@ func (h *HTTPHandler) Release(upTo int) {
 	}
 	clear(h.gated[len(rest):])
 	h.gated = rest
-	h.mu.Unlock()
+	h.unlock()
 	h.kick()
 }
 
@@ -1014,7 +1048,7 @@ func (h *HTTPHandler) Resolve(sid string, id int, r Resolution) error {
 		}
 	}
 	if sess == nil {
-		h.mu.Unlock()
+		h.unlock()
 		return fmt.Errorf("divergence %d: no session %q: expected the session OnDivergence reported", id, sid)
 	}
 	outs, err := sess.e.Resolve(id, r, h.now())
@@ -1022,7 +1056,7 @@ func (h *HTTPHandler) Resolve(sid string, id int, r Resolution) error {
 		h.dispatch(sess, outs, nil)
 		h.progressed(sess)
 	}
-	h.mu.Unlock()
+	h.unlock()
 	h.kick()
 	return err
 }
@@ -1143,20 +1177,20 @@ func (h *HTTPHandler) serveGet(w http.ResponseWriter, r *http.Request) {
 	if resume {
 		var msg string
 		if s, msg = h.resumable(sess, strings.TrimSpace(last[0])); s == nil {
-			h.mu.Unlock()
+			h.unlock()
 			http.Error(w, "tapedeck replay: "+msg, http.StatusBadRequest)
 			return
 		}
 	} else {
 		s = h.standalone(sess)
 		if s.finished {
-			h.mu.Unlock()
+			h.unlock()
 			http.Error(w, "tapedeck replay: the session's standalone stream has ended", http.StatusConflict)
 			return
 		}
 	}
 	if s.attached && !resume {
-		h.mu.Unlock()
+		h.unlock()
 		http.Error(w, fmt.Sprintf("tapedeck replay: stream %d is already being written to another response", s.no), http.StatusConflict)
 		return
 	}
@@ -1170,7 +1204,7 @@ func (h *HTTPHandler) serveGet(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.attached = true
-	h.mu.Unlock()
+	h.unlock()
 
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -1225,7 +1259,7 @@ func (h *HTTPHandler) delete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	defer h.unlock()
 	sess := h.byID[sid]
 	if sess == nil {
 		http.Error(w, fmt.Sprintf("tapedeck replay: session %q not found", sid), http.StatusNotFound)
@@ -1259,7 +1293,7 @@ func (h *HTTPHandler) pump() {
 				due, ok = t, true
 			}
 		}
-		h.mu.Unlock()
+		h.unlock()
 		var tick <-chan time.Time
 		if ok {
 			timer.Reset(due.Sub(h.now()))
@@ -1275,7 +1309,7 @@ func (h *HTTPHandler) pump() {
 			for _, s := range h.all {
 				h.dispatch(s, s.e.Poll(now), nil)
 			}
-			h.mu.Unlock()
+			h.unlock()
 		}
 	}
 }

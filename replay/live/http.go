@@ -8,8 +8,8 @@ import (
 )
 
 // httpDivergence takes the HTTP handler's divergences; only held ones
-// (pending) stop the debugger. It runs with the handler's lock held, which
-// is only ever taken before mu.
+// (pending) stop the debugger. The handler calls it after releasing its
+// lock, in the order the divergences happened.
 func (s *Server) httpDivergence(d replay.Divergence) {
 	if d.Resolution != replay.Pending {
 		return
@@ -22,7 +22,8 @@ func (s *Server) httpDivergence(d replay.Divergence) {
 }
 
 // httpProgressed reports the progress an HTTP client's message made; the
-// first one connects the client. It runs with the handler's lock held.
+// first one connects the client. The handler calls it after releasing its
+// lock.
 func (s *Server) httpProgressed(reached, awaiting int) {
 	s.httpSeen()
 	s.progressed(reached, awaiting)

@@ -34,8 +34,8 @@
 // Locks: evMu guards only the event queue and is taken last; mu guards the
 // client and the stdio path's engine; rawMu the connections not handed to
 // HTTP, so Close can close them without waiting for mu. The HTTP handler
-// calls the server's hooks with its own lock held, which is only ever
-// taken before mu.
+// calls the server's hooks after releasing its own lock, so no order
+// between the two packages' locks needs keeping.
 package live
 
 import (
@@ -165,8 +165,7 @@ func (s *Server) Addr() string {
 // URL is the Streamable HTTP endpoint.
 func (s *Server) URL() string { return "http://" + s.Addr() + "/mcp" }
 
-// emit queues ev for Next; it never blocks, so the HTTP handler's hooks can
-// call it with the handler's lock held.
+// emit queues ev for Next; it never blocks, so any path can call it.
 func (s *Server) emit(ev Event) {
 	s.evMu.Lock()
 	s.events = append(s.events, ev)
@@ -252,8 +251,8 @@ func (s *Server) route(c net.Conn) {
 	s.serveStdio(pc)
 }
 
-// progressed reports the engine's progress. The HTTP handler calls it with
-// its lock held, the stdio path with mu held: it takes neither.
+// progressed reports the engine's progress. The stdio path calls it with
+// mu held: it takes no lock but evMu.
 func (s *Server) progressed(reached, awaiting int) {
 	s.emit(Event{Kind: Progress, Reached: reached, Awaiting: awaiting})
 }
