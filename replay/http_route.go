@@ -1,0 +1,336 @@
+package replay
+
+// Routing: a POST's messages go into its session's engine; each output goes
+// to the stream the tape had it on, or the answer that brought it out, or is
+// held for the next stream. With HTTPOptions.Gated outputs wait for
+// Release; at a speed above 0 a goroutine polls the engines.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tapedeck/tapedeck/internal/mcphttp"
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// gatedOutput is an output held for Release, with its session and the
+// exchange whose POST brought it out.
+type gatedOutput struct {
+	o      Output
+	sess   *session
+	origin *exchange
+}
+
+func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
+	limit := h.opts.MaxBody
+	if limit == 0 {
+		limit = DefaultMaxBody
+	}
+	rd := io.Reader(r.Body)
+	if limit > 0 {
+		rd = http.MaxBytesReader(w, r.Body, limit)
+	}
+	body, err := io.ReadAll(rd)
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			msg := fmt.Sprintf("tapedeck replay: request body larger than %d bytes: raise the limit with --max-body", limit)
+			writeJSON(w, http.StatusRequestEntityTooLarge, errorResponse([]byte("null"), CodeInvalidRequest, msg, nil))
+			return
+		}
+		http.Error(w, "tapedeck replay: read request body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	body = bytes.TrimSpace(body)
+	entries := tape.Classify(body)
+	var ids []tape.ID
+	initialize := false
+	var initID tape.ID
+	for _, m := range entries {
+		switch m.Kind {
+		case tape.KindInvalid:
+			writeJSON(w, http.StatusBadRequest, errorResponse([]byte("null"), CodeParseError, "tapedeck replay: "+m.Problem, nil))
+			return
+		case tape.KindRequest:
+			ids = append(ids, m.ID)
+			if m.Method == "initialize" && !initialize {
+				initialize, initID = true, m.ID
+			}
+		}
+	}
+	if len(entries) == 1 {
+		if msg := headerMismatch(r.Header, entries[0]); msg != "" {
+			id := []byte("null")
+			if entries[0].ID != "" {
+				id = []byte(entries[0].ID)
+			}
+			writeJSON(w, http.StatusBadRequest, errorResponse(id, CodeHeaderMismatch, "tapedeck replay: "+msg, nil))
+			return
+		}
+	}
+	sess := h.sessionFor(w, r, initialize, initID)
+	if sess == nil {
+		return
+	}
+
+	if len(ids) == 0 {
+		// Notifications and replies: accepted, whatever the tape makes of them.
+		h.mu.Lock()
+		h.dispatch(sess, sess.e.Receive(body, h.now()), nil)
+		h.progressed(sess)
+		h.unlock()
+		h.kick()
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+
+	h.mu.Lock()
+	for _, id := range ids {
+		if _, busy := sess.pending[id]; busy {
+			h.unlock()
+			writeJSON(w, http.StatusBadRequest, errorResponse([]byte(id), CodeInvalidRequest, "tapedeck replay: request id "+string(id)+" is already in flight", nil))
+			return
+		}
+	}
+	sess.nstream++
+	ex := &exchange{stream: newStream(sess.nstream), ids: ids, batch: len(entries) > 1, version: r.Header.Get(mcphttp.HeaderProtocol)}
+	ex.ex, ex.attached = ex, true
+	if initialize && h.sessions {
+		ex.session = sess.id
+		sess.version = gjson.GetBytes(entries[0].Raw, "params.protocolVersion").String()
+	}
+	if ex.version == "" {
+		ex.version = sess.version
+	}
+	sess.streams[ex.no] = ex.stream
+	// What no stream could carry goes first on this one.
+	for _, m := range sess.held {
+		ex.push(item{msg: m, sse: true})
+	}
+	sess.held = nil
+	for _, id := range ids {
+		sess.pending[id] = ex
+	}
+	sess.open = append(sess.open, ex)
+	h.dispatch(sess, sess.e.Receive(body, h.now()), ex)
+	h.progressed(sess)
+	h.unlock()
+	h.kick()
+	h.answer(w, r, sess, ex)
+}
+
+// CodeInvalidRequest is JSON-RPC's "invalid request", answered to a request
+// whose id is already in flight, a body over the size limit, or an
+// unsupported MCP-Protocol-Version.
+const CodeInvalidRequest = -32600
+
+// headerMismatch checks the 2026-07-28 headers that name a request's
+// method and target against its body, as a server of that era must.
+func headerMismatch(hd http.Header, m tape.Entry) string {
+	if v := hd.Get(mcphttp.HeaderProtocol); v == "" || v < mcphttp.ModernVersion || m.Kind != tape.KindRequest {
+		return ""
+	}
+	got := hd.Get(mcphttp.HeaderMethod)
+	if got == "" {
+		return "missing Mcp-Method header: expected " + m.Method
+	}
+	if got != m.Method {
+		return fmt.Sprintf("Mcp-Method header %q does not match the body's method %q", got, m.Method)
+	}
+	if name, ok := requestName(m.Method, m.Raw); ok {
+		if h := hd.Get(mcphttp.HeaderName); h != name {
+			return fmt.Sprintf("Mcp-Name header %q does not match the body's %q", h, name)
+		}
+	}
+	return ""
+}
+
+// requestName is what the Mcp-Name header carries for a method.
+func requestName(method string, msg []byte) (string, bool) {
+	switch method {
+	case "tools/call", "prompts/get":
+		return gjson.GetBytes(msg, "params.name").String(), true
+	case "resources/read":
+		return gjson.GetBytes(msg, "params.uri").String(), true
+	}
+	return "", false
+}
+
+// dispatch routes the engine's outputs to the streams that carry them; the
+// caller holds the lock. origin is the exchange whose POST produced them.
+func (h *HTTPHandler) dispatch(sess *session, outs []Output, origin *exchange) {
+	for _, o := range outs {
+		if o.Divergence != nil && h.opts.OnDivergence != nil {
+			d := *o.Divergence
+			d.Session = sess.id
+			h.notify(func() { h.opts.OnDivergence(d) }, true)
+		}
+		switch {
+		case o.Msg == nil:
+		case h.opts.Gated && o.Seq >= h.released:
+			h.gated = append(h.gated, gatedOutput{o, sess, origin})
+		default:
+			h.route(sess, o, origin)
+		}
+	}
+}
+
+// progressed reports a session engine's progress to OnProgress; the caller
+// holds the lock.
+func (h *HTTPHandler) progressed(sess *session) {
+	if h.opts.OnProgress != nil {
+		reached, awaiting := sess.e.Progress()
+		h.notify(func() { h.opts.OnProgress(reached, awaiting) }, true)
+	}
+}
+
+// Release lets the held answers (HTTPOptions.Gated) that replay recorded
+// messages before upTo go to the client, in order.
+func (h *HTTPHandler) Release(upTo int) {
+	h.mu.Lock()
+	h.released = max(h.released, upTo)
+	rest := h.gated[:0]
+	for _, g := range h.gated {
+		if g.o.Seq < h.released {
+			h.route(g.sess, g.o, g.origin)
+		} else {
+			rest = append(rest, g)
+		}
+	}
+	clear(h.gated[len(rest):])
+	h.gated = rest
+	h.unlock()
+	h.kick()
+}
+
+// Resolve answers divergence id held (EngineOptions.Hold) by the engine of the
+// session sid (Divergence.Session, as OnDivergence reported it)
+// and sends what that yields: the divergence error, or the recorded answer
+// (subject to Release when Gated). Each session numbers its divergences
+// from 1, so the id alone does not say whose it is.
+func (h *HTTPHandler) Resolve(sid string, id int, r Resolution) error {
+	h.mu.Lock()
+	var sess *session
+	for _, s := range append([]*session{h.lone}, h.all...) {
+		if s != nil && s.id == sid {
+			sess = s
+			break
+		}
+	}
+	if sess == nil {
+		h.unlock()
+		return fmt.Errorf("divergence %d: no session %q: expected the session OnDivergence reported", id, sid)
+	}
+	outs, err := sess.e.Resolve(id, r, h.now())
+	if err == nil {
+		h.dispatch(sess, outs, nil)
+		h.progressed(sess)
+	}
+	h.unlock()
+	h.kick()
+	return err
+}
+
+func (h *HTTPHandler) route(sess *session, o Output, origin *exchange) {
+	info := wireInfo{kind: tape.KindResponse} // what the engine makes itself is a response
+	if o.Seq >= 0 {
+		info = h.info(sess, o.Seq)
+	}
+	if info.kind == tape.KindResponse {
+		ex := sess.pending[o.reqID]
+		if ex == nil {
+			h.dropped++ // its client went away
+			return
+		}
+		delete(sess.pending, o.reqID)
+		ex.ids = slices.DeleteFunc(ex.ids, func(id tape.ID) bool { return id == o.reqID })
+		msg := o.Msg
+		if info.nullID {
+			// Rejected before the server read the id: keep "id":null.
+			msg = spliceID(msg, []byte("null"))
+		}
+		final := len(ex.ids) == 0
+		ex.push(item{msg: msg, status: info.status, sse: info.sse, final: final})
+		if final {
+			sess.open = slices.DeleteFunc(sess.open, func(e *exchange) bool { return e == ex })
+		}
+		return
+	}
+	// A server notification or request: on the stream the tape had it on,
+	// or else on the answer to the request that brought it out, or else on
+	// the latest answer still open (a tape recorded over HTTP says it came
+	// on a POST's stream; a stdio tape prefers the GET stream), or else
+	// held for the next stream to open.
+	if info.viaGET && h.getStream {
+		h.standalone(sess).push(item{msg: o.Msg})
+		return
+	}
+	getOpen := sess.get != nil && sess.get.attached
+	if !info.viaGET {
+		if origin != nil && !origin.finished {
+			origin.push(item{msg: o.Msg, sse: true})
+			return
+		}
+		if n := len(sess.open); n > 0 && (h.httpTape || !getOpen) {
+			sess.open[n-1].push(item{msg: o.Msg, sse: true})
+			return
+		}
+	}
+	switch {
+	case getOpen:
+		sess.get.push(item{msg: o.Msg})
+	case len(sess.held) < maxHeld:
+		sess.held = append(sess.held, o.Msg)
+	default:
+		h.dropped++
+	}
+}
+
+// kick wakes the timing goroutine: the engine may have queued outputs.
+func (h *HTTPHandler) kick() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pump delivers the outputs the engines queued for later (speed > 0).
+func (h *HTTPHandler) pump() {
+	defer close(h.pumpDone)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		h.mu.Lock()
+		var due time.Time
+		ok := false
+		for _, s := range h.all {
+			if t, has := s.e.NextDue(); has && (!ok || t.Before(due)) {
+				due, ok = t, true
+			}
+		}
+		h.unlock()
+		var tick <-chan time.Time
+		if ok {
+			timer.Reset(due.Sub(h.now()))
+			tick = timer.C
+		}
+		select {
+		case <-h.done:
+			return
+		case <-h.wake:
+		case <-tick:
+			h.mu.Lock()
+			now := h.now()
+			for _, s := range h.all {
+				h.dispatch(s, s.e.Poll(now), nil)
+			}
+			h.unlock()
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package replay
+
+// What a tape says about its transport, for the HTTP replay server: read
+// once from the index when the handler is made (learnTape), and per server
+// message as it is routed (info).
+
+import (
+	"net/http"
+	"slices"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tapedeck/tapedeck/internal/mcphttp"
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// span is a recorded session: tape positions [lo, hi).
+type span struct{ lo, hi int }
+
+// wireInfo is what the tape recorded about how a server message travelled.
+type wireInfo struct {
+	kind   tape.Kind
+	viaGET bool // on the standalone stream
+	sse    bool // on an SSE stream
+	nullID bool // a response with "id":null (an HTTP-level rejection)
+	status int  // the HTTP status of the POST that carried it, 0 if none
+}
+
+// learnTape finds whether the tape was recorded over HTTP, with sessions,
+// with a standalone GET stream and with event ids, and where its recorded
+// sessions begin.
+func (h *HTTPHandler) learnTape() {
+	x, server := h.x, h.server
+	var hasInit, hasGet, initSession, eventIDs bool
+	var initVersion string
+	looked := false
+	// Session boundaries: a $transport/start or $http/delete after wire
+	// traffic, or a second initialize in the same session.
+	starts := []int{0}
+	pre := []bool{false}
+	reqs := []int{0}
+	wire, inited := false, false
+	for i := range x.Len() {
+		en := x.Entry(i)
+		if en.Server != server {
+			continue
+		}
+		switch {
+		case en.Kind == tape.KindLifecycle && (en.Method == tape.MethodStart || en.Method == "$http/delete"):
+			if wire {
+				if en.Method == tape.MethodStart {
+					starts = append(starts, i)
+				} else {
+					starts = append(starts, i+1)
+				}
+				pre = append(pre, false)
+				reqs = append(reqs, 0)
+				wire, inited = false, false
+			}
+		case en.Kind == tape.KindRequest && en.Dir == tape.DirSend && en.Method == "initialize":
+			if inited {
+				starts = append(starts, i)
+				pre = append(pre, false)
+				reqs = append(reqs, 0)
+			} else if wire {
+				pre[len(pre)-1] = true
+			}
+			wire, inited = true, true
+		case en.IsWire():
+			wire = true
+		}
+		if en.Kind == tape.KindRequest && en.Dir == tape.DirSend {
+			reqs[len(reqs)-1]++
+		}
+		switch {
+		case en.Kind == tape.KindLifecycle && en.Method == "$http/get":
+			hasGet = true
+		case en.Kind == tape.KindRequest && en.Dir == tape.DirSend && en.Method == "initialize" && !hasInit:
+			hasInit = true
+			if m, err := x.Message(i); err == nil {
+				initSession = gjson.GetBytes(m.Raw, "_meta.session").Exists()
+				initVersion = gjson.GetBytes(m.Raw, "params.protocolVersion").String()
+				h.httpTape = h.httpTape || gjson.GetBytes(m.Raw, "_meta.transport").String() == "http"
+			}
+			looked = true
+		case en.Kind != tape.KindLifecycle && en.Dir == tape.DirRecv && h.httpTape && hasInit && !eventIDs:
+			if m, err := x.Message(i); err == nil {
+				eventIDs = gjson.GetBytes(m.Raw, "_meta.event").Exists()
+			}
+		case !looked && en.IsWire():
+			if m, err := x.Message(i); err == nil {
+				h.httpTape = gjson.GetBytes(m.Raw, "_meta.transport").String() == "http"
+			}
+			looked = true
+		}
+	}
+	h.sessions = hasInit && (!h.httpTape || initSession)
+	// A stdio tape never had a GET stream, but its server requests and
+	// notifications need one to travel outside a request's answer.
+	h.getStream = hasGet || (!h.httpTape && h.sessions)
+	h.primeTape = eventIDs && initVersion >= mcphttp.PrimingVersion
+	if !h.sessions {
+		starts, pre, reqs = []int{0}, []bool{false}, []int{0}
+	}
+	for i, lo := range starts {
+		if i > 0 && reqs[i] == 0 {
+			continue // no request (a DELETE at the end): not a session to serve
+		}
+		if n := len(h.spans); n > 0 {
+			h.spans[n-1].hi = lo
+		}
+		h.spans = append(h.spans, span{lo: lo})
+		h.preInit = append(h.preInit, pre[i])
+	}
+	if n := len(h.spans); n > 1 && reqs[0] == 0 {
+		// Lifecycle records before the first session's traffic.
+		h.spans = slices.Delete(h.spans, 0, 1)
+		h.preInit = slices.Delete(h.preInit, 0, 1)
+		h.spans[0].lo = 0
+	}
+}
+
+// info returns how recorded message seq travelled, reading its _meta once.
+func (h *HTTPHandler) info(sess *session, seq int) wireInfo {
+	if wi, ok := sess.wire[seq]; ok {
+		return wi
+	}
+	wi := wireInfo{kind: h.x.Entry(seq).Kind}
+	if m, err := h.x.Message(seq); err == nil {
+		meta := gjson.GetBytes(m.Raw, "_meta")
+		wi.viaGET = meta.Get("http").String() == http.MethodGet
+		wi.sse = meta.Get("sse").Bool()
+		wi.status = int(meta.Get("status").Int())
+		wi.nullID = wi.kind == tape.KindResponse && gjson.GetBytes(m.Raw, "id").Type == gjson.Null
+	}
+	if len(sess.wire) >= memoSize {
+		clear(sess.wire)
+	}
+	sess.wire[seq] = wi
+	return wi
+}
