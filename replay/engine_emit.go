@@ -1,0 +1,380 @@
+package replay
+
+// Emission: what the engine sends back, and when.
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strconv"
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// waitingAnswer is a recorded answer held for the client's replies to the
+// server requests sent before it (their live ids).
+type waitingAnswer struct {
+	out     []byte
+	seq     int
+	reqID   tape.ID
+	replies []tape.ID
+}
+
+// consume marks recorded request seq as matched by live request m and
+// answers it.
+func (e *Engine) consume(m tape.Entry, seq int) {
+	e.matched++
+	e.lost = false
+	e.used[seq] = true
+	if t := field(m.Raw, "params._meta.progressToken"); t != nil {
+		e.liveToken[seq] = bytes.Clone(t) // m.Raw is the caller's buffer
+	}
+	e.setRef(seq)
+	e.pass(seq)
+	e.respond(m, seq)
+	e.advance()
+}
+
+// respond sends the recorded response of request seq with m's id.
+func (e *Engine) respond(m tape.Entry, seq int) {
+	p := e.x.Pair(seq)
+	resp := p.Partner
+	if p.Cancelled {
+		// The client cancelled it while recording: wait for the live
+		// cancellation, then send the late response if there was one.
+		e.awaitCancel[m.ID] = resp
+		return
+	}
+	if resp < 0 {
+		if resp = rejection(e.x, e.server, seq); resp < 0 {
+			// Never answered on the tape: say so rather than leave the
+			// client waiting for an answer that will not come.
+			en := e.x.Entry(seq)
+			e.unanswered = append(e.unanswered, Unused{Seq: seq, Line: en.Line, Method: en.Method})
+			why := "the recording ended before the server answered"
+			if later := e.laterLine(seq); later > 0 {
+				why = fmt.Sprintf("the server never answered it, though the tape goes on to line %d", later)
+			}
+			msg := fmt.Sprintf("tapedeck replay: the tape holds no answer to %s (tape line %d): %s", en.Method, en.Line, why)
+			e.push(errorResponse([]byte(m.ID), CodeNoAnswer, msg, nil), e.now, -1, m.ID, nil)
+			return
+		}
+	}
+	e.window = [2]int{seq, resp}
+	e.advanceTo(resp)
+	e.window = [2]int{}
+	body, ok := e.answers[resp]
+	if !ok {
+		rec, err := e.x.Message(resp)
+		if err != nil {
+			e.push(errorResponse([]byte(m.ID), CodeDiverged, fmt.Sprintf("tapedeck replay: read recorded response: %v", err), nil), e.now, resp, m.ID, nil)
+			return
+		}
+		body = tape.StripMeta(rec.Raw)
+		if len(e.answers) >= memoSize {
+			clear(e.answers)
+		}
+		e.answers[resp] = body
+	}
+	out := spliceID(body, []byte(m.ID))
+	if m.Method == "initialize" {
+		// Answer with the version the client asked for: a client of
+		// another era than the recording's must still get through
+		// initialize (version drift is tolerated, see EngineOptions).
+		if v := gjson.GetBytes(m.Raw, "params.protocolVersion"); v.Type == gjson.String && gjson.GetBytes(out, "result.protocolVersion").Exists() {
+			if patched, err := sjson.SetBytes(out, "result.protocolVersion", v.String()); err == nil {
+				out = patched
+			}
+		}
+	}
+	if replies := e.repliesAwaited(seq, resp); len(replies) > 0 {
+		// The recorded server asked the client something (roots,
+		// sampling, elicitation) and answered after the reply: so does
+		// the replay, whose answer must not reach the client first.
+		e.waiting = append(e.waiting, waitingAnswer{out: out, seq: resp, reqID: m.ID, replies: replies})
+		return
+	}
+	e.push(out, e.at(resp), resp, m.ID, nil)
+}
+
+// repliesAwaited returns the live ids of the server requests the replay
+// sent between recorded request seq and its response resp whose recorded
+// replies came before resp.
+func (e *Engine) repliesAwaited(seq, resp int) []tape.ID {
+	var ids []tape.ID
+	for id, q := range e.outstanding {
+		if q > seq && q < resp {
+			if r := e.x.Pair(q).Partner; r >= 0 && r < resp {
+				ids = append(ids, id)
+			}
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// releaseWaiting sends the held answers no longer waiting for a reply.
+func (e *Engine) releaseWaiting(replied tape.ID) {
+	kept := e.waiting[:0]
+	for _, w := range e.waiting {
+		w.replies = slices.DeleteFunc(w.replies, func(id tape.ID) bool { return id == replied })
+		if len(w.replies) == 0 {
+			e.push(w.out, e.at(w.seq), w.seq, w.reqID, nil)
+			continue
+		}
+		kept = append(kept, w)
+	}
+	clear(e.waiting[len(kept):])
+	e.waiting = kept
+}
+
+// laterLine returns the line of the server's next wire message after seq,
+// or 0 when the tape ends first.
+func (e *Engine) laterLine(seq int) int {
+	for i := seq + 1; i < e.x.Len(); i++ {
+		if en := e.x.Entry(i); en.Server == e.server && en.IsWire() {
+			return en.Line
+		}
+	}
+	return 0
+}
+
+// rejection returns the response with "id":null that answered recorded
+// request seq, or -1: a Streamable HTTP server rejects a request it cannot
+// read yet (server-everything's HTTP 400 to server/discover before
+// initialize) without its id, so the tape cannot pair them. It is the
+// server's first response after seq, before the client's next message.
+func rejection(x *tape.Index, server string, seq int) int {
+	for i := seq + 1; i < x.Len(); i++ {
+		en := x.Entry(i)
+		if en.Server != server || !en.IsWire() {
+			continue
+		}
+		if en.Dir == tape.DirSend || en.Kind == tape.KindResponse && !x.Pair(i).Orphan {
+			return -1
+		}
+		if en.Kind != tape.KindResponse {
+			continue
+		}
+		if m, err := x.Message(i); err == nil && m.ID == "null" {
+			return i
+		}
+		return -1
+	}
+	return -1
+}
+
+// spliceID replaces a message's top-level id with id, leaving every other
+// byte as recorded.
+func spliceID(msg, id []byte) []byte { return splice(msg, "id", id) }
+
+// splice replaces the JSON value at path in msg with v, leaving every other
+// byte as recorded; msg is returned as it is when path is absent.
+func splice(msg []byte, path string, v []byte) []byte {
+	r := gjson.Get(unsafeString(msg), path)
+	if !r.Exists() || r.Index <= 0 {
+		return msg
+	}
+	out := make([]byte, 0, len(msg)-len(r.Raw)+len(v))
+	out = append(out, msg[:r.Index]...)
+	out = append(out, v...)
+	return append(out, msg[r.Index+len(r.Raw):]...)
+}
+
+// field returns the raw JSON of path in msg, as a slice of msg (no copy,
+// unlike gjson.GetBytes), or nil when it is absent.
+func field(msg []byte, path string) []byte {
+	r := gjson.Get(unsafeString(msg), path)
+	switch {
+	case !r.Exists():
+		return nil
+	case r.Index > 0:
+		return msg[r.Index : r.Index+len(r.Raw)]
+	}
+	return []byte(r.Raw) // not a plain slice of msg
+}
+
+// unsafeString views b as a string for gjson, without a copy. Only for
+// reading: nothing returned may keep a string made from it.
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// pass moves the frontier past recorded message seq: the recorded server
+// messages before it are emitted, the client messages before it passed.
+func (e *Engine) pass(seq int) {
+	for e.frontier <= seq {
+		e.visit(e.frontier)
+		e.frontier++
+	}
+}
+
+// advance emits the recorded server messages up to the next client message
+// the tape still waits for.
+func (e *Engine) advance() { e.advanceTo(e.end()) }
+
+func (e *Engine) advanceTo(limit int) {
+	limit = min(limit, e.end())
+	for e.frontier < limit {
+		en := e.x.Entry(e.frontier)
+		if en.Server == e.server && en.IsWire() && en.Dir == tape.DirSend && !e.used[e.frontier] {
+			return
+		}
+		e.visit(e.frontier)
+		e.frontier++
+	}
+}
+
+// visit emits recorded message seq if it is a server notification or request.
+func (e *Engine) visit(seq int) {
+	en := e.x.Entry(seq)
+	if en.Server != e.server || en.Dir != tape.DirRecv {
+		return
+	}
+	switch en.Kind {
+	case tape.KindNotification:
+		rec, err := e.x.Message(seq)
+		if err != nil {
+			return
+		}
+		body := tape.StripMeta(rec.Raw)
+		if en.Method == "notifications/progress" {
+			var ok bool
+			if body, ok = e.progressFor(seq, body); !ok {
+				return
+			}
+			e.push(body, e.at(seq), seq, "", nil)
+			e.queue[len(e.queue)-1].progress = true
+			return
+		}
+		e.push(body, e.at(seq), seq, "", nil)
+	case tape.KindRequest:
+		if e.opts.Mode != Strict && !(e.window[0] < seq && seq < e.window[1]) {
+			return // a server request of a call the live client did not make (yet)
+		}
+		rec, err := e.x.Message(seq)
+		if err != nil {
+			return
+		}
+		id := rec.ID
+		if _, taken := e.outstanding[id]; taken {
+			e.srvIDs++
+			id = tape.ID(strconv.Quote(fmt.Sprintf("tapedeck-%d", e.srvIDs)))
+		}
+		e.outstanding[id] = seq
+		e.push(spliceID(tape.StripMeta(rec.Raw), []byte(id)), e.at(seq), seq, "", nil)
+	}
+}
+
+// progressFor gives recorded progress notification body (at seq) the
+// progressToken of the live request its recorded request matched; ok is
+// false when that live request asked for no progress, and the notification
+// is not sent. A notification whose request is not found among the
+// matched requests shortly before it goes out as recorded.
+func (e *Engine) progressFor(seq int, body []byte) ([]byte, bool) {
+	token := field(body, "params.progressToken")
+	if token == nil {
+		return body, true
+	}
+	i, _ := slices.BinarySearch(e.reqs, seq)
+	for looked := 0; i > 0 && looked < 64; looked++ {
+		i--
+		r := e.reqs[i]
+		if !e.used[r] {
+			continue
+		}
+		rec, err := e.recorded(r)
+		if err != nil || !bytes.Equal(field(rec.Raw, "params._meta.progressToken"), token) {
+			continue
+		}
+		live, ok := e.liveToken[r]
+		if !ok {
+			return nil, false
+		}
+		return splice(body, "params.progressToken", live), true
+	}
+	return body, true
+}
+
+// notification handles a live client notification: it consumes the next
+// recorded one of the same method, and honours cancellations.
+func (e *Engine) notification(m tape.Entry) {
+	if m.Method == "notifications/cancelled" {
+		id := tape.ID(gjson.GetBytes(m.Raw, "params.requestId").Raw)
+		e.queue = slices.DeleteFunc(e.queue, func(o Output) bool { return o.reqID == id && o.Seq >= 0 })
+		if late, ok := e.awaitCancel[id]; ok {
+			delete(e.awaitCancel, id)
+			if late >= 0 {
+				if rec, err := e.x.Message(late); err == nil {
+					e.push(spliceID(tape.StripMeta(rec.Raw), []byte(id)), e.now, late, id, nil)
+				}
+			}
+		}
+	}
+	// Look for it among the client messages the tape waits for next.
+	n := e.end()
+	for i := e.frontier; i < n; i++ {
+		en := e.x.Entry(i)
+		if en.Server != e.server || en.Dir != tape.DirSend || !en.IsWire() || e.used[i] {
+			continue
+		}
+		if en.Kind == tape.KindRequest {
+			break
+		}
+		if en.Kind == tape.KindNotification && en.Method == m.Method {
+			e.used[i] = true
+			e.setRef(i)
+			break
+		}
+	}
+	e.advance()
+}
+
+// reply handles the client's response to a server request sent from the tape.
+func (e *Engine) reply(m tape.Entry) {
+	q, ok := e.outstanding[m.ID]
+	if !ok {
+		d := e.newDivergence(m, -1, ReasonUnexpected)
+		d.Message = fmt.Sprintf("replay mismatch for server '%s': response id %s answers no request the replay sent", e.server, m.ID)
+		d.Resolution = NotAnswered
+		e.push(nil, e.now, -1, "", d)
+		return
+	}
+	delete(e.outstanding, m.ID)
+	defer e.releaseWaiting(m.ID)
+	rec := e.x.Pair(q).Partner
+	if rec >= 0 {
+		e.used[rec] = true
+		e.setRef(rec)
+		method := e.x.Entry(q).Method
+		r, err := e.recorded(rec)
+		var want, got any
+		if err == nil {
+			want, err = e.norm.Normalize(r.Raw)
+		}
+		var problem string
+		switch {
+		case err != nil:
+			problem = fmt.Sprintf("the recorded reply at tape line %d could not be read: %v", e.x.Entry(rec).Line, err)
+		default:
+			if got, err = e.norm.Normalize(m.Raw); err != nil {
+				problem = fmt.Sprintf("the reply received could not be decoded: %v", err)
+			}
+		}
+		if problem != "" {
+			d := e.newDivergence(m, rec, ReasonReply)
+			d.Resolution = NotAnswered
+			d.Message = fmt.Sprintf("replay mismatch for server '%s': the reply to %s %s cannot be checked: %s", e.server, method, m.ID, problem)
+			e.push(nil, e.now, -1, "", d)
+		} else if diff := Diff(want, got); len(diff) > 0 {
+			d := e.newDivergence(m, rec, ReasonReply)
+			d.Diff = diff
+			d.Resolution = NotAnswered
+			d.Message = fmt.Sprintf("replay mismatch for server '%s': reply to %s %s differs from the recorded reply (%s)", e.server, method, m.ID, diffSummary(diff))
+			e.push(nil, e.now, -1, "", d)
+		}
+	}
+	e.advance()
+}
