@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -101,8 +100,6 @@ func (b *bp) needsBody(e tape.Entry) bool {
 	switch {
 	case b.Tool != "":
 		return e.Kind == tape.KindRequest && e.Method == "tools/call"
-	case b.OnError:
-		return e.Kind == tape.KindResponse && !e.Error
 	case b.Expr != "":
 		return true
 	}
@@ -122,23 +119,9 @@ func (b *bp) match(e tape.Entry, raw []byte, body map[string]any, method string)
 		if e.Kind != tape.KindRequest || e.Method != "tools/call" || body == nil {
 			return false
 		}
-		params, _ := body["params"].(map[string]any)
-		name, _ := params["name"].(string)
-		return name == b.Tool
+		return tape.Target(e.Method, raw) == b.Tool
 	case b.OnError:
-		if e.Kind != tape.KindResponse {
-			return false
-		}
-		if e.Error {
-			return true
-		}
-		// Cheap test first: most results are not tool errors.
-		if !bytes.Contains(raw, []byte(`"isError"`)) || body == nil {
-			return false
-		}
-		result, _ := body["result"].(map[string]any)
-		isErr, _ := result["isError"].(bool)
-		return isErr
+		return e.Failed() != tape.NoFailure // a JSON-RPC error or a tool's
 	case b.prog != nil:
 		env := map[string]any{}
 		for k, v := range body {

@@ -18,14 +18,6 @@ func (e *Engine) request(m tape.Entry) {
 	}
 }
 
-// callTarget returns the raw name or URI a call's params name, or nil.
-func callTarget(msg []byte) []byte {
-	if t := field(msg, "params.name"); t != nil {
-		return t
-	}
-	return field(msg, "params.uri")
-}
-
 // sameRequest compares a live request with a recorded one by meaning. The
 // error says why the recorded request's params could not be decoded; a
 // live request whose params cannot be is just not the same.

@@ -3,8 +3,6 @@ package replay
 // Strict matching: the client's requests in recorded order, per server.
 
 import (
-	"bytes"
-
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -78,7 +76,7 @@ func (e *Engine) strict(m tape.Entry) {
 		e.diverge(m, exp, ReasonMismatch)
 		if !e.opts.Hold {
 			e.lost = true
-			if m.Method == expEntry.Method && bytes.Equal(callTarget(m.Raw), callTarget(rec.Raw)) {
+			if m.Method == expEntry.Method && tape.Target(m.Method, m.Raw) == tape.Target(rec.Method, rec.Raw) {
 				// The client's changed version of the expected call (same
 				// method, same tool, prompt or resource): the next request
 				// is compared with the one recorded after it, so one

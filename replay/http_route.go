@@ -154,10 +154,8 @@ func headerMismatch(hd http.Header, m tape.Entry) string {
 // requestName is what the Mcp-Name header carries for a method.
 func requestName(method string, msg []byte) (string, bool) {
 	switch method {
-	case "tools/call", "prompts/get":
-		return gjson.GetBytes(msg, "params.name").String(), true
-	case "resources/read":
-		return gjson.GetBytes(msg, "params.uri").String(), true
+	case "tools/call", "prompts/get", "resources/read":
+		return tape.Target(method, msg), true
 	}
 	return "", false
 }

@@ -345,7 +345,7 @@ func (c *Player) check(e tape.Entry) (Breakpoint, bool) {
 				body = decodeForExpr(m.Raw)
 			}
 			if e.Kind == tape.KindResponse {
-				method = c.x.Pair(e.Seq).Method
+				method = c.x.MethodOf(e.Seq)
 			}
 		}
 		if b.match(e, raw, body, method) {

@@ -236,12 +236,7 @@ func (v *verifier) send(ctx context.Context, seq int) error {
 	}
 	p := v.x.Pair(seq)
 	c := &call{res: CallResult{Seq: seq, Line: m.Line, Method: m.Method, Recorded: p.Latency}}
-	for _, k := range []string{"params.name", "params.uri"} {
-		if r := gjson.GetBytes(m.Raw, k); r.Type == gjson.String {
-			c.res.Name = r.String()
-			break
-		}
-	}
+	c.res.Name = tape.Target(m.Method, m.Raw)
 	v.calls = append(v.calls, c)
 	v.next++
 	live := tape.ID(strconv.Itoa(v.next))

@@ -29,6 +29,7 @@ type msgInfo struct {
 	id         span
 	cancels    span // params.requestId of notifications/cancelled
 	inputReq   bool // result.resultType == "input_required"
+	toolError  bool // result.isError == true
 	inputResp  bool // params.inputResponses present (a retry of an input_required call)
 	problem    string
 }
@@ -69,13 +70,14 @@ func Classify(line []byte) []Entry {
 
 func (m *msgInfo) entry(line []byte) Entry {
 	e := Entry{
-		Raw:     line[m.start:m.end],
-		Kind:    m.kind,
-		Dir:     Dir(stringValue(line, m.dir)),
-		Server:  stringValue(line, m.server),
-		Method:  stringValue(line, m.method),
-		Error:   m.isError,
-		Problem: m.problem,
+		Raw:       line[m.start:m.end],
+		Kind:      m.kind,
+		Dir:       Dir(stringValue(line, m.dir)),
+		Server:    stringValue(line, m.server),
+		Method:    stringValue(line, m.method),
+		Error:     m.isError,
+		ToolError: m.toolError,
+		Problem:   m.problem,
 	}
 	if m.id.ok() {
 		e.ID = ID(m.id.in(line))
@@ -228,8 +230,11 @@ func (c *classifier) object(b []byte, i int) (msgInfo, int, error) {
 	}
 	if m.kind == KindResponse && result.ok() && b[result.start] == '{' {
 		_, _ = c.members(b, result.start, func(key []byte, v span) {
-			if string(key) == "resultType" && string(v.in(b)) == `"input_required"` {
-				m.inputReq = true
+			switch string(key) {
+			case "resultType":
+				m.inputReq = string(v.in(b)) == `"input_required"`
+			case "isError":
+				m.toolError = string(v.in(b)) == "true"
 			}
 		})
 	}

@@ -73,8 +73,12 @@ type Entry struct {
 	Time   time.Time // from _meta.ts; zero when absent or unreadable
 	ID     ID        // requests and responses
 	Method string    // requests, notifications and lifecycle records
-	Error  bool      // a response carrying "error"
-	Batch  int       // messages that travelled in one JSON array share a batch number (from 1); 0 otherwise
+	Error  bool      // a response carrying "error": a JSON-RPC error
+	// ToolError marks a response whose result says "isError": true: the
+	// call reached the tool and the tool failed (MCP reports tool failures
+	// this way, not as JSON-RPC errors). See Failed.
+	ToolError bool
+	Batch     int // messages that travelled in one JSON array share a batch number (from 1); 0 otherwise
 	// Problem says why an invalid entry is invalid; empty otherwise.
 	Problem string
 }

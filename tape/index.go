@@ -26,7 +26,7 @@ type rec struct {
 	server  uint16 // into Index.servers
 	kind    Kind
 	dir     uint8
-	flags   uint8
+	flags   uint16
 }
 
 // noTime marks a message without a readable _meta.ts (0 is a real time:
@@ -42,6 +42,7 @@ const (
 	flagTorn      // the last line, cut off
 	flagReordered // a response recorded before its request
 	flagDuplicate // a request whose id was already pending
+	flagToolError // a response whose result says isError: a tool's failure
 )
 
 var dirCodes = [...]Dir{DirUnknown, DirSend, DirRecv, DirLifecycle}
@@ -320,6 +321,9 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 	if m.isError {
 		r.flags |= flagError
 	}
+	if m.toolError {
+		r.flags |= flagToolError
+	}
 	if m.badUTF8 {
 		r.flags |= flagBadUTF8
 	}
@@ -501,15 +505,16 @@ func (x *Index) Entry(i int) Entry {
 func (x *Index) entry(i int) Entry {
 	r := x.recs.at(i)
 	e := Entry{
-		Seq:    i,
-		Line:   int(r.line),
-		Offset: r.off,
-		Kind:   r.kind,
-		Dir:    dirCodes[r.dir],
-		Server: x.servers.names[r.server],
-		Method: x.methods.names[r.method],
-		Error:  r.flags&flagError != 0,
-		Batch:  int(r.batch),
+		Seq:       i,
+		Line:      int(r.line),
+		Offset:    r.off,
+		Kind:      r.kind,
+		Dir:       dirCodes[r.dir],
+		Server:    x.servers.names[r.server],
+		Method:    x.methods.names[r.method],
+		Error:     r.flags&flagError != 0,
+		ToolError: r.flags&flagToolError != 0,
+		Batch:     int(r.batch),
 	}
 	if r.kind == KindResponse {
 		e.Method = "" // the method is the request's; see Pair

@@ -32,7 +32,8 @@ type MethodStats struct {
 	Requests      int          `json:"requests"`
 	Notifications int          `json:"notifications"`
 	Responses     int          `json:"responses"`
-	Errors        int          `json:"errors"`
+	Errors        int          `json:"errors"`      // JSON-RPC errors
+	ToolErrors    int          `json:"tool_errors"` // results with isError: the tool failed
 	Orphans       int          `json:"orphans"`
 	Pending       int          `json:"pending"`
 	Cancelled     int          `json:"cancelled"`
@@ -128,6 +129,9 @@ func ComputeStats(x *Index, server string) Stats {
 			if r.flags&flagError != 0 {
 				m.Errors++
 			}
+			if r.flags&flagToolError != 0 {
+				m.ToolErrors++
+			}
 			if r.flags&flagOrphan != 0 {
 				m.Orphans++
 			}
@@ -175,6 +179,7 @@ func (t *MethodStats) add(m *MethodStats) {
 	t.Notifications += m.Notifications
 	t.Responses += m.Responses
 	t.Errors += m.Errors
+	t.ToolErrors += m.ToolErrors
 	t.Orphans += m.Orphans
 	t.Pending += m.Pending
 	t.Cancelled += m.Cancelled

@@ -7,7 +7,7 @@ import (
 
 // statsColumns names the columns of ServerStats.Table; those from "orphan"
 // to "invalid" are left out when they are zero for the whole server.
-var statsColumns = []string{"method", "dir", "req", "notif", "resp", "err", "orphan", "pending", "cancel", "late", "invalid", "p50", "p95", "p99", "max"}
+var statsColumns = []string{"method", "dir", "req", "notif", "resp", "err", "tool-err", "orphan", "pending", "cancel", "late", "invalid", "p50", "p95", "p99", "max"}
 
 // Summary is the one-line overview of a tape's stats.
 func (st Stats) Summary() string {
@@ -65,7 +65,7 @@ func (m MethodStats) label() string {
 func (m MethodStats) row(label, dir string) []string {
 	l := m.Latency
 	n := func(v int) string { return fmt.Sprint(v) }
-	return []string{label, dir, n(m.Requests), n(m.Notifications), n(m.Responses), n(m.Errors), n(m.Orphans),
+	return []string{label, dir, n(m.Requests), n(m.Notifications), n(m.Responses), n(m.Errors), n(m.ToolErrors), n(m.Orphans),
 		n(m.Pending), n(m.Cancelled), n(m.Late), n(m.Invalid),
 		FormatLatency(l.Count, l.P50), FormatLatency(l.Count, l.P95), FormatLatency(l.Count, l.P99), FormatLatency(l.Count, l.Max)}
 }

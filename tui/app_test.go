@@ -223,7 +223,7 @@ func TestPlayStopsAtBreakpoint(t *testing.T) {
 	}
 	m = send(t, m, keys("space")...)
 	want := findSeq(t, m.x, func(e tape.Entry, p tape.Pair) bool {
-		return e.Kind == tape.KindRequest && e.Method == "tools/call" && callName(m.x, e.Seq) == "echo"
+		return e.Kind == tape.KindRequest && e.Method == "tools/call" && callName(m.x, e.Seq, e.Method) == "echo"
 	})
 	if m.player.Playing() {
 		t.Errorf("still playing after the breakpoint")

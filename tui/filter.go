@@ -2,7 +2,6 @@ package tui
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -121,9 +120,9 @@ func (f Filter) Match(x *tape.Index, i int) bool {
 		name := ""
 		switch {
 		case e.Kind == tape.KindRequest:
-			name = toolOf(full.Raw)
+			name = tape.Target(e.Method, full.Raw)
 		case e.Kind == tape.KindResponse && p.Partner >= 0:
-			name = callName(x, p.Partner)
+			name = callName(x, p.Partner, p.Method)
 		}
 		for _, t := range f.tool {
 			if name != t {
@@ -142,22 +141,14 @@ func (f Filter) Match(x *tape.Index, i int) bool {
 	return true
 }
 
-func toolOf(raw []byte) string {
-	var m struct {
-		Params struct {
-			Name string `json:"name"`
-		} `json:"params"`
-	}
-	_ = json.Unmarshal(raw, &m) // a body that is not an object names no tool
-	return m.Params.Name
-}
-
 func statusIs(e tape.Entry, p tape.Pair, st string) bool {
 	switch st {
-	case "error":
-		return e.Error || e.Kind == tape.KindInvalid || p.Orphan
+	case "error": // any failure: a JSON-RPC error, a tool's, an orphan or invalid line
+		return e.Failed() != tape.NoFailure || e.Kind == tape.KindInvalid || p.Orphan
+	case "tool-error":
+		return e.Failed() == tape.ToolError
 	case "ok":
-		return e.Kind == tape.KindResponse && !e.Error
+		return e.Kind == tape.KindResponse && e.Failed() == tape.NoFailure
 	case "pending":
 		return p.Pending
 	case "orphan":

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -38,10 +37,10 @@ func (c *rowCache) get(i int) row {
 	}
 	r := row{entry: c.x.Entry(i), pair: c.x.Pair(i)}
 	switch {
-	case r.entry.Kind == tape.KindRequest && namesTarget(r.entry.Method):
-		r.tool = callName(c.x, i)
-	case r.entry.Kind == tape.KindResponse && r.pair.Partner >= 0 && namesTarget(r.pair.Method):
-		r.tool = callName(c.x, r.pair.Partner)
+	case r.entry.Kind == tape.KindRequest:
+		r.tool = callName(c.x, i, r.entry.Method)
+	case r.entry.Kind == tape.KindResponse && r.pair.Partner >= 0:
+		r.tool = callName(c.x, r.pair.Partner, r.pair.Method)
 	}
 	r.status, r.err = rowStatus(r.entry, r.pair)
 	c.rows[i] = r
@@ -52,29 +51,27 @@ func (c *rowCache) get(i int) row {
 // have been answered).
 func (c *rowCache) forget() { clear(c.rows) }
 
-func namesTarget(method string) bool {
-	return method == "tools/call" || method == "prompts/get" || method == "resources/read"
-}
-
-// callName reads params.name (or params.uri) of request i.
-func callName(x *tape.Index, i int) string {
+// callName is the tool, prompt or resource request i (of method) names,
+// read only for the methods that name one.
+func callName(x *tape.Index, i int, method string) string {
+	if !namesTarget(method) {
+		return ""
+	}
 	e, err := x.Message(i)
 	if err != nil {
 		return ""
 	}
-	var m struct {
-		Params struct {
-			Name string `json:"name"`
-			URI  string `json:"uri"`
-		} `json:"params"`
+	return tape.Target(method, e.Raw)
+}
+
+// namesTarget reports whether a method's calls name a tool, prompt or
+// resource (see tape.Target).
+func namesTarget(method string) bool {
+	switch method {
+	case "tools/call", "prompts/get", "resources/read", "resources/subscribe", "resources/unsubscribe", "completion/complete":
+		return true
 	}
-	if json.Unmarshal(e.Raw, &m) != nil {
-		return ""
-	}
-	if m.Params.Name != "" {
-		return m.Params.Name
-	}
-	return m.Params.URI
+	return false
 }
 
 func rowStatus(e tape.Entry, p tape.Pair) (string, bool) {
@@ -102,6 +99,8 @@ func rowStatus(e tape.Entry, p tape.Pair) (string, bool) {
 			return "orphan", true
 		case e.Error:
 			return "error", true
+		case e.ToolError:
+			return "tool-error", true
 		case p.Late:
 			return "late", false
 		}

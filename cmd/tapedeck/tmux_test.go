@@ -162,8 +162,9 @@ func TestTmuxOpenDemoStepBreakFilter(t *testing.T) {
 
 	// Filter errors, show only the matches.
 	tt.keys("/")
+	// 2 JSON-RPC errors and 3 failed tool calls (isError), which used to pass for ok
 	tt.typeText("status:error")
-	tt.waitFor(3*time.Second, `filter "status:error": 3 matches`)
+	tt.waitFor(3*time.Second, `filter "status:error": 5 matches`)
 	tt.keys("f")
 	s = tt.waitFor(2*time.Second, "server/discover")
 	if rowLine(s, 1) != "" || rowLine(s, 3) != "" {

@@ -1,0 +1,139 @@
+package tape
+
+// MCP vocabulary
+//
+// What MCP's methods mean, defined once for every part of tapedeck that
+// asks: which tool, prompt or resource a call names (Target), whether an
+// exchange failed and how (Failure: a JSON-RPC error, or a tool's failure
+// reported in its result), and a response's method (Index.MethodOf). The
+// recorders, replay, stats and the debugger all go through these, so a
+// tool failure is a failure everywhere.
+
+// Target returns the tool, prompt or resource a call names: params.name of
+// tools/call and prompts/get, params.uri of resources/read, subscribe and
+// unsubscribe, and params.ref's name or uri of completion/complete. It
+// returns "" for other methods, or when the call names nothing readable.
+// raw is the message, or just its params.
+func Target(method string, raw []byte) string {
+	var path []string
+	switch method {
+	case "tools/call", "prompts/get":
+		path = []string{"name"}
+	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+		path = []string{"uri"}
+	case "completion/complete":
+		path = []string{"ref", "name", "uri"}
+	default:
+		return ""
+	}
+	var c classifier
+	params := topMember(&c, raw, "params")
+	if !params.ok() {
+		params = span{0, len(raw)} // raw is the params themselves
+	}
+	b := raw
+	if path[0] == "ref" {
+		ref := member(&c, b, params, "ref")
+		if !ref.ok() {
+			return ""
+		}
+		for _, k := range path[1:] {
+			if v := member(&c, b, ref, k); v.ok() {
+				return stringValue(b, v)
+			}
+		}
+		return ""
+	}
+	return stringValue(b, member(&c, b, params, path[0]))
+}
+
+// topMember returns the value of the top-level member key of the object in
+// raw, or an empty span.
+func topMember(c *classifier, raw []byte, key string) span {
+	i := skipWS(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return span{}
+	}
+	return member(c, raw, span{i, len(raw)}, key)
+}
+
+// member returns the value of member key of the object at obj in b, or an
+// empty span.
+func member(c *classifier, b []byte, obj span, key string) span {
+	if !obj.ok() || b[obj.start] != '{' {
+		return span{}
+	}
+	var found span
+	_, _ = c.members(b, obj.start, func(k []byte, v span) {
+		if !found.ok() && string(k) == key {
+			found = v
+		}
+	})
+	return found
+}
+
+// Failure is how an exchange failed, if it did.
+type Failure uint8
+
+// Failures. MCP reports a tool's failure in a successful JSON-RPC response
+// whose result has "isError": true; both kinds are failures.
+const (
+	NoFailure Failure = iota
+	RPCError          // the response is a JSON-RPC error
+	ToolError         // the result says isError: the tool failed
+)
+
+func (f Failure) String() string {
+	switch f {
+	case RPCError:
+		return "error"
+	case ToolError:
+		return "tool-error"
+	}
+	return "ok"
+}
+
+// Failed reports how the exchange e belongs to failed, judged by its
+// response: NoFailure for a request, notification or lifecycle record
+// (see Index.Failure for a request's answer).
+func (e *Entry) Failed() Failure {
+	switch {
+	case e.Kind != KindResponse:
+		return NoFailure
+	case e.Error:
+		return RPCError
+	case e.ToolError:
+		return ToolError
+	}
+	return NoFailure
+}
+
+// Failure reports how the exchange of message i failed: its own failure
+// for a response, its response's for a request (NoFailure while it has
+// none).
+func (x *Index) Failure(i int) Failure {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	r := x.recs.at(i)
+	if r.kind == KindRequest && r.partner >= 0 {
+		r = x.recs.at(int(r.partner))
+	}
+	switch {
+	case r.kind != KindResponse:
+		return NoFailure
+	case r.flags&flagError != 0:
+		return RPCError
+	case r.flags&flagToolError != 0:
+		return ToolError
+	}
+	return NoFailure
+}
+
+// MethodOf returns the method of message i; a response's is its request's
+// (empty for an orphan). Entry leaves a response's Method empty, and Pair
+// builds more than this needs.
+func (x *Index) MethodOf(i int) string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.methods.names[x.recs.at(i).method]
+}
