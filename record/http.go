@@ -26,12 +26,12 @@ const (
 	// JSON-RPC message: a 202 to a notification or response, an error
 	// status with a plain body, a GET or DELETE. Params: method, status,
 	// and the body's text when it is not a message.
-	MethodHTTPExchange = "$http/exchange"
+	MethodHTTPExchange = tape.MethodHTTPExchange
 	// MethodHTTPEndpoint records a legacy HTTP+SSE endpoint event: the POST
 	// URL the server named and the one the client was given instead.
-	MethodHTTPEndpoint = "$http/endpoint"
+	MethodHTTPEndpoint = tape.MethodHTTPEndpoint
 	// MethodHTTPRejected records a request refused by the Origin check.
-	MethodHTTPRejected = "$http/rejected"
+	MethodHTTPRejected = tape.MethodHTTPRejected
 )
 
 // Proxy is a recording reverse proxy for MCP's Streamable HTTP transport

@@ -193,6 +193,11 @@ type Engine struct {
 	// answered and its response: only the server requests between them
 	// belong to the live call and are sent.
 	window [2]int
+	// early holds recorded server notifications sent ahead of the
+	// frontier, because the tape had them on the answer's own HTTP stream
+	// (see streamMates): the frontier passes them without sending them
+	// again.
+	early map[int]bool
 }
 
 // NewEngine returns an engine serving x's server opts.Server (or its only
@@ -219,6 +224,7 @@ func NewEngine(x *tape.Index, opts EngineOptions) (*Engine, error) {
 		unreadable:  map[int]error{},
 		passed:      map[int]bool{},
 		liveToken:   map[int][]byte{},
+		early:       map[int]bool{},
 	}
 	if sp := opts.Span; sp != (Span{}) {
 		if sp.Lo < 0 || sp.Hi < sp.Lo || sp.Hi > x.Len() {

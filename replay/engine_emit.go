@@ -66,6 +66,9 @@ func (e *Engine) respond(m tape.Entry, seq int) {
 	}
 	e.window = [2]int{seq, resp}
 	e.advanceTo(resp)
+	if e.frontier < resp {
+		e.streamMates(resp)
+	}
 	e.window = [2]int{}
 	body, ok := e.answers[resp]
 	if !ok {
@@ -202,6 +205,33 @@ func field(msg []byte, path string) []byte {
 // reading: nothing returned may keep a string made from it.
 func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
+// streamMates sends now the recorded server notifications before response
+// resp that the tape had on resp's own HTTP stream, when the frontier
+// cannot reach them yet: it waits at a client message of another request
+// made at the same time (the client sent 7 and 8 together; 7's log
+// messages came on 7's stream, after 8's answer). Sent later, they would
+// miss 7's stream, which closes with its answer.
+func (e *Engine) streamMates(resp int) {
+	rm, err := e.x.Message(resp)
+	if err != nil {
+		return
+	}
+	stream := tape.ParseHTTPMeta(rm.Raw).Stream
+	if stream == 0 {
+		return // not recorded over HTTP, or not on a stream
+	}
+	for i := e.frontier + 1; i < resp; i++ {
+		en := e.x.Entry(i)
+		if en.Server != e.server || en.Dir != tape.DirRecv || en.Kind != tape.KindNotification || e.early[i] {
+			continue
+		}
+		if m, err := e.x.Message(i); err == nil && tape.ParseHTTPMeta(m.Raw).Stream == stream {
+			e.visit(i)
+			e.early[i] = true
+		}
+	}
+}
+
 // pass moves the frontier past recorded message seq: the recorded server
 // messages before it are emitted, the client messages before it passed.
 func (e *Engine) pass(seq int) {
@@ -229,6 +259,10 @@ func (e *Engine) advanceTo(limit int) {
 
 // visit emits recorded message seq if it is a server notification or request.
 func (e *Engine) visit(seq int) {
+	if e.early[seq] {
+		delete(e.early, seq) // sent already (streamMates)
+		return
+	}
 	en := e.x.Entry(seq)
 	if en.Server != e.server || en.Dir != tape.DirRecv {
 		return

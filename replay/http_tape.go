@@ -46,7 +46,7 @@ func (h *HTTPHandler) learnTape() {
 			continue
 		}
 		switch {
-		case en.Kind == tape.KindLifecycle && (en.Method == tape.MethodStart || en.Method == "$http/delete"):
+		case en.Kind == tape.KindLifecycle && (en.Method == tape.MethodStart || h.isDelete(i, en)):
 			if wire {
 				if en.Method == tape.MethodStart {
 					starts = append(starts, i)
@@ -73,25 +73,42 @@ func (h *HTTPHandler) learnTape() {
 			reqs[len(reqs)-1]++
 		}
 		switch {
-		case en.Kind == tape.KindLifecycle && en.Method == "$http/get":
-			hasGet = true
+		case en.Kind == tape.KindLifecycle && (en.Method == tape.MethodHTTPGet || en.Method == tape.MethodHTTPExchange):
+			// A GET stream opened: the older dialect's $http/get, or the
+			// proxy's $http/exchange of a GET answered 200.
+			hasGet = hasGet || en.Method == tape.MethodHTTPGet || h.isGetStream(i)
 		case en.Kind == tape.KindRequest && en.Dir == tape.DirSend && en.Method == "initialize" && !hasInit:
 			hasInit = true
 			if m, err := x.Message(i); err == nil {
-				initSession = gjson.GetBytes(m.Raw, "_meta.session").Exists()
+				hm := tape.ParseHTTPMeta(m.Raw)
+				// Sessions: the proxy records the id the answer assigned
+				// (newSession on the answer); the older dialect put the
+				// session on the initialize request.
+				initSession = hm.Session != "" || gjson.GetBytes(tape.RecordMeta(m.Raw), tape.MetaSession).Exists()
+				if p := x.Pair(i).Partner; p >= 0 {
+					if a, err := x.Message(p); err == nil && tape.ParseHTTPMeta(a.Raw).NewSession != "" {
+						initSession = true
+					}
+				}
 				initVersion = gjson.GetBytes(m.Raw, "params.protocolVersion").String()
-				h.httpTape = h.httpTape || gjson.GetBytes(m.Raw, "_meta.transport").String() == "http"
+				h.httpTape = h.httpTape || hm.HTTP
 			}
 			looked = true
 		case en.Kind != tape.KindLifecycle && en.Dir == tape.DirRecv && h.httpTape && hasInit && !eventIDs:
 			if m, err := x.Message(i); err == nil {
-				eventIDs = gjson.GetBytes(m.Raw, "_meta.event").Exists()
+				eventIDs = tape.ParseHTTPMeta(m.Raw).HasEvent
 			}
 		case !looked && en.IsWire():
 			if m, err := x.Message(i); err == nil {
-				h.httpTape = gjson.GetBytes(m.Raw, "_meta.transport").String() == "http"
+				h.httpTape = tape.ParseHTTPMeta(m.Raw).HTTP
 			}
 			looked = true
+		}
+		if en.Kind != tape.KindLifecycle && en.Dir == tape.DirRecv && h.httpTape && !hasGet {
+			// The proxy marks what came on the GET stream with http "GET".
+			if m, err := x.Message(i); err == nil && tape.ParseHTTPMeta(m.Raw).Method == http.MethodGet {
+				hasGet = true
+			}
 		}
 	}
 	h.sessions = hasInit && (!h.httpTape || initSession)
@@ -120,6 +137,33 @@ func (h *HTTPHandler) learnTape() {
 	}
 }
 
+// isDelete reports whether lifecycle record i (en) is a DELETE that ended
+// a session: the older dialect's $http/delete, or the proxy's
+// $http/exchange of a DELETE.
+func (h *HTTPHandler) isDelete(i int, en tape.Entry) bool {
+	switch {
+	case en.Kind != tape.KindLifecycle:
+		return false
+	case en.Method == tape.MethodHTTPDelete:
+		return true
+	case en.Method != tape.MethodHTTPExchange:
+		return false
+	}
+	m, err := h.x.Message(i)
+	return err == nil && gjson.GetBytes(m.Raw, "params.method").String() == http.MethodDelete
+}
+
+// isGetStream reports whether $http/exchange record i is a GET answered
+// with a stream (status 200).
+func (h *HTTPHandler) isGetStream(i int) bool {
+	m, err := h.x.Message(i)
+	if err != nil {
+		return false
+	}
+	p := gjson.GetBytes(m.Raw, "params")
+	return p.Get("method").String() == http.MethodGet && p.Get("status").Int() == http.StatusOK
+}
+
 // info returns how recorded message seq travelled, reading its _meta once.
 func (h *HTTPHandler) info(sess *session, seq int) wireInfo {
 	if wi, ok := sess.wire[seq]; ok {
@@ -127,10 +171,10 @@ func (h *HTTPHandler) info(sess *session, seq int) wireInfo {
 	}
 	wi := wireInfo{kind: h.x.Entry(seq).Kind}
 	if m, err := h.x.Message(seq); err == nil {
-		meta := gjson.GetBytes(m.Raw, "_meta")
-		wi.viaGET = meta.Get("http").String() == http.MethodGet
-		wi.sse = meta.Get("sse").Bool()
-		wi.status = int(meta.Get("status").Int())
+		hm := tape.ParseHTTPMeta(m.Raw)
+		wi.viaGET = hm.Method == http.MethodGet
+		wi.sse = hm.SSE
+		wi.status = hm.Status
 		wi.nullID = wi.kind == tape.KindResponse && gjson.GetBytes(m.Raw, "id").Type == gjson.Null
 	}
 	if len(sess.wire) >= memoSize {

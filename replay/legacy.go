@@ -33,17 +33,12 @@ import (
 	"github.com/tapedeck/tapedeck/tape"
 )
 
-// MethodHTTPEndpoint is the lifecycle record of a legacy HTTP+SSE endpoint
-// event, as the recording proxy writes it: params "url" (what the server
-// named) and "proxied" (what the client was given).
-const MethodHTTPEndpoint = "$http/endpoint"
-
 // IsLegacySSE reports whether the tape recorded server's session over the
 // legacy HTTP+SSE transport, and the path its client posted to.
 func IsLegacySSE(x *tape.Index, server string) (postPath string, ok bool) {
 	for i := range x.Len() {
 		en := x.Entry(i)
-		if en.Server != server || en.Kind != tape.KindLifecycle || en.Method != MethodHTTPEndpoint {
+		if en.Server != server || en.Kind != tape.KindLifecycle || en.Method != tape.MethodHTTPEndpoint {
 			continue
 		}
 		postPath = "/message"

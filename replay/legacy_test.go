@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tapedeck/tapedeck/tape"
 )
 
 // The legacy handler and LegacyConn against each other (a unit test of the
@@ -15,7 +17,7 @@ import (
 // what is not the legacy protocol gets a status that says so.
 func TestLegacyHandler(t *testing.T) {
 	x := buildIndex(t,
-		line{life, 0, MethodHTTPEndpoint},
+		line{life, 0, tape.MethodHTTPEndpoint},
 		line{send, 1, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`},
 		line{recv, 2, `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2024-11-05","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}`},
 		line{send, 3, `{"jsonrpc":"2.0","method":"notifications/initialized"}`},

@@ -1,0 +1,124 @@
+package tape
+
+// The HTTP dialect of a tape
+//
+// A tape recorded over HTTP says, in each record's tape metadata, how the
+// message travelled; the recording proxy writes these members and lifecycle
+// records, and the HTTP replay server, verify and the debugger read them,
+// all through this one definition.
+//
+// Written by "tapedeck record --upstream" (the proxy):
+//
+//   - every record: MetaTransport "http", MetaHTTP the request's method
+//     (POST, GET, DELETE), MetaSession the request's Mcp-Session-Id, and
+//     MetaProtocol its MCP-Protocol-Version;
+//   - a request: MetaMCPMethod and MetaMCPName, its Mcp-Method and Mcp-Name
+//     headers (2026-07-28);
+//   - an answer: MetaStatus, the HTTP status, and MetaNewSession, the
+//     Mcp-Session-Id the answer assigned (initialize);
+//   - an SSE event: MetaStream, a number naming the response stream it
+//     came on, and MetaEvent, its event id;
+//   - an answer with id null to a POSTed request: MetaInReplyTo, that
+//     request's id;
+//   - MethodHTTPExchange for an exchange whose answer held no message (a
+//     202, an error status with a plain body, a GET stream opened, a
+//     DELETE), with params method, status and, for a stream, stream;
+//     MethodHTTPEndpoint for a legacy endpoint event; MethodHTTPRejected
+//     for a request the proxy refused.
+//
+// Read as well, for tapes written before the dialect was one (the fixture
+// recorder of internal/mcptest wrote them): MetaSSE true on a message that
+// came on an SSE stream, MetaSession on the initialize request of a tape
+// with sessions, and lifecycle records MethodHTTPGet (a GET stream opened)
+// and MethodHTTPDelete (a DELETE).
+
+// Lifecycle records of the HTTP dialect.
+const (
+	MethodHTTPExchange = "$http/exchange"
+	MethodHTTPEndpoint = "$http/endpoint"
+	MethodHTTPRejected = "$http/rejected"
+	// Read only: the older dialect's.
+	MethodHTTPGet    = "$http/get"
+	MethodHTTPDelete = "$http/delete"
+)
+
+// Tape metadata members of the HTTP dialect.
+const (
+	MetaTransport  = "transport"
+	MetaHTTP       = "http"
+	MetaSession    = "session"
+	MetaNewSession = "newSession"
+	MetaProtocol   = "protocolVersion"
+	MetaMCPMethod  = "mcpMethod"
+	MetaMCPName    = "mcpName"
+	MetaStatus     = "status"
+	MetaStream     = "stream"
+	MetaEvent      = "event"
+	MetaInReplyTo  = "inReplyTo"
+	// Read only: the older dialect's.
+	MetaSSE = "sse"
+)
+
+// HTTPMeta is what a record's tape metadata says about how it travelled
+// over HTTP (see the dialect above). The zero HTTPMeta is a record not
+// recorded over HTTP.
+type HTTPMeta struct {
+	HTTP       bool   // recorded over HTTP (MetaTransport "http")
+	Method     string // the HTTP method of the request it belongs to
+	Session    string // the request's Mcp-Session-Id
+	NewSession string // the Mcp-Session-Id this answer assigned
+	Protocol   string
+	MCPMethod  string
+	MCPName    string
+	Status     int    // the HTTP status of the answer, 0 if not an answer
+	Stream     int64  // the SSE stream it came on, 0 if none
+	Event      string // its SSE event id
+	HasEvent   bool
+	SSE        bool   // it came on an SSE stream (MetaStream, or the older MetaSSE)
+	InReplyTo  string // the JSON text of the request id an id-null answer replies to
+}
+
+// ParseHTTPMeta reads the HTTP members of a tape line's metadata (see
+// RecordMeta). Members of the wrong type are left zero.
+func ParseHTTPMeta(line []byte) HTTPMeta {
+	meta := RecordMeta(line)
+	if meta == nil {
+		return HTTPMeta{}
+	}
+	var c classifier
+	var m HTTPMeta
+	_, _ = c.members(meta, skipWS(meta, 0), func(key []byte, v span) {
+		raw := v.in(meta)
+		switch string(key) {
+		case MetaTransport:
+			m.HTTP = stringValue(meta, v) == "http"
+		case MetaHTTP:
+			m.Method = stringValue(meta, v)
+		case MetaSession:
+			m.Session = stringValue(meta, v)
+		case MetaNewSession:
+			m.NewSession = stringValue(meta, v)
+		case MetaProtocol:
+			m.Protocol = stringValue(meta, v)
+		case MetaMCPMethod:
+			m.MCPMethod = stringValue(meta, v)
+		case MetaMCPName:
+			m.MCPName = stringValue(meta, v)
+		case MetaStatus:
+			if n, ok := digits(raw); ok {
+				m.Status = n
+			}
+		case MetaStream:
+			if n, ok := digits(raw); ok && n > 0 {
+				m.Stream, m.SSE = int64(n), true
+			}
+		case MetaEvent:
+			m.Event, m.HasEvent = stringValue(meta, v), true
+		case MetaSSE:
+			m.SSE = m.SSE || string(raw) == "true"
+		case MetaInReplyTo:
+			m.InReplyTo = string(raw)
+		}
+	})
+	return m
+}
