@@ -74,10 +74,7 @@ func (s *Server) dropClient() (answers, divergences int) {
 	if divergences > 0 {
 		s.progressed(s.e.Progress())
 	}
-	answers = len(s.queue)
-	clear(s.queue)
-	s.queue = s.queue[:0]
-	return answers, divergences
+	return s.gate.Drop(), divergences
 }
 
 // handle sends or queues the stdio path's outputs; mu is held.
@@ -90,11 +87,11 @@ func (s *Server) handle(outs []replay.Output) {
 		if o.Msg == nil {
 			continue
 		}
-		if (o.Seq < 0 || o.Seq < s.released) && s.write(o.Msg) {
+		if s.gate.Pass(o.Seq) && s.write(o.Msg) {
 			continue
 		}
 		if o.Seq >= 0 {
-			s.queue = append(s.queue, o) // counted as dropped if its client goes away first
+			s.gate.Hold(o.Seq, o) // counted as dropped if its client goes away first
 		}
 	}
 }
