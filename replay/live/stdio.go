@@ -3,10 +3,8 @@ package live
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/tapedeck/tapedeck/replay"
@@ -38,20 +36,15 @@ func (s *Server) serveStdio(c *peekedConn) {
 		s.mu.Unlock()
 		s.emit(Event{Kind: Disconnected, Dropped: answers, Abandoned: divs})
 	}()
-	for {
-		line, err := c.r.ReadBytes('\n')
-		if len(strings.TrimSpace(string(line))) > 0 {
-			s.mu.Lock()
-			s.handle(s.e.Receive(line, s.now()))
-			s.progressed(s.e.Progress())
-			s.mu.Unlock()
-		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				s.emit(Event{Kind: Failed, Err: fmt.Errorf("debug client: %w", err)})
-			}
-			return
-		}
+	err := replay.ReadLines(c.r, func(line []byte) error {
+		s.mu.Lock()
+		s.handle(s.e.Receive(line, s.now()))
+		s.progressed(s.e.Progress())
+		s.mu.Unlock()
+		return nil
+	})
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		s.emit(Event{Kind: Failed, Err: fmt.Errorf("debug client: %w", err)})
 	}
 }
 
