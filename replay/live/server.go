@@ -20,11 +20,11 @@
 // refused with a message saying why.
 //
 // The engine (created with replay.EngineOptions.Hold) has its answers held
-// until the debugger's playback delivers the tape messages they replay, so
-// a breakpoint holds them; messages the engine makes itself (divergence
-// errors) go at once. A divergence waits for Resolve. After each client
-// message the server reports how far the client has brought the tape
-// (Progress), which playback follows.
+// until the debugger's playback delivers the tape messages they replay (a
+// replay.Gate on either path), so a breakpoint holds them; messages the
+// engine makes itself (divergence errors) go at once. A divergence waits
+// for Resolve. After each client message the server reports how far the
+// client has brought the tape (Progress), which playback follows.
 //
 // What was meant for a stdio client that goes away (answers not delivered
 // yet, divergences awaiting a choice) goes away with it: the divergences
