@@ -162,8 +162,7 @@ type HTTPHandler struct {
 	issued     bool                // a session id was issued once
 	refused    []Divergence        // initialize beyond the recorded sessions
 	dropped    int
-	released   int           // Gated: outputs replaying messages before it go out
-	gated      []gatedOutput // Gated: outputs waiting for Release, in order
+	gate       Gate[gatedOutput] // Gated: outputs waiting for Release
 	wake       chan struct{}
 	done       chan struct{}
 	closed     bool

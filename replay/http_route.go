@@ -171,8 +171,8 @@ func (h *HTTPHandler) dispatch(sess *session, outs []Output, origin *exchange) {
 		}
 		switch {
 		case o.Msg == nil:
-		case h.opts.Gated && o.Seq >= h.released:
-			h.gated = append(h.gated, gatedOutput{o, sess, origin})
+		case h.opts.Gated && !h.gate.Pass(o.Seq):
+			h.gate.Hold(o.Seq, gatedOutput{o, sess, origin})
 		default:
 			h.route(sess, o, origin)
 		}
@@ -192,17 +192,9 @@ func (h *HTTPHandler) progressed(sess *session) {
 // messages before upTo go to the client, in order.
 func (h *HTTPHandler) Release(upTo int) {
 	h.mu.Lock()
-	h.released = max(h.released, upTo)
-	rest := h.gated[:0]
-	for _, g := range h.gated {
-		if g.o.Seq < h.released {
-			h.route(g.sess, g.o, g.origin)
-		} else {
-			rest = append(rest, g)
-		}
+	for _, g := range h.gate.Release(upTo) {
+		h.route(g.sess, g.o, g.origin)
 	}
-	clear(h.gated[len(rest):])
-	h.gated = rest
 	h.unlock()
 	h.kick()
 }

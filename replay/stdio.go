@@ -43,23 +43,17 @@ func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o Stdi
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
-		br := bufio.NewReaderSize(r, 64<<10)
-		for {
-			line, err := br.ReadBytes('\n')
-			if len(bytes.TrimSpace(line)) > 0 {
-				select {
-				case lines <- line:
-				case <-stop:
-					return
-				}
+		stopped := errors.New("stopped")
+		err := ReadLines(r, func(line []byte) error {
+			select {
+			case lines <- line:
+				return nil
+			case <-stop:
+				return stopped
 			}
-			if err != nil {
-				if errors.Is(err, io.EOF) {
-					err = nil
-				}
-				readErr <- err
-				return
-			}
+		})
+		if err != stopped {
+			readErr <- err
 		}
 	}()
 
@@ -138,6 +132,30 @@ func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o Stdi
 // the response retires the request's progress handler before its progress
 // notifications are handled, and they are dropped as unknown.
 const progressGap = 2 * time.Millisecond
+
+// ReadLines calls line with each line of r that is not blank, its newline
+// included, until r ends or line returns an error; each line is a slice of
+// its own, which the engine may keep. It returns nil at the end of r, else
+// the read's error or line's. The stdio edges share it: ServeStdio (above
+// speed 0), NewStdioConn, the live debug server's attached clients and
+// "tapedeck attach".
+func ReadLines(r io.Reader, line func([]byte) error) error {
+	br := bufio.NewReaderSize(r, 64<<10) // r itself when it is a bufio.Reader that large
+	for {
+		b, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(b)) > 0 {
+			if lerr := line(b); lerr != nil {
+				return lerr
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
 
 func writeOutputs(bw *bufio.Writer, out []Output, o StdioOptions) error {
 	for i, m := range out {

@@ -127,3 +127,27 @@ func TestStdioConnDrainsAfterClose(t *testing.T) {
 		t.Errorf("Recv after Close and the end of output: %v, want io.EOF", err)
 	}
 }
+
+// TestReadLines: blank lines are skipped, lines keep their newline, a last
+// line without one is read, each line is a slice of its own, and an error
+// from the callback stops the reading and is returned.
+func TestReadLines(t *testing.T) {
+	var got [][]byte
+	err := ReadLines(strings.NewReader("a\n\n  \r\nb\r\nc"), func(l []byte) error {
+		got = append(got, l)
+		return nil
+	})
+	if err != nil || len(got) != 3 || string(got[0]) != "a\n" || string(got[1]) != "b\r\n" || string(got[2]) != "c" {
+		t.Fatalf("ReadLines = %q, %v; want [a\\n b\\r\\n c], nil", got, err)
+	}
+	got[0][0] = 'x'
+	if string(got[1]) != "b\r\n" {
+		t.Errorf("lines share a buffer: %q", got)
+	}
+	stop := errors.New("stop")
+	n := 0
+	err = ReadLines(strings.NewReader("a\nb\nc\n"), func([]byte) error { n++; return stop })
+	if !errors.Is(err, stop) || n != 1 {
+		t.Errorf("a failing callback: %d calls, %v; want 1, stop", n, err)
+	}
+}

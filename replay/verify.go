@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -377,21 +376,15 @@ func NewStdioConn(w io.Writer, r io.Reader) *StdioConn {
 	c := &StdioConn{w: w, lines: make(chan []byte, 64), done: make(chan struct{})}
 	go func() {
 		defer close(c.lines)
-		br := bufio.NewReaderSize(r, 64<<10)
-		for {
-			line, err := br.ReadBytes('\n')
-			if len(bytes.TrimSpace(line)) > 0 {
-				select {
-				case c.lines <- line:
-				case <-c.done:
-					// Nobody listens any more: drop it, and keep reading
-					// so the server never blocks on a full pipe.
-				}
+		_ = ReadLines(r, func(line []byte) error { // its end is the end of the lines
+			select {
+			case c.lines <- line:
+			case <-c.done:
+				// Nobody listens any more: drop it, and keep reading so
+				// the server never blocks on a full pipe.
 			}
-			if err != nil {
-				return
-			}
-		}
+			return nil
+		})
 	}()
 	return c
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tapedeck/tapedeck/replay"
 )
 
 func newAttachCmd(s streams) *cobra.Command {
@@ -60,30 +61,30 @@ func runAttach(ctx context.Context, s streams, addr string) error {
 // the session's refusal (an error with "id":null, code -32000 and a
 // message from tapedeck debug), which it returns as the error instead.
 func relayDown(w io.Writer, r io.Reader) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	first, err := br.ReadBytes('\n')
-	if len(first) > 0 {
-		var m struct {
-			ID    json.RawMessage `json:"id"`
-			Error *struct {
-				Code    int    `json:"code"`
-				Message string `json:"message"`
-			} `json:"error"`
+	first := true
+	return replay.ReadLines(r, func(line []byte) error {
+		if first {
+			first = false
+			if msg, ok := refusal(line); ok {
+				return errors.New("attach: the session refused the client: " + msg)
+			}
 		}
-		if json.Unmarshal(first, &m) == nil && string(m.ID) == "null" && m.Error != nil &&
-			m.Error.Code == -32000 && strings.HasPrefix(m.Error.Message, "tapedeck debug: ") {
-			return errors.New("attach: the session refused the client: " + strings.TrimPrefix(m.Error.Message, "tapedeck debug: "))
-		}
-		if _, werr := w.Write(first); werr != nil {
-			return werr
-		}
-	}
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
+		_, err := w.Write(line)
 		return err
+	})
+}
+
+// refusal reports whether line is the session's refusal, and its reason.
+func refusal(line []byte) (string, bool) {
+	var m struct {
+		ID    json.RawMessage `json:"id"`
+		Error *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
 	}
-	_, err = io.Copy(w, br)
-	return err
+	if json.Unmarshal(line, &m) != nil || string(m.ID) != "null" || m.Error == nil || m.Error.Code != -32000 {
+		return "", false
+	}
+	return strings.CutPrefix(m.Error.Message, "tapedeck debug: ")
 }

@@ -20,11 +20,11 @@
 // refused with a message saying why.
 //
 // The engine (created with replay.EngineOptions.Hold) has its answers held
-// until the debugger's playback delivers the tape messages they replay, so
-// a breakpoint holds them; messages the engine makes itself (divergence
-// errors) go at once. A divergence waits for Resolve. After each client
-// message the server reports how far the client has brought the tape
-// (Progress), which playback follows.
+// until the debugger's playback delivers the tape messages they replay (a
+// replay.Gate on either path), so a breakpoint holds them; messages the
+// engine makes itself (divergence errors) go at once. A divergence waits
+// for Resolve. After each client message the server reports how far the
+// client has brought the tape (Progress), which playback follows.
 //
 // What was meant for a stdio client that goes away (answers not delivered
 // yet, divergences awaiting a choice) goes away with it: the divergences
@@ -68,14 +68,13 @@ type Server struct {
 	raw   map[net.Conn]bool // connections not handed to HTTP, an attached one included: Close closes them without mu
 
 	mu        sync.Mutex
-	e         *replay.Engine   // the stdio path drives it under mu; the HTTP path through h
-	transport string           // "", then the first client's: "stdio" or "http"
-	conn      net.Conn         // the attached stdio client
-	dead      bool             // conn stopped reading: nothing more is written to it
-	httpOn    bool             // an HTTP client is connected (a message came, no DELETE since)
-	released  int              // stdio: tape messages before it are delivered
-	queue     []replay.Output  // stdio: waiting for their delivery
-	held      []heldDivergence // the divergences awaiting Resolve, oldest first
+	e         *replay.Engine             // the stdio path drives it under mu; the HTTP path through h
+	transport string                     // "", then the first client's: "stdio" or "http"
+	conn      net.Conn                   // the attached stdio client
+	dead      bool                       // conn stopped reading: nothing more is written to it
+	httpOn    bool                       // an HTTP client is connected (a message came, no DELETE since)
+	gate      replay.Gate[replay.Output] // stdio: answers waiting for their delivery
+	held      []heldDivergence           // the divergences awaiting Resolve, oldest first
 
 	evMu   sync.Mutex
 	events []Event
@@ -276,16 +275,11 @@ func (s *Server) Deliver(seqs []int) {
 		upTo = max(upTo, q+1)
 	}
 	s.mu.Lock()
-	s.released = max(s.released, upTo)
-	rest := s.queue[:0]
-	for _, o := range s.queue {
-		if o.Seq < s.released && s.write(o.Msg) {
-			continue
+	for _, o := range s.gate.Release(upTo) {
+		if !s.write(o.Msg) {
+			s.gate.Hold(o.Seq, o) // its client stopped reading: dropped when it goes
 		}
-		rest = append(rest, o) // not due, or its client stopped reading: dropped when it goes
 	}
-	clear(s.queue[len(rest):])
-	s.queue = rest
 	s.mu.Unlock()
 	s.h.Release(upTo)
 }

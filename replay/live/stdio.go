@@ -3,10 +3,8 @@ package live
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/tapedeck/tapedeck/replay"
@@ -38,20 +36,15 @@ func (s *Server) serveStdio(c *peekedConn) {
 		s.mu.Unlock()
 		s.emit(Event{Kind: Disconnected, Dropped: answers, Abandoned: divs})
 	}()
-	for {
-		line, err := c.r.ReadBytes('\n')
-		if len(strings.TrimSpace(string(line))) > 0 {
-			s.mu.Lock()
-			s.handle(s.e.Receive(line, s.now()))
-			s.progressed(s.e.Progress())
-			s.mu.Unlock()
-		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				s.emit(Event{Kind: Failed, Err: fmt.Errorf("debug client: %w", err)})
-			}
-			return
-		}
+	err := replay.ReadLines(c.r, func(line []byte) error {
+		s.mu.Lock()
+		s.handle(s.e.Receive(line, s.now()))
+		s.progressed(s.e.Progress())
+		s.mu.Unlock()
+		return nil
+	})
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		s.emit(Event{Kind: Failed, Err: fmt.Errorf("debug client: %w", err)})
 	}
 }
 
@@ -74,10 +67,7 @@ func (s *Server) dropClient() (answers, divergences int) {
 	if divergences > 0 {
 		s.progressed(s.e.Progress())
 	}
-	answers = len(s.queue)
-	clear(s.queue)
-	s.queue = s.queue[:0]
-	return answers, divergences
+	return s.gate.Drop(), divergences
 }
 
 // handle sends or queues the stdio path's outputs; mu is held.
@@ -90,11 +80,11 @@ func (s *Server) handle(outs []replay.Output) {
 		if o.Msg == nil {
 			continue
 		}
-		if (o.Seq < 0 || o.Seq < s.released) && s.write(o.Msg) {
+		if s.gate.Pass(o.Seq) && s.write(o.Msg) {
 			continue
 		}
 		if o.Seq >= 0 {
-			s.queue = append(s.queue, o) // counted as dropped if its client goes away first
+			s.gate.Hold(o.Seq, o) // counted as dropped if its client goes away first
 		}
 	}
 }
