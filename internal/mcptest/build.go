@@ -25,8 +25,23 @@ type build struct {
 var (
 	buildsMu sync.Mutex
 	builds   = map[string]*build{}
-	buildDir string // one temp dir per test process; it outlives the process (no test owns it)
+	buildDir string // one temp dir per test process, removed by Main
 )
+
+// Main runs a package's tests (call it from TestMain) and then removes the
+// binaries BuildBinary built, which no single test owns, so that "go test"
+// leaves nothing in the temp directory:
+//
+//	func TestMain(m *testing.M) { mcptest.Main(m) }
+func Main(m *testing.M) {
+	code := m.Run()
+	buildsMu.Lock()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	buildsMu.Unlock()
+	os.Exit(code)
+}
 
 // BuildBinary runs `go build` on the package pkg (an import path or a
 // ./relative path from the repository root) once per test process and returns

@@ -88,7 +88,13 @@ func (p PeerSet) EverythingCommand() *exec.Cmd {
 func installPeers(t testing.TB, root string) {
 	t.Helper()
 	installOnce.Do(func() {
-		lock, err := os.OpenFile(filepath.Join(os.TempDir(), "tapedeck-peers.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+		// The lock lives with the peers (.peers/ is git-ignored), not in
+		// the temp directory, which tests leave as they found it.
+		if err := os.MkdirAll(filepath.Join(root, ".peers"), 0o755); err != nil {
+			installErr = err
+			return
+		}
+		lock, err := os.OpenFile(filepath.Join(root, ".peers", ".install.lock"), os.O_CREATE|os.O_RDWR, 0o600)
 		if err != nil {
 			installErr = err
 			return
