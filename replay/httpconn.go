@@ -39,10 +39,10 @@ type HTTPConn struct {
 	url    string
 	client *http.Client
 
-	ctx    context.Context // the background streams' lifetime
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	in     chan connMsg
+	done chan struct{} // closed by Close: the background streams end
+	once sync.Once
+	wg   sync.WaitGroup
+	in   chan connMsg
 
 	mu      sync.Mutex
 	session string
@@ -61,8 +61,33 @@ func NewHTTPConn(url string, client *http.Client) *HTTPConn {
 	if client == nil {
 		client = http.DefaultClient
 	}
+	return &HTTPConn{url: url, client: client, done: make(chan struct{}), in: make(chan connMsg, 256)}
+}
+
+// background returns a context for a request that outlives the call that
+// made it (an answer read in the background, the GET stream): it ends at
+// Close, or when stop is called.
+func (c *HTTPConn) background() (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &HTTPConn{url: url, client: client, ctx: ctx, cancel: cancel, in: make(chan connMsg, 256)}
+	ended := make(chan struct{})
+	go func() {
+		select {
+		case <-c.done:
+			cancel()
+		case <-ended:
+		}
+	}()
+	return ctx, func() { close(ended); cancel() }
+}
+
+// closed reports whether Close was called.
+func (c *HTTPConn) closed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // SessionID returns the session the server issued, if any.
@@ -104,10 +129,12 @@ func (c *HTTPConn) Send(ctx context.Context, msg []byte) error {
 		return nil
 	}
 	// The request outlives Send: its answer may take long.
-	req = req.WithContext(c.ctx)
+	bctx, stop := c.background()
+	req = req.WithContext(bctx)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
+		defer stop()
 		c.roundTrip(req, m)
 	}()
 	return nil
@@ -187,9 +214,9 @@ func (c *HTTPConn) roundTrip(req *http.Request, m tape.Entry) {
 			if len(bytes.TrimSpace(ev.Data)) > 0 { // not a priming event
 				c.deliverMessage(ev.Data, m)
 			}
-			return c.ctx.Err() == nil
+			return !c.closed()
 		})
-		if err != nil && c.ctx.Err() == nil {
+		if err != nil && !c.closed() {
 			c.deliver(connMsg{err: fmt.Errorf("read the SSE answer to %s %s: %w", m.Method, m.ID, err)})
 		}
 	case mediaType == "application/json":
@@ -235,7 +262,7 @@ func (c *HTTPConn) deliverMessage(msg []byte, m tape.Entry) {
 func (c *HTTPConn) deliver(m connMsg) {
 	select {
 	case c.in <- m:
-	case <-c.ctx.Done():
+	case <-c.done:
 	}
 }
 
@@ -249,14 +276,17 @@ func (c *HTTPConn) openGet() {
 	}
 	c.getOpen = true
 	c.mu.Unlock()
-	req, err := c.newRequest(c.ctx, http.MethodGet, nil, tape.Entry{})
+	bctx, stop := c.background()
+	req, err := c.newRequest(bctx, http.MethodGet, nil, tape.Entry{})
 	if err != nil {
+		stop()
 		return
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
+		defer stop()
 		resp, err := c.client.Do(req)
 		if err != nil {
 			return
@@ -269,7 +299,7 @@ func (c *HTTPConn) openGet() {
 			if msg := bytes.TrimSpace(ev.Data); len(msg) > 0 { // not a priming event
 				c.deliver(connMsg{msg: msg})
 			}
-			return c.ctx.Err() == nil
+			return !c.closed()
 		})
 	}()
 }
@@ -281,7 +311,7 @@ func (c *HTTPConn) Recv(ctx context.Context) ([]byte, error) {
 		return m.msg, m.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
-	case <-c.ctx.Done():
+	case <-c.done:
 		return nil, io.EOF
 	}
 }
@@ -304,7 +334,7 @@ func (c *HTTPConn) Close() error {
 		}
 		cancel()
 	}
-	c.cancel()
+	c.once.Do(func() { close(c.done) })
 	c.wg.Wait()
 	if errors.Is(err, context.Canceled) {
 		err = nil
