@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tapedeck/tapedeck/internal/text"
+
 	"github.com/wI2L/jsondiff"
 
 	"github.com/tapedeck/tapedeck/tape"
@@ -104,12 +106,19 @@ type DiffOp struct {
 func (d DiffOp) String() string {
 	switch d.Op {
 	case "add":
-		return fmt.Sprintf("%s: unexpected %s", d.Path, compactJSON(d.Actual))
+		return fmt.Sprintf("%s: unexpected %s", d.Path, d.ActualJSON())
 	case "remove":
-		return fmt.Sprintf("%s: missing, expected %s", d.Path, compactJSON(d.Expected))
+		return fmt.Sprintf("%s: missing, expected %s", d.Path, d.ExpectedJSON())
 	}
-	return fmt.Sprintf("%s: expected %s, got %s", d.Path, compactJSON(d.Expected), compactJSON(d.Actual))
+	return fmt.Sprintf("%s: expected %s, got %s", d.Path, d.ExpectedJSON(), d.ActualJSON())
 }
+
+// ExpectedJSON and ActualJSON write the two sides of the change as compact
+// JSON, for people.
+func (d DiffOp) ExpectedJSON() string { return compactJSON(d.Expected) }
+
+// ActualJSON: see ExpectedJSON.
+func (d DiffOp) ActualJSON() string { return compactJSON(d.Actual) }
 
 func compactJSON(v any) string {
 	b, err := json.Marshal(v)
@@ -243,17 +252,10 @@ func (r *Report) Err() error {
 	}
 	var parts []string
 	if n > 0 {
-		parts = append(parts, plural(n, "divergence"))
+		parts = append(parts, text.Plural(n, "divergence"))
 	}
 	if unused > 0 {
-		parts = append(parts, plural(unused, "unused recorded request"))
+		parts = append(parts, text.Plural(unused, "unused recorded request"))
 	}
 	return fmt.Errorf("%w: server '%s': %s", ErrDiverged, r.Server, strings.Join(parts, ", "))
-}
-
-func plural(n int, s string) string {
-	if n == 1 {
-		return "1 " + s
-	}
-	return fmt.Sprintf("%d %ss", n, s)
 }

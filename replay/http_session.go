@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/tapedeck/tapedeck/internal/text"
+
 	"github.com/tapedeck/tapedeck/internal/mcphttp"
 	"github.com/tapedeck/tapedeck/tape"
 )
@@ -106,7 +108,7 @@ func (h *HTTPHandler) refuse(w http.ResponseWriter, id tape.ID) {
 	d := Divergence{
 		Server: h.server, Reason: ReasonBeyondEnd, Method: "initialize", RequestID: json.RawMessage(id),
 		Expected: -1, Resolution: SendError,
-		Message: fmt.Sprintf("replay mismatch for server '%s': initialize would open session %d, but the tape recorded %s; each recorded session is served once, in order: restart the replay to serve them again", h.server, len(h.all)+1, plural(n, "session")),
+		Message: fmt.Sprintf("replay mismatch for server '%s': initialize would open session %d, but the tape recorded %s; each recorded session is served once, in order: restart the replay to serve them again", h.server, len(h.all)+1, text.Plural(n, "session")),
 	}
 	h.refused = append(h.refused, d)
 	h.notify(func() { h.opts.OnDivergence(d) }, h.opts.OnDivergence != nil)

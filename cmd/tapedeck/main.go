@@ -11,7 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/tapedeck/tapedeck/internal/termtext"
+	"github.com/tapedeck/tapedeck/internal/text"
 )
 
 func main() {
@@ -51,10 +51,10 @@ func exitCode(err error, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintf(stderr, "tapedeck: %s\n", termtext.Safe(ee.err.Error()))
+			fmt.Fprintf(stderr, "tapedeck: %s\n", text.Safe(ee.err.Error()))
 		}
 		return ee.code
 	}
-	fmt.Fprintf(stderr, "tapedeck: %s\n", termtext.Safe(err.Error()))
+	fmt.Fprintf(stderr, "tapedeck: %s\n", text.Safe(err.Error()))
 	return 1
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tapedeck/tapedeck/internal/termtext"
+	"github.com/tapedeck/tapedeck/internal/text"
 )
 
 // version is set at build time with -ldflags "-X main.version=..."; without
@@ -72,15 +72,15 @@ A tape is NDJSON, one JSON-RPC message a line with a "_meta" object
 	// diagnostics streams are escaped; what carries protocol or a peer's own
 	// output (replay's and attach's stdout, record's passthrough, redact's
 	// tape on stdout, the TUI) is left alone.
-	text := streams{s.stdin, termtext.NewWriter(s.stdout), termtext.NewWriter(s.stderr)}
-	diag := streams{s.stdin, s.stdout, termtext.NewWriter(s.stderr)}
+	report := streams{s.stdin, text.NewWriter(s.stdout), text.NewWriter(s.stderr)}
+	diag := streams{s.stdin, s.stdout, text.NewWriter(s.stderr)}
 	root.AddCommand(
 		newVersionCmd(s),
-		newStatsCmd(text),
+		newStatsCmd(report),
 		newRecordCmd(s),
 		newRedactCmd(diag),
 		newReplayCmd(diag),
-		newVerifyCmd(text),
+		newVerifyCmd(report),
 		newOpenCmd(s),
 		newDebugCmd(diag),
 		newAttachCmd(diag),

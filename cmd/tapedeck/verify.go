@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -368,7 +367,7 @@ func printCall(w io.Writer, c replay.CallResult, paint bool) {
 		fmt.Fprintf(w, "    %s\n", c.Problem)
 	}
 	for _, d := range c.Diff {
-		exp, act := jsonText(d.Expected), jsonText(d.Actual)
+		exp, act := d.ExpectedJSON(), d.ActualJSON()
 		if paint {
 			exp, act = ansiRed+exp+ansiReset, ansiGreen+act+ansiReset
 		}
@@ -381,14 +380,6 @@ func printCall(w io.Writer, c replay.CallResult, paint bool) {
 			fmt.Fprintf(w, "    %s:\n      - %s\n      + %s\n", d.Path, exp, act)
 		}
 	}
-}
-
-func jsonText(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
 }
 
 type junitSuite struct {

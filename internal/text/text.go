@@ -1,10 +1,13 @@
-// Package termtext makes text from tapes and peers safe to print on a
-// terminal. A tape holds whatever a client, a server or an attacker put in
-// it; printed raw, an escape sequence in a method name or an error message
-// changes the window title, clears the screen or writes the clipboard
-// (OSC 52). The TUI draws through its own renderer; every other text
-// output goes through this package.
-package termtext
+// Package text shapes tapedeck's text for people.
+//
+// Text from tapes and peers is made safe to print on a terminal (Safe,
+// Writer): a tape holds whatever a client, a server or an attacker put in
+// it, and printed raw, an escape sequence in a method name or an error
+// message changes the window title, clears the screen or writes the
+// clipboard (OSC 52). The TUI draws through its own renderer; every other
+// text output goes through this package. Counts are written with their
+// noun (Plural).
+package text
 
 import (
 	"io"
@@ -12,6 +15,15 @@ import (
 	"sync"
 	"unicode/utf8"
 )
+
+// Plural writes n and noun, with an s unless n is 1: "1 divergence",
+// "2 divergences".
+func Plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
 
 // Safe returns s with every control character other than newline and tab
 // written as a Go escape (\x1b, \x0d, \u009b), so that it prints as text.

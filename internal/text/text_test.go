@@ -1,4 +1,4 @@
-package termtext
+package text
 
 import (
 	"bytes"
