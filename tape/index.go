@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"io"
 	"math"
 	"os"
@@ -60,25 +59,12 @@ func dirCode(d []byte) uint8 {
 	return 0
 }
 
-type pairKey struct {
-	server uint16
-	dir    uint8
-	conn   uint32
-	id     uint64 // a hash of the id's JSON text: no allocation a message
-}
-
 // connKey names a connection: one server's session between two
 // $transport/start records, or one HTTP session id.
 type connKey struct {
 	server  uint16
 	starts  int
 	session string
-}
-
-type chainKey struct {
-	server uint16
-	conn   uint32
-	method uint32
 }
 
 // Index is a compact view of a whole tape: a few dozen bytes a message, with
@@ -99,36 +85,23 @@ type Index struct {
 	methods interner[uint32] // 0 is ""
 	servers interner[uint16]
 	connIdx map[connKey]uint32
-	data    []byte         // the mapped file, for the first Extend of OpenIndex
 	starts  map[uint16]int // $transport/start records seen per server
 
-	pending   map[pairKey]int32   // requests awaiting their response
-	queued    map[pairKey][]int32 // more requests with a pending request's id, first in first out
-	cancelled map[pairKey]int32   // cancelled requests awaiting a late response
-	orphans   map[pairKey]int32   // responses that came before any request
-	inputReq  map[chainKey]int32
-	chains    map[int32]int32 // retry request → input_required response it answers
-	seed      maphash.Seed
-	batches   uint32
-	cls       classifier
+	pairs   pairer
+	batches uint32
+	cls     classifier
 }
 
 // NewIndex returns an empty index of the tape readable through src; call
 // Extend to index its bytes.
 func NewIndex(src io.ReaderAt, opts ...ReaderOption) *Index {
 	x := &Index{
-		src:       src,
-		methods:   newInterner[uint32](1<<31, ""),
-		servers:   newInterner[uint16](1 << 16),
-		connIdx:   map[connKey]uint32{},
-		starts:    map[uint16]int{},
-		pending:   map[pairKey]int32{},
-		queued:    map[pairKey][]int32{},
-		cancelled: map[pairKey]int32{},
-		orphans:   map[pairKey]int32{},
-		inputReq:  map[chainKey]int32{},
-		chains:    map[int32]int32{},
-		seed:      maphash.MakeSeed(),
+		src:     src,
+		methods: newInterner[uint32](1<<31, ""),
+		servers: newInterner[uint16](1 << 16),
+		connIdx: map[connKey]uint32{},
+		starts:  map[uint16]int{},
+		pairs:   newPairer(),
 	}
 	for _, o := range opts {
 		o(&x.cfg)
@@ -337,101 +310,8 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 	}
 	r.conn = x.conn(r.server, stringBytes(line, m.session))
 	x.recs.push(r)
-	rp := x.recs.at(int(seq))
-	switch m.kind {
-	case KindRequest:
-		idText := normalizeID(m.id.in(line))
-		k := pairKey{r.server, r.dir, r.conn, x.idHash(idText)}
-		if resp, ok := x.orphans[k]; ok { // its response came first
-			delete(x.orphans, k)
-			x.pair(seq, resp)
-			x.recs.at(int(resp)).flags = x.recs.at(int(resp)).flags&^flagOrphan | flagReordered
-			rp.flags |= flagReordered
-			x.warnings.add(Warning{lineNo, fmt.Errorf("line %d: request id %s recorded after its response (line %d)", lineNo, idText, x.recs.at(int(resp)).line)})
-			break
-		}
-		if old, ok := x.pending[k]; ok {
-			rp.flags |= flagDuplicate
-			x.warnings.add(Warning{lineNo, fmt.Errorf("line %d: request id %s reused while the request at line %d is unanswered; responses pair first in, first out", lineNo, idText, x.recs.at(int(old)).line)})
-			x.queued[k] = append(x.queued[k], seq)
-		} else {
-			x.pending[k] = seq
-		}
-		if m.inputResp {
-			if prev, ok := x.inputReq[chainKey{r.server, r.conn, r.method}]; ok {
-				x.chains[seq] = prev
-				delete(x.inputReq, chainKey{r.server, r.conn, r.method})
-			}
-		}
-	case KindResponse:
-		reqDir := uint8(0)
-		switch r.dir {
-		case 1:
-			reqDir = 2
-		case 2:
-			reqDir = 1
-		}
-		id := normalizeID(m.id.in(line))
-		if string(id) == "null" && m.replyTo.ok() {
-			id = normalizeID(m.replyTo.in(line)) // an answer to a request the server could not read
-		}
-		k := pairKey{r.server, reqDir, r.conn, x.idHash(id)}
-		if req, ok := x.pending[k]; ok {
-			x.unpend(k)
-			x.pair(req, seq)
-		} else if req, ok := x.cancelled[k]; ok {
-			delete(x.cancelled, k)
-			x.pair(req, seq)
-			rp.flags |= flagLate
-		} else {
-			rp.flags |= flagOrphan
-			x.orphans[pairKey{r.server, reqDir, r.conn, k.id}] = seq
-			x.warnings.add(Warning{lineNo, fmt.Errorf("line %d: response id %s matches no request before it", lineNo, id)})
-		}
-		if m.inputReq && rp.partner >= 0 {
-			req := x.recs.at(int(rp.partner))
-			x.inputReq[chainKey{r.server, r.conn, req.method}] = seq
-		}
-	case KindNotification:
-		if m.cancels.ok() {
-			k := pairKey{r.server, r.dir, r.conn, x.idHash(normalizeID(m.cancels.in(line)))}
-			if req, ok := x.pending[k]; ok {
-				x.unpend(k)
-				x.cancelled[k] = req
-				x.recs.at(int(req)).flags |= flagCancelled
-			}
-		}
-	}
+	x.pairs.add(&x.recs, &x.warnings, seq, m, line, lineNo)
 }
-
-// unpend removes the oldest pending request with key k.
-func (x *Index) unpend(k pairKey) {
-	if q := x.queued[k]; len(q) > 0 {
-		x.pending[k] = q[0]
-		if len(q) == 1 {
-			delete(x.queued, k)
-		} else {
-			x.queued[k] = q[1:]
-		}
-		return
-	}
-	delete(x.pending, k)
-}
-
-func (x *Index) pair(req, resp int32) {
-	x.recs.at(int(req)).partner = resp
-	x.recs.at(int(resp)).partner = req
-	x.recs.at(int(resp)).method = x.recs.at(int(req)).method
-}
-
-// idHash keys an id for pairing. Ids are compared by a 64-bit hash of
-// their JSON text under a seed chosen per index: two different ids of one
-// connection colliding is a 1 in 2^64 chance, and a tape cannot aim at it.
-func (x *Index) idHash(id []byte) uint64 { return maphash.Bytes(x.seed, id) }
-
-// normalizeID drops whitespace-insensitive differences: ids are compared as
-// JSON tokens, so 1 and "1" differ but stay distinct from each other.
-func normalizeID(id []byte) []byte { return bytes.TrimSpace(id) }
 
 func stringBytes(line []byte, s span) []byte {
 	if !s.ok() || line[s.start] != '"' {
@@ -549,75 +429,6 @@ func (x *Index) Message(i int) (Entry, error) {
 	return e, nil
 }
 
-// Pair describes how a message takes part in a request/response pair.
-type Pair struct {
-	Partner   int           // the other message of the pair, or -1
-	Method    string        // the request's method, for both messages of a pair
-	Latency   time.Duration // response time minus request time (negative when Reordered), when Timed
-	Timed     bool          // both messages of the pair have a timestamp
-	Orphan    bool          // a response no request matched
-	Pending   bool          // a request with no response on the tape
-	Cancelled bool          // a request cancelled by notifications/cancelled
-	Late      bool          // a response that came after its request was cancelled
-	Reordered bool          // a pair whose response was recorded before its request
-	// ChainPrev is, for a 2026-07-28 retry request (params.inputResponses),
-	// the input_required response it answers, or -1: together the requests
-	// of a chain are one logical call.
-	ChainPrev int
-}
-
-// Pair returns message i's pairing.
-func (x *Index) Pair(i int) Pair {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return x.pairOf(i)
-}
-
-func (x *Index) pairOf(i int) Pair {
-	r := x.recs.at(i)
-	p := Pair{Partner: int(r.partner), Method: x.methods.names[r.method], ChainPrev: -1}
-	p.Orphan = r.flags&flagOrphan != 0
-	p.Cancelled = r.flags&flagCancelled != 0
-	p.Late = r.flags&flagLate != 0
-	p.Reordered = r.flags&flagReordered != 0
-	p.Pending = r.kind == KindRequest && r.partner < 0 && !p.Cancelled
-	if r.partner >= 0 {
-		o := x.recs.at(int(r.partner))
-		if r.ts != noTime && o.ts != noTime {
-			p.Timed = true
-			if r.kind == KindRequest {
-				p.Latency = time.Duration(o.ts - r.ts)
-			} else {
-				p.Latency = time.Duration(r.ts - o.ts)
-			}
-		}
-	}
-	if prev, ok := x.chains[int32(i)]; ok {
-		p.ChainPrev = int(prev)
-	}
-	return p
-}
-
-// Chain returns the requests of the logical call that request i ends: the
-// first request, its retries, and i, in order. A call without retries gives [i].
-func (x *Index) Chain(i int) []int {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	out := []int{i}
-	for {
-		prevResp, ok := x.chains[int32(out[0])]
-		if !ok {
-			break
-		}
-		req := x.recs.at(int(prevResp)).partner
-		if req < 0 {
-			break
-		}
-		out = append([]int{int(req)}, out...)
-	}
-	return out
-}
-
 // Warnings returns the problems met while indexing.
 func (x *Index) Warnings() []Warning {
 	x.mu.RLock()
@@ -654,8 +465,8 @@ func (x *Index) MemoryPerMessage() float64 {
 	for _, s := range x.methods.names {
 		total += len(s) + 16 + 40
 	}
-	total += (len(x.pending) + len(x.cancelled) + len(x.orphans)) * 64
-	total += len(x.chains) * 16
+	total += (len(x.pairs.pending) + len(x.pairs.cancelled) + len(x.pairs.orphans)) * 64
+	total += len(x.pairs.chains) * 16
 	return float64(total) / float64(x.recs.len())
 }
 

@@ -1,0 +1,229 @@
+package tape
+
+// Pairing
+//
+// The pairer links each request with its response as the index grows, one
+// message at a time, by (server, request direction, connection, id): the
+// client's and the server's id spaces never collide, and a connection is
+// one server's span between two $transport/start records, or one HTTP
+// session. Duplicate ids pair first in, first out; a response recorded
+// before its request is paired and flagged Reordered;
+// notifications/cancelled marks its request Cancelled and a later response
+// Late; a 2026-07-28 retry carrying inputResponses links to the
+// input_required result it answers (Pair.ChainPrev, Index.Chain); an answer
+// with id null to a request the server could not read pairs through
+// _meta.inReplyTo.
+
+import (
+	"bytes"
+	"fmt"
+	"hash/maphash"
+	"time"
+)
+
+type pairKey struct {
+	server uint16
+	dir    uint8
+	conn   uint32
+	id     uint64 // a hash of the id's JSON text: no allocation a message
+}
+
+type chainKey struct {
+	server uint16
+	conn   uint32
+	method uint32
+}
+
+// pairer holds the pairing state of an Index; the index's lock guards it.
+type pairer struct {
+	pending   map[pairKey]int32   // requests awaiting their response
+	queued    map[pairKey][]int32 // more requests with a pending request's id, first in first out
+	cancelled map[pairKey]int32   // cancelled requests awaiting a late response
+	orphans   map[pairKey]int32   // responses that came before any request
+	inputReq  map[chainKey]int32
+	chains    map[int32]int32 // retry request → input_required response it answers
+	seed      maphash.Seed
+}
+
+func newPairer() pairer {
+	return pairer{
+		pending:   map[pairKey]int32{},
+		queued:    map[pairKey][]int32{},
+		cancelled: map[pairKey]int32{},
+		orphans:   map[pairKey]int32{},
+		inputReq:  map[chainKey]int32{},
+		chains:    map[int32]int32{},
+		seed:      maphash.MakeSeed(),
+	}
+}
+
+// add pairs message seq, just pushed to recs (classified as m, from line
+// lineNo), with what came before it.
+func (p *pairer) add(recs *recTable, warnings *warningList, seq int32, m *msgInfo, line []byte, lineNo int) {
+	rp := recs.at(int(seq))
+	r := *rp
+	switch m.kind {
+	case KindRequest:
+		idText := normalizeID(m.id.in(line))
+		k := pairKey{r.server, r.dir, r.conn, p.idHash(idText)}
+		if resp, ok := p.orphans[k]; ok { // its response came first
+			delete(p.orphans, k)
+			p.pair(recs, seq, resp)
+			recs.at(int(resp)).flags = recs.at(int(resp)).flags&^flagOrphan | flagReordered
+			rp.flags |= flagReordered
+			warnings.add(Warning{lineNo, fmt.Errorf("line %d: request id %s recorded after its response (line %d)", lineNo, idText, recs.at(int(resp)).line)})
+			break
+		}
+		if old, ok := p.pending[k]; ok {
+			rp.flags |= flagDuplicate
+			warnings.add(Warning{lineNo, fmt.Errorf("line %d: request id %s reused while the request at line %d is unanswered; responses pair first in, first out", lineNo, idText, recs.at(int(old)).line)})
+			p.queued[k] = append(p.queued[k], seq)
+		} else {
+			p.pending[k] = seq
+		}
+		if m.inputResp {
+			if prev, ok := p.inputReq[chainKey{r.server, r.conn, r.method}]; ok {
+				p.chains[seq] = prev
+				delete(p.inputReq, chainKey{r.server, r.conn, r.method})
+			}
+		}
+	case KindResponse:
+		reqDir := uint8(0)
+		switch r.dir {
+		case 1:
+			reqDir = 2
+		case 2:
+			reqDir = 1
+		}
+		id := normalizeID(m.id.in(line))
+		if string(id) == "null" && m.replyTo.ok() {
+			id = normalizeID(m.replyTo.in(line)) // an answer to a request the server could not read
+		}
+		k := pairKey{r.server, reqDir, r.conn, p.idHash(id)}
+		if req, ok := p.pending[k]; ok {
+			p.unpend(k)
+			p.pair(recs, req, seq)
+		} else if req, ok := p.cancelled[k]; ok {
+			delete(p.cancelled, k)
+			p.pair(recs, req, seq)
+			rp.flags |= flagLate
+		} else {
+			rp.flags |= flagOrphan
+			p.orphans[pairKey{r.server, reqDir, r.conn, k.id}] = seq
+			warnings.add(Warning{lineNo, fmt.Errorf("line %d: response id %s matches no request before it", lineNo, id)})
+		}
+		if m.inputReq && rp.partner >= 0 {
+			req := recs.at(int(rp.partner))
+			p.inputReq[chainKey{r.server, r.conn, req.method}] = seq
+		}
+	case KindNotification:
+		if m.cancels.ok() {
+			k := pairKey{r.server, r.dir, r.conn, p.idHash(normalizeID(m.cancels.in(line)))}
+			if req, ok := p.pending[k]; ok {
+				p.unpend(k)
+				p.cancelled[k] = req
+				recs.at(int(req)).flags |= flagCancelled
+			}
+		}
+	}
+}
+
+// unpend removes the oldest pending request with key k.
+func (p *pairer) unpend(k pairKey) {
+	if q := p.queued[k]; len(q) > 0 {
+		p.pending[k] = q[0]
+		if len(q) == 1 {
+			delete(p.queued, k)
+		} else {
+			p.queued[k] = q[1:]
+		}
+		return
+	}
+	delete(p.pending, k)
+}
+
+// pair links request req and response resp; the response takes the
+// request's method.
+func (p *pairer) pair(recs *recTable, req, resp int32) {
+	recs.at(int(req)).partner = resp
+	recs.at(int(resp)).partner = req
+	recs.at(int(resp)).method = recs.at(int(req)).method
+}
+
+// idHash keys an id for pairing. Ids are compared by a 64-bit hash of
+// their JSON text under a seed chosen per index: two different ids of one
+// connection colliding is a 1 in 2^64 chance, and a tape cannot aim at it.
+func (p *pairer) idHash(id []byte) uint64 { return maphash.Bytes(p.seed, id) }
+
+// normalizeID drops whitespace-insensitive differences: ids are compared as
+// JSON tokens, so 1 and "1" differ but stay distinct from each other.
+func normalizeID(id []byte) []byte { return bytes.TrimSpace(id) }
+
+// Pair describes how a message takes part in a request/response pair.
+type Pair struct {
+	Partner   int           // the other message of the pair, or -1
+	Method    string        // the request's method, for both messages of a pair
+	Latency   time.Duration // response time minus request time (negative when Reordered), when Timed
+	Timed     bool          // both messages of the pair have a timestamp
+	Orphan    bool          // a response no request matched
+	Pending   bool          // a request with no response on the tape
+	Cancelled bool          // a request cancelled by notifications/cancelled
+	Late      bool          // a response that came after its request was cancelled
+	Reordered bool          // a pair whose response was recorded before its request
+	// ChainPrev is, for a 2026-07-28 retry request (params.inputResponses),
+	// the input_required response it answers, or -1: together the requests
+	// of a chain are one logical call.
+	ChainPrev int
+}
+
+// Pair returns message i's pairing.
+func (x *Index) Pair(i int) Pair {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.pairOf(i)
+}
+
+func (x *Index) pairOf(i int) Pair {
+	r := x.recs.at(i)
+	p := Pair{Partner: int(r.partner), Method: x.methods.names[r.method], ChainPrev: -1}
+	p.Orphan = r.flags&flagOrphan != 0
+	p.Cancelled = r.flags&flagCancelled != 0
+	p.Late = r.flags&flagLate != 0
+	p.Reordered = r.flags&flagReordered != 0
+	p.Pending = r.kind == KindRequest && r.partner < 0 && !p.Cancelled
+	if r.partner >= 0 {
+		o := x.recs.at(int(r.partner))
+		if r.ts != noTime && o.ts != noTime {
+			p.Timed = true
+			if r.kind == KindRequest {
+				p.Latency = time.Duration(o.ts - r.ts)
+			} else {
+				p.Latency = time.Duration(r.ts - o.ts)
+			}
+		}
+	}
+	if prev, ok := x.pairs.chains[int32(i)]; ok {
+		p.ChainPrev = int(prev)
+	}
+	return p
+}
+
+// Chain returns the requests of the logical call that request i ends: the
+// first request, its retries, and i, in order. A call without retries gives [i].
+func (x *Index) Chain(i int) []int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	out := []int{i}
+	for {
+		prevResp, ok := x.pairs.chains[int32(out[0])]
+		if !ok {
+			break
+		}
+		req := x.recs.at(int(prevResp)).partner
+		if req < 0 {
+			break
+		}
+		out = append([]int{int(req)}, out...)
+	}
+	return out
+}
