@@ -157,26 +157,28 @@ func TestEngineKeyedAndLoose(t *testing.T) {
 			[]string{`2025-11-25`, `hi 1`, `hi 2`, `"id":3,"result":{"content":[{"type":"text","text":"hi 2"}]}`, `"id":4,"error":{"code":-32091`, `"tools":[]`}, false},
 	}
 	for _, tt := range tests {
-		e := mustEngine(t, sessionTape(t), EngineOptions{Mode: tt.mode})
-		got := texts(feed(t, e, tt.msgs...))
-		var msgs []string
-		for _, g := range got {
-			if !strings.Contains(g, "roots/list") && !strings.Contains(g, "notifications/message") {
-				msgs = append(msgs, g)
+		t.Run(tt.mode.String(), func(t *testing.T) {
+			e := mustEngine(t, sessionTape(t), EngineOptions{Mode: tt.mode})
+			got := texts(feed(t, e, tt.msgs...))
+			var msgs []string
+			for _, g := range got {
+				if !strings.Contains(g, "roots/list") && !strings.Contains(g, "notifications/message") {
+					msgs = append(msgs, g)
+				}
 			}
-		}
-		if len(msgs) != len(tt.want) {
-			t.Fatalf("%v: outputs\n%s\nwant %d", tt.mode, strings.Join(msgs, "\n"), len(tt.want))
-		}
-		for i, w := range tt.want {
-			if !strings.Contains(msgs[i], w) {
-				t.Errorf("%v: output %d = %s, want it to contain %s", tt.mode, i, msgs[i], w)
+			if len(msgs) != len(tt.want) {
+				t.Fatalf("%v: outputs\n%s\nwant %d", tt.mode, strings.Join(msgs, "\n"), len(tt.want))
 			}
-		}
-		r := e.Report()
-		if (r.Err() != nil) != tt.reportErr {
-			t.Errorf("%v: report error %v, want error %v", tt.mode, r.Err(), tt.reportErr)
-		}
+			for i, w := range tt.want {
+				if !strings.Contains(msgs[i], w) {
+					t.Errorf("%v: output %d = %s, want it to contain %s", tt.mode, i, msgs[i], w)
+				}
+			}
+			r := e.Report()
+			if (r.Err() != nil) != tt.reportErr {
+				t.Errorf("%v: report error %v, want error %v", tt.mode, r.Err(), tt.reportErr)
+			}
+		})
 	}
 }
 
@@ -407,29 +409,31 @@ func TestEngineHoldResolutions(t *testing.T) {
 		{SkipRecorded, `"id":10,"error":{"code":-32090`},
 	}
 	for _, tt := range tests {
-		e := mustEngine(t, sessionTape(t), EngineOptions{Hold: true})
-		feed(t, e, start...)
-		out := feed(t, e, liveEcho("10", "bye"))
-		if len(out) != 1 || out[0].Msg != nil || out[0].Divergence == nil || out[0].Divergence.Resolution != Pending {
-			t.Fatalf("%v: held divergence output %+v", tt.res, out)
-		}
-		got, err := e.Resolve(out[0].Divergence.ID, tt.res, t0)
-		if err != nil {
-			t.Fatalf("%v: Resolve: %v", tt.res, err)
-		}
-		if tt.res == SkipRecorded {
-			// The next expected request is the second echo: still a mismatch, held again.
-			if len(got) != 1 || got[0].Divergence == nil || got[0].Divergence.Expected != 8 {
-				t.Fatalf("skip: outputs %+v, want a new held divergence against seq 8", got)
+		t.Run(tt.res.String(), func(t *testing.T) {
+			e := mustEngine(t, sessionTape(t), EngineOptions{Hold: true})
+			feed(t, e, start...)
+			out := feed(t, e, liveEcho("10", "bye"))
+			if len(out) != 1 || out[0].Msg != nil || out[0].Divergence == nil || out[0].Divergence.Resolution != Pending {
+				t.Fatalf("%v: held divergence output %+v", tt.res, out)
 			}
-			got, _ = e.Resolve(got[0].Divergence.ID, SendError, t0)
-		}
-		if len(got) == 0 || !strings.Contains(string(got[len(got)-1].Msg), tt.want) {
-			t.Fatalf("%v: outputs %q, want %s", tt.res, texts(got), tt.want)
-		}
-		if _, err := e.Resolve(out[0].Divergence.ID, SendError, t0); err == nil {
-			t.Fatalf("%v: resolving twice: no error", tt.res)
-		}
+			got, err := e.Resolve(out[0].Divergence.ID, tt.res, t0)
+			if err != nil {
+				t.Fatalf("%v: Resolve: %v", tt.res, err)
+			}
+			if tt.res == SkipRecorded {
+				// The next expected request is the second echo: still a mismatch, held again.
+				if len(got) != 1 || got[0].Divergence == nil || got[0].Divergence.Expected != 8 {
+					t.Fatalf("skip: outputs %+v, want a new held divergence against seq 8", got)
+				}
+				got, _ = e.Resolve(got[0].Divergence.ID, SendError, t0)
+			}
+			if len(got) == 0 || !strings.Contains(string(got[len(got)-1].Msg), tt.want) {
+				t.Fatalf("%v: outputs %q, want %s", tt.res, texts(got), tt.want)
+			}
+			if _, err := e.Resolve(out[0].Divergence.ID, SendError, t0); err == nil {
+				t.Fatalf("%v: resolving twice: no error", tt.res)
+			}
+		})
 	}
 }
 

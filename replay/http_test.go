@@ -133,13 +133,34 @@ func newTestServer(t *testing.T, x *tape.Index, opts EngineOptions) *testServer 
 // do sends a request and returns the response with its body read.
 func (ts *testServer) do(method, body string, header ...string) (*http.Response, string) {
 	ts.t.Helper()
+	resp, b, err := ts.try(method, body, header...)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	return resp, b
+}
+
+// doAsync is do for a goroutine other than the test's, where t.Fatal must
+// not be called: a failure is reported with t.Error and gives an empty
+// response (status 0).
+func (ts *testServer) doAsync(method, body string, header ...string) (*http.Response, string) {
+	resp, b, err := ts.try(method, body, header...)
+	if err != nil {
+		ts.t.Error(err)
+		return &http.Response{}, ""
+	}
+	return resp, b
+}
+
+// try sends a request and returns the response with its body read.
+func (ts *testServer) try(method, body string, header ...string) (*http.Response, string, error) {
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
 	}
 	req, err := http.NewRequest(method, ts.url, r)
 	if err != nil {
-		ts.t.Fatal(err)
+		return nil, "", err
 	}
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	for i := 0; i+1 < len(header); i += 2 {
@@ -147,14 +168,11 @@ func (ts *testServer) do(method, body string, header ...string) (*http.Response,
 	}
 	resp, err := ts.srv.Client().Do(req)
 	if err != nil {
-		ts.t.Fatal(err)
+		return nil, "", err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		ts.t.Fatal(err)
-	}
-	return resp, string(b)
+	return resp, string(b), err
 }
 
 // events returns the data of an SSE body's events.
@@ -441,7 +459,7 @@ func TestHTTPCloseEndsWaiting(t *testing.T) {
 	ts := newTestServer(t, x, EngineOptions{})
 	done := make(chan int)
 	go func() {
-		resp, _ := ts.do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"never"}}`)
+		resp, _ := ts.doAsync(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"never"}}`)
 		done <- resp.StatusCode
 	}()
 	time.Sleep(50 * time.Millisecond)
@@ -545,7 +563,7 @@ func TestHTTPGatedHold(t *testing.T) {
 	}
 	post := func(body string) chan answer {
 		c := make(chan answer, 1)
-		go func() { r, b := ts.do(http.MethodPost, body); c <- answer{r, b} }()
+		go func() { r, b := ts.doAsync(http.MethodPost, body); c <- answer{r, b} }()
 		return c
 	}
 	waitFor := func(what string, cond func() bool) {
@@ -669,7 +687,7 @@ func TestHTTPResolveNamesSession(t *testing.T) {
 	for i, sid := range sids {
 		calls[i] = make(chan string, 1)
 		go func() {
-			_, body := ts.do(http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"m":"wrong"}}}`, "Mcp-Session-Id", sid)
+			_, body := ts.doAsync(http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"m":"wrong"}}}`, "Mcp-Session-Id", sid)
 			calls[i] <- body
 		}()
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {

@@ -53,15 +53,17 @@ func TestPlayerSpeed(t *testing.T) {
 		{0.5, []int{0, 199, 200, 600}, [][]int{{0}, nil, {1}, {2, 3}}},
 	}
 	for _, tt := range tests {
-		c := ctlTape(t)
-		c.SetSpeed(tt.speed, ms(0))
-		c.Play(ms(0))
-		for i, at := range tt.at {
-			got, _ := c.Advance(ms(at))
-			if !slices.Equal(got, tt.want[i]) {
-				t.Errorf("speed %v: Advance at %dms delivered %v, want %v", tt.speed, at, got, tt.want[i])
+		t.Run(fmt.Sprint(tt.speed), func(t *testing.T) {
+			c := ctlTape(t)
+			c.SetSpeed(tt.speed, ms(0))
+			c.Play(ms(0))
+			for i, at := range tt.at {
+				got, _ := c.Advance(ms(at))
+				if !slices.Equal(got, tt.want[i]) {
+					t.Errorf("speed %v: Advance at %dms delivered %v, want %v", tt.speed, at, got, tt.want[i])
+				}
 			}
-		}
+		})
 	}
 }
 
@@ -146,33 +148,35 @@ func TestPlayerBreakpoints(t *testing.T) {
 		{"when params.nothing.here == 1", -1},
 	}
 	for _, tt := range tests {
-		c := ctlTape(t)
-		b, err := ParseBreakpoint(tt.spec)
-		if err != nil {
-			t.Fatalf("ParseBreakpoint(%q): %v", tt.spec, err)
-		}
-		id, err := c.AddBreakpoint(b)
-		if err != nil {
-			t.Fatalf("AddBreakpoint(%q): %v", tt.spec, err)
-		}
-		c.Play(ms(0))
-		got, hit := c.Advance(ms(0))
-		if tt.want < 0 {
-			if hit != nil || len(got) != 6 {
-				t.Errorf("%q: delivered %v hit %+v, want all and no hit", tt.spec, got, hit)
+		t.Run(tt.spec, func(t *testing.T) {
+			c := ctlTape(t)
+			b, err := ParseBreakpoint(tt.spec)
+			if err != nil {
+				t.Fatalf("ParseBreakpoint(%q): %v", tt.spec, err)
 			}
-			continue
-		}
-		if hit == nil || hit.Seq != tt.want || hit.Breakpoint.ID != id || len(got) != tt.want || c.Playing() {
-			t.Errorf("%q: delivered %v hit %+v playing %v, want a stop before %d", tt.spec, got, hit, c.Playing(), tt.want)
-			continue
-		}
-		// Resuming delivers the message stopped at without stopping again.
-		c.Play(ms(1))
-		got, hit = c.Advance(ms(1))
-		if len(got) == 0 || got[0] != tt.want {
-			t.Errorf("%q: after resume delivered %v hit %+v, want %d first", tt.spec, got, hit, tt.want)
-		}
+			id, err := c.AddBreakpoint(b)
+			if err != nil {
+				t.Fatalf("AddBreakpoint(%q): %v", tt.spec, err)
+			}
+			c.Play(ms(0))
+			got, hit := c.Advance(ms(0))
+			if tt.want < 0 {
+				if hit != nil || len(got) != 6 {
+					t.Errorf("%q: delivered %v hit %+v, want all and no hit", tt.spec, got, hit)
+				}
+				return
+			}
+			if hit == nil || hit.Seq != tt.want || hit.Breakpoint.ID != id || len(got) != tt.want || c.Playing() {
+				t.Errorf("%q: delivered %v hit %+v playing %v, want a stop before %d", tt.spec, got, hit, c.Playing(), tt.want)
+				return
+			}
+			// Resuming delivers the message stopped at without stopping again.
+			c.Play(ms(1))
+			got, hit = c.Advance(ms(1))
+			if len(got) == 0 || got[0] != tt.want {
+				t.Errorf("%q: after resume delivered %v hit %+v, want %d first", tt.spec, got, hit, tt.want)
+			}
+		})
 	}
 }
 
