@@ -13,27 +13,27 @@ import (
 
 // runFilter starts matching f in the background.
 func (m *Model) runFilter(f Filter) tea.Cmd {
-	gen := m.filterGen.Add(1)
-	return filterCmd(m.x, f, gen, m.filterGen)
+	gen := m.filter.gen.Add(1)
+	return filterCmd(m.x, f, gen, m.filter.gen)
 }
 
 // growFilter extends the current filter's matches to the messages appended
 // since it last ran, in the background; a filter still running from scratch
 // is left to finish instead.
 func (m *Model) growFilter() tea.Cmd {
-	if m.filterN == 0 || m.timeline.Matches() == nil {
-		return m.runFilter(m.filter)
+	if m.filter.covered == 0 || m.timeline.Matches() == nil {
+		return m.runFilter(m.filter.q)
 	}
-	gen := m.filterGen.Add(1)
-	return filterGrowCmd(m.x, m.filter, m.timeline.Matches(), m.filterN, m.filterWatch, gen, m.filterGen)
+	gen := m.filter.gen.Add(1)
+	return filterGrowCmd(m.x, m.filter.q, m.timeline.Matches(), m.filter.covered, m.filter.watch, gen, m.filter.gen)
 }
 
 func (m Model) filterDone(msg filterDoneMsg) (tea.Model, tea.Cmd) {
-	if msg.gen != m.filterGen.Load() || msg.x != m.x {
+	if msg.gen != m.filter.gen.Load() || msg.x != m.x {
 		return m, nil
 	}
-	m.filter = msg.filter
-	m.filterN, m.filterWatch = msg.n, msg.watch
+	m.filter.q = msg.filter
+	m.filter.covered, m.filter.watch = msg.n, msg.watch
 	m.timeline.SetMatches(msg.matches)
 	if msg.grown {
 		return m, nil // the tape grew: keep the cursor and the notice
@@ -87,12 +87,12 @@ func (m Model) toggleOnlyMatches() Model {
 }
 
 func (m Model) clearFilter() Model {
-	if m.filter.Empty() {
+	if m.filter.q.Empty() {
 		return m
 	}
-	m.filterGen.Add(1)
-	m.filter = Filter{}
-	m.filterN, m.filterWatch = 0, nil
+	m.filter.gen.Add(1)
+	m.filter.q = Filter{}
+	m.filter.covered, m.filter.watch = 0, nil
 	cur := m.timeline.Cursor()
 	m.timeline.SetMatches(nil)
 	m.selectSeq(cur)
@@ -250,8 +250,8 @@ func (m Model) statusView() string {
 		s.Status.Segment.Render("t "+m.tapeClock()),
 		s.Status.Segment.Render("speed "+speedText(m.player.Speed())),
 	)
-	if n := len(m.player.Breakpoints()); n > 0 || m.hits > 0 {
-		segs = append(segs, s.Status.Segment.Render(fmt.Sprintf("bp %d · hits %d", n, m.hits)))
+	if n := len(m.player.Breakpoints()); n > 0 || m.play.hits > 0 {
+		segs = append(segs, s.Status.Segment.Render(fmt.Sprintf("bp %d · hits %d", n, m.play.hits)))
 	}
 	if m.live.active() {
 		text, alert := m.liveStatus()
@@ -261,15 +261,15 @@ func (m Model) statusView() string {
 		}
 		segs = append(segs, st.Render("client: "+text))
 	}
-	if m.loading {
+	if m.load.active {
 		pct := 0.0
-		if m.loadTotal > 0 {
-			pct = float64(m.loaded) / float64(m.loadTotal)
+		if m.load.total > 0 {
+			pct = float64(m.load.done) / float64(m.load.total)
 		}
 		segs = append(segs, s.Status.Segment.Render(fmt.Sprintf("indexing %3.0f%% ", pct*100)+m.bar.ViewAs(pct)))
 	}
 	if m.timeline.Matches() != nil {
-		segs = append(segs, s.Status.Segment.Render(fmt.Sprintf("/%s: %d", m.filter.Query, len(m.timeline.Matches()))))
+		segs = append(segs, s.Status.Segment.Render(fmt.Sprintf("/%s: %d", m.filter.q.Query, len(m.timeline.Matches()))))
 	}
 	if m.notice != "" {
 		st := s.Status.Info

@@ -1,9 +1,7 @@
 package tui
 
 import (
-	"fmt"
 	"os"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -12,7 +10,6 @@ import (
 	"charm.land/bubbles/v2/progress"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
-	"github.com/charmbracelet/x/ansi"
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/tapedeck/tapedeck/replay"
@@ -90,28 +87,45 @@ type Model struct {
 	lower         lowerView
 	showHelp      bool
 
-	loading   bool
-	loadTotal int64
-	loaded    int64
+	load   loadState
+	tail   followState
+	filter filterState
+	play   playState
+	live   liveState
 
-	follow   *fsnotify.Watcher
-	fileInfo os.FileInfo
-
-	filter      Filter
-	filterGen   *atomic.Int64
-	filterN     int   // the messages the current matches cover
-	filterWatch []int // rows whose match may change as the tape grows
-
-	playGen  int
-	hits     int
-	lastHit  *replay.BreakpointHit
 	statsN   int
 	notice   string
 	noticeOK bool
 	quitting bool
-	knownLen int // the index's length when last seen, to follow its end
+}
 
-	live liveState
+// loadState is the background indexing of the tape at start.
+type loadState struct {
+	active      bool
+	total, done int64 // bytes to index, and indexed so far
+}
+
+// followState is the fsnotify watch of a tape still being recorded.
+type followState struct {
+	watcher  *fsnotify.Watcher
+	info     os.FileInfo
+	knownLen int // the index's length when last seen, to follow its end
+}
+
+// filterState is the filter and its matches.
+type filterState struct {
+	q       Filter
+	gen     *atomic.Int64 // bumped for each new filter: stale match results are dropped
+	covered int           // the messages the current matches cover
+	watch   []int         // rows whose match may change as the tape grows
+}
+
+// playState is what playback did last: its timer's generation and the
+// breakpoint hits.
+type playState struct {
+	gen     int
+	hits    int
+	lastHit *replay.BreakpointHit
 }
 
 // New returns the debugger over x. When opts.Size is set, x is indexed in
@@ -123,26 +137,25 @@ func New(x *tape.Index, opts Options) Model {
 		now = time.Now
 	}
 	m := Model{
-		KeyMap:    DefaultKeyMap(),
-		opts:      opts,
-		styles:    s,
-		x:         x,
-		now:       now,
-		tick:      tea.Tick,
-		timeline:  NewTimeline(x, s),
-		detail:    NewDetail(s),
-		pairing:   NewPairing(s),
-		stats:     NewStatsPane(s),
-		prompt:    NewPrompt(s),
-		help:      help.New(),
-		bar:       progress.New(progress.WithWidth(24), progress.WithoutPercentage(), progress.WithColors(lipgloss.Color("#58a6ff"))),
-		bplist:    NewBreakpointList(s),
-		diff:      NewDiffView(s),
-		filterGen: new(atomic.Int64),
-		loading:   opts.Size > 0,
-		loadTotal: opts.Size,
-		statsN:    -1,
-		knownLen:  x.Len(),
+		KeyMap:   DefaultKeyMap(),
+		opts:     opts,
+		styles:   s,
+		x:        x,
+		now:      now,
+		tick:     tea.Tick,
+		timeline: NewTimeline(x, s),
+		detail:   NewDetail(s),
+		pairing:  NewPairing(s),
+		stats:    NewStatsPane(s),
+		prompt:   NewPrompt(s),
+		help:     help.New(),
+		bar:      progress.New(progress.WithWidth(24), progress.WithoutPercentage(), progress.WithColors(lipgloss.Color("#58a6ff"))),
+		bplist:   NewBreakpointList(s),
+		diff:     NewDiffView(s),
+		filter:   filterState{gen: new(atomic.Int64)},
+		load:     loadState{active: opts.Size > 0, total: opts.Size},
+		statsN:   -1,
+		tail:     followState{knownLen: x.Len()},
 	}
 	m.help.Styles = s.Help
 	m.player = replay.NewPlayer(x)
@@ -163,8 +176,8 @@ func New(x *tape.Index, opts Options) Model {
 // colour query, following, and the live session.
 func (m Model) Init() tea.Cmd {
 	cmds := []tea.Cmd{tea.RequestBackgroundColor}
-	if m.loading {
-		cmds = append(cmds, indexCmd(m.x, 0, m.loadTotal, !m.opts.Follow))
+	if m.load.active {
+		cmds = append(cmds, indexCmd(m.x, 0, m.load.total, !m.opts.Follow))
 	} else if m.opts.Follow && m.opts.Path != "" {
 		cmds = append(cmds, startFollow(m.opts.Path))
 	}
@@ -311,7 +324,7 @@ func (m Model) handleKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.bplist.Open(m.player.Breakpoints())
 		return m, nil
 	case key.Matches(msg, k.Search):
-		return m, m.prompt.Open(promptFilter, m.filter.Query)
+		return m, m.prompt.Open(promptFilter, m.filter.q.Query)
 	case key.Matches(msg, k.Command):
 		return m, m.prompt.Open(promptCommand, "")
 	case key.Matches(msg, k.NextMatch):
@@ -371,9 +384,9 @@ func (m Model) updateLower(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 func (m Model) quit() (tea.Model, tea.Cmd) {
 	m.quitting = true
-	if m.follow != nil {
-		m.follow.Close()
-		m.follow = nil
+	if m.tail.watcher != nil {
+		m.tail.watcher.Close()
+		m.tail.watcher = nil
 	}
 	return m, tea.Batch(m.live.closeCmd(), tea.Quit)
 }
@@ -448,273 +461,4 @@ func (m Model) handleWheel(msg tea.MouseWheelMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	return m.updateLower(msg)
-}
-
-// indexed takes a chunk's result and asks for the next one.
-func (m Model) indexed(msg indexedMsg) (tea.Model, tea.Cmd) {
-	if msg.x != m.x {
-		return m, nil // a tape since replaced
-	}
-	if msg.err != nil {
-		m.loading = false
-		return m, func() tea.Msg { return errMsg{msg.err} }
-	}
-	// The chunk's Cmd already grew the index: compare with the length the
-	// app last saw to know whether the cursor and the position were at the end.
-	atEnd := m.timeline.Cursor() >= m.knownLen-1
-	wasDelivered := m.player.Position() >= m.knownLen
-	m.loaded = msg.target
-	m.timeline.SetIndex(m.x)
-	var cmds []tea.Cmd
-	if msg.target < msg.total {
-		cmds = append(cmds, indexCmd(m.x, msg.target, msg.total, msg.final))
-	} else {
-		m.loading = false
-		if m.opts.Follow && m.opts.Path != "" && m.follow == nil {
-			cmds = append(cmds, startFollow(m.opts.Path))
-		}
-	}
-	if m.opts.Follow {
-		if wasDelivered {
-			m.player.Seek(m.x.Len())
-		}
-		if atEnd {
-			m.timeline.Select(m.x.Len() - 1)
-		}
-	}
-	m.knownLen = m.x.Len()
-	if !m.filter.Empty() && !m.loading {
-		cmds = append(cmds, m.growFilter())
-	}
-	if m.lower == viewStats && !m.loading {
-		cmds = append(cmds, statsCmd(m.x))
-	}
-	m.syncPlayback()
-	m.showCursor()
-	return m, tea.Batch(cmds...)
-}
-
-func (m Model) followStarted(msg followStartedMsg) (tea.Model, tea.Cmd) {
-	if msg.err != nil {
-		return m, func() tea.Msg { return errMsg{msg.err} }
-	}
-	if m.quitting {
-		msg.w.Close()
-		return m, nil
-	}
-	m.follow, m.fileInfo = msg.w, msg.fi
-	return m, waitFile(msg.w, m.opts.Path)
-}
-
-// fileChanged looks at the followed file: grown (index the rest), shrunk or
-// replaced (reload), or unchanged.
-func (m Model) fileChanged(msg fileChangedMsg) (tea.Model, tea.Cmd) {
-	if msg.w != m.follow || m.follow == nil {
-		return m, nil
-	}
-	wait := waitFile(m.follow, m.opts.Path)
-	if m.loading {
-		return m, wait
-	}
-	fi, err := os.Stat(m.opts.Path)
-	if err != nil {
-		return m, wait // mid-replacement: look again shortly
-	}
-	switch {
-	case m.fileInfo != nil && !os.SameFile(fi, m.fileInfo), fi.Size() < m.x.Size():
-		m.loading = true
-		return m, reopen(m.opts.Path)
-	case fi.Size() > m.x.Size():
-		m.loading = true
-		m.loadTotal = fi.Size()
-		return m, tea.Batch(wait, indexCmd(m.x, m.x.Size(), fi.Size(), false))
-	}
-	return m, wait
-}
-
-// reloaded swaps in the re-opened tape, keeping breakpoints and the filter.
-func (m Model) reloaded(msg reloadedMsg) (tea.Model, tea.Cmd) {
-	if msg.err != nil {
-		m.loading = false
-		return m, tea.Batch(waitFile(m.follow, m.opts.Path), func() tea.Msg { return errMsg{msg.err} })
-	}
-	old := m.x
-	bps := m.player.Breakpoints()
-	m.x = msg.x
-	m.fileInfo = msg.fi
-	m.player = replay.NewPlayer(m.x)
-	m.player.SetSpeed(1, m.now())
-	var lost []string
-	for _, b := range bps {
-		if _, err := m.player.AddBreakpoint(b); err != nil {
-			lost = append(lost, fmt.Sprintf("%s (%v)", b, err))
-		}
-	}
-	m.timeline.SetIndex(m.x)
-	m.timeline.SetMatches(nil)
-	m.filterN, m.filterWatch = 0, nil
-	m.statsN = -1
-	m.loadTotal = msg.size
-	m.knownLen = 0
-	old.Close()
-	m.notice, m.noticeOK = "the tape was truncated or replaced: reloaded", true
-	if len(lost) > 0 {
-		m.notice, m.noticeOK = "reloaded; breakpoints not kept: "+strings.Join(lost, ", "), false
-	}
-	return m, tea.Batch(waitFile(m.follow, m.opts.Path), indexCmd(m.x, 0, msg.size, false))
-}
-
-func (m Model) statsDone(msg statsDoneMsg) (tea.Model, tea.Cmd) {
-	if msg.x != m.x {
-		return m, nil
-	}
-	m.statsN = msg.n
-	m.stats.SetStats(msg.st)
-	return m, nil
-}
-
-// View draws the screen: title, timeline, lower pane, status line, with the
-// help or breakpoint overlay on top.
-func (m Model) View() tea.View {
-	var v tea.View
-	v.AltScreen = true
-	v.MouseMode = tea.MouseModeCellMotion
-	v.WindowTitle = "tapedeck — " + m.opts.Name
-	if m.width == 0 || m.height == 0 {
-		v.SetContent("")
-		return v
-	}
-	v.SetContent(m.render())
-	return v
-}
-
-// render is the screen as a string; View wraps it and tests snapshot it.
-func (m Model) render() string {
-	_, lh := m.paneHeights()
-	parts := []string{
-		m.titleView(),
-		m.timeline.View(),
-		m.lowerTitleView(),
-		fitHeight(m.lowerView(), lh, m.width),
-		m.statusView(),
-	}
-	screen := strings.Join(parts, "\n")
-	switch {
-	case m.showHelp:
-		screen = overlay(screen, m.helpView(), m.width, m.height)
-	case m.bplist.IsOpen():
-		screen = overlay(screen, m.bplist.View(), m.width, m.height)
-	}
-	return screen
-}
-
-func (m Model) lowerView() string {
-	switch m.lower {
-	case viewPair:
-		return m.pairing.View()
-	case viewStats:
-		return m.stats.View()
-	case viewDiff:
-		return m.diff.View()
-	}
-	return m.detail.View()
-}
-
-func (m Model) titleView() string {
-	s := m.styles
-	n := m.x.Len()
-	title := s.App.Title.Render("tapedeck") + " " + s.App.Subtitle.Render(fmt.Sprintf("%s · %s · %s", m.opts.Name, plural(n, "message"), serverSummary(m.x.Servers())))
-	if m.opts.Follow {
-		title += s.App.Subtitle.Render(" · following")
-	}
-	return padANSI(title, m.width)
-}
-
-func serverSummary(servers []string) string {
-	switch len(servers) {
-	case 0:
-		return "no servers"
-	case 1:
-		return "server " + servers[0]
-	}
-	return fmt.Sprintf("%d servers", len(servers))
-}
-
-func (m Model) lowerTitleView() string {
-	s := m.styles
-	var tabs []string
-	for i, name := range viewNames {
-		if lowerView(i) == viewDiff && !m.live.hasDivergence() {
-			continue
-		}
-		if lowerView(i) == m.lower {
-			tabs = append(tabs, s.Detail.Header.Render("["+name+"]"))
-		} else {
-			tabs = append(tabs, s.App.Subtitle.Render(" "+name+" "))
-		}
-	}
-	rule := "─"
-	st := s.App.Subtitle
-	if m.focus == focusLower {
-		st = s.Detail.Header
-		rule = "━"
-	}
-	left := st.Render(rule+rule+" ") + strings.Join(tabs, " ") + " "
-	return left + st.Render(strings.Repeat(rule, max(m.width-ansi.StringWidth(left), 0)))
-}
-
-// fitHeight pads or cuts s to exactly h lines of width w.
-func fitHeight(s string, h, w int) string {
-	lines := strings.Split(s, "\n")
-	if len(lines) > h {
-		lines = lines[:h]
-	}
-	for i := range lines {
-		lines[i] = padANSI(lines[i], w)
-	}
-	for len(lines) < h {
-		lines = append(lines, strings.Repeat(" ", w))
-	}
-	return strings.Join(lines, "\n")
-}
-
-// overlay draws box centred over screen.
-func overlay(screen, box string, w, h int) string {
-	bw, bh := lipgloss.Width(box), lipgloss.Height(box)
-	x, y := max((w-bw)/2, 0), max((h-bh)/2, 0)
-	c := lipgloss.NewCompositor(lipgloss.NewLayer(screen), lipgloss.NewLayer(box).X(x).Y(y).Z(1))
-	lines := strings.Split(c.Render(), "\n")
-	for i := range lines {
-		lines[i] = ansi.Truncate(lines[i], w, "")
-	}
-	return strings.Join(lines, "\n")
-}
-
-func (m Model) helpView() string {
-	h := m.help
-	h.ShowAll = true
-	var groups [][]key.Binding
-	groups = append(groups, m.KeyMap.FullHelp()...)
-	if m.focus == focusTimeline {
-		groups = append(groups, m.timeline.KeyMap.FullHelp()...)
-	} else {
-		groups = append(groups, m.detail.KeyMap.FullHelp()...)
-	}
-	if m.live.active() {
-		groups = append(groups, DefaultDivergenceKeyMap().FullHelp()...)
-	}
-	notes := ansi.Wordwrap("playback: messages from ▶ on are not delivered yet and show dimmed; ◆ a breakpoint stop, ● a breakpoint, ✗ a divergence.\n"+
-		"filter: method:M tool:T dir:send|recv server:S status:error id:ID and free text.\n"+
-		"commands: goto N | goto 12.5s · break tools/call | tool=NAME | error | when EXPR · delete N · speed X · filter Q · q", max(m.width-8, 20), " ")
-	body := m.styles.App.Title.Render("keys") + "  " + m.styles.App.Subtitle.Render("(any key closes)") + "\n\n" + h.FullHelpView(groups) +
-		"\n\n" + m.styles.App.Subtitle.Render(notes)
-	return m.styles.App.Overlay.Render(body)
-}
-
-// plural writes "1 message", "2 messages".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -234,8 +234,8 @@ func TestPlayStopsAtBreakpoint(t *testing.T) {
 	if got := m.timeline.Cursor(); got != want {
 		t.Errorf("cursor at %d, want %d", got, want)
 	}
-	if m.hits != 1 {
-		t.Errorf("hits: got %d, want 1", m.hits)
+	if m.play.hits != 1 {
+		t.Errorf("hits: got %d, want 1", m.play.hits)
 	}
 	// At 1× the fake clock moved by the recorded time up to the call.
 	recorded := m.x.Entry(want).Time.Sub(startTime(m.x))

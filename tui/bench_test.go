@@ -167,8 +167,8 @@ func BenchmarkIndex1M(b *testing.B) {
 	for b.Loop() {
 		var f *os.File
 		m, f = firstScreen(b, path)
-		for m.loading {
-			next, _ := m.Update(indexCmd(m.x, m.loaded, m.loadTotal, true)())
+		for m.load.active {
+			next, _ := m.Update(indexCmd(m.x, m.load.done, m.load.total, true)())
 			m = next.(Model)
 		}
 		if m.x.Len() != bigMessages {

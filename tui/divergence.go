@@ -7,6 +7,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/tapedeck/tapedeck/internal/text"
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/replay/live"
 )
@@ -43,10 +44,10 @@ func (m Model) liveDisconnected(ev live.Event) Model {
 	m.notice, m.noticeOK = "the client disconnected", true
 	var lost []string
 	if ev.Dropped > 0 {
-		lost = append(lost, plural(ev.Dropped, "queued answer"))
+		lost = append(lost, text.Plural(ev.Dropped, "queued answer"))
 	}
 	if ev.Abandoned > 0 {
-		lost = append(lost, plural(ev.Abandoned, "divergence")+" awaiting a choice")
+		lost = append(lost, text.Plural(ev.Abandoned, "divergence")+" awaiting a choice")
 		m.live.pending, m.live.waiting = nil, nil
 		m.lower = viewMessage
 		m.showCursor()
@@ -66,8 +67,8 @@ func (m Model) liveConnected(ev live.Event) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	m.player.Play(m.now())
-	m.playGen++
-	return m.playTick(playTickMsg{m.playGen})
+	m.play.gen++
+	return m.playTick(playTickMsg{m.play.gen})
 }
 
 // liveProgress lets playback go up to the recorded client message the tape
@@ -84,8 +85,8 @@ func (m Model) liveProgress(ev live.Event) (tea.Model, tea.Cmd) {
 	if !m.player.Playing() {
 		return m, nil
 	}
-	m.playGen++
-	return m.playTick(playTickMsg{m.playGen})
+	m.play.gen++
+	return m.playTick(playTickMsg{m.play.gen})
 }
 
 // liveDiverged pauses playback and shows the divergence until the user
@@ -102,7 +103,7 @@ func (m Model) liveDiverged(d *live.Divergence) Model {
 	m.live.pending, m.live.any = d, true
 	m.live.resume = m.player.Playing()
 	m.player.Pause(m.now())
-	m.playGen++
+	m.play.gen++
 	if d.Seq >= 0 {
 		m.timeline.MarkDiverged(d.Seq)
 		m.selectSeq(d.Seq)
@@ -148,7 +149,7 @@ func (m Model) divergenceKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 		// Play on, so that the recorded answer (held until playback
 		// delivers it) reaches the client.
 		m.player.Play(m.now())
-		m.playGen++
+		m.play.gen++
 		return m, tea.Batch(resolve, m.scheduleTick()), true
 	}
 	return m, resolve, true

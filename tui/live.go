@@ -73,8 +73,8 @@ func (m Model) liveStatus() (string, bool) {
 		return "disconnected", false
 	case l.client == clientClosed:
 		return "closed", false
-	case m.lastHit != nil && !m.player.Playing():
-		return fmt.Sprintf("held at breakpoint %d before #%d", m.lastHit.Breakpoint.ID, m.lastHit.Seq), true
+	case m.play.lastHit != nil && !m.player.Playing():
+		return fmt.Sprintf("held at breakpoint %d before #%d", m.play.lastHit.Breakpoint.ID, m.play.lastHit.Seq), true
 	}
 	st := "connected"
 	if l.transport != "" {

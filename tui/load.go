@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -176,3 +178,126 @@ type errMsg struct{ err error }
 
 // infoMsg carries a notice to the status bar.
 type infoMsg string
+
+// indexed takes a chunk's result and asks for the next one.
+func (m Model) indexed(msg indexedMsg) (tea.Model, tea.Cmd) {
+	if msg.x != m.x {
+		return m, nil // a tape since replaced
+	}
+	if msg.err != nil {
+		m.load.active = false
+		return m, func() tea.Msg { return errMsg{msg.err} }
+	}
+	// The chunk's Cmd already grew the index: compare with the length the
+	// app last saw to know whether the cursor and the position were at the end.
+	atEnd := m.timeline.Cursor() >= m.tail.knownLen-1
+	wasDelivered := m.player.Position() >= m.tail.knownLen
+	m.load.done = msg.target
+	m.timeline.SetIndex(m.x)
+	var cmds []tea.Cmd
+	if msg.target < msg.total {
+		cmds = append(cmds, indexCmd(m.x, msg.target, msg.total, msg.final))
+	} else {
+		m.load.active = false
+		if m.opts.Follow && m.opts.Path != "" && m.tail.watcher == nil {
+			cmds = append(cmds, startFollow(m.opts.Path))
+		}
+	}
+	if m.opts.Follow {
+		if wasDelivered {
+			m.player.Seek(m.x.Len())
+		}
+		if atEnd {
+			m.timeline.Select(m.x.Len() - 1)
+		}
+	}
+	m.tail.knownLen = m.x.Len()
+	if !m.filter.q.Empty() && !m.load.active {
+		cmds = append(cmds, m.growFilter())
+	}
+	if m.lower == viewStats && !m.load.active {
+		cmds = append(cmds, statsCmd(m.x))
+	}
+	m.syncPlayback()
+	m.showCursor()
+	return m, tea.Batch(cmds...)
+}
+
+func (m Model) followStarted(msg followStartedMsg) (tea.Model, tea.Cmd) {
+	if msg.err != nil {
+		return m, func() tea.Msg { return errMsg{msg.err} }
+	}
+	if m.quitting {
+		msg.w.Close()
+		return m, nil
+	}
+	m.tail.watcher, m.tail.info = msg.w, msg.fi
+	return m, waitFile(msg.w, m.opts.Path)
+}
+
+// fileChanged looks at the followed file: grown (index the rest), shrunk or
+// replaced (reload), or unchanged.
+func (m Model) fileChanged(msg fileChangedMsg) (tea.Model, tea.Cmd) {
+	if msg.w != m.tail.watcher || m.tail.watcher == nil {
+		return m, nil
+	}
+	wait := waitFile(m.tail.watcher, m.opts.Path)
+	if m.load.active {
+		return m, wait
+	}
+	fi, err := os.Stat(m.opts.Path)
+	if err != nil {
+		return m, wait // mid-replacement: look again shortly
+	}
+	switch {
+	case m.tail.info != nil && !os.SameFile(fi, m.tail.info), fi.Size() < m.x.Size():
+		m.load.active = true
+		return m, reopen(m.opts.Path)
+	case fi.Size() > m.x.Size():
+		m.load.active = true
+		m.load.total = fi.Size()
+		return m, tea.Batch(wait, indexCmd(m.x, m.x.Size(), fi.Size(), false))
+	}
+	return m, wait
+}
+
+// reloaded swaps in the re-opened tape, keeping breakpoints and the filter.
+func (m Model) reloaded(msg reloadedMsg) (tea.Model, tea.Cmd) {
+	if msg.err != nil {
+		m.load.active = false
+		return m, tea.Batch(waitFile(m.tail.watcher, m.opts.Path), func() tea.Msg { return errMsg{msg.err} })
+	}
+	old := m.x
+	bps := m.player.Breakpoints()
+	m.x = msg.x
+	m.tail.info = msg.fi
+	m.player = replay.NewPlayer(m.x)
+	m.player.SetSpeed(1, m.now())
+	var lost []string
+	for _, b := range bps {
+		if _, err := m.player.AddBreakpoint(b); err != nil {
+			lost = append(lost, fmt.Sprintf("%s (%v)", b, err))
+		}
+	}
+	m.timeline.SetIndex(m.x)
+	m.timeline.SetMatches(nil)
+	m.filter.covered, m.filter.watch = 0, nil
+	m.statsN = -1
+	m.load.total = msg.size
+	m.tail.knownLen = 0
+	old.Close()
+	m.notice, m.noticeOK = "the tape was truncated or replaced: reloaded", true
+	if len(lost) > 0 {
+		m.notice, m.noticeOK = "reloaded; breakpoints not kept: "+strings.Join(lost, ", "), false
+	}
+	return m, tea.Batch(waitFile(m.tail.watcher, m.opts.Path), indexCmd(m.x, 0, msg.size, false))
+}
+
+func (m Model) statsDone(msg statsDoneMsg) (tea.Model, tea.Cmd) {
+	if msg.x != m.x {
+		return m, nil
+	}
+	m.statsN = msg.n
+	m.stats.SetStats(msg.st)
+	return m, nil
+}

@@ -34,31 +34,31 @@ func (m Model) scheduleTick() tea.Cmd {
 		d = due.Sub(m.now())
 	}
 	d = min(max(d, time.Millisecond), maxTick)
-	gen := m.playGen
+	gen := m.play.gen
 	return m.tick(d, func(time.Time) tea.Msg { return playTickMsg{gen} })
 }
 
 func (m Model) togglePlay() (tea.Model, tea.Cmd) {
 	if m.player.Playing() {
 		m.player.Pause(m.now())
-		m.playGen++
+		m.play.gen++
 		m.syncPlayback()
 		return m, nil
 	}
 	if m.player.Position() >= m.x.Len() {
 		m.player.Seek(0) // at the end: play again from the start
 	}
-	m.lastHit = nil
+	m.play.lastHit = nil
 	m.timeline.SetHit(-1)
 	m.player.Play(m.now())
-	m.playGen++
-	return m.playTick(playTickMsg{m.playGen})
+	m.play.gen++
+	return m.playTick(playTickMsg{m.play.gen})
 }
 
 // playTick delivers what fell due, stops on a breakpoint, and schedules the
 // next tick.
 func (m Model) playTick(msg playTickMsg) (tea.Model, tea.Cmd) {
-	if msg.gen != m.playGen || !m.player.Playing() {
+	if msg.gen != m.play.gen || !m.player.Playing() {
 		return m, nil
 	}
 	delivered, hit := m.player.Advance(m.now())
@@ -68,8 +68,8 @@ func (m Model) playTick(msg playTickMsg) (tea.Model, tea.Cmd) {
 		m.selectSeq(delivered[len(delivered)-1])
 	}
 	if hit != nil {
-		m.hits++
-		m.lastHit = hit
+		m.play.hits++
+		m.play.lastHit = hit
 		m.timeline.SetHit(hit.Seq)
 		m.selectSeq(hit.Seq)
 		m.notice, m.noticeOK = fmt.Sprintf("breakpoint %d (%s) before #%d", hit.Breakpoint.ID, hit.Breakpoint, hit.Seq), true
@@ -105,7 +105,7 @@ func (m Model) step(dir int) (tea.Model, tea.Cmd) {
 		}
 		m.selectSeq(seq) // the message taken back, now the next one (▶)
 	}
-	m.lastHit = nil
+	m.play.lastHit = nil
 	m.timeline.SetHit(-1)
 	m.syncPlayback()
 	return m, cmd
@@ -144,7 +144,7 @@ func (m Model) setSpeed(x float64) (tea.Model, tea.Cmd) {
 	m.player.SetSpeed(x, m.now())
 	m.notice, m.noticeOK = "speed "+speedText(x), true
 	if m.player.Playing() {
-		m.playGen++
+		m.play.gen++
 		return m, m.scheduleTick()
 	}
 	return m, nil

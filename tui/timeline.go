@@ -37,7 +37,6 @@ type Timeline struct {
 	breaks    map[string]bool // methods with a breakpoint, marked on their rows
 	diverged  map[int]bool
 	hitSeq    int // the row a breakpoint stopped at, or -1
-	liveMarks map[int]string
 }
 
 // NewTimeline returns a timeline over x.

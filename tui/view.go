@@ -1,0 +1,157 @@
+package tui
+
+// Rendering: the root model's View, laid out as the title bar, the
+// timeline, the lower pane (message, pairing, stats or diff) with its
+// title, the status bar, and the overlays (help, prompt, breakpoints).
+
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/tapedeck/tapedeck/internal/text"
+)
+
+// View draws the screen: title, timeline, lower pane, status line, with the
+// help or breakpoint overlay on top.
+func (m Model) View() tea.View {
+	var v tea.View
+	v.AltScreen = true
+	v.MouseMode = tea.MouseModeCellMotion
+	v.WindowTitle = "tapedeck — " + m.opts.Name
+	if m.width == 0 || m.height == 0 {
+		v.SetContent("")
+		return v
+	}
+	v.SetContent(m.render())
+	return v
+}
+
+// render is the screen as a string; View wraps it and tests snapshot it.
+func (m Model) render() string {
+	_, lh := m.paneHeights()
+	parts := []string{
+		m.titleView(),
+		m.timeline.View(),
+		m.lowerTitleView(),
+		fitHeight(m.lowerView(), lh, m.width),
+		m.statusView(),
+	}
+	screen := strings.Join(parts, "\n")
+	switch {
+	case m.showHelp:
+		screen = overlay(screen, m.helpView(), m.width, m.height)
+	case m.bplist.IsOpen():
+		screen = overlay(screen, m.bplist.View(), m.width, m.height)
+	}
+	return screen
+}
+
+func (m Model) lowerView() string {
+	switch m.lower {
+	case viewPair:
+		return m.pairing.View()
+	case viewStats:
+		return m.stats.View()
+	case viewDiff:
+		return m.diff.View()
+	}
+	return m.detail.View()
+}
+
+func (m Model) titleView() string {
+	s := m.styles
+	n := m.x.Len()
+	title := s.App.Title.Render("tapedeck") + " " + s.App.Subtitle.Render(fmt.Sprintf("%s · %s · %s", m.opts.Name, text.Plural(n, "message"), serverSummary(m.x.Servers())))
+	if m.opts.Follow {
+		title += s.App.Subtitle.Render(" · following")
+	}
+	return padANSI(title, m.width)
+}
+
+func serverSummary(servers []string) string {
+	switch len(servers) {
+	case 0:
+		return "no servers"
+	case 1:
+		return "server " + servers[0]
+	}
+	return fmt.Sprintf("%d servers", len(servers))
+}
+
+func (m Model) lowerTitleView() string {
+	s := m.styles
+	var tabs []string
+	for i, name := range viewNames {
+		if lowerView(i) == viewDiff && !m.live.hasDivergence() {
+			continue
+		}
+		if lowerView(i) == m.lower {
+			tabs = append(tabs, s.Detail.Header.Render("["+name+"]"))
+		} else {
+			tabs = append(tabs, s.App.Subtitle.Render(" "+name+" "))
+		}
+	}
+	rule := "─"
+	st := s.App.Subtitle
+	if m.focus == focusLower {
+		st = s.Detail.Header
+		rule = "━"
+	}
+	left := st.Render(rule+rule+" ") + strings.Join(tabs, " ") + " "
+	return left + st.Render(strings.Repeat(rule, max(m.width-ansi.StringWidth(left), 0)))
+}
+
+// fitHeight pads or cuts s to exactly h lines of width w.
+func fitHeight(s string, h, w int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > h {
+		lines = lines[:h]
+	}
+	for i := range lines {
+		lines[i] = padANSI(lines[i], w)
+	}
+	for len(lines) < h {
+		lines = append(lines, strings.Repeat(" ", w))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// overlay draws box centred over screen.
+func overlay(screen, box string, w, h int) string {
+	bw, bh := lipgloss.Width(box), lipgloss.Height(box)
+	x, y := max((w-bw)/2, 0), max((h-bh)/2, 0)
+	c := lipgloss.NewCompositor(lipgloss.NewLayer(screen), lipgloss.NewLayer(box).X(x).Y(y).Z(1))
+	lines := strings.Split(c.Render(), "\n")
+	for i := range lines {
+		lines[i] = ansi.Truncate(lines[i], w, "")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (m Model) helpView() string {
+	h := m.help
+	h.ShowAll = true
+	var groups [][]key.Binding
+	groups = append(groups, m.KeyMap.FullHelp()...)
+	if m.focus == focusTimeline {
+		groups = append(groups, m.timeline.KeyMap.FullHelp()...)
+	} else {
+		groups = append(groups, m.detail.KeyMap.FullHelp()...)
+	}
+	if m.live.active() {
+		groups = append(groups, DefaultDivergenceKeyMap().FullHelp()...)
+	}
+	notes := ansi.Wordwrap("playback: messages from ▶ on are not delivered yet and show dimmed; ◆ a breakpoint stop, ● a breakpoint, ✗ a divergence.\n"+
+		"filter: method:M tool:T dir:send|recv server:S status:error id:ID and free text.\n"+
+		"commands: goto N | goto 12.5s · break tools/call | tool=NAME | error | when EXPR · delete N · speed X · filter Q · q", max(m.width-8, 20), " ")
+	body := m.styles.App.Title.Render("keys") + "  " + m.styles.App.Subtitle.Render("(any key closes)") + "\n\n" + h.FullHelpView(groups) +
+		"\n\n" + m.styles.App.Subtitle.Render(notes)
+	return m.styles.App.Overlay.Render(body)
+}
+
+// plural writes "1 message", "2 messages".
