@@ -32,11 +32,11 @@ type Timeline struct {
 	cursor  int   // seq under the cursor
 	offset  int   // first visible row (an index into the shown rows)
 
-	position  int // playback position: rows from it on are not delivered yet
-	playback  bool
-	breaks    map[string]bool // methods with a breakpoint, marked on their rows
-	diverged  map[int]bool
-	hitSeq    int // the row a breakpoint stopped at, or -1
+	position int // playback position: rows from it on are not delivered yet
+	playback bool
+	breaks   map[string]bool // methods with a breakpoint, marked on their rows
+	diverged map[int]bool
+	hitSeq   int // the row a breakpoint stopped at, or -1
 }
 
 // NewTimeline returns a timeline over x.
