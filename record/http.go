@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httputil"
@@ -85,19 +84,18 @@ type Proxy struct {
 	guard   mcphttp.Guard
 	pathsMu sync.Mutex
 	paths   map[string]bool // the paths served: the MCP endpoint, legacy endpoints
-	sink    *sink
+	rec     *recorder
+	sink    *sink // lifecycle records
 	rp      *httputil.ReverseProxy
 	streams atomic.Int64
 	readers sync.Pool // of *sse.Reader, with their buffers
-	errMu   sync.Mutex
-	err     error
 
-	// The fast path for messages: lines encoded without a map, under encMu,
-	// written through dest, which the sink's Writer shares.
-	encMu      sync.Mutex
-	send, recv *tape.Encoder
-	line       []byte
-	dest       *tapeDest
+	// Messages, a sink a direction, each record flushed to the tape as it
+	// is written (under msgMu: the sinks' batches are not shared).
+	msgMu      sync.Mutex
+	send, recv *sink
+	sendBatch  *lineBatch
+	recvBatch  *lineBatch
 }
 
 type ctxKey struct{}
@@ -124,9 +122,10 @@ func (p *Proxy) init() {
 		}
 		p.guard = mcphttp.Guard{AllowHosts: p.AllowHosts}
 		p.paths = map[string]bool{}
-		p.dest = &tapeDest{w: p.Tape}
-		p.sink = newSink(tape.NewWriter(p.dest), server, p.Redact, p.Now)
-		p.send, p.recv = tape.NewEncoder(tape.DirSend, server), tape.NewEncoder(tape.DirRecv, server)
+		p.rec = newRecorder(p.Tape, server, p.Redact, p.Now)
+		p.sink = p.rec.direct()
+		p.send, p.sendBatch = p.rec.stream(tape.DirSend)
+		p.recv, p.recvBatch = p.rec.stream(tape.DirRecv)
 		transport := p.Transport
 		if transport == nil {
 			t := http.DefaultTransport.(*http.Transport).Clone()
@@ -171,20 +170,11 @@ func (p *Proxy) init() {
 
 // Err returns the first error met while writing the tape, if any.
 func (p *Proxy) Err() error {
-	p.errMu.Lock()
-	defer p.errMu.Unlock()
-	return p.err
+	p.init()
+	return p.rec.Err()
 }
 
-func (p *Proxy) note(err error) {
-	if err != nil {
-		p.errMu.Lock()
-		if p.err == nil {
-			p.err = fmt.Errorf("record: write tape: %w", err)
-		}
-		p.errMu.Unlock()
-	}
-}
+func (p *Proxy) note(err error) { p.rec.note(err) }
 
 // Start writes the $transport/start record; listen is the proxy's address.
 func (p *Proxy) Start(listen, version string) error {
@@ -238,32 +228,16 @@ func (p *Proxy) extra(ex *exchange, status int) map[string]any {
 	return recordMeta{ex: ex, status: status}.fields()
 }
 
-// message records one message of an exchange. A single JSON-RPC object,
-// when nothing is redacted, takes the fast path: its line is encoded
-// without a map or a second classification and written at once. Anything
-// else goes to the sink.
+// message records one message of an exchange, at once, through the
+// sink of its direction (the fast path when nothing is redacted).
 func (p *Proxy) message(msg []byte, dir tape.Dir, m recordMeta) error {
-	if p.sink.redact == nil {
-		var scratch [256]byte
-		extra := m.appendJSON(scratch[:0])
-		enc := p.recv
-		if dir == tape.DirSend {
-			enc = p.send
-		}
-		p.encMu.Lock()
-		line, ok := enc.AppendLineMeta(p.line[:0], msg, p.sink.now(), extra)
-		if ok {
-			_, err := p.dest.Write(line)
-			p.line = line
-			if cap(p.line) > keepBuffer {
-				p.line = nil
-			}
-			p.encMu.Unlock()
-			return err
-		}
-		p.encMu.Unlock()
+	s, b := p.recv, p.recvBatch
+	if dir == tape.DirSend {
+		s, b = p.send, p.sendBatch
 	}
-	return p.sink.message(msg, dir, m.fields())
+	p.msgMu.Lock()
+	defer p.msgMu.Unlock()
+	return errors.Join(s.message(msg, dir, m), b.flush())
 }
 
 func (p *Proxy) modifyResponse(resp *http.Response) error {
@@ -316,7 +290,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		}
 		params := map[string]any{"method": ex.method, "status": resp.StatusCode}
 		if len(trimmed) > 0 {
-			params["body"] = string(p.sink.redactText(trimmed))
+			params["body"] = string(p.rec.redactText(trimmed))
 		}
 		p.note(p.sink.lifecycle(MethodHTTPExchange, params, p.extra(ex, resp.StatusCode)))
 	}

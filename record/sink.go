@@ -2,61 +2,50 @@ package record
 
 import (
 	"bytes"
-	"time"
 
 	"github.com/tapedeck/tapedeck/tape"
 )
 
-// sink writes wire messages and lifecycle records of one server to a tape,
-// redacting the tape's copy when rules are set. It never touches the bytes
-// that are forwarded to the peer.
+// sink writes wire messages and lifecycle records of one server to a tape
+// (see the design comment in core.go), redacting the tape's copy when rules
+// are set. It never touches the bytes that are forwarded to the peer.
 type sink struct {
-	w      *tape.Writer
-	server string
-	redact *tape.Redactor // nil: no rules
-	now    func() time.Time
+	rc *recorder
+	w  *tape.Writer
 
-	// The fast path of a relay's sink: lines of its direction are encoded
-	// straight into its batch, without allocating.
+	// The fast path of a stream's sink: lines of its direction are
+	// encoded straight into its batch, without allocating.
 	enc   *tape.Encoder
 	lines *[]byte
-}
-
-func newSink(w *tape.Writer, server string, r *tape.Redactor, now func() time.Time) *sink {
-	if now == nil {
-		now = time.Now
-	}
-	if r != nil && r.Empty() {
-		r = nil
-	}
-	return &sink{w: w, server: server, redact: r, now: now}
-}
-
-// relaySink returns a sink for one relay's direction that writes into the
-// relay's batch, taking the fast path for plain messages.
-func relaySink(b *lineBatch, dir tape.Dir, server string, r *tape.Redactor, now func() time.Time) *sink {
-	s := newSink(tape.NewWriter(b), server, r, now)
-	s.enc, s.lines = tape.NewEncoder(dir, server), &b.buf
-	return s
+	extra []byte // the fast path's encoded metaExtra, reused
 }
 
 func (s *sink) meta(dir tape.Dir, extra map[string]any) tape.Meta {
-	return tape.Meta{Dir: dir, Server: s.server, Time: s.now(), Extra: extra}
+	return tape.Meta{Dir: dir, Server: s.rc.server, Time: s.rc.now(), Extra: extra}
 }
 
 // message records one frame that crossed the wire in direction dir: a
 // JSON-RPC message or batch, or else an invalid frame (kept as text). A
 // blank frame is not recorded.
-func (s *sink) message(frame []byte, dir tape.Dir, extra map[string]any) error {
+func (s *sink) message(frame []byte, dir tape.Dir, mx metaExtra) error {
 	frame = bytes.TrimSpace(frame)
 	if len(frame) == 0 {
 		return nil
 	}
-	if s.enc != nil && s.redact == nil && extra == nil {
-		if b, ok := s.enc.AppendLine(*s.lines, frame, s.now()); ok {
+	if s.enc != nil && s.rc.redact == nil {
+		var extra []byte
+		if mx != nil {
+			extra = mx.appendJSON(s.extra[:0])
+			s.extra = extra[:0]
+		}
+		if b, ok := s.enc.AppendLineMeta(*s.lines, frame, s.rc.now(), extra); ok {
 			*s.lines = b
 			return nil
 		}
+	}
+	var extra map[string]any
+	if mx != nil {
+		extra = mx.fields()
 	}
 	entries := tape.Classify(frame)
 	if len(entries) == 0 {
@@ -65,7 +54,7 @@ func (s *sink) message(frame []byte, dir tape.Dir, extra map[string]any) error {
 	if entries[0].Kind == tape.KindInvalid {
 		return s.w.WriteInvalid(s.redactText(frame), s.meta(dir, extra))
 	}
-	if s.redact == nil {
+	if s.rc.redact == nil {
 		return s.w.Write(frame, s.meta(dir, extra))
 	}
 	if len(entries) == 1 && frame[0] == '{' {
@@ -90,7 +79,7 @@ func (s *sink) message(frame []byte, dir tape.Dir, extra map[string]any) error {
 }
 
 func (s *sink) writeRedacted(msg []byte, dir tape.Dir, extra map[string]any) error {
-	out, paths, err := s.redact.Redact(msg)
+	out, paths, err := s.rc.redact.Redact(msg)
 	if err != nil {
 		return err
 	}
@@ -105,12 +94,6 @@ func (s *sink) writeRedacted(msg []byte, dir tape.Dir, extra map[string]any) err
 	return s.w.Write(out, s.meta(dir, extra))
 }
 
-// invalid records a frame known not to be a message (say, a non-JSON SSE
-// data field).
-func (s *sink) invalid(frame []byte, dir tape.Dir, extra map[string]any) error {
-	return s.w.WriteInvalid(s.redactText(frame), s.meta(dir, extra))
-}
-
 // lifecycle records a lifecycle event such as $transport/start.
 func (s *sink) lifecycle(method string, params any, extra map[string]any) error {
 	return s.w.WriteLifecycle(method, params, s.meta(tape.DirLifecycle, extra))
@@ -122,9 +105,11 @@ func (s *sink) stderr(line []byte) error {
 	return s.lifecycle(tape.MethodStderr, map[string]string{"text": string(s.redactText(line))}, nil)
 }
 
-func (s *sink) redactText(b []byte) []byte {
-	if s.redact == nil {
+func (s *sink) redactText(b []byte) []byte { return s.rc.redactText(b) }
+
+func (rc *recorder) redactText(b []byte) []byte {
+	if rc.redact == nil {
 		return b
 	}
-	return s.redact.RedactText(b)
+	return rc.redact.RedactText(b)
 }

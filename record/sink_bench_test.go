@@ -11,8 +11,7 @@ import (
 // BenchmarkSinkMessage is the per-message cost of writing a 1 KiB request
 // to a tape (classification, _meta, one Write) without I/O.
 func BenchmarkSinkMessage(b *testing.B) {
-	batch := &lineBatch{dest: io.Discard}
-	sk := relaySink(batch, tape.DirSend, "echo", nil, nil)
+	sk, batch := newRecorder(io.Discard, "echo", nil, nil).stream(tape.DirSend)
 	msg := []byte(`{"jsonrpc":"2.0","id":1,"method":"echo","params":{"data":"` + strings.Repeat("x", 1024) + `"}}`)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(msg)))

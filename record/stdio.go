@@ -82,27 +82,61 @@ func (e ExitStatus) String() string {
 // about the recording (the server could not start, the tape could not be
 // written), not about the server's status. A read of stdin in progress when
 // the server exits is abandoned (an io.Reader cannot be interrupted).
+//
+// The steps: start the server (its pipes, its process group, the
+// $transport/start record), relay the three streams, wait for the server
+// to exit while escalating the shutdown, drain its output, and write the
+// $transport/close record.
 func (s *Stdio) Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) (ExitStatus, error) {
 	if s.Tape == nil {
 		return ExitStatus{Code: -1}, errors.New("record: Stdio.Tape is nil")
 	}
-	dest := &tapeDest{w: s.Tape}
+	r := s.newRun()
+	if st, err := r.start(stdin, stdout); err != nil {
+		return st, err
+	}
+	r.relay(stdin, stdout, stderr)
+	r.wait(ctx, s.Signals)
+	r.drain()
+	r.close()
+	return r.status, r.rec.Err()
+}
+
+// stdioRun is one Run of a Stdio shim, step by step.
+type stdioRun struct {
+	s           *Stdio
+	rec         *recorder
+	sk          *sink // lifecycle records
+	grace, kill time.Duration
+	startParams map[string]any
+	cmd         *exec.Cmd
+	inR, inW    *os.File // the server's stdin
+	outR, outW  *os.File // its stdout
+	errR, errW  *os.File // its stderr
+	closeIn     sync.Once
+	inputDone   chan struct{} // the client closed stdin
+	clientGone  chan struct{} // the client's stdout broke
+	outputs     sync.WaitGroup
+	exited      chan struct{}
+	waitErr     error
+	reason      string // why the shim stopped the server, if it did
+	abandoned   bool   // the server's output was still open after it exited
+	status      ExitStatus
+}
+
+func (s *Stdio) newRun() *stdioRun {
 	server := s.Server
 	if server == "" {
 		server = DefaultServerName(s.Command, s.Args)
 	}
-	sk := newSink(tape.NewWriter(dest), server, s.Redact, s.Now)
-	// Each relay batches the lines of a chunk into one tape write.
-	sendBatch, recvBatch, errBatch := &lineBatch{dest: dest}, &lineBatch{dest: dest}, &lineBatch{dest: dest}
-	sendSink := relaySink(sendBatch, tape.DirSend, server, s.Redact, s.Now)
-	recvSink := relaySink(recvBatch, tape.DirRecv, server, s.Redact, s.Now)
-	errSink := newSink(tape.NewWriter(errBatch), server, s.Redact, s.Now)
-	grace, killAfter := s.Grace, s.KillAfter
-	if grace <= 0 {
-		grace = DefaultGrace
+	rec := newRecorder(s.Tape, server, s.Redact, s.Now)
+	r := &stdioRun{s: s, rec: rec, sk: rec.direct(), grace: s.Grace, kill: s.KillAfter,
+		inputDone: make(chan struct{}), clientGone: make(chan struct{}), exited: make(chan struct{})}
+	if r.grace <= 0 {
+		r.grace = DefaultGrace
 	}
-	if killAfter <= 0 {
-		killAfter = DefaultKillAfter
+	if r.kill <= 0 {
+		r.kill = DefaultKillAfter
 	}
 	cwd := s.Dir
 	if cwd == "" {
@@ -111,110 +145,105 @@ func (s *Stdio) Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writ
 	// Command lines carry secrets too (--api-key ...): value rules apply.
 	args := make([]string, len(s.Args))
 	for i, a := range s.Args {
-		args[i] = string(sk.redactText([]byte(a)))
+		args[i] = string(rec.redactText([]byte(a)))
 	}
-	startParams := map[string]any{
+	r.startParams = map[string]any{
 		"transport": "stdio", "command": s.Command, "args": args, "cwd": cwd,
 		"version": s.Version,
 	}
+	return r
+}
 
+// start starts the server in a process group of its own, on pipes, and
+// writes $transport/start. A server that cannot start is recorded with
+// $transport/start and $transport/close naming the error.
+func (r *stdioRun) start(stdin io.Reader, stdout io.Writer) (ExitStatus, error) {
 	growPipe(stdin)
 	growPipe(stdout)
-	cmd := exec.Command(s.Command, s.Args...)
-	cmd.Dir, cmd.Env = s.Dir, s.Env
-	cmd.SysProcAttr = sysProcAttr()
-	inR, inW, err1 := pipe()
-	outR, outW, err2 := pipe()
-	errR, errW, err3 := pipe()
+	r.cmd = exec.Command(r.s.Command, r.s.Args...)
+	r.cmd.Dir, r.cmd.Env = r.s.Dir, r.s.Env
+	r.cmd.SysProcAttr = sysProcAttr()
+	var err1, err2, err3 error
+	r.inR, r.inW, err1 = pipe()
+	r.outR, r.outW, err2 = pipe()
+	r.errR, r.errW, err3 = pipe()
 	if err := errors.Join(err1, err2, err3); err != nil {
-		closeAll(inR, inW, outR, outW, errR, errW)
+		closeAll(r.inR, r.inW, r.outR, r.outW, r.errR, r.errW)
 		return ExitStatus{Code: -1}, fmt.Errorf("record: pipes for the server: %w", err)
 	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	if err := cmd.Start(); err != nil {
-		closeAll(inR, inW, outR, outW, errR, errW)
-		startErr := fmt.Errorf("record: start server %s: %w", s.Command, err)
-		startParams["error"] = err.Error()
-		werr := errors.Join(sk.lifecycle(tape.MethodStart, startParams, nil),
-			sk.lifecycle(tape.MethodClose, map[string]any{"error": err.Error()}, nil))
+	r.cmd.Stdin, r.cmd.Stdout, r.cmd.Stderr = r.inR, r.outW, r.errW
+	if err := r.cmd.Start(); err != nil {
+		closeAll(r.inR, r.inW, r.outR, r.outW, r.errR, r.errW)
+		startErr := fmt.Errorf("record: start server %s: %w", r.s.Command, err)
+		r.startParams["error"] = err.Error()
+		werr := errors.Join(r.sk.lifecycle(tape.MethodStart, r.startParams, nil),
+			r.sk.lifecycle(tape.MethodClose, map[string]any{"error": err.Error()}, nil))
 		return ExitStatus{Code: 127}, errors.Join(startErr, werr)
 	}
-	closeAll(inR, outW, errW) // the server holds its ends now
-	pgid := cmd.Process.Pid
-	startParams["pid"] = cmd.Process.Pid
-
-	var (
-		tapeErrMu sync.Mutex
-		tapeErr   error
-	)
-	note := func(err error) {
-		if err != nil {
-			tapeErrMu.Lock()
-			if tapeErr == nil {
-				tapeErr = fmt.Errorf("record: write tape: %w", err)
-			}
-			tapeErrMu.Unlock()
-		}
-	}
-	note(sk.lifecycle(tape.MethodStart, startParams, nil))
-
-	var closeIn sync.Once
-	closeServerStdin := func() { closeIn.Do(func() { inW.Close() }) }
-	inputDone := make(chan struct{})  // the client closed stdin
-	clientGone := make(chan struct{}) // the client's stdout broke
-	var outputs sync.WaitGroup
+	closeAll(r.inR, r.outW, r.errW) // the server holds its ends now
+	r.startParams["pid"] = r.cmd.Process.Pid
+	r.rec.note(r.sk.lifecycle(tape.MethodStart, r.startParams, nil))
 	go func() {
-		_ = relayLines(stdin, inW, func(line []byte) { note(sendSink.message(line, tape.DirSend, nil)) },
-			func() { note(sendBatch.flush()) })
-		closeServerStdin()
-		close(inputDone)
+		r.waitErr = r.cmd.Wait()
+		close(r.exited)
 	}()
-	outputs.Add(2)
+	return ExitStatus{}, nil
+}
+
+func (r *stdioRun) closeServerStdin() { r.closeIn.Do(func() { r.inW.Close() }) }
+
+// relay copies the client's stdin to the server and the server's stdout
+// and stderr back, each line on the tape before it is forwarded.
+func (r *stdioRun) relay(stdin io.Reader, stdout, stderr io.Writer) {
+	note := r.rec.note
+	sendSink, sendBatch := r.rec.stream(tape.DirSend)
+	recvSink, recvBatch := r.rec.stream(tape.DirRecv)
+	errBatch := &lineBatch{dest: r.rec.dest}
+	errSink := &sink{rc: r.rec, w: tape.NewWriter(errBatch)}
 	go func() {
-		defer outputs.Done()
-		w := &watchedWriter{w: stdout, broken: func() { close(clientGone) }}
-		_ = relayLines(outR, w, func(line []byte) { note(recvSink.message(line, tape.DirRecv, nil)) },
+		_ = relayLines(stdin, r.inW, func(line []byte) { note(sendSink.message(line, tape.DirSend, nil)) },
+			func() { note(sendBatch.flush()) })
+		r.closeServerStdin()
+		close(r.inputDone)
+	}()
+	r.outputs.Add(2)
+	go func() {
+		defer r.outputs.Done()
+		w := &watchedWriter{w: stdout, broken: func() { close(r.clientGone) }}
+		_ = relayLines(r.outR, w, func(line []byte) { note(recvSink.message(line, tape.DirRecv, nil)) },
 			func() { note(recvBatch.flush()) })
 	}()
 	go func() {
-		defer outputs.Done()
-		_ = relayLines(errR, stderr, func(line []byte) { note(errSink.stderr(line)) },
+		defer r.outputs.Done()
+		_ = relayLines(r.errR, stderr, func(line []byte) { note(errSink.stderr(line)) },
 			func() { note(errBatch.flush()) })
 	}()
-	exited := make(chan struct{})
-	var waitErr error
-	go func() {
-		waitErr = cmd.Wait()
-		close(exited)
-	}()
+}
 
-	// Shutdown escalates by timers once a reason to stop appears.
+// wait forwards signals until the server exits. Once there is a reason to
+// stop (the client closed stdin or its stdout broke, or ctx ended), the
+// server's stdin is closed, and the shutdown escalates by timers: SIGTERM
+// after the grace period, SIGKILL after KillAfter more.
+func (r *stdioRun) wait(ctx context.Context, signals <-chan os.Signal) {
 	var term, kill <-chan time.Time
-	closeParamsAbandoned := false
-	reason := ""
 	stop := func(why string) {
-		if reason != "" {
+		if r.reason != "" {
 			return
 		}
-		reason = why
-		closeServerStdin()
-		term = time.After(grace)
-	}
-	signalGroup := func(sig syscall.Signal) {
-		if err := syscall.Kill(-pgid, sig); err != nil {
-			_ = cmd.Process.Signal(sig)
-		}
+		r.reason = why
+		r.closeServerStdin()
+		term = time.After(r.grace)
 	}
 	done := ctx.Done()
-	in, gone := (<-chan struct{})(inputDone), (<-chan struct{})(clientGone)
-wait:
+	in, gone := (<-chan struct{})(r.inputDone), (<-chan struct{})(r.clientGone)
 	for {
 		select {
-		case <-exited:
-			break wait
-		case sig := <-s.Signals:
+		case <-r.exited:
+			r.closeServerStdin()
+			return
+		case sig := <-signals:
 			if ss, ok := sig.(syscall.Signal); ok {
-				signalGroup(ss)
+				r.signalGroup(ss)
 			}
 		case <-in:
 			in = nil
@@ -227,54 +256,65 @@ wait:
 			stop("cancelled")
 		case <-term:
 			term = nil
-			signalGroup(syscall.SIGTERM)
-			kill = time.After(killAfter)
+			r.signalGroup(syscall.SIGTERM)
+			kill = time.After(r.kill)
 		case <-kill:
 			kill = nil
-			signalGroup(syscall.SIGKILL)
+			r.signalGroup(syscall.SIGKILL)
 		}
 	}
-	closeServerStdin()
+}
 
-	// The server is gone; its output pipes close unless a grandchild holds
-	// them, which then goes the way of the server. One that left the
-	// process group is given up on: its relays are abandoned.
+// signalGroup signals the server's process group, or the server alone when
+// the group is gone.
+func (r *stdioRun) signalGroup(sig syscall.Signal) {
+	if err := syscall.Kill(-r.cmd.Process.Pid, sig); err != nil {
+		_ = r.cmd.Process.Signal(sig)
+	}
+}
+
+// drain waits for the server's output to end. The server is gone; its
+// output pipes close unless a grandchild holds them, which then goes the
+// way of the server. One that left the process group is given up on: its
+// relays are abandoned.
+func (r *stdioRun) drain() {
 	drained := make(chan struct{})
-	go func() { outputs.Wait(); close(drained) }()
+	go func() { r.outputs.Wait(); close(drained) }()
 	select {
 	case <-drained:
-		closeAll(outR, errR)
+		closeAll(r.outR, r.errR)
 	case <-time.After(drainTimeout):
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
 		select {
 		case <-drained:
-			closeAll(outR, errR)
+			closeAll(r.outR, r.errR)
 		case <-time.After(drainTimeout):
-			closeParamsAbandoned = true
+			r.abandoned = true
 		}
 	}
+}
 
-	st := exitStatus(cmd.ProcessState)
-	closeParams := map[string]any{"code": st.Code}
-	if closeParamsAbandoned {
-		closeParams["abandoned"] = "the server's output was still open after it exited"
+// close writes $transport/close: the exit status, why the shim stopped
+// the server, and what went wrong.
+func (r *stdioRun) close() {
+	r.status = exitStatus(r.cmd.ProcessState)
+	params := map[string]any{"code": r.status.Code}
+	if r.abandoned {
+		params["abandoned"] = "the server's output was still open after it exited"
 	}
-	if st.Signal != 0 {
-		closeParams["signal"] = unix.SignalName(st.Signal)
+	if r.status.Signal != 0 {
+		params["signal"] = unix.SignalName(r.status.Signal)
 	}
-	if reason != "" {
-		closeParams["reason"] = reason
+	if r.reason != "" {
+		params["reason"] = r.reason
 	} else {
-		closeParams["reason"] = "server exited"
+		params["reason"] = "server exited"
 	}
 	var ee *exec.ExitError
-	if waitErr != nil && !errors.As(waitErr, &ee) {
-		closeParams["error"] = waitErr.Error()
+	if r.waitErr != nil && !errors.As(r.waitErr, &ee) {
+		params["error"] = r.waitErr.Error()
 	}
-	note(sk.lifecycle(tape.MethodClose, closeParams, nil))
-	tapeErrMu.Lock()
-	defer tapeErrMu.Unlock()
-	return st, tapeErr
+	r.rec.note(r.sk.lifecycle(tape.MethodClose, params, nil))
 }
 
 func exitStatus(ps *os.ProcessState) ExitStatus {
