@@ -71,12 +71,15 @@ func (m MethodStats) row(label, dir string) []string {
 }
 
 // FormatLatency writes a latency for people ("-" when there were no pairs
-// to measure): seconds, milliseconds or microseconds.
+// to measure): minutes, seconds, milliseconds or microseconds. The
+// debugger writes latencies with it too.
 func FormatLatency(count int, d time.Duration) string {
 	if count == 0 {
 		return "-"
 	}
 	switch {
+	case d >= time.Minute:
+		return fmt.Sprintf("%.1fm", d.Minutes())
 	case d >= time.Second:
 		return fmt.Sprintf("%.2fs", d.Seconds())
 	case d >= time.Millisecond:

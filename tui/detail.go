@@ -2,9 +2,10 @@ package tui
 
 import (
 	"fmt"
-	"github.com/charmbracelet/x/ansi"
 	"strings"
 	"time"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
@@ -111,7 +112,7 @@ func renderMessage(x *tape.Index, seq int, t0 time.Time, unfolded bool, s *Style
 	switch {
 	case p.Partner >= 0:
 		kv("partner", fmt.Sprintf("#%d (x jumps)", p.Partner))
-		kv("latency", shortDur(p.Latency))
+		kv("latency", tape.FormatLatency(1, p.Latency))
 	case p.Pending:
 		kv("pending", "no response on the tape")
 	case p.Orphan:

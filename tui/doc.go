@@ -19,14 +19,18 @@
 // sends it (Player.SetLimit), then times what follows from its arrival
 // (Player.Anchor).
 //
-// Anatomy: Model is the only tea.Model; each pane (Timeline, Detail,
+// Anatomy: Model (app.go) is the only tea.Model, its state grouped by
+// concept (loading, following, filter, playback, live session) and its
+// rendering in view.go; each pane (Timeline, Detail,
 // Pairing, StatsPane, DiffView, Prompt, BreakpointList) has the bubbles
 // shape (New…, Update, View, SetSize, a focus gate, a KeyMap in keys.go);
 // one Styles serves every pane, built for a dark or light background. The
 // root Update routes in a fixed order: resize, theme, keys (prompt and
 // overlays, global keys, then the focused pane), mouse, app messages.
 // I/O (indexing, following, filtering, stats, the live session) runs in
-// tea.Cmds, and errors come back as messages.
+// tea.Cmds, and errors come back as messages. The live session's network
+// side is replay/live's Server, reached through the Live interface: this
+// package imports no net.
 //
 // Goals: a tape of a million messages opens at once (indexed in background
 // chunks) and every frame reads only the rows on screen. Non-goals: editing

@@ -83,7 +83,7 @@ func (p *Pairing) render() string {
 	case pr.Partner < 0:
 		head = fmt.Sprintf("response #%d: no request matched it (orphan)", resp)
 	default:
-		head = fmt.Sprintf("request #%d  ⇄  response #%d   %s   latency %s", req, resp, pr.Method, shortDur(pr.Latency))
+		head = fmt.Sprintf("request #%d  ⇄  response #%d   %s   latency %s", req, resp, pr.Method, tape.FormatLatency(1, pr.Latency))
 		if pr.Late {
 			head += "   (late: after its cancellation)"
 		}

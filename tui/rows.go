@@ -141,20 +141,7 @@ func (r row) latency() string {
 	if r.pair.Partner < 0 || r.entry.Kind != tape.KindRequest && r.entry.Kind != tape.KindResponse {
 		return ""
 	}
-	return shortDur(r.pair.Latency)
-}
-
-// shortDur prints a duration in at most 7 columns.
-func shortDur(d time.Duration) string {
-	switch {
-	case d >= time.Minute:
-		return fmt.Sprintf("%.1fm", d.Minutes())
-	case d >= time.Second:
-		return fmt.Sprintf("%.2fs", d.Seconds())
-	case d >= time.Millisecond:
-		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
-	}
-	return fmt.Sprintf("%dµs", d.Microseconds())
+	return tape.FormatLatency(1, r.pair.Latency)
 }
 
 // relTime prints an offset from the tape's start.
