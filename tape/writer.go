@@ -217,8 +217,9 @@ func (w *Writer) WriteInvalid(frame []byte, m Meta) error {
 // Without appendTo an existing file is an error (os.ErrExist), so nothing
 // recorded is overwritten by accident. With appendTo an existing tape is
 // appended to, with care, since it may not be ours: a symbolic link is
-// refused (ErrNotATape), as is a file another user owns, or anything but a
-// regular file; a tape others may read or write is tightened to 0600; a tape
+// refused (ErrNotATape), as is a file another user owns, or a directory (a
+// device or a pipe is written as it is); a tape others may read or write is
+// tightened to 0600; a tape
 // whose last line is torn (what SIGKILL leaves) is ended with a newline, so
 // that the first new record starts a line of its own. Notes say what was
 // changed, for the user to read.
@@ -255,8 +256,13 @@ func adoptTape(f *os.File, path string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is a %s, not a regular file", ErrNotATape, path, kindOf(fi.Mode()))
+	switch m := fi.Mode(); {
+	case m.IsDir():
+		return nil, fmt.Errorf("%w: %s is a directory", ErrNotATape, path)
+	case !m.IsRegular():
+		// A device or a pipe (-o /dev/null --append discards the tape):
+		// nothing to protect or to end with a newline.
+		return nil, nil
 	}
 	if owner, mine := ownedByMe(fi); !mine {
 		return nil, fmt.Errorf("%w: %s belongs to user %d, not to this user; copy it to append to it", ErrNotATape, path, owner)
