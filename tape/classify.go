@@ -290,7 +290,7 @@ func (c *classifier) meta(b []byte, m *msgInfo, meta span) {
 		var ok bool
 		if m.when, ok = parseTS(m.ts.in(b)); !ok {
 			m.notes = append(m.notes, fmt.Sprintf("expected _meta.ts in RFC 3339, found %s", m.ts.in(b)))
-		} else if y := m.when.UTC().Year(); y < minYear || y > maxYear {
+		} else if u := m.when.Unix(); u < minUnix || u >= maxUnix {
 			m.notes = append(m.notes, fmt.Sprintf("_meta.ts %s is outside the years %d to %d: time unknown", m.ts.in(b), minYear, maxYear))
 			m.when = time.Time{}
 		}
@@ -482,6 +482,12 @@ const (
 	maxYear = 2200
 )
 
+// The same bounds as Unix seconds: 1970-01-01 and 2201-01-01.
+const (
+	minUnix = 0
+	maxUnix = 7289654400
+)
+
 // parseTS reads a quoted RFC 3339 timestamp; the mcporter form
 // "2026-05-16T12:00:00.000Z" takes a fast path, whose fields are checked as
 // time.Parse checks them (time.Date would roll month 13 into next year).
@@ -499,7 +505,7 @@ func parseTS(q []byte) (time.Time, bool) {
 			}
 			n[k] = v
 		}
-		if n[1] < 1 || n[1] > 12 || n[2] < 1 || n[2] > daysIn(n[0], n[1]) || n[3] > 23 || n[4] > 59 || n[5] > 59 {
+		if n[1] < 1 || n[1] > 12 || n[2] < 1 || n[2] > 28 && n[2] > daysIn(n[0], n[1]) || n[3] > 23 || n[4] > 59 || n[5] > 59 {
 			return time.Time{}, false
 		}
 		return time.Date(n[0], time.Month(n[1]), n[2], n[3], n[4], n[5], n[6]*int(time.Millisecond), time.UTC), true
