@@ -97,6 +97,13 @@ type EngineOptions struct {
 	// one recorded session of several, which the HTTP edge serves each
 	// with an engine of its own. The zero Span is the whole tape.
 	Span Span
+	// MaxWait caps how long a timed replay (Speed > 0) waits for one
+	// recorded message after the client's; 0 means DefaultMaxWait, < 0 no
+	// cap.
+	MaxWait time.Duration
+	// Exact tells an empty optional object from an absent one when
+	// matching (tape.Normalizer.Exact).
+	Exact bool
 }
 
 // Span is a stretch of a tape's messages by sequence number: [Lo, Hi).
@@ -209,7 +216,7 @@ func NewEngine(x *tape.Index, opts EngineOptions) (*Engine, error) {
 	}
 	e := &Engine{
 		x: x, opts: opts, server: server,
-		norm:        tape.Normalizer{Ignore: opts.Ignore},
+		norm:        tape.Normalizer{Ignore: opts.Ignore, Exact: opts.Exact},
 		used:        map[int]bool{},
 		keyed:       map[[16]byte][]int{},
 		keyedAll:    map[[16]byte]int{},
@@ -268,16 +275,23 @@ func pickServer(x *tape.Index, want string) (string, error) {
 	return "", fmt.Errorf("the tape holds %d servers (%s): choose one with --server", len(names), quoteList(names))
 }
 
+// quoteList names s for an error message: at most quoteMax of them, then
+// how many more (a hostile tape can hold 200 000 server names).
 func quoteList(s []string) string {
 	if len(s) == 0 {
 		return "none"
 	}
-	q := make([]string, len(s))
-	for i, n := range s {
-		q[i] = strconv.Quote(n)
+	q := make([]string, 0, min(len(s), quoteMax)+1)
+	for _, n := range s[:min(len(s), quoteMax)] {
+		q = append(q, strconv.Quote(n))
+	}
+	if len(s) > quoteMax {
+		q = append(q, fmt.Sprintf("and %d more", len(s)-quoteMax))
 	}
 	return strings.Join(q, ", ")
 }
+
+const quoteMax = 10
 
 // Server returns the name of the server the engine serves.
 func (e *Engine) Server() string { return e.server }
@@ -366,8 +380,22 @@ func (e *Engine) at(seq int) time.Time {
 	if t.IsZero() || t.UnixNano() <= e.refTape {
 		return e.now
 	}
-	return e.now.Add(time.Duration(float64(t.UnixNano()-e.refTape) / e.opts.Speed))
+	wait := time.Duration(float64(t.UnixNano()-e.refTape) / e.opts.Speed)
+	limit := e.opts.MaxWait
+	if limit == 0 {
+		limit = DefaultMaxWait
+	}
+	if limit > 0 && wait > limit {
+		// A gap of minutes (or a clock that jumped to 2100) is not worth
+		// reproducing: the client would give up first.
+		wait = limit
+	}
+	return e.now.Add(wait)
 }
+
+// DefaultMaxWait caps a timed replay's wait for one recorded message when
+// EngineOptions.MaxWait is 0.
+const DefaultMaxWait = time.Minute
 
 func (e *Engine) setRef(seq int) {
 	e.refSeq = seq

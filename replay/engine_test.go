@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -663,5 +664,35 @@ func TestEngineKeyedMissNamesNearest(t *testing.T) {
 	}
 	if !strings.Contains(divs[0].Message, "is not on the tape; the nearest recorded is tools/call") || !strings.Contains(divs[0].Message, "tape line 3") {
 		t.Errorf("message %q", divs[0].Message)
+	}
+}
+
+// A tape with thousands of servers gets an error of bounded size.
+func TestEngineManyServersErrorIsShort(t *testing.T) {
+	var names []string
+	for i := range 5000 {
+		names = append(names, fmt.Sprintf("server-%d", i))
+	}
+	if got := quoteList(names); len(got) > 200 || !strings.Contains(got, "and 4990 more") {
+		t.Errorf("quoteList of 5000 names: %d bytes: %.120s", len(got), got)
+	}
+}
+
+// A timed replay waits at most MaxWait (a minute by default) for one
+// recorded message: a clock that jumped to 2100 made it wait 74 years.
+func TestEngineMaxWait(t *testing.T) {
+	x := buildIndex(t,
+		line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"ping"}`},
+		line{recv, int(time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC).Sub(t0) / time.Millisecond), `{"jsonrpc":"2.0","id":1,"result":{}}`},
+	)
+	for _, tt := range []struct {
+		max  time.Duration
+		want time.Duration
+	}{{0, DefaultMaxWait}, {5 * time.Second, 5 * time.Second}} {
+		e := mustEngine(t, x, EngineOptions{Speed: 1, MaxWait: tt.max})
+		e.Receive([]byte(`{"jsonrpc":"2.0","id":"a","method":"ping"}`), t0)
+		if due, ok := e.NextDue(); !ok || due.Sub(t0) != tt.want {
+			t.Errorf("MaxWait %v: due after %v, want %v", tt.max, due.Sub(t0), tt.want)
+		}
 	}
 }

@@ -436,3 +436,14 @@ func TestHTTPCachesUnderLoad(t *testing.T) {
 		t.Fatalf("caches grew past %d: memo %d, answers %d, wire %d", memoSize, len(ts.h.first.memo), len(ts.h.first.answers), len(ts.h.lone.wire))
 	}
 }
+
+// An empty POST is a JSON-RPC invalid request (400), not a 202.
+func TestHTTPEmptyBody(t *testing.T) {
+	ts := newTestServer(t, statelessHTTPTape(t), EngineOptions{})
+	for _, body := range []string{"", "  ", "[]"} {
+		resp, got := ts.do(http.MethodPost, body)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(got, `"code":-32600`) {
+			t.Errorf("POST %q: %s %s, want 400 with -32600", body, resp.Status, got)
+		}
+	}
+}

@@ -48,6 +48,11 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body = bytes.TrimSpace(body)
+	if len(body) == 0 || string(body) == "[]" {
+		// Nothing to serve: JSON-RPC's "invalid request" (it used to be 202).
+		writeJSON(w, http.StatusBadRequest, errorResponse([]byte("null"), CodeInvalidRequest, "tapedeck replay: expected a JSON-RPC message or batch in the body, found none", nil))
+		return
+	}
 	entries := tape.Classify(body)
 	var ids []tape.ID
 	initialize := false

@@ -88,6 +88,7 @@ type Index struct {
 	starts  map[uint16]int // $transport/start records seen per server
 
 	pairs   pairer
+	lastTS  int64 // the last known timestamp, for the jump check (0: none yet)
 	batches uint32
 	cls     classifier
 }
@@ -290,6 +291,7 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 	}
 	if !m.when.IsZero() {
 		r.ts = m.when.UnixNano()
+		x.checkTime(r.ts, lineNo)
 	}
 	if m.isError {
 		r.flags |= flagError
@@ -493,3 +495,26 @@ func (t *recTable) push(r rec) {
 }
 
 func (t *recTable) capacity() int { return len(t.chunks) << chunkBits }
+
+// Clock checks: a tape's timestamps that go back, or leap ahead, say its
+// recorder's clock moved (or the tape was edited); replay times from them.
+const (
+	maxBack = time.Second       // more than concurrent writers reorder
+	maxLeap = 24 * time.Hour
+)
+
+// checkTime warns when timestamp ts (unix nanoseconds, of line lineNo)
+// goes back or leaps ahead from the last one.
+func (x *Index) checkTime(ts int64, lineNo int) {
+	last := x.lastTS
+	x.lastTS = ts
+	if last == 0 {
+		return
+	}
+	switch d := time.Duration(ts - last); {
+	case d < -maxBack:
+		x.warnings.add(Warning{lineNo, fmt.Errorf("line %d: _meta.ts goes back %v from the line before: the recorder's clock moved, or lines were reordered", lineNo, -d)})
+	case d > maxLeap:
+		x.warnings.add(Warning{lineNo, fmt.Errorf("line %d: _meta.ts leaps %v ahead of the line before: a timed replay waits at most --max-wait for it", lineNo, d.Round(time.Second))})
+	}
+}

@@ -2,6 +2,7 @@ package tape
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -61,5 +62,31 @@ func TestFailure(t *testing.T) {
 	st := ComputeStats(x, "")
 	if tot := st.Servers[0].Total; tot.Errors != 1 || tot.ToolErrors != 1 {
 		t.Errorf("stats: %d errors, %d tool errors; want 1 and 1", tot.Errors, tot.ToolErrors)
+	}
+}
+
+// Timestamps that leap ahead, go back, or put a response before its
+// request are warned about, with their lines.
+func TestClockWarnings(t *testing.T) {
+	line := func(dir, ts, msg string) string {
+		return msg[:len(msg)-1] + `,"_meta":{"dir":"` + dir + `","server":"s","ts":"` + ts + `"}}` + "\n"
+	}
+	data := line("send", "2026-05-16T12:00:00.000Z", `{"jsonrpc":"2.0","id":1,"method":"ping"}`) +
+		line("recv", "2100-01-01T00:00:00.000Z", `{"jsonrpc":"2.0","method":"notifications/message"}`) +
+		line("send", "2026-05-16T12:00:05.000Z", `{"jsonrpc":"2.0","id":2,"method":"ping"}`) +
+		line("recv", "2026-05-16T12:00:04.000Z", `{"jsonrpc":"2.0","id":2,"result":{}}`)
+	x := NewIndex(strings.NewReader(data))
+	if err := x.Extend(int64(len(data)), nil); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range x.Warnings() {
+		got = append(got, w.Error())
+	}
+	all := strings.Join(got, "\n")
+	for _, want := range []string{"line 2: _meta.ts leaps", "line 3: _meta.ts goes back", "line 4: response id 2 is stamped 1s before its request (line 3)"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("warnings lack %q:\n%s", want, all)
+		}
 	}
 }

@@ -103,6 +103,9 @@ func (p *pairer) add(recs *recTable, warnings *warningList, seq int32, m *msgInf
 		if req, ok := p.pending[k]; ok {
 			p.unpend(k)
 			p.pair(recs, req, seq)
+			if q := recs.at(int(req)); q.ts != noTime && r.ts != noTime && r.ts < q.ts {
+				warnings.add(Warning{lineNo, fmt.Errorf("line %d: response id %s is stamped %v before its request (line %d): a negative latency; the recorder's clock moved?", lineNo, id, time.Duration(q.ts-r.ts), q.line)})
+			}
 		} else if req, ok := p.cancelled[k]; ok {
 			delete(p.cancelled, k)
 			p.pair(recs, req, seq)

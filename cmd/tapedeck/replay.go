@@ -29,6 +29,8 @@ type replayFlags struct {
 	server  string
 	match   string
 	speed   float64
+	maxWait time.Duration
+	exact   bool
 	ignore  []string
 	report  string
 	reorder int
@@ -64,7 +66,14 @@ func (f *replayFlags) options() (replay.EngineOptions, error) {
 	case !f.reorderSet && f.listen != "":
 		reorder = httpReorder
 	}
-	return replay.EngineOptions{Server: f.server, Mode: mode, Ignore: ignore, Speed: f.speed, Reorder: reorder}, nil
+	if f.maxWait < 0 {
+		return replay.EngineOptions{}, fmt.Errorf("--max-wait %v: expected a duration of 0 or more (0: no cap)", f.maxWait)
+	}
+	maxWait := f.maxWait
+	if maxWait == 0 {
+		maxWait = -1 // the flag's 0 means no cap; the engine's, its default
+	}
+	return replay.EngineOptions{Server: f.server, Mode: mode, Ignore: ignore, Speed: f.speed, Reorder: reorder, MaxWait: maxWait, Exact: f.exact}, nil
 }
 
 // httpReorder is --reorder's default over HTTP, where a client's
@@ -208,6 +217,8 @@ header must name a loopback host, the --listen host, or one given with
 	cmd.Flags().StringVar(&f.server, "server", "", "serve the tape's server `NAME` (needed when it holds several)")
 	cmd.Flags().StringVar(&f.match, "match", "strict", "matching `MODE`: strict, keyed or loose")
 	cmd.Flags().Float64Var(&f.speed, "speed", 0, "reproduce recorded latencies divided by `X` (0: instant)")
+	cmd.Flags().DurationVar(&f.maxWait, "max-wait", replay.DefaultMaxWait, "with --speed: wait at most `D` for one recorded message (0: no cap)")
+	cmd.Flags().BoolVar(&f.exact, "exact", false, "tell an empty optional object ({} arguments or context) from an absent one")
 	cmd.Flags().StringArrayVar(&f.ignore, "ignore", nil, "ignore the JSON `PATH` when matching, e.g. params.arguments.ts (repeatable)")
 	cmd.Flags().StringVar(&f.report, "report", "", "write a JSON report of divergences and unused requests to `FILE`")
 	cmd.Flags().IntVar(&f.reorder, "reorder", 0, "strict mode: let a request match one of the `N` recorded requests after the next expected one (4 over HTTP unless given)")
