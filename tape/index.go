@@ -499,7 +499,7 @@ func (t *recTable) capacity() int { return len(t.chunks) << chunkBits }
 // Clock checks: a tape's timestamps that go back, or leap ahead, say its
 // recorder's clock moved (or the tape was edited); replay times from them.
 const (
-	maxBack = time.Second       // more than concurrent writers reorder
+	maxBack = time.Second // more than concurrent writers reorder
 	maxLeap = 24 * time.Hour
 )
 
