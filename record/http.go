@@ -142,13 +142,9 @@ func (p *Proxy) init() {
 				pr.Out.URL.Host = p.Upstream.Host
 				pr.Out.Host = p.Upstream.Host
 				// The upstream URL's own query (an API key, a signature) goes
-				// upstream with every request, before the client's.
-				if q := p.Upstream.RawQuery; q != "" {
-					if pr.Out.URL.RawQuery != "" {
-						q += "&" + pr.Out.URL.RawQuery
-					}
-					pr.Out.URL.RawQuery = q
-				}
+				// upstream with every request; a parameter the client sent
+				// too (it was given the upstream's URL) goes once.
+				pr.Out.URL.RawQuery = mergeQuery(p.Upstream.RawQuery, pr.Out.URL.RawQuery)
 				// Credentials in the upstream URL go upstream as basic auth
 				// (never onto the tape), unless the client sent its own.
 				if u := p.Upstream.User; u != nil && pr.Out.Header.Get("Authorization") == "" {
@@ -180,7 +176,7 @@ func (p *Proxy) note(err error) { p.rec.note(err) }
 func (p *Proxy) Start(listen, version string) error {
 	p.init()
 	return p.sink.lifecycle(tape.MethodStart, map[string]any{
-		"transport": "http", "upstream": safeURL(p.Upstream), "listen": listen, "version": version,
+		"transport": "http", "upstream": SafeURL(p.Upstream), "listen": listen, "version": version,
 	}, map[string]any{"transport": "http"})
 }
 
@@ -308,7 +304,7 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 		return
 	}
 	p.note(p.sink.lifecycle(MethodHTTPExchange, map[string]any{"method": ex.method, "status": http.StatusBadGateway, "error": err.Error()}, p.extra(ex, http.StatusBadGateway)))
-	http.Error(w, "tapedeck: upstream "+safeURL(p.Upstream)+": "+err.Error(), http.StatusBadGateway)
+	http.Error(w, "tapedeck: upstream "+SafeURL(p.Upstream)+": "+err.Error(), http.StatusBadGateway)
 }
 
 // sseRelay is the body of an SSE answer as the client reads it: each event
@@ -442,32 +438,50 @@ func (p *Proxy) serve(path string) {
 	p.paths[path] = true
 }
 
-// safeURL is u without user info and with credential-looking query values
-// blanked, for the tape.
-// isCredentialParam reports whether a query parameter may carry a secret:
-// what a credential header would (token, signature, api_key...), plus the
-// short names signed URLs and API gateways use: sig (Azure SAS), key, code.
-func isCredentialParam(name string) bool {
-	switch strings.ToLower(name) {
-	case "key", "sig", "code":
-		return true
-	}
-	return tape.IsCredentialHeader(name)
-}
-
-func safeURL(u *url.URL) string {
+// SafeURL writes u for people and tapes: no user info, and every query
+// value replaced by the redaction marker (names kept), since any of them
+// may be a secret (private_key, pwd, jwt, sessionKey, access...).
+func SafeURL(u *url.URL) string {
 	c := *u
 	c.User = nil
-	q := c.Query()
-	changed := false
-	for k := range q {
-		if isCredentialParam(k) {
-			q.Set(k, tape.RedactedMarker)
-			changed = true
+	if c.RawQuery != "" {
+		q := c.Query()
+		for k := range q {
+			for i := range q[k] {
+				q[k][i] = tape.RedactedMarker
+			}
 		}
-	}
-	if changed {
 		c.RawQuery = q.Encode()
 	}
 	return c.String()
+}
+
+// mergeQuery returns the upstream's query parameters followed by the
+// client's, each parameter once: the upstream's value wins a name both
+// have.
+func mergeQuery(upstream, client string) string {
+	switch {
+	case upstream == "":
+		return client
+	case client == "":
+		return upstream
+	}
+	up, err := url.ParseQuery(upstream)
+	if err != nil {
+		return upstream + "&" + client
+	}
+	var extra []string
+	for _, kv := range strings.Split(client, "&") {
+		name, _, _ := strings.Cut(kv, "=")
+		if n, err := url.QueryUnescape(name); err == nil {
+			if _, dup := up[n]; dup {
+				continue
+			}
+		}
+		extra = append(extra, kv)
+	}
+	if len(extra) == 0 {
+		return upstream
+	}
+	return upstream + "&" + strings.Join(extra, "&")
 }

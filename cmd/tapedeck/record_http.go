@@ -57,9 +57,11 @@ func runRecordHTTP(ctx context.Context, s streams, o *recordOptions) error {
 	if err := p.Start(ln.Addr().String(), buildVersion()); err != nil {
 		return fmt.Errorf("record: write tape: %w", err)
 	}
-	proxied := url.URL{Scheme: "http", Host: ln.Addr().String(), Path: up.Path, RawQuery: up.RawQuery}
+	// The client is given the proxy's URL without the upstream's query: the
+	// proxy adds it to every request, so its secrets are printed nowhere.
+	proxied := url.URL{Scheme: "http", Host: ln.Addr().String(), Path: up.Path}
 	fmt.Fprintln(s.stdout, proxied.String())
-	fmt.Fprintf(s.stderr, "tapedeck: proxying %s to %s; stop with Ctrl-C\n", proxied.String(), up.Redacted())
+	fmt.Fprintf(s.stderr, "tapedeck: proxying %s to %s; stop with Ctrl-C\n", proxied.String(), record.SafeURL(up))
 
 	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
 	errc := make(chan error, 1)

@@ -7,10 +7,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/tapedeck/tapedeck/internal/mcptest"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -165,4 +170,54 @@ func TestRecordConcurrentAppend(t *testing.T) {
 	if counts[tape.KindRequest] != 2*n || counts[tape.KindResponse] != 2*n || counts[tape.KindLifecycle] != 4 {
 		t.Errorf("read back %v; want %d requests, %d responses and 4 lifecycle records", counts, 2*n, 2*n)
 	}
+}
+
+// The upstream URL's query values are secrets as often as not (private_key,
+// pwd, jwt...): none is printed, on stdout (the URL a client is given) or
+// stderr, and none is written to the tape.
+func TestRecordUpstreamQueryNotPrinted(t *testing.T) {
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	tapePath := filepath.Join(t.TempDir(), "t.jsonl")
+	cmd := exec.Command(tapedeck, "record", "--upstream", "http://user:PW-S3CRET@127.0.0.1:1/mcp?private_key=K3Y-S3CRET&pwd=PWD-S3CRET&jwt=JWT-S3CRET", "--listen", "127.0.0.1:0", "-o", tapePath)
+	var stdout, stderr syncBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stdout.String(), "http://"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("no URL printed: %s", stderr.String())
+		}
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Wait()
+	tapeBytes, _ := os.ReadFile(tapePath)
+	for _, out := range []string{stdout.String(), stderr.String(), string(tapeBytes)} {
+		if strings.Contains(out, "S3CRET") {
+			t.Errorf("a secret of the upstream URL was printed or recorded:\n%s", out)
+		}
+	}
+	if !strings.Contains(stderr.String(), "private_key=") {
+		t.Errorf("stderr does not name the upstream's query parameters:\n%s", stderr.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer a process writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
