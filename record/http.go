@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httputil"
@@ -32,6 +33,10 @@ const (
 	// MethodHTTPRejected records a request refused by the Origin check.
 	MethodHTTPRejected = tape.MethodHTTPRejected
 )
+
+// DefaultMaxBody is Proxy.MaxBody's default: generous, because messages
+// carry base64 images and whole files.
+const DefaultMaxBody = 64 << 20
 
 // Proxy is a recording reverse proxy for MCP's Streamable HTTP transport
 // (2025-03-26 to 2026-07-28) and the legacy HTTP+SSE transport (2024-11-05).
@@ -77,6 +82,10 @@ type Proxy struct {
 	// AllowHosts are Host header values accepted besides loopback ones
 	// (the --listen host when it is a name); "*" accepts any.
 	AllowHosts []string
+	// MaxBody bounds a request body in bytes, which is read whole to be
+	// recorded before it is forwarded; 0 means DefaultMaxBody, < 0 no
+	// limit. A larger body gets 413 and never reaches the server.
+	MaxBody int64
 	// Now stamps the records; nil means time.Now.
 	Now func() time.Time
 
@@ -205,8 +214,22 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		mcpMethod:       r.Header.Get("Mcp-Method"), mcpName: r.Header.Get("Mcp-Name"),
 	}
 	if r.Method == http.MethodPost && r.Body != nil {
-		body, err := readBody(r.Body, r.ContentLength)
+		limit := p.MaxBody
+		if limit == 0 {
+			limit = DefaultMaxBody
+		}
+		rd := r.Body
+		if limit > 0 {
+			rd = http.MaxBytesReader(w, r.Body, limit)
+		}
+		body, err := readBody(rd, r.ContentLength)
 		r.Body.Close()
+		if _, tooBig := errors.AsType[*http.MaxBytesError](err); tooBig {
+			p.note(p.sink.lifecycle(MethodHTTPRejected, map[string]any{"method": r.Method, "status": http.StatusRequestEntityTooLarge, "limit": limit},
+				map[string]any{"transport": "http"}))
+			http.Error(w, fmt.Sprintf("tapedeck: request body larger than %d bytes: raise the limit with --max-body", limit), http.StatusRequestEntityTooLarge)
+			return
+		}
 		if err != nil {
 			http.Error(w, "tapedeck: reading the request body: "+err.Error(), http.StatusBadRequest)
 			return

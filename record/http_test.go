@@ -538,3 +538,30 @@ func TestProxyBatches(t *testing.T) {
 		t.Errorf("no 202 exchange on the tape:\n%s", data)
 	}
 }
+
+// A body over MaxBody gets 413 and never reaches the server; the tape says
+// so. (A 1 GB chunked POST was buffered whole.)
+func TestProxyMaxBody(t *testing.T) {
+	reached := 0
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached++
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	}))
+	defer up.Close()
+	proxied, path := startProxy(t, up.URL+"/mcp", func(p *record.Proxy) { p.MaxBody = 1 << 10 })
+	body := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("x", 4<<10) + `"}}`
+	resp, err := http.Post(proxied, "application/json", io.MultiReader(strings.NewReader(body))) // chunked: no Content-Length
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || reached != 0 {
+		t.Errorf("a 4 KiB body with a 1 KiB limit: %s, upstream reached %d times; want 413 and 0", resp.Status, reached)
+	}
+	data, _ := os.ReadFile(path)
+	if !bytes.Contains(data, []byte(`"status":413`)) || bytes.Contains(data, []byte("xxxx")) {
+		t.Errorf("tape:\n%.400s", data)
+	}
+}

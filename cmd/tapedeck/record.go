@@ -61,6 +61,7 @@ type recordOptions struct {
 	upstream        string
 	listen          string
 	allowHosts      []string
+	maxBody         string
 	allowRemote     bool
 	allowOrigins    []string // deprecated: the Origin goes to the server
 	allowAnyOrigins bool     // deprecated likewise
@@ -144,6 +145,7 @@ existing tape is an error unless --append.
 	f.StringVar(&o.upstream, "upstream", "", "HTTP: proxy to the MCP endpoint at `URL` instead of running a command")
 	f.StringVar(&o.listen, "listen", "127.0.0.1:0", "HTTP: listen on `ADDR` (port 0 picks a free one)")
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "HTTP: allow a --listen address other than loopback")
+	f.StringVar(&o.maxBody, "max-body", "64MiB", "HTTP: accept request bodies up to `SIZE` (413 beyond, never forwarded), e.g. 512KiB; -1: no limit")
 	f.StringArrayVar(&o.allowHosts, "allow-host", nil, "HTTP: accept the Host header `HOST` besides loopback ones and the --listen host; * accepts any (repeatable)")
 	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "HTTP: no longer used: the Origin `ORIGIN` goes to the server, which decides")
 	f.BoolVar(&o.allowAnyOrigins, "allow-any-origin", false, "HTTP: no longer used: the Origin goes to the server, which decides")

@@ -35,6 +35,10 @@ func runRecordHTTP(ctx context.Context, s streams, o *recordOptions) error {
 	if !mcphttp.IsLoopbackHost(host) && !o.allowRemote {
 		return fmt.Errorf("record: --listen %q is not a loopback address: the session (and the upstream's credentials the proxy adds) would be reachable from other machines; use 127.0.0.1 or add --allow-remote", o.listen)
 	}
+	maxBody, err := parseSize(o.maxBody)
+	if err != nil {
+		return fmt.Errorf("record: --max-body: %w", err)
+	}
 	hosts := o.allowHosts
 	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
 		hosts = append(hosts, host) // the address served is a name clients use
@@ -52,7 +56,7 @@ func runRecordHTTP(ctx context.Context, s streams, o *recordOptions) error {
 
 	p := &record.Proxy{
 		Upstream: up, Tape: f, Server: server, Redact: red,
-		AllowHosts: hosts,
+		AllowHosts: hosts, MaxBody: maxBody,
 	}
 	if err := p.Start(ln.Addr().String(), buildVersion()); err != nil {
 		return fmt.Errorf("record: write tape: %w", err)
