@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 )
@@ -44,14 +45,15 @@ func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o Stdi
 	defer close(stop)
 	go func() {
 		stopped := errors.New("stopped")
-		err := ReadLines(r, func(line []byte) error {
+		send := func(line []byte) error {
 			select {
 			case lines <- line:
 				return nil
 			case <-stop:
 				return stopped
 			}
-		})
+		}
+		err := ReadLines(r, 0, send, func() error { return send(nil) })
 		if err != stopped {
 			readErr <- err
 		}
@@ -82,7 +84,7 @@ func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o Stdi
 		case <-ctx.Done():
 			return bw.Flush()
 		case line := <-lines:
-			if err := write(e.Receive(line, now())); err != nil {
+			if err := write(receive(e, line, now())); err != nil {
 				return err
 			}
 			// Flush only when no more input waits: pipelined requests
@@ -103,7 +105,7 @@ func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o Stdi
 			// Drain lines read before the end, then keep serving what is
 			// still queued, each at its time, before returning.
 			for len(lines) > 0 {
-				if werr := write(e.Receive(<-lines, now())); werr != nil {
+				if werr := write(receive(e, <-lines, now())); werr != nil {
 					return werr
 				}
 			}
@@ -133,21 +135,66 @@ func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o Stdi
 // notifications are handled, and they are dropped as unknown.
 const progressGap = 2 * time.Millisecond
 
+// receive hands a client's line to the engine; a nil line stands for one
+// over MaxLine, refused with LineTooLong.
+func receive(e *Engine, line []byte, now time.Time) []Output {
+	if line == nil {
+		return []Output{{Msg: LineTooLong(MaxLine), At: now, Seq: -1}}
+	}
+	return e.Receive(line, now)
+}
+
+// MaxLine is the longest line the stdio edges read (a client's message,
+// or a verified server's): a longer one is skipped to its end and refused,
+// instead of growing a buffer without bound.
+const MaxLine = DefaultMaxBody
+
+// LineTooLong is the JSON-RPC error a stdio edge answers an over-long line
+// with: "invalid request", id null (its id was never read).
+func LineTooLong(limit int) []byte {
+	return errorResponse([]byte("null"), CodeInvalidRequest, fmt.Sprintf("tapedeck replay: a line longer than %d bytes is over the limit: it was skipped", limit), nil)
+}
+
 // ReadLines calls line with each line of r that is not blank, its newline
 // included, until r ends or line returns an error; each line is a slice of
-// its own, which the engine may keep. It returns nil at the end of r, else
-// the read's error or line's. The stdio edges share it: ServeStdio (above
-// speed 0), NewStdioConn, the live debug server's attached clients and
-// "tapedeck attach".
-func ReadLines(r io.Reader, line func([]byte) error) error {
+// its own, which the engine may keep. A line longer than limit bytes (0:
+// MaxLine) is skipped to its end, and tooLong called instead. It returns
+// nil at the end of r, else the read's error or a callback's. The stdio
+// edges share it: ServeStdio (above speed 0), NewStdioConn, the live debug
+// server's attached clients and "tapedeck attach".
+func ReadLines(r io.Reader, limit int, line func([]byte) error, tooLong func() error) error {
+	if limit <= 0 {
+		limit = MaxLine
+	}
 	br := bufio.NewReaderSize(r, 64<<10) // r itself when it is a bufio.Reader that large
+	var buf []byte
+	skipping := false
 	for {
-		b, err := br.ReadBytes('\n')
-		if len(bytes.TrimSpace(b)) > 0 {
-			if lerr := line(b); lerr != nil {
+		chunk, err := br.ReadSlice('\n')
+		if !skipping {
+			buf = append(buf, chunk...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			if !skipping && len(buf) > limit {
+				skipping, buf = true, nil
+				if terr := tooLong(); terr != nil {
+					return terr
+				}
+			}
+			continue
+		}
+		switch {
+		case skipping:
+		case len(buf) > limit:
+			if terr := tooLong(); terr != nil {
+				return terr
+			}
+		case len(bytes.TrimSpace(buf)) > 0:
+			if lerr := line(buf); lerr != nil {
 				return lerr
 			}
 		}
+		skipping, buf = false, nil
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
@@ -185,6 +232,7 @@ func serveInstant(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o St
 	defer src.stop()
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var pending []byte // a line begun in an earlier chunk
+	skipping := false  // the rest of a line over MaxLine is dropped
 	for {
 		buf, rerr, ok := src.next(ctx)
 		if !ok {
@@ -198,6 +246,10 @@ func serveInstant(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o St
 			}
 			// One copy: the engine may keep the message, and the chunk's
 			// buffer is read into again.
+			if skipping { // the end of an over-long line
+				skipping, data = false, data[i+1:]
+				continue
+			}
 			var line []byte
 			if len(pending) == 0 {
 				line = bytes.Clone(data[:i+1])
@@ -205,17 +257,28 @@ func serveInstant(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o St
 				line = append(pending[:len(pending):len(pending)], data[:i+1]...)
 				pending = pending[:0]
 			}
-			if len(bytes.TrimSpace(line)) > 0 {
-				if err := writeOutputs(bw, e.Receive(line, now()), o); err != nil {
+			if len(line) > MaxLine {
+				line = nil
+			}
+			if line == nil || len(bytes.TrimSpace(line)) > 0 {
+				if err := writeOutputs(bw, receive(e, line, now()), o); err != nil {
 					return err
 				}
 			}
 			data = data[i+1:]
 		}
-		pending = append(pending, data...)
+		if !skipping {
+			pending = append(pending, data...)
+		}
+		if len(pending) > MaxLine {
+			pending, skipping = nil, true
+			if err := writeOutputs(bw, receive(e, nil, now()), o); err != nil {
+				return err
+			}
+		}
 		src.release(buf)
 		if rerr != nil {
-			if len(bytes.TrimSpace(pending)) > 0 { // a last line without its newline
+			if !skipping && len(bytes.TrimSpace(pending)) > 0 { // a last line without its newline
 				if err := writeOutputs(bw, e.Receive(pending, now()), o); err != nil {
 					return err
 				}

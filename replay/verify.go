@@ -376,7 +376,7 @@ func NewStdioConn(w io.Writer, r io.Reader) *StdioConn {
 	c := &StdioConn{w: w, lines: make(chan []byte, 64), done: make(chan struct{})}
 	go func() {
 		defer close(c.lines)
-		_ = ReadLines(r, func(line []byte) error { // its end is the end of the lines
+		deliver := func(line []byte) error { // its end is the end of the lines
 			select {
 			case c.lines <- line:
 			case <-c.done:
@@ -384,7 +384,10 @@ func NewStdioConn(w io.Writer, r io.Reader) *StdioConn {
 				// the server never blocks on a full pipe.
 			}
 			return nil
-		})
+		}
+		// A server line over MaxLine is skipped; what verify is told
+		// instead is an error response it cannot match, so the call fails.
+		_ = ReadLines(r, 0, deliver, func() error { return deliver(LineTooLong(MaxLine)) })
 	}()
 	return c
 }

@@ -62,7 +62,7 @@ func runAttach(ctx context.Context, s streams, addr string) error {
 // message from tapedeck debug), which it returns as the error instead.
 func relayDown(w io.Writer, r io.Reader) error {
 	first := true
-	return replay.ReadLines(r, func(line []byte) error {
+	return replay.ReadLines(r, 0, func(line []byte) error {
 		if first {
 			first = false
 			if msg, ok := refusal(line); ok {
@@ -71,7 +71,7 @@ func relayDown(w io.Writer, r io.Reader) error {
 		}
 		_, err := w.Write(line)
 		return err
-	})
+	}, func() error { return fmt.Errorf("attach: the session sent a line over %d bytes", replay.MaxLine) })
 }
 
 // refusal reports whether line is the session's refusal, and its reason.

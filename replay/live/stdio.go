@@ -36,10 +36,15 @@ func (s *Server) serveStdio(c *peekedConn) {
 		s.mu.Unlock()
 		s.emit(Event{Kind: Disconnected, Dropped: answers, Abandoned: divs})
 	}()
-	err := replay.ReadLines(c.r, func(line []byte) error {
+	err := replay.ReadLines(c.r, 0, func(line []byte) error {
 		s.mu.Lock()
 		s.handle(s.e.Receive(line, s.now()))
 		s.progressed(s.e.Progress())
+		s.mu.Unlock()
+		return nil
+	}, func() error {
+		s.mu.Lock()
+		s.write(replay.LineTooLong(replay.MaxLine))
 		s.mu.Unlock()
 		return nil
 	})
