@@ -13,16 +13,32 @@ const (
 	keepBuffer = 4 << 20
 )
 
-// relayLines copies r to w in whole lines, of any length. Before a run of
-// complete lines is forwarded (in one Write), record is called on each line
-// in order, without its line ending, then commit (if not nil) once, so the
-// tape holds a message before the peer sees it. A last line without a newline is recorded and forwarded at
-// end of input. Forwarding stops at the first error from w (the peer is
-// gone), but reading and recording go on until r ends, so the other side
-// never blocks on a full pipe; that error is returned at the end unless
-// reading failed first.
-func relayLines(r io.Reader, w io.Writer, record func(line []byte), commit func()) error {
-	buf := make([]byte, initialBuffer)
+// maxLine is the longest line a relay holds back to record whole before
+// forwarding it; the rest of a longer one (a base64 blob without end, a
+// server that never writes a newline) is forwarded as it comes and
+// recorded by size and prefix only, so a relay's memory stays bounded.
+const maxLine = 64 << 20
+
+// oversizePrefix is how much of an over-long line its record keeps.
+const oversizePrefix = 4 << 10
+
+// relayLines copies r to w in whole lines, of any length up to maxLine.
+// Before a run of complete lines is forwarded (in one Write), record is
+// called on each line in order, without its line ending, then commit (if
+// not nil) once, so the tape holds a message before the peer sees it. A
+// last line without a newline is recorded and forwarded at end of input. A
+// line longer than maxLine is forwarded as it comes instead, and oversize
+// (if not nil) is called once it ends (or the input does) with its size,
+// its first bytes and whether a newline ended it. Forwarding stops at the
+// first error from w (the peer is gone), but reading and recording go on
+// until r ends, so the other side never blocks on a full pipe; that error
+// is returned at the end unless reading failed first.
+func relayLines(r io.Reader, w io.Writer, record func(line []byte), commit func(), oversize func(size int64, prefix []byte, ended bool)) error {
+	return relayLinesMax(r, w, maxLine, record, commit, oversize)
+}
+
+func relayLinesMax(r io.Reader, w io.Writer, limit int, record func(line []byte), commit func(), oversize func(size int64, prefix []byte, ended bool)) error {
+	buf := make([]byte, min(initialBuffer, limit+1))
 	start, end, scanned := 0, 0, 0
 	var werr error
 	forward := func(b []byte) {
@@ -32,6 +48,16 @@ func relayLines(r io.Reader, w io.Writer, record func(line []byte), commit func(
 		if werr == nil && w != nil {
 			_, werr = w.Write(b)
 		}
+	}
+	// An over-long line in progress: its size so far and first bytes.
+	long := false
+	var longSize int64
+	var longPrefix []byte
+	endLong := func(ended bool) {
+		if oversize != nil {
+			oversize(longSize, longPrefix, ended)
+		}
+		long, longSize, longPrefix = false, 0, nil
 	}
 	for {
 		n, rerr := r.Read(buf[end:])
@@ -44,14 +70,38 @@ func relayLines(r io.Reader, w io.Writer, record func(line []byte), commit func(
 				break
 			}
 			stop := start + scanned + k
+			if long {
+				// The end of an over-long line: forward its tail now.
+				longSize += int64(stop - start)
+				if start > i {
+					forward(buf[i:start])
+				}
+				forward(buf[start : stop+1])
+				endLong(true)
+				start, scanned, i = stop+1, 0, stop+1
+				continue
+			}
 			record(trimCR(buf[start:stop]))
 			start, scanned = stop+1, 0
 		}
 		if start > i {
 			forward(buf[i:start])
 		}
+		if !long && end-start > limit {
+			// Too long to hold back: forward it as it comes.
+			long = true
+			longPrefix = bytes.Clone(buf[start : start+min(oversizePrefix, end-start)])
+		}
+		if long && end > start {
+			longSize += int64(end - start)
+			forward(buf[start:end])
+			start, end, scanned = 0, 0, 0
+		}
 		if rerr != nil {
-			if end > start {
+			switch {
+			case long:
+				endLong(false)
+			case end > start:
 				record(trimCR(buf[start:end]))
 				forward(buf[start:end])
 			}
@@ -70,7 +120,7 @@ func relayLines(r io.Reader, w io.Writer, record func(line []byte), commit func(
 			end = copy(buf, buf[start:end])
 			start = 0
 		case end == len(buf):
-			grown := make([]byte, 2*len(buf))
+			grown := make([]byte, min(2*len(buf), limit+1))
 			copy(grown, buf[:end])
 			buf = grown
 		}

@@ -202,7 +202,7 @@ func (r *stdioRun) relay(stdin io.Reader, stdout, stderr io.Writer) {
 	errSink := &sink{rc: r.rec, w: tape.NewWriter(errBatch)}
 	go func() {
 		_ = relayLines(stdin, r.inW, func(line []byte) { note(sendSink.message(line, tape.DirSend, nil)) },
-			func() { note(sendBatch.flush()) })
+			func() { note(sendBatch.flush()) }, r.oversize(tape.DirSend))
 		r.closeServerStdin()
 		close(r.inputDone)
 	}()
@@ -211,13 +211,23 @@ func (r *stdioRun) relay(stdin io.Reader, stdout, stderr io.Writer) {
 		defer r.outputs.Done()
 		w := &watchedWriter{w: stdout, broken: func() { close(r.clientGone) }}
 		_ = relayLines(r.outR, w, func(line []byte) { note(recvSink.message(line, tape.DirRecv, nil)) },
-			func() { note(recvBatch.flush()) })
+			func() { note(recvBatch.flush()) }, r.oversize(tape.DirRecv))
 	}()
 	go func() {
 		defer r.outputs.Done()
 		_ = relayLines(r.errR, stderr, func(line []byte) { note(errSink.stderr(line)) },
-			func() { note(errBatch.flush()) })
+			func() { note(errBatch.flush()) }, r.oversize("stderr"))
 	}()
+}
+
+// oversize returns what records a line of direction from that was too long
+// to hold back: its size and first bytes (value rules applied).
+func (r *stdioRun) oversize(from tape.Dir) func(size int64, prefix []byte, ended bool) {
+	return func(size int64, prefix []byte, ended bool) {
+		r.rec.note(r.sk.lifecycle(tape.MethodOversize, map[string]any{
+			"from": string(from), "size": size, "prefix": string(r.rec.redactText(prefix)), "ended": ended,
+		}, nil))
+	}
 }
 
 // wait forwards signals until the server exits. Once there is a reason to

@@ -26,7 +26,7 @@ func TestRelayLines(t *testing.T) {
 			t.Errorf("line %.20q forwarded before it was recorded", l)
 		}
 		lines = append(lines, string(l))
-	}, nil)
+	}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestRelayLines(t *testing.T) {
 // recording) after the peer is gone, so the other side never blocks.
 func TestRelayLinesBrokenWriter(t *testing.T) {
 	n := 0
-	err := relayLines(strings.NewReader("a\nb\nc\n"), errWriter{}, func([]byte) { n++ }, nil)
+	err := relayLines(strings.NewReader("a\nb\nc\n"), errWriter{}, func([]byte) { n++ }, nil, nil)
 	if err == nil || n != 3 {
 		t.Fatalf("got err %v and %d lines recorded, want the write error and 3 lines", err, n)
 	}
@@ -285,5 +285,43 @@ func TestStdioClientStdoutGone(t *testing.T) {
 	}
 	if !bytes.Contains(tp.Bytes(), []byte(`"reason":"client stdout closed"`)) {
 		t.Errorf("close record lacks the reason:\n%s", tp.Bytes())
+	}
+}
+
+// A line over the limit is forwarded as it comes, not held without bound,
+// and recorded by size and prefix; the lines around it are recorded whole.
+// (2 GB without a newline grew a 4.2 GB buffer, and a server that exited
+// mid-line left it neither forwarded nor recorded.)
+func TestRelayLinesOversize(t *testing.T) {
+	long := strings.Repeat("B", 5000)
+	for _, tt := range []struct {
+		input, want string
+		ended       bool
+	}{
+		{"a\n" + long + "\nb\n", "a\nb\n", true},
+		{"a\n" + long, "a\n", false},
+	} {
+		var out bytes.Buffer
+		var lines []string
+		type over struct {
+			size   int64
+			prefix string
+			ended  bool
+		}
+		var overs []over
+		err := relayLinesMax(iotest.OneByteReader(strings.NewReader(tt.input)), &out, 1000, func(l []byte) { lines = append(lines, string(l)+"\n") }, nil,
+			func(size int64, prefix []byte, ended bool) { overs = append(overs, over{size, string(prefix), ended}) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.String() != tt.input {
+			t.Errorf("forwarded %d bytes, want all %d", out.Len(), len(tt.input))
+		}
+		if strings.Join(lines, "") != tt.want {
+			t.Errorf("recorded %q, want %q", lines, tt.want)
+		}
+		if len(overs) != 1 || overs[0].size != int64(len(long)) || !strings.HasPrefix(long, overs[0].prefix) || overs[0].prefix == "" || overs[0].ended != tt.ended {
+			t.Errorf("oversize calls %+v, want one of size %d, ended %v", overs, len(long), tt.ended)
+		}
 	}
 }

@@ -194,6 +194,11 @@ const (
 	MethodClose   = "$transport/close"
 	MethodStderr  = "$transport/stderr"
 	MethodInvalid = "$transport/invalid"
+	// MethodOversize records a line too long to hold back and record whole
+	// (a recorder forwards it as it comes): params from (the direction),
+	// size, prefix (its first bytes) and ended (false when the input ended
+	// before its newline).
+	MethodOversize = "$transport/oversize"
 )
 
 // WriteInvalid records a frame that is not a JSON-RPC message (a stray line
