@@ -119,8 +119,9 @@ type stdioRun struct {
 	outputs     sync.WaitGroup
 	exited      chan struct{}
 	waitErr     error
-	reason      string // why the shim stopped the server, if it did
-	abandoned   bool   // the server's output was still open after it exited
+	client      *watchedWriter // the client's stdout, watched
+	reason      string         // why the shim stopped the server, if it did
+	abandoned   bool           // the server's output was still open after it exited
 	status      ExitStatus
 }
 
@@ -130,7 +131,7 @@ func (s *Stdio) newRun() *stdioRun {
 		server = DefaultServerName(s.Command, s.Args)
 	}
 	rec := newRecorder(s.Tape, server, s.Redact, s.Now)
-	r := &stdioRun{s: s, rec: rec, sk: rec.direct(), grace: s.Grace, kill: s.KillAfter,
+	r := &stdioRun{s: s, rec: rec, sk: rec.direct(), grace: s.Grace, kill: s.KillAfter, client: &watchedWriter{},
 		inputDone: make(chan struct{}), clientGone: make(chan struct{}), exited: make(chan struct{})}
 	if r.grace <= 0 {
 		r.grace = DefaultGrace
@@ -209,7 +210,8 @@ func (r *stdioRun) relay(stdin io.Reader, stdout, stderr io.Writer) {
 	r.outputs.Add(2)
 	go func() {
 		defer r.outputs.Done()
-		w := &watchedWriter{w: stdout, broken: func() { close(r.clientGone) }}
+		w := r.client
+		w.w, w.broken = stdout, func() { close(r.clientGone) }
 		_ = relayLines(r.outR, w, func(line []byte) { note(recvSink.message(line, tape.DirRecv, nil)) },
 			func() { note(recvBatch.flush()) }, r.oversize(tape.DirRecv))
 	}()
@@ -285,24 +287,50 @@ func (r *stdioRun) signalGroup(sig syscall.Signal) {
 
 // drain waits for the server's output to end. The server is gone; its
 // output pipes close unless a grandchild holds them, which then goes the
-// way of the server. One that left the process group is given up on: its
-// relays are abandoned.
+// way of the server. Meanwhile the relay may still be delivering what the
+// server wrote to a client that reads slowly: that is waited for as long as
+// the client keeps reading (stuckWrite without progress means it stopped).
+// A relay blocked on a pipe a grandchild outside the process group holds
+// open is given up on: abandoned.
 func (r *stdioRun) drain() {
 	drained := make(chan struct{})
 	go func() { r.outputs.Wait(); close(drained) }()
-	select {
-	case <-drained:
-		closeAll(r.outR, r.errR)
-	case <-time.After(drainTimeout):
-		_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+	killed := false
+	var last int64 = -1
+	var stuckSince time.Time
+	for {
 		select {
 		case <-drained:
 			closeAll(r.outR, r.errR)
+			return
 		case <-time.After(drainTimeout):
+		}
+		writing, written := r.client.progress()
+		switch {
+		case writing && written != last:
+			last, stuckSince = written, time.Time{}
+			continue // the client is reading: let it have the rest
+		case writing && stuckSince.IsZero():
+			stuckSince = time.Now()
+			continue
+		case writing && time.Since(stuckSince) < stuckWrite:
+			continue
+		case writing:
+			r.abandoned = true // the client stopped reading
+			return
+		case !killed:
+			killed = true
+			_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+		default:
 			r.abandoned = true
+			return
 		}
 	}
 }
+
+// stuckWrite is how long a write to the client may make no progress before
+// the shim, its server gone, stops waiting for the client to read.
+const stuckWrite = 30 * time.Second
 
 // close writes $transport/close: the exit status, why the shim stopped
 // the server, and what went wrong.
@@ -310,7 +338,11 @@ func (r *stdioRun) close() {
 	r.status = exitStatus(r.cmd.ProcessState)
 	params := map[string]any{"code": r.status.Code}
 	if r.abandoned {
-		params["abandoned"] = "the server's output was still open after it exited"
+		params["abandoned"] = "the server's output was still open after it exited, or the client stopped reading it"
+	}
+	if n := r.client.undeliveredBytes(); n > 0 {
+		// The tape holds these messages, but the client never got them.
+		params["undelivered"] = n
 	}
 	if r.status.Signal != 0 {
 		params["signal"] = unix.SignalName(r.status.Signal)
@@ -337,20 +369,59 @@ func exitStatus(ps *os.ProcessState) ExitStatus {
 	return ExitStatus{Code: ps.ExitCode()}
 }
 
-// watchedWriter calls broken once, on its first write error.
+// watchedWriter is the client's stdout as the relay sees it: it calls
+// broken once, on the first write error, after which (that write included)
+// it takes writes without writing them and counts them as undelivered; it tells drain
+// whether a write is in progress and how much was written.
 type watchedWriter struct {
 	w      io.Writer
 	broken func()
-	failed bool
+
+	mu          sync.Mutex
+	writing     bool
+	written     int64
+	failed      bool
+	undelivered int64
 }
 
 func (w *watchedWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	if w.failed {
+		w.undelivered += int64(len(b))
+		w.mu.Unlock()
+		return len(b), nil
+	}
+	w.writing = true
+	w.mu.Unlock()
 	n, err := w.w.Write(b)
-	if err != nil && !w.failed {
+	w.mu.Lock()
+	w.writing = false
+	w.written += int64(n)
+	first := err != nil && !w.failed
+	if err != nil {
 		w.failed = true
+		w.undelivered += int64(len(b) - n)
+	}
+	w.mu.Unlock()
+	if first {
 		w.broken()
 	}
-	return n, err
+	// The error is swallowed: the relay goes on reading (so the server
+	// never blocks on a full pipe) and recording, and what it would have
+	// written is counted as undelivered.
+	return len(b), nil
+}
+
+func (w *watchedWriter) progress() (writing bool, written int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.writing, w.written
+}
+
+func (w *watchedWriter) undeliveredBytes() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.undelivered
 }
 
 func closeAll(files ...*os.File) {

@@ -325,3 +325,37 @@ func TestRelayLinesOversize(t *testing.T) {
 		}
 	}
 }
+
+// A slow client gets everything the server wrote before exiting: the shim
+// waits while the client keeps reading (it gave up 500 ms after the server
+// exited: 43-45 of 50 lines of 100 KB reached a client reading 64 KiB every
+// 50 ms).
+func TestStdioSlowClientGetsEverything(t *testing.T) {
+	line := strings.Repeat("x", 100_000)
+	script := `i=0; while [ $i -lt 30 ]; do echo ` + line + `; i=$((i+1)); done`
+	pr, pw := io.Pipe()
+	var tapeBuf bytes.Buffer
+	s := &Stdio{Command: "sh", Args: []string{"-c", script}, Tape: &tapeBuf}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Run(context.Background(), strings.NewReader(""), pw, io.Discard)
+		pw.Close()
+		done <- err
+	}()
+	got := 0
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := pr.Read(buf)
+		got += n
+		if err != nil {
+			break
+		}
+		time.Sleep(40 * time.Millisecond) // about 2 s for the 3 MB, well past the old 1 s
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if want := 30 * (len(line) + 1); got != want {
+		t.Errorf("the slow client got %d bytes, want all %d", got, want)
+	}
+}
