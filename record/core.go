@@ -46,8 +46,23 @@ func newRecorder(w io.Writer, server string, r *tape.Redactor, now func() time.T
 	if r != nil && r.Empty() {
 		r = nil
 	}
-	return &recorder{dest: &tapeDest{w: w}, server: server, redact: r, now: now}
+	rc := &recorder{server: server, redact: r, now: now}
+	rc.dest = &tapeDest{w: w, lost: rc.lostRecord}
+	return rc
 }
+
+// lostRecord is the line that says what a failing tape lost.
+func (rc *recorder) lostRecord(bytes, writes int64) []byte {
+	var b lineBuffer
+	_ = tape.NewWriter(&b).WriteLifecycle(tape.MethodLost, map[string]any{"bytes": bytes, "writes": writes,
+		"reason": "writing the tape failed (a full disk?); these records are missing"}, tape.Meta{Server: rc.server, Time: rc.now()})
+	return b.b
+}
+
+// lineBuffer collects a Writer's line.
+type lineBuffer struct{ b []byte }
+
+func (l *lineBuffer) Write(p []byte) (int, error) { l.b = append(l.b, p...); return len(p), nil }
 
 // note keeps the first error writing the tape; the recording goes on.
 func (rc *recorder) note(err error) {

@@ -88,6 +88,9 @@ type Proxy struct {
 	MaxBody int64
 	// Now stamps the records; nil means time.Now.
 	Now func() time.Time
+	// Warn, if not nil, is told of the first failure to write the tape,
+	// once (see Stdio.Warn).
+	Warn func(error)
 
 	once    sync.Once
 	guard   mcphttp.Guard
@@ -132,6 +135,7 @@ func (p *Proxy) init() {
 		p.guard = mcphttp.Guard{AllowHosts: p.AllowHosts}
 		p.paths = map[string]bool{}
 		p.rec = newRecorder(p.Tape, server, p.Redact, p.Now)
+		p.rec.dest.warn = p.Warn
 		p.sink = p.rec.direct()
 		p.send, p.sendBatch = p.rec.stream(tape.DirSend)
 		p.recv, p.recvBatch = p.rec.stream(tape.DirRecv)

@@ -59,6 +59,10 @@ type Stdio struct {
 	Grace, KillAfter time.Duration
 	// Now stamps the messages; nil means time.Now.
 	Now func() time.Time
+	// Warn, if not nil, is told of the first failure to write the tape (a
+	// full disk), once: the relaying goes on, and the tape says later what
+	// was lost.
+	Warn func(error)
 }
 
 // ExitStatus is how the server ended.
@@ -131,6 +135,7 @@ func (s *Stdio) newRun() *stdioRun {
 		server = DefaultServerName(s.Command, s.Args)
 	}
 	rec := newRecorder(s.Tape, server, s.Redact, s.Now)
+	rec.dest.warn = s.Warn
 	r := &stdioRun{s: s, rec: rec, sk: rec.direct(), grace: s.Grace, kill: s.KillAfter, client: &watchedWriter{},
 		inputDone: make(chan struct{}), clientGone: make(chan struct{}), exited: make(chan struct{})}
 	if r.grace <= 0 {

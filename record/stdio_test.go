@@ -3,9 +3,13 @@ package record
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"testing/iotest"
@@ -358,4 +362,111 @@ func TestStdioSlowClientGetsEverything(t *testing.T) {
 	if want := 30 * (len(line) + 1); got != want {
 		t.Errorf("the slow client got %d bytes, want all %d", got, want)
 	}
+}
+
+// failingTape fails writes on demand, after writing part of them, as a
+// full disk does.
+type failingTape struct {
+	mu   sync.Mutex
+	b    bytes.Buffer
+	full bool
+}
+
+func (f *failingTape) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.full {
+		n := len(p) / 2
+		f.b.Write(p[:n])
+		return n, syscall.ENOSPC
+	}
+	return f.b.Write(p)
+}
+
+func (f *failingTape) set(full bool) { f.mu.Lock(); f.full = full; f.mu.Unlock() }
+
+// A full disk is said at once (once), relaying goes on, and when space
+// comes back the tape resumes on a line boundary with a record of what was
+// lost: no partial record glued to a later one, no silent hole.
+func TestStdioDiskFull(t *testing.T) {
+	tp := &failingTape{}
+	var warnings []error
+	var wmu sync.Mutex
+	pr, pw := io.Pipe()
+	s := &Stdio{Command: "cat", Tape: tp, Warn: func(err error) { wmu.Lock(); warnings = append(warnings, err); wmu.Unlock() }}
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Run(context.Background(), pr, &out, io.Discard)
+		done <- err
+	}()
+	send := func(from, to int) {
+		for i := from; i < to; i++ {
+			fmt.Fprintf(pw, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`+"\n", i)
+		}
+		for deadline := time.Now().Add(5 * time.Second); strings.Count(out.String(), "\n") < to; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("relayed %d lines, want %d", strings.Count(out.String(), "\n"), to)
+			}
+		}
+	}
+	send(0, 5)
+	tp.set(true)
+	send(5, 10) // relayed, though the tape cannot take them
+	tp.set(false)
+	send(10, 15)
+	pw.Close()
+	err := <-done
+	if err == nil || !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("Run: %v, want the tape's ENOSPC reported", err)
+	}
+	wmu.Lock()
+	if len(warnings) != 1 {
+		t.Errorf("%d warnings, want the first failure said once", len(warnings))
+	}
+	wmu.Unlock()
+	r := tape.NewReader(bytes.NewReader(tp.b.Bytes()))
+	var ids []string
+	lost := 0
+	for {
+		e, err := r.Next()
+		if err != nil {
+			break
+		}
+		switch {
+		case e.Kind == tape.KindRequest:
+			ids = append(ids, string(e.ID))
+		case e.Method == tape.MethodLost:
+			lost++
+		}
+	}
+	if lost == 0 {
+		t.Errorf("no %s record on the tape", tape.MethodLost)
+	}
+	if len(ids) < 10 || ids[0] != "0" || ids[len(ids)-1] != "14" || !slices.Contains(ids, "10") {
+		t.Errorf("requests on the tape %v, want 0-4 and 10-14 whole", ids)
+	}
+	for _, w := range r.Warnings() {
+		if !strings.Contains(w.Error(), "kept as an invalid entry") {
+			t.Errorf("warning %v: a record glued to another?", w)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer written by a relay while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

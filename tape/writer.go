@@ -199,6 +199,9 @@ const (
 	// size, prefix (its first bytes) and ended (false when the input ended
 	// before its newline).
 	MethodOversize = "$transport/oversize"
+	// MethodLost records that writing the tape failed and records are
+	// missing before it: params bytes, writes and reason.
+	MethodLost = "$transport/lost"
 )
 
 // WriteInvalid records a frame that is not a JSON-RPC message (a stray line

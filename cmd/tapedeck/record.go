@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -182,6 +183,13 @@ func openTape(s streams, o *recordOptions, server string) (*os.File, error) {
 	return f, nil
 }
 
+// tapeWarning says, once, that writing the tape failed.
+func tapeWarning(w io.Writer, path string) func(error) {
+	return func(err error) {
+		fmt.Fprintf(w, "tapedeck: warning: writing the tape %s failed: %v; the session goes on, and the tape will say what is missing when writing works again\n", path, err)
+	}
+}
+
 // tapesDir is $XDG_STATE_HOME/tapedeck/tapes, by default under
 // ~/.local/state.
 func tapesDir() (string, error) {
@@ -237,6 +245,7 @@ func runRecordStdio(ctx context.Context, s streams, o *recordOptions, args []str
 		Command: args[0], Args: args[1:],
 		Tape: f, Server: server, Redact: red, Version: buildVersion(),
 		Signals: sigs, Grace: o.grace, KillAfter: o.kill,
+		Warn: tapeWarning(s.stderr, f.Name()),
 	}
 	st, err := shim.Run(ctx, s.stdin, s.stdout, s.stderr)
 	if cerr := f.Close(); err == nil && cerr != nil {

@@ -57,6 +57,7 @@ func runRecordHTTP(ctx context.Context, s streams, o *recordOptions) error {
 	p := &record.Proxy{
 		Upstream: up, Tape: f, Server: server, Redact: red,
 		AllowHosts: hosts, MaxBody: maxBody,
+		Warn: tapeWarning(s.stderr, f.Name()),
 	}
 	if err := p.Start(ln.Addr().String(), buildVersion()); err != nil {
 		return fmt.Errorf("record: write tape: %w", err)
