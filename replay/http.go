@@ -38,6 +38,17 @@ import (
 // Mcp-Name header disagrees with its body, the code the Go SDK uses.
 const CodeHeaderMismatch = -32020
 
+// DefaultMaxBatch is HTTPOptions.MaxBatch's default: batches (MCP
+// 2025-03-26 only) are small in practice.
+const DefaultMaxBatch = 1000
+
+func (h *HTTPHandler) maxBatch() int {
+	if h.opts.MaxBatch > 0 {
+		return h.opts.MaxBatch
+	}
+	return DefaultMaxBatch
+}
+
 // DefaultMaxBody is the request body limit when HTTPOptions.MaxBody is 0:
 // generous, because messages carry base64 images and whole files.
 const DefaultMaxBody = 64 << 20
@@ -87,6 +98,10 @@ type HTTPOptions struct {
 	// MaxBody bounds a request body in bytes; 0 means DefaultMaxBody, < 0
 	// no limit. A larger body gets 413 with a JSON-RPC error.
 	MaxBody int64
+	// MaxBatch bounds the messages of a JSON-RPC batch; 0 means
+	// DefaultMaxBatch. A larger batch gets 400 with -32600: its messages
+	// are matched under the handler's lock, which other clients wait for.
+	MaxBatch int
 	// NewSessionID makes Mcp-Session-Id values; nil means 128 random bits
 	// in hex.
 	NewSessionID func() string

@@ -447,3 +447,22 @@ func TestHTTPEmptyBody(t *testing.T) {
 		}
 	}
 }
+
+// A batch over MaxBatch is refused at once, holding no lock other clients
+// wait for (10^5 pings took 26 s under the lock).
+func TestHTTPBatchLimit(t *testing.T) {
+	ts := newTestServer(t, statelessHTTPTape(t), EngineOptions{})
+	var b strings.Builder
+	b.WriteString("[")
+	for i := range DefaultMaxBatch + 1 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i)
+	}
+	b.WriteString("]")
+	resp, body := ts.do(http.MethodPost, b.String())
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "over the limit of 1000") {
+		t.Errorf("a batch of %d: %s %.200s", DefaultMaxBatch+1, resp.Status, body)
+	}
+}

@@ -54,6 +54,13 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	entries := tape.Classify(body)
+	if limit := h.maxBatch(); len(entries) > limit {
+		// Each message of a batch is matched under the handler's lock:
+		// a huge one would hold every other client up.
+		msg := fmt.Sprintf("tapedeck replay: a batch of %d messages is over the limit of %d", len(entries), limit)
+		writeJSON(w, http.StatusBadRequest, errorResponse([]byte("null"), CodeInvalidRequest, msg, nil))
+		return
+	}
 	var ids []tape.ID
 	initialize := false
 	var initID tape.ID
