@@ -86,6 +86,11 @@ type Proxy struct {
 	// recorded before it is forwarded; 0 means DefaultMaxBody, < 0 no
 	// limit. A larger body gets 413 and never reaches the server.
 	MaxBody int64
+	// MaxEvent is the largest SSE event the proxy holds back to record
+	// whole; a longer one (an event without end) is relayed as it comes
+	// and recorded as $transport/oversize, so memory stays bounded. 0
+	// means DefaultMaxEvent.
+	MaxEvent int
 	// Now stamps the records; nil means time.Now.
 	Now func() time.Time
 	// Warn, if not nil, is told of the first failure to write the tape,
@@ -345,14 +350,43 @@ type sseRelay struct {
 	events *sse.Reader
 	out    []byte // bytes of recorded events not yet read
 	err    error
+
+	// An event over maxEvent, relayed as it comes: its size so far and
+	// first bytes, recorded by those once it ends.
+	skipping   bool
+	skipSize   int64
+	skipPrefix []byte
 }
+
+// DefaultMaxEvent is Proxy.MaxEvent's default.
+const DefaultMaxEvent = 64 << 20
 
 func (s *sseRelay) Read(b []byte) (int, error) {
 	for len(s.out) == 0 {
 		if s.err != nil {
 			return 0, s.err
 		}
+		if s.skipping {
+			chunk, done, err := s.events.Skip()
+			s.out, s.skipSize = chunk, s.skipSize+int64(len(chunk))
+			if done || err != nil {
+				s.endOversize(err == nil)
+			}
+			if err != nil {
+				if errors.Is(err, io.ErrUnexpectedEOF) {
+					err = io.EOF
+				}
+				s.err = err
+			}
+			continue
+		}
 		e, err := s.events.Next()
+		if errors.Is(err, sse.ErrTooLong) {
+			s.skipping, s.skipSize = true, int64(len(e.Raw))
+			s.skipPrefix = bytes.Clone(e.Raw[:min(len(e.Raw), 4<<10)])
+			s.out = e.Raw
+			continue
+		}
 		if len(e.Raw) > 0 {
 			s.out = s.record(e)
 		}
@@ -380,6 +414,15 @@ func (s *sseRelay) Close() error {
 		}
 	}
 	return s.body.Close()
+}
+
+// endOversize records the over-long event just relayed.
+func (s *sseRelay) endOversize(ended bool) {
+	m := recordMeta{ex: s.ex, status: s.status, stream: s.stream}
+	s.p.note(s.p.sink.lifecycle(tape.MethodOversize, map[string]any{
+		"from": string(tape.DirRecv), "size": s.skipSize, "prefix": string(s.p.rec.redactText(s.skipPrefix)), "ended": ended,
+	}, m.fields()))
+	s.skipping, s.skipSize, s.skipPrefix = false, 0, nil
 }
 
 func (s *sseRelay) record(e sse.Event) []byte {
@@ -426,11 +469,17 @@ const (
 )
 
 func (p *Proxy) sseReader(body io.Reader) *sse.Reader {
-	if r, ok := p.readers.Get().(*sse.Reader); ok {
+	r, ok := p.readers.Get().(*sse.Reader)
+	if ok {
 		r.Reset(body)
-		return r
+	} else {
+		r = sse.NewReaderSize(body, sseBuffer)
 	}
-	return sse.NewReaderSize(body, sseBuffer)
+	r.Max = p.MaxEvent
+	if r.Max <= 0 {
+		r.Max = DefaultMaxEvent
+	}
+	return r
 }
 
 func (p *Proxy) putSSEReader(r *sse.Reader) {

@@ -565,3 +565,30 @@ func TestProxyMaxBody(t *testing.T) {
 		t.Errorf("tape:\n%.400s", data)
 	}
 }
+
+// An upstream SSE event without end is relayed as it comes, not buffered
+// (6.5 GB in 12 s), and recorded by size; the events after it are recorded
+// as usual.
+func TestProxySSEOversizeEvent(t *testing.T) {
+	big := strings.Repeat("x", 50_000)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"a\",\"params\":{\"blob\":\""+big+"\"}}\n\n")
+		io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n")
+	}))
+	defer up.Close()
+	proxied, path := startProxy(t, up.URL+"/mcp", func(p *record.Proxy) { p.MaxEvent = 1000 })
+	resp, err := http.Post(proxied, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), big) || !strings.Contains(string(body), `"id":1,"result"`) {
+		t.Errorf("the client got %d bytes, want both events whole", len(body))
+	}
+	data, _ := os.ReadFile(path)
+	if !bytes.Contains(data, []byte(`"method":"$transport/oversize"`)) || bytes.Contains(data, []byte(big)) || !bytes.Contains(data, []byte(`"id":1,"result"`)) {
+		t.Errorf("tape:\n%.600s", data)
+	}
+}

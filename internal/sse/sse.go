@@ -45,8 +45,17 @@ func (e *Event) Type() string {
 	return e.Event
 }
 
+// ErrTooLong is what Next returns for an event longer than Reader.Max:
+// the event's Raw holds the bytes read of it so far.
+var ErrTooLong = errors.New("sse: event longer than the limit")
+
 // Reader parses events from a stream.
 type Reader struct {
+	// Max bounds an event's size in bytes (its raw lines); 0 means no
+	// bound. An event past it is returned as read so far, with ErrTooLong,
+	// and the rest of it is what Skip returns.
+	Max int
+
 	r          io.Reader
 	buf        []byte
 	start, end int
@@ -69,7 +78,7 @@ func NewReaderSize(r io.Reader, size int) *Reader {
 // Reset discards the Reader's state and makes it read src, keeping its
 // buffer: a proxy can reuse Readers across streams.
 func (r *Reader) Reset(src io.Reader) {
-	*r = Reader{r: src, buf: r.buf}
+	*r = Reader{r: src, buf: r.buf, Max: r.Max}
 }
 
 // Size returns the size of the Reader's buffer.
@@ -86,8 +95,12 @@ func (r *Reader) Next() (Event, error) {
 	var data [][]byte
 	fields := false
 	for {
-		line, lineRaw, err := r.line()
+		line, lineRaw, err := r.line(r.Max - len(raw))
 		raw = append(raw, lineRaw...)
+		if errors.Is(err, ErrTooLong) {
+			e.Raw = raw
+			return e, err
+		}
 		if err != nil {
 			e.Raw = raw
 			if errors.Is(err, io.EOF) {
@@ -116,6 +129,21 @@ func (r *Reader) Next() (Event, error) {
 			fields = true
 		}
 	}
+}
+
+// Skip reads the rest of an event Next found too long, a chunk at a time:
+// it returns the chunk's raw bytes, and done when the event's blank line
+// ended it (its bytes included). A relay forwards the chunks as they come.
+func (r *Reader) Skip() (raw []byte, done bool, err error) {
+	_, lineRaw, err := r.line(0)
+	switch {
+	case errors.Is(err, ErrTooLong):
+		return lineRaw, false, nil
+	case err != nil:
+		return lineRaw, true, err
+	}
+	blank := len(bytes.TrimRight(lineRaw, "\r\n")) == 0
+	return lineRaw, blank, nil
 }
 
 // parseField applies one line to e, and reports whether it was a field.
@@ -170,7 +198,7 @@ func joinData(data [][]byte) []byte {
 // and the '\n' of a CRLF split by the last read). Both are valid until the
 // next call. A '\r' ends a line at once: waiting to see whether '\n'
 // follows would hold an event back until the next one arrives.
-func (r *Reader) line() (content, raw []byte, err error) {
+func (r *Reader) line(room int) (content, raw []byte, err error) {
 	skip, pos := 0, 0 // offsets from r.start
 	for {
 		if r.skipLF && r.start+pos < r.end {
@@ -196,6 +224,12 @@ func (r *Reader) line() (content, raw []byte, err error) {
 			return content, raw, nil
 		}
 		pos = r.end - r.start
+		if r.Max > 0 && pos > room {
+			// No end in sight within the bound: hand out what there is.
+			raw = r.buf[r.start:r.end]
+			r.start = r.end
+			return raw, raw, ErrTooLong
+		}
 		if r.err != nil {
 			content, raw = r.buf[r.start+skip:r.end], r.buf[r.start:r.end]
 			r.start = r.end

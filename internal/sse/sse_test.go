@@ -149,3 +149,36 @@ func TestReaderReset(t *testing.T) {
 		t.Fatalf("after Reset: got data %q raw %q id %v, %v; want only the second stream", e.Data, e.Raw, e.HasID, err)
 	}
 }
+
+// An event over Max comes back as read so far with ErrTooLong; Skip hands
+// out the rest a chunk at a time, the buffer bounded; the next event reads
+// as usual.
+func TestReaderMax(t *testing.T) {
+	long := "data: " + strings.Repeat("x", 10000) + "\n" + "data: more\n\n"
+	r := NewReaderSize(iotest.HalfReader(strings.NewReader(long+"data: next\n\n")), 64)
+	r.Max = 1000
+	e, err := r.Next()
+	if !errors.Is(err, ErrTooLong) || len(e.Raw) == 0 || len(e.Raw) > 2100 {
+		t.Fatalf("Next = %d raw bytes, %v; want a bounded prefix and ErrTooLong", len(e.Raw), err)
+	}
+	got := string(e.Raw)
+	for {
+		chunk, done, err := r.Skip()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got += string(chunk)
+		if done {
+			break
+		}
+		if r.Size() > 4096 {
+			t.Fatalf("the buffer grew to %d skipping", r.Size())
+		}
+	}
+	if got != long {
+		t.Errorf("prefix and skipped chunks make %d bytes, want the event's %d", len(got), len(long))
+	}
+	if e, err := r.Next(); err != nil || string(e.Data) != "next" {
+		t.Errorf("next event %q, %v", e.Data, err)
+	}
+}
