@@ -1,7 +1,10 @@
 package record
 
 import (
+	"bytes"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -31,4 +34,78 @@ func pipe() (r, w *os.File, err error) {
 	}
 	_, _ = unix.FcntlInt(uintptr(p[0]), unix.F_SETPIPE_SZ, 1<<20)
 	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
+}
+
+// becomeSubreaper makes the process adopt its orphaned descendants (a
+// server's grandchild that left its process group with setsid), so that
+// killOrphans can find them.
+func becomeSubreaper() error { return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) }
+
+// killOrphans kills and reaps the process's adopted orphans: children in
+// a session other than the process's own (a server's grandchild that left
+// with setsid; the servers the process started itself share its session),
+// and theirs as they are adopted in turn. It returns how many it killed.
+func killOrphans() int {
+	own, err := unix.Getsid(0)
+	if err != nil {
+		return 0
+	}
+	killed := 0
+	for range 16 { // each round adopts the next generation
+		var pids []int
+		for _, pid := range children() {
+			if sid, ok := sessionOf(pid); ok && sid != own {
+				pids = append(pids, pid)
+			}
+		}
+		if len(pids) == 0 {
+			break
+		}
+		for _, pid := range pids {
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				killed++
+			}
+			var ws syscall.WaitStatus
+			_, _ = syscall.Wait4(pid, &ws, 0, nil)
+		}
+	}
+	return killed
+}
+
+// children lists the process's children, from /proc/self/task/*/children.
+func children() []int {
+	tasks, _ := os.ReadDir("/proc/self/task")
+	var pids []int
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+// sessionOf reads a process's session id from /proc/PID/stat.
+func sessionOf(pid int) (int, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// pid (comm) state ppid pgrp session ...: comm may hold spaces and
+	// parentheses, so the fields start after its last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 4 {
+		return 0, false
+	}
+	sid, err := strconv.Atoi(f[3])
+	return sid, err == nil
 }

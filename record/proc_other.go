@@ -16,3 +16,7 @@ func sysProcAttr() *syscall.SysProcAttr {
 func pipe() (r, w *os.File, err error) { return os.Pipe() }
 
 func growPipe(f any) {}
+
+func becomeSubreaper() error { return nil }
+
+func killOrphans() int { return 0 }

@@ -63,6 +63,12 @@ type Stdio struct {
 	// full disk), once: the relaying goes on, and the tape says later what
 	// was lost.
 	Warn func(error)
+	// ReapOrphans makes the process adopt the server's orphaned
+	// descendants (a grandchild that left the process group with setsid)
+	// and kill them when the server has gone, on Linux. It concerns every
+	// child of the process: set it only where the shim is the process's
+	// one job (tapedeck record does).
+	ReapOrphans bool
 }
 
 // ExitStatus is how the server ended.
@@ -102,6 +108,9 @@ func (s *Stdio) Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writ
 	r.relay(stdin, stdout, stderr)
 	r.wait(ctx, s.Signals)
 	r.drain()
+	if r.s.ReapOrphans {
+		r.orphans = killOrphans()
+	}
 	r.close()
 	return r.status, r.rec.Err()
 }
@@ -124,6 +133,7 @@ type stdioRun struct {
 	exited      chan struct{}
 	waitErr     error
 	client      *watchedWriter // the client's stdout, watched
+	orphans     int            // descendants left behind, killed (ReapOrphans)
 	reason      string         // why the shim stopped the server, if it did
 	abandoned   bool           // the server's output was still open after it exited
 	status      ExitStatus
@@ -164,6 +174,9 @@ func (s *Stdio) newRun() *stdioRun {
 // writes $transport/start. A server that cannot start is recorded with
 // $transport/start and $transport/close naming the error.
 func (r *stdioRun) start(stdin io.Reader, stdout io.Writer) (ExitStatus, error) {
+	if r.s.ReapOrphans {
+		_ = becomeSubreaper() // best effort: without it, a setsid grandchild outlives the shim
+	}
 	growPipe(stdin)
 	growPipe(stdout)
 	r.cmd = exec.Command(r.s.Command, r.s.Args...)
@@ -344,6 +357,9 @@ func (r *stdioRun) close() {
 	params := map[string]any{"code": r.status.Code}
 	if r.abandoned {
 		params["abandoned"] = "the server's output was still open after it exited, or the client stopped reading it"
+	}
+	if r.orphans > 0 {
+		params["orphans_killed"] = r.orphans
 	}
 	if n := r.client.undeliveredBytes(); n > 0 {
 		// The tape holds these messages, but the client never got them.

@@ -245,7 +245,7 @@ func runRecordStdio(ctx context.Context, s streams, o *recordOptions, args []str
 		Command: args[0], Args: args[1:],
 		Tape: f, Server: server, Redact: red, Version: buildVersion(),
 		Signals: sigs, Grace: o.grace, KillAfter: o.kill,
-		Warn: tapeWarning(s.stderr, f.Name()),
+		Warn: tapeWarning(s.stderr, f.Name()), ReapOrphans: true,
 	}
 	st, err := shim.Run(ctx, s.stdin, s.stdout, s.stderr)
 	if cerr := f.Close(); err == nil && cerr != nil {

@@ -221,3 +221,22 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// A server's grandchild that left with setsid does not outlive tapedeck
+// record (it kept running after the shim exited).
+func TestRecordKillsSetsidGrandchild(t *testing.T) {
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	marker := fmt.Sprintf("%d.%d", os.Getpid(), time.Now().UnixNano()%1000000)
+	script := `setsid sleep 1` + marker + ` >/dev/null 2>&1 < /dev/null & sleep 0.2; echo '{"jsonrpc":"2.0","method":"hi"}'`
+	cmd := exec.Command(tapedeck, "record", "-o", filepath.Join(t.TempDir(), "t.jsonl"), "--", "sh", "-c", script)
+	cmd.Stdin = strings.NewReader("")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("record: %v\n%s", err, out)
+	}
+	running := func() bool { return exec.Command("pgrep", "-f", "sleep 1"+marker).Run() == nil }
+	if running() {
+		exec.Command("pkill", "-f", "sleep 1"+marker).Run()
+		t.Fatal("the setsid grandchild is still running after tapedeck record exited")
+	}
+}
