@@ -15,6 +15,7 @@ import (
 	"testing/iotest"
 	"time"
 
+	"github.com/tapedeck/tapedeck/internal/mcptest"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -394,7 +395,7 @@ func TestStdioDiskFull(t *testing.T) {
 	var wmu sync.Mutex
 	pr, pw := io.Pipe()
 	s := &Stdio{Command: "cat", Tape: tp, Warn: func(err error) { wmu.Lock(); warnings = append(warnings, err); wmu.Unlock() }}
-	var out syncBuffer
+	var out mcptest.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		_, err := s.Run(context.Background(), pr, &out, io.Discard)
@@ -451,22 +452,4 @@ func TestStdioDiskFull(t *testing.T) {
 			t.Errorf("warning %v: a record glued to another?", w)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer written by a relay while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -3,70 +3,17 @@ package main
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/tapedeck/tapedeck/internal/mcptest"
 )
-
-// startEverythingSSE starts server-everything in legacy HTTP+SSE mode and
-// returns its /sse URL.
-func startEverythingSSE(t *testing.T) string {
-	t.Helper()
-	peers := mcptest.Peers(t)
-	var lastErr error
-	for range 3 { // the free port may be taken between FreePort and listen
-		port := mcptest.FreePort(t)
-		cmd := exec.Command(peers.Node, peers.Everything, "sse")
-		cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
-		p := mcptest.Start(t, cmd)
-		if lastErr = mcptest.WaitForPort(p, port, 15*time.Second); lastErr == nil {
-			return fmt.Sprintf("http://127.0.0.1:%d/sse", port)
-		}
-		p.Stop(time.Second)
-	}
-	t.Fatalf("server-everything sse did not start: %v", lastErr)
-	return ""
-}
-
-// legacyTranscript runs a few calls with the go-sdk's legacy HTTP+SSE
-// client against endpoint.
-func legacyTranscript(t *testing.T, endpoint string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	client := mcp.NewClient(&mcp.Implementation{Name: "legacy", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: endpoint}, nil)
-	if err != nil {
-		t.Fatalf("connect %s: %v", endpoint, err)
-	}
-	defer cs.Close()
-	var b strings.Builder
-	fmt.Fprintf(&b, "protocol %s\n", cs.InitializeResult().ProtocolVersion)
-	for _, call := range []mcp.CallToolParams{
-		{Name: "echo", Arguments: map[string]any{"message": "one"}},
-		{Name: "echo", Arguments: map[string]any{"message": "two"}},
-		{Name: "get-sum", Arguments: map[string]any{"a": 2, "b": 3}},
-	} {
-		res, err := cs.CallTool(ctx, &call)
-		if err != nil {
-			t.Fatalf("%s: %v", call.Name, err)
-		}
-		fmt.Fprintf(&b, "%s: %s\n", call.Name, res.Content[0].(*mcp.TextContent).Text)
-	}
-	return b.String()
-}
 
 // startTapedeck starts the tapedeck binary with args and waits for the URL
 // it prints on stderr after the text "at" or "proxying"; it is stopped with
@@ -131,12 +78,12 @@ func startTapedeck(t *testing.T, bin string, args ...string) (url string, stop f
 // run (GET /sse used to be a 404).
 func TestLegacySSERoundTrip(t *testing.T) {
 	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
-	upstream := startEverythingSSE(t)
-	direct := legacyTranscript(t, upstream)
+	upstream := mcptest.StartEverythingSSE(t)
+	direct := mcptest.LegacyTranscript(t, upstream)
 
 	tapePath := filepath.Join(t.TempDir(), "legacy.jsonl")
 	proxied, stopRecord := startTapedeck(t, tapedeck, "record", "--upstream", upstream, "--listen", "127.0.0.1:0", "-o", tapePath)
-	if through := legacyTranscript(t, proxied); through != direct {
+	if through := mcptest.LegacyTranscript(t, proxied); through != direct {
 		t.Fatalf("through the recorder:\n%s\ndirect:\n%s", through, direct)
 	}
 	stopRecord()
@@ -146,7 +93,7 @@ func TestLegacySSERoundTrip(t *testing.T) {
 		t.Errorf("replay serves a legacy tape at %s, want the /sse stream", replayed)
 	}
 	for run := 1; run <= 2; run++ {
-		if got := legacyTranscript(t, replayed); got != direct {
+		if got := mcptest.LegacyTranscript(t, replayed); got != direct {
 			t.Errorf("run %d against the replay:\n%s\nlive:\n%s", run, got, direct)
 		}
 	}

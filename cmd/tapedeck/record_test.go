@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -179,7 +178,7 @@ func TestRecordUpstreamQueryNotPrinted(t *testing.T) {
 	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
 	tapePath := filepath.Join(t.TempDir(), "t.jsonl")
 	cmd := exec.Command(tapedeck, "record", "--upstream", "http://user:PW-S3CRET@127.0.0.1:1/mcp?private_key=K3Y-S3CRET&pwd=PWD-S3CRET&jwt=JWT-S3CRET", "--listen", "127.0.0.1:0", "-o", tapePath)
-	var stdout, stderr syncBuffer
+	var stdout, stderr mcptest.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -202,24 +201,6 @@ func TestRecordUpstreamQueryNotPrinted(t *testing.T) {
 	if !strings.Contains(stderr.String(), "private_key=") {
 		t.Errorf("stderr does not name the upstream's query parameters:\n%s", stderr.String())
 	}
-}
-
-// syncBuffer is a bytes.Buffer a process writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // A server's grandchild that left with setsid does not outlive tapedeck
