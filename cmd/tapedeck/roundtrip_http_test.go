@@ -133,3 +133,74 @@ func checkHTTPShape(t *testing.T, tapePath, url string) {
 		dresp.Body.Close()
 	}
 }
+
+// tsClient runs the TypeScript SDK's client script (internal/mcptest/ts)
+// with argv and returns its transcript.
+func tsClient(t *testing.T, argv ...string) string {
+	t.Helper()
+	peers := mcptest.Peers(t)
+	script := filepath.Join(mcptest.RepoRoot(t), "internal", "mcptest", "ts", "client.mjs")
+	out, stderr, err := runPeer(t, []string{"TAPEDECK_PEERS=" + filepath.Join(mcptest.RepoRoot(t), ".peers")}, append([]string{peers.Node, script}, argv...)...)
+	if err != nil {
+		t.Fatalf("TypeScript client %v: %v\n%s%s", argv, err, out, stderr)
+	}
+	return out
+}
+
+// sameExceptProgress compares two transcripts line by line; the progress
+// line of the replay may hold more: a notification the live client lost
+// to a race (the TS SDK handles notifications in a microtask and a
+// response at once) is on the tape, and replay lets it land first.
+func sameExceptProgress(live, replayed string) bool {
+	l, r := strings.Split(live, "\n"), strings.Split(replayed, "\n")
+	if len(l) != len(r) {
+		return false
+	}
+	for i := range l {
+		if l[i] != r[i] && !(strings.HasPrefix(l[i], "progress:") && strings.HasPrefix(r[i], l[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+// The TypeScript SDK's client, which is stricter than the go-sdk's, sees
+// through tapedeck's recorder what it sees live, and against the replay of
+// that tape what it saw through the recorder: over stdio (the shim) and
+// Streamable HTTP (the proxy, with sessions, SSE and progress).
+func TestTSClientRoundTrip(t *testing.T) {
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	peers := mcptest.Peers(t)
+	t.Run("stdio", func(t *testing.T) {
+		server := append([]string{}, peers.EverythingStdio()...)
+		tapePath := filepath.Join(t.TempDir(), "ts.jsonl")
+		live := tsClient(t, append([]string{"--stdio"}, server...)...)
+		through := tsClient(t, append([]string{"--stdio", tapedeck, "record", "-o", tapePath, "--"}, server...)...)
+		if through != live {
+			t.Fatalf("through the shim:\n%s\nlive:\n%s", through, live)
+		}
+		replayed := tsClient(t, "--stdio", tapedeck, "replay", tapePath)
+		if !sameExceptProgress(through, replayed) {
+			t.Fatalf("against the replay:\n%s\nrecorded:\n%s", replayed, through)
+		}
+		if !strings.Contains(replayed, "progress: 1/3 2/3 3/3") {
+			t.Errorf("the replay's progress notifications did not all reach the client:\n%s", replayed)
+		}
+	})
+	t.Run("http", func(t *testing.T) {
+		upstream := mcptest.StartEverythingHTTP(t)
+		tapePath := filepath.Join(t.TempDir(), "ts.jsonl")
+		live := tsClient(t, "--url", upstream)
+		proxied, stopRecord := startTapedeck(t, tapedeck, "record", "--upstream", upstream, "--listen", "127.0.0.1:0", "-o", tapePath)
+		through := tsClient(t, "--url", proxied)
+		stopRecord()
+		if through != live {
+			t.Fatalf("through the proxy:\n%s\nlive:\n%s", through, live)
+		}
+		replayed, stopReplay := startTapedeck(t, tapedeck, "replay", "--listen", "127.0.0.1:0", tapePath)
+		got := tsClient(t, "--url", replayed)
+		if out := stopReplay(); !sameExceptProgress(through, got) {
+			t.Fatalf("against the replay:\n%s\nrecorded:\n%s\nreplay:\n%s", got, through, out)
+		}
+	})
+}
