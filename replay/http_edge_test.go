@@ -466,3 +466,21 @@ func TestHTTPBatchLimit(t *testing.T) {
 		t.Errorf("a batch of %d: %s %.200s", DefaultMaxBatch+1, resp.Status, body)
 	}
 }
+
+// A batch at the limit is answered whole, member by member.
+func TestHTTPBatchAnswered(t *testing.T) {
+	ts := newTestServer(t, statelessHTTPTape(t), EngineOptions{Mode: Loose})
+	var b strings.Builder
+	b.WriteString("[")
+	for i := range DefaultMaxBatch {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i)
+	}
+	b.WriteString("]")
+	resp, body := ts.do(http.MethodPost, b.String())
+	if resp.StatusCode != http.StatusOK || strings.Count(body, `"result":{}`) != DefaultMaxBatch {
+		t.Errorf("a batch of %d pings: %s, %d results", DefaultMaxBatch, resp.Status, strings.Count(body, `"result":{}`))
+	}
+}

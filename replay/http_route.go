@@ -111,7 +111,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	sess.nstream++
-	ex := &exchange{stream: newStream(sess.nstream), ids: ids, batch: len(entries) > 1, version: r.Header.Get(mcphttp.HeaderProtocol)}
+	ex := &exchange{stream: newStream(sess.nstream), ids: ids, left: len(ids), batch: len(entries) > 1, version: r.Header.Get(mcphttp.HeaderProtocol)}
 	ex.ex, ex.attached = ex, true
 	if initialize && h.sessions {
 		ex.session = sess.id
@@ -130,7 +130,21 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		sess.pending[id] = ex
 	}
 	sess.open = append(sess.open, ex)
-	h.dispatch(sess, sess.e.Receive(body, h.now()), ex)
+	if len(entries) == 1 {
+		h.dispatch(sess, sess.e.Receive(body, h.now()), ex)
+	} else {
+		// A batch, a message at a time, the lock released in between:
+		// other clients are not held up for the whole of it.
+		for i, m := range entries {
+			if i > 0 {
+				h.mu.Lock()
+			}
+			h.dispatch(sess, sess.e.Receive(m.Raw, h.now()), ex)
+			if i < len(entries)-1 {
+				h.unlock()
+			}
+		}
+	}
 	h.progressed(sess)
 	h.unlock()
 	h.kick()
@@ -251,13 +265,13 @@ func (h *HTTPHandler) route(sess *session, o Output, origin *exchange) {
 			return
 		}
 		delete(sess.pending, o.reqID)
-		ex.ids = slices.DeleteFunc(ex.ids, func(id tape.ID) bool { return id == o.reqID })
+		ex.left--
 		msg := o.Msg
 		if info.nullID {
 			// Rejected before the server read the id: keep "id":null.
 			msg = spliceID(msg, []byte("null"))
 		}
-		final := len(ex.ids) == 0
+		final := ex.left <= 0
 		ex.push(item{msg: msg, status: info.status, sse: info.sse, final: final})
 		if final {
 			sess.open = slices.DeleteFunc(sess.open, func(e *exchange) bool { return e == ex })

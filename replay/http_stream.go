@@ -93,7 +93,8 @@ func (s *stream) trim() {
 // exchange is a POST carrying requests, waiting for their answers.
 type exchange struct {
 	*stream
-	ids     []tape.ID // live request ids not yet answered
+	ids     []tape.ID // live request ids of the exchange
+	left    int       // how many of them are not answered yet
 	batch   bool
 	session string // the session issued with it (initialize)
 	version string // the protocol version the request named
