@@ -71,6 +71,17 @@ func TestLegacyHandler(t *testing.T) {
 			t.Errorf("%s %s: %d, want %d", c.method, c.path, resp.StatusCode, c.status)
 		}
 	}
+	// DNS rebinding: a page's request under its own host name is refused.
+	hostReq, _ := http.NewRequest(http.MethodGet, srv.URL+"/sse", nil)
+	hostReq.Host = "evil.example"
+	hostResp, err := http.DefaultClient.Do(hostReq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostResp.Body.Close()
+	if hostResp.StatusCode != http.StatusForbidden {
+		t.Errorf("a foreign Host: %d, want 403", hostResp.StatusCode)
+	}
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/sse", nil)
 	req.Header.Set("Origin", "https://evil.example")
 	resp, err := http.DefaultClient.Do(req)
