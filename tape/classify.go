@@ -191,6 +191,8 @@ func (c *classifier) object(b []byte, i int) (msgInfo, int, error) {
 			return m, 0, fmt.Errorf("expected \"id\" of a request to be a string or a number, found null")
 		case id[0] != '"' && string(id) != "null" && !jsonNumber(id):
 			return m, 0, fmt.Errorf("expected \"id\" to be a string or a number, found %s", found(b, m.id.start))
+		case id[0] == '"' && !jsonString(id):
+			return m, 0, fmt.Errorf("expected \"id\" to be a JSON string, found %s (a raw control character or a bad escape)", found(b, m.id.start))
 		case id[0] != '"' && bytes.ContainsAny(id, ".eE"):
 			m.notes = append(m.notes, fmt.Sprintf("id %s is not an integer: MCP ids are strings or integers", id))
 		}
@@ -518,6 +520,18 @@ slow:
 // daysIn is the number of days in month m (1-12) of year y.
 func daysIn(y, m int) int {
 	return time.Date(y, time.Month(m)+1, 0, 0, 0, 0, 0, time.UTC).Day()
+}
+
+// jsonString reports whether b, a quoted string the classifier skipped,
+// is valid JSON: no raw control characters, valid escapes. An id echoed
+// back must be. The common id (plain characters) is decided in one scan.
+func jsonString(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c == '\\' {
+			return json.Valid(b)
+		}
+	}
+	return true
 }
 
 // jsonNumber reports whether b is a number as JSON writes one: no leading
