@@ -222,6 +222,10 @@ type Report struct {
 	// Resyncs lists where a strict replay found the client again after it
 	// left out recorded calls (those are in Unused).
 	Resyncs []Resync `json:"resyncs,omitempty"`
+	// Dropped counts the recorded server messages that never reached the
+	// client (over HTTP: no stream opened to carry them, or their stream's
+	// client went away); the client did not see what the server said.
+	Dropped int `json:"dropped,omitempty"`
 }
 
 // Resync is a place where a strict replay re-synchronised: the live request
@@ -247,7 +251,7 @@ func (r *Report) Err() error {
 	if r.UnusedTolerated {
 		unused = 0
 	}
-	if n == 0 && unused == 0 {
+	if n == 0 && unused == 0 && r.Dropped == 0 {
 		return nil
 	}
 	var parts []string
@@ -256,6 +260,9 @@ func (r *Report) Err() error {
 	}
 	if unused > 0 {
 		parts = append(parts, text.Plural(unused, "unused recorded request"))
+	}
+	if r.Dropped > 0 {
+		parts = append(parts, text.Plural(r.Dropped, "recorded server message")+" never delivered")
 	}
 	return fmt.Errorf("%w: server '%s': %s", ErrDiverged, r.Server, strings.Join(parts, ", "))
 }

@@ -313,10 +313,11 @@ func serveReplayHTTP(ctx context.Context, s streams, f *replayFlags, tapePath st
 	}
 	fmt.Fprintf(s.stderr, "tapedeck replay: serving %s (server '%s') at http://%s%s\n", tapePath, e.Server(), ln.Addr(), f.path)
 	err = replay.ServeHTTP(ctx, ln, h)
-	if n := h.Dropped(); n > 0 {
-		fmt.Fprintf(s.stderr, "tapedeck replay: %d recorded server messages never reached the client (no stream opened to carry them, or their stream's client went away and did not resume it)\n", n)
+	rep := h.Report()
+	if rep.Dropped = h.Dropped(); rep.Dropped > 0 {
+		fmt.Fprintf(s.stderr, "tapedeck replay: %d recorded server messages never reached the client (no stream opened to carry them, or their stream's client went away and did not resume it)\n", rep.Dropped)
 	}
-	return h.Report(), err
+	return rep, err
 }
 
 // parseSize reads a byte count with an optional KiB, MiB or GiB suffix;
