@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,20 +17,7 @@ import (
 // is stopped at test cleanup.
 func StartEverythingSSE(t testing.TB) string {
 	t.Helper()
-	peers := Peers(t)
-	var lastErr error
-	for range 3 { // the free port may be taken between FreePort and listen
-		port := FreePort(t)
-		cmd := exec.Command(peers.Node, peers.Everything, "sse")
-		cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
-		p := Start(t, cmd)
-		if lastErr = WaitForPort(p, port, 15*time.Second); lastErr == nil {
-			return fmt.Sprintf("http://127.0.0.1:%d/sse", port)
-		}
-		p.Stop(time.Second)
-	}
-	t.Fatalf("mcptest: server-everything sse did not start: %v", lastErr)
-	return ""
+	return startEverything(t, "sse", "/sse")
 }
 
 // LegacyTranscript runs a few calls (echo twice, get-sum) with the go-sdk's

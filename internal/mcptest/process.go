@@ -144,26 +144,33 @@ func WaitForPort(p *Process, port int, timeout time.Duration) error {
 
 // StartEverythingHTTP starts server-everything in streamable HTTP mode on a
 // free loopback port and returns its endpoint URL (http://127.0.0.1:PORT/mcp).
-// server-everything picks its transport from its first argument
-// ("streamableHttp") and its port from the PORT environment variable.
 // The server is stopped at test cleanup.
 func StartEverythingHTTP(t testing.TB) string {
 	t.Helper()
+	return startEverything(t, "streamableHttp", "/mcp")
+}
+
+// startEverything starts server-everything with transport mode (its first
+// argument) on a free loopback port (its PORT environment variable) and
+// returns the URL of path there; a port taken between FreePort and the
+// server's listen is retried.
+func startEverything(t testing.TB, mode, path string) string {
+	t.Helper()
 	peers := Peers(t)
 	var lastErr error
-	for range 3 { // the free port may be taken between FreePort and listen
+	for range 3 {
 		port := FreePort(t)
-		cmd := exec.Command(peers.Node, peers.Everything, "streamableHttp")
+		cmd := exec.Command(peers.Node, peers.Everything, mode)
 		cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
 		p := Start(t, cmd)
 		err := WaitForPort(p, port, 15*time.Second)
 		if err == nil {
-			return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+			return fmt.Sprintf("http://127.0.0.1:%d%s", port, path)
 		}
 		p.Stop(time.Second)
 		lastErr = fmt.Errorf("%w\n%s", err, p.Output())
 	}
-	t.Fatalf("mcptest: server-everything over HTTP did not start: %v", lastErr)
+	t.Fatalf("mcptest: server-everything %s did not start: %v", mode, lastErr)
 	return ""
 }
 
