@@ -123,8 +123,9 @@ type Output struct {
 	// Divergence is set on a divergence error and on a held divergence.
 	Divergence *Divergence
 
-	reqID    tape.ID // the live request answered, for cancellation
-	progress bool    // a notifications/progress: the stdio edge lets it land before what follows
+	reqID    tape.ID   // the live request answered, for cancellation
+	also     []tape.ID // the other live requests it answers: a batch rejected whole
+	progress bool      // a notifications/progress: the stdio edge lets it land before what follows
 }
 
 // Engine serves a tape's server side to a live client: it takes the client's
@@ -196,6 +197,10 @@ type Engine struct {
 	// recording's client replied to first: each goes out once the live
 	// client has replied too.
 	waiting []waitingAnswer
+	// batchIDs holds, by recorded rejection of a whole batch, the live
+	// ids of the batch's members matched so far: the rejection goes out
+	// once, with id null, when the last member is matched.
+	batchIDs map[int][]tape.ID
 	// window is, in keyed and loose mode, the recorded request being
 	// answered and its response: only the server requests between them
 	// belong to the live call and are sent.
@@ -224,6 +229,7 @@ func NewEngine(x *tape.Index, opts EngineOptions) (*Engine, error) {
 		methods:     map[string]int{},
 		memo:        map[uint64]memoKey{},
 		answers:     map[int][]byte{},
+		batchIDs:    map[int][]tape.ID{},
 		outstanding: map[tape.ID]int{},
 		awaitCancel: map[tape.ID]int{},
 		held:        map[int]heldRequest{},
@@ -362,9 +368,13 @@ func (e *Engine) NextDue() (time.Time, bool) {
 
 // push queues an output at its time, after outputs due at the same time.
 func (e *Engine) push(msg []byte, at time.Time, seq int, reqID tape.ID, d *Divergence) {
-	o := Output{Msg: msg, At: at, Seq: seq, Divergence: d, reqID: reqID}
+	e.pushOutput(Output{Msg: msg, At: at, Seq: seq, Divergence: d, reqID: reqID})
+}
+
+// pushOutput queues o at its time, after outputs due at the same time.
+func (e *Engine) pushOutput(o Output) {
 	i := len(e.queue)
-	for i > 0 && e.queue[i-1].At.After(at) {
+	for i > 0 && e.queue[i-1].At.After(o.At) {
 		i--
 	}
 	e.queue = slices.Insert(e.queue, i, o)

@@ -50,6 +50,10 @@ func (e *Engine) respond(m tape.Entry, seq int) {
 		return
 	}
 	if resp < 0 {
+		if rej, last := batchRejection(e.x, e.server, seq); rej >= 0 {
+			e.rejectBatch(m, rej, last)
+			return
+		}
 		if resp = rejection(e.x, e.server, seq); resp < 0 {
 			// Never answered on the tape: say so rather than leave the
 			// client waiting for an answer that will not come.
@@ -169,6 +173,62 @@ func rejection(x *tape.Index, server string, seq int) int {
 		return -1
 	}
 	return -1
+}
+
+// batchRejection returns the response with "id":null that rejected the
+// whole batch recorded request seq travelled in (a server that does not
+// take batches answers one parse or invalid-request error for all of
+// them), and whether seq is the batch's last request; -1 when seq was not
+// in a batch or the batch was answered member by member.
+func batchRejection(x *tape.Index, server string, seq int) (int, bool) {
+	b := x.Entry(seq).Batch
+	if b == 0 {
+		return -1, false
+	}
+	last := true
+	for i := seq + 1; i < x.Len(); i++ {
+		en := x.Entry(i)
+		if en.Server != server || !en.IsWire() {
+			continue
+		}
+		if en.Dir == tape.DirSend {
+			if en.Batch != b {
+				return -1, false
+			}
+			last = last && en.Kind != tape.KindRequest
+			continue
+		}
+		if en.Kind != tape.KindResponse {
+			continue
+		}
+		if !x.Pair(i).Orphan {
+			return -1, false
+		}
+		if m, err := x.Message(i); err == nil && m.ID == "null" {
+			return i, last
+		}
+		return -1, false
+	}
+	return -1, false
+}
+
+// rejectBatch answers live request m, which matched a member of a batch
+// the recorded server rejected whole (rej): nothing until the batch's last
+// member, then the recorded rejection, once, with its id null.
+func (e *Engine) rejectBatch(m tape.Entry, rej int, last bool) {
+	if !last {
+		e.batchIDs[rej] = append(e.batchIDs[rej], m.ID)
+		return
+	}
+	also := e.batchIDs[rej]
+	delete(e.batchIDs, rej)
+	e.advanceTo(rej)
+	rec, err := e.x.Message(rej)
+	if err != nil {
+		e.push(errorResponse([]byte(m.ID), CodeDiverged, fmt.Sprintf("tapedeck replay: read recorded response: %v", err), nil), e.now, rej, m.ID, nil)
+		return
+	}
+	e.pushOutput(Output{Msg: tape.StripMeta(rec.Raw), At: e.at(rej), Seq: rej, reqID: m.ID, also: also})
 }
 
 // spliceID replaces a message's top-level id with id, leaving every other

@@ -696,3 +696,38 @@ func TestEngineMaxWait(t *testing.T) {
 		}
 	}
 }
+
+// A batch the recorded server rejected whole gets that one id-null answer,
+// after its last member, in every mode; a batch answered member by member
+// is still answered so.
+func TestEngineBatchRejectedWhole(t *testing.T) {
+	init := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"rec","version":"1"}}}`
+	x := buildIndex(t,
+		line{send, 0, init},
+		line{recv, 10, `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-03-26","capabilities":{},"serverInfo":{"name":"srv","version":"1"}}}`},
+		line{send, 20, `[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`},
+		line{recv, 30, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"no batches"}}`},
+		line{send, 40, `[{"jsonrpc":"2.0","id":3,"method":"ping"},{"jsonrpc":"2.0","id":4,"method":"ping"}]`},
+		line{recv, 50, `[{"jsonrpc":"2.0","id":3,"result":{}},{"jsonrpc":"2.0","id":4,"result":{}}]`},
+	)
+	for _, mode := range []Mode{Strict, Keyed} {
+		t.Run(mode.String(), func(t *testing.T) {
+			e := mustEngine(t, x, EngineOptions{Mode: mode})
+			got := texts(feed(t, e, strings.Replace(init, `"id":0`, `"id":"i"`, 1),
+				`[{"jsonrpc":"2.0","id":"a","method":"tools/list"},{"jsonrpc":"2.0","id":"b","method":"ping"}]`,
+				`[{"jsonrpc":"2.0","id":"c","method":"ping"},{"jsonrpc":"2.0","id":"d","method":"ping"}]`))
+			want := []string{
+				`{"jsonrpc":"2.0","id":"i","result":{"protocolVersion":"2025-03-26","capabilities":{},"serverInfo":{"name":"srv","version":"1"}}}`,
+				`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"no batches"}}`,
+				`{"jsonrpc":"2.0","id":"c","result":{}}`,
+				`{"jsonrpc":"2.0","id":"d","result":{}}`,
+			}
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("outputs:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			if r := e.Report(); r.Err() != nil || len(r.Unanswered) != 0 || r.Matched != 5 {
+				t.Fatalf("report: err %v, unanswered %v, matched %d; want nil, none, 5", r.Err(), r.Unanswered, r.Matched)
+			}
+		})
+	}
+}

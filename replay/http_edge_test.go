@@ -484,3 +484,23 @@ func TestHTTPBatchAnswered(t *testing.T) {
 		t.Errorf("a batch of %d pings: %s, %d results", DefaultMaxBatch, resp.Status, strings.Count(body, `"result":{}`))
 	}
 }
+
+// A batch the recorded server rejected whole, with one id-null error (HTTP
+// 400), gets that one answer again: no member's id spliced in, no
+// invented answers for the others, and the POST does not wait for them.
+func TestHTTPBatchRejectedWhole(t *testing.T) {
+	x := buildHTTPIndex(t,
+		hline{"send", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, map[string]any{"http": "POST", "status": 400, "batch": 7}},
+		hline{"send", `{"jsonrpc":"2.0","id":2,"method":"ping"}`, map[string]any{"http": "POST", "status": 400, "batch": 7}},
+		hline{"recv", `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batches are not supported"}}`, map[string]any{"http": "POST", "status": 400}},
+	)
+	ts := newTestServer(t, x, EngineOptions{Mode: Keyed})
+	resp, body := ts.do(http.MethodPost, `[{"jsonrpc":"2.0","id":"a","method":"tools/list"},{"jsonrpc":"2.0","id":"b","method":"ping"}]`)
+	want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batches are not supported"}}`
+	if resp.StatusCode != http.StatusBadRequest || strings.TrimSpace(body) != want {
+		t.Errorf("the batch: %s %s\nwant 400 %s", resp.Status, body, want)
+	}
+	if r := ts.h.Report(); len(r.Unanswered) != 0 || r.Err() != nil {
+		t.Errorf("report: unanswered %v, err %v; want none", r.Unanswered, r.Err())
+	}
+}

@@ -266,13 +266,19 @@ func (h *HTTPHandler) route(sess *session, o Output, origin *exchange) {
 		}
 		delete(sess.pending, o.reqID)
 		ex.left--
+		for _, id := range o.also { // a batch rejected whole: one answer for all
+			if sess.pending[id] == ex {
+				delete(sess.pending, id)
+				ex.left--
+			}
+		}
 		msg := o.Msg
 		if info.nullID {
 			// Rejected before the server read the id: keep "id":null.
 			msg = spliceID(msg, []byte("null"))
 		}
 		final := ex.left <= 0
-		ex.push(item{msg: msg, status: info.status, sse: info.sse, final: final})
+		ex.push(item{msg: msg, status: info.status, sse: info.sse, final: final, whole: len(o.also) > 0})
 		if final {
 			sess.open = slices.DeleteFunc(sess.open, func(e *exchange) bool { return e == ex })
 		}

@@ -44,6 +44,7 @@ type item struct {
 	status int
 	sse    bool
 	final  bool
+	whole  bool // one answer to a whole batch (a rejection with id null)
 }
 
 func newStream(no int) *stream { return &stream{no: no, notify: make(chan struct{}, 1)} }
@@ -137,7 +138,7 @@ func (h *HTTPHandler) answer(w http.ResponseWriter, r *http.Request, sess *sessi
 		w.Header().Set(mcphttp.HeaderSession, ex.session)
 	}
 	h.mu.Lock()
-	if first := ex.evs[0]; len(ex.evs) == 1 && first.final && !first.sse && !ex.batch {
+	if first := ex.evs[0]; len(ex.evs) == 1 && first.final && !first.sse && (!ex.batch || first.whole) {
 		ex.sent = 1
 		ex.attached = false
 		h.retire(sess, ex.stream)

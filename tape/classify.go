@@ -24,6 +24,7 @@ type msgInfo struct {
 	ts         span
 	session    span
 	replyTo    span      // _meta.inReplyTo: the request an id-null answer replies to (set by the HTTP recorder)
+	batch      span      // _meta.batch: the batch a message travelled in, when the writer split one into lines
 	when       time.Time // ts parsed; zero when absent or unreadable
 	method     span
 	id         span
@@ -32,6 +33,33 @@ type msgInfo struct {
 	toolError  bool // result.isError == true
 	inputResp  bool // params.inputResponses present (a retry of an input_required call)
 	problem    string
+}
+
+// batchNumbers numbers the batches of a tape from 1, in order: a line
+// holding a JSON array is one batch, and so are consecutive lines whose
+// _meta.batch is the same (the Writer records a batch a message a line).
+type batchNumbers struct {
+	n    int
+	last []byte // the previous line's _meta.batch value, when it had one
+}
+
+// of returns the batch number of a line's messages msgs, or 0.
+func (b *batchNumbers) of(line []byte, msgs []msgInfo) int {
+	if len(msgs) > 1 || line[skipWS(line, 0)] == '[' {
+		b.n++
+		b.last = b.last[:0]
+		return b.n
+	}
+	v := msgs[0].batch
+	if !v.ok() {
+		b.last = b.last[:0]
+		return 0
+	}
+	if len(b.last) == 0 || !bytes.Equal(b.last, v.in(line)) {
+		b.n++
+		b.last = append(b.last[:0], v.in(line)...)
+	}
+	return b.n
 }
 
 // span is a byte range of a line; for strings it includes the quotes.
@@ -255,8 +283,11 @@ func (c *classifier) meta(b []byte, m *msgInfo, meta span) {
 		return
 	}
 	_, _ = c.members(b, meta.start, func(key []byte, v span) {
-		if string(key) == "inReplyTo" {
+		switch string(key) {
+		case "inReplyTo":
 			m.replyTo = v
+		case "batch":
+			m.batch = v
 		}
 		if b[v.start] != '"' {
 			switch k := string(key); k {

@@ -89,7 +89,7 @@ type Index struct {
 
 	pairs   pairer
 	lastTS  int64 // the last known timestamp, for the jump check (0: none yet)
-	batches uint32
+	batches batchNumbers
 	cls     classifier
 }
 
@@ -266,11 +266,7 @@ func (x *Index) addLine(line []byte, off int64, lineNo int, nl bool) (torn bool,
 		return false, err
 	}
 	x.warnings.add(ws...)
-	batch := uint32(0)
-	if len(msgs) > 1 || line[skipWS(line, 0)] == '[' {
-		x.batches++
-		batch = x.batches
-	}
+	batch := uint32(x.batches.of(line, msgs))
 	for i := range msgs {
 		x.add(line, &msgs[i], off, lineNo, batch, nl)
 	}

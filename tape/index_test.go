@@ -341,3 +341,30 @@ func TestStatsBuckets(t *testing.T) {
 		t.Errorf("ping at the epoch: %+v", m.Latency)
 	}
 }
+
+// A batch is one array on a line, or consecutive lines with one
+// _meta.batch (the Writer's way): the index and the reader number both.
+func TestBatchNumbers(t *testing.T) {
+	data := `{"jsonrpc":"2.0","id":1,"method":"a","_meta":{"dir":"send","batch":5}}
+{"jsonrpc":"2.0","id":2,"method":"b","_meta":{"dir":"send","batch":5}}
+{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"x"},"_meta":{"dir":"recv"}}
+[{"jsonrpc":"2.0","id":3,"method":"c"},{"jsonrpc":"2.0","id":4,"method":"d"}]
+{"jsonrpc":"2.0","id":5,"method":"e","_meta":{"dir":"send","batch":5}}
+{"jsonrpc":"2.0","id":6,"method":"f","_meta":{"dir":"send","batch":6}}
+`
+	want := []int{1, 1, 0, 2, 2, 3, 4}
+	x := indexOf(t, data)
+	r := NewReader(strings.NewReader(data))
+	for i, w := range want {
+		if got := x.Entry(i).Batch; got != w {
+			t.Errorf("index: message %d in batch %d, want %d", i, got, w)
+		}
+		e, err := r.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Batch != w {
+			t.Errorf("reader: message %d in batch %d, want %d", i, e.Batch, w)
+		}
+	}
+}

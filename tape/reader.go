@@ -114,7 +114,7 @@ type Reader struct {
 	cfg      readerConfig
 	cls      classifier
 	seq      int
-	batch    int
+	batch    batchNumbers
 	queue    []Entry
 	lines    [][]byte // the line of each queued entry
 	line     []byte   // the line of the entry Next returned last
@@ -153,11 +153,7 @@ func (r *Reader) Next() (Entry, error) {
 		} else {
 			r.warnings.add(w...)
 		}
-		batch := 0
-		if len(msgs) > 1 || line[skipWS(line, 0)] == '[' {
-			r.batch++
-			batch = r.batch
-		}
+		batch := r.batch.of(line, msgs)
 		own := bytes.Clone(line)
 		for i := range msgs {
 			e := msgs[i].entry(own)
