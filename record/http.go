@@ -48,7 +48,8 @@ const DefaultMaxBody = 64 << 20
 // Mcp-Session-Id, for answers "status": the HTTP status and "newSession":
 // a session the answer assigned, and for SSE events "stream": a number
 // naming the response stream and "event": the event id; an answer with id
-// null to a POSTed request has "inReplyTo": that request's id. The
+// null to a POSTed request has "inReplyTo": that request's id; the records
+// of a POST with no session have "exchange": a number naming the POST. The
 // request's MCP-Protocol-Version header is "protocolVersion" on every
 // record of its exchange; its Mcp-Method and Mcp-Name headers (2026-07-28)
 // are "mcpMethod" and "mcpName" on the records of the request itself, so
@@ -103,7 +104,11 @@ type Proxy struct {
 	sink    *sink // lifecycle records
 	rp      *httputil.ReverseProxy
 	streams atomic.Int64
-	readers sync.Pool // of *sse.Reader, with their buffers
+	// exchanges numbers the POSTs that carry no session, so that their
+	// requests pair with their answers even when two clients use one id
+	// at once (two initializes).
+	exchanges atomic.Int64
+	readers   sync.Pool // of *sse.Reader, with their buffers
 
 	// Messages, a sink a direction, each record flushed to the tape as it
 	// is written (under msgMu: the sinks' batches are not shared).
@@ -126,7 +131,9 @@ type exchange struct {
 	body []byte
 	// newSession is the Mcp-Session-Id an answer assigned.
 	newSession string
-	host       string // the proxy's host as the client addressed it
+	// no numbers a POST with no session (Proxy.exchanges), 0 otherwise.
+	no   int64
+	host string // the proxy's host as the client addressed it
 }
 
 func (p *Proxy) init() {
@@ -242,6 +249,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		ex.body = body
+		if ex.session == "" {
+			ex.no = p.exchanges.Add(1)
+		}
 		// The tape first, then the server.
 		p.note(p.message(body, tape.DirSend, recordMeta{ex: ex}))
 		r.Body = io.NopCloser(bytes.NewReader(body))

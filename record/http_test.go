@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
 
 	"github.com/tapedeck/tapedeck/internal/mcptest"
 	"github.com/tapedeck/tapedeck/record"
@@ -590,5 +591,76 @@ func TestProxySSEOversizeEvent(t *testing.T) {
 	data, _ := os.ReadFile(path)
 	if !bytes.Contains(data, []byte(`"method":"$transport/oversize"`)) || bytes.Contains(data, []byte(big)) || !bytes.Contains(data, []byte(`"id":1,"result"`)) {
 		t.Errorf("tape:\n%.600s", data)
+	}
+}
+
+// Two clients that initialize at once, both with id 0 and no session yet,
+// are told apart on the tape (_meta.exchange): each request pairs with the
+// answer that gave it its session, and no "id reused" warning.
+func TestProxyConcurrentInitialize(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		arrived int
+		both    = make(chan struct{})
+	)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		name := gjson.GetBytes(body, "params.clientInfo.name").String()
+		mu.Lock()
+		if arrived++; arrived == 2 {
+			close(both)
+		}
+		mu.Unlock()
+		<-both // both requests are on the tape before either answer
+		if name == "first" {
+			time.Sleep(20 * time.Millisecond) // the second is answered first
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Mcp-Session-Id", "session-of-"+name)
+		io.WriteString(w, `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"up","version":"1"}}}`)
+	}))
+	defer up.Close()
+	proxied, path := startProxy(t, up.URL+"/mcp", nil)
+	var wg sync.WaitGroup
+	for _, name := range []string{"first", "second"} {
+		wg.Go(func() {
+			body := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"` + name + `","version":"1"}}}`
+			resp, err := http.Post(proxied, "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		})
+	}
+	wg.Wait()
+	x, err := tape.OpenIndex(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if ws := x.Warnings(); len(ws) != 0 {
+		t.Errorf("warnings: %v", ws)
+	}
+	paired := 0
+	for i := range x.Len() {
+		if x.Entry(i).Method != "initialize" || x.Entry(i).Kind != tape.KindRequest {
+			continue
+		}
+		req, _ := x.Message(i)
+		p := x.Pair(i)
+		if p.Partner < 0 {
+			t.Fatalf("initialize at line %d is unpaired", x.Entry(i).Line)
+		}
+		resp, _ := x.Message(p.Partner)
+		name := gjson.GetBytes(req.Raw, "params.clientInfo.name").String()
+		if got := gjson.GetBytes(resp.Raw, "_meta.newSession").String(); got != "session-of-"+name {
+			t.Errorf("%s's initialize paired with the answer that assigned %q", name, got)
+		}
+		paired++
+	}
+	if paired != 2 {
+		t.Errorf("%d initializes paired, want 2", paired)
 	}
 }

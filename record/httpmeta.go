@@ -28,6 +28,9 @@ func (m recordMeta) appendJSON(b []byte) []byte {
 	if m.hasEvent {
 		b = appendMember(b, "event", m.event)
 	}
+	if ex.no != 0 {
+		b = strconv.AppendInt(append(b, `,"exchange":`...), ex.no, 10)
+	}
 	b = appendMember(b, "http", ex.method)
 	if m.inReplyTo != "" {
 		b = append(append(b, `,"inReplyTo":`...), m.inReplyTo...)
@@ -60,6 +63,9 @@ func (m recordMeta) fields() map[string]any {
 	}
 	if m.hasEvent {
 		f["event"] = m.event
+	}
+	if ex.no != 0 {
+		f["exchange"] = ex.no
 	}
 	if m.inReplyTo != "" {
 		f["inReplyTo"] = json.RawMessage(m.inReplyTo)

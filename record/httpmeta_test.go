@@ -21,6 +21,8 @@ func TestRecordMetaFastPath(t *testing.T) {
 		{ex: full, status: 400, inReplyTo: `"abc"`},
 		{ex: &exchange{method: "POST"}},
 		{ex: &exchange{method: "POST"}, status: 202},
+		{ex: &exchange{method: "POST", no: 12}},
+		{ex: &exchange{method: "POST", no: 12, newSession: "s-9"}, status: 200, stream: 3, event: "e", hasEvent: true},
 		{ex: odd, status: 200, stream: 1, event: "<é>", hasEvent: true},
 	}
 	msg := []byte(`{"jsonrpc":"2.0","id":1,"result":{"x":"<&>"}}`)

@@ -25,6 +25,7 @@ type msgInfo struct {
 	session    span
 	replyTo    span      // _meta.inReplyTo: the request an id-null answer replies to (set by the HTTP recorder)
 	batch      span      // _meta.batch: the batch a message travelled in, when the writer split one into lines
+	exchange   span      // _meta.exchange: the session-less HTTP POST it belongs to (set by the HTTP recorder)
 	when       time.Time // ts parsed; zero when absent or unreadable
 	method     span
 	id         span
@@ -288,6 +289,8 @@ func (c *classifier) meta(b []byte, m *msgInfo, meta span) {
 			m.replyTo = v
 		case "batch":
 			m.batch = v
+		case "exchange":
+			m.exchange = v
 		}
 		if b[v.start] != '"' {
 			switch k := string(key); k {

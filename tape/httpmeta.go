@@ -20,6 +20,9 @@ package tape
 //     came on, and MetaEvent, its event id;
 //   - an answer with id null to a POSTed request: MetaInReplyTo, that
 //     request's id;
+//   - a POST with no session, its request and answers: MetaExchange, a
+//     number naming the POST (the pairer keys requests and answers by it,
+//     so two clients initializing at once with one id do not collide);
 //   - MethodHTTPExchange for an exchange whose answer held no message (a
 //     202, an error status with a plain body, a GET stream opened, a
 //     DELETE), with params method, status and, for a stream, stream;
@@ -55,6 +58,7 @@ const (
 	MetaStream     = "stream"
 	MetaEvent      = "event"
 	MetaInReplyTo  = "inReplyTo"
+	MetaExchange   = "exchange"
 	// Read only: the older dialect's.
 	MetaSSE = "sse"
 )

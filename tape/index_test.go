@@ -368,3 +368,31 @@ func TestBatchNumbers(t *testing.T) {
 		}
 	}
 }
+
+// Session-less HTTP POSTs reusing one id (two clients initializing at
+// once) pair by their POST (_meta.exchange) whatever order the answers
+// came in, with no "reused" warning; an answer without one (legacy SSE,
+// on the GET stream) pairs first in, first out.
+func TestPairingByExchange(t *testing.T) {
+	line := func(dir, body, meta string) string {
+		return body[:len(body)-1] + `,"_meta":{"dir":"` + dir + `","server":"s","ts":"2026-01-02T03:04:05.000Z"` + meta + "}}\n"
+	}
+	req := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`
+	resp := `{"jsonrpc":"2.0","id":0,"result":{}}`
+	x := indexOf(t, line("send", req, `,"exchange":1`)+
+		line("send", req, `,"exchange":2`)+
+		line("recv", resp, `,"exchange":2,"newSession":"b"`)+
+		line("recv", resp, `,"exchange":1,"newSession":"a"`)+
+		line("send", req, `,"exchange":3`)+
+		line("send", req, `,"exchange":4`)+
+		line("recv", resp, ``)+
+		line("recv", resp, ``))
+	if ws := x.Warnings(); len(ws) != 0 {
+		t.Errorf("warnings: %v", ws)
+	}
+	for req, want := range map[int]int{0: 3, 1: 2, 4: 6, 5: 7} {
+		if got := x.Pair(req).Partner; got != want {
+			t.Errorf("request %d paired with %d, want %d", req, got, want)
+		}
+	}
+}

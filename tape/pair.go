@@ -41,7 +41,8 @@ type pairer struct {
 	cancelled map[pairKey]int32   // cancelled requests awaiting a late response
 	orphans   map[pairKey]int32   // responses that came before any request
 	inputReq  map[chainKey]int32
-	chains    map[int32]int32 // retry request → input_required response it answers
+	chains    map[int32]int32  // retry request → input_required response it answers
+	exch      map[int32]uint64 // unanswered requests of session-less POSTs → exchangeOf
 	seed      maphash.Seed
 }
 
@@ -53,6 +54,7 @@ func newPairer() pairer {
 		orphans:   map[pairKey]int32{},
 		inputReq:  map[chainKey]int32{},
 		chains:    map[int32]int32{},
+		exch:      map[int32]uint64{},
 		seed:      maphash.MakeSeed(),
 	}
 }
@@ -66,6 +68,10 @@ func (p *pairer) add(recs *recTable, warnings *warningList, seq int32, m *msgInf
 	case KindRequest:
 		idText := normalizeID(m.id.in(line))
 		k := pairKey{r.server, r.dir, r.conn, p.idHash(idText)}
+		ex := p.exchangeOf(r.dir == 1, m, line)
+		if ex != 0 {
+			p.exch[seq] = ex
+		}
 		if resp, ok := p.orphans[k]; ok { // its response came first
 			delete(p.orphans, k)
 			p.pair(recs, seq, resp)
@@ -74,7 +80,11 @@ func (p *pairer) add(recs *recTable, warnings *warningList, seq int32, m *msgInf
 			warnings.add(Warning{lineNo, fmt.Errorf("line %d: request id %s recorded after its response (line %d)", lineNo, idText, recs.at(int(resp)).line)})
 			break
 		}
-		if old, ok := p.pending[k]; ok {
+		if old, ok := p.pending[k]; ok && ex != 0 && p.exch[old] != 0 {
+			// Another session-less POST with the same id (two clients
+			// initializing at once): not a reuse, it pairs by its POST.
+			p.queued[k] = append(p.queued[k], seq)
+		} else if ok {
 			rp.flags |= flagDuplicate
 			warnings.add(Warning{lineNo, fmt.Errorf("line %d: request id %s reused while the request at line %d is unanswered; responses pair first in, first out", lineNo, idText, recs.at(int(old)).line)})
 			p.queued[k] = append(p.queued[k], seq)
@@ -100,7 +110,10 @@ func (p *pairer) add(recs *recTable, warnings *warningList, seq int32, m *msgInf
 			id = normalizeID(m.replyTo.in(line)) // an answer to a request the server could not read
 		}
 		k := pairKey{r.server, reqDir, r.conn, p.idHash(id)}
-		if req, ok := p.pending[k]; ok {
+		if req, ok := p.ofExchange(k, p.exchangeOf(reqDir == 1, m, line)); ok {
+			p.pair(recs, req, seq)
+		} else if req, ok := p.pending[k]; ok {
+			delete(p.exch, req)
 			p.unpend(k)
 			p.pair(recs, req, seq)
 			if q := recs.at(int(req)); q.ts != noTime && r.ts != noTime && r.ts < q.ts {
@@ -108,6 +121,7 @@ func (p *pairer) add(recs *recTable, warnings *warningList, seq int32, m *msgInf
 			}
 		} else if req, ok := p.cancelled[k]; ok {
 			delete(p.cancelled, k)
+			delete(p.exch, req)
 			p.pair(recs, req, seq)
 			rp.flags |= flagLate
 		} else {
@@ -157,6 +171,43 @@ func (p *pairer) pair(recs *recTable, req, resp int32) {
 // their JSON text under a seed chosen per index: two different ids of one
 // connection colliding is a 1 in 2^64 chance, and a tape cannot aim at it.
 func (p *pairer) idHash(id []byte) uint64 { return maphash.Bytes(p.seed, id) }
+
+// exchangeOf returns a hash of the session-less HTTP POST (_meta.exchange)
+// a client request (clientReq) or its answer travelled in, or 0. A server
+// request and the client's reply travel on different POSTs and pair by id
+// alone, and so does a legacy answer, which comes on the GET stream.
+func (p *pairer) exchangeOf(clientReq bool, m *msgInfo, line []byte) uint64 {
+	if !clientReq || !m.exchange.ok() {
+		return 0
+	}
+	return p.idHash(m.exchange.in(line)) | 1
+}
+
+// ofExchange takes, among the requests awaiting an answer under k, the one
+// sent in POST ex (exchangeOf), when ex is not 0.
+func (p *pairer) ofExchange(k pairKey, ex uint64) (int32, bool) {
+	if ex == 0 {
+		return 0, false
+	}
+	if req, ok := p.pending[k]; ok && p.exch[req] == ex {
+		delete(p.exch, req)
+		p.unpend(k)
+		return req, true
+	}
+	q := p.queued[k]
+	for i, req := range q {
+		if p.exch[req] == ex {
+			delete(p.exch, req)
+			if len(q) == 1 {
+				delete(p.queued, k)
+			} else {
+				p.queued[k] = append(q[:i:i], q[i+1:]...)
+			}
+			return req, true
+		}
+	}
+	return 0, false
+}
 
 // normalizeID drops whitespace-insensitive differences: ids are compared as
 // JSON tokens, so 1 and "1" differ but stay distinct from each other.
