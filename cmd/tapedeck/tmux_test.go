@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -87,6 +88,20 @@ func (tt *tmuxTerm) waitFor(timeout time.Duration, want ...string) string {
 		time.Sleep(40 * time.Millisecond)
 	}
 }
+
+// debugAddr waits for "tapedeck debug --listen 127.0.0.1:0" to show the
+// address the system bound and a debugger waiting for its client.
+func (tt *tmuxTerm) debugAddr() string {
+	tt.t.Helper()
+	s := tt.waitFor(5*time.Second, "client: waiting for a client")
+	m := debugAddrRE.FindStringSubmatch(s)
+	if m == nil {
+		tt.t.Fatalf("the debugger does not show its address:\n%s", s)
+	}
+	return m[1]
+}
+
+var debugAddrRE = regexp.MustCompile(`attach (127\.0\.0\.1:\d+)`)
 
 // waitExit waits for the program (and so the session) to end.
 func (tt *tmuxTerm) waitExit(timeout time.Duration) {
@@ -301,10 +316,8 @@ func TestTmuxDebugLiveDivergence(t *testing.T) {
 		t.Fatalf("the recording run did not echo hi:\n%s", out)
 	}
 
-	port := mcptest.FreePort(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	tt := startTmux(t, bin, "debug", rec, "--listen", addr)
-	tt.waitFor(5*time.Second, "attach "+addr, "client: waiting for a client")
+	tt := startTmux(t, bin, "debug", rec, "--listen", "127.0.0.1:0")
+	addr := tt.debugAddr()
 	tt.keys(":")
 	tt.typeText("break tool=answer")
 	tt.waitFor(2*time.Second, "breakpoint 1: tool=answer")
@@ -392,9 +405,9 @@ func TestTmuxDebugHTTPClient(t *testing.T) {
 
 	// debug starts the debugger on rec at a free address and waits for it.
 	debug := func(t *testing.T) (*tmuxTerm, string) {
-		addr := fmt.Sprintf("127.0.0.1:%d", mcptest.FreePort(t))
-		tt := startTmux(t, bin, "debug", rec, "--listen", addr)
-		tt.waitFor(5*time.Second, "http://"+addr+"/mcp", "client: waiting for a client")
+		tt := startTmux(t, bin, "debug", rec, "--listen", "127.0.0.1:0")
+		addr := tt.debugAddr()
+		tt.waitFor(5*time.Second, "http://"+addr+"/mcp")
 		return tt, "http://" + addr + "/mcp"
 	}
 	// finish waits for the client to exit and returns its transcript.

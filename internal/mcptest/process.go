@@ -2,11 +2,12 @@ package mcptest
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"sync"
 	"syscall"
@@ -151,46 +152,82 @@ func StartEverythingHTTP(t testing.TB) string {
 }
 
 // startEverything starts server-everything with transport mode (its first
-// argument) on a free loopback port (its PORT environment variable) and
-// returns the URL of path there; a port taken between FreePort and the
-// server's listen is retried.
+// argument) on a port the system picks (PORT=0), learns the port from a
+// preload script that prints it once the server listens, and returns the
+// URL of path there: no free-port race.
 func startEverything(t testing.TB, mode, path string) string {
 	t.Helper()
 	peers := Peers(t)
-	var lastErr error
-	for range 3 {
-		port := FreePort(t)
-		cmd := exec.Command(peers.Node, peers.Everything, mode)
-		cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
-		p := Start(t, cmd)
-		err := WaitForPort(p, port, 15*time.Second)
-		if err == nil {
-			return fmt.Sprintf("http://127.0.0.1:%d%s", port, path)
-		}
-		p.Stop(time.Second)
-		lastErr = fmt.Errorf("%w\n%s", err, p.Output())
+	cmd := exec.Command(peers.Node, "--require", listenHook(t), peers.Everything, mode)
+	cmd.Env = append(os.Environ(), "PORT=0")
+	p := Start(t, cmd)
+	m, err := WaitForOutput(p, listenLine, 20*time.Second)
+	if err != nil {
+		t.Fatalf("mcptest: server-everything %s did not start: %v", mode, err)
 	}
-	t.Fatalf("mcptest: server-everything %s did not start: %v", mode, lastErr)
-	return ""
+	return "http://" + m[1] + path
 }
 
-// StartSDKServerHTTP builds cmd/sdkserver, starts it with --listen on a free
-// loopback port plus extra arguments, and returns its endpoint URL.
+// listenLine is what listenHook prints when a node server listens.
+var listenLine = regexp.MustCompile(`mcptest-listening (127\.0\.0\.1:\d+|\[::1?\]:\d+|0\.0\.0\.0:\d+)`)
+
+// listenHookJS is a node preload script: when an HTTP server starts
+// listening, it prints the address the system bound.
+const listenHookJS = `const net = require("net");
+const listen = net.Server.prototype.listen;
+net.Server.prototype.listen = function (...args) {
+  this.once("listening", () => {
+    const a = this.address();
+    if (a && typeof a === "object") {
+      const host = a.family === "IPv6" ? (a.address === "::" ? "127.0.0.1" : "[" + a.address + "]") : (a.address === "0.0.0.0" ? "127.0.0.1" : a.address);
+      process.stderr.write("mcptest-listening " + host + ":" + a.port + "\n");
+    }
+  });
+  return listen.apply(this, args);
+};
+`
+
+// listenHook writes listenHookJS into the test's temp directory.
+func listenHook(t testing.TB) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "listen-hook.cjs")
+	if err := os.WriteFile(f, []byte(listenHookJS), 0o600); err != nil {
+		t.Fatalf("mcptest: %v", err)
+	}
+	return f
+}
+
+// WaitForOutput waits until the process's captured output matches re and
+// returns the submatches, or fails when the process exits or timeout
+// passes.
+func WaitForOutput(p *Process, re *regexp.Regexp, timeout time.Duration) ([]string, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		if m := re.FindStringSubmatch(p.Output()); m != nil {
+			return m, nil
+		}
+		if exited, err := p.Exited(); exited {
+			return nil, fmt.Errorf("process exited (%v) before printing %s:\n%s", err, re, p.Output())
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("no %s in its output after %v:\n%s", re, timeout, p.Output())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// StartSDKServerHTTP builds cmd/sdkserver, starts it with --listen
+// 127.0.0.1:0 plus extra arguments, and returns its endpoint URL, read from
+// what it prints.
 func StartSDKServerHTTP(t testing.TB, args ...string) string {
 	t.Helper()
 	bin := BuildBinary(t, SDKServerPackage)
-	var lastErr error
-	for range 3 {
-		port := FreePort(t)
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		p := Start(t, exec.Command(bin, append([]string{"--listen", addr}, args...)...))
-		err := WaitForPort(p, port, 15*time.Second)
-		if err == nil {
-			return "http://" + addr + "/mcp"
-		}
-		p.Stop(time.Second)
-		lastErr = errors.Join(err, errors.New(p.Output()))
+	p := Start(t, exec.Command(bin, append([]string{"--listen", "127.0.0.1:0"}, args...)...))
+	m, err := WaitForOutput(p, sdkServerLine, 15*time.Second)
+	if err != nil {
+		t.Fatalf("mcptest: sdkserver over HTTP did not start: %v", err)
 	}
-	t.Fatalf("mcptest: sdkserver over HTTP did not start: %v", lastErr)
-	return ""
+	return m[1]
 }
+
+var sdkServerLine = regexp.MustCompile(`sdkserver: listening on (http://\S+/mcp)`)

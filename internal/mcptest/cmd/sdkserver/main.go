@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -77,10 +78,15 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		&mcp.StreamableHTTPOptions{Stateless: *stateless})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", handler)
-	srv := &http.Server{Addr: *listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
-	fmt.Fprintf(stderr, "sdkserver: listening on http://%s/mcp\n", *listen)
+	go func() { errc <- srv.Serve(ln) }()
+	// The bound address: --listen 127.0.0.1:0 lets the system pick a port.
+	fmt.Fprintf(stderr, "sdkserver: listening on http://%s/mcp\n", ln.Addr())
 	select {
 	case err := <-errc:
 		return err
