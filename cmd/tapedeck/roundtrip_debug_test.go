@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tapedeck/tapedeck/internal/mcptest"
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// "tapedeck debug" serves what "tapedeck record --upstream" wrote to
+// clients of other SDKs over Streamable HTTP with sessions, in a real
+// terminal: each client sees what it saw live, and the debugger shows no
+// divergence.
+func TestDebugHTTPRoundTrip(t *testing.T) {
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	sdkClient := mcptest.BuildBinary(t, mcptest.SDKClientPackage)
+	for _, c := range []struct {
+		name string
+		run  func(t *testing.T, url string) string
+		same func(live, got string) bool
+	}{
+		{"go-sdk", func(t *testing.T, url string) string {
+			out, stderr, err := runPeer(t, nil, sdkClient, "--name", "everything", "--roots", "--url", url)
+			if err != nil {
+				t.Fatalf("go-sdk client against %s: %v\n%s%s", url, err, out, stderr)
+			}
+			return out
+		}, func(a, b string) bool { return a == b }},
+		{"typescript", func(t *testing.T, url string) string { return tsClient(t, "--url", url) }, sameExceptProgress},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			upstream := mcptest.StartEverythingHTTP(t)
+			live := c.run(t, upstream)
+			rec := filepath.Join(t.TempDir(), "rec.jsonl")
+			proxied, stopRecord := startTapedeck(t, tapedeck, "record", "--upstream", upstream, "--listen", "127.0.0.1:0", "-o", rec)
+			through := c.run(t, proxied)
+			stopRecord()
+			if !sameUpToLostProgress(through, live) {
+				t.Fatalf("through the recorder:\n%s\nlive:\n%s", through, live)
+			}
+
+			tt := startTmux(t, tapedeck, "debug", rec, "--listen", "127.0.0.1:0")
+			url := "http://" + tt.debugAddr() + "/mcp"
+			got := c.run(t, url)
+			if !c.same(through, got) {
+				t.Errorf("against the debugger:\n%s\nrecorded:\n%s\nscreen:\n%s", got, through, tt.screen())
+			}
+			n := tapeLen(t, rec)
+			s := tt.waitFor(5*time.Second, fmt.Sprintf("%d/%d", n, n))
+			if strings.Contains(s, "DIVERGED") || strings.Contains(s, "✗") {
+				t.Errorf("the debugger shows a divergence:\n%s", s)
+			}
+			tt.keys("q")
+			tt.waitExit(5 * time.Second)
+		})
+	}
+}
+
+// tapeLen returns how many messages the tape at path holds.
+func tapeLen(t *testing.T, path string) int {
+	t.Helper()
+	x, err := tape.OpenIndex(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	return x.Len()
+}
