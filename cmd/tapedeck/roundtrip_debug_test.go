@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,10 +12,11 @@ import (
 	"github.com/tapedeck/tapedeck/tape"
 )
 
-// "tapedeck debug" serves what "tapedeck record --upstream" wrote to
-// clients of other SDKs over Streamable HTTP with sessions, in a real
-// terminal: each client sees what it saw live, and the debugger shows no
-// divergence.
+// "tapedeck verify" and "tapedeck debug" read what "tapedeck record
+// --upstream" wrote from clients of other SDKs over Streamable HTTP with
+// sessions: verify finds the live server answering as recorded, and the
+// debugger, in a real terminal, gives each client what it saw live and
+// shows no divergence.
 func TestDebugHTTPRoundTrip(t *testing.T) {
 	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
 	sdkClient := mcptest.BuildBinary(t, mcptest.SDKClientPackage)
@@ -41,6 +43,11 @@ func TestDebugHTTPRoundTrip(t *testing.T) {
 			stopRecord()
 			if !sameUpToLostProgress(through, live) {
 				t.Fatalf("through the recorder:\n%s\nlive:\n%s", through, live)
+			}
+			// verify drives the live server with the tape and finds it
+			// answering as recorded.
+			if out, err := exec.Command(tapedeck, "verify", "--color=never", rec, "--url", upstream).CombinedOutput(); err != nil || !strings.Contains(string(out), "PASS") {
+				t.Errorf("verify against the live server: %v\n%s", err, out)
 			}
 
 			tt := startTmux(t, tapedeck, "debug", rec, "--listen", "127.0.0.1:0")
