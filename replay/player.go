@@ -87,7 +87,17 @@ func (c *Player) Play(now time.Time) {
 	}
 	c.playing = true
 	c.anchored = true
-	c.anchorWall, c.anchorTape = now, c.tapeNow
+	c.anchorWall, c.anchorTape = now, c.reached()
+}
+
+// reached returns the tape time reached: tapeNow, or when it is not known
+// yet (the player was made while its index was still empty) the time
+// before the position.
+func (c *Player) reached() int64 {
+	if c.tapeNow == 0 {
+		c.tapeNow = c.timeBefore(c.pos)
+	}
+	return c.tapeNow
 }
 
 // Pause stops playing at now; Play resumes where it stopped, with the rest
@@ -246,7 +256,7 @@ func (c *Player) Advance(now time.Time) (delivered []int, hit *BreakpointHit) {
 	}
 	if !c.anchored {
 		c.anchored = true
-		c.anchorWall, c.anchorTape = now, c.tapeNow
+		c.anchorWall, c.anchorTape = now, c.reached()
 	}
 	n := c.end()
 	for c.pos < n {

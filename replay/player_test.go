@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -334,5 +335,29 @@ func TestPlayerLimitAndAnchor(t *testing.T) {
 	}
 	if n, ok := c.Limit(); !ok || n != 1 {
 		t.Fatalf("Limit() = %d %v", n, ok)
+	}
+}
+
+// A player made while its index is still empty (the debugger indexes in
+// the background) plays at once when the index has grown: its clock was
+// anchored at tape time 0, so the first message fell due decades later and
+// space showed "playing 0/79" forever.
+func TestPlayerMadeBeforeIndexing(t *testing.T) {
+	_, data := buildIndexBytes(t, "s",
+		line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`},
+		line{recv, 100, `{"jsonrpc":"2.0","id":1,"result":{}}`},
+	)
+	x := tape.NewIndex(bytes.NewReader(data))
+	c := NewPlayer(x)
+	if err := x.Extend(int64(len(data)), nil); err != nil {
+		t.Fatal(err)
+	}
+	c.SetSpeed(1, ms(0))
+	c.Play(ms(0))
+	if got, _ := c.Advance(ms(0)); !slices.Equal(got, []int{0}) {
+		t.Fatalf("Advance at once delivered %v, want [0]", got)
+	}
+	if got, _ := c.Advance(ms(100)); !slices.Equal(got, []int{1}) {
+		t.Fatalf("Advance after 100ms delivered %v, want [1]", got)
 	}
 }

@@ -91,6 +91,8 @@ type Index struct {
 	lastTS  int64 // the last known timestamp, for the jump check (0: none yet)
 	batches batchNumbers
 	cls     classifier
+
+	rpcErrors, toolErrors int // responses that failed, so far
 }
 
 // NewIndex returns an empty index of the tape readable through src; call
@@ -294,6 +296,14 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 	}
 	if m.toolError {
 		r.flags |= flagToolError
+	}
+	if m.kind == KindResponse {
+		switch {
+		case m.isError:
+			x.rpcErrors++
+		case m.toolError:
+			x.toolErrors++
+		}
 	}
 	if m.badUTF8 {
 		r.flags |= flagBadUTF8

@@ -396,3 +396,24 @@ func TestPairingByExchange(t *testing.T) {
 		}
 	}
 }
+
+func TestNextFailure(t *testing.T) {
+	x := indexOf(t, tapeOf(
+		`send a {"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ok"}}`,
+		`recv a {"jsonrpc":"2.0","id":1,"result":{"content":[]}}`,
+		`send a {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fail"}}`,
+		`recv a {"jsonrpc":"2.0","id":2,"result":{"isError":true,"content":[]}}`,
+		`send a {"jsonrpc":"2.0","id":3,"method":"nope"}`,
+		`recv a {"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"no"}}`,
+	))
+	for _, c := range []struct{ from, dir, want int }{
+		{0, 1, 3}, {3, 1, 3}, {4, 1, 5}, {6, 1, -1}, {5, -1, 5}, {4, -1, 3}, {2, -1, -1}, {-1, 1, -1},
+	} {
+		if got := x.NextFailure(c.from, c.dir); got != c.want {
+			t.Errorf("NextFailure(%d, %d) = %d, want %d", c.from, c.dir, got, c.want)
+		}
+	}
+	if rpc, tool := x.Failures(); rpc != 1 || tool != 1 {
+		t.Errorf("Failures() = %d, %d; want 1 JSON-RPC error and 1 tool error", rpc, tool)
+	}
+}

@@ -137,3 +137,31 @@ func (x *Index) MethodOf(i int) string {
 	defer x.mu.RUnlock()
 	return x.methods.names[x.recs.at(i).method]
 }
+
+// NextFailure returns the first response at or after from (dir > 0), or
+// at or before it (dir < 0), whose exchange failed (a JSON-RPC error or a
+// tool error), or -1 when there is none that way. It scans the index under
+// one lock: a key press on a tape of a million messages.
+func (x *Index) NextFailure(from, dir int) int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	n := x.recs.len()
+	step := 1
+	if dir < 0 {
+		step = -1
+	}
+	for i := from; i >= 0 && i < n; i += step {
+		if r := x.recs.at(i); r.kind == KindResponse && r.flags&(flagError|flagToolError) != 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// Failures returns how many responses indexed so far are JSON-RPC errors
+// and how many are tool errors.
+func (x *Index) Failures() (rpc, tool int) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.rpcErrors, x.toolErrors
+}

@@ -7,6 +7,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/tapedeck/tapedeck/internal/text"
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 )
@@ -178,6 +179,7 @@ func (m Model) runCommand(c command) (tea.Model, tea.Cmd) {
 			}
 			m.player.Seek(c.seq)
 		}
+		m.play.started = true
 		m.selectSeq(m.player.Position())
 		m.syncPlayback()
 		return m, m.live.deliveredCmd([]int{m.player.Position() - 1})
@@ -240,16 +242,29 @@ func (m Model) statusView() string {
 	}
 	s := m.styles
 	var segs []string
-	if m.player.Playing() {
+	switch {
+	case !m.play.started:
+		// Post-mortem: the whole tape is on show; playing is a choice.
+		segs = append(segs, s.Status.Paused.Render("■ whole tape"), s.Status.Segment.Render(text.Plural(m.x.Len(), "message")))
+		rpc, tool := m.x.Failures()
+		if rpc+tool > 0 {
+			segs = append(segs, s.Status.Alert.Render(fmt.Sprintf("%s, %s (e next)", text.Plural(rpc, "error"), text.Plural(tool, "tool error"))))
+		} else {
+			segs = append(segs, s.Status.Segment.Render("no failures"))
+		}
+		segs = append(segs, s.Status.Segment.Render("space plays"))
+	case m.player.Playing():
 		segs = append(segs, s.Status.Playing.Render("▶ playing"))
-	} else {
+	default:
 		segs = append(segs, s.Status.Paused.Render("❚❚ paused"))
 	}
-	segs = append(segs,
-		s.Status.Segment.Render(fmt.Sprintf("%d/%d", m.player.Position(), m.x.Len())),
-		s.Status.Segment.Render("t "+m.tapeClock()),
-		s.Status.Segment.Render("speed "+speedText(m.player.Speed())),
-	)
+	if m.play.started {
+		segs = append(segs,
+			s.Status.Segment.Render(fmt.Sprintf("%d/%d", m.player.Position(), m.x.Len())),
+			s.Status.Segment.Render("t "+m.tapeClock()),
+			s.Status.Segment.Render("speed "+speedText(m.player.Speed())),
+		)
+	}
 	if n := len(m.player.Breakpoints()); n > 0 || m.play.hits > 0 {
 		segs = append(segs, s.Status.Segment.Render(fmt.Sprintf("bp %d · hits %d", n, m.play.hits)))
 	}

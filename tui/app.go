@@ -103,6 +103,9 @@ type Model struct {
 type loadState struct {
 	active      bool
 	total, done int64 // bytes to index, and indexed so far
+	// placed is true once the cursor was put on the first failure, or
+	// the user moved it: indexing no longer moves it.
+	placed bool
 }
 
 // followState is the fsnotify watch of a tape still being recorded.
@@ -126,6 +129,10 @@ type playState struct {
 	gen     int
 	hits    int
 	lastHit *replay.BreakpointHit
+	// started is false until the user plays, steps or seeks: a tape
+	// opened is shown post-mortem, every message as delivered, and only
+	// playback dims what lies ahead. A live session starts started.
+	started bool
 }
 
 // New returns the debugger over x. When opts.Size is set, x is indexed in
@@ -167,9 +174,23 @@ func New(x *tape.Index, opts Options) Model {
 	m.live.init(opts.Live)
 	if opts.Live != nil {
 		m.player.SetLimit(0) // nothing plays before the session says how far the client is
+		m.play.started = true
 	}
 	m.syncPlayback()
+	m.placeOnFailure()
 	return m
+}
+
+// placeOnFailure puts the cursor on the tape's first failure, once, when a
+// tape is opened post-mortem: the failing call is the first thing seen.
+func (m *Model) placeOnFailure() {
+	if m.load.placed || m.play.started || m.opts.Follow {
+		return
+	}
+	if i := m.x.NextFailure(0, 1); i >= 0 {
+		m.load.placed = true
+		m.selectSeq(i)
+	}
 }
 
 // Init starts the background work: indexing, the terminal's background
@@ -295,6 +316,7 @@ func (m Model) handleKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		}
 	}
 	m.notice = ""
+	m.load.placed = true // the user leads from here
 	k := m.KeyMap
 	switch {
 	case key.Matches(msg, k.Quit):
@@ -331,6 +353,10 @@ func (m Model) handleKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.nextMatch(1), nil
 	case key.Matches(msg, k.PrevMatch):
 		return m.nextMatch(-1), nil
+	case key.Matches(msg, k.NextFailure):
+		return m.jumpFailure(1), nil
+	case key.Matches(msg, k.PrevFailure):
+		return m.jumpFailure(-1), nil
 	case key.Matches(msg, k.OnlyMatches):
 		return m.toggleOnlyMatches(), nil
 	case key.Matches(msg, k.Partner):

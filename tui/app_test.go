@@ -372,7 +372,7 @@ func TestMouse(t *testing.T) {
 
 func TestCopyAndPartner(t *testing.T) {
 	m, _ := newTestModel(t, Options{})
-	m = send(t, m, keys("j", "y")...)
+	m = send(t, m, keys("g", "j", "y")...)
 	if !strings.Contains(m.notice, "copied #1") {
 		t.Errorf("y: notice %q", m.notice)
 	}

@@ -25,6 +25,8 @@ type KeyMap struct {
 	Search      key.Binding
 	NextMatch   key.Binding
 	PrevMatch   key.Binding
+	NextFailure key.Binding
+	PrevFailure key.Binding
 	OnlyMatches key.Binding
 	Partner     key.Binding
 	Copy        key.Binding
@@ -53,6 +55,8 @@ func DefaultKeyMap() KeyMap {
 		Search:      key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
 		NextMatch:   key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "next match")),
 		PrevMatch:   key.NewBinding(key.WithKeys("N"), key.WithHelp("N", "previous match")),
+		NextFailure: key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "next failure")),
+		PrevFailure: key.NewBinding(key.WithKeys("E"), key.WithHelp("E", "previous failure")),
 		OnlyMatches: key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "only matches")),
 		Partner:     key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "jump to partner")),
 		Copy:        key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "copy message")),
@@ -66,7 +70,7 @@ func DefaultKeyMap() KeyMap {
 
 // ShortHelp implements help.KeyMap.
 func (k KeyMap) ShortHelp() []key.Binding {
-	return []key.Binding{k.Help, k.Play, k.StepForward, k.Breakpoint, k.Search, k.Command, k.Quit}
+	return []key.Binding{k.Help, k.Play, k.StepForward, k.NextFailure, k.Breakpoint, k.Search, k.Command, k.Quit}
 }
 
 // FullHelp implements help.KeyMap.
@@ -74,6 +78,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Play, k.StepForward, k.StepBack, k.NextRequest, k.PrevRequest, k.SpeedUp, k.SpeedDown},
 		{k.Breakpoint, k.Breakpoints, k.Search, k.NextMatch, k.PrevMatch, k.OnlyMatches, k.Escape},
+		{k.NextFailure, k.PrevFailure},
 		{k.Partner, k.Copy, k.Command, k.ViewMessage, k.ViewPair, k.ViewStats},
 		{k.SwitchPane, k.Help, k.Quit},
 	}

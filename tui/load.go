@@ -219,6 +219,7 @@ func (m Model) indexed(msg indexedMsg) (tea.Model, tea.Cmd) {
 		cmds = append(cmds, statsCmd(m.x))
 	}
 	m.syncPlayback()
+	m.placeOnFailure()
 	m.showCursor()
 	return m, tea.Batch(cmds...)
 }

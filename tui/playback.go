@@ -49,6 +49,7 @@ func (m Model) togglePlay() (tea.Model, tea.Cmd) {
 		m.player.Seek(0) // at the end: play again from the start
 	}
 	m.play.lastHit = nil
+	m.play.started = true
 	m.timeline.SetHit(-1)
 	m.player.Play(m.now())
 	m.play.gen++
@@ -86,6 +87,7 @@ func (m Model) playTick(msg playTickMsg) (tea.Model, tea.Cmd) {
 // step delivers one message forward (dir 1) or takes one back (dir -1).
 func (m Model) step(dir int) (tea.Model, tea.Cmd) {
 	var cmd tea.Cmd
+	m.play.started = true
 	if dir > 0 {
 		seq, ok := m.player.Step()
 		if !ok {
@@ -118,12 +120,26 @@ func (m Model) seekRequest(dir int) Model {
 	for i := m.timeline.Cursor() + dir; i >= 0 && i < n; i += dir {
 		if e := m.x.Entry(i); e.Kind == tape.KindRequest && e.Dir == tape.DirSend {
 			m.player.Seek(i)
+			m.play.started = true
 			m.selectSeq(i)
 			m.syncPlayback()
 			return m
 		}
 	}
 	m.notice, m.noticeOK = "no request that way", true
+	return m
+}
+
+// jumpFailure moves the cursor to the next (dir 1) or previous (-1) failed
+// response (a JSON-RPC error or a tool error) after or before the cursor.
+func (m Model) jumpFailure(dir int) Model {
+	i := m.x.NextFailure(m.timeline.Cursor()+dir, dir)
+	if i < 0 {
+		m.notice, m.noticeOK = "no failure that way", true
+		return m
+	}
+	m.selectSeq(i)
+	m.notice, m.noticeOK = fmt.Sprintf("%s: %s", m.x.Failure(i), m.methodOf(i)), false
 	return m
 }
 
@@ -184,7 +200,7 @@ func (m Model) toggleBreakpoint() Model {
 
 // syncPlayback copies the player's state to the timeline's marks.
 func (m *Model) syncPlayback() {
-	m.timeline.SetPosition(m.player.Position(), !m.opts.Follow || m.player.Position() < m.x.Len())
+	m.timeline.SetPosition(m.player.Position(), m.play.started && (!m.opts.Follow || m.player.Position() < m.x.Len()))
 	methods := map[string]bool{}
 	for _, b := range m.player.Breakpoints() {
 		if b.Method != "" && !b.Disabled {

@@ -13,9 +13,10 @@ import (
 type row struct {
 	entry  tape.Entry
 	pair   tape.Pair
-	tool   string // params.name of the call (or of the request a response answers)
-	status string
-	err    bool
+	tool    string // params.name of the call (or of the request a response answers)
+	status  string
+	err     bool
+	summary string // what went wrong or what was asked (see summarize)
 }
 
 type rowCache struct {
@@ -36,13 +37,22 @@ func (c *rowCache) get(i int) row {
 		clear(c.rows)
 	}
 	r := row{entry: c.x.Entry(i), pair: c.x.Pair(i)}
+	var raw []byte
+	if m, err := c.x.Message(i); err == nil {
+		raw = m.Raw
+	}
+	method := r.entry.Method
 	switch {
 	case r.entry.Kind == tape.KindRequest:
-		r.tool = callName(c.x, i, r.entry.Method)
+		if namesTarget(method) {
+			r.tool = tape.Target(method, raw)
+		}
 	case r.entry.Kind == tape.KindResponse && r.pair.Partner >= 0:
+		method = r.pair.Method
 		r.tool = callName(c.x, r.pair.Partner, r.pair.Method)
 	}
 	r.status, r.err = rowStatus(r.entry, r.pair)
+	r.summary = summarize(r.entry, raw, method)
 	c.rows[i] = r
 	return r
 }

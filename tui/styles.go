@@ -35,6 +35,7 @@ type Styles struct {
 		Diverged   lipgloss.Style
 		Breakpoint lipgloss.Style
 		Match      lipgloss.Style // a row the search matches
+		Summary    lipgloss.Style // the summary column
 	}
 	Detail struct {
 		Header   lipgloss.Style
@@ -96,6 +97,7 @@ func NewStyles(dark bool) *Styles {
 	s.Timeline.Diverged = lipgloss.NewStyle().Foreground(red).Bold(true).Reverse(true)
 	s.Timeline.Breakpoint = lipgloss.NewStyle().Foreground(red).Bold(true)
 	s.Timeline.Match = lipgloss.NewStyle().Foreground(purple)
+	s.Timeline.Summary = lipgloss.NewStyle().Foreground(dim)
 
 	s.Detail.Header = lipgloss.NewStyle().Bold(true).Foreground(accent)
 	s.Detail.Key = lipgloss.NewStyle().Foreground(dim)

@@ -175,6 +175,9 @@ func (t *Timeline) Select(seq int) {
 }
 
 func (t *Timeline) scrollTo(r int) {
+	if t.height == 0 {
+		return // not laid out yet: the first SetSize scrolls
+	}
 	vis := t.visibleRows()
 	if r < t.offset {
 		t.offset = r
@@ -259,32 +262,81 @@ func (t Timeline) Update(msg tea.Msg) (Timeline, tea.Cmd) {
 	return t, nil
 }
 
-// column widths
+// Fixed column widths.
 const (
 	colMark   = 3
-	colSeq    = 7
 	colTime   = 10
 	colDir    = 2
-	colServer = 12
 	colLat    = 9
-	colStatus = 9
+	colStatus = 11 // "tool-error" and a space
 )
 
-func (t Timeline) columns() (method, tool int) {
-	rest := t.width - (colMark + colSeq + colTime + colDir + colServer + colLat + colStatus)
-	if rest < 20 {
-		rest = 20
+// layout is the width of each column for one frame: the fixed ones, and
+// the server, method and target columns sized by the rows on screen, the
+// summary taking what is left. A tape of one server has no server column.
+type layout struct {
+	seq, server, method, target, summary int
+}
+
+// layout sizes the columns for the rows on screen.
+func (t Timeline) layout() layout {
+	l := layout{seq: max(len(strconv.Itoa(t.x.Len()-1))+1, 4)}
+	var server, method, target int
+	multi := len(t.x.Servers()) > 1
+	vis, n := t.visibleRows(), t.rowCount()
+	for line := range vis {
+		r := t.offset + line
+		if r >= n {
+			break
+		}
+		row := t.cache.get(t.seqAt(r))
+		if multi {
+			server = max(server, ansi.StringWidth(row.entry.Server))
+		}
+		method = max(method, ansi.StringWidth(row.label()))
+		target = max(target, ansi.StringWidth(row.tool))
 	}
-	method = rest * 3 / 5
-	return method, rest - method
+	if multi {
+		server = max(server, len("server"))
+	}
+	rest := t.width - (colMark + l.seq + colTime + colDir + colLat + colStatus)
+	// Each named column gets what it needs, up to a share of the rest; the
+	// summary gets at least a quarter when the screen is narrow.
+	l.server = min(server+1, 17, rest/6)
+	if l.server < 8 {
+		l.server = 0 // too narrow to tell servers apart: the detail pane names it
+	}
+	rest -= l.server
+	if target > 0 {
+		target = max(target, len("target"))
+	}
+	share := rest * 3 / 5
+	if target > 0 {
+		share = rest * 2 / 5
+	}
+	l.method = min(max(method, len("method"))+1, 40, max(share, 10))
+	rest -= l.method
+	if target > 0 {
+		l.target = min(target+1, 30, max(rest/2, 8))
+	}
+	rest -= l.target
+	l.summary = max(rest, 0)
+	return l
 }
 
 // View renders the header and the visible rows, exactly height lines.
 func (t Timeline) View() string {
-	mw, tw := t.columns()
+	l := t.layout()
 	var b strings.Builder
-	hdr := pad("", colMark) + padLeft("seq", colSeq-1) + " " + padLeft("time", colTime-1) + " " + pad("", colDir) +
-		cell("server", colServer) + cell("method", mw) + cell("tool", tw) + padLeft("latency", colLat-1) + " " + pad("status", colStatus)
+	hdr := pad("", colMark) + padLeft("seq", l.seq-1) + " " + padLeft("time", colTime-1) + " " + pad("", colDir)
+	if l.server > 0 {
+		hdr += cell("server", l.server)
+	}
+	hdr += cell("method", l.method)
+	if l.target > 0 {
+		hdr += cell("target", l.target)
+	}
+	hdr += padLeft("latency", colLat-1) + " " + pad("status", colStatus) + pad("summary", l.summary)
 	b.WriteString(t.styles.Timeline.Header.Render(pad(hdr, t.width)))
 	vis := t.visibleRows()
 	n := t.rowCount()
@@ -295,12 +347,26 @@ func (t Timeline) View() string {
 			b.WriteString(strings.Repeat(" ", t.width))
 			continue
 		}
-		b.WriteString(t.renderRow(t.seqAt(r), mw, tw))
+		b.WriteString(t.renderRow(t.seqAt(r), l))
 	}
 	return b.String()
 }
 
-func (t Timeline) renderRow(seq, mw, tw int) string {
+// Row columns, in order.
+const (
+	cMark = iota
+	cSeq
+	cTime
+	cDir
+	cServer
+	cMethod
+	cTarget
+	cLat
+	cStatus
+	cSummary
+)
+
+func (t Timeline) renderRow(seq int, l layout) string {
 	r := t.cache.get(seq)
 	e := r.entry
 	s := t.styles
@@ -325,20 +391,26 @@ func (t Timeline) renderRow(seq, mw, tw int) string {
 	if !e.Time.IsZero() && !t.t0.IsZero() {
 		tm = relTime(e.Time.Sub(t.t0))
 	}
-	server := e.Server
 	cols := []string{
-		mark + pos + cur,
-		padLeft(strconv.Itoa(seq), colSeq-1) + " ",
-		padLeft(tm, colTime-1) + " ",
-		pad(arrow(e.Dir), colDir),
-		cell(server, colServer),
-		cell(r.label(), mw),
-		cell(r.tool, tw),
-		padLeft(r.latency(), colLat-1) + " ",
-		pad(r.status, colStatus),
+		cMark:    mark + pos + cur,
+		cSeq:     padLeft(strconv.Itoa(seq), l.seq-1) + " ",
+		cTime:    padLeft(tm, colTime-1) + " ",
+		cDir:     pad(arrow(e.Dir), colDir),
+		cServer:  cell(e.Server, l.server),
+		cMethod:  cell(r.label(), l.method),
+		cTarget:  cell(r.tool, l.target),
+		cLat:     padLeft(r.latency(), colLat-1) + " ",
+		cStatus:  pad(r.status, colStatus),
+		cSummary: pad(r.summary, l.summary),
 	}
 	if t.diverged[seq] {
-		cols[8] = pad("DIVERGED", colStatus)
+		cols[cStatus] = pad("DIVERGED", colStatus)
+	}
+	if l.server == 0 {
+		cols[cServer] = ""
+	}
+	if l.target == 0 {
+		cols[cTarget] = ""
 	}
 	line := strings.Join(cols, "")
 	switch {
@@ -348,36 +420,45 @@ func (t Timeline) renderRow(seq, mw, tw int) string {
 		return s.Timeline.CursorBlur.Render(pad(line, t.width))
 	case t.diverged[seq]:
 		return s.Timeline.Diverged.Render(pad(line, t.width))
-	case t.playback && seq >= t.position:
-		return s.Timeline.Pending.Render(pad(line, t.width))
 	}
-	// Delivered rows: colour the parts that carry meaning.
-	if cols[0] != "   " {
-		cols[0] = s.Timeline.Breakpoint.Render(cols[0])
+	// Colour the parts that carry meaning. A row playback has not
+	// delivered yet is faint, but a failure stays red and a match keeps
+	// its colour: a failing tape must not look like a passing one.
+	pending := t.playback && seq >= t.position
+	if cols[cMark] != "   " {
+		cols[cMark] = s.Timeline.Breakpoint.Render(cols[cMark])
 	}
-	switch e.Dir {
-	case tape.DirSend:
-		cols[3] = s.Timeline.Send.Render(cols[3])
-	case tape.DirRecv:
-		cols[3] = s.Timeline.Recv.Render(cols[3])
+	switch {
+	case pending:
+		cols[cDir] = s.Timeline.Pending.Render(cols[cDir])
+	case e.Dir == tape.DirSend:
+		cols[cDir] = s.Timeline.Send.Render(cols[cDir])
+	case e.Dir == tape.DirRecv:
+		cols[cDir] = s.Timeline.Recv.Render(cols[cDir])
 	default:
-		cols[3] = s.Timeline.Lifecycle.Render(cols[3])
+		cols[cDir] = s.Timeline.Lifecycle.Render(cols[cDir])
 	}
 	body := s.Timeline.Row
-	if e.Kind == tape.KindLifecycle {
+	switch {
+	case t.isMatch(seq) && !t.only:
+		body = s.Timeline.Match
+	case pending:
+		body = s.Timeline.Pending
+	case e.Kind == tape.KindLifecycle:
 		body = s.Timeline.Lifecycle
 	}
-	if t.isMatch(seq) && !t.only {
-		body = s.Timeline.Match
-	}
-	for _, i := range []int{1, 2, 4, 5, 6, 7} {
-		cols[i] = body.Render(cols[i])
+	for _, i := range []int{cSeq, cTime, cServer, cMethod, cTarget, cLat} {
+		if cols[i] != "" {
+			cols[i] = body.Render(cols[i])
+		}
 	}
 	if r.err {
-		cols[8] = s.Timeline.Error.Render(cols[8])
-		cols[5] = s.Timeline.Error.Render(ansi.Strip(cols[5]))
+		cols[cStatus] = s.Timeline.Error.Render(cols[cStatus])
+		cols[cMethod] = s.Timeline.Error.Render(ansi.Strip(cols[cMethod]))
+		cols[cSummary] = s.Timeline.Error.Render(cols[cSummary])
 	} else {
-		cols[8] = body.Render(cols[8])
+		cols[cStatus] = body.Render(cols[cStatus])
+		cols[cSummary] = s.Timeline.Summary.Render(cols[cSummary])
 	}
 	out := strings.Join(cols, "")
 	if w := ansi.StringWidth(out); w < t.width {

@@ -145,11 +145,24 @@ func rowLine(screen string, seq int) string {
 func TestTmuxOpenDemoStepBreakFilter(t *testing.T) {
 	bin := mcptest.BuildBinary(t, "./cmd/tapedeck")
 	tt := startTmux(t, bin, "open")
-	tt.waitFor(5*time.Second, "79 messages", "0/79", "paused")
+	// The whole tape at open, the failures counted, the cursor on the
+	// first one with its error on the row; e jumps to the next.
+	s := tt.waitFor(5*time.Second, "79 messages", "whole tape", "3 errors, 2 tool errors (e next)")
+	x := demoIndex(t)
+	first := x.NextFailure(0, 1)
+	if l := rowLine(s, first); !strings.Contains(l, "›") || !strings.Contains(l, "-32601 Method not found") {
+		t.Errorf("the cursor is not on the first failure #%d with its error: %q\n%s", first, l, s)
+	}
+	tt.keys("e")
+	second := x.NextFailure(first+1, 1)
+	waitRow(t, tt, second, "›")
+	if l := rowLine(tt.screen(), second); !strings.Contains(l, "tool-error") {
+		t.Errorf("row %d, a failed tool call, does not say tool-error: %q", second, l)
+	}
 
 	// Step three messages: the position moves and ▶ marks the next one.
 	tt.keys("l", "l", "l")
-	s := tt.waitFor(2*time.Second, "3/79")
+	s = tt.waitFor(2*time.Second, "3/79")
 	if l := rowLine(s, 3); !strings.Contains(l, "▶") {
 		t.Errorf("row 3 is not marked as the next message: %q", l)
 	}
@@ -195,6 +208,28 @@ func TestTmuxOpenDemoStepBreakFilter(t *testing.T) {
 	tt.waitFor(2*time.Second, "? help")
 	tt.keys("q")
 	tt.waitExit(5 * time.Second)
+}
+
+// The first key the README teaches: space, right after opening, plays the
+// tape (it stayed at "playing 0/79" while the clock waited decades).
+func TestTmuxOpenSpacePlaysAtOnce(t *testing.T) {
+	bin := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	tt := startTmux(t, bin, "open")
+	tt.waitFor(5*time.Second, "79 messages", "whole tape")
+	tt.keys("Space")
+	tt.waitFor(5*time.Second, "79/79", "end of the tape")
+	tt.keys("q")
+	tt.waitExit(5 * time.Second)
+}
+
+// demoIndex indexes the embedded demo tape.
+func demoIndex(t *testing.T) *tape.Index {
+	t.Helper()
+	x := tape.NewIndex(bytes.NewReader(assets.DemoTape))
+	if err := x.Extend(int64(len(assets.DemoTape)), nil); err != nil {
+		t.Fatal(err)
+	}
+	return x
 }
 
 func TestTmuxOpenRecordedTapeAndGoto(t *testing.T) {

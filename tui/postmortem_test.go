@@ -1,0 +1,145 @@
+package tui
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/tapedeck/tapedeck/assets"
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// faint reports whether s holds the SGR sequence for faint text.
+func faint(s string) bool { return strings.Contains(s, "\x1b[2m") || strings.Contains(s, "\x1b[2;") }
+
+// A tape opened is shown post-mortem: every row delivered (nothing
+// faint), the cursor on the first failure, the failures counted in the
+// status line; e and E walk the failures.
+func TestOpenPostMortem(t *testing.T) {
+	m, _ := newTestModel(t, Options{})
+	first := m.x.NextFailure(0, 1)
+	if first < 0 {
+		t.Fatal("the demo tape has no failure")
+	}
+	if got := m.timeline.Cursor(); got != first {
+		t.Errorf("cursor on #%d at open, want the first failure #%d", got, first)
+	}
+	view := m.timeline.View()
+	if faint(view) {
+		t.Errorf("rows are drawn faint at open:\n%q", view)
+	}
+	status := ansi.Strip(m.statusView())
+	rpc, tool := m.x.Failures()
+	if rpc == 0 || tool == 0 {
+		t.Fatalf("the demo tape has %d errors and %d tool errors; want both kinds", rpc, tool)
+	}
+	if want := "errors"; !strings.Contains(status, want) || !strings.Contains(status, "tool error") {
+		t.Errorf("status line %q does not count the failures", status)
+	}
+	// e walks forward through every failure, E back.
+	var seen []int
+	for {
+		before := m.timeline.Cursor()
+		m = send(t, m, keys("e")...)
+		if m.timeline.Cursor() == before {
+			break
+		}
+		seen = append(seen, m.timeline.Cursor())
+	}
+	if len(seen) != rpc+tool-1 {
+		t.Errorf("e visited %v after #%d: %d more failures, want %d", seen, first, len(seen), rpc+tool-1)
+	}
+	for _, s := range seen {
+		if m.x.Failure(s) == tape.NoFailure || m.x.Entry(s).Kind != tape.KindResponse {
+			t.Errorf("e stopped on #%d, which is no failed response", s)
+		}
+	}
+	for range seen {
+		m = send(t, m, keys("E")...)
+	}
+	if got := m.timeline.Cursor(); got != first {
+		t.Errorf("E back as often: cursor on #%d, want #%d", got, first)
+	}
+}
+
+// space plays at once right after opening, while the tape is still being
+// indexed in the background (the player's clock was anchored at tape time
+// 0, so "playing 0/79" stayed forever).
+func TestSpacePlaysRightAfterOpen(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 5, 16, 12, 0, 0, 0, time.UTC)}
+	m := New(tape.NewIndex(bytes.NewReader(assets.DemoTape)), Options{Name: "demo", Size: int64(len(assets.DemoTape)), Now: clock.now})
+	m.tick = func(d time.Duration, fn func(time.Time) tea.Msg) tea.Cmd {
+		return func() tea.Msg { clock.t = clock.t.Add(d); return fn(clock.t) }
+	}
+	m = m.resize(120, 40)
+	m = send(t, m, m.Init()())
+	if m.load.active || m.x.Len() == 0 {
+		t.Fatalf("indexing did not finish: %d messages", m.x.Len())
+	}
+	m = send(t, m, keys("space")...)
+	if pos := m.player.Position(); pos == 0 {
+		t.Fatalf("after space the position is still 0: %s", ansi.Strip(m.statusView()))
+	}
+}
+
+// Once playing, what lies ahead is faint, but a failure ahead keeps its
+// red and a filter match its colour.
+func TestPendingRowsKeepFailureAndMatchColours(t *testing.T) {
+	m, _ := newTestModel(t, Options{})
+	m = send(t, m, keys("/tool:echo", "enter")...)
+	m = send(t, m, keys(":goto 1", "enter")...)
+	red := m.styles.Timeline.Error.Render("X")
+	redOn := red[:strings.Index(red, "X")]
+	match := m.styles.Timeline.Match.Render("X")
+	matchOn := match[:strings.Index(match, "X")]
+	failure := m.x.NextFailure(2, 1)
+	echo := m.timeline.Matches()[0]
+	m.timeline.Select(0) // rows ahead are not under the cursor
+	l := m.timeline.layout()
+	if row := m.timeline.renderRow(failure, l); !strings.Contains(row, redOn) {
+		t.Errorf("failure #%d ahead of playback is not red: %q", failure, row)
+	}
+	if row := m.timeline.renderRow(echo, l); !strings.Contains(row, matchOn) {
+		t.Errorf("match #%d ahead of playback lost its colour: %q", echo, row)
+	}
+	if row := m.timeline.renderRow(failure+1, l); !faint(row) {
+		t.Errorf("row #%d ahead of playback is not faint: %q", failure+1, row)
+	}
+}
+
+// The screen at 80×24 and 200×60: columns sized by content, the summary
+// column, the whole tape at open with the cursor on the first failure.
+func TestViewGoldenSizes(t *testing.T) {
+	for _, size := range []struct{ w, h int }{{80, 24}, {200, 60}} {
+		for _, c := range []struct {
+			name  string
+			input []tea.Msg
+		}{
+			{"open", nil},
+			{"next-failure", keys("e", "e")},
+			{"playing", keys("l", "l", "l", "l", "l", "l")},
+		} {
+			name := fmt.Sprintf("%s-%dx%d", c.name, size.w, size.h)
+			t.Run(name, func(t *testing.T) {
+				m, _ := newTestModel(t, Options{})
+				m = m.resize(size.w, size.h)
+				m = send(t, m, c.input...)
+				got := screen(m)
+				if n := strings.Count(got, "\n") + 1; n != size.h {
+					t.Errorf("screen has %d lines, want %d", n, size.h)
+				}
+				for i, l := range strings.Split(got, "\n") {
+					if w := ansi.StringWidth(l); w > size.w {
+						t.Errorf("line %d is %d columns wide, want at most %d: %q", i, w, size.w, l)
+					}
+				}
+				golden(t, name, got)
+			})
+		}
+	}
+}

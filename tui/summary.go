@@ -1,0 +1,262 @@
+package tui
+
+// The summary column: what went wrong or what was asked, on the row, so a
+// failing tape reads without opening each message.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// summaryMax bounds a summary's length before the column cuts it: a frame
+// never formats a 30 MB result.
+const summaryMax = 240
+
+// summarize returns the summary of message e (raw is its line, method its
+// request's method for a response):
+//   - a JSON-RPC error: its code and message;
+//   - a tool error: the tool's first line of text;
+//   - another response: a count for a list, else its first line of text or
+//     the result, compact;
+//   - a call: its arguments (compact JSON), another request its params;
+//   - a notification: its params (progress as "1/3", a log line as
+//     "level: data");
+//   - a lifecycle record: the stderr line, "POST 202" or "GET 200 (SSE)"
+//     for an HTTP exchange, the command or reason of a start or close;
+//   - an invalid line: its text.
+func summarize(e tape.Entry, raw []byte, method string) string {
+	switch e.Kind {
+	case tape.KindInvalid:
+		if e.Problem != "" {
+			return oneLine(e.Problem + ": " + string(raw))
+		}
+		return oneLine(string(raw))
+	case tape.KindResponse:
+		return responseSummary(raw, method)
+	case tape.KindRequest:
+		return requestSummary(raw, method)
+	case tape.KindNotification:
+		return notificationSummary(raw, e.Method)
+	case tape.KindLifecycle:
+		return lifecycleSummary(raw, e.Method)
+	}
+	return ""
+}
+
+func responseSummary(raw []byte, method string) string {
+	if er := gjson.GetBytes(raw, "error"); er.Exists() {
+		s := strings.TrimSpace(er.Get("code").Raw + " " + er.Get("message").String())
+		if d := er.Get("data"); d.Exists() {
+			s += " · " + compact(d.Raw)
+		}
+		return oneLine(s)
+	}
+	res := gjson.GetBytes(raw, "result")
+	if !res.Exists() {
+		return ""
+	}
+	if text := firstText(res); text != "" {
+		return oneLine(text)
+	}
+	for _, list := range []string{"tools", "prompts", "resources", "resourceTemplates", "roots", "messages", "contents"} {
+		if a := res.Get(list); a.IsArray() {
+			n := len(a.Array())
+			return fmt.Sprintf("%d %s", n, list)
+		}
+	}
+	if v := res.Get("protocolVersion"); v.Exists() && method == "initialize" {
+		return oneLine(strings.TrimSpace(res.Get("serverInfo.name").String()+" "+res.Get("serverInfo.version").String()) + " · " + v.String())
+	}
+	return compact(stripMeta(res.Raw))
+}
+
+// firstText returns the first text of a result's content, or its
+// structured content's compact JSON.
+func firstText(res gjson.Result) string {
+	for _, c := range res.Get("content").Array() {
+		if t := c.Get("text"); t.Exists() {
+			return t.String()
+		}
+		if ty := c.Get("type").String(); ty != "" {
+			return "(" + ty + ")"
+		}
+	}
+	if sc := res.Get("structuredContent"); sc.Exists() {
+		return compact(sc.Raw)
+	}
+	return ""
+}
+
+func requestSummary(raw []byte, method string) string {
+	p := gjson.GetBytes(raw, "params")
+	switch method {
+	case "tools/call", "prompts/get":
+		if a := p.Get("arguments"); a.Exists() {
+			return compact(a.Raw)
+		}
+		return ""
+	case "initialize":
+		return oneLine(strings.TrimSpace(p.Get("clientInfo.name").String()+" "+p.Get("clientInfo.version").String()) + " · " + p.Get("protocolVersion").String())
+	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+		return "" // the target column has the URI
+	}
+	if !p.Exists() {
+		return ""
+	}
+	return compact(stripMeta(p.Raw))
+}
+
+func notificationSummary(raw []byte, method string) string {
+	p := gjson.GetBytes(raw, "params")
+	switch method {
+	case "notifications/progress":
+		s := p.Get("progress").Raw
+		if t := p.Get("total"); t.Exists() {
+			s += "/" + t.Raw
+		}
+		if m := p.Get("message"); m.Exists() {
+			s += " " + m.String()
+		}
+		return oneLine(s)
+	case "notifications/message":
+		d := p.Get("data")
+		ds := d.String()
+		if d.IsObject() || d.IsArray() {
+			ds = compact(d.Raw)
+		}
+		return oneLine(p.Get("level").String() + ": " + ds)
+	case "notifications/cancelled":
+		return oneLine("request " + p.Get("requestId").Raw + " " + p.Get("reason").String())
+	}
+	if !p.Exists() {
+		return ""
+	}
+	return compact(stripMeta(p.Raw))
+}
+
+func lifecycleSummary(raw []byte, method string) string {
+	p := gjson.GetBytes(raw, "params")
+	switch method {
+	case tape.MethodStderr:
+		return oneLine(firstLine(p.Get("text").String()))
+	case tape.MethodHTTPExchange, tape.MethodHTTPGet, tape.MethodHTTPDelete:
+		m := p.Get("method").String()
+		switch {
+		case m == "" && method == tape.MethodHTTPGet:
+			m = "GET"
+		case m == "" && method == tape.MethodHTTPDelete:
+			m = "DELETE"
+		}
+		s := strings.TrimSpace(m + " " + p.Get("status").Raw)
+		if p.Get("stream").Exists() || m == "GET" && method == tape.MethodHTTPGet {
+			s += " (SSE)"
+		}
+		if id := p.Get("lastEventId"); id.Exists() {
+			s += " resumed after " + id.String()
+		}
+		if b := p.Get("body"); b.Exists() {
+			s += " · " + b.String()
+		}
+		return oneLine(s)
+	case tape.MethodStart:
+		if u := p.Get("upstream"); u.Exists() {
+			return oneLine("proxy " + p.Get("listen").String() + " → " + u.String())
+		}
+		parts := []string{p.Get("command").String()}
+		for _, a := range p.Get("args").Array() {
+			parts = append(parts, a.String())
+		}
+		s := strings.Join(parts, " ")
+		if e := p.Get("error"); e.Exists() {
+			s += " · " + e.String()
+		}
+		return oneLine(s)
+	case tape.MethodClose:
+		var parts []string
+		for _, k := range []string{"reason", "code", "signal", "error", "undelivered", "abandoned"} {
+			if v := p.Get(k); v.Exists() {
+				parts = append(parts, k+" "+v.String())
+			}
+		}
+		return oneLine(strings.Join(parts, " · "))
+	}
+	if !p.Exists() {
+		return ""
+	}
+	return compact(p.Raw)
+}
+
+// compact returns JSON text on one line, cut to summaryMax; an empty
+// object or array says nothing and is left out.
+func compact(s string) string {
+	if t := strings.TrimSpace(s); t == "{}" || t == "[]" {
+		return ""
+	}
+	if len(s) > 8*summaryMax {
+		s = s[:8*summaryMax]
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(s)); err != nil {
+		return oneLine(s)
+	}
+	return oneLine(b.String())
+}
+
+// stripMeta drops a top-level "_meta" member from an object's JSON.
+func stripMeta(obj string) string {
+	if !gjson.Get(obj, "_meta").Exists() {
+		return obj
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal([]byte(obj), &m) != nil {
+		return obj
+	}
+	delete(m, "_meta")
+	if len(m) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return obj
+	}
+	return string(b)
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// oneLine folds whitespace runs (newlines included) to one space and cuts
+// to summaryMax runes; control characters become spaces, so a summary
+// never moves the terminal's cursor.
+func oneLine(s string) string {
+	var b strings.Builder
+	space := false
+	n := 0
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || r == ' ' || r >= 0x80 && r < 0xa0 {
+			if !space && b.Len() > 0 {
+				b.WriteByte(' ')
+				n++
+			}
+			space = true
+			continue
+		}
+		space = false
+		b.WriteRune(r)
+		if n++; n >= summaryMax {
+			b.WriteString("…")
+			break
+		}
+	}
+	return strings.TrimRight(b.String(), " ")
+}
