@@ -11,8 +11,8 @@ import (
 // only for calls that name something (tools/call, prompts/get), so rows are
 // cached: a frame shows a screenful of them and the cache is bounded.
 type row struct {
-	entry  tape.Entry
-	pair   tape.Pair
+	entry   tape.Entry
+	pair    tape.Pair
 	tool    string // params.name of the call (or of the request a response answers)
 	status  string
 	err     bool
