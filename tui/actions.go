@@ -1,7 +1,11 @@
 package tui
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sort"
 
 	"charm.land/bubbles/v2/key"
@@ -36,6 +40,7 @@ func (m Model) filterDone(msg filterDoneMsg) (tea.Model, tea.Cmd) {
 	m.filter.q = msg.filter
 	m.filter.covered, m.filter.watch = msg.n, msg.watch
 	m.timeline.SetMatches(msg.matches)
+	m.detail.SetHighlights(msg.filter.Highlights())
 	if msg.grown {
 		return m, nil // the tape grew: keep the cursor and the notice
 	}
@@ -94,6 +99,7 @@ func (m Model) clearFilter() Model {
 	m.filter.gen.Add(1)
 	m.filter.q = Filter{}
 	m.filter.covered, m.filter.watch = 0, nil
+	m.detail.SetHighlights(nil)
 	cur := m.timeline.Cursor()
 	m.timeline.SetMatches(nil)
 	m.selectSeq(cur)
@@ -135,8 +141,68 @@ func (m Model) copyMessage() (tea.Model, tea.Cmd) {
 	if e.Kind != tape.KindInvalid {
 		body = tape.StripMeta(e.Raw)
 	}
-	m.notice, m.noticeOK = fmt.Sprintf("copied #%d (%s) to the clipboard", seq, sizeText(len(body))), true
+	// OSC 52 reaches the clipboard only if the terminal (and tmux, whose
+	// set-clipboard is off by default) passes it on, and nothing says
+	// whether it did: the message is written to a file as well.
+	dir := m.opts.CopyDir
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	path := filepath.Join(dir, fmt.Sprintf("tapedeck-%d-%d.json", os.Getpid(), seq))
+	if err := os.WriteFile(path, append(body, '\n'), 0o600); err != nil {
+		m.notice, m.noticeOK = fmt.Sprintf("sent #%d (%s) to the clipboard (OSC 52, which some terminals and tmux drop); writing a copy failed: %v", seq, sizeText(len(body)), err), false
+		return m, tea.SetClipboard(string(body))
+	}
+	m.notice, m.noticeOK = fmt.Sprintf("copied #%d (%s) to the clipboard (OSC 52) and to %s", seq, sizeText(len(body)), path), true
 	return m, tea.SetClipboard(string(body))
+}
+
+// writeSelection writes the message under the cursor, or in the pairing
+// view the request and its response, to path as JSON (:write FILE).
+func (m Model) writeSelection(path string, force bool) Model {
+	seq := m.timeline.Cursor()
+	if seq < 0 {
+		m.notice, m.noticeOK = "write: no message selected", false
+		return m
+	}
+	seqs := []int{seq}
+	what := fmt.Sprintf("#%d", seq)
+	if p := m.x.Pair(seq); m.lower == viewPair && p.Partner >= 0 {
+		seqs = []int{min(seq, p.Partner), max(seq, p.Partner)}
+		what = fmt.Sprintf("the pair #%d and #%d", seqs[0], seqs[1])
+	}
+	var out []byte
+	for _, s := range seqs {
+		e, err := m.x.Message(s)
+		if err != nil {
+			m.notice, m.noticeOK = fmt.Sprintf("write: %v", err), false
+			return m
+		}
+		body := e.Raw
+		if e.Kind != tape.KindInvalid {
+			body = tape.StripMeta(e.Raw)
+		}
+		out = append(append(out, prettyJSON(body, false)...), '\n')
+	}
+	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	if force {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	}
+	f, err := os.OpenFile(path, flags, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		m.notice, m.noticeOK = fmt.Sprintf("write %s: the file exists; write! %s replaces it", path, path), false
+		return m
+	}
+	if err == nil {
+		_, err = f.Write(out)
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		m.notice, m.noticeOK = fmt.Sprintf("write: %v", err), false
+		return m
+	}
+	m.notice, m.noticeOK = fmt.Sprintf("wrote %s (%s) to %s", what, sizeText(len(out)), path), true
+	return m
 }
 
 func (m Model) promptSubmit(msg promptSubmitMsg) (tea.Model, tea.Cmd) {
@@ -183,6 +249,8 @@ func (m Model) runCommand(c command) (tea.Model, tea.Cmd) {
 		m.selectSeq(m.player.Position())
 		m.syncPlayback()
 		return m, m.live.deliveredCmd([]int{m.player.Position() - 1})
+	case "write":
+		return m.writeSelection(c.arg, c.force), nil
 	case "break":
 		b, err := replay.ParseBreakpoint(c.arg)
 		if err != nil {
@@ -225,6 +293,12 @@ func (m Model) breakpointListKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.Delete):
 		if b, ok := m.bplist.Selected(); ok {
 			m.player.RemoveBreakpoint(b.ID)
+			m.bplist.Open(m.player.Breakpoints())
+			m.syncPlayback()
+		}
+	case key.Matches(msg, k.Toggle):
+		if b, ok := m.bplist.Selected(); ok {
+			m.player.SetBreakpointEnabled(b.ID, b.Disabled)
 			m.bplist.Open(m.player.Breakpoints())
 			m.syncPlayback()
 		}

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"os"
 	"sync/atomic"
 	"time"
@@ -35,6 +36,11 @@ type Options struct {
 	Now func() time.Time
 	// Live, when set, is a live client session (tapedeck debug).
 	Live Live
+	// Breakpoints are set from the start (open and debug --break).
+	Breakpoints []replay.Breakpoint
+	// CopyDir is where y writes a copy of the message it sends to the
+	// clipboard; empty means the system's temporary directory.
+	CopyDir string
 }
 
 // lowerView is what the lower pane shows.
@@ -133,6 +139,7 @@ type playState struct {
 	// opened is shown post-mortem, every message as delivered, and only
 	// playback dims what lies ahead. A live session starts started.
 	started bool
+	ask     *breakChoice // b's question on a call, while it waits for m or t
 }
 
 // New returns the debugger over x. When opts.Size is set, x is indexed in
@@ -167,6 +174,11 @@ func New(x *tape.Index, opts Options) Model {
 	m.help.Styles = s.Help
 	m.player = replay.NewPlayer(x)
 	m.player.SetSpeed(1, now())
+	for _, b := range opts.Breakpoints {
+		if _, err := m.player.AddBreakpoint(b); err != nil {
+			m.notice, m.noticeOK = fmt.Sprintf("breakpoint %s: %v", b, err), false
+		}
+	}
 	if opts.Follow {
 		m.player.Seek(x.Len()) // a growing tape is watched, not replayed: all delivered
 	}
@@ -266,9 +278,10 @@ func (m Model) resize(w, h int) Model {
 }
 
 // paneHeights splits the screen: a title line, the timeline (header and
-// rows), the lower pane's title line, the lower pane, the status line.
+// rows), the lower pane's title line, the lower pane, the status line, the
+// key hint bar.
 func (m Model) paneHeights() (timeline, lower int) {
-	body := max(m.height-3, 2)
+	body := max(m.height-4, 2)
 	timeline = max(body*45/100, 3)
 	lower = max(body-timeline, 1)
 	return timeline, lower
@@ -309,6 +322,9 @@ func (m Model) handleKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	}
 	if m.bplist.IsOpen() {
 		return m.breakpointListKey(msg)
+	}
+	if m.play.ask != nil {
+		return m.breakChoiceKey(msg), nil
 	}
 	if m.live.diverged() {
 		if mm, cmd, ok := m.divergenceKey(msg); ok {

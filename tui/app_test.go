@@ -41,6 +41,9 @@ func newTestModel(t testing.TB, opts Options) (Model, *fakeClock) {
 	t.Helper()
 	clock := &fakeClock{t: time.Date(2026, 5, 16, 12, 0, 0, 0, time.UTC)}
 	opts.Now = clock.now
+	if opts.CopyDir == "" {
+		opts.CopyDir = t.TempDir()
+	}
 	if opts.Name == "" {
 		opts.Name = "demo"
 	}
@@ -171,7 +174,7 @@ func TestViewGolden(t *testing.T) {
 		{"help", keys("?"), nil},
 		{"filter", append(keys("/status:error"), keys("enter")...), nil},
 		{"only-matches", append(keys("/tool:echo"), keys("enter")...), keys("f")},
-		{"breakpoints", append(keys(":break tool=echo"), keys("enter", ":goto 15", "enter")...), keys("b", "B")},
+		{"breakpoints", append(keys(":break tool=echo"), keys("enter", ":goto 15", "enter")...), keys("b", "m", "B")},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -341,18 +344,77 @@ func TestFilterAndMatches(t *testing.T) {
 }
 
 func TestFilterParse(t *testing.T) {
-	f, err := ParseFilter(`method:tools/call tool:echo dir:recv server:sdk status:error id:3 Hello`)
+	f, err := ParseFilter(`method:tools/call,resources/read !tool:echo -dir:recv server:sdk status:error id:3 Hello -32601`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Filter{Query: f.Query, method: []string{"tools/call"}, tool: []string{"echo"}, dir: []tape.Dir{tape.DirRecv},
-		server: []string{"sdk"}, status: []string{"error"}, id: []string{"3"}, text: [][]byte{[]byte("hello")}}
-	if !reflect.DeepEqual(f, want) {
-		t.Errorf("got %+v\nwant %+v", f, want)
+	want := []term{
+		{field: "method", values: []string{"tools/call", "resources/read"}},
+		{not: true, field: "tool", values: []string{"echo"}},
+		{not: true, field: "dir", values: []string{"recv"}, dirs: []tape.Dir{tape.DirRecv}},
+		{field: "server", values: []string{"sdk"}},
+		{field: "status", values: []string{"error"}},
+		{field: "id", values: []string{"3"}},
+		{text: []byte("hello")},
+		{text: []byte("-32601")}, // an error code, not a negation
 	}
-	for _, bad := range []string{"dir:up", "status:weird"} {
+	if !reflect.DeepEqual(f.terms, want) {
+		t.Errorf("got %+v\nwant %+v", f.terms, want)
+	}
+	for _, bad := range []string{"dir:up", "status:weird", "kind:thing", "method:,"} {
 		if _, err := ParseFilter(bad); err == nil {
 			t.Errorf("ParseFilter(%q): no error", bad)
+		}
+	}
+}
+
+// The filter grammar on the demo tape: negation, OR within a field, kind
+// and status, each against a count made by hand from the index.
+func TestFilterGrammar(t *testing.T) {
+	x := demoIndex(t)
+	count := func(pred func(e tape.Entry, p tape.Pair) bool) int {
+		n := 0
+		for i := range x.Len() {
+			if pred(x.Entry(i), x.Pair(i)) {
+				n++
+			}
+		}
+		return n
+	}
+	method := func(e tape.Entry, p tape.Pair) string {
+		if e.Kind == tape.KindResponse {
+			return p.Method
+		}
+		return e.Method
+	}
+	for _, c := range []struct {
+		q    string
+		want int
+	}{
+		{"!dir:lifecycle", count(func(e tape.Entry, _ tape.Pair) bool { return e.Dir != tape.DirLifecycle })},
+		{"-kind:notification", count(func(e tape.Entry, _ tape.Pair) bool { return e.Kind != tape.KindNotification })},
+		{"kind:request,notification", count(func(e tape.Entry, _ tape.Pair) bool {
+			return e.Kind == tape.KindRequest || e.Kind == tape.KindNotification
+		})},
+		{"method:tools/call,resources/read", count(func(e tape.Entry, p tape.Pair) bool {
+			return method(e, p) == "tools/call" || method(e, p) == "resources/read"
+		})},
+		{"status:tool-error", count(func(e tape.Entry, _ tape.Pair) bool { return e.Failed() == tape.ToolError })},
+		{"status:rpc-error,tool-error", count(func(e tape.Entry, _ tape.Pair) bool { return e.Failed() != tape.NoFailure })},
+		{"kind:response !status:ok", count(func(e tape.Entry, p tape.Pair) bool {
+			return e.Kind == tape.KindResponse && (e.Failed() != tape.NoFailure || p.Orphan)
+		})},
+		{"-32601", 1},
+		{"!-32601 kind:response status:rpc-error", count(func(e tape.Entry, _ tape.Pair) bool { return e.Failed() == tape.RPCError }) - 1},
+	} {
+		f, err := ParseFilter(c.q)
+		if err != nil {
+			t.Errorf("%q: %v", c.q, err)
+			continue
+		}
+		got, _ := matchAll(x, f, x.Len(), nil)
+		if len(got) != c.want || c.want == 0 {
+			t.Errorf("%q matches %d messages, want %d (and more than none)", c.q, len(got), c.want)
 		}
 	}
 }

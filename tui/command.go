@@ -19,6 +19,7 @@ type command struct {
 	atSet bool
 	arg   string  // break SPEC, filter QUERY
 	speed float64 // speed X (0 = instant)
+	force bool    // write! replaces an existing file
 }
 
 // parseCommand parses the text typed after ":".
@@ -66,8 +67,13 @@ func parseCommand(line string) (command, error) {
 		return command{name: "speed", speed: x}, nil
 	case "filter":
 		return command{name: "filter", arg: rest}, nil
+	case "write", "w", "write!", "w!":
+		if rest == "" {
+			return command{}, fmt.Errorf("%w: write needs a file name (write call.json); write! FILE replaces a file", ErrCommand)
+		}
+		return command{name: "write", arg: rest, force: strings.HasSuffix(name, "!")}, nil
 	case "":
 		return command{}, fmt.Errorf("%w: empty command; try goto, break, speed, filter or q", ErrCommand)
 	}
-	return command{}, fmt.Errorf("%w: %q; expected goto, break, delete, speed, filter or q", ErrCommand, name)
+	return command{}, fmt.Errorf("%w: %q; expected goto, break, delete, speed, filter, write or q", ErrCommand, name)
 }

@@ -2,13 +2,14 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/x/ansi"
-
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/tapedeck/tapedeck/tape"
 )
@@ -23,6 +24,7 @@ type Detail struct {
 	t0       time.Time
 	seq      int
 	unfolded bool
+	marks    []string  // what the filter asks for, marked in the body
 	shown    detailKey // what the viewport holds, to skip needless work
 }
 
@@ -33,6 +35,7 @@ type detailKey struct {
 	unfolded bool
 	styles   *Styles
 	width    int
+	marks    string
 }
 
 // NewDetail returns an empty detail pane.
@@ -65,7 +68,7 @@ func (d *Detail) refresh() {
 	if d.x == nil || d.width == 0 {
 		return
 	}
-	k := detailKey{d.x, d.seq, d.x.Len(), d.unfolded, d.styles, d.width}
+	k := detailKey{d.x, d.seq, d.x.Len(), d.unfolded, d.styles, d.width, strings.Join(d.marks, "\x00")}
 	if k == d.shown {
 		return
 	}
@@ -75,10 +78,70 @@ func (d *Detail) refresh() {
 		d.vp.SetContent("")
 		return
 	}
-	d.vp.SetContent(ansi.Hardwrap(renderMessage(d.x, d.seq, d.t0, d.unfolded, d.styles), d.width, true))
+	content, first := markLines(renderMessage(d.x, d.seq, d.t0, d.unfolded, d.styles), d.marks, d.styles.Detail.Mark)
+	d.vp.SetContent(ansi.Hardwrap(content, d.width, true))
 	if !sameMsg {
 		d.vp.GotoTop()
+		if first > 0 {
+			d.vp.SetYOffset(max(first-2, 0)) // the first mark in view
+		}
 	}
+}
+
+// SetHighlights sets the words marked in the message (the filter's); nil
+// marks nothing.
+func (d *Detail) SetHighlights(words []string) {
+	d.marks = words
+	d.refresh()
+}
+
+// markLines styles every case-insensitive occurrence of words in the
+// rendered text s, keeping its colours, and returns the first marked
+// line (-1 when none).
+func markLines(s string, words []string, st lipgloss.Style) (string, int) {
+	if len(words) == 0 {
+		return s, -1
+	}
+	lines := strings.Split(s, "\n")
+	first := -1
+	for li, line := range lines {
+		plain := ansi.Strip(line)
+		low := strings.ToLower(plain)
+		var spans [][2]int
+		for _, w := range words {
+			w = strings.ToLower(w)
+			if w == "" {
+				continue
+			}
+			for off := 0; ; {
+				i := strings.Index(low[off:], w)
+				if i < 0 {
+					break
+				}
+				spans = append(spans, [2]int{off + i, off + i + len(w)})
+				off += i + len(w)
+			}
+		}
+		if len(spans) == 0 {
+			continue
+		}
+		if first < 0 {
+			first = li
+		}
+		slices.SortFunc(spans, func(a, b [2]int) int { return a[0] - b[0] })
+		var ranges []lipgloss.Range
+		end := 0
+		for _, sp := range spans {
+			if sp[0] < end {
+				continue // overlapping: the earlier one is marked
+			}
+			// Ranges count cells; the offsets are bytes of the plain text.
+			ranges = append(ranges, lipgloss.NewRange(ansi.StringWidth(plain[:sp[0]]), ansi.StringWidth(plain[:sp[1]]), st))
+			end = sp[1]
+		}
+		lines[li] = lipgloss.StyleRanges(line, ranges...)
+	}
+	return strings.Join(lines, "\n"), first
 }
 
 // renderMessage is the header and highlighted body of message seq.

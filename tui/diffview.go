@@ -27,29 +27,57 @@ func NewDiffView(s *Styles) DiffView {
 
 // SetSize sets the pane's size.
 func (v *DiffView) SetSize(w, h int) {
-	v.resize(w, h)
+	v.width, v.height = w, h
 	v.refresh()
 }
 
 // SetStyles switches the theme.
 func (v *DiffView) SetStyles(s *Styles) { v.styles = s; v.refresh() }
 
-// Show displays d.
+// Show displays d, scrolled to its first changed line.
 func (v *DiffView) Show(d live.Divergence) {
 	v.d = &d
-	v.refresh()
+	first := v.refresh()
 	v.vp.GotoTop()
-}
-
-func (v *DiffView) refresh() {
-	if v.d == nil || v.width == 0 {
-		return
+	if first > 2 {
+		v.vp.SetYOffset(first - 2)
 	}
-	v.vp.SetContent(renderDiff(*v.d, v.width, v.styles))
 }
 
-// renderDiff draws expected and actual side by side.
-func renderDiff(d live.Divergence, width int, s *Styles) string {
+// header is the part that stays on screen: why, what changed, the keys
+// and the column titles.
+func (v *DiffView) header() string {
+	if v.d == nil {
+		return ""
+	}
+	s := v.styles
+	d := *v.d
+	colW := max((v.width-3)/2, 10)
+	var b strings.Builder
+	b.WriteString(s.Timeline.Error.Render(ansi.Truncate("divergence: "+d.Reason, v.width, "…")))
+	if len(d.Paths) > 0 {
+		b.WriteString("\n" + ansi.Truncate(s.Detail.Key.Render("changed: ")+s.Detail.Changed.Render(strings.Join(d.Paths, ", ")), v.width, "…"))
+	}
+	b.WriteString("\n" + padANSI(s.Detail.Header.Render("expected (recorded) #"+strconv.Itoa(d.Seq)), colW) + s.Detail.Separate.Render(" │ ") + s.Detail.Header.Render("actual (client)"))
+	return b.String()
+}
+
+// refresh lays the pane out and returns the first changed line of the
+// body (-1 when none is marked).
+func (v *DiffView) refresh() int {
+	if v.d == nil || v.width == 0 {
+		return -1
+	}
+	v.vp.SetWidth(v.width)
+	v.vp.SetHeight(max(v.height-lipglossHeight(v.header()), 1))
+	body, first := renderDiff(*v.d, v.width, v.styles)
+	v.vp.SetContent(body)
+	return first
+}
+
+// renderDiff draws expected and actual side by side and returns the first
+// line with a change.
+func renderDiff(d live.Divergence, width int, s *Styles) (string, int) {
 	changed := map[string]bool{}
 	for _, p := range d.Paths {
 		changed[strings.TrimPrefix(p, "$.")] = true
@@ -64,16 +92,20 @@ func renderDiff(d live.Divergence, width int, s *Styles) string {
 		return false
 	}
 	colW := max((width-3)/2, 10)
-	side := func(title string, raw []byte, st func(...string) string) []string {
-		out := []string{s.Detail.Header.Render(title)}
+	first := -1
+	side := func(raw []byte, st func(...string) string) []string {
 		if len(raw) == 0 {
-			return append(out, s.Detail.Key.Render("(nothing)"))
+			return []string{s.Detail.Key.Render("(nothing)")}
 		}
+		var out []string
 		text, marked := prettyJSONMarked(raw, mark)
 		for i, l := range strings.Split(text, "\n") {
 			for _, w := range strings.Split(ansi.Hardwrap(l, colW, true), "\n") {
 				if marked[i] {
 					w = st(w)
+					if first < 0 || len(out) < first {
+						first = len(out)
+					}
 				}
 				out = append(out, w)
 			}
@@ -82,14 +114,9 @@ func renderDiff(d live.Divergence, width int, s *Styles) string {
 	}
 	// The recorded side loses the recorder's _meta; the client's side is
 	// the bytes it sent, its own _meta and key order included.
-	left := side("expected (recorded) #"+strconv.Itoa(d.Seq), tape.StripMeta(d.Expected), s.Detail.Removed.Render)
-	right := side("actual (client)", d.Actual, s.Detail.Added.Render)
+	left := side(tape.StripMeta(d.Expected), s.Detail.Removed.Render)
+	right := side(d.Actual, s.Detail.Added.Render)
 	var b strings.Builder
-	b.WriteString(s.Timeline.Error.Render("divergence: " + d.Reason))
-	if len(d.Paths) > 0 {
-		b.WriteString("\n" + s.Detail.Key.Render("changed: ") + s.Detail.Changed.Render(strings.Join(d.Paths, ", ")))
-	}
-	b.WriteString("\n" + s.Detail.Key.Render("a answer with the recorded response · e send the divergence error · s skip the recorded request"))
 	sep := s.Detail.Separate.Render(" │ ")
 	for i := range max(len(left), len(right)) {
 		l, r := "", ""
@@ -99,9 +126,12 @@ func renderDiff(d live.Divergence, width int, s *Styles) string {
 		if i < len(right) {
 			r = right[i]
 		}
-		b.WriteString("\n" + padANSI(l, colW) + sep + r)
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(padANSI(l, colW) + sep + r)
 	}
-	return b.String()
+	return b.String(), first
 }
 
 // Update scrolls when the pane has the focus.
@@ -110,10 +140,10 @@ func (v DiffView) Update(msg tea.Msg) (DiffView, tea.Cmd) {
 	return v, cmd
 }
 
-// View renders the pane.
+// View renders the pane: the header, then the body scrolled.
 func (v DiffView) View() string {
 	if v.d == nil {
 		return v.styles.Detail.Key.Render("no divergence")
 	}
-	return v.vp.View()
+	return v.header() + "\n" + v.vp.View()
 }

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -39,5 +40,32 @@ func TestDiffViewShowsClientBytes(t *testing.T) {
 	}
 	if s := ansi.Strip(v.View()); strings.Contains(s, `"dir"`) {
 		t.Errorf("the recorded side shows the recorder's _meta:\n%s", s)
+	}
+}
+
+// A change below a long _meta is on screen when the diff opens: the body
+// scrolls to the first changed line, under a header that stays.
+func TestDiffViewScrollsToChange(t *testing.T) {
+	var meta strings.Builder
+	for i := range 40 {
+		if i > 0 {
+			meta.WriteString(",")
+		}
+		fmt.Fprintf(&meta, `"k%02d":%d`, i, i)
+	}
+	msg := func(v string) []byte {
+		return []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{` + meta.String() + `},"name":"echo","arguments":{"message":"` + v + `"}}}`)
+	}
+	v := NewDiffView(NewStyles(true))
+	v.SetSize(120, 15)
+	v.Show(live.Divergence{Seq: 5, Reason: "replay mismatch", Expected: msg("hi"), Actual: msg("bye"), Paths: []string{"params.arguments.message"}})
+	s := ansi.Strip(v.View())
+	for _, want := range []string{"divergence: replay mismatch", "changed: params.arguments.message", `"message": "hi"`, `"message": "bye"`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the diff does not show %s:\n%s", want, s)
+		}
+	}
+	if n := strings.Count(s, "\n") + 1; n > 15 {
+		t.Errorf("the diff is %d lines, the pane 15", n)
 	}
 }

@@ -10,135 +10,217 @@ import (
 )
 
 // Filter selects messages. A query is space-separated terms, all of which
-// must match: method:M (substring of the method, or of the request's method
-// for a response), tool:T (params.name of a call, exact), dir:send|recv|
-// lifecycle, server:S (exact), status:error|ok|pending|orphan|cancelled|late|
-// invalid, id:ID (the JSON-RPC id, 3 or "abc"), and free text, searched in
-// the raw message (case-insensitive).
+// must hold (see FilterHelp for the grammar): a field term field:V1,V2
+// holds when any of its values matches; ! (or - before a field term)
+// negates a term; any other word is free text, searched in the raw message
+// (case-insensitive).
 type Filter struct {
-	Query  string
-	method []string
-	tool   []string
-	dir    []tape.Dir
-	server []string
-	status []string
-	id     []string
-	text   [][]byte
+	Query string
+	terms []term
 }
+
+// term is one condition of a filter.
+type term struct {
+	not    bool
+	field  string // "" for free text
+	values []string
+	dirs   []tape.Dir
+	text   []byte // free text, lower case
+}
+
+// filterFields are the field names a term may use.
+var filterFields = map[string]bool{"method": true, "tool": true, "dir": true, "server": true, "status": true, "kind": true, "id": true}
+
+// Values of status: and kind:.
+var (
+	filterStatuses = []string{"error", "ok", "tool-error", "rpc-error", "pending", "cancelled", "orphan", "late", "invalid"}
+	filterKinds    = []string{"request", "response", "notification", "lifecycle", "invalid"}
+)
+
+// FilterHelp is the filter's grammar, for open --help.
+const FilterHelp = `method:M       the method (a substring; a response's is its request's)
+tool:T         the tool, prompt or resource a call names (exact)
+dir:send|recv|lifecycle
+server:S       the server (exact)
+kind:request|response|notification|lifecycle|invalid
+status:error|ok|tool-error|rpc-error|pending|cancelled|orphan|late|invalid
+               error is any failure: a JSON-RPC error, a tool error, an
+               orphan answer or a damaged line
+id:ID          the JSON-RPC id (3 or "abc")
+WORD           free text in the raw message (case-insensitive)
+F:A,B          any of A or B (method:tools/call,resources/read)
+!TERM, -F:V    not (!dir:lifecycle, -kind:notification, !timeout)`
 
 // ParseFilter parses a query.
 func ParseFilter(q string) (Filter, error) {
 	f := Filter{Query: strings.TrimSpace(q)}
-	for _, term := range strings.Fields(q) {
-		k, v, ok := strings.Cut(term, ":")
-		if !ok || v == "" {
-			f.text = append(f.text, bytes.ToLower([]byte(term)))
-			continue
+	for _, word := range strings.Fields(q) {
+		t, err := parseTerm(word)
+		if err != nil {
+			return f, err
 		}
-		switch strings.ToLower(k) {
-		case "method":
-			f.method = append(f.method, v)
-		case "tool":
-			f.tool = append(f.tool, v)
-		case "dir":
-			switch strings.ToLower(v) {
-			case "send", "→", "out":
-				f.dir = append(f.dir, tape.DirSend)
-			case "recv", "←", "in":
-				f.dir = append(f.dir, tape.DirRecv)
-			case "lifecycle":
-				f.dir = append(f.dir, tape.DirLifecycle)
-			default:
-				return f, fmt.Errorf("filter %q: dir %q is not send, recv or lifecycle", term, v)
-			}
-		case "server":
-			f.server = append(f.server, v)
-		case "status":
-			switch v = strings.ToLower(v); v {
-			case "error", "ok", "pending", "orphan", "cancelled", "late", "invalid":
-				f.status = append(f.status, v)
-			default:
-				return f, fmt.Errorf("filter %q: status %q is not error, ok, pending, orphan, cancelled, late or invalid", term, v)
-			}
-		case "id":
-			f.id = append(f.id, v)
-		default:
-			// "a:b" that is not a known field is free text (e.g. a URI).
-			f.text = append(f.text, bytes.ToLower([]byte(term)))
-		}
+		f.terms = append(f.terms, t)
 	}
 	return f, nil
+}
+
+func parseTerm(word string) (term, error) {
+	var t term
+	w := word
+	if strings.HasPrefix(w, "!") && len(w) > 1 {
+		t.not, w = true, w[1:]
+	} else if k, _, ok := strings.Cut(w[1:], ":"); ok && strings.HasPrefix(w, "-") && filterFields[strings.ToLower(k)] {
+		t.not, w = true, w[1:] // "-32601" stays text: only a field term negates with -
+	}
+	k, v, ok := strings.Cut(w, ":")
+	k = strings.ToLower(k)
+	if !ok || v == "" || !filterFields[k] {
+		// "a:b" that is not a known field is free text (e.g. a URI).
+		t.text = bytes.ToLower([]byte(w))
+		return t, nil
+	}
+	t.field = k
+	for _, val := range strings.Split(v, ",") {
+		if val == "" {
+			continue
+		}
+		switch k {
+		case "dir":
+			switch strings.ToLower(val) {
+			case "send", "→", "out":
+				t.dirs = append(t.dirs, tape.DirSend)
+			case "recv", "←", "in":
+				t.dirs = append(t.dirs, tape.DirRecv)
+			case "lifecycle":
+				t.dirs = append(t.dirs, tape.DirLifecycle)
+			default:
+				return t, fmt.Errorf("filter %q: dir %q is not send, recv or lifecycle", word, val)
+			}
+		case "status":
+			if val = strings.ToLower(val); !slices.Contains(filterStatuses, val) {
+				return t, fmt.Errorf("filter %q: status %q is not one of %s", word, val, strings.Join(filterStatuses, ", "))
+			}
+		case "kind":
+			if val = strings.ToLower(val); !slices.Contains(filterKinds, val) {
+				return t, fmt.Errorf("filter %q: kind %q is not one of %s", word, val, strings.Join(filterKinds, ", "))
+			}
+		}
+		t.values = append(t.values, val)
+	}
+	if len(t.values) == 0 && len(t.dirs) == 0 {
+		return t, fmt.Errorf("filter %q: expected a value after %s:", word, k)
+	}
+	return t, nil
 }
 
 // Empty reports whether the filter matches everything.
 func (f Filter) Empty() bool { return f.Query == "" }
 
 // needsBody reports whether matching reads message bodies.
-func (f Filter) needsBody() bool { return len(f.tool)+len(f.id)+len(f.text) > 0 }
+func (f Filter) needsBody() bool {
+	for _, t := range f.terms {
+		if t.field == "" || t.field == "tool" || t.field == "id" {
+			return true
+		}
+	}
+	return false
+}
+
+// Highlights returns what the detail pane marks in a matching message:
+// the free-text words and the tool names the filter asks for (not what it
+// negates).
+func (f Filter) Highlights() []string {
+	var out []string
+	for _, t := range f.terms {
+		switch {
+		case t.not:
+		case t.field == "":
+			out = append(out, string(t.text))
+		case t.field == "tool", t.field == "method":
+			out = append(out, t.values...)
+		}
+	}
+	return out
+}
+
+// message is what a term reads of one message, the body only when asked.
+type message struct {
+	x      *tape.Index
+	i      int
+	e      tape.Entry
+	p      tape.Pair
+	method string
+	full   *tape.Entry
+	err    error
+}
+
+func (m *message) body() *tape.Entry {
+	if m.full == nil && m.err == nil {
+		e, err := m.x.Message(m.i)
+		m.full, m.err = &e, err
+	}
+	if m.err != nil {
+		return nil
+	}
+	return m.full
+}
 
 // Match reports whether message i of x matches.
 func (f Filter) Match(x *tape.Index, i int) bool {
-	e := x.Entry(i)
-	p := x.Pair(i)
-	method := e.Method
-	if e.Kind == tape.KindResponse {
-		method = p.Method
+	m := message{x: x, i: i, e: x.Entry(i), p: x.Pair(i)}
+	m.method = m.e.Method
+	if m.e.Kind == tape.KindResponse {
+		m.method = m.p.Method
 	}
-	for _, m := range f.method {
-		if !strings.Contains(method, m) {
-			return false
-		}
-	}
-	for _, d := range f.dir {
-		if e.Dir != d {
-			return false
-		}
-	}
-	for _, s := range f.server {
-		if e.Server != s {
-			return false
-		}
-	}
-	for _, st := range f.status {
-		if !statusIs(e, p, st) {
-			return false
-		}
-	}
-	if !f.needsBody() {
-		return true
-	}
-	full, err := x.Message(i)
-	if err != nil {
-		return false
-	}
-	for _, id := range f.id {
-		if string(full.ID) != id && string(full.ID) != fmt.Sprintf("%q", id) {
-			return false
-		}
-	}
-	if len(f.tool) > 0 {
-		name := ""
-		switch {
-		case e.Kind == tape.KindRequest:
-			name = tape.Target(e.Method, full.Raw)
-		case e.Kind == tape.KindResponse && p.Partner >= 0:
-			name = callName(x, p.Partner, p.Method)
-		}
-		for _, t := range f.tool {
-			if name != t {
-				return false
+	// Terms on what the index holds first: most messages fail one of
+	// them without a read of their body.
+	for pass := 0; pass < 2; pass++ {
+		for _, t := range f.terms {
+			body := t.field == "" || t.field == "tool" || t.field == "id"
+			if body != (pass == 1) {
+				continue
 			}
-		}
-	}
-	if len(f.text) > 0 {
-		low := bytes.ToLower(full.Raw)
-		for _, t := range f.text {
-			if !bytes.Contains(low, t) {
+			if t.holds(&m) == t.not {
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// holds reports whether the term, not negated, holds for m.
+func (t term) holds(m *message) bool {
+	e, p := m.e, m.p
+	switch t.field {
+	case "":
+		b := m.body()
+		return b != nil && bytes.Contains(bytes.ToLower(b.Raw), t.text)
+	case "method":
+		return slices.ContainsFunc(t.values, func(v string) bool { return strings.Contains(m.method, v) })
+	case "dir":
+		return slices.Contains(t.dirs, e.Dir)
+	case "server":
+		return slices.Contains(t.values, e.Server)
+	case "status":
+		return slices.ContainsFunc(t.values, func(v string) bool { return statusIs(e, p, v) })
+	case "kind":
+		return slices.ContainsFunc(t.values, func(v string) bool { return e.Kind.String() == v })
+	case "id":
+		b := m.body()
+		return b != nil && slices.ContainsFunc(t.values, func(v string) bool { return string(b.ID) == v || string(b.ID) == fmt.Sprintf("%q", v) })
+	case "tool":
+		name := ""
+		switch {
+		case e.Kind == tape.KindRequest:
+			if b := m.body(); b != nil {
+				name = tape.Target(e.Method, b.Raw)
+			}
+		case e.Kind == tape.KindResponse && p.Partner >= 0:
+			name = callName(m.x, p.Partner, p.Method)
+		}
+		return slices.Contains(t.values, name)
+	}
+	return false
 }
 
 func statusIs(e tape.Entry, p tape.Pair, st string) bool {
@@ -147,8 +229,10 @@ func statusIs(e tape.Entry, p tape.Pair, st string) bool {
 		return e.Failed() != tape.NoFailure || e.Kind == tape.KindInvalid || p.Orphan
 	case "tool-error":
 		return e.Failed() == tape.ToolError
+	case "rpc-error":
+		return e.Failed() == tape.RPCError
 	case "ok":
-		return e.Kind == tape.KindResponse && e.Failed() == tape.NoFailure
+		return e.Kind == tape.KindResponse && e.Failed() == tape.NoFailure && !p.Orphan
 	case "pending":
 		return p.Pending
 	case "orphan":
@@ -165,7 +249,9 @@ func statusIs(e tape.Entry, p tape.Pair, st string) bool {
 
 // hasStatus reports whether the filter looks at pairing status, which can
 // change for a message already on the tape when more are appended.
-func (f Filter) hasStatus() bool { return len(f.status) > 0 }
+func (f Filter) hasStatus() bool {
+	return slices.ContainsFunc(f.terms, func(t term) bool { return t.field == "status" })
+}
 
 // matchAll returns the sorted seqs of x that f matches, from 0 to n, and
 // the rows whose match may still change as the tape grows (see matchGrow).

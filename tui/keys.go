@@ -220,6 +220,7 @@ func (k DivergenceKeyMap) FullHelp() [][]key.Binding { return [][]key.Binding{k.
 type BreakpointsKeyMap struct {
 	Up     key.Binding
 	Down   key.Binding
+	Toggle key.Binding
 	Delete key.Binding
 	Close  key.Binding
 }
@@ -229,6 +230,7 @@ func DefaultBreakpointsKeyMap() BreakpointsKeyMap {
 	return BreakpointsKeyMap{
 		Up:     key.NewBinding(key.WithKeys("k", "up"), key.WithHelp("k/↑", "up")),
 		Down:   key.NewBinding(key.WithKeys("j", "down"), key.WithHelp("j/↓", "down")),
+		Toggle: key.NewBinding(key.WithKeys("space", "enter"), key.WithHelp("space", "enable/disable")),
 		Delete: key.NewBinding(key.WithKeys("d", "delete", "backspace"), key.WithHelp("d", "delete")),
 		Close:  key.NewBinding(key.WithKeys("esc", "B"), key.WithHelp("esc", "close")),
 	}
@@ -236,7 +238,7 @@ func DefaultBreakpointsKeyMap() BreakpointsKeyMap {
 
 // ShortHelp implements help.KeyMap.
 func (k BreakpointsKeyMap) ShortHelp() []key.Binding {
-	return []key.Binding{k.Up, k.Down, k.Delete, k.Close}
+	return []key.Binding{k.Up, k.Down, k.Toggle, k.Delete, k.Close}
 }
 
 // FullHelp implements help.KeyMap.

@@ -47,10 +47,10 @@ func (f *fakeLive) last() int {
 	return slices.Max(f.delivered)
 }
 
-// statusLine is the screen's last line.
+// statusLine is the screen's status line, above the key hint bar.
 func statusLine(m Model) string {
 	lines := strings.Split(screen(m), "\n")
-	return lines[len(lines)-1]
+	return lines[len(lines)-2]
 }
 
 func liveEv(ev live.Event) liveMsg { return liveMsg{ev} }

@@ -78,10 +78,12 @@ func (l BreakpointList) View() string {
 		}
 		b.WriteString("\n" + line)
 	}
-	b.WriteString("\n\n" + s.App.Subtitle.Render("j/k select · d delete · esc close"))
+	b.WriteString("\n\n" + s.App.Subtitle.Render("j/k select · space enable/disable · d delete · esc close"))
 	return s.App.Overlay.Render(b.String())
 }
 
 func lipglossWidth(s string) int { return lipgloss.Width(s) }
+
+func lipglossHeight(s string) int { return lipgloss.Height(s) }
 
 func spaces(n int) string { return strings.Repeat(" ", max(n, 0)) }

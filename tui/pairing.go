@@ -50,7 +50,7 @@ func (p *Pairing) refresh() {
 	if p.x == nil || p.width == 0 {
 		return
 	}
-	k := detailKey{p.x, p.seq, p.x.Len(), p.unfolded, p.styles, p.width}
+	k := detailKey{p.x, p.seq, p.x.Len(), p.unfolded, p.styles, p.width, ""}
 	if k == p.shown {
 		return
 	}

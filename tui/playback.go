@@ -6,6 +6,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -174,7 +175,8 @@ func speedText(x float64) string {
 }
 
 // toggleBreakpoint adds or removes a breakpoint on the method under the
-// cursor (a response's is its request's method).
+// cursor (a response's is its request's method); on a call that names a
+// tool, prompt or resource it asks which: that method, or that one target.
 func (m Model) toggleBreakpoint() Model {
 	seq := m.timeline.Cursor()
 	if seq < 0 {
@@ -189,6 +191,47 @@ func (m Model) toggleBreakpoint() Model {
 		m.notice, m.noticeOK = "no method here to break on", false
 		return m
 	}
+	if target := m.timeline.cache.get(seq).tool; target != "" && method == "tools/call" {
+		m.play.ask = &breakChoice{method: method, tool: target}
+		m.notice, m.noticeOK = fmt.Sprintf("break on: m every %s · t the tool %s · esc neither", method, target), true
+		return m
+	}
+	return m.toggleMethodBreak(method)
+}
+
+// breakChoice is b's question on a call: its method, or its tool.
+type breakChoice struct{ method, tool string }
+
+// breakChoiceKey answers b's question.
+func (m Model) breakChoiceKey(msg tea.KeyPressMsg) Model {
+	c := m.play.ask
+	m.play.ask = nil
+	switch msg.String() {
+	case "m":
+		return m.toggleMethodBreak(c.method)
+	case "t":
+		for _, b := range m.player.Breakpoints() {
+			if b.Tool == c.tool {
+				m.player.RemoveBreakpoint(b.ID)
+				m.notice, m.noticeOK = "breakpoint on the tool "+c.tool+" removed", true
+				m.syncPlayback()
+				return m
+			}
+		}
+		if _, err := m.player.AddBreakpoint(replay.Breakpoint{Tool: c.tool}); err != nil {
+			m.notice, m.noticeOK = err.Error(), false
+			return m
+		}
+		m.notice, m.noticeOK = "breakpoint on the tool "+c.tool, true
+		m.syncPlayback()
+		return m
+	}
+	m.notice, m.noticeOK = "no breakpoint set", true
+	return m
+}
+
+// toggleMethodBreak adds or removes the breakpoint on method.
+func (m Model) toggleMethodBreak(method string) Model {
 	if m.player.ToggleMethod(method) {
 		m.notice, m.noticeOK = "breakpoint on "+method, true
 	} else {

@@ -3,6 +3,8 @@ package tui
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/tapedeck/tapedeck/assets"
+	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -141,5 +144,95 @@ func TestViewGoldenSizes(t *testing.T) {
 				golden(t, name, got)
 			})
 		}
+	}
+}
+
+// The message view marks what the filter matched and scrolls to it.
+func TestFilterMarksMatchInMessage(t *testing.T) {
+	m, _ := newTestModel(t, Options{})
+	m = send(t, m, keys("/get-sum", "enter")...)
+	if len(m.timeline.Matches()) == 0 {
+		t.Fatal("get-sum matches nothing on the demo tape")
+	}
+	view := m.detail.View()
+	mark := m.styles.Detail.Mark.Render("get-sum")
+	if !strings.Contains(view, mark[:strings.Index(mark, "get-sum")]) || !strings.Contains(ansi.Strip(view), "get-sum") {
+		t.Errorf("the message view does not mark get-sum:\n%q", view)
+	}
+	m = send(t, m, keys("esc")...)
+	if strings.Contains(m.detail.View(), mark[:strings.Index(mark, "get-sum")]) {
+		t.Errorf("the mark stays after the filter was cleared")
+	}
+}
+
+// --break sets breakpoints from the start: playing stops on the first.
+func TestBreakpointsFromOptions(t *testing.T) {
+	b, err := replay.ParseBreakpoint("tool=echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := newTestModel(t, Options{Breakpoints: []replay.Breakpoint{b}})
+	m = send(t, m, keys("space")...)
+	echo := findSeq(t, m.x, func(e tape.Entry, p tape.Pair) bool { return e.Kind == tape.KindRequest && e.Method == "tools/call" })
+	if m.play.lastHit == nil || m.play.lastHit.Seq != echo {
+		t.Errorf("playing with --break tool=echo stopped at %+v, want before #%d", m.play.lastHit, echo)
+	}
+}
+
+// b on a call asks: every call of the method, or the one tool.
+func TestBreakOnCallAsksMethodOrTool(t *testing.T) {
+	m, _ := newTestModel(t, Options{})
+	echo := findSeq(t, m.x, func(e tape.Entry, p tape.Pair) bool { return e.Kind == tape.KindRequest && e.Method == "tools/call" })
+	m.selectSeq(echo)
+	m = send(t, m, keys("b")...)
+	if m.play.ask == nil || !strings.Contains(m.notice, "t the tool echo") {
+		t.Fatalf("b on a tools/call row did not ask: notice %q", m.notice)
+	}
+	m = send(t, m, keys("t")...)
+	bps := m.player.Breakpoints()
+	if len(bps) != 1 || bps[0].Tool != "echo" {
+		t.Fatalf("after b t: breakpoints %v, want one on the tool echo", bps)
+	}
+	m = send(t, m, keys("b", "m")...)
+	if bps := m.player.Breakpoints(); len(bps) != 2 || bps[1].Method != "tools/call" {
+		t.Fatalf("after b m: breakpoints %v, want tools/call added", bps)
+	}
+	// The list disables and enables one with space.
+	m = send(t, m, keys("B", "space")...)
+	if bps := m.player.Breakpoints(); !bps[0].Disabled {
+		t.Errorf("space in the list did not disable breakpoint 1: %v", bps)
+	}
+	m = send(t, m, keys("space")...)
+	if bps := m.player.Breakpoints(); bps[0].Disabled {
+		t.Errorf("space again did not enable breakpoint 1: %v", bps)
+	}
+}
+
+// :write FILE writes the message (or, in the pairing view, the pair); it
+// does not replace a file unless write!; y leaves a copy in a file too.
+func TestWriteAndCopyToFile(t *testing.T) {
+	dir := t.TempDir()
+	m, _ := newTestModel(t, Options{CopyDir: dir})
+	echo := findSeq(t, m.x, func(e tape.Entry, p tape.Pair) bool { return e.Kind == tape.KindRequest && e.Method == "tools/call" })
+	m.selectSeq(echo)
+	path := filepath.Join(dir, "call.json")
+	m = send(t, m, keys(":write "+path, "enter")...)
+	data, err := os.ReadFile(path)
+	if err != nil || !strings.Contains(string(data), `"name": "echo"`) || strings.Contains(string(data), "_meta") {
+		t.Fatalf(":write: %v, notice %q, file:\n%s", err, m.notice, data)
+	}
+	m = send(t, m, keys("2", ":write "+path, "enter")...)
+	if !strings.Contains(m.notice, "write! ") {
+		t.Errorf(":write over a file: notice %q, want a refusal naming write!", m.notice)
+	}
+	m = send(t, m, keys(":write! "+path, "enter")...)
+	data, _ = os.ReadFile(path)
+	if !strings.Contains(string(data), `"name": "echo"`) || !strings.Contains(string(data), `"result"`) {
+		t.Errorf(":write! in the pairing view did not write the request and its response:\n%s", data)
+	}
+	m = send(t, m, keys("y")...)
+	copies, _ := filepath.Glob(filepath.Join(dir, "tapedeck-*.json"))
+	if len(copies) != 1 || !strings.Contains(m.notice, copies[0]) {
+		t.Errorf("y: copies %v, notice %q; want one file, named in the notice", copies, m.notice)
 	}
 }

@@ -42,6 +42,7 @@ type Styles struct {
 		Key      lipgloss.Style
 		Value    lipgloss.Style
 		Folded   lipgloss.Style
+		Mark     lipgloss.Style // what the filter matched, in the message
 		Added    lipgloss.Style // diff: only in actual
 		Removed  lipgloss.Style // diff: only in expected
 		Changed  lipgloss.Style // diff: a changed path
@@ -103,6 +104,7 @@ func NewStyles(dark bool) *Styles {
 	s.Detail.Key = lipgloss.NewStyle().Foreground(dim)
 	s.Detail.Value = lipgloss.NewStyle().Foreground(fg)
 	s.Detail.Folded = lipgloss.NewStyle().Foreground(purple).Italic(true)
+	s.Detail.Mark = lipgloss.NewStyle().Reverse(true).Bold(true)
 	s.Detail.Added = lipgloss.NewStyle().Foreground(green).Bold(true)
 	s.Detail.Removed = lipgloss.NewStyle().Foreground(red).Bold(true)
 	s.Detail.Changed = lipgloss.NewStyle().Foreground(orange).Bold(true)

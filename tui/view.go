@@ -40,6 +40,7 @@ func (m Model) render() string {
 		m.lowerTitleView(),
 		fitHeight(m.lowerView(), lh, m.width),
 		m.statusView(),
+		m.hintView(),
 	}
 	screen := strings.Join(parts, "\n")
 	switch {
@@ -133,9 +134,10 @@ func overlay(screen, box string, w, h int) string {
 	return strings.Join(lines, "\n")
 }
 
+// helpView is the help overlay: every key, flowed into as many columns as
+// the screen takes, then the notes; at a small size the notes give way to
+// a pointer to open --help, so the keys always fit (80×24 included).
 func (m Model) helpView() string {
-	h := m.help
-	h.ShowAll = true
 	var groups [][]key.Binding
 	groups = append(groups, m.KeyMap.FullHelp()...)
 	if m.focus == focusTimeline {
@@ -146,12 +148,78 @@ func (m Model) helpView() string {
 	if m.live.active() {
 		groups = append(groups, DefaultDivergenceKeyMap().FullHelp()...)
 	}
-	notes := ansi.Wordwrap("playback: messages from ▶ on are not delivered yet and show dimmed; ◆ a breakpoint stop, ● a breakpoint, ✗ a divergence.\n"+
-		"filter: method:M tool:T dir:send|recv server:S status:error id:ID and free text.\n"+
-		"commands: goto N | goto 12.5s · break tools/call | tool=NAME | error | when EXPR · delete N · speed X · filter Q · q", max(m.width-8, 20), " ")
-	body := m.styles.App.Title.Render("keys") + "  " + m.styles.App.Subtitle.Render("(any key closes)") + "\n\n" + h.FullHelpView(groups) +
-		"\n\n" + m.styles.App.Subtitle.Render(notes)
+	var binds []key.Binding
+	for _, g := range groups {
+		for _, b := range g {
+			if b.Enabled() {
+				binds = append(binds, b)
+			}
+		}
+	}
+	kw, dw := 0, 0
+	for _, b := range binds {
+		kw = max(kw, ansi.StringWidth(b.Help().Key))
+		dw = max(dw, ansi.StringWidth(b.Help().Desc))
+	}
+	inner := max(m.width-6, 20) // border and padding
+	colW := kw + 1 + dw + 2
+	ncols := max(min(inner/colW, len(binds)), 1)
+	rows := (len(binds) + ncols - 1) / ncols
+	st := m.styles.Help
+	var cols []string
+	for c := range ncols {
+		var lines []string
+		for r := range rows {
+			i := c*rows + r
+			if i >= len(binds) {
+				break
+			}
+			h := binds[i].Help()
+			line := st.FullKey.Render(pad(h.Key, kw+1)) + st.FullDesc.Render(pad(h.Desc, dw))
+			if c < ncols-1 {
+				line += "  "
+			}
+			lines = append(lines, line)
+		}
+		cols = append(cols, strings.Join(lines, "\n"))
+	}
+	keys := lipgloss.JoinHorizontal(lipgloss.Top, cols...)
+	notes := ansi.Wordwrap("playback: messages from ▶ on are not delivered yet and show faint; ◆ a breakpoint stop, ● a breakpoint, ✗ a divergence.\n"+
+		"filter: method: tool: dir: server: kind: status: id: and free text; F:A,B for either; !TERM or -F:V for not (open --help has it all).\n"+
+		"commands: goto N | goto 12.5s · break tools/call | tool=NAME | error | when EXPR · delete N · speed X · filter Q · write FILE · q", min(inner, lipgloss.Width(keys)+20), " ")
+	head := m.styles.App.Title.Render("keys") + "  " + m.styles.App.Subtitle.Render("(any key closes)")
+	body := head + "\n\n" + keys + "\n\n" + m.styles.App.Subtitle.Render(notes)
+	if lipgloss.Height(body)+2 > m.height {
+		body = head + "\n\n" + keys + "\n" + m.styles.App.Subtitle.Render("the filter grammar and commands: tapedeck open --help")
+	}
 	return m.styles.App.Overlay.Render(body)
+}
+
+// hintView is the key hint bar: the keys that matter now.
+func (m Model) hintView() string {
+	var hints [][2]string
+	switch {
+	case m.live.diverged():
+		hints = [][2]string{{"a", "answer as recorded"}, {"e", "send the error"}, {"s", "skip the recorded request"}, {"tab", "diff"}, {"?", "help"}}
+	case m.bplist.IsOpen():
+		hints = [][2]string{{"j/k", "move"}, {"space", "enable/disable"}, {"d", "delete"}, {"esc", "close"}}
+	default:
+		hints = [][2]string{{"space", "play"}, {"l/h", "step"}, {"e/E", "failures"}, {"/", "filter"}, {"b", "break"}, {"x", "partner"}, {"tab", "pane"}, {":", "command"}, {"?", "help"}, {"q", "quit"}}
+	}
+	st := m.styles.Help
+	var b strings.Builder
+	b.WriteString(" ")
+	for i, h := range hints {
+		part := st.ShortKey.Render(h[0]) + " " + st.ShortDesc.Render(h[1])
+		if i > 0 {
+			part = st.ShortSeparator.Render(" · ") + part
+		}
+		if ansi.StringWidth(b.String()+part) > m.width {
+			break
+		}
+		b.WriteString(part)
+	}
+	return padANSI(b.String(), m.width)
 }
 
 // plural writes "1 message", "2 messages".

@@ -20,6 +20,7 @@ type debugFlags struct {
 	listen, server, mode string
 	light, allowRemote   bool
 	hosts, origins       []string
+	breaks               []string
 }
 
 func newDebugCmd(s streams) *cobra.Command {
@@ -74,6 +75,7 @@ request and matches the client's again.`,
 	cmd.Flags().StringVar(&f.server, "server", "", "serve the tape's server `NAME` (needed when the tape holds several)")
 	cmd.Flags().StringVar(&f.mode, "match", "strict", "matching `MODE`: strict (in order), keyed or loose")
 	cmd.Flags().BoolVar(&f.light, "light", false, "start with the light theme")
+	cmd.Flags().StringArrayVar(&f.breaks, "break", nil, breakUsage)
 	return cmd
 }
 
@@ -90,6 +92,10 @@ func runDebug(ctx context.Context, s streams, path string, f debugFlags) error {
 		hosts = append(hosts, host) // the address served is a name clients use
 	}
 	m, err := replay.ParseMode(f.mode)
+	if err != nil {
+		return err
+	}
+	bps, err := parseBreaks(f.breaks)
 	if err != nil {
 		return err
 	}
@@ -113,5 +119,5 @@ func runDebug(ctx context.Context, s streams, path string, f debugFlags) error {
 	}
 	defer srv.Close()
 	name := fmt.Sprintf("%s · attach %s · %s", filepath.Base(path), srv.Addr(), srv.URL())
-	return runProgram(ctx, s, tui.New(x, tui.Options{Name: name, Path: path, Light: f.light, Live: srv}))
+	return runProgram(ctx, s, tui.New(x, tui.Options{Name: name, Path: path, Light: f.light, Live: srv, Breakpoints: bps}))
 }

@@ -8,31 +8,47 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
 	"github.com/tapedeck/tapedeck/assets"
+	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 	"github.com/tapedeck/tapedeck/tui"
 )
 
 func newOpenCmd(s streams) *cobra.Command {
-	var follow, light bool
+	var (
+		follow, light bool
+		breaks        []string
+	)
 	cmd := &cobra.Command{
 		Use:   "open [TAPE]",
 		Short: "Step through a tape in the terminal debugger",
 		Long: `open shows a tape in the debugger: a timeline of its messages (direction,
-server, method, tool, latency, status), the message under the cursor as
-highlighted JSON, a request beside its response, and per-method stats.
+server, method, target, latency, status, summary), the message under the
+cursor as highlighted JSON, a request beside its response, and per-method
+stats.
 
 It plays the tape back in time: space plays and pauses, l and h step one
 message, + and - change the speed (0.25× to 64×, then instant), b breaks on
 the method under the cursor, : opens a command line (goto 120, goto 12.5s,
-break tool=echo, break when params.arguments.limit > 5, speed 4). Messages
-after the playback position (▶) are not delivered yet and show dimmed.
+break tool=echo, break when params.arguments.limit > 5, speed 4); --break
+sets breakpoints from the start.
+
+A tape opens post-mortem: the whole tape on show, the cursor on the first
+failure (a JSON-RPC error or a tool that failed, isError), each row with a
+summary (the error, the arguments, the log line). e and E jump to the next
+and previous failure. Once you play or step, messages after the playback
+position (▶) are not delivered yet and show faint (failures stay red).
 Press ? for every key.
+
+/ filters the timeline (n and N walk the matches, f shows only them; the
+message view marks what matched). The grammar:
+` + indent(tui.FilterHelp, "  ") + `
 
 Without a tape it opens a demo session embedded in tapedeck. With --follow
 it tails a tape still being recorded: new messages appear as they are
@@ -44,6 +60,7 @@ bar shows how far); message bodies are read from the file only when shown.`,
 		Example: `  tapedeck open                          # the embedded demo session
   tapedeck open session.jsonl
   tapedeck open --follow session.jsonl   # while "tapedeck record" writes it
+  tapedeck open --break tool=search --break error session.jsonl
   tapedeck                               # in a terminal: the same as "tapedeck open"`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -51,19 +68,24 @@ bar shows how far); message bodies are read from the file only when shown.`,
 			if len(args) == 1 {
 				path = args[0]
 			}
-			return runOpen(cmd.Context(), s, path, follow, light)
+			bps, err := parseBreaks(breaks)
+			if err != nil {
+				return err
+			}
+			return runOpen(cmd.Context(), s, path, follow, light, bps)
 		},
 	}
+	cmd.Flags().StringArrayVar(&breaks, "break", nil, breakUsage)
 	cmd.Flags().BoolVar(&follow, "follow", false, "tail a tape that is still being recorded")
 	cmd.Flags().BoolVar(&light, "light", false, "start with the light theme (it follows the terminal's background when the terminal reports it)")
 	return cmd
 }
 
 // runOpen runs the debugger on the tape at path, or on the demo tape.
-func runOpen(ctx context.Context, s streams, path string, follow, light bool) error {
+func runOpen(ctx context.Context, s streams, path string, follow, light bool, bps []replay.Breakpoint) error {
 	var (
 		x    *tape.Index
-		opts = tui.Options{Follow: follow, Light: light}
+		opts = tui.Options{Follow: follow, Light: light, Breakpoints: bps}
 	)
 	if path == "" {
 		if follow {
@@ -89,6 +111,27 @@ func runOpen(ctx context.Context, s streams, path string, follow, light bool) er
 	}
 	defer x.Close()
 	return runProgram(ctx, s, tui.New(x, opts))
+}
+
+// breakUsage is --break's help, for open and debug.
+const breakUsage = "set a breakpoint from the start: a `SPEC` as :break takes it (tools/call, tool=NAME, error, when EXPR) (repeatable)"
+
+// parseBreaks reads --break specs.
+func parseBreaks(specs []string) ([]replay.Breakpoint, error) {
+	var bps []replay.Breakpoint
+	for _, s := range specs {
+		b, err := replay.ParseBreakpoint(s)
+		if err != nil {
+			return nil, fmt.Errorf("--break %q: %w", s, err)
+		}
+		bps = append(bps, b)
+	}
+	return bps, nil
+}
+
+// indent prefixes each line of s.
+func indent(s, prefix string) string {
+	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
 }
 
 // runProgram runs a Bubble Tea program on the command's streams; an

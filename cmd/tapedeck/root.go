@@ -59,7 +59,7 @@ A tape is NDJSON, one JSON-RPC message a line with a "_meta" object
 		// tape; anywhere else (a pipe, CI) it prints help.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if isTerminal(s.stdin, s.stdout) {
-				return runOpen(cmd.Context(), s, "", false, false)
+				return runOpen(cmd.Context(), s, "", false, false, nil)
 			}
 			return cmd.Help()
 		},
