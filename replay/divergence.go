@@ -165,13 +165,14 @@ type Resolution int
 // (EngineOptions.Hold); the headless server always sends the error.
 const (
 	Pending        Resolution = iota // held, awaiting Engine.Resolve
-	SendError                        // answer with the divergence error
+	SendError                        // answer with the divergence error; a strict replay moves past the expected request
 	AnswerRecorded                   // answer with the expected recorded response anyway
 	SkipRecorded                     // skip the expected recorded request and match again
 	NotAnswered                      // a notification or reply: nothing to answer
+	SendErrorKeep                    // answer with the divergence error, the expected request still expected next
 )
 
-var resolutionNames = [...]string{"pending", "error", "recorded", "skip", "none"}
+var resolutionNames = [...]string{"pending", "error", "recorded", "skip", "none", "error-keep"}
 
 func (r Resolution) String() string {
 	if int(r) < len(resolutionNames) {

@@ -151,6 +151,15 @@ func (e *Engine) Resolve(id int, r Resolution, now time.Time) ([]Output, error) 
 	switch r {
 	case SendError:
 		e.sendError(h.msg, h.div)
+		if exp := h.div.Expected; exp >= 0 && e.opts.Mode == Strict && !e.used[exp] {
+			// The client has had its answer: the next request is compared
+			// with the one recorded after the expected one, which is
+			// reported unused (SendErrorKeep keeps expecting it).
+			e.passed[exp] = true
+		}
+	case SendErrorKeep:
+		e.sendError(h.msg, h.div)
+		h.div.Resolution = SendError
 	case AnswerRecorded:
 		if h.div.Expected < 0 {
 			return nil, fmt.Errorf("divergence %d: no recorded request was expected, so there is no recorded response to send", id)

@@ -438,6 +438,32 @@ func TestEngineHoldResolutions(t *testing.T) {
 	}
 }
 
+// After the divergence error (e in the debugger) a strict replay moves
+// past the expected request, so the client's next call is compared with
+// the one recorded after it; SendErrorKeep keeps expecting it.
+func TestEngineSendErrorMovesOn(t *testing.T) {
+	for _, tt := range []struct {
+		res  Resolution
+		want string // the answer to the client's next call, "hi"
+	}{{SendError, `"hi 2"`}, {SendErrorKeep, `"hi 1"`}} {
+		t.Run(tt.res.String(), func(t *testing.T) {
+			e := mustEngine(t, sessionTape(t), EngineOptions{Hold: true})
+			feed(t, e, liveInit, liveInited, liveRoots)
+			out := feed(t, e, liveEcho("10", "bye"))
+			if len(out) != 1 || out[0].Divergence == nil {
+				t.Fatalf("no held divergence: %+v", out)
+			}
+			if _, err := e.Resolve(out[0].Divergence.ID, tt.res, t0); err != nil {
+				t.Fatal(err)
+			}
+			next := feed(t, e, liveEcho("11", "hi"))
+			if len(next) == 0 || next[len(next)-1].Divergence != nil || !strings.Contains(string(next[len(next)-1].Msg), tt.want) {
+				t.Fatalf("the next call after %v: outputs %q, want the answer %s", tt.res, texts(next), tt.want)
+			}
+		})
+	}
+}
+
 func TestEngineServers(t *testing.T) {
 	x1 := buildIndexServer(t, "alpha", line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"ping"}`})
 	if e := mustEngine(t, x1, EngineOptions{}); e.Server() != "alpha" {

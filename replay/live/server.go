@@ -289,8 +289,8 @@ func (s *Server) Deliver(seqs []int) {
 // HTTP, d names the divergence of d's session (each session numbers its
 // divergences from 1). A failure is reported as a Failed event.
 func (s *Server) Resolve(d *Divergence, r replay.Resolution) {
-	if r != replay.AnswerRecorded && r != replay.SendError && r != replay.SkipRecorded {
-		s.emit(Event{Kind: Failed, Err: fmt.Errorf("the divergence at #%d: expected a resolution of recorded, error or skip, got %s", d.Seq, r)})
+	if r != replay.AnswerRecorded && r != replay.SendError && r != replay.SendErrorKeep && r != replay.SkipRecorded {
+		s.emit(Event{Kind: Failed, Err: fmt.Errorf("the divergence at #%d: expected a resolution of recorded, error, error-keep or skip, got %s", d.Seq, r)})
 		return
 	}
 	key := heldDivergence{session: d.Session, id: d.ID}
