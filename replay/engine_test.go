@@ -641,6 +641,40 @@ func TestEngineStrictResync(t *testing.T) {
 	}
 }
 
+// Empty params and none are one request: mcp-go's client sends a list
+// request's "params":{} where the go-sdk's sends none, and in the
+// 2026-07-28 era params holding only the volatile _meta keys read as
+// empty. A replay of an mcp-go client's tape to the go-sdk client
+// diverged on resources/list.
+func TestEngineEmptyParams(t *testing.T) {
+	x := buildIndex(t,
+		line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"resources/list","params":{}}`},
+		line{recv, 1, `{"jsonrpc":"2.0","id":1,"result":{"resources":[]}}`},
+		line{send, 2, `{"jsonrpc":"2.0","id":2,"method":"prompts/list"}`},
+		line{recv, 3, `{"jsonrpc":"2.0","id":2,"result":{"prompts":[]}}`},
+		line{send, 4, `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`},
+		line{recv, 5, `{"jsonrpc":"2.0","id":3,"result":{"tools":[]}}`},
+	)
+	live := []string{
+		`{"jsonrpc":"2.0","id":"a","method":"resources/list"}`,
+		`{"jsonrpc":"2.0","id":"b","method":"prompts/list","params":{}}`,
+		`{"jsonrpc":"2.0","id":"c","method":"tools/list","params":{}}`,
+	}
+	for _, mode := range []Mode{Strict, Keyed} {
+		e := mustEngine(t, x, EngineOptions{Mode: mode})
+		feed(t, e, live...)
+		if rep := e.Report(); rep.Err() != nil || rep.Matched != 3 {
+			t.Errorf("mode %v: %d matched, %+v; want 3, no divergence", mode, rep.Matched, rep.Divergences)
+		}
+	}
+	// Exact tells them apart.
+	e := mustEngine(t, x, EngineOptions{Exact: true})
+	feed(t, e, live[0])
+	if rep := e.Report(); len(rep.Divergences) != 1 {
+		t.Errorf("Exact: %d divergences, want 1", len(rep.Divergences))
+	}
+}
+
 // In keyed mode only the server requests recorded within a call the live
 // client made are sent, not those of calls it has not made.
 func TestEngineKeyedServerRequestsOfOwnCall(t *testing.T) {

@@ -105,9 +105,11 @@ type Normalizer struct {
 	// Exact tells an empty optional object from an absent one. By default
 	// an absent params.arguments (of tools/call and prompts/get, the calls
 	// that name something) and params.context (of completion/complete) read
-	// as {}, and an empty params._meta as absent: SDKs differ there without
-	// meaning anything (the TypeScript client sends "arguments":{} where
-	// mcp-go sends none, and mcp-go always sends completion's "context":{}).
+	// as {}, and an empty params._meta, and then empty params, as absent:
+	// SDKs differ there without meaning anything (the TypeScript client
+	// sends "arguments":{} where mcp-go sends none, mcp-go always sends
+	// completion's "context":{} and a list request's "params":{}, which the
+	// go-sdk leaves out).
 	// Filling rather than dropping keeps a diff precise: {} against
 	// {"message":"hi"} shows params.arguments.message.
 	Exact bool
@@ -153,6 +155,9 @@ func (n *Normalizer) Normalize(msg []byte) (any, error) {
 		}
 		if !n.Exact {
 			forgiveEmptyOptional(p)
+			if len(p) == 0 {
+				delete(obj, "params")
+			}
 		}
 	}
 	for _, p := range n.Ignore {
@@ -178,6 +183,9 @@ func (n *Normalizer) NormalizeParams(params []byte) (any, error) {
 		}
 		if !n.Exact {
 			forgiveEmptyOptional(p)
+			if len(p) == 0 {
+				root["params"] = nil // as absent params read
+			}
 		}
 	}
 	for _, p := range n.Ignore {

@@ -1,6 +1,7 @@
 package tape
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
 )
@@ -97,9 +98,13 @@ func TestStripMeta(t *testing.T) {
 }
 
 // An empty optional object and its absence compare equal unless Exact:
-// the TS SDK sends "arguments":{} where mcp-go sends none.
+// the TS SDK sends "arguments":{} where mcp-go sends none; mcp-go sends a
+// list request's "params":{} where the go-sdk sends none (a replay of an
+// mcp-go client's tape to the go-sdk client diverged on resources/list).
 func TestNormalizeEmptyOptional(t *testing.T) {
 	pairs := [][2]string{
+		{`{"jsonrpc":"2.0","id":1,"method":"resources/list","params":{}}`, `{"jsonrpc":"2.0","id":2,"method":"resources/list"}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{}}}`, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{}}}`, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}`},
 		{`{"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"},"argument":{"name":"a","value":""},"context":{}}}`, `{"jsonrpc":"2.0","id":2,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"},"argument":{"name":"a","value":""}}}`},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{}}}`, `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`},
@@ -115,6 +120,15 @@ func TestNormalizeEmptyOptional(t *testing.T) {
 			if equal := reflect.DeepEqual(a, b); equal == exact {
 				t.Errorf("Exact=%v: %s vs %s: equal=%v", exact, p[0], p[1], equal)
 			}
+			// The engine matches by params alone.
+			pa, err1 := n.NormalizeParams(rawParams(t, p[0]))
+			pb, err2 := n.NormalizeParams(rawParams(t, p[1]))
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			if equal := reflect.DeepEqual(pa, pb); equal == exact {
+				t.Errorf("NormalizeParams, Exact=%v: %s vs %s: equal=%v", exact, p[0], p[1], equal)
+			}
 		}
 	}
 	// Not empty: a real difference stays one.
@@ -124,4 +138,16 @@ func TestNormalizeEmptyOptional(t *testing.T) {
 	if reflect.DeepEqual(a, b) {
 		t.Errorf("non-empty arguments compared equal to none")
 	}
+}
+
+// rawParams returns the params member of message msg, or nil when it has none.
+func rawParams(t *testing.T, msg string) []byte {
+	t.Helper()
+	var m struct {
+		Params json.RawMessage `json:"params"`
+	}
+	if err := json.Unmarshal([]byte(msg), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m.Params
 }

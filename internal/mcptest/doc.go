@@ -3,8 +3,9 @@
 // It locates the npm peers that .ci/peers.sh installs into .peers/ at the
 // repository root (server-everything and mcporter), starts server-everything
 // over stdio or streamable HTTP with clean process-group shutdown, builds the
-// go-sdk test programs in cmd/sdkclient and cmd/sdkserver once per test
-// process (Main removes them when the package's tests end), and makes the
+// go-sdk test programs in cmd/sdkclient and cmd/sdkserver, the mcp-go ones in
+// cmd/mcpgoclient and cmd/mcpgoserver and mcp-go's own examples (mcpgo.go)
+// once per test process (Main removes them when the package's tests end), and makes the
 // fixture tapes of testdata/ (TestFixtures -update) with a recorder of its
 // own that writes the HTTP dialect's older form, which readers keep
 // accepting. Round trips through tapedeck's own recorder are tested where
