@@ -20,22 +20,30 @@ import (
 func TestDebugHTTPRoundTrip(t *testing.T) {
 	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
 	sdkClient := mcptest.BuildBinary(t, mcptest.SDKClientPackage)
+	mcpgoClient := mcptest.BuildBinary(t, mcptest.MCPGoClientPackage)
+	everything := func(t *testing.T) string { return mcptest.StartEverythingHTTP(t) }
 	for _, c := range []struct {
-		name string
-		run  func(t *testing.T, url string) string
-		same func(live, got string) bool
+		name     string
+		upstream func(t *testing.T) string
+		run      func(t *testing.T, url string) string
+		same     func(live, got string) bool
 	}{
-		{"go-sdk", func(t *testing.T, url string) string {
+		{"go-sdk", everything, func(t *testing.T, url string) string {
 			out, stderr, err := runPeer(t, nil, sdkClient, "--name", "everything", "--roots", "--url", url)
 			if err != nil {
 				t.Fatalf("go-sdk client against %s: %v\n%s%s", url, err, out, stderr)
 			}
 			return out
 		}, func(a, b string) bool { return a == b }},
-		{"typescript", func(t *testing.T, url string) string { return tsClient(t, "--url", url) }, sameExceptProgress},
+		{"typescript", everything, func(t *testing.T, url string) string { return tsClient(t, "--url", url) }, sameExceptProgress},
+		// mcp-go's client in the era with sessions, against mcp-go's server
+		// (its script calls that server's tools).
+		{"mcp-go", func(t *testing.T) string { return mcptest.StartMCPGoServerHTTP(t) }, func(t *testing.T, url string) string {
+			return runClient(t, mcpgoClient, "--protocol", "2025-11-25", "--url", url)
+		}, sameExceptProgress},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			upstream := mcptest.StartEverythingHTTP(t)
+			upstream := c.upstream(t)
 			live := c.run(t, upstream)
 			rec := filepath.Join(t.TempDir(), "rec.jsonl")
 			proxied, stopRecord := startTapedeck(t, tapedeck, "record", "--upstream", upstream, "--listen", "127.0.0.1:0", "-o", rec)
