@@ -348,6 +348,9 @@ func (m Model) statusView() string {
 		if alert {
 			st = s.Status.Alert
 		}
+		if runs := m.live.runsText(); runs != "" {
+			segs = append(segs, s.Status.Segment.Render(runs))
+		}
 		segs = append(segs, st.Render("client: "+text))
 	}
 	if m.load.active {

@@ -99,10 +99,11 @@ type Model struct {
 	play   playState
 	live   liveState
 
-	statsN   int
-	notice   string
-	noticeOK bool
-	quitting bool
+	statsN      int
+	notice      string
+	noticeOK    bool
+	quitting    bool
+	quitConfirm bool // q was pressed with a client connected: q again quits
 }
 
 // loadState is the background indexing of the tape at start.
@@ -326,6 +327,14 @@ func (m Model) handleKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	if m.play.ask != nil {
 		return m.breakChoiceKey(msg), nil
 	}
+	if m.quitConfirm {
+		m.quitConfirm = false
+		if key.Matches(msg, m.KeyMap.Quit) {
+			return m.quitNow()
+		}
+		m.notice, m.noticeOK = "still here", true
+		return m, nil
+	}
 	if m.live.diverged() {
 		if mm, cmd, ok := m.divergenceKey(msg); ok {
 			return mm, cmd
@@ -369,6 +378,8 @@ func (m Model) handleKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.nextMatch(1), nil
 	case key.Matches(msg, k.PrevMatch):
 		return m.nextMatch(-1), nil
+	case key.Matches(msg, k.Restart):
+		return m.restart()
 	case key.Matches(msg, k.NextFailure):
 		return m.jumpFailure(1), nil
 	case key.Matches(msg, k.PrevFailure):
@@ -424,7 +435,37 @@ func (m Model) updateLower(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, cmd
 }
 
+// quit asks first when a live client is connected or held: quitting cuts
+// it off.
 func (m Model) quit() (tea.Model, tea.Cmd) {
+	if m.live.active() && m.live.client == clientConnected {
+		m.quitConfirm = true
+		m.notice, m.noticeOK = "a client is connected and loses its session if you quit: q again quits, any other key stays", false
+		return m, nil
+	}
+	return m.quitNow()
+}
+
+// restart plays the tape from the top: in a debug session it ends the
+// client run, so the next client starts a new one.
+func (m Model) restart() (tea.Model, tea.Cmd) {
+	if m.live.active() {
+		m.notice, m.noticeOK = fmt.Sprintf("restarting: run %d ends, the next client starts from the top", max(m.live.run, 1)), true
+		return m, m.live.restartCmd()
+	}
+	m.player.Pause(m.now())
+	m.play.gen++
+	m.player.Seek(0)
+	m.play.started = true
+	m.play.lastHit = nil
+	m.timeline.SetHit(-1)
+	m.selectSeq(0)
+	m.syncPlayback()
+	m.notice, m.noticeOK = "back at the top: space plays", true
+	return m, nil
+}
+
+func (m Model) quitNow() (tea.Model, tea.Cmd) {
 	m.quitting = true
 	if m.tail.watcher != nil {
 		m.tail.watcher.Close()

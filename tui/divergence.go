@@ -29,6 +29,8 @@ func (m Model) liveEvent(msg liveMsg) (tea.Model, tea.Cmd) {
 	case live.Failed:
 		m.notice, m.noticeOK = ev.Err.Error(), false
 		mm = m
+	case live.RunEnded:
+		mm = m.liveRunEnded(ev.Run)
 	case live.Closed:
 		m.live.client = clientClosed
 		return m, nil
@@ -59,10 +61,61 @@ func (m Model) liveDisconnected(ev live.Event) Model {
 	return m
 }
 
+// liveRunEnded takes a client run's end: the run joins the history in
+// the status line, and the screen keeps showing how it went (position,
+// divergence marks) until the next client connects, which starts from the
+// top of the tape with the breakpoints kept.
+func (m Model) liveRunEnded(r *live.RunReport) Model {
+	if r == nil {
+		return m
+	}
+	m.live.runs = append(m.live.runs, *r)
+	m.live.between = true
+	m.live.pending, m.live.waiting = nil, nil
+	if m.live.client == clientConnected {
+		m.live.client = clientDisconnected
+	}
+	m.player.Pause(m.now())
+	m.play.gen++
+	if m.lower == viewDiff {
+		m.lower = viewMessage
+		m.showCursor()
+	}
+	verdict := "followed the tape"
+	if r.Failed() {
+		verdict = text.Plural(r.Divergences, "divergence")
+	}
+	m.notice, m.noticeOK = fmt.Sprintf("run %d ended (%s): %s, %d of %d requests matched, %d unused; the next client starts run %d from the top", r.Run, r.Ended, verdict, r.Matched, r.Requests, r.Unused, r.Run+1), !r.Failed()
+	m.syncPlayback()
+	return m
+}
+
+// newRun puts the tape back at its top for a new client run.
+func (m Model) newRun() Model {
+	m.live.between = false
+	m.live.reached = -1
+	m.player.Pause(m.now())
+	m.play.gen++
+	m.player.SetLimit(m.live.awaiting)
+	m.player.Seek(0)
+	m.play.lastHit = nil
+	m.timeline.SetHit(-1)
+	m.timeline.ClearDiverged()
+	m.selectSeq(0)
+	m.syncPlayback()
+	return m
+}
+
 // liveConnected starts playback: from now on it follows the client.
 func (m Model) liveConnected(ev live.Event) (tea.Model, tea.Cmd) {
 	m.live.client, m.live.transport = clientConnected, ev.Transport
-	m.notice, m.noticeOK = "a client connected over "+ev.Transport, true
+	if ev.RunNo > 0 {
+		m.live.run = ev.RunNo
+	}
+	if m.live.between {
+		m = m.newRun()
+	}
+	m.notice, m.noticeOK = fmt.Sprintf("a client connected over %s: run %d", ev.Transport, max(m.live.run, 1)), true
 	if m.player.Playing() || m.live.pending != nil {
 		return m, nil
 	}
@@ -76,6 +129,9 @@ func (m Model) liveConnected(ev live.Event) (tea.Model, tea.Cmd) {
 // its arrival.
 func (m Model) liveProgress(ev live.Event) (tea.Model, tea.Cmd) {
 	m.live.awaiting = ev.Awaiting
+	if m.live.between {
+		return m, nil // the next run's start: applied when its client connects
+	}
 	m.player.SetLimit(ev.Awaiting)
 	if ev.Reached >= 0 && ev.Reached != m.live.reached {
 		m.live.reached = ev.Reached
@@ -110,7 +166,7 @@ func (m Model) liveDiverged(d *live.Divergence) Model {
 	}
 	m.diff.Show(*d)
 	m.lower = viewDiff
-	m.notice, m.noticeOK = fmt.Sprintf("client diverged at #%d: a answer anyway · e send the error · s skip the recorded request", d.Seq), false
+	m.notice, m.noticeOK = fmt.Sprintf("client diverged at #%d: a answer anyway · e send the error · E the error, still expecting it · s skip the recorded request", d.Seq), false
 	m.syncPlayback()
 	return m
 }
@@ -124,7 +180,9 @@ func (m Model) divergenceKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 	case key.Matches(msg, k.Answer):
 		r, done = replay.AnswerRecorded, "answered with the recorded response"
 	case key.Matches(msg, k.Error):
-		r, done = replay.SendError, "sent the divergence error"
+		r, done = replay.SendError, "sent the divergence error; the recorded request is passed (reported unused)"
+	case key.Matches(msg, k.ErrorKeep):
+		r, done = replay.SendErrorKeep, "sent the divergence error; the recorded request is still expected"
 	case key.Matches(msg, k.Skip):
 		r, done = replay.SkipRecorded, "skipped the recorded request"
 	default:

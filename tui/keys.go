@@ -28,6 +28,7 @@ type KeyMap struct {
 	NextFailure key.Binding
 	PrevFailure key.Binding
 	OnlyMatches key.Binding
+	Restart     key.Binding
 	Partner     key.Binding
 	Copy        key.Binding
 	Command     key.Binding
@@ -58,6 +59,7 @@ func DefaultKeyMap() KeyMap {
 		NextFailure: key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "next failure")),
 		PrevFailure: key.NewBinding(key.WithKeys("E"), key.WithHelp("E", "previous failure")),
 		OnlyMatches: key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "only matches")),
+		Restart:     key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "restart from the top")),
 		Partner:     key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "jump to partner")),
 		Copy:        key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "copy message")),
 		Command:     key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "command")),
@@ -78,7 +80,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Play, k.StepForward, k.StepBack, k.NextRequest, k.PrevRequest, k.SpeedUp, k.SpeedDown},
 		{k.Breakpoint, k.Breakpoints, k.Search, k.NextMatch, k.PrevMatch, k.OnlyMatches, k.Escape},
-		{k.NextFailure, k.PrevFailure},
+		{k.NextFailure, k.PrevFailure, k.Restart},
 		{k.Partner, k.Copy, k.Command, k.ViewMessage, k.ViewPair, k.ViewStats},
 		{k.SwitchPane, k.Help, k.Quit},
 	}
@@ -196,22 +198,26 @@ func (k PromptKeyMap) FullHelp() [][]key.Binding { return [][]key.Binding{k.Shor
 
 // DivergenceKeyMap is the choices offered when a live client diverges.
 type DivergenceKeyMap struct {
-	Answer key.Binding
-	Error  key.Binding
-	Skip   key.Binding
+	Answer    key.Binding
+	Error     key.Binding
+	ErrorKeep key.Binding
+	Skip      key.Binding
 }
 
 // DefaultDivergenceKeyMap returns the divergence choices.
 func DefaultDivergenceKeyMap() DivergenceKeyMap {
 	return DivergenceKeyMap{
-		Answer: key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "answer with the recorded response")),
-		Error:  key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "send the divergence error")),
-		Skip:   key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "skip the recorded request")),
+		Answer:    key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "answer with the recorded response")),
+		Error:     key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "send the divergence error, pass the recorded request")),
+		ErrorKeep: key.NewBinding(key.WithKeys("E"), key.WithHelp("E", "send the error, keep expecting the recorded request")),
+		Skip:      key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "skip the recorded request")),
 	}
 }
 
 // ShortHelp implements help.KeyMap.
-func (k DivergenceKeyMap) ShortHelp() []key.Binding { return []key.Binding{k.Answer, k.Error, k.Skip} }
+func (k DivergenceKeyMap) ShortHelp() []key.Binding {
+	return []key.Binding{k.Answer, k.Error, k.ErrorKeep, k.Skip}
+}
 
 // FullHelp implements help.KeyMap.
 func (k DivergenceKeyMap) FullHelp() [][]key.Binding { return [][]key.Binding{k.ShortHelp()} }

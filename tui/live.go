@@ -16,11 +16,16 @@ import (
 type Live interface {
 	// Next blocks until the session has something to report.
 	Next() live.Event
-	// Deliver lets the engine send the recorded messages seqs to the client.
-	Deliver(seqs []int)
+	// Deliver lets the engine send the recorded messages seqs to the
+	// client of run run (the RunNo it connected with).
+	Deliver(run int, seqs []int)
 	// Resolve answers divergence d, one the session reported, with
-	// replay.AnswerRecorded, replay.SendError or replay.SkipRecorded.
+	// replay.AnswerRecorded, replay.SendError, replay.SendErrorKeep or
+	// replay.SkipRecorded.
 	Resolve(d *live.Divergence, r replay.Resolution)
+	// Restart ends the client run under way: the next client starts at
+	// the top of the tape.
+	Restart()
 	// Close ends the session.
 	Close() error
 }
@@ -49,6 +54,9 @@ type liveState struct {
 	waiting   []*live.Divergence // more divergences after it, in order
 	any       bool               // a divergence happened (the diff view is available)
 	resume    bool               // playback was on when the divergence paused it
+	run       int                // the client run under way or last, from 1
+	runs      []live.RunReport   // the runs that ended
+	between   bool               // a run ended; the next client starts from the top
 }
 
 func (l *liveState) init(s Live) { l.s, l.reached = s, -1 }
@@ -112,8 +120,36 @@ func (l liveState) deliveredCmd(seqs []int) tea.Cmd {
 	if l.s == nil || len(seqs) == 0 || seqs[len(seqs)-1] < 0 {
 		return nil
 	}
+	s, run := l.s, l.run
+	return func() tea.Msg { s.Deliver(run, seqs); return nil }
+}
+
+func (l liveState) restartCmd() tea.Cmd {
+	if l.s == nil {
+		return nil
+	}
 	s := l.s
-	return func() tea.Msg { s.Deliver(seqs); return nil }
+	return func() tea.Msg { s.Restart(); return nil }
+}
+
+// runsText sums up the runs that ended: "run 2 · before: 1 ✓ 1 ✗".
+func (l liveState) runsText() string {
+	if l.run == 0 && len(l.runs) == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("run %d", max(l.run, 1))
+	ok, bad := 0, 0
+	for _, r := range l.runs {
+		if r.Failed() {
+			bad++
+		} else {
+			ok++
+		}
+	}
+	if ok+bad > 0 {
+		s += fmt.Sprintf(" · before: %d ✓ %d ✗", ok, bad)
+	}
+	return s
 }
 
 func (l liveState) closeCmd() tea.Cmd {

@@ -23,10 +23,17 @@ type fakeLive struct {
 	mu        sync.Mutex
 	delivered []int
 	resolved  []replay.Resolution
+	restarts  int
+}
+
+func (f *fakeLive) Restart() {
+	f.mu.Lock()
+	f.restarts++
+	f.mu.Unlock()
 }
 
 func (f *fakeLive) Next() live.Event { return live.Event{} }
-func (f *fakeLive) Deliver(seqs []int) {
+func (f *fakeLive) Deliver(_ int, seqs []int) {
 	f.mu.Lock()
 	f.delivered = append(f.delivered, seqs...)
 	f.mu.Unlock()
@@ -246,5 +253,59 @@ func TestLiveDisconnectDropsDivergences(t *testing.T) {
 	}
 	if st, _ := m.liveStatus(); st != "disconnected" {
 		t.Errorf("status %q, want disconnected", st)
+	}
+}
+
+// A client run's end puts the tape back at its top with the breakpoints
+// kept and the divergence marks cleared; the status line keeps the runs'
+// history; r asks the session to restart; q with a client connected asks
+// first.
+func TestLiveRuns(t *testing.T) {
+	f := &fakeLive{}
+	m, _ := newTestModel(t, Options{Live: f})
+	m.player.SetSpeed(0, m.now())
+	m = send(t, m, keys(":break tools/call", "enter")...)
+	m = send(t, m, liveEv(live.Event{Kind: live.Connected, Transport: "stdio", RunNo: 1}))
+	m = send(t, m, liveEv(live.Event{Kind: live.Progress, Reached: 3, Awaiting: 19}))
+	m = send(t, m, liveEv(live.Event{Kind: live.Diverged, Divergence: &live.Divergence{Seq: 19, Reason: "replay mismatch"}}))
+	if !m.timeline.diverged[19] {
+		t.Fatal("the divergence is not marked")
+	}
+	// q with a client connected asks; another key keeps the session.
+	m = send(t, m, keys("a")...) // answer the divergence first
+	m = send(t, m, keys("q")...)
+	if m.quitting || !m.quitConfirm {
+		t.Fatalf("q with a client connected quit at once (quitting %v)", m.quitting)
+	}
+	m = send(t, m, keys("j")...)
+	if m.quitting || m.quitConfirm {
+		t.Fatalf("another key after q did not keep the session")
+	}
+	m = send(t, m, keys("r")...)
+	if f.restarts != 1 {
+		t.Errorf("r restarted the session %d times, want 1", f.restarts)
+	}
+	m = send(t, m, liveEv(live.Event{Kind: live.Disconnected}))
+	m = send(t, m, liveEv(live.Event{Kind: live.RunEnded, Run: &live.RunReport{Run: 1, Transport: "stdio", Ended: "restarted", Requests: 5, Matched: 4, Divergences: 1, Unused: 2}}))
+	m = send(t, m, liveEv(live.Event{Kind: live.Progress, Reached: -1, Awaiting: 3}))
+	if m.player.Position() == 0 || !m.timeline.diverged[19] {
+		t.Errorf("after the run: position %d, marks %v; want the run's end still on show", m.player.Position(), m.timeline.diverged)
+	}
+	if bps := m.player.Breakpoints(); len(bps) != 1 {
+		t.Errorf("breakpoints after the run: %v, want the one set", bps)
+	}
+	if st := statusLine(m); !strings.Contains(st, "run 1 · before: 0 ✓ 1 ✗") {
+		t.Errorf("status after run 1: %q", st)
+	}
+	m = send(t, m, liveEv(live.Event{Kind: live.Connected, Transport: "http", RunNo: 2}))
+	if m.player.Position() > 3 || len(m.timeline.diverged) != 0 {
+		t.Errorf("run 2 connected: position %d, marks %v; want from the top up to #3 and no marks", m.player.Position(), m.timeline.diverged)
+	}
+	if st := statusLine(m); !strings.Contains(st, "run 2 · before: 0 ✓ 1 ✗") || !strings.Contains(st, "connected (http)") {
+		t.Errorf("status in run 2: %q", st)
+	}
+	m = send(t, m, keys("q", "q")...)
+	if !m.quitting {
+		t.Errorf("q q did not quit")
 	}
 }

@@ -102,6 +102,9 @@ func (t *Timeline) SetBreakpointMethods(m map[string]bool) { t.breaks = m }
 // MarkDiverged marks seq as where a live client diverged.
 func (t *Timeline) MarkDiverged(seq int) { t.diverged[seq] = true }
 
+// ClearDiverged forgets the divergence marks (a new client run).
+func (t *Timeline) ClearDiverged() { clear(t.diverged) }
+
 // SetHit marks the row a breakpoint stopped at (-1 for none).
 func (t *Timeline) SetHit(seq int) { t.hitSeq = seq }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -53,8 +54,20 @@ func runAttach(ctx context.Context, s streams, addr string) error {
 	select {
 	case err = <-down: // the session ended
 	case <-ctx.Done():
+		return nil
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	// The session closed the connection: after the client closed its
+	// input, that is the end; before, the client was cut off (the
+	// debugger quit or restarted the run), and its caller should know.
+	select {
+	case <-up:
+		return nil
+	case <-time.After(200 * time.Millisecond):
+		return fmt.Errorf("attach: the session at %s closed the connection while the client was still sending (the debugger quit or restarted the run)", addr)
+	}
 }
 
 // relayDown copies the session's lines to the client, unless the first is

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tapedeck/tapedeck/internal/mcphttp"
+	"github.com/tapedeck/tapedeck/internal/text"
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/replay/live"
 	"github.com/tapedeck/tapedeck/tape"
@@ -119,5 +121,39 @@ func runDebug(ctx context.Context, s streams, path string, f debugFlags) error {
 	}
 	defer srv.Close()
 	name := fmt.Sprintf("%s · attach %s · %s", filepath.Base(path), srv.Addr(), srv.URL())
-	return runProgram(ctx, s, tui.New(x, tui.Options{Name: name, Path: path, Light: f.light, Live: srv, Breakpoints: bps}))
+	if err := runProgram(ctx, s, tui.New(x, tui.Options{Name: name, Path: path, Light: f.light, Live: srv, Breakpoints: bps})); err != nil {
+		return err
+	}
+	srv.Close() // ends the run under way, so the summary has it
+	return debugSummary(s.stderr, srv.Runs())
+}
+
+// debugSummary prints what each client run did and fails (exit 1) when
+// one departed from the tape.
+func debugSummary(w io.Writer, runs []live.RunReport) error {
+	if len(runs) == 0 {
+		fmt.Fprintln(w, "tapedeck debug: no client connected")
+		return nil
+	}
+	failed := 0
+	fmt.Fprintf(w, "tapedeck debug: %s\n", text.Plural(len(runs), "client run"))
+	for _, r := range runs {
+		verdict := "followed the tape"
+		if r.Failed() {
+			failed++
+			verdict = text.Plural(r.Divergences, "divergence")
+		}
+		fmt.Fprintf(w, "  run %d (%s; %s): %s; %d of %d requests matched, %d recorded unused", r.Run, r.Transport, r.Ended, verdict, r.Matched, r.Requests, r.Unused)
+		if r.Dropped > 0 {
+			fmt.Fprintf(w, ", %d server messages never delivered", r.Dropped)
+		}
+		fmt.Fprintln(w)
+		for _, d := range r.Report.Divergences {
+			fmt.Fprintf(w, "    diverged at #%d: %s\n", d.Expected, d.Message)
+		}
+	}
+	if failed > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("debug: %s of %d departed from the tape", text.Plural(failed, "client run"), len(runs))}
+	}
+	return nil
 }

@@ -66,3 +66,48 @@ func TestAttachRefused(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q, stdout %q; want 1 and the refusal", code, errb.String(), out.String())
 	}
 }
+
+// TestAttachCutOff: when the session closes the connection while the
+// client is still sending (the debugger quit, or restarted the run),
+// attach exits 1 and says so; after the client closed its input, the
+// session's close is the normal end (exit 0).
+func TestAttachCutOff(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			// Read one line, then hang up.
+			buf := make([]byte, 1)
+			for {
+				if _, err := c.Read(buf); err != nil || buf[0] == '\n' {
+					break
+				}
+			}
+			c.Close()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// The client keeps its input open: cut off.
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go io.WriteString(pw, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`+"\n")
+	var out, errb bytes.Buffer
+	err = run(ctx, []string{"attach", ln.Addr().String()}, pr, &out, &errb)
+	if code := exitCode(err, &errb); code != 1 || !strings.Contains(errb.String(), "closed the connection while the client was still sending") {
+		t.Errorf("cut off: exit %d, stderr %q; want 1 and why", code, errb.String())
+	}
+	// The client sends its line and closes its input: a normal end.
+	errb.Reset()
+	err = run(ctx, []string{"attach", ln.Addr().String()}, strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`+"\n"), &out, &errb)
+	if code := exitCode(err, &errb); code != 0 {
+		t.Errorf("after the client's end: exit %d, stderr %q; want 0", code, errb.String())
+	}
+}

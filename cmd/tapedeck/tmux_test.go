@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -497,4 +500,78 @@ func TestTmuxDebugHTTPClient(t *testing.T) {
 		tt.keys("q")
 		tt.waitExit(5 * time.Second)
 	})
+}
+
+// TestTmuxDebugRunsTwice is the failing-session loop: a session recorded
+// through tapedeck record (the go-sdk client and server over stdio) is
+// served by one tapedeck debug to the same client twice, first attached
+// over stdio, then over Streamable HTTP, after a port probe that sends a
+// newline. A breakpoint on the answer tool holds both runs; each run
+// starts at the top of the tape; quitting prints the runs and exits 0.
+func TestTmuxDebugRunsTwice(t *testing.T) {
+	bin := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	client := mcptest.BuildBinary(t, mcptest.SDKClientPackage)
+	server := mcptest.BuildBinary(t, mcptest.SDKServerPackage)
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "rec.jsonl")
+	steps := "--steps=init,tools,echo,answer"
+	if out, err := exec.Command(client, steps, "--", bin, "record", "-o", rec, "--", server).CombinedOutput(); err != nil {
+		t.Fatalf("recording through tapedeck record: %v\n%s", err, out)
+	}
+	summary := filepath.Join(dir, "summary.txt")
+	tt := startTmux(t, "sh", "-c", fmt.Sprintf("%s debug %s --listen 127.0.0.1:0 --break tool=answer 2>%s; echo exit=$? >>%s; sleep 30", bin, rec, summary, summary))
+	addr := tt.debugAddr()
+
+	// A port probe: a newline, then gone. It must claim nothing.
+	if c, err := net.Dial("tcp", addr); err == nil {
+		io.WriteString(c, "\n")
+		c.Close()
+	}
+
+	run := func(n int, argv ...string) {
+		t.Helper()
+		transcript := newTailBuffer(1 << 20)
+		cmd := exec.Command(client, append([]string{steps, "--timeout", "30s"}, argv...)...)
+		cmd.Stdout, cmd.Stderr = transcript, transcript
+		p := mcptest.Start(t, cmd)
+		tt.waitFor(10*time.Second, "run "+strconv.Itoa(n), "held at breakpoint 1")
+		time.Sleep(200 * time.Millisecond)
+		if strings.Contains(transcript.String(), "answer:") {
+			t.Errorf("run %d: the client got its answer while the breakpoint holds it", n)
+		}
+		tt.keys("Space")
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			if done, _ := p.Exited(); done {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("run %d: the client did not finish:\n%s\n%s", n, transcript.String(), tt.screen())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if got := transcript.String(); !strings.Contains(got, `answer: "the answer is 42"`) || !strings.Contains(got, `echo: "Echo: hi"`) {
+			t.Errorf("run %d: the client's transcript lacks the recorded answers:\n%s", n, got)
+		}
+		tt.waitFor(10*time.Second, fmt.Sprintf("before: %d ✓ 0 ✗", n))
+	}
+	run(1, "--", bin, "attach", addr)
+	run(2, "--url", "http://"+addr+"/mcp")
+
+	tt.keys("q")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		data, _ := os.ReadFile(summary)
+		if strings.Contains(string(data), "exit=") {
+			s := string(data)
+			if !strings.Contains(s, "exit=0") || !strings.Contains(s, "2 client runs") ||
+				!strings.Contains(s, "run 1 (stdio") || !strings.Contains(s, "run 2 (http") || strings.Count(s, "followed the tape") != 2 {
+				t.Errorf("debug's summary and exit status:\n%s", s)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("debug did not exit after q:\n%s", tt.screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -25,6 +25,9 @@ const (
 	Failed
 	// Closed: the session ended.
 	Closed
+	// RunEnded: a client run ended (Event.Run); the next client starts at
+	// the top of the tape.
+	RunEnded
 )
 
 // Event is one thing that happened on a live session.
@@ -32,6 +35,10 @@ type Event struct {
 	Kind EventKind
 	// Transport is "stdio" (tapedeck attach) or "http", on Connected.
 	Transport string
+	// RunNo is the client run a Connected client starts or joins, from 1.
+	RunNo int
+	// Run is the run that ended, on RunEnded.
+	Run *RunReport
 	// Reached is the recorded client message the client's latest message
 	// matched (-1 before any), and Awaiting the next one the tape waits for
 	// (the tape's length when none is left), on Progress: playback

@@ -27,6 +27,9 @@ func (s *Server) httpDivergence(d replay.Divergence) {
 func (s *Server) httpProgressed(reached, awaiting int) {
 	s.httpSeen()
 	s.progressed(reached, awaiting)
+	s.mu.Lock()
+	s.armIdle(awaiting)
+	s.mu.Unlock()
 }
 
 // httpSeen reports an HTTP client connected when its first message reached
@@ -35,9 +38,10 @@ func (s *Server) httpSeen() {
 	s.mu.Lock()
 	connect := !s.httpOn
 	s.httpOn = true
+	run := s.startRun()
 	s.mu.Unlock()
 	if connect {
-		s.emit(Event{Kind: Connected, Transport: "http"})
+		s.emit(Event{Kind: Connected, Transport: "http", RunNo: run})
 	}
 }
 
@@ -54,23 +58,55 @@ func (s *Server) admit(*http.Request) error {
 	return nil
 }
 
-// serveHTTP hands a request to the replay HTTP handler; a DELETE that ends
-// the client's session disconnects it.
+// serveHTTP hands a request to the run's replay HTTP handler. A fresh
+// initialize once the run opened every recorded session starts the next
+// run; a DELETE that ends the client's session disconnects it, and ends
+// the run when the run opened every recorded session.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	fresh := freshInitialize(r)
+	s.mu.Lock()
+	if s.idle != nil {
+		s.idle.Stop()
+		s.idle = nil
+	}
+	after := func() {}
+	if fresh {
+		if s.runOn && s.transport == "http" && s.inits >= max(s.tapeInits, 1) {
+			after = s.endRun("the client started a new session")
+		}
+		s.inits++ // counted for the run this request starts or joins
+	}
+	if r.Method != http.MethodGet {
+		s.inflight++
+	}
+	s.mu.Unlock()
+	after()
+	defer func() {
+		if r.Method != http.MethodGet {
+			s.mu.Lock()
+			s.inflight--
+			s.mu.Unlock()
+		}
+	}()
+	h := s.handler()
 	if r.Method != http.MethodDelete {
-		s.h.ServeHTTP(w, r)
+		h.ServeHTTP(w, r)
 		return
 	}
 	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-	s.h.ServeHTTP(sw, r)
+	h.ServeHTTP(sw, r)
 	if sw.status < 300 {
 		s.mu.Lock()
-		was := s.httpOn
-		s.httpOn = false
-		s.mu.Unlock()
-		if was {
+		if s.httpOn {
 			s.emit(Event{Kind: Disconnected})
 		}
+		s.httpOn = false
+		end := func() {}
+		if s.inits >= s.tapeInits {
+			end = s.endRun("the client ended its session")
+		}
+		s.mu.Unlock()
+		end()
 	}
 }
 

@@ -57,12 +57,20 @@ import (
 // with Deliver and answers divergences with Resolve.
 type Server struct {
 	x            *tape.Index
+	opts         replay.EngineOptions // each run's engines are made with them
 	ln           net.Listener
 	now          func() time.Time
-	h            *replay.HTTPHandler
 	srv          *http.Server
 	hl           *connListener
 	writeTimeout time.Duration
+	probeTimeout time.Duration
+	runIdle      time.Duration
+	allowHosts   []string
+	allowOrigins []string
+	tapeInits    int // the recorded sessions (initialize requests) of the tape's server
+
+	hmu sync.Mutex
+	h   *replay.HTTPHandler // the run's; replaced when a run ends
 
 	rawMu sync.Mutex
 	raw   map[net.Conn]bool // connections not handed to HTTP, an attached one included: Close closes them without mu
@@ -75,6 +83,15 @@ type Server struct {
 	httpOn    bool                       // an HTTP client is connected (a message came, no DELETE since)
 	gate      replay.Gate[replay.Output] // stdio: answers waiting for their delivery
 	held      []heldDivergence           // the divergences awaiting Resolve, oldest first
+
+	// Runs (run.go).
+	run        int         // the current or last run's number, from 1
+	runOn      bool        // a run is under way
+	runs       []RunReport // the runs that ended
+	inits      int         // HTTP: initializes the run served
+	inflight   int         // HTTP: requests being served, GET streams aside
+	idle       *time.Timer // HTTP: ends a run quiet after the tape's end
+	restarting bool        // stdio: Restart closed the client
 
 	evMu   sync.Mutex
 	events []Event
@@ -104,7 +121,18 @@ type Options struct {
 	// DefaultWriteTimeout. A client that does not read for that long is
 	// dropped as disconnected.
 	WriteTimeout time.Duration
+	// ProbeTimeout is how long a new connection may take to send its first
+	// byte that is not white space before it is closed, claiming nothing
+	// (a port probe, a health check); 0 means DefaultProbeTimeout.
+	ProbeTimeout time.Duration
+	// RunIdle is how long an HTTP client may stay quiet after the tape's
+	// last recorded client message before its run ends; 0 means
+	// DefaultRunIdle.
+	RunIdle time.Duration
 }
+
+// DefaultProbeTimeout is Options.ProbeTimeout's default.
+const DefaultProbeTimeout = 10 * time.Second
 
 // DefaultWriteTimeout is how long an attached stdio client may leave the
 // server's answers unread before it is dropped.
@@ -115,26 +143,27 @@ const DefaultWriteTimeout = 5 * time.Second
 // to stop.
 func NewServer(x *tape.Index, e *replay.Engine, ln net.Listener, o Options) (*Server, error) {
 	s := &Server{
-		x: x, e: e, ln: ln, now: time.Now,
-		writeTimeout: o.WriteTimeout,
-		raw:          map[net.Conn]bool{},
-		signal:       make(chan struct{}, 1),
-		done:         make(chan struct{}),
-		hl:           &connListener{addr: ln.Addr(), conns: make(chan net.Conn), done: make(chan struct{})},
+		x: x, e: e, opts: e.Options(), ln: ln, now: time.Now,
+		writeTimeout: o.WriteTimeout, probeTimeout: o.ProbeTimeout, runIdle: o.RunIdle,
+		allowHosts: o.AllowHosts, allowOrigins: o.AllowOrigins,
+		raw:    map[net.Conn]bool{},
+		signal: make(chan struct{}, 1),
+		done:   make(chan struct{}),
+		hl:     &connListener{addr: ln.Addr(), conns: make(chan net.Conn), done: make(chan struct{})},
 	}
 	if s.writeTimeout <= 0 {
 		s.writeTimeout = DefaultWriteTimeout
 	}
+	if s.probeTimeout <= 0 {
+		s.probeTimeout = DefaultProbeTimeout
+	}
+	if s.runIdle <= 0 {
+		s.runIdle = DefaultRunIdle
+	}
+	s.tapeInits = tapeInitializes(x, s.opts.Server)
 	// HTTP clients are served by the handler's own engines (one a recorded
 	// session); e serves an attached stdio client.
-	h, err := replay.NewHTTPHandler(x, e.Options(), replay.HTTPOptions{
-		Gated:        true,
-		Admit:        s.admit,
-		OnProgress:   s.httpProgressed,
-		OnDivergence: s.httpDivergence,
-		AllowHosts:   o.AllowHosts,
-		AllowOrigins: o.AllowOrigins,
-	})
+	h, err := s.newHandler()
 	if err != nil {
 		return nil, err
 	}
@@ -221,8 +250,11 @@ func (s *Server) accept() {
 	}
 }
 
-// route tells the transports apart by the first byte: an HTTP request
-// starts with its method (GET, POST, DELETE), a JSON-RPC line with { or [.
+// route tells the transports apart by the first byte that is not white
+// space: an HTTP request starts with its method (GET, POST, DELETE), a
+// JSON-RPC line with { or [. A connection that sends neither within the
+// probe timeout (a port probe, a health check sending a newline) is closed
+// and claims nothing.
 func (s *Server) route(c net.Conn) {
 	forget := func() {
 		s.rawMu.Lock()
@@ -230,14 +262,29 @@ func (s *Server) route(c net.Conn) {
 		s.rawMu.Unlock()
 	}
 	br := bufio.NewReaderSize(c, 64<<10)
-	b, err := br.Peek(1)
-	if err != nil {
+	_ = c.SetReadDeadline(time.Now().Add(s.probeTimeout))
+	var first byte
+	for {
+		b, err := br.Peek(1)
+		if err != nil {
+			forget()
+			c.Close()
+			return
+		}
+		if b[0] != ' ' && b[0] != '\t' && b[0] != '\r' && b[0] != '\n' {
+			first = b[0]
+			break
+		}
+		_, _ = br.Discard(1)
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	if !(first >= 'A' && first <= 'Z') && first != '{' && first != '[' {
 		forget()
-		c.Close()
+		c.Close() // not MCP: claims nothing
 		return
 	}
 	pc := &peekedConn{Conn: c, r: br}
-	if b[0] >= 'A' && b[0] <= 'Z' {
+	if first >= 'A' && first <= 'Z' {
 		forget() // the HTTP server owns it now
 		select {
 		case s.hl.conns <- pc:
@@ -268,20 +315,26 @@ func (s *Server) divergence(d replay.Divergence) *Divergence {
 }
 
 // Deliver releases the engine's answers that replay tape messages seqs or
-// earlier.
-func (s *Server) Deliver(seqs []int) {
+// earlier, in client run run (Event.RunNo; 0 for the run under way). A
+// delivery meant for a run that has ended is dropped: it must not release
+// the next run's answers past its breakpoints.
+func (s *Server) Deliver(run int, seqs []int) {
 	upTo := 0
 	for _, q := range seqs {
 		upTo = max(upTo, q+1)
 	}
 	s.mu.Lock()
+	if run > 0 && (run != s.run || !s.runOn) {
+		s.mu.Unlock()
+		return
+	}
 	for _, o := range s.gate.Release(upTo) {
 		if !s.write(o.Msg) {
 			s.gate.Hold(o.Seq, o) // its client stopped reading: dropped when it goes
 		}
 	}
 	s.mu.Unlock()
-	s.h.Release(upTo)
+	s.handler().Release(upTo)
 }
 
 // Resolve answers divergence d, as the server reported it, with r:
@@ -304,7 +357,7 @@ func (s *Server) Resolve(d *Divergence, r replay.Resolution) {
 	s.held = slices.Delete(s.held, i, i+1)
 	if s.transport == "http" {
 		s.mu.Unlock()
-		if err := s.h.Resolve(key.session, key.id, r); err != nil {
+		if err := s.handler().Resolve(key.session, key.id, r); err != nil {
 			s.emit(Event{Kind: Failed, Err: err})
 		}
 		return
@@ -334,7 +387,11 @@ func (s *Server) Close() error {
 			c.Close()
 		}
 		s.rawMu.Unlock()
-		s.h.Close()
+		s.mu.Lock()
+		after := s.endRun("the debugger closed the session")
+		s.mu.Unlock()
+		after()
+		s.handler().Close()
 		s.srv.Close()
 		s.hl.Close()
 		s.wg.Wait()

@@ -99,7 +99,7 @@ func waitAnswer(t *testing.T, c chan string) string {
 // to the first session's client, not to the newest session's.
 func TestServerResolveNamesSession(t *testing.T) {
 	s := textServer(t, twoSessions, "127.0.0.1:0", Options{})
-	s.Deliver([]int{100})
+	s.Deliver(0, []int{100})
 	var sids [2]string
 	for i := range sids {
 		_, rest, _ := strings.Cut(waitAnswer(t, httpPost(s.URL(), "", "", initLine)), " ")
@@ -186,7 +186,7 @@ func TestServerDropsDeadClientsOutputs(t *testing.T) {
 	defer c2.Close()
 	io.WriteString(c2, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
 	nextEvent(t, s, Connected)
-	s.Deliver([]int{100})
+	s.Deliver(0, []int{100})
 	c2.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
 	if l, err := bufio.NewReader(c2).ReadString('\n'); err == nil {
 		t.Errorf("client 2 received what was meant for client 1: %s", l)
@@ -223,7 +223,7 @@ func stuckClient(t *testing.T, s *Server, n int) net.Conn {
 			break
 		}
 	}
-	go s.Deliver([]int{2 * n}) // as the debugger's tea.Cmd does
+	go s.Deliver(0, []int{2 * n}) // as the debugger's tea.Cmd does
 	return c
 }
 
@@ -263,7 +263,7 @@ func TestServerUnspecifiedAddr(t *testing.T) {
 	if !strings.HasPrefix(s.URL(), "http://127.0.0.1:") {
 		t.Fatalf("URL %q, want a loopback one", s.URL())
 	}
-	s.Deliver([]int{100})
+	s.Deliver(0, []int{100})
 	if got := waitAnswer(t, httpPost(s.URL(), "", "", initLine)); !strings.HasPrefix(got, "200 ") {
 		t.Fatalf("POST to %s: %q, want 200", s.URL(), got)
 	}
@@ -387,7 +387,7 @@ func TestServerStdio(t *testing.T) {
 	if resp.StatusCode != http.StatusConflict {
 		t.Errorf("HTTP client while a stdio client is attached: %s, want 409", resp.Status)
 	}
-	s.Deliver([]int{0, 1})
+	s.Deliver(0, []int{0, 1})
 	select {
 	case l := <-lines:
 		if !strings.Contains(l, `"id":"a"`) || !strings.Contains(l, `"serverInfo"`) {
@@ -448,7 +448,7 @@ func TestServerHTTP(t *testing.T) {
 	if !strings.Contains(refusal, "serves an HTTP client") {
 		t.Errorf("stdio client while an HTTP client is connected: %q, want a refusal", refusal)
 	}
-	s.Deliver([]int{1})
+	s.Deliver(0, []int{1})
 	got := wait(init)
 	sid, body, _ := strings.Cut(got, " ")
 	if sid == "" || !strings.Contains(body, `"serverInfo"`) {
@@ -533,7 +533,7 @@ func TestServerDivergenceShowsClientBytes(t *testing.T) {
 	})
 	t.Run("http", func(t *testing.T) {
 		s := newServer(t)
-		s.Deliver([]int{100})
+		s.Deliver(0, []int{100})
 		_, rest, _ := strings.Cut(waitAnswer(t, httpPost(s.URL(), "", "", initLine)), " ")
 		sid, _, _ := strings.Cut(rest, " ")
 		call := httpPost(s.URL(), "", sid, sent)

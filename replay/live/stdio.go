@@ -27,14 +27,21 @@ func (s *Server) serveStdio(c *peekedConn) {
 		return
 	}
 	s.transport, s.conn, s.dead = "stdio", c, false
+	run := s.startRun()
 	s.mu.Unlock()
-	s.emit(Event{Kind: Connected, Transport: "stdio"})
+	s.emit(Event{Kind: Connected, Transport: "stdio", RunNo: run})
 	defer func() {
 		s.mu.Lock()
 		answers, divs := s.dropClient()
 		s.conn = nil
-		s.mu.Unlock()
 		s.emit(Event{Kind: Disconnected, Dropped: answers, Abandoned: divs})
+		why := "the client disconnected"
+		if s.restarting {
+			why, s.restarting = "restarted", false
+		}
+		after := s.endRun(why)
+		s.mu.Unlock()
+		after()
 	}()
 	err := replay.ReadLines(c.r, 0, func(line []byte) error {
 		s.mu.Lock()
