@@ -37,6 +37,9 @@ type Player struct {
 
 	limit int // nothing at or after it is delivered; -1 for no limit
 
+	maxGap  int64 // recorded gaps longer than this (ns of tape time) are cut to it; 0 for none
+	gapDone int   // the position whose gap was cut, so it is cut once
+
 	// SeekTime's search: runMax[b] is the largest timestamp (unix ns) of
 	// messages 0 to (b+1)*seekBlock-1, built as far as seeks reach.
 	runMax    []int64
@@ -53,6 +56,28 @@ func NewPlayer(x *tape.Index) *Player {
 	c := &Player{x: x, nextID: 1, resumeAt: -1, limit: -1}
 	c.tapeNow = c.timeBefore(0)
 	return c
+}
+
+// SetMaxGap cuts recorded gaps between messages longer than d to d (in
+// tape time, before the speed divides it): a pause of minutes in a
+// recording plays as d. 0 keeps every gap.
+func (c *Player) SetMaxGap(d time.Duration) { c.maxGap = int64(max(d, 0)) }
+
+// cutGap shortens the wait for the message at the position when its gap
+// after the last delivered message is over the maximum, once.
+func (c *Player) cutGap() {
+	if c.maxGap <= 0 || c.gapDone == c.pos || c.pos >= c.x.Len() || !c.anchored {
+		return
+	}
+	t := c.x.Entry(c.pos).Time
+	if t.IsZero() {
+		return
+	}
+	prev := max(c.timeBefore(c.pos), c.anchorTape)
+	if excess := t.UnixNano() - prev - c.maxGap; excess > 0 {
+		c.anchorTape += excess
+		c.gapDone = c.pos
+	}
 }
 
 // Len returns the number of messages on the tape.
@@ -260,6 +285,7 @@ func (c *Player) Advance(now time.Time) (delivered []int, hit *BreakpointHit) {
 	}
 	n := c.end()
 	for c.pos < n {
+		c.cutGap()
 		e := c.x.Entry(c.pos)
 		if c.speed > 0 && !e.Time.IsZero() && c.dueAt(e.Time.UnixNano()).After(now) {
 			break
@@ -290,6 +316,7 @@ func (c *Player) NextDue() (time.Time, bool) {
 	if !c.anchored {
 		return time.Time{}, true
 	}
+	c.cutGap()
 	t := c.x.Entry(c.pos).Time
 	if c.speed == 0 || t.IsZero() {
 		return c.anchorWall, true

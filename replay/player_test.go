@@ -361,3 +361,21 @@ func TestPlayerMadeBeforeIndexing(t *testing.T) {
 		t.Fatalf("Advance after 100ms delivered %v, want [1]", got)
 	}
 }
+
+// SetMaxGap cuts a long recorded pause: the 1000 ms gap before message 4
+// plays as 200 ms, and the gaps after it keep their length.
+func TestPlayerMaxGap(t *testing.T) {
+	c := ctlTape(t) // 0, 100, 300, 300, 1300, 1400 ms
+	c.SetSpeed(1, ms(0))
+	c.SetMaxGap(200 * time.Millisecond)
+	c.Play(ms(0))
+	for _, step := range []struct {
+		at   int
+		want []int
+	}{{0, []int{0}}, {100, []int{1}}, {300, []int{2, 3}}, {499, nil}, {500, []int{4}}, {599, nil}, {600, []int{5}}} {
+		got, _ := c.Advance(ms(step.at))
+		if !slices.Equal(got, step.want) {
+			t.Fatalf("Advance at %dms delivered %v, want %v", step.at, got, step.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
@@ -338,6 +339,13 @@ func (m Model) statusView() string {
 			s.Status.Segment.Render("t "+m.tapeClock()),
 			s.Status.Segment.Render("speed "+speedText(m.player.Speed())),
 		)
+		// A recorded pause: say what comes and when, so an idle gap does
+		// not look like a hang.
+		if due, ok := m.player.NextDue(); ok && !due.IsZero() {
+			if wait := due.Sub(m.now()); wait >= time.Second {
+				segs = append(segs, s.Status.Info.Render(fmt.Sprintf("#%d %s in %.1fs (--max-gap shortens pauses)", m.player.Position(), m.methodOf(m.player.Position()), wait.Seconds())))
+			}
+		}
 	}
 	if n := len(m.player.Breakpoints()); n > 0 || m.play.hits > 0 {
 		segs = append(segs, s.Status.Segment.Render(fmt.Sprintf("bp %d · hits %d", n, m.play.hits)))

@@ -38,6 +38,9 @@ type Options struct {
 	Live Live
 	// Breakpoints are set from the start (open and debug --break).
 	Breakpoints []replay.Breakpoint
+	// MaxGap cuts recorded pauses longer than it when playing (open and
+	// debug --max-gap); 0 plays every gap as recorded.
+	MaxGap time.Duration
 	// CopyDir is where y writes a copy of the message it sends to the
 	// clipboard; empty means the system's temporary directory.
 	CopyDir string
@@ -175,6 +178,7 @@ func New(x *tape.Index, opts Options) Model {
 	m.help.Styles = s.Help
 	m.player = replay.NewPlayer(x)
 	m.player.SetSpeed(1, now())
+	m.player.SetMaxGap(opts.MaxGap)
 	for _, b := range opts.Breakpoints {
 		if _, err := m.player.AddBreakpoint(b); err != nil {
 			m.notice, m.noticeOK = fmt.Sprintf("breakpoint %s: %v", b, err), false
@@ -299,7 +303,7 @@ func (m Model) setTheme(dark bool) Model {
 	m.pairing.SetStyles(s)
 	m.stats.styles = s
 	if m.stats.stats != nil {
-		m.stats.SetStats(*m.stats.stats)
+		m.stats.SetStats(*m.stats.stats, m.stats.warnings)
 	}
 	m.bplist.styles = s
 	m.diff.SetStyles(s)

@@ -75,8 +75,9 @@ func (m Model) liveRunEnded(r *live.RunReport) Model {
 	if m.live.client == clientConnected {
 		m.live.client = clientDisconnected
 	}
-	m.player.Pause(m.now())
-	m.play.gen++
+	// Playback goes on to what the run reached (the tape's tail after the
+	// client's last message); what it delivers now is for a run that
+	// ended, and the session drops it.
 	if m.lower == viewDiff {
 		m.lower = viewMessage
 		m.showCursor()

@@ -123,15 +123,16 @@ func reopen(path string) tea.Cmd {
 
 // statsDoneMsg carries stats computed in the background.
 type statsDoneMsg struct {
-	x  *tape.Index
-	n  int
-	st tape.Stats
+	x        *tape.Index
+	n        int
+	st       tape.Stats
+	warnings []tape.Warning
 }
 
 func statsCmd(x *tape.Index) tea.Cmd {
 	return func() tea.Msg {
 		n := x.Len()
-		return statsDoneMsg{x: x, n: n, st: tape.ComputeStats(x, "")}
+		return statsDoneMsg{x: x, n: n, st: tape.ComputeStats(x, ""), warnings: x.Warnings()}
 	}
 }
 
@@ -274,6 +275,7 @@ func (m Model) reloaded(msg reloadedMsg) (tea.Model, tea.Cmd) {
 	m.tail.info = msg.fi
 	m.player = replay.NewPlayer(m.x)
 	m.player.SetSpeed(1, m.now())
+	m.player.SetMaxGap(m.opts.MaxGap)
 	var lost []string
 	for _, b := range bps {
 		if _, err := m.player.AddBreakpoint(b); err != nil {
@@ -299,6 +301,6 @@ func (m Model) statsDone(msg statsDoneMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	m.statsN = msg.n
-	m.stats.SetStats(msg.st)
+	m.stats.SetStats(msg.st, msg.warnings)
 	return m, nil
 }

@@ -236,3 +236,67 @@ func TestWriteAndCopyToFile(t *testing.T) {
 		t.Errorf("y: copies %v, notice %q; want one file, named in the notice", copies, m.notice)
 	}
 }
+
+// The stats pane lists the tape's warnings, not only their number; a
+// damaged line's row shows its text.
+func TestStatsPaneListsWarnings(t *testing.T) {
+	data := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"},"_meta":{"dir":"send","server":"s","ts":"2026-01-01T00:00:00.000Z"}}
+{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"y"},"_meta":{"dir":"send","server":"s","ts":"2026-01-01T00:00:00.001Z"}}
+this line is damaged {"jsonrpc"
+`
+	x := tape.NewIndex(strings.NewReader(data))
+	if err := x.Extend(int64(len(data)), nil); err != nil {
+		t.Fatal(err)
+	}
+	m := New(x, Options{Name: "w", CopyDir: t.TempDir()}).resize(120, 40)
+	m = send(t, m, keys("3")...)
+	s := ansi.Strip(m.stats.View())
+	for _, want := range []string{"warnings", "line 2: request id 1 reused", "line 3:"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the stats pane lacks %q:\n%s", want, s)
+		}
+	}
+	if row := ansi.Strip(m.timeline.renderRow(2, m.timeline.layout())); !strings.Contains(row, "this line is damaged") {
+		t.Errorf("the damaged line's row does not show its text: %q", row)
+	}
+}
+
+// HTTP tapes show where each session starts: the answer that assigned it.
+func TestRowShowsNewSession(t *testing.T) {
+	data := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}},"_meta":{"dir":"send","server":"s","ts":"2026-01-01T00:00:00.000Z","http":"POST","transport":"http"}}
+{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"srv","version":"1"}},"_meta":{"dir":"recv","server":"s","ts":"2026-01-01T00:00:00.001Z","http":"POST","newSession":"0123456789abcdef","status":200,"transport":"http"}}
+`
+	x := tape.NewIndex(strings.NewReader(data))
+	if err := x.Extend(int64(len(data)), nil); err != nil {
+		t.Fatal(err)
+	}
+	m := New(x, Options{Name: "s", CopyDir: t.TempDir()}).resize(160, 30)
+	if row := ansi.Strip(m.timeline.renderRow(1, m.timeline.layout())); !strings.Contains(row, "new session 01234567… · srv 1") {
+		t.Errorf("the initialize answer's row does not mark the new session: %q", row)
+	}
+}
+
+// A recorded pause shows what comes next and when, so an idle gap does
+// not look like a hang; --max-gap shortens it.
+func TestIdleGapCountdown(t *testing.T) {
+	data := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"},"_meta":{"dir":"send","server":"s","ts":"2026-01-01T00:00:00.000Z"}}
+{"jsonrpc":"2.0","id":1,"result":{"content":[]},"_meta":{"dir":"recv","server":"s","ts":"2026-01-01T00:00:30.000Z"}}
+`
+	for _, c := range []struct {
+		maxGap time.Duration
+		want   string
+	}{{0, "#1 reply to tools/call in 30.0s"}, {2 * time.Second, "#1 reply to tools/call in 2.0s"}} {
+		x := tape.NewIndex(strings.NewReader(data))
+		if err := x.Extend(int64(len(data)), nil); err != nil {
+			t.Fatal(err)
+		}
+		clock := &fakeClock{t: time.Date(2026, 5, 16, 12, 0, 0, 0, time.UTC)}
+		m := New(x, Options{Name: "gap", Now: clock.now, MaxGap: c.maxGap, CopyDir: t.TempDir()}).resize(160, 30)
+		m.play.started = true
+		m.player.Play(clock.now())
+		m.player.Advance(clock.now())
+		if st := ansi.Strip(m.statusView()); !strings.Contains(st, c.want) {
+			t.Errorf("max gap %v: status %q, want %q", c.maxGap, st, c.want)
+		}
+	}
+}

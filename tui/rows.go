@@ -53,8 +53,28 @@ func (c *rowCache) get(i int) row {
 	}
 	r.status, r.err = rowStatus(r.entry, r.pair)
 	r.summary = summarize(r.entry, raw, method)
+	switch {
+	case r.entry.Kind == tape.KindResponse && r.entry.Dir == tape.DirRecv:
+		// An HTTP session's start: the answer that assigned its id.
+		if hm := tape.ParseHTTPMeta(raw); hm.NewSession != "" {
+			r.summary = "new session " + shortID(hm.NewSession) + " · " + r.summary
+		}
+	case r.entry.Method == "initialize" && r.entry.Kind == tape.KindRequest:
+		// The older fixture dialect names the session on the request.
+		if hm := tape.ParseHTTPMeta(raw); hm.Session != "" {
+			r.summary = "session " + shortID(hm.Session) + " · " + r.summary
+		}
+	}
 	c.rows[i] = r
 	return r
+}
+
+// shortID shortens a session id for a row.
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8] + "…"
+	}
+	return id
 }
 
 // forget drops cached rows (after the index grew: a pending request may

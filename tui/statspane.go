@@ -7,6 +7,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/tapedeck/tapedeck/internal/text"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -15,7 +16,8 @@ import (
 type StatsPane struct {
 	scrollPane
 
-	stats *tape.Stats
+	stats    *tape.Stats
+	warnings []tape.Warning
 }
 
 // NewStatsPane returns an empty stats pane.
@@ -28,9 +30,10 @@ func (p *StatsPane) SetSize(w, h int) {
 	p.resize(w, h)
 }
 
-// SetStats shows st.
-func (p *StatsPane) SetStats(st tape.Stats) {
+// SetStats shows st and the tape's warnings.
+func (p *StatsPane) SetStats(st tape.Stats, warnings []tape.Warning) {
 	p.stats = &st
+	p.warnings = warnings
 	p.vp.SetContent(p.render())
 }
 
@@ -58,6 +61,15 @@ func (p StatsPane) render() string {
 				l = p.styles.Timeline.Header.Render(l)
 			}
 			b.WriteString(l + "\n")
+		}
+	}
+	if len(p.warnings) > 0 {
+		b.WriteString("\n" + p.styles.Detail.Header.Render("warnings") + "\n")
+		for _, w := range p.warnings {
+			b.WriteString(p.styles.Timeline.Error.Render(text.Safe(w.Error())) + "\n")
+		}
+		if more := st.Warnings - len(p.warnings); more > 0 {
+			b.WriteString(p.styles.Detail.Key.Render(fmt.Sprintf("and %d more (tapedeck stats lists them)", more)) + "\n")
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")

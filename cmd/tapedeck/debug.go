@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -23,6 +24,7 @@ type debugFlags struct {
 	light, allowRemote   bool
 	hosts, origins       []string
 	breaks               []string
+	maxGap               time.Duration
 }
 
 func newDebugCmd(s streams) *cobra.Command {
@@ -78,6 +80,7 @@ request and matches the client's again.`,
 	cmd.Flags().StringVar(&f.mode, "match", "strict", "matching `MODE`: strict (in order), keyed or loose")
 	cmd.Flags().BoolVar(&f.light, "light", false, "start with the light theme")
 	cmd.Flags().StringArrayVar(&f.breaks, "break", nil, breakUsage)
+	cmd.Flags().DurationVar(&f.maxGap, "max-gap", 0, maxGapUsage)
 	return cmd
 }
 
@@ -121,7 +124,7 @@ func runDebug(ctx context.Context, s streams, path string, f debugFlags) error {
 	}
 	defer srv.Close()
 	name := fmt.Sprintf("%s · attach %s · %s", filepath.Base(path), srv.Addr(), srv.URL())
-	if err := runProgram(ctx, s, tui.New(x, tui.Options{Name: name, Path: path, Light: f.light, Live: srv, Breakpoints: bps})); err != nil {
+	if err := runProgram(ctx, s, tui.New(x, tui.Options{Name: name, Path: path, Light: f.light, Live: srv, Breakpoints: bps, MaxGap: f.maxGap})); err != nil {
 		return err
 	}
 	srv.Close() // ends the run under way, so the summary has it

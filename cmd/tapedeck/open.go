@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/term"
@@ -24,6 +25,7 @@ func newOpenCmd(s streams) *cobra.Command {
 	var (
 		follow, light bool
 		breaks        []string
+		maxGap        time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "open [TAPE]",
@@ -72,20 +74,21 @@ bar shows how far); message bodies are read from the file only when shown.`,
 			if err != nil {
 				return err
 			}
-			return runOpen(cmd.Context(), s, path, follow, light, bps)
+			return runOpen(cmd.Context(), s, path, tui.Options{Follow: follow, Light: light, Breakpoints: bps, MaxGap: maxGap})
 		},
 	}
 	cmd.Flags().StringArrayVar(&breaks, "break", nil, breakUsage)
+	cmd.Flags().DurationVar(&maxGap, "max-gap", 0, maxGapUsage)
 	cmd.Flags().BoolVar(&follow, "follow", false, "tail a tape that is still being recorded")
 	cmd.Flags().BoolVar(&light, "light", false, "start with the light theme (it follows the terminal's background when the terminal reports it)")
 	return cmd
 }
 
 // runOpen runs the debugger on the tape at path, or on the demo tape.
-func runOpen(ctx context.Context, s streams, path string, follow, light bool, bps []replay.Breakpoint) error {
+func runOpen(ctx context.Context, s streams, path string, opts tui.Options) error {
 	var (
-		x    *tape.Index
-		opts = tui.Options{Follow: follow, Light: light, Breakpoints: bps}
+		x      *tape.Index
+		follow = opts.Follow
 	)
 	if path == "" {
 		if follow {
@@ -112,6 +115,9 @@ func runOpen(ctx context.Context, s streams, path string, follow, light bool, bp
 	defer x.Close()
 	return runProgram(ctx, s, tui.New(x, opts))
 }
+
+// maxGapUsage is --max-gap's help, for open and debug.
+const maxGapUsage = "play recorded pauses longer than `D` (e.g. 2s) as D; 0 keeps every gap"
 
 // breakUsage is --break's help, for open and debug.
 const breakUsage = "set a breakpoint from the start: a `SPEC` as :break takes it (tools/call, tool=NAME, error, when EXPR) (repeatable)"

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tapedeck/tapedeck/internal/text"
+	"github.com/tapedeck/tapedeck/tui"
 )
 
 // version is set at build time with -ldflags "-X main.version=..."; without
@@ -59,7 +60,7 @@ A tape is NDJSON, one JSON-RPC message a line with a "_meta" object
 		// tape; anywhere else (a pipe, CI) it prints help.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if isTerminal(s.stdin, s.stdout) {
-				return runOpen(cmd.Context(), s, "", false, false, nil)
+				return runOpen(cmd.Context(), s, "", tui.Options{})
 			}
 			return cmd.Help()
 		},
