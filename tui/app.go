@@ -53,10 +53,11 @@ const (
 	viewMessage lowerView = iota
 	viewPair
 	viewStats
+	viewState
 	viewDiff
 )
 
-var viewNames = [...]string{"1 message", "2 pairing", "3 stats", "diff"}
+var viewNames = [...]string{"1 message", "2 pairing", "3 stats", "4 state", "diff"}
 
 // focus is which pane has the keyboard.
 type focus int
@@ -85,6 +86,7 @@ type Model struct {
 	detail   Detail
 	pairing  Pairing
 	stats    StatsPane
+	state    StatePane
 	prompt   Prompt
 	help     help.Model
 	bar      progress.Model
@@ -165,6 +167,7 @@ func New(x *tape.Index, opts Options) Model {
 		detail:   NewDetail(s),
 		pairing:  NewPairing(s),
 		stats:    NewStatsPane(s),
+		state:    NewStatePane(s),
 		prompt:   NewPrompt(s),
 		help:     help.New(),
 		bar:      progress.New(progress.WithWidth(24), progress.WithoutPercentage(), progress.WithColors(lipgloss.Color("#58a6ff"))),
@@ -275,6 +278,7 @@ func (m Model) resize(w, h int) Model {
 	m.detail.SetSize(w, lh)
 	m.pairing.SetSize(w, lh)
 	m.stats.SetSize(w, lh)
+	m.state.SetSize(w, lh)
 	m.diff.SetSize(w, lh)
 	m.prompt.SetWidth(w)
 	m.help.SetWidth(w - 4)
@@ -302,6 +306,7 @@ func (m Model) setTheme(dark bool) Model {
 	m.detail.SetStyles(s)
 	m.pairing.SetStyles(s)
 	m.stats.styles = s
+	m.state.SetStyles(s)
 	if m.stats.stats != nil {
 		m.stats.SetStats(*m.stats.stats, m.stats.warnings)
 	}
@@ -400,6 +405,8 @@ func (m Model) handleKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.setLower(viewPair)
 	case key.Matches(msg, k.ViewStats):
 		return m.setLower(viewStats)
+	case key.Matches(msg, k.ViewState):
+		return m.setLower(viewState)
 	case key.Matches(msg, k.Escape):
 		return m.clearFilter(), nil
 	}
@@ -433,6 +440,8 @@ func (m Model) updateLower(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.pairing, cmd = m.pairing.Update(msg)
 	case viewStats:
 		m.stats, cmd = m.stats.Update(msg)
+	case viewState:
+		m.state, cmd = m.state.Update(msg)
 	case viewDiff:
 		m.diff, cmd = m.diff.Update(msg)
 	}
@@ -485,6 +494,7 @@ func (m Model) switchPane() Model {
 		m.detail.Focus()
 		m.pairing.Focus()
 		m.stats.Focus()
+		m.state.Focus()
 		m.diff.Focus()
 	} else {
 		m.focus = focusTimeline
@@ -492,6 +502,7 @@ func (m Model) switchPane() Model {
 		m.detail.Blur()
 		m.pairing.Blur()
 		m.stats.Blur()
+		m.state.Blur()
 		m.diff.Blur()
 	}
 	return m
@@ -514,6 +525,8 @@ func (m *Model) showCursor() {
 		m.detail.Show(m.x, seq)
 	case viewPair:
 		m.pairing.Show(m.x, seq)
+	case viewState:
+		m.state.Show(m.x, seq)
 	}
 }
 

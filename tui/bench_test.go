@@ -252,3 +252,57 @@ func peakRSSMegabytes() float64 {
 	}
 	return 0
 }
+
+// BenchmarkStateCursor1M: the protocol state pane open on a fully indexed
+// 1M-message tape, the cursor moved a row (j) and a thousand rows at a
+// time, a frame each; against the same moves on the demo tape. The state
+// index's one forward scan is timed apart (first-scan).
+func BenchmarkStateCursor1M(b *testing.B) {
+	path := bigTape(b)
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	x := tape.NewIndex(f)
+	if err := x.Extend(st.Size(), nil); err != nil {
+		b.Fatal(err)
+	}
+	open := func(x *tape.Index) Model {
+		m := New(x, Options{Name: "big"}).resize(200, 60)
+		next, _ := m.Update(tea.KeyPressMsg{Code: '4', Text: "4"})
+		return next.(Model)
+	}
+	start := time.Now()
+	big := open(x)
+	firstScan := time.Since(start)
+	small := open(demoIndex(b))
+	step := func(m Model, i int) Model {
+		if i%2 == 0 {
+			next, _ := m.Update(tea.KeyPressMsg{Code: 'j', Text: "j"})
+			m = next.(Model)
+		} else {
+			m.selectSeq((m.timeline.Cursor() + 1000) % m.x.Len())
+		}
+		_ = m.View()
+		return m
+	}
+	const baseN = 2000
+	t0 := time.Now()
+	for i := range baseN {
+		small = step(small, i)
+	}
+	base := time.Since(t0) / baseN
+	b.ResetTimer()
+	n := 0
+	for b.Loop() {
+		big = step(big, n)
+		n++
+	}
+	per := b.Elapsed() / time.Duration(max(n, 1))
+	b.ReportMetric(float64(per)/float64(time.Microsecond), "µs/step+frame")
+	b.ReportMetric(float64(per)/float64(budgetFrame), "budget-ratio")
+	b.ReportMetric(float64(per)/float64(base), "x-demo")
+	b.ReportMetric(float64(firstScan)/float64(time.Millisecond), "ms/first-scan")
+}

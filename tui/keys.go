@@ -35,6 +35,7 @@ type KeyMap struct {
 	ViewMessage key.Binding
 	ViewPair    key.Binding
 	ViewStats   key.Binding
+	ViewState   key.Binding
 	Escape      key.Binding
 }
 
@@ -66,6 +67,7 @@ func DefaultKeyMap() KeyMap {
 		ViewMessage: key.NewBinding(key.WithKeys("1"), key.WithHelp("1", "message view")),
 		ViewPair:    key.NewBinding(key.WithKeys("2"), key.WithHelp("2", "pairing view")),
 		ViewStats:   key.NewBinding(key.WithKeys("3"), key.WithHelp("3", "stats view")),
+		ViewState:   key.NewBinding(key.WithKeys("4"), key.WithHelp("4", "protocol state")),
 		Escape:      key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
 	}
 }
@@ -81,7 +83,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 		{k.Play, k.StepForward, k.StepBack, k.NextRequest, k.PrevRequest, k.SpeedUp, k.SpeedDown},
 		{k.Breakpoint, k.Breakpoints, k.Search, k.NextMatch, k.PrevMatch, k.OnlyMatches, k.Escape},
 		{k.NextFailure, k.PrevFailure, k.Restart},
-		{k.Partner, k.Copy, k.Command, k.ViewMessage, k.ViewPair, k.ViewStats},
+		{k.Partner, k.Copy, k.Command, k.ViewMessage, k.ViewPair, k.ViewStats, k.ViewState},
 		{k.SwitchPane, k.Help, k.Quit},
 	}
 }

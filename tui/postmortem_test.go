@@ -126,6 +126,7 @@ func TestViewGoldenSizes(t *testing.T) {
 			{"open", nil},
 			{"next-failure", keys("e", "e")},
 			{"playing", keys("l", "l", "l", "l", "l", "l")},
+			{"state", keys("4", "e", "e")},
 		} {
 			name := fmt.Sprintf("%s-%dx%d", c.name, size.w, size.h)
 			t.Run(name, func(t *testing.T) {

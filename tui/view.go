@@ -58,6 +58,8 @@ func (m Model) lowerView() string {
 		return m.pairing.View()
 	case viewStats:
 		return m.stats.View()
+	case viewState:
+		return m.state.View()
 	case viewDiff:
 		return m.diff.View()
 	}
