@@ -54,8 +54,8 @@ func (d *Detail) SetStyles(s *Styles) { d.styles = s; d.refresh() }
 
 // Show selects message seq of x (-1 for none).
 func (d *Detail) Show(x *tape.Index, seq int) {
-	if d.x != x {
-		d.t0 = startTime(x)
+	if d.x != x || d.t0.IsZero() {
+		d.t0 = startTime(x) // again while a tape indexed in the background has no time yet
 	}
 	if d.seq != seq {
 		d.unfolded = false

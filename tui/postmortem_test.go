@@ -301,3 +301,32 @@ func TestIdleGapCountdown(t *testing.T) {
 		}
 	}
 }
+
+// The README's picture of the screen is the screen: the demo tape at
+// 100×24 after one e.
+func TestREADMEScreen(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(readme), "What step 2 looks like on the demo tape")
+	if ok {
+		_, block, ok = strings.Cut(block, "```text\n")
+	}
+	if ok {
+		block, _, ok = strings.Cut(block, "```")
+	}
+	if !ok {
+		t.Fatal("README has no screen capture after \"What step 2 looks like on the demo tape\"")
+	}
+	m, _ := newTestModel(t, Options{Name: assets.DemoName})
+	m = m.resize(100, 24)
+	m = send(t, m, keys("e")...)
+	var got []string
+	for _, l := range strings.Split(screen(m), "\n") {
+		got = append(got, strings.TrimRight(l, " "))
+	}
+	if want := strings.TrimRight(block, "\n"); strings.Join(got, "\n") != want {
+		t.Errorf("the README's screen is not the screen any more; now:\n%s\nREADME:\n%s", strings.Join(got, "\n"), want)
+	}
+}
