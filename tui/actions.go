@@ -237,6 +237,10 @@ func (m Model) runCommand(c command) (tea.Model, tea.Cmd) {
 	case "quit":
 		return m.quit()
 	case "goto":
+		if m.live.active() && m.live.client == clientConnected {
+			m.notice, m.noticeOK = "in a debug session the client drives playback: r ends its run, and the next run starts at the top", false
+			return m, nil
+		}
 		if c.atSet {
 			m.player.SeekTime(c.at)
 		} else {

@@ -78,6 +78,7 @@ A tape is NDJSON, one JSON-RPC message a line with a "_meta" object
 	root.AddCommand(
 		newVersionCmd(s),
 		newStatsCmd(report),
+		newExportCmd(diag),
 		newRecordCmd(s),
 		newRedactCmd(diag),
 		newReplayCmd(diag),

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tapedeck/tapedeck/internal/export"
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// exportFlags are export's options.
+type exportFlags struct {
+	format, out, server string
+}
+
+// exporters are the formats export writes, by name.
+var exporters = map[string]func(io.Writer, export.Source, exportFlags) error{
+	"json": func(w io.Writer, src export.Source, _ exportFlags) error { return export.JSON(w, src) },
+}
+
+func exportFormats() string {
+	var names []string
+	for _, n := range []string{"json", "html", "otlp", "har"} {
+		if _, ok := exporters[n]; ok {
+			names = append(names, n)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+func newExportCmd(s streams) *cobra.Command {
+	var f exportFlags
+	cmd := &cobra.Command{
+		Use:   "export TAPE --format FORMAT [-o FILE]",
+		Short: "Write a tape for other tools: JSON for scripts",
+		Long: `export writes a tape in a format other tools read, in one pass over the
+tape (memory stays flat however long it is).
+
+Formats:
+  json  the correlated calls (request and response messages, latency,
+        status ok/error/tool-error/pending/cancelled/late, target, the
+        JSON-RPC error), the stats and the tape's warnings, as one JSON
+        document; the calls come in the order they completed, requests never
+        answered last.`,
+		Example: `  tapedeck export session.jsonl --format json -o session.json
+  tapedeck export session.jsonl --format json | jq '.calls[] | select(.status != "ok")'`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runExport(s, args[0], f)
+		},
+	}
+	cmd.Flags().StringVar(&f.format, "format", "", "the `FORMAT` to write: "+exportFormats())
+	cmd.Flags().StringVarP(&f.out, "output", "o", "", "write to `FILE` (default: standard output)")
+	cmd.Flags().StringVar(&f.server, "server", "", "only the calls of server `NAME`")
+	return cmd
+}
+
+func runExport(s streams, path string, f exportFlags) error {
+	write, ok := exporters[f.format]
+	if !ok {
+		if f.format == "" {
+			return fmt.Errorf("export: expected --format, one of %s", exportFormats())
+		}
+		return fmt.Errorf("export --format %q: expected one of %s", f.format, exportFormats())
+	}
+	x, err := indexTape(s.stderr, path)
+	if err != nil {
+		return err
+	}
+	defer x.Close()
+	if f.server != "" && !contains(x.Servers(), f.server) {
+		return fmt.Errorf("export --server %q: not on the tape; it holds %s", f.server, serverList(x.Servers()))
+	}
+	src := export.Source{Name: filepath.Base(path), Index: x, Server: f.server, Open: func() (io.ReadCloser, error) { return tape.Open(path) }}
+	w := s.stdout
+	var file *os.File
+	if f.out != "" && f.out != "-" {
+		file, err = os.OpenFile(f.out, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			return fmt.Errorf("export -o: %w", err)
+		}
+		w = file
+	}
+	err = write(w, src, f)
+	if file != nil {
+		if cerr := file.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
