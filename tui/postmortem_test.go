@@ -127,6 +127,7 @@ func TestViewGoldenSizes(t *testing.T) {
 			{"next-failure", keys("e", "e")},
 			{"playing", keys("l", "l", "l", "l", "l", "l")},
 			{"state", keys("4", "e", "e")},
+			{"help", keys("?")},
 		} {
 			name := fmt.Sprintf("%s-%dx%d", c.name, size.w, size.h)
 			t.Run(name, func(t *testing.T) {
@@ -328,5 +329,20 @@ func TestREADMEScreen(t *testing.T) {
 	}
 	if want := strings.TrimRight(block, "\n"); strings.Join(got, "\n") != want {
 		t.Errorf("the README's screen is not the screen any more; now:\n%s\nREADME:\n%s", strings.Join(got, "\n"), want)
+	}
+}
+
+// The help overlay fits 80×24: every key, q quit and tab included.
+func TestHelpFits80x24(t *testing.T) {
+	m, _ := newTestModel(t, Options{})
+	m = m.resize(80, 24)
+	m = send(t, m, keys("?")...)
+	s := screen(m)
+	for _, b := range append(m.KeyMap.FullHelp(), m.timeline.KeyMap.FullHelp()...) {
+		for _, k := range b {
+			if !strings.Contains(s, k.Help().Desc) {
+				t.Errorf("the help at 80×24 lacks %q (%s)", k.Help().Desc, k.Help().Key)
+			}
+		}
 	}
 }

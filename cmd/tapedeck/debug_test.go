@@ -111,3 +111,24 @@ func TestAttachCutOff(t *testing.T) {
 		t.Errorf("after the client's end: exit %d, stderr %q; want 0", code, errb.String())
 	}
 }
+
+// debug's summary on exit: each run's verdict, and exit 1 when one
+// departed from the tape.
+func TestDebugSummary(t *testing.T) {
+	var b bytes.Buffer
+	ok := live.RunReport{Run: 1, Transport: "stdio", Ended: "the client disconnected", Requests: 4, Matched: 4}
+	if err := debugSummary(&b, []live.RunReport{ok}); err != nil || !strings.Contains(b.String(), "run 1 (stdio; the client disconnected): followed the tape; 4 of 4 requests matched") {
+		t.Errorf("one good run: %v\n%s", err, b.String())
+	}
+	b.Reset()
+	bad := live.RunReport{Run: 2, Transport: "http", Ended: "restarted", Requests: 3, Matched: 2, Divergences: 1, Unused: 1,
+		Report: replay.Report{Divergences: []replay.Divergence{{Expected: 5, Message: "replay mismatch for tools/call"}}}}
+	err := debugSummary(&b, []live.RunReport{ok, bad})
+	if code := exitCode(err, &b); code != 1 || !strings.Contains(b.String(), "run 2 (http; restarted): 1 divergence") || !strings.Contains(b.String(), "diverged at #5: replay mismatch") || !strings.Contains(b.String(), "1 client run of 2 departed") {
+		t.Errorf("a diverged run: exit %d\n%s", code, b.String())
+	}
+	b.Reset()
+	if err := debugSummary(&b, nil); err != nil || !strings.Contains(b.String(), "no client connected") {
+		t.Errorf("no run: %v %q", err, b.String())
+	}
+}
