@@ -63,6 +63,19 @@ var buildDirs = map[string]bool{"dist": true, "build": true, "out": true, "lib":
 // When the launcher's arguments name nothing (node -e CODE, a bare
 // python), the launcher's name is kept.
 func DefaultServerName(command string, args []string) string {
+	if k := strings.ToLower(filepath.Base(command)); k == "env" {
+		// env [-i] [-u NAME] [NAME=VALUE]... CMD ARGS: the server is CMD.
+		for i := 0; i < len(args); i++ {
+			a := args[i]
+			switch {
+			case a == "-u" || a == "--unset" || a == "-C" || a == "--chdir" || a == "-S" || a == "--split-string":
+				i++
+			case strings.HasPrefix(a, "-") || strings.Contains(a, "="):
+			default:
+				return DefaultServerName(a, args[i+1:])
+			}
+		}
+	}
 	base := filepath.Base(command)
 	key := strings.TrimSuffix(strings.ToLower(base), ".exe")
 	if strings.HasPrefix(key, "python") || key == "py" { // python3, python3.12

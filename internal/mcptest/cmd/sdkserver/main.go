@@ -6,7 +6,7 @@
 //
 //	echo {message}      returns "Echo: <message>"
 //	add {a, b}          returns "<a> + <b> = <sum>" and structured {"sum": N}
-//	answer {}           returns "the answer is 42" (variant A) or 43 (variant B)
+//	answer {}           returns "the answer is 42" (variant A) or 43 (variants B and C; C revises its description)
 //	fail {}             a tool error: isError result "fail: this tool always fails"
 //	slow {ms, steps}    sleeps ms in steps, sending progress (when asked) and
 //	                    info log messages (when a level is set); returns "slept <ms> ms in <steps> steps"
@@ -54,7 +54,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("sdkserver", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "", "serve streamable HTTP at http://`ADDR`/mcp (e.g. 127.0.0.1:8080) instead of stdio")
-	variant := fs.String("variant", envOr("SDKSERVER_VARIANT", "A"), "answer variant `A|B`: the answer tool returns 42 for A, 43 for B (env SDKSERVER_VARIANT)")
+	variant := fs.String("variant", envOr("SDKSERVER_VARIANT", "A"), "answer variant `A|B|C`: the answer tool returns 42 for A, 43 for B and C; C also revises its description (env SDKSERVER_VARIANT)")
 	name := fs.String("name", "sdkserver", "server `name` in the initialize result")
 	stateless := fs.Bool("stateless", false, "with --listen: serve statelessly (no Mcp-Session-Id, no GET stream); the Go SDK's\nHTTP server offers protocol 2026-07-28 only in this mode, 2025-11-25 otherwise")
 	fs.Usage = func() {
@@ -64,8 +64,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *variant != "A" && *variant != "B" {
-		return fmt.Errorf("--variant %q: want A or B", *variant)
+	if *variant != "A" && *variant != "B" && *variant != "C" {
+		return fmt.Errorf("--variant %q: want A, B or C", *variant)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	newServer := func() *mcp.Server { return newServer(*name, *variant, logger) }
@@ -147,9 +147,13 @@ func newServer(name, variant string, logger *slog.Logger) *mcp.Server {
 			return text("%g + %g = %g", in.A, in.B, sum), addOut{Sum: sum}, nil
 		})
 
-	mcp.AddTool(s, &mcp.Tool{Name: "answer", Description: "Returns the answer (changes with --variant)"},
+	answerDesc := "Returns the answer (changes with --variant)"
+	if variant == "C" {
+		answerDesc = "Returns the answer, revised (variant C)"
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "answer", Description: answerDesc},
 		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, any, error) {
-			if variant == "B" {
+			if variant == "B" || variant == "C" {
 				return text("the answer is 43"), nil, nil
 			}
 			return text("the answer is 42"), nil, nil

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tapedeck/tapedeck/internal/compare"
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// diffFlags are diff's options.
+type diffFlags struct {
+	server           string
+	asJSON, exitCode bool
+	ignore           []string
+	latencyAbs       time.Duration
+	latencyRatio     float64
+}
+
+func newDiffCmd(s streams) *cobra.Command {
+	var f diffFlags
+	cmd := &cobra.Command{
+		Use:   "diff A B",
+		Short: "Compare two sessions: calls, answers, latencies and tool definitions",
+		Long: `diff compares two tapes of the same server (a run before and after a change,
+a working session and a failing one). Per server it aligns the client's
+calls of A and B by method, target and params (by meaning: key order,
+ids, volatile _meta and an absent "arguments" against {} do not count),
+with a diff that survives calls inserted or left out, and reports:
+
+  - calls in A only (-) or in B only (+); a call of the same method and
+    target in the same place with other params is one changed call;
+  - aligned calls whose answer changed: ok, error or tool error, the
+    JSON-RPC error code, or the result, as JSON-pointer differences;
+  - latencies that moved by more than --latency-abs and --latency-ratio;
+  - tools, prompts and resources added, removed or changed between the two
+    sessions' last listings (a description or an input schema that
+    changed between runs: the "rug pull");
+  - the protocol version, the server's name and version, and capabilities.
+
+--ignore PATH leaves a path out (as replay's --ignore). --json prints the
+report for scripts; --exit-code exits 1 when anything differs.`,
+		Example: `  tapedeck diff before.jsonl after.jsonl
+  tapedeck diff --ignore result.content.0.text --exit-code ok.jsonl failing.jsonl
+  tapedeck diff --json a.jsonl b.jsonl | jq '.servers[].calls[] | select(.kind == "status")'`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runDiff(s, args[0], args[1], f)
+		},
+	}
+	cmd.Flags().StringVar(&f.server, "server", "", "only server `NAME`")
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the report as JSON (durations in nanoseconds)")
+	cmd.Flags().BoolVar(&f.exitCode, "exit-code", false, "exit 1 when the sessions differ")
+	cmd.Flags().StringArrayVar(&f.ignore, "ignore", nil, "leave `PATH` out of every comparison, e.g. result.content.0.text (repeatable)")
+	cmd.Flags().DurationVar(&f.latencyAbs, "latency-abs", 100*time.Millisecond, "report a latency change only over `D`")
+	cmd.Flags().Float64Var(&f.latencyRatio, "latency-ratio", 2, "and only over `X` times (either way)")
+	return cmd
+}
+
+func runDiff(s streams, pa, pb string, f diffFlags) error {
+	o := compare.Options{Server: f.server, LatencyAbs: f.latencyAbs, LatencyRatio: f.latencyRatio}
+	for _, p := range f.ignore {
+		path, err := tape.ParsePath(p)
+		if err != nil {
+			return fmt.Errorf("--ignore %q: %w", p, err)
+		}
+		o.Ignore = append(o.Ignore, path)
+	}
+	side := func(path string) (compare.Side, func(), error) {
+		x, err := indexTape(s.stderr, path)
+		if err != nil {
+			return compare.Side{}, nil, err
+		}
+		return compare.Side{Name: path, Index: x, Open: func() (io.ReadCloser, error) { return tape.Open(path) }}, func() { x.Close() }, nil
+	}
+	a, closeA, err := side(pa)
+	if err != nil {
+		return err
+	}
+	defer closeA()
+	b, closeB, err := side(pb)
+	if err != nil {
+		return err
+	}
+	defer closeB()
+	r, err := compare.Compare(a, b, o)
+	if err != nil {
+		return fmt.Errorf("diff: %w", err)
+	}
+	if f.asJSON {
+		enc := json.NewEncoder(s.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	} else if err := r.WriteText(s.stdout); err != nil {
+		return err
+	}
+	if f.exitCode && r.Differences() > 0 {
+		return &exitError{code: 1}
+	}
+	return nil
+}

@@ -1,0 +1,401 @@
+// Package compare compares two sessions (tapedeck diff): per server, the
+// client's calls of A and B are aligned by a diff over their keys (method,
+// target and params by meaning), so an inserted or a missing call does not
+// shift the rest; aligned calls are compared by their answers (status,
+// result or error, latency), and the two sessions' handshakes and tool,
+// prompt and resource definitions are compared too.
+//
+// The alignment is Myers' diff (sergi/go-diff, linear space, with a time
+// limit) over one rune a distinct call key.
+package compare
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sergi/go-diff/diffmatchpatch"
+	"github.com/tidwall/gjson"
+
+	"github.com/tapedeck/tapedeck/replay"
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// Options tune the comparison.
+type Options struct {
+	Server string // only this server ("" for all servers on either tape)
+	// Ignore lists paths left out of every comparison (as replay's --ignore,
+	// e.g. result.content.0.text).
+	Ignore []tape.Path
+	// A latency change is reported when it is both over LatencyAbs and
+	// over LatencyRatio times (either way).
+	LatencyAbs   time.Duration
+	LatencyRatio float64
+}
+
+// Side is one tape to compare.
+type Side struct {
+	Name  string
+	Index *tape.Index
+	Open  func() (io.ReadCloser, error)
+}
+
+// call is what the alignment keeps of a call: no bodies.
+type call struct {
+	req, resp int
+	method    string
+	target    string
+	key       [16]byte // method, target and normalized params
+	status    string
+	code      int64
+	latency   time.Duration
+	timed     bool
+}
+
+// Report is the comparison.
+type Report struct {
+	A, B    string         `json:"-"`
+	Servers []ServerReport `json:"servers"`
+}
+
+// Differences counts what differs.
+func (r Report) Differences() int {
+	n := 0
+	for _, s := range r.Servers {
+		n += s.differences()
+	}
+	return n
+}
+
+// ServerReport is one server's comparison.
+type ServerReport struct {
+	Server      string       `json:"server"`
+	OnlyIn      string       `json:"onlyIn,omitempty"` // "A" or "B" when the server is on one tape only
+	Protocol    *Change      `json:"protocol,omitempty"`
+	ServerInfo  *Change      `json:"serverInfo,omitempty"`
+	Caps        []Change     `json:"capabilities,omitempty"`
+	Definitions []Definition `json:"definitions,omitempty"`
+	CallsA      int          `json:"callsA"`
+	CallsB      int          `json:"callsB"`
+	Matched     int          `json:"matched"`
+	Calls       []CallDiff   `json:"calls,omitempty"`
+}
+
+func (s ServerReport) differences() int {
+	n := len(s.Caps) + len(s.Definitions) + len(s.Calls)
+	if s.OnlyIn != "" {
+		n++
+	}
+	if s.Protocol != nil {
+		n++
+	}
+	if s.ServerInfo != nil {
+		n++
+	}
+	return n
+}
+
+// Change is a value in A and in B.
+type Change struct {
+	What string `json:"what,omitempty"`
+	A    string `json:"a"`
+	B    string `json:"b"`
+}
+
+// Definition is a tool, prompt or resource added, removed or changed
+// between the two sessions' last listings.
+type Definition struct {
+	Kind   string          `json:"kind"` // tool, prompt, resource, resource template
+	Name   string          `json:"name"`
+	Change string          `json:"change"` // added, removed, changed
+	Diff   []replay.DiffOp `json:"diff,omitempty"`
+}
+
+// CallDiff is a call on one side only, or an aligned pair that differs.
+type CallDiff struct {
+	Kind    string          `json:"kind"` // onlyA, onlyB, params, status, result, latency
+	A       int             `json:"a"`    // the request's seq in A, or -1
+	B       int             `json:"b"`
+	Method  string          `json:"method"`
+	Target  string          `json:"target,omitempty"`
+	Params  string          `json:"params,omitempty"` // for a call on one side: its params, compact
+	StatusA string          `json:"statusA,omitempty"`
+	StatusB string          `json:"statusB,omitempty"`
+	Diff    []replay.DiffOp `json:"diff,omitempty"`
+	// LatencyA and LatencyB are the two answers' latencies (kind latency).
+	LatencyA time.Duration `json:"latencyA,omitempty"`
+	LatencyB time.Duration `json:"latencyB,omitempty"`
+}
+
+// Compare compares a and b.
+func Compare(a, b Side, o Options) (Report, error) {
+	r := Report{A: a.Name, B: b.Name}
+	servers := unionServers(a.Index.Servers(), b.Index.Servers())
+	if o.Server != "" {
+		if !slices.Contains(servers, o.Server) {
+			return r, fmt.Errorf("server %q is on neither tape", o.Server)
+		}
+		servers = []string{o.Server}
+	}
+	n := &tape.Normalizer{Ignore: o.Ignore}
+	for _, s := range servers {
+		inA, inB := slices.Contains(a.Index.Servers(), s), slices.Contains(b.Index.Servers(), s)
+		sr := ServerReport{Server: s}
+		switch {
+		case !inB:
+			sr.OnlyIn = "A"
+		case !inA:
+			sr.OnlyIn = "B"
+		}
+		ca, err := calls(a, s, n)
+		if err != nil {
+			return r, fmt.Errorf("%s: %w", a.Name, err)
+		}
+		cb, err := calls(b, s, n)
+		if err != nil {
+			return r, fmt.Errorf("%s: %w", b.Name, err)
+		}
+		sr.CallsA, sr.CallsB = len(ca), len(cb)
+		if inA && inB {
+			handshake(&sr, a.Index, b.Index, s)
+			sr.Definitions = definitions(a.Index, b.Index, s, n)
+		}
+		sr.Calls, sr.Matched = alignCalls(ca, cb, a.Index, b.Index, n, o)
+		r.Servers = append(r.Servers, sr)
+	}
+	return r, nil
+}
+
+func unionServers(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, s := range b {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// calls reads the client's calls of server s, in recorded order.
+func calls(side Side, s string, n *tape.Normalizer) ([]call, error) {
+	r, err := side.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var out []call
+	err = tape.ReadCalls(r, side.Index, s, func(c tape.Call) error {
+		if c.Dir != tape.DirSend {
+			return nil // the server's own requests follow from the client's calls
+		}
+		k := call{req: c.Request, resp: c.Response, method: c.Method, target: c.Target, status: c.Status, code: c.ErrorCode}
+		if c.Response >= 0 && !c.Start.IsZero() && !c.End.IsZero() {
+			k.latency, k.timed = c.Latency, true
+		}
+		params := gjson.GetBytes(c.RequestRaw, "params").Raw
+		canon := []byte(params)
+		if v, err := n.NormalizeParams([]byte(params)); err == nil {
+			if b, err := tape.CanonicalValue(v); err == nil {
+				canon = b
+			}
+		}
+		h := sha256.New()
+		h.Write([]byte(c.Method))
+		h.Write([]byte{0})
+		h.Write(canon)
+		copy(k.key[:], h.Sum(nil))
+		out = append(out, k)
+		return nil
+	})
+	// ReadCalls gives calls as they complete: back to recorded order.
+	slices.SortFunc(out, func(x, y call) int { return x.req - y.req })
+	return out, err
+}
+
+// alignCalls aligns a and b by their keys and reports the differences:
+// calls on one side only (a changed call of the same method and target
+// in the same place is reported as changed params), and aligned calls
+// whose answers differ.
+func alignCalls(a, b []call, xa, xb *tape.Index, n *tape.Normalizer, o Options) ([]CallDiff, int) {
+	ids := map[[16]byte]rune{}
+	runeOf := func(k [16]byte) rune {
+		if r, ok := ids[k]; ok {
+			return r
+		}
+		i := rune(len(ids))
+		if i >= 0xD800 {
+			i += 0x800 // no surrogates: a string must hold every rune
+		}
+		if i > utf8.MaxRune {
+			i = utf8.MaxRune // past a million distinct calls: they share one
+		}
+		ids[k] = i
+		return i
+	}
+	ra := make([]rune, len(a))
+	for i, c := range a {
+		ra[i] = runeOf(c.key)
+	}
+	rb := make([]rune, len(b))
+	for i, c := range b {
+		rb[i] = runeOf(c.key)
+	}
+	dmp := diffmatchpatch.New()
+	dmp.DiffTimeout = 10 * time.Second
+	diffs := dmp.DiffMainRunes(ra, rb, false)
+
+	var out []CallDiff
+	matched := 0
+	i, j := 0, 0
+	for d := 0; d < len(diffs); d++ {
+		k := utf8.RuneCountInString(diffs[d].Text)
+		switch diffs[d].Type {
+		case diffmatchpatch.DiffEqual:
+			for range k {
+				matched++
+				out = append(out, answerDiffs(a[i], b[j], xa, xb, n, o)...)
+				i++
+				j++
+			}
+		case diffmatchpatch.DiffDelete:
+			dels := a[i : i+k]
+			i += k
+			var ins []call
+			if d+1 < len(diffs) && diffs[d+1].Type == diffmatchpatch.DiffInsert {
+				m := utf8.RuneCountInString(diffs[d+1].Text)
+				ins = b[j : j+m]
+				j += m
+				d++
+			}
+			out = append(out, replaced(dels, ins, xa, xb, n)...)
+		case diffmatchpatch.DiffInsert:
+			out = append(out, replaced(nil, b[j:j+k], xa, xb, n)...)
+			j += k
+		}
+	}
+	return out, matched
+}
+
+// replaced reports a run of calls of A replaced by a run of B: a call of
+// the same method and target on both sides, in order, changed its params;
+// the rest are on one side only.
+func replaced(dels, ins []call, xa, xb *tape.Index, n *tape.Normalizer) []CallDiff {
+	var out []CallDiff
+	used := make([]bool, len(ins))
+	for _, d := range dels {
+		paired := false
+		for k, c := range ins {
+			if used[k] || c.method != d.method || c.target != d.target {
+				continue
+			}
+			used[k], paired = true, true
+			pa, pb := params(xa, d.req, n), params(xb, c.req, n)
+			out = append(out, CallDiff{Kind: "params", A: d.req, B: c.req, Method: d.method, Target: d.target, Diff: replay.Diff(pa, pb)})
+			break
+		}
+		if !paired {
+			out = append(out, CallDiff{Kind: "onlyA", A: d.req, B: -1, Method: d.method, Target: d.target, Params: paramsText(xa, d.req)})
+		}
+	}
+	for k, c := range ins {
+		if !used[k] {
+			out = append(out, CallDiff{Kind: "onlyB", A: -1, B: c.req, Method: c.method, Target: c.target, Params: paramsText(xb, c.req)})
+		}
+	}
+	return out
+}
+
+// answerDiffs compares the answers of two aligned calls.
+func answerDiffs(a, b call, xa, xb *tape.Index, n *tape.Normalizer, o Options) []CallDiff {
+	var out []CallDiff
+	base := CallDiff{A: a.req, B: b.req, Method: a.method, Target: a.target, StatusA: statusText(a), StatusB: statusText(b)}
+	if a.status != b.status || a.code != b.code {
+		d := base
+		d.Kind = "status"
+		out = append(out, d)
+	} else if a.resp >= 0 && b.resp >= 0 {
+		ra, rb := answer(xa, a.resp, n), answer(xb, b.resp, n)
+		if ops := replay.Diff(ra, rb); len(ops) > 0 {
+			d := base
+			d.Kind, d.Diff = "result", ops
+			out = append(out, d)
+		}
+	}
+	if a.timed && b.timed && latencyShift(a.latency, b.latency, o) {
+		d := base
+		d.Kind, d.LatencyA, d.LatencyB = "latency", a.latency, b.latency
+		out = append(out, d)
+	}
+	return out
+}
+
+func latencyShift(a, b time.Duration, o Options) bool {
+	abs := o.LatencyAbs
+	if abs <= 0 {
+		abs = 100 * time.Millisecond
+	}
+	ratio := o.LatencyRatio
+	if ratio <= 0 {
+		ratio = 2
+	}
+	d := b - a
+	if d < 0 {
+		d = -d
+	}
+	lo, hi := min(a, b), max(a, b)
+	return d > abs && float64(hi) > ratio*float64(max(lo, time.Millisecond))
+}
+
+func statusText(c call) string {
+	if c.status == "error" {
+		return fmt.Sprintf("error %d", c.code)
+	}
+	return c.status
+}
+
+// answer is a response's comparable form: result or error, without the
+// wire's jsonrpc, id and _meta.
+func answer(x *tape.Index, seq int, n *tape.Normalizer) any {
+	m, err := x.Message(seq)
+	if err != nil {
+		return nil
+	}
+	v, err := n.Normalize(tape.StripMeta(m.Raw))
+	if err != nil {
+		return nil
+	}
+	return v
+}
+
+func params(x *tape.Index, seq int, n *tape.Normalizer) any {
+	m, err := x.Message(seq)
+	if err != nil {
+		return nil
+	}
+	v, err := n.NormalizeParams([]byte(gjson.GetBytes(m.Raw, "params").Raw))
+	if err != nil {
+		return nil
+	}
+	return v
+}
+
+func paramsText(x *tape.Index, seq int) string {
+	m, err := x.Message(seq)
+	if err != nil {
+		return ""
+	}
+	p := gjson.GetBytes(tape.StripMeta(m.Raw), "params")
+	if !p.Exists() {
+		return ""
+	}
+	s := strings.Join(strings.Fields(p.Raw), " ")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
