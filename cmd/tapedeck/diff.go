@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -70,23 +69,31 @@ func runDiff(s streams, pa, pb string, f diffFlags) error {
 		}
 		o.Ignore = append(o.Ignore, path)
 	}
-	side := func(path string) (compare.Side, func(), error) {
-		x, err := indexTape(s.stderr, path)
-		if err != nil {
-			return compare.Side{}, nil, err
+	// The two tapes are indexed at once, one a core.
+	var (
+		b    compare.Side
+		errB error
+		done = make(chan struct{})
+	)
+	go func() { defer close(done); b, errB = compare.OpenSide(pb) }()
+	a, err := compare.OpenSide(pa)
+	<-done
+	for _, sd := range []compare.Side{a, b} {
+		if sd.Index != nil {
+			defer sd.Index.Close()
 		}
-		return compare.Side{Name: path, Index: x, Open: func() (io.ReadCloser, error) { return tape.Open(path) }}, func() { x.Close() }, nil
 	}
-	a, closeA, err := side(pa)
 	if err != nil {
 		return err
 	}
-	defer closeA()
-	b, closeB, err := side(pb)
-	if err != nil {
-		return err
+	if errB != nil {
+		return errB
 	}
-	defer closeB()
+	for _, sd := range []compare.Side{a, b} {
+		for _, w := range sd.Index.Warnings() {
+			fmt.Fprintf(s.stderr, "warning: %s: %v\n", sd.Name, w)
+		}
+	}
 	r, err := compare.Compare(a, b, o)
 	if err != nil {
 		return fmt.Errorf("diff: %w", err)
