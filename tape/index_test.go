@@ -417,3 +417,19 @@ func TestNextFailure(t *testing.T) {
 		t.Errorf("Failures() = %d, %d; want 1 JSON-RPC error and 1 tool error", rpc, tool)
 	}
 }
+
+// The context cost of a server's definitions: its last listing, measured.
+func TestContextCosts(t *testing.T) {
+	x := indexOf(t, tapeOf(
+		`send a {"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`,
+		`recv a {"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"x"}]}}`,
+		`send a {"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`,
+		`recv a {"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"x","description":"12345678"},{"name":"y"}]}}`,
+	))
+	st := ComputeStats(x, "")
+	AddContextCosts(&st, x)
+	want := `{"tools":[{"name":"x","description":"12345678"},{"name":"y"}]}`
+	if c := st.Servers[0].Context; len(c) != 1 || c[0].Items != 2 || c[0].Bytes != len(want) || c[0].ApproxTokens != (len(want)+3)/4 || c[0].Seq != 3 {
+		t.Errorf("context costs %+v, want the last listing: 2 items, %d bytes", c, len(want))
+	}
+}

@@ -19,6 +19,9 @@ type ServerStats struct {
 	Server  string        `json:"server"`
 	Total   MethodStats   `json:"total"`
 	Methods []MethodStats `json:"methods"`
+	// Context is what the server's definitions cost a model's context
+	// (AddContextCosts fills it in; ComputeStats reads no bodies).
+	Context []ListCost `json:"context,omitempty"`
 }
 
 // MethodStats counts one method's traffic. Dir is the direction of its

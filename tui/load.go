@@ -132,7 +132,9 @@ type statsDoneMsg struct {
 func statsCmd(x *tape.Index) tea.Cmd {
 	return func() tea.Msg {
 		n := x.Len()
-		return statsDoneMsg{x: x, n: n, st: tape.ComputeStats(x, ""), warnings: x.Warnings()}
+		st := tape.ComputeStats(x, "")
+		tape.AddContextCosts(&st, x)
+		return statsDoneMsg{x: x, n: n, st: st, warnings: x.Warnings()}
 	}
 }
 

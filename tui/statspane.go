@@ -62,6 +62,9 @@ func (p StatsPane) render() string {
 			}
 			b.WriteString(l + "\n")
 		}
+		for _, c := range ss.Context {
+			b.WriteString(p.styles.Detail.Key.Render("context ") + c.String() + "\n")
+		}
 	}
 	if len(p.warnings) > 0 {
 		b.WriteString("\n" + p.styles.Detail.Header.Render("warnings") + "\n")

@@ -45,6 +45,7 @@ makes a malformed line an error instead.`,
 			}
 			defer x.Close()
 			st := tape.ComputeStats(x, server)
+			tape.AddContextCosts(&st, x)
 			if server != "" && len(st.Servers) == 0 {
 				return fmt.Errorf("server %q: not on the tape; it holds %s", server, serverList(x.Servers()))
 			}
@@ -111,6 +112,12 @@ func writeStats(w io.Writer, name string, st tape.Stats) error {
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+		if len(ss.Context) > 0 {
+			fmt.Fprintf(w, "  context cost of its definitions (last listing; tokens approximate, bytes/4):\n")
+			for _, c := range ss.Context {
+				fmt.Fprintf(w, "    %s\n", c)
+			}
 		}
 	}
 	return nil

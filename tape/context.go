@@ -1,0 +1,84 @@
+package tape
+
+import (
+	"fmt"
+
+	"github.com/tidwall/gjson"
+)
+
+// ListCost is what a server's definitions cost a model's context: the
+// last answer to one list method, in bytes and in approximate tokens.
+type ListCost struct {
+	Method string `json:"method"` // tools/list, prompts/list, resources/list, resources/templates/list
+	Items  int    `json:"items"`
+	Bytes  int    `json:"bytes"` // the result as recorded
+	// ApproxTokens is Bytes/4, the usual rule of thumb for JSON and English
+	// text; a real tokenizer gives another figure.
+	ApproxTokens int `json:"approx_tokens"`
+	Seq          int `json:"seq"` // the answer measured
+}
+
+var listMembers = []struct{ method, member string }{
+	{"tools/list", "tools"},
+	{"prompts/list", "prompts"},
+	{"resources/list", "resources"},
+	{"resources/templates/list", "resourceTemplates"},
+}
+
+// AddContextCosts fills in each server's Context: the size of the last
+// answer to each list method it was asked (all pages of a paginated list
+// are not summed: the last page is measured).
+func AddContextCosts(st *Stats, x *Index) {
+	last := map[string]map[string]int{} // server → method → seq
+	for i := 0; i < x.Len(); i++ {
+		e := x.Entry(i)
+		if e.Kind != KindResponse || e.Dir != DirRecv || e.Error {
+			continue
+		}
+		m := x.MethodOf(i)
+		for _, l := range listMembers {
+			if m == l.method {
+				if last[e.Server] == nil {
+					last[e.Server] = map[string]int{}
+				}
+				last[e.Server][m] = i
+			}
+		}
+	}
+	for si := range st.Servers {
+		ss := &st.Servers[si]
+		for _, l := range listMembers {
+			seq, ok := last[ss.Server][l.method]
+			if !ok {
+				continue
+			}
+			msg, err := x.Message(seq)
+			if err != nil {
+				continue
+			}
+			res := gjson.GetBytes(msg.Raw, "result")
+			c := ListCost{Method: l.method, Items: len(res.Get(l.member).Array()), Bytes: len(res.Raw), Seq: seq}
+			c.ApproxTokens = (c.Bytes + 3) / 4
+			ss.Context = append(ss.Context, c)
+		}
+	}
+}
+
+// String reads "tools/list: 14 items, 12.3 KB, ≈3.1k tokens".
+func (c ListCost) String() string {
+	return fmt.Sprintf("%s: %d items, %s, ≈%s tokens", c.Method, c.Items, kb(c.Bytes), approx(c.ApproxTokens))
+}
+
+func kb(n int) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	return fmt.Sprintf("%.1f KB", float64(n)/1024)
+}
+
+func approx(n int) string {
+	if n < 1000 {
+		return fmt.Sprint(n)
+	}
+	return fmt.Sprintf("%.1fk", float64(n)/1000)
+}
