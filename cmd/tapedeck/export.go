@@ -21,6 +21,7 @@ type exportFlags struct {
 // exporters are the formats export writes, by name.
 var exporters = map[string]func(io.Writer, export.Source, exportFlags) error{
 	"json": func(w io.Writer, src export.Source, _ exportFlags) error { return export.JSON(w, src) },
+	"har":  func(w io.Writer, src export.Source, _ exportFlags) error { return export.HAR(w, src, buildVersion()) },
 }
 
 func exportFormats() string {
@@ -37,7 +38,7 @@ func newExportCmd(s streams) *cobra.Command {
 	var f exportFlags
 	cmd := &cobra.Command{
 		Use:   "export TAPE --format FORMAT [-o FILE]",
-		Short: "Write a tape for other tools: JSON for scripts",
+		Short: "Write a tape for other tools: JSON for scripts, HAR",
 		Long: `export writes a tape in a format other tools read, in one pass over the
 tape (memory stays flat however long it is).
 
@@ -46,9 +47,16 @@ Formats:
         status ok/error/tool-error/pending/cancelled/late, target, the
         JSON-RPC error), the stats and the tape's warnings, as one JSON
         document; the calls come in the order they completed, requests never
-        answered last.`,
+        answered last.
+  har   HAR 1.2, for HTTP tools and browsers' network panels: an HTTP tape's
+        exchanges (each POST with its JSON-RPC message and its answer, JSON
+        or the SSE events of its stream; the GET stream; DELETE) with the
+        MCP headers the tape kept (never credentials); a stdio tape maps
+        each client message to a POST to stdio://SERVER/ (a server's own
+        request to stdio://SERVER/client) with its answer as the content.`,
 		Example: `  tapedeck export session.jsonl --format json -o session.json
-  tapedeck export session.jsonl --format json | jq '.calls[] | select(.status != "ok")'`,
+  tapedeck export session.jsonl --format json | jq '.calls[] | select(.status != "ok")'
+  tapedeck export session.jsonl --format har -o session.har`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runExport(s, args[0], f)

@@ -1,0 +1,375 @@
+package export
+
+// HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/).
+//
+// An HTTP tape maps to the exchanges it recorded: a POST with its JSON-RPC
+// message as postData and its answer (JSON, or the SSE events of its
+// stream, as text/event-stream), a POST of a notification or a reply
+// answered 202, a standalone GET stream with its events, a DELETE. The
+// request headers are the ones the tape kept (Mcp-Session-Id,
+// MCP-Protocol-Version, Mcp-Method, Mcp-Name); credentials were never
+// written. A stdio tape has no HTTP: each client message maps to a POST to
+// stdio://SERVER/ (a server's own request to stdio://SERVER/client), its
+// answer as the response's content, a notification answered 202.
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+type harLog struct {
+	Log struct {
+		Version string     `json:"version"`
+		Creator harCreator `json:"creator"`
+		Entries []harEntry `json:"entries"`
+		Comment string     `json:"comment,omitempty"`
+	} `json:"log"`
+}
+
+type harCreator struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+type harEntry struct {
+	StartedDateTime string      `json:"startedDateTime"`
+	Time            float64     `json:"time"`
+	Request         harRequest  `json:"request"`
+	Response        harResponse `json:"response"`
+	Cache           struct{}    `json:"cache"`
+	Timings         harTimings  `json:"timings"`
+	Comment         string      `json:"comment,omitempty"`
+	start           time.Time
+	order           int
+}
+
+type harNV struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+type harRequest struct {
+	Method      string       `json:"method"`
+	URL         string       `json:"url"`
+	HTTPVersion string       `json:"httpVersion"`
+	Cookies     []harNV      `json:"cookies"`
+	Headers     []harNV      `json:"headers"`
+	QueryString []harNV      `json:"queryString"`
+	PostData    *harPostData `json:"postData,omitempty"`
+	HeadersSize int          `json:"headersSize"`
+	BodySize    int          `json:"bodySize"`
+}
+
+type harPostData struct {
+	MimeType string  `json:"mimeType"`
+	Params   []harNV `json:"params"`
+	Text     string  `json:"text"`
+}
+
+type harResponse struct {
+	Status      int        `json:"status"`
+	StatusText  string     `json:"statusText"`
+	HTTPVersion string     `json:"httpVersion"`
+	Cookies     []harNV    `json:"cookies"`
+	Headers     []harNV    `json:"headers"`
+	Content     harContent `json:"content"`
+	RedirectURL string     `json:"redirectURL"`
+	HeadersSize int        `json:"headersSize"`
+	BodySize    int        `json:"bodySize"`
+}
+
+type harContent struct {
+	Size     int    `json:"size"`
+	MimeType string `json:"mimeType"`
+	Text     string `json:"text,omitempty"`
+}
+
+type harTimings struct {
+	Send    float64 `json:"send"`
+	Wait    float64 `json:"wait"`
+	Receive float64 `json:"receive"`
+}
+
+// HAR writes the tape as a HAR 1.2 log. Entries are held until the tape
+// is read (HAR is one JSON document in start order), so its memory grows
+// with the tape; for a very long tape prefer json or otlp.
+func HAR(w io.Writer, src Source, version string) error {
+	r, err := src.Open()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	h := harBuilder{x: src.Index, server: src.Server, streams: map[int64]*harEntry{}, open: map[int]*harEntry{}}
+	rd := tape.NewReader(r)
+	for {
+		e, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if errors.Is(err, tape.ErrTorn) || errors.Is(err, tape.ErrMalformed) {
+				continue
+			}
+			return err
+		}
+		if e.Seq >= src.Index.Len() {
+			break
+		}
+		if h.server != "" && e.Server != h.server {
+			continue
+		}
+		h.add(e)
+	}
+	h.flush()
+	var out harLog
+	out.Log.Version = "1.2"
+	out.Log.Creator = harCreator{Name: "tapedeck", Version: version}
+	out.Log.Comment = "exported from " + src.Name + " by tapedeck export --format har"
+	sort.SliceStable(h.entries, func(i, j int) bool {
+		if !h.entries[i].start.Equal(h.entries[j].start) {
+			return h.entries[i].start.Before(h.entries[j].start)
+		}
+		return h.entries[i].order < h.entries[j].order
+	})
+	out.Log.Entries = make([]harEntry, 0, len(h.entries))
+	for _, e := range h.entries {
+		out.Log.Entries = append(out.Log.Entries, *e)
+	}
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+type harBuilder struct {
+	x        *tape.Index
+	server   string
+	upstream string
+	entries  []*harEntry
+	open     map[int]*harEntry   // request seq → its entry, awaiting the answer
+	streams  map[int64]*harEntry // SSE stream number → the entry carrying it
+	n        int
+}
+
+func (h *harBuilder) url(e tape.Entry, path string) string {
+	if h.upstream != "" {
+		return h.upstream
+	}
+	return "stdio://" + urlName(e.Server) + path
+}
+
+func urlName(s string) string {
+	if s == "" {
+		return "server"
+	}
+	return strings.NewReplacer(" ", "-", "/", "-").Replace(s)
+}
+
+func (h *harBuilder) entry(start time.Time, method, url string, hm tape.HTTPMeta) *harEntry {
+	h.n++
+	en := &harEntry{start: start, order: h.n}
+	en.StartedDateTime = start.UTC().Format(time.RFC3339Nano)
+	en.Request = harRequest{Method: method, URL: url, HTTPVersion: "HTTP/1.1", Cookies: []harNV{}, Headers: []harNV{}, QueryString: []harNV{}, HeadersSize: -1, BodySize: 0}
+	en.Response = harResponse{Status: 0, HTTPVersion: "HTTP/1.1", Cookies: []harNV{}, Headers: []harNV{}, HeadersSize: -1, BodySize: -1, Content: harContent{MimeType: "application/json"}}
+	for _, kv := range []harNV{{"Mcp-Session-Id", hm.Session}, {"MCP-Protocol-Version", hm.Protocol}, {"Mcp-Method", hm.MCPMethod}, {"Mcp-Name", hm.MCPName}} {
+		if kv.Value != "" {
+			en.Request.Headers = append(en.Request.Headers, kv)
+		}
+	}
+	en.Timings = harTimings{Send: 0, Wait: 0, Receive: 0}
+	h.entries = append(h.entries, en)
+	return en
+}
+
+func (h *harBuilder) add(e tape.Entry) {
+	body := string(tape.StripMeta(e.Raw))
+	hm := tape.ParseHTTPMeta(e.Raw)
+	switch {
+	case e.Kind == tape.KindLifecycle && e.Method == tape.MethodStart:
+		if u := gjson.GetBytes(e.Raw, "params.upstream"); u.Exists() {
+			h.upstream = u.String()
+		}
+	case e.Kind == tape.KindLifecycle && (e.Method == tape.MethodHTTPExchange || e.Method == tape.MethodHTTPGet || e.Method == tape.MethodHTTPDelete):
+		p := gjson.GetBytes(e.Raw, "params")
+		method := p.Get("method").String()
+		if method == "" {
+			method = map[string]string{tape.MethodHTTPGet: "GET", tape.MethodHTTPDelete: "DELETE"}[e.Method]
+		}
+		if method == "POST" {
+			// The answer to a POSTed notification or reply (202): its
+			// message is the entry opened for it.
+			if en := h.lastOpenPost(); en != nil {
+				h.finish(en, e, int(p.Get("status").Int()), p.Get("body").String(), "text/plain")
+				return
+			}
+		}
+		en := h.entry(e.Time, method, h.url(e, ""), hm)
+		status := int(p.Get("status").Int())
+		en.Response.Status, en.Response.StatusText = status, statusText(status)
+		if s := p.Get("stream"); s.Exists() {
+			en.Response.Content.MimeType = "text/event-stream"
+			h.streams[s.Int()] = en
+		}
+		if b := p.Get("body"); b.Exists() {
+			en.Response.Content.Text = b.String()
+			en.Response.Content.Size = len(en.Response.Content.Text)
+		}
+	case e.Kind == tape.KindLifecycle || e.Kind == tape.KindInvalid:
+	case e.Dir == tape.DirSend || (!hm.HTTP && e.Kind == tape.KindRequest):
+		// A message the client sent (or, on a stdio tape, a server's own
+		// request): a POST of its own.
+		path := "/"
+		if e.Dir == tape.DirRecv {
+			path = "/client"
+		}
+		en := h.entry(e.Time, "POST", h.url(e, path), hm)
+		en.Request.PostData = &harPostData{MimeType: "application/json", Params: []harNV{}, Text: body}
+		en.Request.BodySize = len(body)
+		en.Comment = describe(e)
+		if e.Kind == tape.KindRequest {
+			h.open[e.Seq] = en
+		} else if !hm.HTTP {
+			h.finish(en, e, 202, "", "")
+		} else {
+			h.open[-e.Seq-1] = en // answered by the next $http/exchange 202
+		}
+	case e.Kind == tape.KindResponse:
+		p := h.x.Pair(e.Seq)
+		en := h.open[p.Partner]
+		if en == nil {
+			return
+		}
+		delete(h.open, p.Partner)
+		status := hm.Status
+		if status == 0 {
+			status = 200
+		}
+		if hm.SSE {
+			en.Response.Content.MimeType = "text/event-stream"
+			en.Response.Content.Text += sseEvent(hm.Event, body)
+			if hm.Stream != 0 {
+				h.streams[hm.Stream] = en
+			}
+			h.finish(en, e, status, en.Response.Content.Text, "text/event-stream")
+			return
+		}
+		h.finish(en, e, status, body, "application/json")
+	default:
+		// A server message on a stream: a notification or the server's own
+		// request, on the POST's stream or the GET stream.
+		if en := h.streams[hm.Stream]; hm.HTTP && en != nil {
+			en.Response.Content.Text += sseEvent(hm.Event, body)
+			en.Response.Content.Size = len(en.Response.Content.Text)
+			return
+		}
+		if hm.HTTP {
+			// On the stream of a POST not answered yet: it comes before the
+			// answer in the same body.
+			for _, en := range h.open {
+				if en.Response.Content.MimeType == "application/json" && hm.Stream != 0 {
+					en.Response.Content.MimeType = "text/event-stream"
+					en.Response.Content.Text += sseEvent(hm.Event, body)
+					h.streams[hm.Stream] = en
+					return
+				}
+			}
+		}
+		en := h.entry(e.Time, "POST", h.url(e, "/client"), hm)
+		en.Comment = describe(e) + " (server to client)"
+		en.Request.PostData = &harPostData{MimeType: "application/json", Params: []harNV{}, Text: body}
+		en.Request.BodySize = len(body)
+		if e.Kind == tape.KindRequest {
+			h.open[e.Seq] = en
+		} else {
+			h.finish(en, e, 202, "", "")
+		}
+	}
+}
+
+// lastOpenPost returns the latest POSTed notification or reply awaiting
+// its 202.
+func (h *harBuilder) lastOpenPost() *harEntry {
+	best := 0
+	var out *harEntry
+	for k, en := range h.open {
+		if k < 0 && en.order > best {
+			best, out = en.order, en
+		}
+	}
+	for k, en := range h.open {
+		if en == out {
+			delete(h.open, k)
+		}
+	}
+	return out
+}
+
+func (h *harBuilder) finish(en *harEntry, e tape.Entry, status int, text, mime string) {
+	en.Response.Status, en.Response.StatusText = status, statusText(status)
+	if mime != "" {
+		en.Response.Content.MimeType = mime
+	}
+	en.Response.Content.Text = text
+	en.Response.Content.Size = len(text)
+	en.Response.BodySize = len(text)
+	if !e.Time.IsZero() && !en.start.IsZero() {
+		ms := float64(e.Time.Sub(en.start)) / float64(time.Millisecond)
+		en.Time, en.Timings.Wait = ms, ms
+	}
+}
+
+// flush ends what never got an answer.
+func (h *harBuilder) flush() {
+	for _, en := range h.open {
+		if en.Response.Status == 0 {
+			en.Comment += " (no answer on the tape)"
+		}
+	}
+}
+
+func sseEvent(id, data string) string {
+	var b strings.Builder
+	if id != "" {
+		b.WriteString("id: " + id + "\n")
+	}
+	b.WriteString("event: message\ndata: " + data + "\n\n")
+	return b.String()
+}
+
+func describe(e tape.Entry) string {
+	s := fmt.Sprintf("#%d %s %s", e.Seq, e.Kind, e.Method)
+	return strings.TrimSpace(s)
+}
+
+func statusText(code int) string {
+	switch code {
+	case 0:
+		return ""
+	case 200:
+		return "OK"
+	case 202:
+		return "Accepted"
+	case 400:
+		return "Bad Request"
+	case 404:
+		return "Not Found"
+	case 405:
+		return "Method Not Allowed"
+	case 409:
+		return "Conflict"
+	}
+	return ""
+}
