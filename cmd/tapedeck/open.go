@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tapedeck/tapedeck/assets"
+	"github.com/tapedeck/tapedeck/internal/compare"
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 	"github.com/tapedeck/tapedeck/tui"
@@ -26,6 +27,7 @@ func newOpenCmd(s streams) *cobra.Command {
 		follow, light bool
 		breaks        []string
 		maxGap        time.Duration
+		diffWith      string
 	)
 	cmd := &cobra.Command{
 		Use:   "open [TAPE]",
@@ -63,12 +65,19 @@ bar shows how far); message bodies are read from the file only when shown.`,
   tapedeck open session.jsonl
   tapedeck open --follow session.jsonl   # while "tapedeck record" writes it
   tapedeck open --break tool=search --break error session.jsonl
+  tapedeck open before.jsonl --diff after.jsonl   # two runs side by side
   tapedeck                               # in a terminal: the same as "tapedeck open"`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := ""
 			if len(args) == 1 {
 				path = args[0]
+			}
+			if diffWith != "" {
+				if path == "" {
+					return fmt.Errorf("open --diff %s: expected the tape to compare it with first: tapedeck open A --diff B", diffWith)
+				}
+				return runOpenDiff(cmd.Context(), s, path, diffWith, light)
 			}
 			bps, err := parseBreaks(breaks)
 			if err != nil {
@@ -79,6 +88,7 @@ bar shows how far); message bodies are read from the file only when shown.`,
 	}
 	cmd.Flags().StringArrayVar(&breaks, "break", nil, breakUsage)
 	cmd.Flags().DurationVar(&maxGap, "max-gap", 0, maxGapUsage)
+	cmd.Flags().StringVar(&diffWith, "diff", "", "show TAPE and the tape `B` side by side, aligned as tapedeck diff aligns them, the differences marked")
 	cmd.Flags().BoolVar(&follow, "follow", false, "tail a tape that is still being recorded")
 	cmd.Flags().BoolVar(&light, "light", false, "start with the light theme (it follows the terminal's background when the terminal reports it)")
 	return cmd
@@ -114,6 +124,25 @@ func runOpen(ctx context.Context, s streams, path string, opts tui.Options) erro
 	}
 	defer x.Close()
 	return runProgram(ctx, s, tui.New(x, opts))
+}
+
+// runOpenDiff shows tapes a and b side by side.
+func runOpenDiff(ctx context.Context, s streams, pa, pb string, light bool) error {
+	a, err := compare.OpenSide(pa)
+	if err != nil {
+		return err
+	}
+	defer a.Index.Close()
+	b, err := compare.OpenSide(pb)
+	if err != nil {
+		return err
+	}
+	defer b.Index.Close()
+	r, err := compare.Compare(a, b, compare.Options{})
+	if err != nil {
+		return fmt.Errorf("open --diff: %w", err)
+	}
+	return runProgram(ctx, s, tui.NewCompare(a.Index, b.Index, filepath.Base(pa), filepath.Base(pb), r, light))
 }
 
 // maxGapUsage is --max-gap's help, for open and debug.

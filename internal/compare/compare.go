@@ -93,6 +93,16 @@ type ServerReport struct {
 	CallsB      int          `json:"callsB"`
 	Matched     int          `json:"matched"`
 	Calls       []CallDiff   `json:"calls,omitempty"`
+	// Aligned is every call of A and B in aligned order (for the
+	// debugger's side-by-side view): A and B are request seqs, -1 on the
+	// side that has none; Diffs index Calls.
+	Aligned []Aligned `json:"-"`
+}
+
+// Aligned is a row of the side-by-side alignment.
+type Aligned struct {
+	A, B  int
+	Diffs []int
 }
 
 func (s ServerReport) differences() int {
@@ -181,7 +191,7 @@ func Compare(a, b Side, o Options) (Report, error) {
 			handshake(&sr, a.Index, b.Index, s)
 			sr.Definitions = definitions(a.Index, b.Index, s, n)
 		}
-		sr.Calls, sr.Matched = alignCalls(ca, cb, a.Index, b.Index, n, o)
+		sr.Calls, sr.Matched, sr.Aligned = alignCalls(ca, cb, a.Index, b.Index, n, o)
 		r.Servers = append(r.Servers, sr)
 	}
 	return r, nil
@@ -248,7 +258,7 @@ func calls(side Side, s string, n *tape.Normalizer) ([]call, error) {
 // calls on one side only (a changed call of the same method and target
 // in the same place is reported as changed params), and aligned calls
 // whose answers differ.
-func alignCalls(a, b []call, xa, xb *tape.Index, n *tape.Normalizer, o Options) ([]CallDiff, int) {
+func alignCalls(a, b []call, xa, xb *tape.Index, n *tape.Normalizer, o Options) ([]CallDiff, int, []Aligned) {
 	ids := map[[16]byte]rune{}
 	runeOf := func(k [16]byte) rune {
 		if r, ok := ids[k]; ok {
@@ -277,6 +287,16 @@ func alignCalls(a, b []call, xa, xb *tape.Index, n *tape.Normalizer, o Options) 
 	diffs := dmp.DiffMainRunes(ra, rb, false)
 
 	var out []CallDiff
+	var rows []Aligned
+	// add appends diffs found for one row, and the row.
+	add := func(ra, rb int, ds []CallDiff) {
+		row := Aligned{A: ra, B: rb}
+		for _, d := range ds {
+			row.Diffs = append(row.Diffs, len(out))
+			out = append(out, d)
+		}
+		rows = append(rows, row)
+	}
 	matched := 0
 	i, j := 0, 0
 	for d := 0; d < len(diffs); d++ {
@@ -285,7 +305,7 @@ func alignCalls(a, b []call, xa, xb *tape.Index, n *tape.Normalizer, o Options) 
 		case diffmatchpatch.DiffEqual:
 			for range k {
 				matched++
-				out = append(out, answerDiffs(a[i], b[j], xa, xb, n, o)...)
+				add(a[i].req, b[j].req, answerDiffs(a[i], b[j], xa, xb, n, o))
 				i++
 				j++
 			}
@@ -299,13 +319,17 @@ func alignCalls(a, b []call, xa, xb *tape.Index, n *tape.Normalizer, o Options) 
 				j += m
 				d++
 			}
-			out = append(out, replaced(dels, ins, xa, xb, n)...)
+			for _, cd := range replaced(dels, ins, xa, xb, n) {
+				add(cd.A, cd.B, []CallDiff{cd})
+			}
 		case diffmatchpatch.DiffInsert:
-			out = append(out, replaced(nil, b[j:j+k], xa, xb, n)...)
+			for _, cd := range replaced(nil, b[j:j+k], xa, xb, n) {
+				add(cd.A, cd.B, []CallDiff{cd})
+			}
 			j += k
 		}
 	}
-	return out, matched
+	return out, matched, rows
 }
 
 // replaced reports a run of calls of A replaced by a run of B: a call of
