@@ -80,6 +80,8 @@ A tape is NDJSON, one JSON-RPC message a line with a "_meta" object
 		newStatsCmd(report),
 		newExportCmd(diag),
 		newDiffCmd(report),
+		newCheckCmd(report),
+		newBaselineCmd(diag),
 		newRecordCmd(s),
 		newRedactCmd(diag),
 		newReplayCmd(diag),

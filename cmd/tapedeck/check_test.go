@@ -1,0 +1,107 @@
+package main
+
+import (
+	"encoding/xml"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/tapedeck/tapedeck/internal/mcptest"
+)
+
+// check on a real recording: its JSON-RPC error and its failed tool call,
+// each with the line; exit 1; a rule left out of --fail-on is a note.
+func TestCheckFindings(t *testing.T) {
+	path := fixture(t, "sdk-everything-2025-06-18.tape.jsonl")
+	out, _, code := runCLI(t, "check", path)
+	for _, want := range []string{
+		"FAIL " + path + ":24: tool-error: tools/call no-such-tool failed: MCP error -32602: Tool no-such-tool not found",
+		"FAIL " + path + ":26: error: resources/read: error -32602",
+		"1 tape checked, 2 findings: fail (2 failing)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check lacks %q:\n%s", want, out)
+		}
+	}
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	out, _, code = runCLI(t, "check", "--fail-on", "pending", "--expect-tool", "echo", path)
+	if code != 0 || !strings.Contains(out, "note "+path+":24: tool-error") {
+		t.Errorf("--fail-on pending: exit %d\n%s", code, out)
+	}
+	if out, _, code := runCLI(t, "check", "--expect-tool", "nowhere", "--forbid-tool", "echo", "--fail-on", "expect-tool,forbid-tool", path); code != 1 ||
+		!strings.Contains(out, "expect-tool: the tool nowhere was never called") || !strings.Contains(out, "forbid-tool: the tool echo was called") {
+		t.Errorf("expect/forbid: exit %d\n%s", code, out)
+	}
+	if _, errOut, code := runCLI(t, "check", "--fail-on", "bogus", path); code != 1 || !strings.Contains(errOut, `--fail-on "bogus": expected rules among error`) {
+		t.Errorf("an unknown rule: exit %d %q", code, errOut)
+	}
+}
+
+// baseline save and check --baseline on sessions recorded through
+// tapedeck record from the go-sdk server before and after a change to a
+// tool's description (sdkserver variants A and C): drift, field by field.
+func TestCheckBaselineDrift(t *testing.T) {
+	bin := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	client := mcptest.BuildBinary(t, mcptest.SDKClientPackage)
+	server := mcptest.BuildBinary(t, mcptest.SDKServerPackage)
+	dir := t.TempDir()
+	record := func(variant string) string {
+		path := filepath.Join(dir, variant+".jsonl")
+		if out, err := exec.Command(client, "--steps=init,tools,answer", "--", bin, "record", "-o", path, "--", "env", "SDKSERVER_VARIANT="+variant, server).CombinedOutput(); err != nil {
+			t.Fatalf("recording %s: %v\n%s", variant, err, out)
+		}
+		return path
+	}
+	before, after := record("A"), record("C")
+	base := filepath.Join(dir, "tools.baseline.json")
+	if _, errOut, code := runCLI(t, "baseline", "save", before, "-o", base); code != 0 {
+		t.Fatalf("baseline save: exit %d: %s", code, errOut)
+	}
+	if out, _, code := runCLI(t, "check", "--baseline", base, before); code != 0 || !strings.Contains(out, "0 findings: pass") {
+		t.Errorf("the baseline's own tape: exit %d\n%s", code, out)
+	}
+	out, _, code := runCLI(t, "check", "--baseline", base, after)
+	want := `drift: tool answer changed (server sdkserver): /description: expected "Returns the answer (changes with --variant)", got "Returns the answer, revised (variant C)"`
+	if code != 1 || !strings.Contains(out, want) {
+		t.Errorf("after the change: exit %d\n%s\nwant %s", code, out, want)
+	}
+	// The same in SARIF 2.1.0, checked against its schema; JUnit; GitHub.
+	sarif, _, _ := runCLI(t, "check", "--baseline", base, "--format", "sarif", after)
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	schema, err := c.Compile(filepath.Join(mcptest.RepoRoot(t), "testdata", "sarif-schema", "sarif-schema-2.1.0.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(sarif))
+	if err != nil {
+		t.Fatalf("SARIF is not JSON: %v", err)
+	}
+	if err := schema.Validate(doc); err != nil {
+		t.Errorf("the SARIF 2.1.0 schema refuses the report: %v\n%s", err, sarif)
+	}
+	if err := schema.Validate(map[string]any{"version": "2.1.0", "runs": []any{map[string]any{"results": []any{}}}}); err == nil {
+		t.Error("the SARIF schema accepts a run without its tool: it checks nothing")
+	}
+	if !strings.Contains(sarif, `"ruleId": "drift"`) || !strings.Contains(sarif, `"level": "error"`) {
+		t.Errorf("SARIF lacks the drift result:\n%s", sarif)
+	}
+	junit, _, _ := runCLI(t, "check", "--baseline", base, "--format", "junit", after)
+	var suites struct {
+		Suites []struct {
+			Failures int `xml:"failures,attr"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal([]byte(junit), &suites); err != nil || len(suites.Suites) != 1 || suites.Suites[0].Failures != 1 {
+		t.Errorf("JUnit: %v\n%s", err, junit)
+	}
+	gh, _, _ := runCLI(t, "check", "--baseline", base, "--format", "github", after)
+	if !strings.HasPrefix(gh, "::error file="+after) || !strings.Contains(gh, "title=tapedeck drift::tool answer changed") {
+		t.Errorf("GitHub annotations:\n%s", gh)
+	}
+}

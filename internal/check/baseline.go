@@ -1,0 +1,176 @@
+package check
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tapedeck/tapedeck/replay"
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// Baseline fingerprints every server's tools, prompts, resources and
+// resource templates as a tape last listed them: each definition in
+// canonical JSON (names, descriptions, input and output schemas,
+// annotations), so that a changed description or schema is drift.
+type Baseline struct {
+	Version int `json:"version"`
+	// Servers maps a server to its kinds (tools, prompts, resources,
+	// resourceTemplates) to the definitions by name (or URI).
+	Servers map[string]map[string]map[string]json.RawMessage `json:"servers"`
+}
+
+var baselineLists = []struct{ method, member, key string }{
+	{"tools/list", "tools", "name"},
+	{"prompts/list", "prompts", "name"},
+	{"resources/list", "resources", "uri"},
+	{"resources/templates/list", "resourceTemplates", "uriTemplate"},
+}
+
+// where is where a definition was listed on a tape.
+type where struct{ seq, line int }
+
+// definitions reads the last listing of each kind of each server of x.
+func definitions(x *tape.Index) (map[string]map[string]map[string]json.RawMessage, map[string]where) {
+	out := map[string]map[string]map[string]json.RawMessage{}
+	at := map[string]where{} // server + kind → the listing's place
+	for i := range x.Len() {
+		e := x.Entry(i)
+		if e.Kind != tape.KindResponse || e.Dir != tape.DirRecv || e.Error {
+			continue
+		}
+		method := x.MethodOf(i)
+		for _, l := range baselineLists {
+			if method != l.method {
+				continue
+			}
+			m, err := x.Message(i)
+			if err != nil {
+				continue
+			}
+			defs := map[string]json.RawMessage{}
+			for _, it := range gjson.GetBytes(m.Raw, "result."+l.member).Array() {
+				if c, err := tape.Canonical([]byte(it.Raw)); err == nil {
+					defs[it.Get(l.key).String()] = c
+				}
+			}
+			if out[e.Server] == nil {
+				out[e.Server] = map[string]map[string]json.RawMessage{}
+			}
+			out[e.Server][l.member] = defs
+			at[e.Server+"\x00"+l.member] = where{i, e.Line}
+		}
+	}
+	return out, at
+}
+
+// NewBaseline fingerprints the definitions tape x last listed.
+func NewBaseline(x *tape.Index) Baseline {
+	defs, _ := definitions(x)
+	return Baseline{Version: 1, Servers: defs}
+}
+
+// Write writes the baseline as indented JSON, keys sorted.
+func (b Baseline) Write(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(b)
+}
+
+// ReadBaseline reads a baseline written by Write.
+func ReadBaseline(r io.Reader) (*Baseline, error) {
+	var b Baseline
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(&b); err != nil {
+		return nil, fmt.Errorf("baseline: expected the JSON tapedeck baseline save writes: %w", err)
+	}
+	if b.Version != 1 || b.Servers == nil {
+		return nil, fmt.Errorf("baseline: expected version 1 with servers, found version %d", b.Version)
+	}
+	return &b, nil
+}
+
+// DriftItem is one definition that is not as in the baseline.
+type DriftItem struct {
+	Server, Kind, Name string
+	Change             string // added, removed, changed
+	Diff               []replay.DiffOp
+	Seq, Line          int // the listing on the tape
+}
+
+func (d DriftItem) String() string {
+	kind := strings.TrimSuffix(d.Kind, "s")
+	s := fmt.Sprintf("%s %s %s (server %s)", kind, d.Name, d.Change, d.Server)
+	if len(d.Diff) > 0 {
+		var parts []string
+		for _, op := range d.Diff {
+			parts = append(parts, op.String())
+		}
+		s += ": " + strings.Join(parts, "; ")
+	}
+	return s
+}
+
+// Drift compares the definitions tape x last listed with the baseline's:
+// for each server and kind the baseline has and the tape listed, what was
+// added, removed or changed, field by field.
+func (b Baseline) Drift(x *tape.Index) []DriftItem {
+	now, at := definitions(x)
+	var out []DriftItem
+	servers := make([]string, 0, len(b.Servers))
+	for s := range b.Servers {
+		servers = append(servers, s)
+	}
+	sort.Strings(servers)
+	for _, s := range servers {
+		for _, l := range baselineLists {
+			was, ok1 := b.Servers[s][l.member]
+			is, ok2 := now[s][l.member]
+			if !ok1 || !ok2 {
+				continue // not listed on one side: nothing to compare
+			}
+			w := at[s+"\x00"+l.member]
+			names := map[string]bool{}
+			for n := range was {
+				names[n] = true
+			}
+			for n := range is {
+				names[n] = true
+			}
+			var sorted []string
+			for n := range names {
+				sorted = append(sorted, n)
+			}
+			slices.Sort(sorted)
+			for _, n := range sorted {
+				a, inA := was[n]
+				c, inC := is[n]
+				d := DriftItem{Server: s, Kind: l.member, Name: n, Seq: w.seq, Line: w.line}
+				switch {
+				case !inC:
+					d.Change = "removed"
+				case !inA:
+					d.Change = "added"
+				default:
+					va, err1 := tape.Decode(a)
+					vc, err2 := tape.Decode(c)
+					if err1 != nil || err2 != nil {
+						continue
+					}
+					ops := replay.Diff(va, vc)
+					if len(ops) == 0 {
+						continue
+					}
+					d.Change, d.Diff = "changed", ops
+				}
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,197 @@
+// Package check asserts things about recorded sessions for CI (tapedeck
+// check): failures the tapes hold, tools that must or must not be called,
+// calls too slow, an old protocol, and tool definitions that drifted from
+// a baseline. Each finding names the tape, the line and what was found.
+package check
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// Rules, the names --fail-on takes.
+const (
+	RuleError      = "error"      // a JSON-RPC error answer
+	RuleToolError  = "tool-error" // a tool that failed (result.isError)
+	RuleInvalid    = "invalid"    // a line that is not a JSON-RPC message
+	RulePending    = "pending"    // a request never answered
+	RuleOrphan     = "orphan"     // an answer no request matched
+	RuleLate       = "late"       // an answer after its cancellation
+	RuleCancelled  = "cancelled"  // a request the client cancelled
+	RuleStderr     = "stderr"     // a line the server wrote on stderr
+	RuleDrift      = "drift"      // a definition changed from the baseline
+	RuleDeprecated = "deprecated-protocol"
+	RuleExpectTool = "expect-tool" // a tool that should have been called was not
+	RuleForbidTool = "forbid-tool" // a tool that should not have been called was
+	RuleSlow       = "max-duration"
+)
+
+// Rules lists every rule with what it finds.
+var Rules = []struct{ ID, Help string }{
+	{RuleError, "a JSON-RPC error answer"},
+	{RuleToolError, "a tool call that failed (result.isError)"},
+	{RuleInvalid, "a line that is not a JSON-RPC message"},
+	{RulePending, "a request the tape holds no answer to"},
+	{RuleOrphan, "an answer no request matched"},
+	{RuleLate, "an answer that came after its request was cancelled"},
+	{RuleCancelled, "a request the client cancelled"},
+	{RuleStderr, "a line the server wrote on stderr"},
+	{RuleDrift, "a tool, prompt or resource definition that changed from the baseline"},
+	{RuleDeprecated, "a session that negotiated a protocol version older than 2025-06-18"},
+	{RuleExpectTool, "a tool --expect-tool names that was never called"},
+	{RuleForbidTool, "a tool --forbid-tool names that was called"},
+	{RuleSlow, "a call slower than --max-duration"},
+}
+
+// DefaultFailOn is --fail-on's default.
+var DefaultFailOn = []string{RuleError, RuleToolError, RuleInvalid, RuleExpectTool, RuleForbidTool, RuleSlow, RuleDrift}
+
+// deprecatedVersions are the protocol versions older than 2025-06-18.
+var deprecatedVersions = []string{"2024-11-05", "2025-03-26"}
+
+// Options say what to check.
+type Options struct {
+	FailOn      []string // rules whose findings fail the check; others are notes
+	ExpectTools []string
+	ForbidTools []string
+	MaxDuration time.Duration // 0: no limit
+	Baseline    *Baseline     // nil: no drift check
+}
+
+// Finding is one thing found on a tape.
+type Finding struct {
+	Rule    string `json:"rule"`
+	Tape    string `json:"tape"`
+	Line    int    `json:"line"` // 0 when it concerns the whole tape
+	Seq     int    `json:"seq"`
+	Server  string `json:"server,omitempty"`
+	Message string `json:"message"`
+	Fail    bool   `json:"fail"` // the rule is in --fail-on
+}
+
+// Tape checks one tape, x, named name.
+func Tape(name string, x *tape.Index, o Options) []Finding {
+	var out []Finding
+	add := func(rule string, seq int, server, msg string) {
+		line := 0
+		if seq >= 0 {
+			line = x.Entry(seq).Line
+		}
+		out = append(out, Finding{Rule: rule, Tape: name, Line: line, Seq: seq, Server: server, Message: msg, Fail: slices.Contains(o.FailOn, rule)})
+	}
+	called := map[string]bool{}
+	for i := range x.Len() {
+		e := x.Entry(i)
+		p := x.Pair(i)
+		switch e.Kind {
+		case tape.KindInvalid:
+			msg := "not a JSON-RPC message"
+			if e.Problem != "" {
+				msg += ": " + e.Problem
+			}
+			add(RuleInvalid, i, e.Server, msg)
+		case tape.KindLifecycle:
+			if e.Method == tape.MethodStderr {
+				if m, err := x.Message(i); err == nil {
+					add(RuleStderr, i, e.Server, "stderr: "+firstLine(gjson.GetBytes(m.Raw, "params.text").String()))
+				}
+			}
+		case tape.KindRequest:
+			target := ""
+			if e.Method == "tools/call" {
+				if m, err := x.Message(i); err == nil {
+					target = tape.Target(e.Method, m.Raw)
+					called[target] = true
+				}
+			}
+			what := e.Method
+			if target != "" {
+				what += " " + target
+			}
+			switch {
+			case p.Cancelled:
+				add(RuleCancelled, i, e.Server, what+": cancelled by the client")
+			case p.Pending:
+				add(RulePending, i, e.Server, what+": no answer on the tape")
+			}
+			if o.MaxDuration > 0 && p.Partner >= 0 && p.Timed && p.Latency > o.MaxDuration {
+				add(RuleSlow, i, e.Server, fmt.Sprintf("%s took %s, over %s", what, tape.FormatLatency(1, p.Latency), o.MaxDuration))
+			}
+		case tape.KindResponse:
+			method := p.Method
+			switch {
+			case p.Orphan:
+				add(RuleOrphan, i, e.Server, "an answer (id "+string(e.ID)+") no request matched")
+				continue
+			case p.Late:
+				add(RuleLate, i, e.Server, method+": answered after it was cancelled")
+			}
+			switch x.Failure(i) {
+			case tape.RPCError:
+				m, _ := x.Message(i)
+				er := gjson.GetBytes(m.Raw, "error")
+				add(RuleError, i, e.Server, fmt.Sprintf("%s: error %d %s", method, er.Get("code").Int(), er.Get("message").String()))
+			case tape.ToolError:
+				m, _ := x.Message(i)
+				text := ""
+				for _, c := range gjson.GetBytes(m.Raw, "result.content").Array() {
+					if t := c.Get("text"); t.Exists() {
+						text = firstLine(t.String())
+						break
+					}
+				}
+				target := ""
+				if p.Partner >= 0 {
+					if rm, err := x.Message(p.Partner); err == nil {
+						target = " " + tape.Target(method, rm.Raw)
+					}
+				}
+				add(RuleToolError, i, e.Server, fmt.Sprintf("%s%s failed: %s", method, target, text))
+			}
+			if method == "initialize" {
+				if m, err := x.Message(i); err == nil {
+					if v := gjson.GetBytes(m.Raw, "result.protocolVersion").String(); slices.Contains(deprecatedVersions, v) {
+						add(RuleDeprecated, i, e.Server, "the session negotiated protocol "+v+", older than 2025-06-18")
+					}
+				}
+			}
+		}
+	}
+	for _, t := range o.ExpectTools {
+		if !called[t] {
+			add(RuleExpectTool, -1, "", "the tool "+t+" was never called")
+		}
+	}
+	for _, t := range o.ForbidTools {
+		if called[t] {
+			add(RuleForbidTool, -1, "", "the tool "+t+" was called")
+		}
+	}
+	if o.Baseline != nil {
+		for _, d := range o.Baseline.Drift(x) {
+			out = append(out, Finding{Rule: RuleDrift, Tape: name, Line: d.Line, Seq: d.Seq, Server: d.Server, Message: d.String(), Fail: slices.Contains(o.FailOn, RuleDrift)})
+		}
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+// Failed reports whether a finding fails the check.
+func Failed(fs []Finding) bool {
+	return slices.ContainsFunc(fs, func(f Finding) bool { return f.Fail })
+}
