@@ -162,7 +162,8 @@ func TestVersionAndHelp(t *testing.T) {
 // TestImportRules checks the one-way import flow (ARCHITECTURE.md, rule 1):
 // tape imports no other tapedeck package; record and replay import tape and
 // internal/ packages but not each other; none of them imports Bubble Tea;
-// tui imports no network package (the live debug server is replay/live).
+// tui imports no network package (the live debug server is replay/live);
+// the go-sdk reaches only vcr, not the binary.
 func TestImportRules(t *testing.T) {
 	const mod = "github.com/tapedeck/tapedeck/"
 	ui := func(dep string) bool {
@@ -180,6 +181,10 @@ func TestImportRules(t *testing.T) {
 		{"replay/...", func(dep string) bool { return ui(dep) || strings.HasPrefix(dep, mod+"record") }},
 		{"internal/sse", func(dep string) bool { return strings.HasPrefix(dep, mod) && dep != mod+"internal/sse" }},
 		{"tui", func(dep string) bool { return dep == "net" || dep == "net/http" }},
+		// The go-sdk only in vcr (and the test helpers): the binary does not
+		// carry it.
+		{"cmd/tapedeck", func(dep string) bool { return strings.Contains(dep, "modelcontextprotocol/go-sdk") }},
+		{"vcr", func(dep string) bool { return ui(dep) || strings.HasPrefix(dep, mod+"record") || strings.HasPrefix(dep, mod+"cmd") }},
 	}
 	for _, r := range rules {
 		// -deps on the package itself: net may reach tui only through a

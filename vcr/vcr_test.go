@@ -1,0 +1,162 @@
+package vcr_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tapedeck/tapedeck/internal/mcptest"
+	"github.com/tapedeck/tapedeck/tape"
+	"github.com/tapedeck/tapedeck/vcr"
+)
+
+type echoIn struct {
+	Message string `json:"message"`
+}
+
+// goServer starts an in-memory go-sdk server with an echo tool and returns
+// the transport its client connects with.
+func goServer(t testing.TB) mcp.Transport {
+	s := mcp.NewServer(&mcp.Implementation{Name: "gosrv", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echoes"}, func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Echo: " + in.Message}}}, nil, nil
+	})
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	return ct
+}
+
+// session connects a go-sdk client through transport, calls echo with msg
+// and returns the answer's text.
+func session(t *testing.T, transport mcp.Transport, msg string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "vcr-test", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, transport, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": msg}})
+	if err != nil {
+		t.Fatalf("call echo: %v", err)
+	}
+	return res.Content[0].(*mcp.TextContent).Text
+}
+
+// The modes with a real go-sdk client, against the go-sdk server and
+// server-everything: the first run records, the next replays with the
+// server absent, a changed call fails with the difference, and the tape
+// is one tapedeck reads.
+func TestModes(t *testing.T) {
+	peers := mcptest.Peers(t)
+	for _, srv := range []struct {
+		name string
+		real func(t testing.TB) func() mcp.Transport
+		want string
+	}{
+		{"go-sdk", func(t testing.TB) func() mcp.Transport { return func() mcp.Transport { return goServer(t) } }, "Echo: hi"},
+		{"server-everything", func(t testing.TB) func() mcp.Transport {
+			return func() mcp.Transport { return &mcp.CommandTransport{Command: exec.Command(peers.Node, peers.Everything, "stdio")} }
+		}, "Echo: hi"},
+	} {
+		t.Run(srv.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "echo.tape.jsonl")
+
+			// Record once: no tape yet, so it records.
+			r, err := vcr.New(path, srv.real(t), vcr.Options{Server: srv.name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.Recording() {
+				t.Fatal("RecordOnce with no tape does not record")
+			}
+			if got := session(t, r, "hi"); got != srv.want {
+				t.Fatalf("recording: %q", got)
+			}
+			if err := r.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			x, err := tape.OpenIndex(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ws := x.Warnings(); len(ws) != 0 || x.Len() < 6 {
+				t.Errorf("the tape: %d messages, warnings %v", x.Len(), ws)
+			}
+			x.Close()
+
+			// Record once again: the tape exists, so it replays, server absent.
+			r, err = vcr.New(path, nil, vcr.Options{Server: srv.name})
+			if err != nil || r.Recording() {
+				t.Fatalf("RecordOnce with a tape: %v, recording %v", err, r != nil && r.Recording())
+			}
+			if got := session(t, r, "hi"); got != srv.want {
+				t.Errorf("replay: %q, want %q", got, srv.want)
+			}
+			if err := r.Stop(); err != nil {
+				t.Errorf("replay of the same calls: %v", err)
+			}
+
+			// Replay only, with a changed call: the test's failure.
+			r, err = vcr.New(path, nil, vcr.Options{Mode: vcr.ReplayOnly, Server: srv.name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			c := mcp.NewClient(&mcp.Implementation{Name: "vcr-test", Version: "1"}, nil)
+			cs, err := c.Connect(ctx, r, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, callErr := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "bye"}})
+			cs.Close()
+			cancel()
+			err = r.Stop()
+			if callErr == nil || err == nil || !strings.Contains(err.Error(), "departed from") || !strings.Contains(err.Error(), `"bye"`) {
+				t.Errorf("a changed call: the call's error %v; Stop: %v", callErr, err)
+			}
+
+			// Record only: records again over the tape; passthrough writes nothing.
+			before, _ := os.Stat(path)
+			r, err = vcr.New(path, srv.real(t), vcr.Options{Mode: vcr.Passthrough})
+			if err != nil {
+				t.Fatal(err)
+			}
+			session(t, r, "hi")
+			if after, _ := os.Stat(path); after.ModTime() != before.ModTime() || r.Stop() != nil {
+				t.Error("passthrough wrote the tape")
+			}
+			r, err = vcr.New(path, srv.real(t), vcr.Options{Mode: vcr.RecordOnly, Server: srv.name})
+			if err != nil || !r.Recording() {
+				t.Fatalf("RecordOnly: %v", err)
+			}
+			session(t, r, "again")
+			if err := r.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			data, _ := os.ReadFile(path)
+			if !strings.Contains(string(data), `"again"`) || strings.Contains(string(data), `"hi"`) {
+				t.Errorf("RecordOnly did not replace the tape:\n%s", data)
+			}
+		})
+	}
+}
+
+// NewT fails the test on a divergence; ReplayOnly without a tape is an error.
+func TestReplayOnlyNeedsTape(t *testing.T) {
+	if _, err := vcr.New(filepath.Join(t.TempDir(), "none.jsonl"), nil, vcr.Options{Mode: vcr.ReplayOnly}); err == nil || !strings.Contains(err.Error(), "no tape") {
+		t.Errorf("ReplayOnly with no tape: %v", err)
+	}
+}
