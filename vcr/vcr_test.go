@@ -68,7 +68,9 @@ func TestModes(t *testing.T) {
 	}{
 		{"go-sdk", func(t testing.TB) func() mcp.Transport { return func() mcp.Transport { return goServer(t) } }, "Echo: hi"},
 		{"server-everything", func(t testing.TB) func() mcp.Transport {
-			return func() mcp.Transport { return &mcp.CommandTransport{Command: exec.Command(peers.Node, peers.Everything, "stdio")} }
+			return func() mcp.Transport {
+				return &mcp.CommandTransport{Command: exec.Command(peers.Node, peers.Everything, "stdio")}
+			}
 		}, "Echo: hi"},
 	} {
 		t.Run(srv.name, func(t *testing.T) {

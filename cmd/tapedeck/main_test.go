@@ -184,7 +184,9 @@ func TestImportRules(t *testing.T) {
 		// The go-sdk only in vcr (and the test helpers): the binary does not
 		// carry it.
 		{"cmd/tapedeck", func(dep string) bool { return strings.Contains(dep, "modelcontextprotocol/go-sdk") }},
-		{"vcr", func(dep string) bool { return ui(dep) || strings.HasPrefix(dep, mod+"record") || strings.HasPrefix(dep, mod+"cmd") }},
+		{"vcr", func(dep string) bool {
+			return ui(dep) || strings.HasPrefix(dep, mod+"record") || strings.HasPrefix(dep, mod+"cmd")
+		}},
 	}
 	for _, r := range rules {
 		// -deps on the package itself: net may reach tui only through a
