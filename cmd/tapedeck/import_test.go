@@ -1,0 +1,85 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tapedeck/tapedeck/internal/mcptest"
+)
+
+// importFixture is a file of testdata/import.
+func importFixture(t *testing.T, name string) string {
+	return filepath.Join(mcptest.RepoRoot(t), "testdata", "import", name)
+}
+
+// An imported tape replays like a recorded one: the logs the real
+// mcpsnoop wrote of sdkclient and server-everything (over stdio through
+// its shim, over Streamable HTTP through its proxy), imported, served by
+// tapedeck replay to the same client with the server absent, make it print
+// what it printed live.
+func TestImportMCPSnoopReplays(t *testing.T) {
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	client := mcptest.BuildBinary(t, mcptest.SDKClientPackage)
+	for _, name := range []string{"everything-stdio", "everything-http"} {
+		t.Run(name, func(t *testing.T) {
+			tapePath := filepath.Join(t.TempDir(), "imported.jsonl")
+			out, errOut, code := runCLI(t, "import", "--from", "mcpsnoop", importFixture(t, "mcpsnoop/"+name+".jsonl"), "-o", tapePath)
+			if code != 0 || out != "" || !strings.Contains(errOut, "imported 41 messages") {
+				t.Fatalf("import: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+			}
+			want, err := os.ReadFile(importFixture(t, "mcpsnoop/"+name+".transcript.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, stderr, err := runPeer(t, nil, client, "--name", "everything", "--roots", "--", tapedeck, "replay", tapePath)
+			if err != nil {
+				t.Fatalf("sdkclient over the replay of the imported tape: %v\nstderr:\n%s", err, stderr)
+			}
+			if got != string(want) {
+				t.Fatalf("replayed transcript differs from the live one\ngot:\n%s\nwant:\n%s\nstderr:\n%s", got, want, stderr)
+			}
+		})
+	}
+}
+
+// import's errors say what was expected and what was found, with the
+// line or the JSON path, and leave no tape behind.
+func TestImportCommandErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := writeFile(t, "bad.jsonl", `{"ts":"2026-01-02T03:04:05Z","direction":"c2s","raw":{"jsonrpc":"2.0","id":1,"method":"ping"}}
+{"ts":"2026-01-02T03:04:05Z","direction":"sideways"}
+`)
+	exists := writeFile(t, "exists.jsonl", "keep me\n")
+	for _, c := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"no --from", []string{"import", bad, "-o", filepath.Join(dir, "a.jsonl")}, []string{"expected --from", "agent-vcr, har, mcp-recorder, mcpsnoop"}},
+		{"unknown --from", []string{"import", "--from", "pcap", bad, "-o", filepath.Join(dir, "a.jsonl")}, []string{`--from "pcap"`, "expected one of agent-vcr, har, mcp-recorder, mcpsnoop"}},
+		{"no -o", []string{"import", "--from", "mcpsnoop", bad}, []string{"expected -o TAPE"}},
+		{"missing file", []string{"import", "--from", "mcpsnoop", filepath.Join(dir, "nope"), "-o", filepath.Join(dir, "a.jsonl")}, []string{"no such file"}},
+		{"tape exists", []string{"import", "--from", "mcpsnoop", bad, "-o", exists}, []string{"exists"}},
+		{"malformed", []string{"import", "--from", "mcpsnoop", bad, "-o", filepath.Join(dir, "a.jsonl")}, []string{"mcpsnoop: line 2: $.direction", `found "sideways"`}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, errOut, code := runCLI(t, c.args...)
+			if code == 0 {
+				t.Fatalf("exit 0, want a failure")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("stderr %q lacks %q", errOut, w)
+				}
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a.jsonl")); !os.IsNotExist(err) {
+		t.Errorf("a failed import left a tape behind: %v", err)
+	}
+	if b, _ := os.ReadFile(exists); string(b) != "keep me\n" {
+		t.Errorf("an existing file was overwritten: %q", b)
+	}
+}
