@@ -83,3 +83,80 @@ func TestImportCommandErrors(t *testing.T) {
 		t.Errorf("an existing file was overwritten: %q", b)
 	}
 }
+
+// HAR round trip: a session recorded through tapedeck's HTTP proxy
+// (sdkclient and server-everything over Streamable HTTP, with SSE answers,
+// the GET stream and the server's roots/list), exported as HAR, imported
+// back, replays to the same client, over stdio and over HTTP, with the
+// transcript it printed live. So does a stdio recording exported as HAR,
+// and the committed HAR of such a session.
+func TestImportHARReplays(t *testing.T) {
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	client := mcptest.BuildBinary(t, mcptest.SDKClientPackage)
+	flags := []string{"--name", "everything", "--roots"}
+	replayBoth := func(t *testing.T, imported, want string, flags []string, http bool) {
+		t.Helper()
+		got, stderr, err := runPeer(t, nil, append(append([]string{client}, flags...), "--", tapedeck, "replay", imported)...)
+		if err != nil || got != want {
+			t.Fatalf("stdio replay of the imported tape (%v):\n%s\nlive:\n%s\nstderr:\n%s", err, got, want, stderr)
+		}
+		if !http {
+			return
+		}
+		url, stop := startTapedeck(t, tapedeck, "replay", "--listen", "127.0.0.1:0", imported)
+		got, stderr, err = runPeer(t, nil, append(append([]string{client}, flags...), "--url", url)...)
+		out := stop()
+		if err != nil || got != want {
+			t.Fatalf("HTTP replay of the imported tape (%v):\n%s\nlive:\n%s\nclient stderr:\n%s\nreplay:\n%s", err, got, want, stderr, out)
+		}
+	}
+	importHAR := func(t *testing.T, har string) string {
+		t.Helper()
+		imported := filepath.Join(t.TempDir(), "imported.jsonl")
+		if _, errOut, code := runCLI(t, "import", "--from", "har", har, "-o", imported); code != 0 {
+			t.Fatalf("import: exit %d: %s", code, errOut)
+		}
+		return imported
+	}
+	t.Run("recorded-http", func(t *testing.T) {
+		upstream := mcptest.StartEverythingHTTP(t)
+		rec := filepath.Join(t.TempDir(), "rec.jsonl")
+		proxied, stop := startTapedeck(t, tapedeck, "record", "--upstream", upstream, "--listen", "127.0.0.1:0", "-o", rec)
+		live, stderr, err := runPeer(t, nil, append(append([]string{client}, flags...), "--url", proxied)...)
+		stop()
+		if err != nil {
+			t.Fatalf("live through the recorder: %v\n%s", err, stderr)
+		}
+		har := filepath.Join(t.TempDir(), "rec.har")
+		if _, errOut, code := runCLI(t, "export", rec, "--format", "har", "-o", har); code != 0 {
+			t.Fatalf("export: exit %d: %s", code, errOut)
+		}
+		replayBoth(t, importHAR(t, har), live, flags, true)
+	})
+	t.Run("committed-http", func(t *testing.T) {
+		want, err := os.ReadFile(importFixture(t, "har/everything-http.transcript.txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		replayBoth(t, importHAR(t, importFixture(t, "har/everything-http.har")), string(want), flags, true)
+	})
+	t.Run("stdio", func(t *testing.T) {
+		for _, c := range []struct {
+			name  string
+			flags []string
+		}{
+			{"sdk-everything-2025-06-18", []string{"--name", "everything", "--protocol", "2025-06-18"}},
+			{"sdk-sdkserver", []string{"--name", "sdk", "--roots"}},
+		} {
+			want, err := os.ReadFile(fixture(t, c.name+".transcript.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			har := filepath.Join(t.TempDir(), c.name+".har")
+			if _, errOut, code := runCLI(t, "export", fixture(t, c.name+".tape.jsonl"), "--format", "har", "-o", har); code != 0 {
+				t.Fatalf("export: exit %d: %s", code, errOut)
+			}
+			replayBoth(t, importHAR(t, har), string(want), c.flags, false)
+		}
+	})
+}
