@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tapedeck/tapedeck/internal/mcptest"
 )
@@ -159,4 +164,72 @@ func TestImportHARReplays(t *testing.T) {
 			replayBoth(t, importHAR(t, har), string(want), c.flags, false)
 		}
 	})
+}
+
+// The imported mcp-recorder cassette and agent-vcr recordings replay: a
+// client sending the recorded client messages to tapedeck replay gets the
+// recorded server messages back, in order (their servers and clients are
+// Python and Node programs of those projects, not here to run).
+func TestImportCassettesReplay(t *testing.T) {
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	for _, c := range []struct{ format, file string }{
+		{"mcp-recorder", "mcp-recorder/mock_session.json"},
+		{"agent-vcr", "agent-vcr/calculator-v1.vcr"},
+		{"agent-vcr", "agent-vcr/calculator-errors.vcr"},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			imported := filepath.Join(t.TempDir(), "imported.jsonl")
+			if _, errOut, code := runCLI(t, "import", "--from", c.format, importFixture(t, c.file), "-o", imported); code != 0 {
+				t.Fatalf("import: exit %d: %s", code, errOut)
+			}
+			data, err := os.ReadFile(imported)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sends, want []string
+			for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+				var m map[string]json.RawMessage
+				if err := json.Unmarshal([]byte(line), &m); err != nil {
+					t.Fatal(err)
+				}
+				var meta struct{ Dir string }
+				_ = json.Unmarshal(m["_meta"], &meta)
+				delete(m, "_meta")
+				b, _ := json.Marshal(m)
+				switch meta.Dir {
+				case "send":
+					sends = append(sends, string(b))
+				case "recv":
+					want = append(want, string(b))
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, tapedeck, "replay", imported)
+			cmd.Stdin = strings.NewReader(strings.Join(sends, "\n") + "\n")
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("replay: %v\n%s", err, stderr.String())
+			}
+			var got []string
+			for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+				var v any
+				if err := json.Unmarshal([]byte(line), &v); err != nil {
+					t.Fatalf("replay wrote %q: %v", line, err)
+				}
+				b, _ := json.Marshal(v)
+				got = append(got, string(b))
+			}
+			for i := range want {
+				var v any
+				_ = json.Unmarshal([]byte(want[i]), &v)
+				b, _ := json.Marshal(v)
+				want[i] = string(b)
+			}
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("replay answered\n%s\nwant the recorded\n%s\nstderr:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), stderr.String())
+			}
+		})
+	}
 }
