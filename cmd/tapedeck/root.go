@@ -79,6 +79,7 @@ A tape is NDJSON, one JSON-RPC message a line with a "_meta" object
 		newVersionCmd(s),
 		newStatsCmd(report),
 		newExportCmd(diag),
+		newImportCmd(diag),
 		newDiffCmd(report),
 		newCheckCmd(report),
 		newBaselineCmd(diag),

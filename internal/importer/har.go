@@ -1,0 +1,659 @@
+package importer
+
+// HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/) of MCP
+// traffic: Streamable HTTP as a browser, a proxy or `tapedeck export
+// --format har` saw it, or tapedeck's stdio mapping.
+//
+// Streamable HTTP entries (http:// and https:// URLs):
+//   - a POST whose postData is a JSON-RPC message or batch (an object with
+//     "jsonrpc") is the client's message, send, at startedDateTime; its
+//     answer, recv at startedDateTime + time: a JSON body's message(s), or
+//     each SSE event's data of a text/event-stream body, in order; an
+//     answer without a message (a 202, a plain-text error) is an
+//     $http/exchange {method, status, body} record;
+//   - a GET answered with text/event-stream is the standalone stream: an
+//     $http/exchange {method GET, status, stream} record at its start,
+//     then its events. HAR keeps no time per event, so each is placed by
+//     what the traffic says: a server request just before the client's
+//     POSTed answer to it (same id), the events after it just after that
+//     answer, the events before any such request at the stream's start;
+//   - a DELETE with an Mcp-Session-Id is an $http/exchange record;
+//   - anything else (a page, an image, a POST of other JSON) is not MCP
+//     traffic and is skipped (Result.Skipped).
+//
+// The records carry the HTTP dialect of tape.HTTPMeta: transport, http,
+// session, protocolVersion, mcpMethod, mcpName (the request's headers),
+// status, stream and event (SSE), newSession (the answer's Mcp-Session-Id
+// header; when the HAR kept no response headers, as tapedeck's export,
+// the session the client sent next), inReplyTo (an answer with id null to
+// a single request) and exchange (a POST without a session). The server is
+// the URL's host name, as `tapedeck record --upstream` names it.
+//
+// stdio://SERVER/ entries are tapedeck's mapping of a stdio tape (see
+// internal/export/har.go): a POST to stdio://SERVER/ is the client's
+// message (send) and its response content the server's answer (recv); a
+// POST to stdio://SERVER/client is the server's message (recv) and its
+// response content the client's answer (send).
+//
+// Records are written in time order (ties in the HAR's order, a request
+// before its answer).
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+const formatHAR = "har"
+
+// harRec is a record waiting to be written in time order.
+type harRec struct {
+	t      time.Time
+	order  float64
+	msg    []byte // a wire message, or nil for a lifecycle record
+	method string // lifecycle
+	params map[string]any
+	m      tape.Meta
+	// for the placement of GET-stream events
+	stream    int
+	requestID string // a server request's id (its JSON form)
+	// serverStart marks a server's message at its entry's start (stdio
+	// /client), answer a record at its entry's end
+	serverStart, answer bool
+	answerID            string // a client's answer's id (its JSON form)
+	entry               int
+}
+
+type harImport struct {
+	o                 Options
+	recs              []*harRec
+	n                 float64 // generation order
+	streams           int
+	skipped           int
+	mcpScheme         int // mcp:// entries (mcpsnoop's HAR export)
+	upstream, creator string
+	transport         string
+}
+
+// HAR imports a HAR 1.2 log of MCP traffic.
+func HAR(r io.Reader, w *tape.Writer, o Options) (Result, error) {
+	doc, err := readAll(formatHAR, r)
+	if err != nil {
+		return Result{}, err
+	}
+	h := &harImport{o: o}
+	rt := root(formatHAR, doc)
+	if _, err := rt.object(); err != nil {
+		return Result{}, rt.errorf("expected a HAR document {\"log\": {...}}, found %s", rt.found())
+	}
+	lg := rt.get("log")
+	if _, err := lg.object(); err != nil {
+		return Result{}, err
+	}
+	if c := lg.get("creator"); !c.absent() {
+		if _, err := c.object(); err != nil {
+			return Result{}, err
+		}
+		if h.creator, err = c.get("name").optStr(); err != nil {
+			return Result{}, err
+		}
+	}
+	entries, err := lg.get("entries").array()
+	if err != nil {
+		return Result{}, err
+	}
+	for i, e := range entries {
+		if err := h.entry(i, e); err != nil {
+			return Result{}, err
+		}
+	}
+	if len(h.recs) == 0 {
+		if h.mcpScheme > 0 {
+			return Result{}, lg.get("entries").errorf("expected MCP traffic (POSTs of JSON-RPC messages, or stdio:// entries), found %d mcp:// entries: mcpsnoop's HAR keeps each call's params and result without the JSON-RPC messages or their ids, which a tape cannot be made of; import its session log (--from mcpsnoop) instead", h.mcpScheme)
+		}
+		return Result{}, lg.get("entries").errorf("expected MCP traffic (POSTs of JSON-RPC messages, or stdio:// entries), found none in %d entries", len(entries))
+	}
+	h.placeStreamEvents()
+	h.inferSessions()
+	sort.SliceStable(h.recs, func(i, j int) bool {
+		a, b := h.recs[i], h.recs[j]
+		if !a.t.Equal(b.t) {
+			return a.t.Before(b.t)
+		}
+		return a.order < b.order
+	})
+	// At one time (HAR times are often whole milliseconds), a server's own
+	// message goes before the answers that end earlier entries: a server
+	// sends its progress before the result it ends a call with.
+	for i := range h.recs {
+		for j := i; j > 0 && h.recs[j].serverStart && h.recs[j-1].answer && h.recs[j-1].t.Equal(h.recs[j].t); j-- {
+			h.recs[j], h.recs[j-1] = h.recs[j-1], h.recs[j]
+		}
+	}
+	out := newOut(w)
+	first := h.recs[0]
+	sm := tape.Meta{Server: first.m.Server, Time: first.t}
+	if h.transport == "http" {
+		sm.Extra = map[string]any{tape.MetaTransport: "http"}
+	}
+	if err := out.lifecycle(tape.MethodStart, startParams(formatHAR, map[string]any{"transport": h.transport, "upstream": h.upstream, "creator": h.creator}), sm); err != nil {
+		return out.result(), err
+	}
+	for _, rec := range h.recs {
+		rec.m.Time = rec.t
+		var err error
+		if rec.msg != nil {
+			err = out.message(rec.msg, rec.m)
+		} else {
+			err = out.lifecycle(rec.method, rec.params, rec.m)
+		}
+		if err != nil {
+			return out.result(), err
+		}
+	}
+	out.res.Skipped = h.skipped
+	return out.result(), nil
+}
+
+func (h *harImport) add(rec *harRec) *harRec {
+	h.n++
+	rec.order = h.n
+	h.recs = append(h.recs, rec)
+	return rec
+}
+
+// harHeaders reads a HAR headers array into a lower-cased map.
+func harHeaders(n node) (map[string]string, error) {
+	out := map[string]string{}
+	if n.absent() {
+		return out, nil
+	}
+	hs, err := n.array()
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range hs {
+		if _, err := h.object(); err != nil {
+			return nil, err
+		}
+		name, err := h.get("name").str()
+		if err != nil {
+			return nil, err
+		}
+		value, err := h.get("value").optStr()
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := out[strings.ToLower(name)]; !dup {
+			out[strings.ToLower(name)] = value
+		}
+	}
+	return out, nil
+}
+
+// jsonRPCish reports whether b is meant as JSON-RPC: an object with a
+// "jsonrpc" member, or an array whose first element is one.
+func jsonRPCish(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '[' {
+		var elems []json.RawMessage
+		if json.Unmarshal(b, &elems) != nil || len(elems) == 0 {
+			return false
+		}
+		b = elems[0]
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil {
+		return false
+	}
+	_, ok := m["jsonrpc"]
+	return ok
+}
+
+func (h *harImport) entry(i int, e node) error {
+	if _, err := e.object(); err != nil {
+		return err
+	}
+	start, err := e.get("startedDateTime").time()
+	if err != nil {
+		return err
+	}
+	total, err := e.get("time").optNum(0)
+	if err != nil {
+		return err
+	}
+	if total < 0 {
+		total = 0 // -1: not known
+	}
+	if total > float64(365*24*time.Hour/time.Millisecond) {
+		return e.get("time").errorf("expected the entry's time in milliseconds (under a year), found %v", total)
+	}
+	end := start.Add(time.Duration(total * float64(time.Millisecond)))
+	req := e.get("request")
+	if _, err := req.object(); err != nil {
+		return err
+	}
+	method, err := req.get("method").str()
+	if err != nil {
+		return err
+	}
+	rawURL, err := req.get("url").str()
+	if err != nil {
+		return err
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return req.get("url").errorf("expected a URL, found %q", rawURL)
+	}
+	reqHeaders, err := harHeaders(req.get("headers"))
+	if err != nil {
+		return err
+	}
+	var body []byte
+	pd := req.get("postData")
+	if !pd.absent() {
+		if _, err := pd.object(); err != nil {
+			return err
+		}
+		text, err := pd.get("text").optStr()
+		if err != nil {
+			return err
+		}
+		body = []byte(text)
+	}
+	resp := e.get("response")
+	if _, err := resp.object(); err != nil {
+		return err
+	}
+	st, err := resp.get("status").num()
+	if err != nil {
+		return err
+	}
+	if st != float64(int(st)) || st < 0 || st > 999 {
+		return resp.get("status").errorf("expected an HTTP status, found %v", st)
+	}
+	status := int(st)
+	respHeaders, err := harHeaders(resp.get("headers"))
+	if err != nil {
+		return err
+	}
+	content := resp.get("content")
+	var ctext []byte
+	var mime string
+	if !content.absent() {
+		if _, err := content.object(); err != nil {
+			return err
+		}
+		text, err := content.get("text").optStr()
+		if err != nil {
+			return err
+		}
+		ctext = []byte(text)
+		if mime, err = content.get("mimeType").optStr(); err != nil {
+			return err
+		}
+		enc, err := content.get("encoding").optStr()
+		if err != nil {
+			return err
+		}
+		if enc == "base64" {
+			ctext, err = base64.StdEncoding.DecodeString(text)
+			if err != nil {
+				return content.get("text").errorf("expected base64 (content.encoding says so), found %s", quoteStart([]byte(text)))
+			}
+		} else if enc != "" {
+			return content.get("encoding").errorf(`expected "base64" or no encoding, found %q`, enc)
+		}
+	}
+	if mime == "" {
+		mime = respHeaders["content-type"]
+	}
+	mime = strings.ToLower(mime)
+
+	if u.Scheme == "stdio" {
+		return h.stdioEntry(i, e, u, start, end, body, ctext)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		if u.Scheme == "mcp" {
+			h.mcpScheme++
+		}
+		h.skipped++
+		return nil
+	}
+	server := h.o.Server
+	if server == "" {
+		server = u.Hostname()
+	}
+	if server == "" {
+		server = "server"
+	}
+	base := map[string]any{tape.MetaTransport: "http", tape.MetaHTTP: strings.ToUpper(method)}
+	for k, hk := range map[string]string{tape.MetaSession: "mcp-session-id", tape.MetaProtocol: "mcp-protocol-version", tape.MetaMCPMethod: "mcp-method", tape.MetaMCPName: "mcp-name"} {
+		if v := reqHeaders[hk]; v != "" {
+			base[k] = v
+		}
+	}
+	if reqHeaders["mcp-session-id"] == "" && strings.EqualFold(method, "POST") {
+		base[tape.MetaExchange] = i + 1
+	}
+	meta := func(dir tape.Dir, more map[string]any) tape.Meta {
+		x := make(map[string]any, len(base)+len(more))
+		for k, v := range base {
+			x[k] = v
+		}
+		for k, v := range more {
+			x[k] = v
+		}
+		if dir != tape.DirSend {
+			delete(x, tape.MetaMCPMethod) // request headers: on the request only
+			delete(x, tape.MetaMCPName)
+		}
+		return tape.Meta{Dir: dir, Server: server, Extra: x}
+	}
+	answer := map[string]any{tape.MetaStatus: status}
+	if s := respHeaders["mcp-session-id"]; s != "" && s != reqHeaders["mcp-session-id"] {
+		answer[tape.MetaNewSession] = s
+	}
+	sse := strings.HasPrefix(mime, "text/event-stream")
+
+	switch strings.ToUpper(method) {
+	case "POST":
+		if len(bytes.TrimSpace(body)) == 0 || !json.Valid(body) || !jsonRPCish(body) {
+			if len(bytes.TrimSpace(body)) > 0 && strings.Contains(strings.ToLower(reqHeaders["content-type"]), "json") && !json.Valid(body) && bytes.Contains(body, []byte(`"jsonrpc"`)) {
+				return pd.get("text").errorf("expected a JSON-RPC message, found invalid JSON %s", quoteStart(body))
+			}
+			h.skipped++
+			return nil
+		}
+		if err := checkMessage(body); err != nil {
+			return pd.get("text").errorf("%v", err)
+		}
+		h.note(rawURL)
+		sent := h.add(&harRec{t: start, msg: bytes.TrimSpace(body), m: meta(tape.DirSend, nil), entry: i})
+		sent.answerID = answerID(body)
+		inReplyTo := singleRequestID(body)
+		return h.answer(i, content, end, ctext, sse, status, inReplyTo, "POST", func(more map[string]any) tape.Meta {
+			for k, v := range answer {
+				more[k] = v
+			}
+			return meta(tape.DirRecv, more)
+		})
+	case "GET":
+		if !sse && reqHeaders["mcp-session-id"] == "" {
+			h.skipped++
+			return nil
+		}
+		h.note(rawURL)
+		p := map[string]any{"method": "GET", "status": status}
+		if sse {
+			h.streams++
+			p["stream"] = h.streams
+		}
+		lm := meta(tape.DirLifecycle, map[string]any{tape.MetaStatus: status})
+		h.add(&harRec{t: start, method: tape.MethodHTTPExchange, params: p, m: lm, entry: i})
+		if !sse {
+			return nil
+		}
+		return h.events(content.get("text"), ctext, start, h.streams, i, func(more map[string]any) tape.Meta {
+			more[tape.MetaStatus] = status
+			return meta(tape.DirRecv, more)
+		})
+	case "DELETE":
+		if reqHeaders["mcp-session-id"] == "" {
+			h.skipped++
+			return nil
+		}
+		h.note(rawURL)
+		h.add(&harRec{t: end, method: tape.MethodHTTPExchange, params: map[string]any{"method": "DELETE", "status": status}, m: meta(tape.DirLifecycle, map[string]any{tape.MetaStatus: status}), entry: i})
+		return nil
+	}
+	h.skipped++
+	return nil
+}
+
+func (h *harImport) note(u string) {
+	if h.upstream == "" {
+		h.upstream = u
+		h.transport = "http"
+	}
+}
+
+// answer records the answer to a POST: a JSON body, SSE events, or an
+// $http/exchange when it holds no message.
+func (h *harImport) answer(i int, content node, end time.Time, text []byte, sse bool, status int, inReplyTo any, method string, meta func(map[string]any) tape.Meta) error {
+	trimmed := bytes.TrimSpace(text)
+	switch {
+	case sse && len(trimmed) > 0:
+		h.streams++
+		return h.events(content.get("text"), text, end, h.streams, i, meta)
+	case len(trimmed) > 0 && json.Valid(trimmed) && jsonRPCish(trimmed):
+		if err := checkMessage(trimmed); err != nil {
+			return content.get("text").errorf("%v", err)
+		}
+		more := map[string]any{}
+		if inReplyTo != nil && bytes.Contains(trimmed, []byte(`"id":null`)) {
+			more[tape.MetaInReplyTo] = inReplyTo
+		}
+		h.add(&harRec{t: end, msg: trimmed, m: meta(more), entry: i, answer: true})
+		return nil
+	case len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') && !json.Valid(trimmed):
+		return content.get("text").errorf("expected the answer's JSON-RPC message, found invalid JSON %s", quoteStart(trimmed))
+	}
+	p := map[string]any{"method": method, "status": status}
+	if len(trimmed) > 0 {
+		p["body"] = string(text)
+	}
+	m := meta(map[string]any{})
+	m.Dir = tape.DirLifecycle
+	h.add(&harRec{t: end, method: tape.MethodHTTPExchange, params: p, m: m, entry: i})
+	return nil
+}
+
+// events records the events of an SSE body, each data a message.
+func (h *harImport) events(at node, text []byte, t time.Time, stream, entry int, meta func(map[string]any) tape.Meta) error {
+	for k, ev := range parseSSE(text) {
+		if len(bytes.TrimSpace(ev.data)) == 0 {
+			continue // a priming event, no message
+		}
+		if err := checkMessage(ev.data); err != nil {
+			return at.errorf("SSE event %d (data %s): %v", k+1, quoteStart(ev.data), err)
+		}
+		more := map[string]any{tape.MetaStream: stream}
+		if ev.id != "" {
+			more[tape.MetaEvent] = ev.id
+		}
+		rec := h.add(&harRec{t: t, msg: bytes.TrimSpace(ev.data), m: meta(more), stream: stream, entry: entry, answer: true})
+		rec.requestID = requestID(ev.data)
+	}
+	return nil
+}
+
+type sseEvent struct {
+	id   string
+	data []byte
+}
+
+// parseSSE splits an event-stream body into its events (the fields id and
+// data; comments and other fields are ignored).
+func parseSSE(b []byte) []sseEvent {
+	var out []sseEvent
+	var cur sseEvent
+	var data [][]byte
+	has := false
+	lines := strings.Split(strings.ReplaceAll(strings.ReplaceAll(string(b), "\r\n", "\n"), "\r", "\n"), "\n")
+	for _, line := range lines {
+		if line == "" {
+			if has {
+				cur.data = bytes.Join(data, []byte("\n"))
+				out = append(out, cur)
+			}
+			cur, data, has = sseEvent{id: cur.id}, nil, false
+			continue
+		}
+		if line[0] == ':' {
+			continue
+		}
+		field, value, _ := strings.Cut(line, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch field {
+		case "data":
+			data = append(data, []byte(value))
+			has = true
+		case "id":
+			cur.id = value
+		}
+	}
+	if has {
+		cur.data = bytes.Join(data, []byte("\n"))
+		out = append(out, cur)
+	}
+	return out
+}
+
+// stdioEntry reads an entry of tapedeck's stdio mapping.
+func (h *harImport) stdioEntry(i int, e node, u *url.URL, start, end time.Time, body, ctext []byte) error {
+	server := h.o.Server
+	if server == "" {
+		server = u.Host
+	}
+	if server == "" {
+		server = "server"
+	}
+	if h.transport == "" {
+		h.transport = "stdio"
+	}
+	out, back := tape.DirSend, tape.DirRecv
+	if strings.TrimSuffix(u.Path, "/") == "/client" {
+		out, back = tape.DirRecv, tape.DirSend
+	}
+	pd := e.get("request").get("postData").get("text")
+	if len(bytes.TrimSpace(body)) == 0 {
+		return pd.errorf("expected the JSON-RPC message of a stdio:// entry, found nothing")
+	}
+	if err := checkMessage(body); err != nil {
+		return pd.errorf("%v", err)
+	}
+	h.add(&harRec{t: start, msg: bytes.TrimSpace(body), m: tape.Meta{Dir: out, Server: server}, entry: i, serverStart: out == tape.DirRecv})
+	if len(bytes.TrimSpace(ctext)) == 0 {
+		return nil // a notification, answered 202
+	}
+	if err := checkMessage(ctext); err != nil {
+		return e.get("response").get("content").get("text").errorf("%v", err)
+	}
+	h.add(&harRec{t: end, msg: bytes.TrimSpace(ctext), m: tape.Meta{Dir: back, Server: server}, entry: i, answer: true})
+	return nil
+}
+
+// placeStreamEvents places the events of GET streams, which HAR gives no
+// time of their own (see the top of the file).
+func (h *harImport) placeStreamEvents() {
+	get := map[int][]*harRec{}
+	for _, r := range h.recs {
+		if r.msg != nil && r.stream != 0 && r.m.Extra[tape.MetaHTTP] == "GET" {
+			get[r.stream] = append(get[r.stream], r)
+		}
+	}
+	keys := make([]int, 0, len(get))
+	for k := range get {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	used := map[*harRec]bool{}
+	for _, k := range keys {
+		evs := get[k]
+		anchorT, anchorO := evs[0].t, evs[0].order
+		step := 0.0
+		for _, ev := range evs {
+			if ev.requestID != "" {
+				if ans := h.answerTo(ev, used); ans != nil {
+					used[ans] = true
+					ev.t, ev.order = ans.t, ans.order-0.5
+					anchorT, anchorO, step = ans.t, ans.order, 0
+					continue
+				}
+			}
+			step += 0.001
+			ev.t, ev.order = anchorT, anchorO+step
+		}
+	}
+}
+
+// answerTo finds the client's POSTed answer to a server request: the
+// first send with the request's id that follows the stream's start.
+func (h *harImport) answerTo(ev *harRec, used map[*harRec]bool) *harRec {
+	var best *harRec
+	for _, r := range h.recs {
+		if r.m.Dir != tape.DirSend || r.answerID != ev.requestID || used[r] || r.t.Before(ev.t) {
+			continue
+		}
+		if best == nil || r.t.Before(best.t) || r.t.Equal(best.t) && r.order < best.order {
+			best = r
+		}
+	}
+	return best
+}
+
+// inferSessions gives the answer to an initialize the session the client
+// sent next, when the HAR kept no response headers to say it.
+func (h *harImport) inferSessions() {
+	for _, r := range h.recs {
+		if r.msg == nil || r.m.Dir != tape.DirRecv || r.m.Extra == nil || r.m.Extra[tape.MetaSession] != nil || r.m.Extra[tape.MetaNewSession] != nil {
+			continue
+		}
+		if !bytes.Contains(r.msg, []byte(`"protocolVersion"`)) || !bytes.Contains(r.msg, []byte(`"serverInfo"`)) {
+			continue
+		}
+		for _, n := range h.recs {
+			if n.entry > r.entry && n.m.Extra != nil {
+				if s, ok := n.m.Extra[tape.MetaSession].(string); ok && s != "" {
+					r.m.Extra[tape.MetaNewSession] = s
+					break
+				}
+			}
+		}
+	}
+}
+
+// requestID returns the id of a request (method and id), in its JSON form.
+func requestID(msg []byte) string {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method *string         `json:"method"`
+	}
+	if json.Unmarshal(msg, &m) != nil || m.Method == nil || len(m.ID) == 0 || string(m.ID) == "null" {
+		return ""
+	}
+	return string(m.ID)
+}
+
+// answerID returns the id of a response (result or error), in its JSON form.
+func answerID(msg []byte) string {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method *string         `json:"method"`
+	}
+	if json.Unmarshal(msg, &m) != nil || m.Method != nil || len(m.ID) == 0 || string(m.ID) == "null" {
+		return ""
+	}
+	return string(m.ID)
+}
+
+// singleRequestID returns the id of a single request, for inReplyTo.
+func singleRequestID(msg []byte) any {
+	id := requestID(bytes.TrimSpace(msg))
+	if id == "" {
+		return nil
+	}
+	var v any
+	if json.Unmarshal([]byte(id), &v) != nil {
+		return nil
+	}
+	return v
+}

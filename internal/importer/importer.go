@@ -1,0 +1,422 @@
+// Package importer turns session logs written by other MCP tools into
+// tapes: mcpsnoop session logs (JSONL envelopes), mcp-recorder cassettes,
+// agent-vcr .vcr recordings and HAR files of Streamable HTTP traffic (or
+// of tapedeck's own stdio mapping). Each message keeps its bytes, its
+// direction and, where the input has one, its time; a tape made this way
+// replays like a recorded one.
+//
+// Every importer refuses malformed input with an *Error that names the
+// line (line-based inputs, and JSON syntax errors) or the JSON path (the
+// documents) of what is wrong, saying what was expected and what was
+// found; none panics (each is fuzzed).
+//
+// Only what the input says is written. Where an input has no time for a
+// message (mcp-recorder keeps one time for the whole cassette and each
+// interaction's latency; agent-vcr keeps each interaction's start and
+// latency), the times are derived from those and the derivation is
+// documented with the importer. Every tape starts with a $transport/start
+// record whose params.importedFrom names the format.
+package importer
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// Options tune an import.
+type Options struct {
+	// Server names the server on the tape, instead of the name the input
+	// gives (mcpsnoop's server_label, a cassette's server_info.name, the
+	// HAR's host or stdio://NAME/).
+	Server string
+}
+
+// Result says what an import wrote.
+type Result struct {
+	Messages  int      // wire messages (requests, responses, notifications)
+	Lifecycle int      // lifecycle records ($transport/start, stderr, invalid frames, ...)
+	Skipped   int      // input records that hold no MCP traffic (a HAR's other requests)
+	Servers   []string // the servers named on the tape, sorted
+}
+
+// Func imports one format from r, writing the tape to w.
+type Func func(r io.Reader, w *tape.Writer, o Options) (Result, error)
+
+// formats are the importers by name.
+var formats = map[string]Func{
+	"mcpsnoop":     MCPSnoop,
+	"mcp-recorder": MCPRecorder,
+	"agent-vcr":    AgentVCR,
+	"har":          HAR,
+}
+
+// Formats returns the names Import accepts, sorted.
+func Formats() []string {
+	names := make([]string, 0, len(formats))
+	for n := range formats {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Import reads format from r and writes the tape to w.
+func Import(format string, r io.Reader, w io.Writer, o Options) (Result, error) {
+	f, ok := formats[format]
+	if !ok {
+		return Result{}, fmt.Errorf("unknown format %q: expected one of %s", format, strings.Join(Formats(), ", "))
+	}
+	return f(r, tape.NewWriter(w), o)
+}
+
+// Error is a malformed input: where, and what was expected and found.
+type Error struct {
+	Format string
+	Line   int    // 1-based line, 0 when the input is not read by lines
+	Column int    // 1-based column with Line, 0 if unknown
+	Path   string // JSON path of the offending value ($.log.entries[3].request), "" if none
+	Err    error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Format)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ": line %d", e.Line)
+		if e.Column > 0 {
+			fmt.Fprintf(&b, ", column %d", e.Column)
+		}
+	}
+	if e.Path != "" {
+		b.WriteString(": " + e.Path)
+	}
+	b.WriteString(": " + e.Err.Error())
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// errorf makes the error of a problem found at path.
+func errorf(format, path, msg string, args ...any) *Error {
+	return &Error{Format: format, Path: path, Err: fmt.Errorf(msg, args...)}
+}
+
+// out writes records and counts them.
+type out struct {
+	w       *tape.Writer
+	res     Result
+	servers map[string]bool
+}
+
+func newOut(w *tape.Writer) *out { return &out{w: w, servers: map[string]bool{}} }
+
+func (o *out) result() Result {
+	o.res.Servers = o.res.Servers[:0]
+	for s := range o.servers {
+		o.res.Servers = append(o.res.Servers, s)
+	}
+	sort.Strings(o.res.Servers)
+	return o.res
+}
+
+// message writes a wire message (a JSON object, or a batch array).
+func (o *out) message(msg []byte, m tape.Meta) error {
+	if err := o.w.Write(msg, m); err != nil {
+		return err
+	}
+	o.servers[m.Server] = true
+	if bytes.HasPrefix(bytes.TrimSpace(msg), []byte("[")) {
+		o.res.Messages += len(tape.Classify(msg))
+	} else {
+		o.res.Messages++
+	}
+	return nil
+}
+
+func (o *out) lifecycle(method string, params any, m tape.Meta) error {
+	if err := o.w.WriteLifecycle(method, params, m); err != nil {
+		return err
+	}
+	o.servers[m.Server] = true
+	o.res.Lifecycle++
+	return nil
+}
+
+func (o *out) invalid(frame []byte, m tape.Meta) error {
+	if err := o.w.WriteInvalid(frame, m); err != nil {
+		return err
+	}
+	o.servers[m.Server] = true
+	o.res.Lifecycle++
+	return nil
+}
+
+// checkMessage says why raw is not a JSON-RPC message (a JSON object with
+// "jsonrpc", and a method, a result or an error), or a batch of them.
+func checkMessage(raw []byte) error {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return errors.New("expected a JSON-RPC message, found nothing")
+	}
+	if !json.Valid(raw) {
+		return fmt.Errorf("expected a JSON-RPC message, found invalid JSON %s", quoteStart(raw))
+	}
+	switch raw[0] {
+	case '{':
+		for _, e := range tape.Classify(raw) {
+			if e.Kind == tape.KindInvalid {
+				return fmt.Errorf("expected a JSON-RPC message (jsonrpc and a method, result or error), found %s", quoteStart(raw))
+			}
+		}
+		return nil
+	case '[':
+		var elems []json.RawMessage
+		if err := json.Unmarshal(raw, &elems); err != nil || len(elems) == 0 {
+			return errors.New("expected a batch of JSON-RPC messages, found an empty array")
+		}
+		for i, e := range elems {
+			if len(bytes.TrimSpace(e)) == 0 || bytes.TrimSpace(e)[0] != '{' {
+				return fmt.Errorf("[%d]: expected a JSON-RPC message, found %s", i, kindOf(e))
+			}
+			if err := checkMessage(e); err != nil {
+				return fmt.Errorf("[%d]: %w", i, err)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("expected a JSON-RPC message (an object), found %s", kindOf(raw))
+}
+
+// kindOf names the JSON value raw holds, for "found ..." in errors.
+func kindOf(raw []byte) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string " + quoteStart(raw)
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number " + quoteStart(raw)
+}
+
+// quoteStart quotes the start of b, cut at 40 bytes.
+func quoteStart(b []byte) string {
+	const n = 40
+	if len(b) > n {
+		return strconv.Quote(string(b[:n])) + "..."
+	}
+	return strconv.Quote(string(b))
+}
+
+// syntaxError turns a JSON decoding error of a whole document into an
+// *Error with the line and column (or the path) of the problem.
+func syntaxError(format string, doc []byte, err error) *Error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		line, col := lineCol(doc, se.Offset)
+		return &Error{Format: format, Line: line, Column: col, Err: fmt.Errorf("invalid JSON: %v", se)}
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		line, col := lineCol(doc, int64(len(doc)))
+		return &Error{Format: format, Line: line, Column: col, Err: errors.New("invalid JSON: the document ends too early")}
+	}
+	return &Error{Format: format, Err: err}
+}
+
+func lineCol(doc []byte, off int64) (int, int) {
+	if off < 0 {
+		off = 0
+	}
+	if off > int64(len(doc)) {
+		off = int64(len(doc))
+	}
+	before := doc[:off]
+	line := bytes.Count(before, []byte("\n")) + 1
+	col := len(before) - bytes.LastIndexByte(before, '\n')
+	return line, col
+}
+
+// node is a JSON value and its path in the document, for reading a
+// document with errors that say where.
+type node struct {
+	format string
+	path   string
+	raw    json.RawMessage // nil when the member is missing
+}
+
+func root(format string, raw []byte) node { return node{format: format, path: "$", raw: raw} }
+
+func (n node) missing() bool { return n.raw == nil }
+
+func (n node) isNull() bool { return string(bytes.TrimSpace(n.raw)) == "null" }
+
+// absent reports a member that is missing or null.
+func (n node) absent() bool { return n.missing() || n.isNull() }
+
+func (n node) errorf(msg string, args ...any) *Error { return errorf(n.format, n.path, msg, args...) }
+
+func (n node) found() string {
+	if n.missing() {
+		return "nothing (the member is missing)"
+	}
+	return kindOf(n.raw)
+}
+
+// object returns the members of an object.
+func (n node) object() (map[string]json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if t := bytes.TrimSpace(n.raw); len(t) == 0 || t[0] != '{' || json.Unmarshal(t, &m) != nil {
+		return nil, n.errorf("expected an object, found %s", n.found())
+	}
+	return m, nil
+}
+
+// get returns member key of an object (missing if n is not an object or
+// has no such member: check with object first).
+func (n node) get(key string) node {
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(n.raw, &m)
+	return node{format: n.format, path: n.path + "." + key, raw: m[key]}
+}
+
+// array returns the elements of an array.
+func (n node) array() ([]node, error) {
+	var elems []json.RawMessage
+	if t := bytes.TrimSpace(n.raw); len(t) == 0 || t[0] != '[' || json.Unmarshal(t, &elems) != nil {
+		return nil, n.errorf("expected an array, found %s", n.found())
+	}
+	out := make([]node, len(elems))
+	for i, e := range elems {
+		out[i] = node{format: n.format, path: fmt.Sprintf("%s[%d]", n.path, i), raw: e}
+	}
+	return out, nil
+}
+
+// str returns a string.
+func (n node) str() (string, error) {
+	var s string
+	if t := bytes.TrimSpace(n.raw); len(t) == 0 || t[0] != '"' || json.Unmarshal(t, &s) != nil {
+		return "", n.errorf("expected a string, found %s", n.found())
+	}
+	return s, nil
+}
+
+// optStr returns a string, or "" when the member is missing or null.
+func (n node) optStr() (string, error) {
+	if n.absent() {
+		return "", nil
+	}
+	return n.str()
+}
+
+// num returns a number.
+func (n node) num() (float64, error) {
+	var f float64
+	if t := bytes.TrimSpace(n.raw); len(t) == 0 || !(t[0] == '-' || t[0] >= '0' && t[0] <= '9') || json.Unmarshal(t, &f) != nil {
+		return 0, n.errorf("expected a number, found %s", n.found())
+	}
+	return f, nil
+}
+
+// optNum returns a number, or def when the member is missing or null.
+func (n node) optNum(def float64) (float64, error) {
+	if n.absent() {
+		return def, nil
+	}
+	return n.num()
+}
+
+// message returns a JSON-RPC message (an object).
+func (n node) message() ([]byte, error) {
+	if _, err := n.object(); err != nil {
+		return nil, n.errorf("expected a JSON-RPC message (an object), found %s", n.found())
+	}
+	if err := checkMessage(n.raw); err != nil {
+		return nil, n.errorf("%v", err)
+	}
+	return bytes.TrimSpace(n.raw), nil
+}
+
+// time returns a timestamp (see parseTime).
+func (n node) time() (time.Time, error) {
+	s, err := n.str()
+	if err != nil {
+		return time.Time{}, n.errorf("expected a timestamp (RFC 3339), found %s", n.found())
+	}
+	t, err := parseTime(s)
+	if err != nil {
+		return time.Time{}, n.errorf("%v", err)
+	}
+	return t, nil
+}
+
+// parseTime reads an RFC 3339 time, or an ISO 8601 time without a zone
+// (Python's naive datetime.isoformat()), taken as UTC.
+func parseTime(s string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	for _, layout := range []string{"2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("expected a timestamp (RFC 3339), found %s", strconv.Quote(s))
+}
+
+// ms converts milliseconds to a duration, refusing what is not a time.
+func ms(n node, def float64) (time.Duration, error) {
+	f, err := n.optNum(def)
+	if err != nil {
+		return 0, err
+	}
+	if f < 0 || f > float64(365*24*time.Hour/time.Millisecond) {
+		return 0, n.errorf("expected a latency in milliseconds (0 or more, under a year), found %v", f)
+	}
+	return time.Duration(f * float64(time.Millisecond)), nil
+}
+
+// readAll reads a whole document, refusing an empty one.
+func readAll(format string, r io.Reader) ([]byte, error) {
+	doc, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	if len(bytes.TrimSpace(doc)) == 0 {
+		return nil, &Error{Format: format, Err: errors.New("expected a JSON document, found an empty input")}
+	}
+	if !json.Valid(doc) {
+		var v any
+		return nil, syntaxError(format, doc, json.Unmarshal(doc, &v))
+	}
+	return doc, nil
+}
+
+// startParams are the params of the $transport/start an import writes.
+func startParams(format string, more map[string]any) map[string]any {
+	p := map[string]any{"importedFrom": format}
+	for k, v := range more {
+		if v != nil && v != "" {
+			p[k] = v
+		}
+	}
+	return p
+}

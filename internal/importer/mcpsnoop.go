@@ -1,0 +1,269 @@
+package importer
+
+// mcpsnoop (github.com/kerlenton/mcpsnoop) session logs: JSONL, one
+// envelope a line, as its shim (`mcpsnoop --trace-file F -- SERVER...`)
+// and its HTTP proxy (`mcpsnoop http`, under $MCPSNOOP_HOME/sessions/)
+// write them:
+//
+//	{"session_id","server_label","seq","ts","direction","transport",
+//	 "raw","text","mcp_method","mcp_name","mcp_protocol_version",
+//	 "batch","conn_id","truncated","redacted","status","auth_challenge"}
+//
+// direction is c2s (client to server: send), s2c (server to client: recv),
+// stderr (a line the server wrote to stderr, in text) or meta (the
+// session's first envelope, raw {"command":[...],"cwd"}). raw is the
+// JSON-RPC message as it crossed the wire; a frame that was not JSON (or
+// was cut at mcpsnoop's frame cap, truncated) is in text instead. Over
+// HTTP a response that held no message (a 202) is an s2c envelope with
+// only a status.
+//
+// The mapping: meta → $transport/start {importedFrom, transport, command,
+// args, cwd, session}, or a $transport/start of the session's first
+// envelope's time when the log has no meta (HTTP logs); c2s/s2c raw → the
+// message, send/recv; a raw that is JSON but no JSON-RPC message, or a
+// text frame → $transport/invalid with the frame (truncated, redacted kept
+// in _meta); stderr → $transport/stderr {text}; a status-only s2c →
+// $http/exchange {status} (method POST for a 202). HTTP envelopes carry
+// _meta transport "http", status (s2c), protocolVersion, mcpMethod and
+// mcpName (c2s, from mcpsnoop's header fields), http "POST" (c2s: a
+// client message over Streamable HTTP is always POSTed). ts keeps its
+// milliseconds; server_label names the server.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+const formatMCPSnoop = "mcpsnoop"
+
+// MCPSnoop imports an mcpsnoop session log.
+func MCPSnoop(r io.Reader, w *tape.Writer, o Options) (Result, error) {
+	br := bufio.NewReader(r)
+	out := newOut(w)
+	started := map[string]bool{} // session_id → $transport/start written
+	lines := 0
+	for n := 1; ; n++ {
+		line, err := br.ReadBytes('\n')
+		if len(line) == 0 && errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return out.result(), err
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			lines++
+			if perr := snoopLine(out, line, o, started); perr != nil {
+				var ie *Error
+				if errors.As(perr, &ie) {
+					ie.Line = n
+					return out.result(), ie
+				}
+				return out.result(), perr
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	if lines == 0 {
+		return out.result(), &Error{Format: formatMCPSnoop, Err: errors.New("expected mcpsnoop envelopes (JSON lines), found an empty input")}
+	}
+	return out.result(), nil
+}
+
+func snoopLine(out *out, line []byte, o Options, started map[string]bool) error {
+	line = bytes.TrimSpace(line)
+	env := root(formatMCPSnoop, line)
+	if !json.Valid(line) {
+		var v any
+		se := syntaxError(formatMCPSnoop, line, json.Unmarshal(line, &v))
+		se.Line, se.Column = 0, 0
+		return se
+	}
+	if _, err := env.object(); err != nil {
+		return env.errorf("expected an mcpsnoop envelope (an object), found %s", env.found())
+	}
+	dir, err := env.get("direction").str()
+	if err != nil {
+		return err
+	}
+	ts, err := env.get("ts").time()
+	if err != nil {
+		return err
+	}
+	label, err := env.get("server_label").optStr()
+	if err != nil {
+		return err
+	}
+	session, err := env.get("session_id").optStr()
+	if err != nil {
+		return err
+	}
+	transport, err := env.get("transport").optStr()
+	if err != nil {
+		return err
+	}
+	text, err := env.get("text").optStr()
+	if err != nil {
+		return err
+	}
+	status, err := env.get("status").optNum(0)
+	if err != nil {
+		return err
+	}
+	if status != 0 && (status < 100 || status > 999 || status != float64(int(status))) {
+		return env.get("status").errorf("expected an HTTP status (100 to 999), found %v", status)
+	}
+	strs := map[string]string{}
+	for _, k := range []string{"mcp_method", "mcp_name", "mcp_protocol_version"} {
+		if strs[k], err = env.get(k).optStr(); err != nil {
+			return err
+		}
+	}
+	flags := map[string]bool{}
+	for _, k := range []string{"truncated", "redacted"} {
+		if v := env.get(k); !v.absent() {
+			if err := json.Unmarshal(v.raw, new(bool)); err != nil {
+				return v.errorf("expected true or false, found %s", v.found())
+			}
+			flags[k] = string(bytes.TrimSpace(v.raw)) == "true"
+		}
+	}
+	server := o.Server
+	if server == "" {
+		server = label
+	}
+	if server == "" {
+		server = "server"
+	}
+	m := tape.Meta{Server: server, Time: ts}
+	raw := env.get("raw")
+
+	if dir == "meta" {
+		if started[session] {
+			return nil // a repeated session header says nothing new
+		}
+		started[session] = true
+		if raw.absent() {
+			return out.lifecycle(tape.MethodStart, startParams(formatMCPSnoop, map[string]any{"transport": transport, "session": session}), m)
+		}
+		p, err := snoopMeta(raw)
+		if err != nil {
+			return err
+		}
+		p["transport"], p["session"] = transport, session
+		return out.lifecycle(tape.MethodStart, startParams(formatMCPSnoop, p), m)
+	}
+	switch dir {
+	case "c2s", "s2c", "stderr":
+	default:
+		return env.get("direction").errorf(`expected "c2s", "s2c", "stderr" or "meta", found %q`, dir)
+	}
+	if !started[session] {
+		started[session] = true
+		sm := m
+		if transport == "http" {
+			sm.Extra = map[string]any{tape.MetaTransport: "http"}
+		}
+		if err := out.lifecycle(tape.MethodStart, startParams(formatMCPSnoop, map[string]any{"transport": transport, "session": session}), sm); err != nil {
+			return err
+		}
+	}
+	if dir == "stderr" {
+		if !raw.absent() {
+			return raw.errorf("expected no raw message on a stderr envelope (its line is in text), found %s", raw.found())
+		}
+		return out.lifecycle(tape.MethodStderr, map[string]string{"text": text}, m)
+	}
+
+	m.Dir = tape.DirSend
+	if dir == "s2c" {
+		m.Dir = tape.DirRecv
+	}
+	extra := map[string]any{}
+	if transport == "http" {
+		extra[tape.MetaTransport] = "http"
+		if dir == "c2s" {
+			extra[tape.MetaHTTP] = "POST"
+		}
+		if status != 0 {
+			extra[tape.MetaStatus] = int(status)
+		}
+		for k, mk := range map[string]string{"mcp_method": tape.MetaMCPMethod, "mcp_name": tape.MetaMCPName, "mcp_protocol_version": tape.MetaProtocol} {
+			if strs[k] != "" {
+				extra[mk] = strs[k]
+			}
+		}
+	}
+	for k, v := range flags {
+		if v {
+			extra[k] = true
+		}
+	}
+	if len(extra) > 0 {
+		m.Extra = extra
+	}
+	switch {
+	case !raw.absent():
+		msg := bytes.TrimSpace(raw.raw)
+		if checkMessage(msg) != nil {
+			// JSON, but no JSON-RPC message: what crossed the wire, kept as
+			// an invalid frame.
+			return out.invalid(msg, m)
+		}
+		return out.message(msg, m)
+	case text != "":
+		return out.invalid([]byte(text), m)
+	case status != 0:
+		p := map[string]any{"status": int(status)}
+		if status == 202 {
+			p["method"] = "POST"
+		}
+		lm := m
+		lm.Extra = map[string]any{tape.MetaTransport: transport, "from": string(m.Dir)}
+		if transport == "" {
+			delete(lm.Extra, tape.MetaTransport)
+		}
+		return out.lifecycle(tape.MethodHTTPExchange, p, lm)
+	}
+	return env.errorf("expected a %s envelope with raw (a JSON-RPC message), text (a frame that is not JSON) or status (an HTTP answer without a message), found none of them", dir)
+}
+
+// snoopMeta reads a meta envelope's raw: {"command":[...],"cwd":"..."}.
+func snoopMeta(raw node) (map[string]any, error) {
+	if _, err := raw.object(); err != nil {
+		return nil, raw.errorf(`expected the session's meta {"command":[...],"cwd":...}, found %s`, raw.found())
+	}
+	p := map[string]any{}
+	if c := raw.get("command"); !c.absent() {
+		elems, err := c.array()
+		if err != nil {
+			return nil, err
+		}
+		var argv []string
+		for _, e := range elems {
+			s, err := e.str()
+			if err != nil {
+				return nil, err
+			}
+			argv = append(argv, s)
+		}
+		if len(argv) > 0 {
+			p["command"] = argv[0]
+			if len(argv) > 1 {
+				p["args"] = argv[1:]
+			}
+		}
+	}
+	cwd, err := raw.get("cwd").optStr()
+	if err != nil {
+		return nil, err
+	}
+	p["cwd"] = cwd
+	return p, nil
+}

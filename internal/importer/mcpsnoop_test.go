@@ -1,0 +1,189 @@
+package importer
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+type snoopEnv struct {
+	ServerLabel string          `json:"server_label"`
+	TS          time.Time       `json:"ts"`
+	Direction   string          `json:"direction"`
+	Transport   string          `json:"transport"`
+	Raw         json.RawMessage `json:"raw"`
+	Text        string          `json:"text"`
+	Status      int             `json:"status"`
+}
+
+func snoopEnvelopes(t *testing.T, data []byte) []snoopEnv {
+	t.Helper()
+	var out []snoopEnv
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		var e snoopEnv
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// Both real mcpsnoop logs: every frame becomes a message with its bytes,
+// its direction, its server and its time, in the log's order; stderr,
+// the session header and status-only HTTP answers become lifecycle
+// records.
+func TestImportMCPSnoopRealLogs(t *testing.T) {
+	for _, c := range []struct {
+		file                  string
+		frames, send, recv    int
+		stderr, meta, exchang int
+		http                  bool
+	}{
+		{"mcpsnoop/everything-stdio.jsonl", 41, 18, 23, 1, 1, 0, false},
+		{"mcpsnoop/everything-http.jsonl", 41, 18, 23, 0, 0, 3, true},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			data := sample(t, c.file)
+			envs := snoopEnvelopes(t, data)
+			res, es := importTape(t, "mcpsnoop", data, Options{})
+			if res.Messages != c.frames || len(res.Servers) != 1 || res.Servers[0] != "everything" {
+				t.Fatalf("result %+v, want %d messages of server everything", res, c.frames)
+			}
+			w := wire(es)
+			if len(w) != c.frames {
+				t.Fatalf("%d wire messages on the tape, want %d", len(w), c.frames)
+			}
+			if n := count(w, func(e tape.Entry) bool { return e.Dir == tape.DirSend }); n != c.send {
+				t.Errorf("%d send, want %d", n, c.send)
+			}
+			if n := count(w, func(e tape.Entry) bool { return e.Dir == tape.DirRecv }); n != c.recv {
+				t.Errorf("%d recv, want %d", n, c.recv)
+			}
+			if n := count(es, func(e tape.Entry) bool { return e.Method == tape.MethodStderr }); n != c.stderr {
+				t.Errorf("%d stderr records, want %d", n, c.stderr)
+			}
+			if n := count(es, func(e tape.Entry) bool { return e.Method == tape.MethodHTTPExchange }); n != c.exchang {
+				t.Errorf("%d $http/exchange records, want %d", n, c.exchang)
+			}
+			if es[0].Method != tape.MethodStart || !strings.Contains(string(es[0].Raw), `"importedFrom":"mcpsnoop"`) {
+				t.Errorf("first record %s, want $transport/start importedFrom mcpsnoop", es[0].Raw)
+			}
+			if c.meta == 1 && !strings.Contains(string(es[0].Raw), `"command":"node"`) {
+				t.Errorf("the session header's command is not on $transport/start: %s", es[0].Raw)
+			}
+			// Frame by frame, in order: bytes, direction, time.
+			i := 0
+			for _, env := range envs {
+				if env.Raw == nil || env.Direction == "meta" {
+					continue
+				}
+				e := w[i]
+				i++
+				if got := tape.StripMeta(e.Raw); !bytes.Equal(got, env.Raw) {
+					t.Fatalf("frame %d: bytes changed\ngot  %s\nwant %s", i, got, env.Raw)
+				}
+				if want := map[string]tape.Dir{"c2s": tape.DirSend, "s2c": tape.DirRecv}[env.Direction]; e.Dir != want {
+					t.Errorf("frame %d: dir %s, want %s", i, e.Dir, want)
+				}
+				if !e.Time.Equal(msTime(env.TS)) {
+					t.Errorf("frame %d: ts %v, want %v", i, e.Time, msTime(env.TS))
+				}
+				if e.Server != env.ServerLabel {
+					t.Errorf("frame %d: server %q, want %q", i, e.Server, env.ServerLabel)
+				}
+				hm := tape.ParseHTTPMeta(e.Raw)
+				if hm.HTTP != c.http || (c.http && env.Direction == "s2c" && hm.Status != env.Status) {
+					t.Errorf("frame %d: HTTP meta %+v, want http %v status %d", i, hm, c.http, env.Status)
+				}
+			}
+			for j := 1; j < len(es); j++ {
+				if es[j].Time.Before(es[j-1].Time) {
+					t.Errorf("record %d goes back in time", j)
+				}
+			}
+			// --server renames.
+			res, es = importTape(t, "mcpsnoop", data, Options{Server: "ev"})
+			if len(res.Servers) != 1 || res.Servers[0] != "ev" || es[1].Server != "ev" {
+				t.Errorf("--server ev: %+v", res)
+			}
+		})
+	}
+}
+
+// Frames mcpsnoop keeps as text (not JSON, or cut at its cap) and JSON
+// that is no JSON-RPC message are kept as invalid frames, not dropped.
+func TestImportMCPSnoopOddFrames(t *testing.T) {
+	in := `{"session_id":"s","server_label":"x","seq":1,"ts":"2026-01-02T03:04:05.006Z","direction":"s2c","transport":"stdio","text":"hello from a print()"}
+{"session_id":"s","server_label":"x","seq":2,"ts":"2026-01-02T03:04:05.007Z","direction":"c2s","transport":"stdio","text":"{\"jsonrpc\":\"2.0\",\"id\":1,","truncated":true}
+{"session_id":"s","server_label":"x","seq":3,"ts":"2026-01-02T03:04:05.008Z","direction":"s2c","transport":"stdio","raw":{"hello":1}}
+{"session_id":"s","server_label":"x","seq":4,"ts":"2026-01-02T03:04:05.009Z","direction":"c2s","transport":"stdio","raw":[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"}]}
+`
+	res, es := importTape(t, "mcpsnoop", []byte(in), Options{})
+	if res.Messages != 2 {
+		t.Errorf("%d messages, want the 2 of the batch", res.Messages)
+	}
+	inv := count(es, func(e tape.Entry) bool { return e.Method == tape.MethodInvalid })
+	if inv != 3 {
+		t.Errorf("%d invalid frames, want 3:\n%v", inv, es)
+	}
+	if !strings.Contains(string(es[2].Raw), `"truncated":true`) || !strings.Contains(string(es[2].Raw), `"from":"send"`) {
+		t.Errorf("truncated frame: %s", es[2].Raw)
+	}
+	if es[4].Batch == 0 || es[4].Batch != es[5].Batch {
+		t.Errorf("the batch is not kept as one: %+v %+v", es[4], es[5])
+	}
+}
+
+// Malformed logs are refused with the line and the JSON path, saying
+// what was expected and what was found.
+func TestImportMCPSnoopMalformed(t *testing.T) {
+	good := `{"session_id":"s","server_label":"x","seq":1,"ts":"2026-01-02T03:04:05.006Z","direction":"c2s","transport":"stdio","raw":{"jsonrpc":"2.0","id":1,"method":"ping"}}` + "\n"
+	for _, c := range []struct {
+		name, in string
+		want     []string
+	}{
+		{"empty", "", []string{"mcpsnoop", "empty input"}},
+		{"not JSON", good + "{\"direction\":\n", []string{"line 2", "invalid JSON"}},
+		{"not an object", good + "[1,2]\n", []string{"line 2", "$", "expected an mcpsnoop envelope (an object), found an array"}},
+		{"no direction", good + `{"ts":"2026-01-02T03:04:05Z"}` + "\n", []string{"line 2", "$.direction", "expected a string, found nothing"}},
+		{"bad direction", good + `{"ts":"2026-01-02T03:04:05Z","direction":"up","raw":{}}` + "\n", []string{"line 2", "$.direction", `expected "c2s", "s2c", "stderr" or "meta", found "up"`}},
+		{"bad ts", good + good + `{"ts":"yesterday","direction":"c2s"}` + "\n", []string{"line 3", "$.ts", `found "yesterday"`}},
+		{"ts a number", `{"ts":12,"direction":"c2s"}`, []string{"line 1", "$.ts", "found a number"}},
+		{"label a number", `{"ts":"2026-01-02T03:04:05Z","direction":"c2s","server_label":7}`, []string{"line 1", "$.server_label", "expected a string"}},
+		{"nothing to write", `{"ts":"2026-01-02T03:04:05Z","direction":"c2s"}`, []string{"line 1", "expected a c2s envelope with raw"}},
+		{"bad status", `{"ts":"2026-01-02T03:04:05Z","direction":"s2c","status":7}`, []string{"line 1", "$.status", "expected an HTTP status"}},
+		{"bad meta", `{"ts":"2026-01-02T03:04:05Z","direction":"meta","raw":{"command":"node"}}`, []string{"line 1", "$.raw.command", "expected an array, found a string"}},
+		{"raw on stderr", `{"ts":"2026-01-02T03:04:05Z","direction":"stderr","raw":{"a":1}}`, []string{"line 1", "$.raw", "expected no raw message"}},
+		{"truncated not bool", `{"ts":"2026-01-02T03:04:05Z","direction":"c2s","text":"x","truncated":"yes"}`, []string{"line 1", "$.truncated", "expected true or false"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			_, err := Import("mcpsnoop", strings.NewReader(c.in), &buf, Options{})
+			wantError(t, err, c.want...)
+		})
+	}
+}
+
+func FuzzImportMCPSnoop(f *testing.F) {
+	for _, name := range []string{"mcpsnoop/everything-stdio.jsonl", "mcpsnoop/everything-http.jsonl"} {
+		data := sample(f, name)
+		lines := bytes.SplitAfter(data, []byte("\n"))
+		for i := 0; i+3 <= len(lines); i += 7 {
+			f.Add(bytes.Join(lines[i:i+3], nil))
+		}
+	}
+	f.Add([]byte(`{"ts":"2026-01-02T03:04:05Z","direction":"c2s","raw":[{"jsonrpc":"2.0","id":1,"method":"a"}]}`))
+	f.Add([]byte(`{"ts":"2026-01-02T03:04:05Z","direction":"meta","raw":{"command":["a","b"],"cwd":"/"}}` + "\n\n"))
+	f.Add([]byte(`{"ts":"2026-01-02T03:04:05Z","direction":"s2c","status":202,"transport":"http"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkFuzzResult(t, "mcpsnoop", data)
+	})
+}
