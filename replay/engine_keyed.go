@@ -103,7 +103,11 @@ func (e *Engine) keyedRequest(m tape.Entry) {
 		e.divergeWith(m, -1, ReasonUnknown, "its params could not be decoded: "+err.Error())
 		return
 	}
-	if seq := e.lookup(k); seq >= 0 {
+	seq := -1
+	if e.x.HasMethod(m.Method) { // else no recorded request can match: no scan
+		seq = e.lookup(k)
+	}
+	if seq >= 0 {
 		e.served[k] = seq
 		e.consume(m, seq)
 		return

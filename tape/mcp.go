@@ -165,3 +165,13 @@ func (x *Index) Failures() (rpc, tool int) {
 	defer x.mu.RUnlock()
 	return x.rpcErrors, x.toolErrors
 }
+
+// HasMethod reports whether a message indexed so far has method m (a
+// response counts its request's): a replay answers a method the tape never
+// holds without scanning the tape for it.
+func (x *Index) HasMethod(m string) bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	_, ok := x.methods.index[m]
+	return ok
+}
