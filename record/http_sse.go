@@ -33,6 +33,13 @@ type sseRelay struct {
 	skipping   bool
 	skipSize   int64
 	skipPrefix []byte
+
+	// What a POST's stream carried, so that one that ends with no message
+	// (a server that primes the stream with an event id and closes it, for
+	// the client to resume with Last-Event-ID) still leaves a record.
+	messages  int
+	lastEvent string
+	ended     bool
 }
 
 // DefaultMaxEvent is Proxy.MaxEvent's default.
@@ -72,6 +79,7 @@ func (s *sseRelay) Read(b []byte) (int, error) {
 				err = io.EOF // a cut last event: forwarded as it came
 			}
 			s.err = err
+			s.end()
 		}
 	}
 	n := copy(b, s.out)
@@ -93,6 +101,20 @@ func (s *sseRelay) Close() error {
 	return s.body.Close()
 }
 
+// end records a POST's stream that ended without a message: without this
+// record the tape would hold the request and nothing of its answer.
+func (s *sseRelay) end() {
+	if s.ended || s.messages > 0 || s.ex.method != "POST" || !errors.Is(s.err, io.EOF) {
+		return
+	}
+	s.ended = true
+	params := map[string]any{"method": s.ex.method, "status": s.status, "stream": s.stream, "messages": 0}
+	if s.lastEvent != "" {
+		params["lastEvent"] = s.lastEvent // the id a client resumes from
+	}
+	s.p.note(s.p.sink.lifecycle(MethodHTTPExchange, params, recordMeta{ex: s.ex, status: s.status, stream: s.stream}.fields()))
+}
+
 // endOversize records the over-long event just relayed.
 func (s *sseRelay) endOversize(ended bool) {
 	m := recordMeta{ex: s.ex, status: s.status, stream: s.stream}
@@ -104,12 +126,16 @@ func (s *sseRelay) endOversize(ended bool) {
 
 func (s *sseRelay) record(e sse.Event) []byte {
 	m := recordMeta{ex: s.ex, status: s.status, stream: s.stream, event: e.ID, hasEvent: e.HasID}
+	if e.HasID {
+		s.lastEvent = e.ID
+	}
 	if e.Event == "endpoint" && e.Data != nil {
 		return s.endpoint(e, m.fields())
 	}
 	if len(bytes.TrimSpace(e.Data)) == 0 {
 		return e.Raw // priming events and keep-alives carry no message
 	}
+	s.messages++
 	s.p.note(s.p.message(e.Data, tape.DirRecv, m))
 	return e.Raw
 }

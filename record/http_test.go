@@ -664,3 +664,36 @@ func TestProxyConcurrentInitialize(t *testing.T) {
 		t.Errorf("%d initializes paired, want 2", paired)
 	}
 }
+
+// A POST answered with an SSE stream that the server primes with an event
+// id and closes before any message (for the client to resume with
+// Last-Event-ID) is on the tape: the recorder used to write nothing of it.
+func TestProxySSEStreamWithoutMessage(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, "id: ev-7\ndata: \n\n")
+	}))
+	defer up.Close()
+	proxied, path := startProxy(t, up.URL+"/mcp", nil)
+	resp, err := http.Post(proxied, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"poll"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "id: ev-7") {
+		t.Fatalf("the client got %q", body)
+	}
+	data, _ := os.ReadFile(path)
+	var found bool
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, `"$http/exchange"`) && strings.Contains(l, `"messages":0`) && strings.Contains(l, `"lastEvent":"ev-7"`) && strings.Contains(l, `"method":"POST"`) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no record of the stream that ended without a message:\n%s", data)
+	}
+}

@@ -40,7 +40,7 @@ func TestConformanceServerScenarios(t *testing.T) {
 			server: "everything-server", args: []string{"--suite", "all"},
 			knownReplay: map[string]string{
 				// Pass either way, but its INFO and WARNING checks differ.
-				"server-sse-polling": "test_reconnection answers its tools/call POST with an SSE stream that the server closes before any event; the recorder writes nothing for such an exchange (no $http/exchange, no stream), so the replay, finding no answer on the tape, answers that POST with JSON, and the suite sees no stream to poll (3 checks where live has 6)",
+				"server-sse-polling": "test_reconnection answers its tools/call POST with an SSE stream that the server primes with an event id and closes before any message, and answers on the stream the client resumes with Last-Event-ID; the tape records that (a $http/exchange with messages 0 and the event id), but the replay does not reproduce it: it answers the POST on its own stream, and the suite sees no stream to poll (3 checks where live has 6)",
 			},
 		},
 		{
