@@ -58,6 +58,10 @@ type CallResult struct {
 	Skipped  string        `json:"skipped,omitempty"`
 	Recorded time.Duration `json:"recorded"` // the recorded latency
 	Live     time.Duration `json:"live"`
+	// Response is the recorded response's seq (-1 if none), and Answer the
+	// live server's answer as it came (for verify --update).
+	Response int    `json:"-"`
+	Answer   []byte `json:"-"`
 }
 
 // VerifyReport is what Verify found, call by call.
@@ -327,6 +331,7 @@ func (v *verifier) wait(ctx context.Context, must func(*call) bool) error {
 func (v *verifier) judge(c *call, e tape.Entry) error {
 	c.res.Live = v.opts.Now().Sub(c.start)
 	c.decided = true
+	c.res.Response, c.res.Answer = c.want, bytes.Clone(e.Raw)
 	rec, err := v.x.Message(c.want)
 	if err != nil {
 		return err

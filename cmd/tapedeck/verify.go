@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -14,7 +16,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/tidwall/sjson"
 
+	"github.com/tapedeck/tapedeck/internal/text"
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 )
@@ -24,6 +28,8 @@ func newVerifyCmd(s streams) *cobra.Command {
 	var ignore []string
 	var timeout time.Duration
 	var concurrent bool
+	var update string
+	var inPlace bool
 	cmd := &cobra.Command{
 		Use:   "verify TAPE [flags] (-- CMD [ARGS...] | --url URL)",
 		Short: "Drive a live server with a tape's client side and compare its answers",
@@ -101,9 +107,21 @@ is 1 when any call differs.`,
 			if err != nil {
 				return err
 			}
+			if update != "" || inPlace {
+				out := update
+				if inPlace {
+					out = args[0]
+				}
+				if err := updateTape(s.stderr, args[0], out, x, rep); err != nil {
+					return err
+				}
+				return nil // the tape now holds what the server answers
+			}
 			return finishVerify(s, &rep, args[0], junit)
 		},
 	}
+	cmd.Flags().StringVar(&update, "update", "", "write the tape with the live answers that differed to `FILE` (every other byte as recorded)")
+	cmd.Flags().BoolVar(&inPlace, "in-place", false, "with the live answers that differed, rewrite TAPE itself, keeping the old one as TAPE.bak")
 	cmd.Flags().StringVar(&server, "server", "", "verify the tape's server `NAME` (needed when it holds several)")
 	cmd.Flags().StringArrayVar(&ignore, "ignore", nil, "ignore the JSON `PATH` when comparing, e.g. result.content[0].text (repeatable)")
 	cmd.Flags().StringVar(&junit, "junit", "", "write a JUnit XML report to `FILE`")
@@ -458,4 +476,69 @@ func dialURL(ctx context.Context, x *tape.Index, server, url string) (interface 
 		return replay.DialLegacy(ctx, url, nil)
 	}
 	return replay.NewHTTPConn(url, nil), nil
+}
+
+// updateTape writes tape src to dst with each recorded answer that
+// differed from the live server's replaced by the live one: its recorded
+// id and _meta kept, every other line as recorded. dst may be src (then
+// src is kept as src.bak).
+func updateTape(stderr io.Writer, src, dst string, x *tape.Index, rep replay.VerifyReport) error {
+	repl := map[int][]byte{} // line number → the new line
+	for _, c := range rep.Calls {
+		if c.Pass || c.Answer == nil || c.Response < 0 {
+			continue
+		}
+		m, err := x.Message(c.Response)
+		if err != nil {
+			return err
+		}
+		e := x.Entry(c.Response)
+		answer := tape.StripMeta(c.Answer)
+		if id, err := json.Marshal(json.RawMessage(m.ID)); err == nil && len(m.ID) > 0 {
+			if a, err := sjson.SetRawBytes(answer, "id", id); err == nil {
+				answer = a
+			}
+		}
+		meta := tape.RecordMeta(m.Raw)
+		line := answer
+		if len(meta) > 0 {
+			if l, err := sjson.SetRawBytes(answer, "_meta", meta); err == nil {
+				line = l
+			}
+		}
+		repl[e.Line] = line
+	}
+	if len(repl) == 0 {
+		fmt.Fprintf(stderr, "tapedeck verify: every answer was as recorded; %s not written\n", dst)
+		return nil
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	for i, l := range bytes.SplitAfter(data, []byte("\n")) {
+		if nl, ok := repl[i+1]; ok && bytes.HasPrefix(bytes.TrimSpace(l), []byte("[")) {
+			fmt.Fprintf(stderr, "tapedeck verify: line %d holds a batch; its answer is left as recorded\n", i+1)
+		} else if ok {
+			out.Write(nl)
+			out.WriteByte('\n')
+			continue
+		}
+		out.Write(l)
+	}
+	if dst == src {
+		if err := os.WriteFile(src+".bak", data, 0o600); err != nil {
+			return fmt.Errorf("--in-place: keep %s.bak: %w", src, err)
+		}
+	}
+	tmp := dst + ".tmp"
+	if err := os.WriteFile(tmp, out.Bytes(), 0o600); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "tapedeck verify: wrote %s with %s from the live server\n", dst, text.Plural(len(repl), "new answer"))
+	return nil
 }

@@ -258,3 +258,53 @@ func TestVerifySkipsUnansweredCalls(t *testing.T) {
 		t.Errorf("JUnit report lacks the skipped calls:\n%s", x)
 	}
 }
+
+// verify --update writes the live answers that differed into a new tape,
+// every other byte as recorded; --in-place does it to the tape and keeps
+// a .bak. The new tape then verifies clean against the changed server.
+func TestVerifyUpdate(t *testing.T) {
+	server := mcptest.BuildBinary(t, mcptest.SDKServerPackage)
+	orig, err := os.ReadFile(fixture(t, "sdk-sdkserver.tape.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	tapePath := filepath.Join(dir, "golden.jsonl")
+	if err := os.WriteFile(tapePath, orig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	updated := filepath.Join(dir, "updated.jsonl")
+	_, errOut, code := runCLI(t, "verify", "--update", updated, tapePath, "--", server, "--variant", "B")
+	if code != 0 || !strings.Contains(errOut, "with 1 new answer from the live server") {
+		t.Fatalf("--update: exit %d: %s", code, errOut)
+	}
+	got, _ := os.ReadFile(updated)
+	a, b := strings.Split(string(orig), "\n"), strings.Split(string(got), "\n")
+	if len(a) != len(b) {
+		t.Fatalf("the updated tape has %d lines, the tape %d", len(b), len(a))
+	}
+	changed := 0
+	for i := range a {
+		if a[i] != b[i] {
+			changed++
+			if !strings.Contains(b[i], "the answer is 43") || !strings.Contains(b[i], `"_meta":{"dir":"recv"`) {
+				t.Errorf("line %d: %s", i+1, b[i])
+			}
+		}
+	}
+	if changed != 1 {
+		t.Errorf("%d lines changed, want the one answer", changed)
+	}
+	if out, _, code := runCLI(t, "verify", updated, "--", server, "--variant", "B"); code != 0 || !strings.Contains(out, "13 calls, 13 passed") {
+		t.Errorf("the updated tape against the changed server: exit %d\n%s", code, out)
+	}
+	if _, errOut, code := runCLI(t, "verify", "--in-place", tapePath, "--", server, "--variant", "B"); code != 0 {
+		t.Fatalf("--in-place: exit %d %s", code, errOut)
+	}
+	if bak, _ := os.ReadFile(tapePath + ".bak"); string(bak) != string(orig) {
+		t.Error("--in-place did not keep the tape as .bak")
+	}
+	if now, _ := os.ReadFile(tapePath); string(now) != string(got) {
+		t.Error("--in-place wrote another tape than --update")
+	}
+}
