@@ -105,3 +105,20 @@ func TestCheckBaselineDrift(t *testing.T) {
 		t.Errorf("GitHub annotations:\n%s", gh)
 	}
 }
+
+// verify --baseline: the live server's definitions against a baseline.
+func TestVerifyBaseline(t *testing.T) {
+	server := mcptest.BuildBinary(t, mcptest.SDKServerPackage)
+	golden := fixture(t, "sdk-sdkserver.tape.jsonl")
+	base := filepath.Join(t.TempDir(), "b.json")
+	if _, errOut, code := runCLI(t, "baseline", "save", golden, "-o", base); code != 0 {
+		t.Fatalf("baseline save: %s", errOut)
+	}
+	if out, _, code := runCLI(t, "verify", "--baseline", base, golden, "--", server); code != 0 || strings.Contains(out, "DRIFT") {
+		t.Errorf("the same server: exit %d\n%s", code, out)
+	}
+	out, errOut, code := runCLI(t, "verify", "--baseline", base, golden, "--", server, "--variant", "C")
+	if code != 1 || !strings.Contains(out, `DRIFT tool answer changed (server sdk): /description: expected "Returns the answer (changes with --variant)", got "Returns the answer, revised (variant C)"`) || !strings.Contains(errOut, "drifted from") {
+		t.Errorf("a revised description: exit %d\n%s%s", code, out, errOut)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tidwall/sjson"
 
+	"github.com/tapedeck/tapedeck/internal/check"
 	"github.com/tapedeck/tapedeck/internal/text"
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
@@ -28,7 +29,7 @@ func newVerifyCmd(s streams) *cobra.Command {
 	var ignore []string
 	var timeout time.Duration
 	var concurrent bool
-	var update string
+	var update, baselinePath string
 	var inPlace bool
 	cmd := &cobra.Command{
 		Use:   "verify TAPE [flags] (-- CMD [ARGS...] | --url URL)",
@@ -107,6 +108,11 @@ is 1 when any call differs.`,
 			if err != nil {
 				return err
 			}
+			if baselinePath != "" {
+				if err := verifyBaseline(s.stdout, baselinePath, rep); err != nil {
+					return err
+				}
+			}
 			if update != "" || inPlace {
 				out := update
 				if inPlace {
@@ -120,6 +126,7 @@ is 1 when any call differs.`,
 			return finishVerify(s, &rep, args[0], junit)
 		},
 	}
+	cmd.Flags().StringVar(&baselinePath, "baseline", "", "fail when the live server's tools, prompts or resources differ from the baseline `FILE` (tapedeck baseline save)")
 	cmd.Flags().StringVar(&update, "update", "", "write the tape with the live answers that differed to `FILE` (every other byte as recorded)")
 	cmd.Flags().BoolVar(&inPlace, "in-place", false, "with the live answers that differed, rewrite TAPE itself, keeping the old one as TAPE.bak")
 	cmd.Flags().StringVar(&server, "server", "", "verify the tape's server `NAME` (needed when it holds several)")
@@ -540,5 +547,33 @@ func updateTape(stderr io.Writer, src, dst string, x *tape.Index, rep replay.Ver
 		return err
 	}
 	fmt.Fprintf(stderr, "tapedeck verify: wrote %s with %s from the live server\n", dst, text.Plural(len(repl), "new answer"))
+	return nil
+}
+
+// verifyBaseline fails when the definitions in the live server's answers
+// to the tape's list requests drifted from the baseline.
+func verifyBaseline(w io.Writer, path string, rep replay.VerifyReport) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("--baseline: %w", err)
+	}
+	b, err := check.ReadBaseline(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("--baseline %s: %w", path, err)
+	}
+	answers := map[string][]byte{}
+	for _, c := range rep.Calls {
+		if c.Answer != nil {
+			answers[c.Method] = c.Answer
+		}
+	}
+	drift := b.DriftOfAnswers(rep.Server, answers)
+	for _, d := range drift {
+		fmt.Fprintf(w, "DRIFT %s\n", d)
+	}
+	if len(drift) > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("verify: the server's definitions drifted from %s: %s", path, text.Plural(len(drift), "change"))}
+	}
 	return nil
 }

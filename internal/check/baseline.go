@@ -121,6 +121,31 @@ func (d DriftItem) String() string {
 // added, removed or changed, field by field.
 func (b Baseline) Drift(x *tape.Index) []DriftItem {
 	now, at := definitions(x)
+	return b.drift(now, at)
+}
+
+// DriftOfAnswers compares the definitions in a live server's answers to
+// list requests (method → the answer as it came) with the baseline's for
+// server: verify --baseline.
+func (b Baseline) DriftOfAnswers(server string, answers map[string][]byte) []DriftItem {
+	now := map[string]map[string]map[string]json.RawMessage{server: {}}
+	for _, l := range baselineLists {
+		raw, ok := answers[l.method]
+		if !ok {
+			continue
+		}
+		defs := map[string]json.RawMessage{}
+		for _, it := range gjson.GetBytes(raw, "result."+l.member).Array() {
+			if c, err := tape.Canonical([]byte(it.Raw)); err == nil {
+				defs[it.Get(l.key).String()] = c
+			}
+		}
+		now[server][l.member] = defs
+	}
+	return b.drift(now, map[string]where{})
+}
+
+func (b Baseline) drift(now map[string]map[string]map[string]json.RawMessage, at map[string]where) []DriftItem {
 	var out []DriftItem
 	servers := make([]string, 0, len(b.Servers))
 	for s := range b.Servers {
