@@ -66,7 +66,7 @@ func TestCheckBaselineDrift(t *testing.T) {
 		t.Errorf("the baseline's own tape: exit %d\n%s", code, out)
 	}
 	out, _, code := runCLI(t, "check", "--baseline", base, after)
-	want := `drift: tool answer changed (server sdkserver): /description: expected "Returns the answer (changes with --variant)", got "Returns the answer, revised (variant C)"`
+	want := `drift: tool answer changed (server sdkserver): /description: expected "Returns the answer (changes with --variant)", got "Returns the answer, revised (variant C)"; /inputSchema/properties: unexpected {"detail":{"description":"explain the answer","type":"boolean"}}`
 	if code != 1 || !strings.Contains(out, want) {
 		t.Errorf("after the change: exit %d\n%s\nwant %s", code, out, want)
 	}
@@ -118,7 +118,7 @@ func TestVerifyBaseline(t *testing.T) {
 		t.Errorf("the same server: exit %d\n%s", code, out)
 	}
 	out, errOut, code := runCLI(t, "verify", "--baseline", base, golden, "--", server, "--variant", "C")
-	if code != 1 || !strings.Contains(out, `DRIFT tool answer changed (server sdk): /description: expected "Returns the answer (changes with --variant)", got "Returns the answer, revised (variant C)"`) || !strings.Contains(errOut, "drifted from") {
+	if code != 1 || !strings.Contains(out, `DRIFT tool answer changed (server sdk): /description: expected "Returns the answer (changes with --variant)", got "Returns the answer, revised (variant C)"; /inputSchema/properties: unexpected {"detail"`) || !strings.Contains(errOut, "drifted from") {
 		t.Errorf("a revised description: exit %d\n%s%s", code, out, errOut)
 	}
 }

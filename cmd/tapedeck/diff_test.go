@@ -12,7 +12,7 @@ import (
 
 // diff of two sessions recorded through tapedeck record from the go-sdk
 // server before and after a change to one tool's description and its
-// result (sdkserver variants A and C): exactly those differences, nothing
+// result and its input schema (sdkserver variants A and C): exactly those differences, nothing
 // else, and --exit-code fails.
 func TestDiffBeforeAfter(t *testing.T) {
 	bin := mcptest.BuildBinary(t, "./cmd/tapedeck")
@@ -38,8 +38,10 @@ B AFTER
 server sdkserver: 4 calls in A, 4 in B, 4 aligned; 3 differences
   ~ tool answer changed
       /description: "Returns the answer (changes with --variant)" → "Returns the answer, revised (variant C)"
+      /inputSchema/properties: (absent) → {"detail":{"description":"explain the answer","type":"boolean"}}
   ~ #3 ↔ #3 tools/list: answer changed
       /result/tools/1/description: "Returns the answer (changes with --variant)" → "Returns the answer, revised (variant C)"
+      /result/tools/1/inputSchema/properties: (absent) → {"detail":{"description":"explain the answer","type":"boolean"}}
   ~ #7 ↔ #7 tools/call answer: answer changed
       /result/content/0/text: "the answer is 42" → "the answer is 43"
 

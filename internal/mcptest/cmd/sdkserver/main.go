@@ -133,6 +133,11 @@ func text(format string, a ...any) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, a...)}}}
 }
 
+// answerC is variant C's input of the answer tool: one optional field more.
+type answerC struct {
+	Detail bool `json:"detail,omitempty" jsonschema:"explain the answer"`
+}
+
 func newServer(name, variant string, logger *slog.Logger) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1.0.0"}, &mcp.ServerOptions{Logger: logger})
 
@@ -147,17 +152,25 @@ func newServer(name, variant string, logger *slog.Logger) *mcp.Server {
 			return text("%g + %g = %g", in.A, in.B, sum), addOut{Sum: sum}, nil
 		})
 
-	answerDesc := "Returns the answer (changes with --variant)"
-	if variant == "C" {
-		answerDesc = "Returns the answer, revised (variant C)"
+	answer := func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, any, error) {
+		if variant == "B" || variant == "C" {
+			return text("the answer is 43"), nil, nil
+		}
+		return text("the answer is 42"), nil, nil
 	}
-	mcp.AddTool(s, &mcp.Tool{Name: "answer", Description: answerDesc},
-		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, any, error) {
-			if variant == "B" || variant == "C" {
-				return text("the answer is 43"), nil, nil
-			}
-			return text("the answer is 42"), nil, nil
-		})
+	if variant == "C" {
+		// A revised description and input schema: a "rug pull" for the
+		// drift and diff tests.
+		mcp.AddTool(s, &mcp.Tool{Name: "answer", Description: "Returns the answer, revised (variant C)"},
+			func(ctx context.Context, req *mcp.CallToolRequest, _ answerC) (*mcp.CallToolResult, any, error) {
+				return answer(ctx, req, nil)
+			})
+	} else {
+		mcp.AddTool(s, &mcp.Tool{Name: "answer", Description: "Returns the answer (changes with --variant)"},
+			func(ctx context.Context, req *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+				return answer(ctx, req, nil)
+			})
+	}
 
 	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Always fails with a tool error"},
 		func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, any, error) {
