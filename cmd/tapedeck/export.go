@@ -22,11 +22,12 @@ type exportFlags struct {
 var exporters = map[string]func(io.Writer, export.Source, exportFlags) error{
 	"json": func(w io.Writer, src export.Source, _ exportFlags) error { return export.JSON(w, src) },
 	"har":  func(w io.Writer, src export.Source, _ exportFlags) error { return export.HAR(w, src, buildVersion()) },
+	"html": func(w io.Writer, src export.Source, _ exportFlags) error { return export.HTML(w, src, buildVersion()) },
 }
 
 func exportFormats() string {
 	var names []string
-	for _, n := range []string{"json", "html", "otlp", "har"} {
+	for _, n := range []string{"json", "har", "html", "otlp"} {
 		if _, ok := exporters[n]; ok {
 			names = append(names, n)
 		}
@@ -38,7 +39,7 @@ func newExportCmd(s streams) *cobra.Command {
 	var f exportFlags
 	cmd := &cobra.Command{
 		Use:   "export TAPE --format FORMAT [-o FILE]",
-		Short: "Write a tape for other tools: JSON for scripts, HAR",
+		Short: "Write a tape for other tools: JSON for scripts, HAR, a self-contained HTML page",
 		Long: `export writes a tape in a format other tools read, in one pass over the
 tape (memory stays flat however long it is).
 
@@ -53,10 +54,16 @@ Formats:
         or the SSE events of its stream; the GET stream; DELETE) with the
         MCP headers the tape kept (never credentials); a stdio tape maps
         each client message to a POST to stdio://SERVER/ (a server's own
-        request to stdio://SERVER/client) with its answer as the content.`,
+        request to stdio://SERVER/client) with its answer as the content.
+  html  one self-contained page for a bug report (no network, no external
+        script or font): the calls, failed ones marked with their error, each
+        request and answer as highlighted JSON, a search box (#q=TEXT in the
+        URL fills it), "next failure", the stats and the warnings. Only the
+        rows on screen are drawn, so a long tape stays usable.`,
 		Example: `  tapedeck export session.jsonl --format json -o session.json
   tapedeck export session.jsonl --format json | jq '.calls[] | select(.status != "ok")'
-  tapedeck export session.jsonl --format har -o session.har`,
+  tapedeck export session.jsonl --format har -o session.har
+  tapedeck export session.jsonl --format html -o session.html   # attach to a bug report`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runExport(s, args[0], f)
