@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/tapedeck/tapedeck/tape"
@@ -21,25 +22,6 @@ type Source struct {
 	Index  *tape.Index
 	Open   func() (io.ReadCloser, error)
 	Server string // "" for every server
-}
-
-// jsonCall is a call as the JSON export writes it.
-type jsonCall struct {
-	Request      int             `json:"request"`
-	Response     int             `json:"response"`
-	Line         int             `json:"line"`
-	Server       string          `json:"server"`
-	From         string          `json:"from"` // client or server: who sent the request
-	Method       string          `json:"method"`
-	Target       string          `json:"target,omitempty"`
-	ID           json.RawMessage `json:"id"`
-	Start        *time.Time      `json:"start,omitempty"`
-	LatencyMs    *float64        `json:"latencyMs,omitempty"`
-	Status       string          `json:"status"`
-	ErrorCode    *int64          `json:"errorCode,omitempty"`
-	ErrorMessage string          `json:"errorMessage,omitempty"`
-	Params       json.RawMessage `json:"requestMessage"`
-	Result       json.RawMessage `json:"responseMessage,omitempty"`
 }
 
 // JSON writes the tape's correlated calls, its stats and its warnings as
@@ -57,12 +39,15 @@ func JSON(w io.Writer, src Source) error {
 	defer r.Close()
 	first := true
 	enc := json.NewEncoder(bw)
+	var buf []byte
 	err = tape.ReadCalls(r, src.Index, src.Server, func(c tape.Call) error {
 		if !first {
 			bw.WriteByte(',')
 		}
 		first = false
-		return enc.Encode(toJSON(c))
+		buf = appendCall(buf[:0], c)
+		_, err := bw.Write(buf)
+		return err
 	})
 	if err != nil {
 		return err
@@ -87,30 +72,70 @@ func JSON(w io.Writer, src Source) error {
 	return bw.Flush()
 }
 
-func toJSON(c tape.Call) jsonCall {
-	j := jsonCall{
-		Request: c.Request, Response: c.Response, Line: c.Line, Server: c.Server,
-		From: "client", Method: c.Method, Target: c.Target, ID: json.RawMessage(c.ID),
-		Status: c.Status, ErrorMessage: c.ErrorMessage,
-		Params: c.RequestRaw, Result: c.ResponseRaw,
+// appendCall writes a call's JSON by hand: the export
+// writes hundreds of thousands of them, and the messages are JSON already.
+func appendCall(b []byte, c tape.Call) []byte {
+	str := func(b []byte, k, v string) []byte {
+		b = append(b, ',', '"')
+		b = append(b, k...)
+		b = append(b, '"', ':')
+		q, _ := json.Marshal(v) // escapes as encoding/json does
+		return append(b, q...)
 	}
+	b = append(b, `{"request":`...)
+	b = strconv.AppendInt(b, int64(c.Request), 10)
+	b = append(b, `,"response":`...)
+	b = strconv.AppendInt(b, int64(c.Response), 10)
+	b = append(b, `,"line":`...)
+	b = strconv.AppendInt(b, int64(c.Line), 10)
+	b = str(b, "server", c.Server)
+	from := "client"
 	if c.Dir == tape.DirRecv {
-		j.From = "server"
+		from = "server"
 	}
-	if len(j.ID) == 0 {
-		j.ID = json.RawMessage("null")
+	b = str(b, "from", from)
+	b = str(b, "method", c.Method)
+	if c.Target != "" {
+		b = str(b, "target", c.Target)
+	}
+	b = append(b, `,"id":`...)
+	if c.ID == "" {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, c.ID...)
 	}
 	if !c.Start.IsZero() {
-		s := c.Start
-		j.Start = &s
+		b = append(b, `,"start":"`...)
+		b = c.Start.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
 	}
 	if c.Response >= 0 && !c.Start.IsZero() && !c.End.IsZero() {
-		ms := float64(c.Latency) / float64(time.Millisecond)
-		j.LatencyMs = &ms
+		b = append(b, `,"latencyMs":`...)
+		b = strconv.AppendFloat(b, float64(c.Latency)/float64(time.Millisecond), 'f', -1, 64)
 	}
+	b = str(b, "status", c.Status)
 	if c.Status == "error" {
-		code := c.ErrorCode
-		j.ErrorCode = &code
+		b = append(b, `,"errorCode":`...)
+		b = strconv.AppendInt(b, c.ErrorCode, 10)
 	}
-	return j
+	if c.ErrorMessage != "" {
+		b = str(b, "errorMessage", c.ErrorMessage)
+	}
+	b = append(b, `,"requestMessage":`...)
+	b = appendRaw(b, c.RequestRaw)
+	if c.ResponseRaw != nil {
+		b = append(b, `,"responseMessage":`...)
+		b = appendRaw(b, c.ResponseRaw)
+	}
+	return append(b, '}', '\n')
+}
+
+// appendRaw appends a message that is JSON already; one that is not (a
+// damaged line) goes in as a string.
+func appendRaw(b, raw []byte) []byte {
+	if json.Valid(raw) {
+		return append(b, raw...)
+	}
+	q, _ := json.Marshal(string(raw))
+	return append(b, q...)
 }
