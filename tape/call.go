@@ -38,6 +38,13 @@ type Call struct {
 	RequestRaw, ResponseRaw []byte
 	// Line is the request's line in the file.
 	Line int
+	// Session is the request's HTTP session (Mcp-Session-Id), or "" (a
+	// stdio tape, or before initialize answered); HTTP says the tape was
+	// recorded over HTTP.
+	Session string
+	HTTP    bool
+	// TraceParent is the request's params._meta.traceparent (W3C), if any.
+	TraceParent string
 }
 
 // ReadCalls reads the tape at path in one sequential pass and calls fn for
@@ -69,7 +76,13 @@ func ReadCalls(r io.Reader, x *Index, server string, fn func(Call) error) error 
 		switch e.Kind {
 		case KindRequest:
 			c := Call{Request: e.Seq, Response: -1, Server: e.Server, Dir: e.Dir, Method: e.Method, ID: e.ID, Start: e.Time, Line: e.Line}
+			if hm := ParseHTTPMeta(e.Raw); hm.HTTP {
+				c.Session, c.HTTP = hm.Session, true
+			}
 			c.RequestRaw = StripMeta(e.Raw)
+			if tp := gjson.GetBytes(c.RequestRaw, "params._meta.traceparent"); tp.Type == gjson.String {
+				c.TraceParent = tp.String()
+			}
 			c.Target = Target(e.Method, c.RequestRaw)
 			p := x.Pair(e.Seq)
 			switch {

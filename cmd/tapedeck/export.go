@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +17,10 @@ import (
 // exportFlags are export's options.
 type exportFlags struct {
 	format, out, server string
+	endpoint, service   string
+	headers             []string
+	withBodies          bool
+	stderr              io.Writer
 }
 
 // exporters are the formats export writes, by name.
@@ -23,6 +28,30 @@ var exporters = map[string]func(io.Writer, export.Source, exportFlags) error{
 	"json": func(w io.Writer, src export.Source, _ exportFlags) error { return export.JSON(w, src) },
 	"har":  func(w io.Writer, src export.Source, _ exportFlags) error { return export.HAR(w, src, buildVersion()) },
 	"html": func(w io.Writer, src export.Source, _ exportFlags) error { return export.HTML(w, src, buildVersion()) },
+	"otlp": exportOTLP,
+}
+
+// exportOTLP writes OTLP JSON, or pushes to --endpoint.
+func exportOTLP(w io.Writer, src export.Source, f exportFlags) error {
+	o := export.OTLPOptions{Endpoint: f.endpoint, WithBodies: f.withBodies, Service: f.service}
+	for _, h := range f.headers {
+		k, v, ok := strings.Cut(h, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("export --header %q: expected NAME=VALUE", h)
+		}
+		if o.Headers == nil {
+			o.Headers = map[string]string{}
+		}
+		o.Headers[k] = v
+	}
+	n, err := export.OTLP(context.Background(), w, src, o)
+	if err != nil {
+		return err
+	}
+	if f.endpoint != "" {
+		fmt.Fprintf(f.stderr, "tapedeck export: %d spans sent to %s\n", n, f.endpoint)
+	}
+	return nil
 }
 
 func exportFormats() string {
@@ -55,6 +84,15 @@ Formats:
         MCP headers the tape kept (never credentials); a stdio tape maps
         each client message to a POST to stdio://SERVER/ (a server's own
         request to stdio://SERVER/client) with its answer as the content.
+  otlp  OpenTelemetry traces: a span a call after the semantic conventions
+        for MCP (name "METHOD TARGET"; mcp.method.name, jsonrpc.request.id,
+        gen_ai.tool.name, gen_ai.operation.name, error.type (the error code,
+        or tool_error), rpc.response.status_code, mcp.protocol.version,
+        mcp.session.id, network.transport), with the recorded times; a call
+        whose params._meta holds a traceparent is its child, the others
+        share a trace a session. OTLP JSON on stdout or -o, or pushed to an
+        OTLP/HTTP --endpoint (Jaeger, Tempo, Honeycomb...). Params and
+        results only with --with-bodies.
   html  one self-contained page for a bug report (no network, no external
         script or font): the calls, failed ones marked with their error, each
         request and answer as highlighted JSON, a search box (#q=TEXT in the
@@ -63,7 +101,8 @@ Formats:
 		Example: `  tapedeck export session.jsonl --format json -o session.json
   tapedeck export session.jsonl --format json | jq '.calls[] | select(.status != "ok")'
   tapedeck export session.jsonl --format har -o session.har
-  tapedeck export session.jsonl --format html -o session.html   # attach to a bug report`,
+  tapedeck export session.jsonl --format html -o session.html   # attach to a bug report
+  tapedeck export session.jsonl --format otlp --endpoint http://127.0.0.1:4318`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runExport(s, args[0], f)
@@ -72,10 +111,15 @@ Formats:
 	cmd.Flags().StringVar(&f.format, "format", "", "the `FORMAT` to write: "+exportFormats())
 	cmd.Flags().StringVarP(&f.out, "output", "o", "", "write to `FILE` (default: standard output)")
 	cmd.Flags().StringVar(&f.server, "server", "", "only the calls of server `NAME`")
+	cmd.Flags().StringVar(&f.endpoint, "endpoint", "", "otlp: push to the OTLP/HTTP endpoint `URL` (e.g. http://127.0.0.1:4318) instead of writing OTLP JSON")
+	cmd.Flags().StringArrayVar(&f.headers, "header", nil, "otlp: send the header `NAME=VALUE` with each push, e.g. for authentication (repeatable)")
+	cmd.Flags().BoolVar(&f.withBodies, "with-bodies", false, "otlp: put each call's params and result on its span (they may hold secrets)")
+	cmd.Flags().StringVar(&f.service, "service", "tapedeck", "otlp: the traces' service.name `NAME`")
 	return cmd
 }
 
 func runExport(s streams, path string, f exportFlags) error {
+	f.stderr = s.stderr
 	write, ok := exporters[f.format]
 	if !ok {
 		if f.format == "" {

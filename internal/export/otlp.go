@@ -1,0 +1,328 @@
+package export
+
+// OpenTelemetry traces: a span a call, after the OpenTelemetry semantic
+// conventions for MCP (span name "{mcp.method.name} {target}", the
+// mcp.*, jsonrpc.*, gen_ai.*, error.type, network.transport attributes),
+// with the recorded timestamps. A call whose params._meta carries a W3C
+// traceparent is a child of that span; the others of a session share one
+// trace (a stdio tape: one trace a server connection; an HTTP tape: one a
+// Mcp-Session-Id). The spans go through the OpenTelemetry Go SDK, to an
+// OTLP/HTTP endpoint (otlptracehttp) or to a file as OTLP JSON (the OTLP
+// protobuf types, written with protojson).
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"sync"
+
+	"github.com/tidwall/gjson"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// OTLPOptions say where the spans go.
+type OTLPOptions struct {
+	// Endpoint is an OTLP/HTTP endpoint URL (http://host:4318 or the full
+	// .../v1/traces); empty writes OTLP JSON to the writer instead.
+	Endpoint string
+	// Headers go with each push (authentication).
+	Headers map[string]string
+	// WithBodies adds each call's params and result to its span.
+	WithBodies bool
+	// Service is the resource's service.name; empty is "tapedeck".
+	Service string
+}
+
+// OTLP exports the tape's calls as spans. It returns how many.
+func OTLP(ctx context.Context, w io.Writer, src Source, o OTLPOptions) (int, error) {
+	if o.Service == "" {
+		o.Service = "tapedeck"
+	}
+	var exp sdktrace.SpanExporter
+	var file *fileExporter
+	if o.Endpoint != "" {
+		opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(traceURL(o.Endpoint))}
+		if len(o.Headers) > 0 {
+			opts = append(opts, otlptracehttp.WithHeaders(o.Headers))
+		}
+		e, err := otlptracehttp.New(ctx, opts...)
+		if err != nil {
+			return 0, fmt.Errorf("otlp: %w", err)
+		}
+		exp = e
+	} else {
+		file = &fileExporter{w: bufio.NewWriter(w)}
+		exp = file
+	}
+	ids := &idGenerator{}
+	res := resource.NewSchemaless(attribute.String("service.name", o.Service), attribute.String("tapedeck.tape", src.Name))
+	tp := sdktrace.NewTracerProvider(
+		sdktrace.WithBatcher(exp, sdktrace.WithMaxExportBatchSize(2048), sdktrace.WithMaxQueueSize(8192), sdktrace.WithBlocking()),
+		sdktrace.WithIDGenerator(ids),
+		sdktrace.WithResource(res),
+		sdktrace.WithSampler(sdktrace.AlwaysSample()),
+		sdktrace.WithRawSpanLimits(sdktrace.SpanLimits{AttributeCountLimit: 64, AttributeValueLengthLimit: 64 << 10, EventCountLimit: 0, LinkCountLimit: 0}),
+	)
+	tracer := tp.Tracer("github.com/tapedeck/tapedeck")
+	r, err := src.Open()
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	versions := map[string]string{} // server → the protocol version its initialize answer gave
+	n := 0
+	prop := propagation.TraceContext{}
+	err = tape.ReadCalls(r, src.Index, src.Server, func(c tape.Call) error {
+		if c.Method == "initialize" && c.ResponseRaw != nil {
+			versions[c.Server] = gjson.GetBytes(c.ResponseRaw, "result.protocolVersion").String()
+		}
+		cctx := context.Background()
+		if c.TraceParent != "" {
+			cctx = prop.Extract(cctx, propagation.MapCarrier{"traceparent": c.TraceParent})
+		}
+		if !trace.SpanContextFromContext(cctx).IsValid() {
+			cctx = withTrace(cctx, traceFor(src.Name, c))
+		}
+		cctx = withSpanSeed(cctx, src.Name, c.Request)
+		name := c.Method
+		if c.Target != "" {
+			name += " " + c.Target
+		}
+		kind := trace.SpanKindClient
+		if c.Dir == tape.DirRecv {
+			kind = trace.SpanKindServer // the server's own request, to the client
+		}
+		transport := "pipe"
+		if c.HTTP {
+			transport = "tcp"
+		}
+		attrs := []attribute.KeyValue{
+			attribute.String("mcp.method.name", c.Method),
+			attribute.String("network.transport", transport),
+			attribute.String("tapedeck.server", c.Server),
+			attribute.Int("tapedeck.line", c.Line),
+			attribute.String("tapedeck.status", c.Status),
+		}
+		if c.ID != "" {
+			attrs = append(attrs, attribute.String("jsonrpc.request.id", string(c.ID)))
+		}
+		if v := versions[c.Server]; v != "" {
+			attrs = append(attrs, attribute.String("mcp.protocol.version", v))
+		}
+		if c.Session != "" {
+			attrs = append(attrs, attribute.String("mcp.session.id", c.Session))
+		}
+		switch c.Method {
+		case "tools/call":
+			attrs = append(attrs, attribute.String("gen_ai.tool.name", c.Target), attribute.String("gen_ai.operation.name", "execute_tool"))
+		case "prompts/get":
+			attrs = append(attrs, attribute.String("gen_ai.prompt.name", c.Target))
+		case "resources/read", "resources/subscribe", "resources/unsubscribe":
+			attrs = append(attrs, attribute.String("mcp.resource.uri", c.Target))
+		}
+		if o.WithBodies {
+			if p := gjson.GetBytes(c.RequestRaw, "params"); p.Exists() {
+				attrs = append(attrs, attribute.String("mcp.request.params", p.Raw))
+			}
+			if res := gjson.GetBytes(c.ResponseRaw, "result"); res.Exists() {
+				attrs = append(attrs, attribute.String("mcp.response.result", res.Raw))
+			}
+		}
+		opts := []trace.SpanStartOption{trace.WithSpanKind(kind), trace.WithAttributes(attrs...)}
+		if !c.Start.IsZero() {
+			opts = append(opts, trace.WithTimestamp(c.Start))
+		}
+		_, span := tracer.Start(cctx, name, opts...)
+		switch c.Status {
+		case "error":
+			span.SetAttributes(attribute.String("error.type", strconv.FormatInt(c.ErrorCode, 10)), attribute.Int64("rpc.response.status_code", c.ErrorCode))
+			span.SetStatus(codes.Error, c.ErrorMessage)
+		case "tool-error":
+			span.SetAttributes(attribute.String("error.type", "tool_error"))
+			span.SetStatus(codes.Error, "the tool failed (isError)")
+		case "pending", "cancelled":
+			span.SetAttributes(attribute.String("error.type", c.Status))
+		}
+		end := c.End
+		if end.IsZero() {
+			end = c.Start
+		}
+		if end.IsZero() {
+			span.End()
+		} else {
+			span.End(trace.WithTimestamp(end))
+		}
+		n++
+		return nil
+	})
+	if serr := tp.Shutdown(ctx); err == nil && serr != nil {
+		err = fmt.Errorf("otlp: %w", serr)
+	}
+	if err == nil && file != nil {
+		err = file.err
+	}
+	return n, err
+}
+
+// traceURL completes an OTLP/HTTP endpoint to its traces path.
+func traceURL(u string) string {
+	if len(u) >= 10 && u[len(u)-10:] == "/v1/traces" {
+		return u
+	}
+	for len(u) > 0 && u[len(u)-1] == '/' {
+		u = u[:len(u)-1]
+	}
+	return u + "/v1/traces"
+}
+
+// traceFor is the trace a call without a traceparent belongs to: one a
+// session (HTTP) or a server (stdio), derived from the tape's name so that
+// exporting a tape twice gives the same ids.
+func traceFor(tapeName string, c tape.Call) trace.TraceID {
+	h := sha256.Sum256([]byte("tapedeck\x00" + tapeName + "\x00" + c.Server + "\x00" + c.Session))
+	var id trace.TraceID
+	copy(id[:], h[:16])
+	return id
+}
+
+type traceKey struct{}
+type seedKey struct{}
+
+func withTrace(ctx context.Context, id trace.TraceID) context.Context {
+	return context.WithValue(ctx, traceKey{}, id)
+}
+
+func withSpanSeed(ctx context.Context, tapeName string, seq int) context.Context {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(seq))
+	h := sha256.Sum256(append([]byte("tapedeck-span\x00"+tapeName+"\x00"), b[:]...))
+	var id trace.SpanID
+	copy(id[:], h[:8])
+	return context.WithValue(ctx, seedKey{}, id)
+}
+
+// idGenerator gives the SDK the ids chosen for each call.
+type idGenerator struct{}
+
+func (idGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
+	tid, _ := ctx.Value(traceKey{}).(trace.TraceID)
+	return tid, idGenerator{}.NewSpanID(ctx, tid)
+}
+
+func (idGenerator) NewSpanID(ctx context.Context, _ trace.TraceID) trace.SpanID {
+	sid, _ := ctx.Value(seedKey{}).(trace.SpanID)
+	return sid
+}
+
+// fileExporter writes the spans as OTLP JSON: one ExportTraceServiceRequest
+// a line, a batch each (the OTLP file exporter's format).
+type fileExporter struct {
+	mu  sync.Mutex
+	w   *bufio.Writer
+	err error
+}
+
+func (f *fileExporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan) error {
+	if len(spans) == 0 {
+		return nil
+	}
+	req := &collectortrace.ExportTraceServiceRequest{}
+	byRes := map[*resource.Resource]*tracepb.ResourceSpans{}
+	for _, s := range spans {
+		rs := byRes[s.Resource()]
+		if rs == nil {
+			rs = &tracepb.ResourceSpans{Resource: &resourcepb.Resource{Attributes: kvs(s.Resource().Attributes())}, ScopeSpans: []*tracepb.ScopeSpans{{Scope: &commonpb.InstrumentationScope{Name: s.InstrumentationScope().Name}}}}
+			byRes[s.Resource()] = rs
+			req.ResourceSpans = append(req.ResourceSpans, rs)
+		}
+		sc, parent := s.SpanContext(), s.Parent()
+		tid, sid := sc.TraceID(), sc.SpanID()
+		ps := &tracepb.Span{
+			TraceId:           tid[:],
+			SpanId:            sid[:],
+			Name:              s.Name(),
+			Kind:              tracepb.Span_SpanKind(s.SpanKind()),
+			StartTimeUnixNano: uint64(s.StartTime().UnixNano()),
+			EndTimeUnixNano:   uint64(s.EndTime().UnixNano()),
+			Attributes:        kvs(s.Attributes()),
+		}
+		if parent.IsValid() {
+			pid := parent.SpanID()
+			ps.ParentSpanId = pid[:]
+		}
+		if st := s.Status(); st.Code == codes.Error {
+			ps.Status = &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR, Message: st.Description}
+		}
+		rs.ScopeSpans[0].Spans = append(rs.ScopeSpans[0].Spans, ps)
+	}
+	b, err := protojson.MarshalOptions{UseEnumNumbers: true}.Marshal(req)
+	if err != nil {
+		return err
+	}
+	// OTLP/JSON differs from protobuf's JSON mapping in one place: ids are
+	// hex, not base64.
+	b = idField.ReplaceAllFunc(b, func(m []byte) []byte {
+		sub := idField.FindSubmatch(m)
+		raw, err := base64.StdEncoding.DecodeString(string(sub[2]))
+		if err != nil {
+			return m
+		}
+		return []byte(`"` + string(sub[1]) + `":"` + hex.EncodeToString(raw) + `"`)
+	})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, err := f.w.Write(append(b, '\n')); err != nil && f.err == nil {
+		f.err = err
+	}
+	return nil
+}
+
+func (f *fileExporter) Shutdown(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.w.Flush(); err != nil && f.err == nil {
+		f.err = err
+	}
+	return nil
+}
+
+var idField = regexp.MustCompile(`"(traceId|spanId|parentSpanId)":\s*"([A-Za-z0-9+/=]*)"`)
+
+func kvs(attrs []attribute.KeyValue) []*commonpb.KeyValue {
+	out := make([]*commonpb.KeyValue, 0, len(attrs))
+	for _, a := range attrs {
+		v := &commonpb.AnyValue{}
+		switch a.Value.Type() {
+		case attribute.INT64:
+			v.Value = &commonpb.AnyValue_IntValue{IntValue: a.Value.AsInt64()}
+		case attribute.BOOL:
+			v.Value = &commonpb.AnyValue_BoolValue{BoolValue: a.Value.AsBool()}
+		case attribute.FLOAT64:
+			v.Value = &commonpb.AnyValue_DoubleValue{DoubleValue: a.Value.AsFloat64()}
+		default:
+			v.Value = &commonpb.AnyValue_StringValue{StringValue: a.Value.Emit()}
+		}
+		out = append(out, &commonpb.KeyValue{Key: string(a.Key), Value: v})
+	}
+	return out
+}
