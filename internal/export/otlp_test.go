@@ -18,9 +18,9 @@ const otlpTape = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"proto
 
 type otlpSpan struct {
 	TraceID, SpanID, ParentSpanID, Name string
-	StartTimeUnixNano, EndTimeUnixNano   string
-	Kind                                 int
-	Attributes                           []struct {
+	StartTimeUnixNano, EndTimeUnixNano  string
+	Kind                                int
+	Attributes                          []struct {
 		Key   string
 		Value map[string]any
 	}
