@@ -12,6 +12,7 @@ package export
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -19,7 +20,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"sync"
 
@@ -281,14 +281,7 @@ func (f *fileExporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlyS
 	}
 	// OTLP/JSON differs from protobuf's JSON mapping in one place: ids are
 	// hex, not base64.
-	b = idField.ReplaceAllFunc(b, func(m []byte) []byte {
-		sub := idField.FindSubmatch(m)
-		raw, err := base64.StdEncoding.DecodeString(string(sub[2]))
-		if err != nil {
-			return m
-		}
-		return []byte(`"` + string(sub[1]) + `":"` + hex.EncodeToString(raw) + `"`)
-	})
+	b = hexIDs(b)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, err := f.w.Write(append(b, '\n')); err != nil && f.err == nil {
@@ -306,7 +299,34 @@ func (f *fileExporter) Shutdown(context.Context) error {
 	return nil
 }
 
-var idField = regexp.MustCompile(`"(traceId|spanId|parentSpanId)":\s*"([A-Za-z0-9+/=]*)"`)
+// hexIDs rewrites the base64 values of "traceId", "spanId" and
+// "parentSpanId" in protojson's output as hex.
+func hexIDs(b []byte) []byte {
+	out := make([]byte, 0, len(b)+len(b)/8)
+	for {
+		i := bytes.Index(b, []byte(`Id":"`))
+		if i < 0 {
+			return append(out, b...)
+		}
+		key := b[:i+3] // up to the key's closing quote
+		isID := bytes.HasSuffix(key, []byte(`"traceId"`)) || bytes.HasSuffix(key, []byte(`"spanId"`)) || bytes.HasSuffix(key, []byte(`"parentSpanId"`))
+		start := i + len(`Id":"`)
+		end := bytes.IndexByte(b[start:], '"')
+		if !isID || end < 0 {
+			out = append(out, b[:start]...)
+			b = b[start:]
+			continue
+		}
+		raw, err := base64.StdEncoding.DecodeString(string(b[start : start+end]))
+		out = append(out, b[:start]...)
+		if err != nil {
+			out = append(out, b[start:start+end]...)
+		} else {
+			out = hex.AppendEncode(out, raw)
+		}
+		b = b[start+end:]
+	}
+}
 
 func kvs(attrs []attribute.KeyValue) []*commonpb.KeyValue {
 	out := make([]*commonpb.KeyValue, 0, len(attrs))
