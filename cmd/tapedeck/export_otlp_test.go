@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -73,5 +76,49 @@ func TestExportOTLPToJaeger(t *testing.T) {
 	}
 	if !failedTool || !rpcError {
 		t.Errorf("the failed calls are not marked (tool error %v, JSON-RPC error %v)", failedTool, rpcError)
+	}
+}
+
+// record --otlp-endpoint streams each call to a real Jaeger as soon as it
+// is answered, beside the tape.
+func TestRecordOTLPLive(t *testing.T) {
+	otlp, query := mcptest.StartJaeger(t)
+	bin := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	client := mcptest.BuildBinary(t, mcptest.SDKClientPackage)
+	server := mcptest.BuildBinary(t, mcptest.SDKServerPackage)
+	rec := filepath.Join(t.TempDir(), "live.jsonl")
+	out, err := exec.Command(client, "--steps=init,tools,echo,answer", "--", bin, "record", "--otlp-endpoint", otlp, "-o", rec, "--", server).CombinedOutput()
+	if err != nil {
+		t.Fatalf("recording: %v\n%s", err, out)
+	}
+	var names []string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		resp, err := http.Get(query + "/api/traces?service=tapedeck")
+		if err != nil {
+			continue
+		}
+		var r struct {
+			Data []struct{ Spans []struct{ OperationName string } }
+		}
+		json.NewDecoder(resp.Body).Decode(&r)
+		resp.Body.Close()
+		names = names[:0]
+		for _, tr := range r.Data {
+			for _, s := range tr.Spans {
+				names = append(names, s.OperationName)
+			}
+		}
+		if len(names) >= 4 {
+			break
+		}
+	}
+	got := strings.Join(names, ",")
+	for _, want := range []string{"server/discover", "tools/list", "tools/call echo", "tools/call answer"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Jaeger lacks the span %q: %v", want, names)
+		}
+	}
+	if data, err := os.ReadFile(rec); err != nil || !strings.Contains(string(data), `"name":"answer"`) {
+		t.Errorf("the tape: %v", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tapedeck/tapedeck/internal/export"
 	"github.com/tapedeck/tapedeck/record"
 	"github.com/tapedeck/tapedeck/tape"
 )
@@ -66,6 +67,9 @@ type recordOptions struct {
 	allowRemote     bool
 	allowOrigins    []string // deprecated: the Origin goes to the server
 	allowAnyOrigins bool     // deprecated likewise
+	otlpEndpoint    string
+	otlpHeaders     []string
+	otlpBodies      bool
 }
 
 func newRecordCmd(s streams) *cobra.Command {
@@ -143,6 +147,9 @@ existing tape is an error unless --append.
 	f.BoolVar(&o.appendTo, "append", false, "append to an existing tape instead of refusing to touch it")
 	f.DurationVar(&o.grace, "grace", record.DefaultGrace, "stdio: how long the server may run on after its stdin closes before SIGTERM")
 	f.DurationVar(&o.kill, "kill-after", record.DefaultKillAfter, "stdio: how long after SIGTERM before SIGKILL")
+	f.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "also send each call as an OpenTelemetry span to the OTLP/HTTP endpoint `URL` as soon as it is answered (as tapedeck export --format otlp)")
+	f.StringArrayVar(&o.otlpHeaders, "otlp-header", nil, "send the header `NAME=VALUE` with the spans, e.g. for authentication (repeatable)")
+	f.BoolVar(&o.otlpBodies, "otlp-with-bodies", false, "put each call's params and result on its span (they may hold secrets)")
 	f.StringVar(&o.upstream, "upstream", "", "HTTP: proxy to the MCP endpoint at `URL` instead of running a command")
 	f.StringVar(&o.listen, "listen", "127.0.0.1:0", "HTTP: listen on `ADDR` (port 0 picks a free one)")
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "HTTP: allow a --listen address other than loopback")
@@ -181,6 +188,42 @@ func openTape(s streams, o *recordOptions, server string) (*os.File, error) {
 		fmt.Fprintf(s.stderr, "tapedeck: recording to %s\n", path)
 	}
 	return f, nil
+}
+
+// liveSpans wraps the tape's writer to send each call as a span as it is
+// answered, when --otlp-endpoint says where; the returned func sends the
+// rest and says how many went out.
+func liveSpans(ctx context.Context, s streams, o *recordOptions, f *os.File) (io.Writer, func(), error) {
+	if o.otlpEndpoint == "" {
+		return f, func() {}, nil
+	}
+	opts := export.OTLPOptions{Endpoint: o.otlpEndpoint, WithBodies: o.otlpBodies}
+	for _, h := range o.otlpHeaders {
+		k, v, ok := strings.Cut(h, "=")
+		if !ok || k == "" {
+			return nil, nil, fmt.Errorf("record --otlp-header %q: expected NAME=VALUE", h)
+		}
+		if opts.Headers == nil {
+			opts.Headers = map[string]string{}
+		}
+		opts.Headers[k] = v
+	}
+	t, err := export.NewTracer(ctx, nil, filepath.Base(f.Name()), opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	live := export.NewLiveCalls(f, t)
+	return live, func() {
+		live.Flush()
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		n, err := t.Close(sctx)
+		if err != nil {
+			fmt.Fprintf(s.stderr, "tapedeck: warning: sending spans to %s: %v\n", o.otlpEndpoint, err)
+			return
+		}
+		fmt.Fprintf(s.stderr, "tapedeck: %d spans sent to %s\n", n, o.otlpEndpoint)
+	}, nil
 }
 
 // tapeWarning says, once, that writing the tape failed.
@@ -233,6 +276,11 @@ func runRecordStdio(ctx context.Context, s streams, o *recordOptions, args []str
 		return err
 	}
 	defer f.Close()
+	tapeW, spans, err := liveSpans(ctx, s, o, f)
+	if err != nil {
+		return err
+	}
+	defer spans()
 
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, forwardedSignals...)
@@ -243,7 +291,7 @@ func runRecordStdio(ctx context.Context, s streams, o *recordOptions, args []str
 
 	shim := &record.Stdio{
 		Command: args[0], Args: args[1:],
-		Tape: f, Server: server, Redact: red, Version: buildVersion(),
+		Tape: tapeW, Server: server, Redact: red, Version: buildVersion(),
 		Signals: sigs, Grace: o.grace, KillAfter: o.kill,
 		Warn: tapeWarning(s.stderr, f.Name()), ReapOrphans: true,
 	}

@@ -53,9 +53,14 @@ func runRecordHTTP(ctx context.Context, s streams, o *recordOptions) error {
 		return err
 	}
 	defer f.Close()
+	tapeW, spans, err := liveSpans(ctx, s, o, f)
+	if err != nil {
+		return err
+	}
+	defer spans()
 
 	p := &record.Proxy{
-		Upstream: up, Tape: f, Server: server, Redact: red,
+		Upstream: up, Tape: tapeW, Server: server, Redact: red,
 		AllowHosts: hosts, MaxBody: maxBody,
 		Warn: tapeWarning(s.stderr, f.Name()),
 	}

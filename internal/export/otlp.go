@@ -53,13 +53,26 @@ type OTLPOptions struct {
 	Service string
 }
 
-// OTLP exports the tape's calls as spans. It returns how many.
-func OTLP(ctx context.Context, w io.Writer, src Source, o OTLPOptions) (int, error) {
+// Tracer turns calls into spans and sends them where OTLPOptions say.
+type Tracer struct {
+	tp       *sdktrace.TracerProvider
+	tracer   trace.Tracer
+	file     *fileExporter
+	name     string
+	opts     OTLPOptions
+	mu       sync.Mutex
+	versions map[string]string // server → the protocol version its initialize answer gave
+	n        int
+}
+
+// NewTracer returns a Tracer for the tape named name; without an
+// endpoint, it writes OTLP JSON to w.
+func NewTracer(ctx context.Context, w io.Writer, name string, o OTLPOptions) (*Tracer, error) {
 	if o.Service == "" {
 		o.Service = "tapedeck"
 	}
 	var exp sdktrace.SpanExporter
-	var file *fileExporter
+	t := &Tracer{name: name, opts: o, versions: map[string]string{}}
 	if o.Endpoint != "" {
 		opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(traceURL(o.Endpoint))}
 		if len(o.Headers) > 0 {
@@ -67,121 +80,150 @@ func OTLP(ctx context.Context, w io.Writer, src Source, o OTLPOptions) (int, err
 		}
 		e, err := otlptracehttp.New(ctx, opts...)
 		if err != nil {
-			return 0, fmt.Errorf("otlp: %w", err)
+			return nil, fmt.Errorf("otlp: %w", err)
 		}
 		exp = e
 	} else {
-		file = &fileExporter{w: bufio.NewWriter(w)}
-		exp = file
+		t.file = &fileExporter{w: bufio.NewWriter(w)}
+		exp = t.file
 	}
-	ids := &idGenerator{}
-	res := resource.NewSchemaless(attribute.String("service.name", o.Service), attribute.String("tapedeck.tape", src.Name))
-	tp := sdktrace.NewTracerProvider(
+	res := resource.NewSchemaless(attribute.String("service.name", o.Service), attribute.String("tapedeck.tape", name))
+	t.tp = sdktrace.NewTracerProvider(
 		sdktrace.WithBatcher(exp, sdktrace.WithMaxExportBatchSize(2048), sdktrace.WithMaxQueueSize(8192), sdktrace.WithBlocking()),
-		sdktrace.WithIDGenerator(ids),
+		sdktrace.WithIDGenerator(idGenerator{}),
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.AlwaysSample()),
-		sdktrace.WithRawSpanLimits(sdktrace.SpanLimits{AttributeCountLimit: 64, AttributeValueLengthLimit: 64 << 10, EventCountLimit: 0, LinkCountLimit: 0}),
+		sdktrace.WithRawSpanLimits(sdktrace.SpanLimits{AttributeCountLimit: 64, AttributeValueLengthLimit: 64 << 10}),
 	)
-	tracer := tp.Tracer("github.com/tapedeck/tapedeck")
-	r, err := src.Open()
+	t.tracer = t.tp.Tracer("github.com/tapedeck/tapedeck")
+	return t, nil
+}
+
+// Close sends what is left and returns how many spans were made.
+func (t *Tracer) Close(ctx context.Context) (int, error) {
+	err := t.tp.Shutdown(ctx)
+	if err != nil {
+		err = fmt.Errorf("otlp: %w", err)
+	}
+	if err == nil && t.file != nil {
+		err = t.file.err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.n, err
+}
+
+// OTLP exports the tape's calls as spans. It returns how many.
+func OTLP(ctx context.Context, w io.Writer, src Source, o OTLPOptions) (int, error) {
+	t, err := NewTracer(ctx, w, src.Name, o)
 	if err != nil {
 		return 0, err
 	}
+	r, err := src.Open()
+	if err != nil {
+		t.Close(ctx)
+		return 0, err
+	}
 	defer r.Close()
-	versions := map[string]string{} // server → the protocol version its initialize answer gave
-	n := 0
-	prop := propagation.TraceContext{}
 	err = tape.ReadCalls(r, src.Index, src.Server, func(c tape.Call) error {
-		if c.Method == "initialize" && c.ResponseRaw != nil {
-			versions[c.Server] = gjson.GetBytes(c.ResponseRaw, "result.protocolVersion").String()
-		}
-		cctx := context.Background()
-		if c.TraceParent != "" {
-			cctx = prop.Extract(cctx, propagation.MapCarrier{"traceparent": c.TraceParent})
-		}
-		if !trace.SpanContextFromContext(cctx).IsValid() {
-			cctx = withTrace(cctx, traceFor(src.Name, c))
-		}
-		cctx = withSpanSeed(cctx, src.Name, c.Request)
-		name := c.Method
-		if c.Target != "" {
-			name += " " + c.Target
-		}
-		kind := trace.SpanKindClient
-		if c.Dir == tape.DirRecv {
-			kind = trace.SpanKindServer // the server's own request, to the client
-		}
-		transport := "pipe"
-		if c.HTTP {
-			transport = "tcp"
-		}
-		attrs := []attribute.KeyValue{
-			attribute.String("mcp.method.name", c.Method),
-			attribute.String("network.transport", transport),
-			attribute.String("tapedeck.server", c.Server),
-			attribute.Int("tapedeck.line", c.Line),
-			attribute.String("tapedeck.status", c.Status),
-		}
-		if c.ID != "" {
-			attrs = append(attrs, attribute.String("jsonrpc.request.id", string(c.ID)))
-		}
-		if v := versions[c.Server]; v != "" {
-			attrs = append(attrs, attribute.String("mcp.protocol.version", v))
-		}
-		if c.Session != "" {
-			attrs = append(attrs, attribute.String("mcp.session.id", c.Session))
-		}
-		switch c.Method {
-		case "tools/call":
-			attrs = append(attrs, attribute.String("gen_ai.tool.name", c.Target), attribute.String("gen_ai.operation.name", "execute_tool"))
-		case "prompts/get":
-			attrs = append(attrs, attribute.String("gen_ai.prompt.name", c.Target))
-		case "resources/read", "resources/subscribe", "resources/unsubscribe":
-			attrs = append(attrs, attribute.String("mcp.resource.uri", c.Target))
-		}
-		if o.WithBodies {
-			if p := gjson.GetBytes(c.RequestRaw, "params"); p.Exists() {
-				attrs = append(attrs, attribute.String("mcp.request.params", p.Raw))
-			}
-			if res := gjson.GetBytes(c.ResponseRaw, "result"); res.Exists() {
-				attrs = append(attrs, attribute.String("mcp.response.result", res.Raw))
-			}
-		}
-		opts := []trace.SpanStartOption{trace.WithSpanKind(kind), trace.WithAttributes(attrs...)}
-		if !c.Start.IsZero() {
-			opts = append(opts, trace.WithTimestamp(c.Start))
-		}
-		_, span := tracer.Start(cctx, name, opts...)
-		switch c.Status {
-		case "error":
-			span.SetAttributes(attribute.String("error.type", strconv.FormatInt(c.ErrorCode, 10)), attribute.Int64("rpc.response.status_code", c.ErrorCode))
-			span.SetStatus(codes.Error, c.ErrorMessage)
-		case "tool-error":
-			span.SetAttributes(attribute.String("error.type", "tool_error"))
-			span.SetStatus(codes.Error, "the tool failed (isError)")
-		case "pending", "cancelled":
-			span.SetAttributes(attribute.String("error.type", c.Status))
-		}
-		end := c.End
-		if end.IsZero() {
-			end = c.Start
-		}
-		if end.IsZero() {
-			span.End()
-		} else {
-			span.End(trace.WithTimestamp(end))
-		}
-		n++
+		t.Add(c)
 		return nil
 	})
-	if serr := tp.Shutdown(ctx); err == nil && serr != nil {
-		err = fmt.Errorf("otlp: %w", serr)
-	}
-	if err == nil && file != nil {
-		err = file.err
+	n, cerr := t.Close(ctx)
+	if err == nil {
+		err = cerr
 	}
 	return n, err
+}
+
+var prop = propagation.TraceContext{}
+
+// Add makes the span of call c.
+func (t *Tracer) Add(c tape.Call) {
+	t.mu.Lock()
+	if c.Method == "initialize" && c.ResponseRaw != nil {
+		t.versions[c.Server] = gjson.GetBytes(c.ResponseRaw, "result.protocolVersion").String()
+	}
+	version := t.versions[c.Server]
+	t.n++
+	t.mu.Unlock()
+	o := t.opts
+	cctx := context.Background()
+	if c.TraceParent != "" {
+		cctx = prop.Extract(cctx, propagation.MapCarrier{"traceparent": c.TraceParent})
+	}
+	if !trace.SpanContextFromContext(cctx).IsValid() {
+		cctx = withTrace(cctx, traceFor(t.name, c))
+	}
+	cctx = withSpanSeed(cctx, t.name, c.Request)
+	name := c.Method
+	if c.Target != "" {
+		name += " " + c.Target
+	}
+	kind := trace.SpanKindClient
+	if c.Dir == tape.DirRecv {
+		kind = trace.SpanKindServer // the server's own request, to the client
+	}
+	transport := "pipe"
+	if c.HTTP {
+		transport = "tcp"
+	}
+	attrs := []attribute.KeyValue{
+		attribute.String("mcp.method.name", c.Method),
+		attribute.String("network.transport", transport),
+		attribute.String("tapedeck.server", c.Server),
+		attribute.Int("tapedeck.line", c.Line),
+		attribute.String("tapedeck.status", c.Status),
+	}
+	if c.ID != "" {
+		attrs = append(attrs, attribute.String("jsonrpc.request.id", string(c.ID)))
+	}
+	if version != "" {
+		attrs = append(attrs, attribute.String("mcp.protocol.version", version))
+	}
+	if c.Session != "" {
+		attrs = append(attrs, attribute.String("mcp.session.id", c.Session))
+	}
+	switch c.Method {
+	case "tools/call":
+		attrs = append(attrs, attribute.String("gen_ai.tool.name", c.Target), attribute.String("gen_ai.operation.name", "execute_tool"))
+	case "prompts/get":
+		attrs = append(attrs, attribute.String("gen_ai.prompt.name", c.Target))
+	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+		attrs = append(attrs, attribute.String("mcp.resource.uri", c.Target))
+	}
+	if o.WithBodies {
+		if p := gjson.GetBytes(c.RequestRaw, "params"); p.Exists() {
+			attrs = append(attrs, attribute.String("mcp.request.params", p.Raw))
+		}
+		if res := gjson.GetBytes(c.ResponseRaw, "result"); res.Exists() {
+			attrs = append(attrs, attribute.String("mcp.response.result", res.Raw))
+		}
+	}
+	opts := []trace.SpanStartOption{trace.WithSpanKind(kind), trace.WithAttributes(attrs...)}
+	if !c.Start.IsZero() {
+		opts = append(opts, trace.WithTimestamp(c.Start))
+	}
+	_, span := t.tracer.Start(cctx, name, opts...)
+	switch c.Status {
+	case "error":
+		span.SetAttributes(attribute.String("error.type", strconv.FormatInt(c.ErrorCode, 10)), attribute.Int64("rpc.response.status_code", c.ErrorCode))
+		span.SetStatus(codes.Error, c.ErrorMessage)
+	case "tool-error":
+		span.SetAttributes(attribute.String("error.type", "tool_error"))
+		span.SetStatus(codes.Error, "the tool failed (isError)")
+	case "pending", "cancelled":
+		span.SetAttributes(attribute.String("error.type", c.Status))
+	}
+	end := c.End
+	if end.IsZero() {
+		end = c.Start
+	}
+	if end.IsZero() {
+		span.End()
+	} else {
+		span.End(trace.WithTimestamp(end))
+	}
 }
 
 // traceURL completes an OTLP/HTTP endpoint to its traces path.
@@ -223,6 +265,8 @@ func withSpanSeed(ctx context.Context, tapeName string, seq int) context.Context
 
 // idGenerator gives the SDK the ids chosen for each call.
 type idGenerator struct{}
+
+var _ sdktrace.IDGenerator = idGenerator{}
 
 func (idGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
 	tid, _ := ctx.Value(traceKey{}).(trace.TraceID)

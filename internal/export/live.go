@@ -1,0 +1,105 @@
+package export
+
+import (
+	"bytes"
+	"io"
+	"sync"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// LiveCalls is the tape writer of a recording that also sends each call
+// to a Tracer as soon as its answer is written (record --otlp-endpoint).
+// It passes every write to the tape first; the recorders write whole lines.
+type LiveCalls struct {
+	w    io.Writer
+	t    *Tracer
+	mu   sync.Mutex
+	seq  int
+	line int
+	open map[liveKey]tape.Call
+}
+
+type liveKey struct {
+	server, session, id string
+	dir                 tape.Dir // the request's
+}
+
+// NewLiveCalls tees the tape written to w into t.
+func NewLiveCalls(w io.Writer, t *Tracer) *LiveCalls {
+	return &LiveCalls{w: w, t: t, open: map[liveKey]tape.Call{}}
+}
+
+// Write writes p to the tape, then follows the calls in it.
+func (l *LiveCalls) Write(p []byte) (int, error) {
+	n, err := l.w.Write(p)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range bytes.Split(p[:n], []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		l.line++
+		for _, e := range tape.Classify(line) {
+			l.follow(e)
+			l.seq++
+		}
+	}
+	return n, err
+}
+
+func (l *LiveCalls) follow(e tape.Entry) {
+	hm := tape.ParseHTTPMeta(e.Raw)
+	switch e.Kind {
+	case tape.KindRequest:
+		c := tape.Call{Request: l.seq, Response: -1, Server: e.Server, Dir: e.Dir, Method: e.Method, ID: e.ID, Start: e.Time, Line: l.line, Session: hm.Session, HTTP: hm.HTTP, Status: "pending"}
+		c.RequestRaw = tape.StripMeta(e.Raw)
+		c.Target = tape.Target(e.Method, c.RequestRaw)
+		if tp := gjson.GetBytes(c.RequestRaw, "params._meta.traceparent"); tp.Type == gjson.String {
+			c.TraceParent = tp.String()
+		}
+		l.open[liveKey{e.Server, hm.Session, string(e.ID), e.Dir}] = c
+	case tape.KindResponse:
+		reqDir := tape.DirSend
+		if e.Dir == tape.DirSend {
+			reqDir = tape.DirRecv
+		}
+		id := string(e.ID)
+		if id == "null" && hm.InReplyTo != "" {
+			id = hm.InReplyTo
+		}
+		k := liveKey{e.Server, hm.Session, id, reqDir}
+		c, ok := l.open[k]
+		if !ok {
+			return
+		}
+		delete(l.open, k)
+		c.Response, c.ResponseRaw, c.End = l.seq, tape.StripMeta(e.Raw), e.Time
+		if !c.Start.IsZero() && !c.End.IsZero() {
+			c.Latency = c.End.Sub(c.Start)
+		}
+		switch e.Failed() {
+		case tape.RPCError:
+			c.Status = "error"
+			er := gjson.GetBytes(c.ResponseRaw, "error")
+			c.ErrorCode, c.ErrorMessage = er.Get("code").Int(), er.Get("message").String()
+		case tape.ToolError:
+			c.Status = "tool-error"
+		default:
+			c.Status = "ok"
+		}
+		l.t.Add(c)
+	}
+}
+
+// Flush sends the calls never answered as pending spans.
+func (l *LiveCalls) Flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, c := range l.open {
+		l.t.Add(c)
+		delete(l.open, k)
+	}
+}
