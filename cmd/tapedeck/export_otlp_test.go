@@ -98,7 +98,9 @@ func TestRecordOTLPLive(t *testing.T) {
 			continue
 		}
 		var r struct {
-			Data []struct{ Spans []struct{ OperationName string } }
+			Data []struct {
+				Spans []struct{ OperationName string }
+			}
 		}
 		json.NewDecoder(resp.Body).Decode(&r)
 		resp.Body.Close()
