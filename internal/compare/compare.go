@@ -11,6 +11,7 @@ package compare
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"slices"
@@ -53,17 +54,18 @@ func OpenSide(path string) (Side, error) {
 	return Side{Name: path, Index: x, Open: func() (io.ReadCloser, error) { return tape.Open(path) }}, nil
 }
 
-// call is what the alignment keeps of a call: no bodies.
+// call is what the alignment keeps of a call: no bodies, and small (a
+// million-message tape has a third of a million calls a side).
 type call struct {
-	req, resp int
-	method    string
-	target    string
-	key       [16]byte // method, target and normalized params
-	answer    [16]byte // the answer's result or error member, as recorded
-	status    string
-	code      int64
-	latency   time.Duration
+	req, resp int32
+	code      int32
 	timed     bool
+	method    string   // interned: shared by every call of the method
+	target    string   // interned likewise
+	key       [16]byte // method, target and normalized params
+	answer    uint64   // the answer's result or error member, as recorded, hashed
+	status    string   // one of tape.Call's statuses (constants)
+	latency   time.Duration
 }
 
 // Report is the comparison.
@@ -215,12 +217,30 @@ func calls(side Side, s string, n *tape.Normalizer) ([]call, error) {
 		return nil, err
 	}
 	defer r.Close()
-	var out []call
+	// Room for every request of the server at once: no slice doubling a
+	// third of a million calls.
+	want := 0
+	for i := range side.Index.Len() {
+		if e := side.Index.Entry(i); e.Kind == tape.KindRequest && e.Dir == tape.DirSend && (s == "" || e.Server == s) {
+			want++
+		}
+	}
+	out := make([]call, 0, want)
+	strs := map[string]string{}
+	intern := func(v string) string {
+		if w, ok := strs[v]; ok {
+			return w
+		}
+		if len(strs) < 1<<16 {
+			strs[v] = v
+		}
+		return v
+	}
 	err = tape.ReadCalls(r, side.Index, s, func(c tape.Call) error {
 		if c.Dir != tape.DirSend {
 			return nil // the server's own requests follow from the client's calls
 		}
-		k := call{req: c.Request, resp: c.Response, method: c.Method, target: c.Target, status: c.Status, code: c.ErrorCode}
+		k := call{req: int32(c.Request), resp: int32(c.Response), method: intern(c.Method), target: intern(c.Target), status: intern(c.Status), code: int32(c.ErrorCode)}
 		if c.Response >= 0 && !c.Start.IsZero() && !c.End.IsZero() {
 			k.latency, k.timed = c.Latency, true
 		}
@@ -244,13 +264,13 @@ func calls(side Side, s string, n *tape.Normalizer) ([]call, error) {
 				ans = gjson.GetBytes(c.ResponseRaw, "error")
 			}
 			sum := sha256.Sum256([]byte(ans.Raw))
-			copy(k.answer[:], sum[:])
+			k.answer = binary.LittleEndian.Uint64(sum[:8])
 		}
 		out = append(out, k)
 		return nil
 	})
 	// ReadCalls gives calls as they complete: back to recorded order.
-	slices.SortFunc(out, func(x, y call) int { return x.req - y.req })
+	slices.SortFunc(out, func(x, y call) int { return int(x.req - y.req) })
 	return out, err
 }
 
@@ -305,7 +325,7 @@ func alignCalls(a, b []call, xa, xb *tape.Index, n *tape.Normalizer, o Options) 
 		case diffmatchpatch.DiffEqual:
 			for range k {
 				matched++
-				add(a[i].req, b[j].req, answerDiffs(a[i], b[j], xa, xb, n, o))
+				add(int(a[i].req), int(b[j].req), answerDiffs(a[i], b[j], xa, xb, n, o))
 				i++
 				j++
 			}
@@ -345,17 +365,17 @@ func replaced(dels, ins []call, xa, xb *tape.Index, n *tape.Normalizer) []CallDi
 				continue
 			}
 			used[k], paired = true, true
-			pa, pb := params(xa, d.req, n), params(xb, c.req, n)
-			out = append(out, CallDiff{Kind: "params", A: d.req, B: c.req, Method: d.method, Target: d.target, Diff: replay.Diff(pa, pb)})
+			pa, pb := params(xa, int(d.req), n), params(xb, int(c.req), n)
+			out = append(out, CallDiff{Kind: "params", A: int(d.req), B: int(c.req), Method: d.method, Target: d.target, Diff: replay.Diff(pa, pb)})
 			break
 		}
 		if !paired {
-			out = append(out, CallDiff{Kind: "onlyA", A: d.req, B: -1, Method: d.method, Target: d.target, Params: paramsText(xa, d.req)})
+			out = append(out, CallDiff{Kind: "onlyA", A: int(d.req), B: -1, Method: d.method, Target: d.target, Params: paramsText(xa, int(d.req))})
 		}
 	}
 	for k, c := range ins {
 		if !used[k] {
-			out = append(out, CallDiff{Kind: "onlyB", A: -1, B: c.req, Method: c.method, Target: c.target, Params: paramsText(xb, c.req)})
+			out = append(out, CallDiff{Kind: "onlyB", A: -1, B: int(c.req), Method: c.method, Target: c.target, Params: paramsText(xb, int(c.req))})
 		}
 	}
 	return out
@@ -364,13 +384,13 @@ func replaced(dels, ins []call, xa, xb *tape.Index, n *tape.Normalizer) []CallDi
 // answerDiffs compares the answers of two aligned calls.
 func answerDiffs(a, b call, xa, xb *tape.Index, n *tape.Normalizer, o Options) []CallDiff {
 	var out []CallDiff
-	base := CallDiff{A: a.req, B: b.req, Method: a.method, Target: a.target, StatusA: statusText(a), StatusB: statusText(b)}
+	base := CallDiff{A: int(a.req), B: int(b.req), Method: a.method, Target: a.target, StatusA: statusText(a), StatusB: statusText(b)}
 	if a.status != b.status || a.code != b.code {
 		d := base
 		d.Kind = "status"
 		out = append(out, d)
 	} else if a.resp >= 0 && b.resp >= 0 && (a.answer != b.answer || len(o.Ignore) > 0) {
-		ra, rb := answer(xa, a.resp, n), answer(xb, b.resp, n)
+		ra, rb := answer(xa, int(a.resp), n), answer(xb, int(b.resp), n)
 		if ops := replay.Diff(ra, rb); len(ops) > 0 {
 			d := base
 			d.Kind, d.Diff = "result", ops
