@@ -21,6 +21,7 @@ package vcr
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -49,18 +50,20 @@ const (
 	RecordOnly
 	// Passthrough uses the real transport and writes nothing.
 	Passthrough
+	// ReplayWithNewEpisodes replays the tape (recording it first when it
+	// is missing); a request the tape cannot answer goes to the real
+	// server, connected on demand and initialised with the client's own
+	// initialize, and the exchange is appended to the tape. The server
+	// started halfway has seen none of the calls the tape answered: state
+	// those calls made (a created file, a set log level) is not there.
+	ReplayWithNewEpisodes
 )
 
-// go-vcr's "replay with new episodes" has no MCP counterpart here: a
-// session is stateful, so the real server cannot answer the calls a tape
-// lacks without having seen the calls the tape answered. A call missing
-// from a tape is a divergence; RecordOnly records the session again.
-
 func (m Mode) String() string {
-	if m < 0 || int(m) >= 4 {
+	if m < 0 || int(m) >= 5 {
 		return fmt.Sprintf("Mode(%d)", int(m))
 	}
-	return [...]string{"record-once", "replay-only", "record-only", "passthrough"}[m]
+	return [...]string{"record-once", "replay-only", "record-only", "passthrough", "replay-with-new-episodes"}[m]
 }
 
 // Options tune a Recorder.
@@ -110,13 +113,13 @@ func New(path string, real func() mcp.Transport, o Options) (*Recorder, error) {
 		}
 	case RecordOnly:
 		r.recording = true
-	case RecordOnce:
+	case RecordOnce, ReplayWithNewEpisodes:
 		r.recording = !exists
 	case Passthrough:
 	default:
 		return nil, fmt.Errorf("vcr: unknown mode %d", o.Mode)
 	}
-	if (r.recording || o.Mode == Passthrough) && real == nil {
+	if (r.recording || o.Mode == Passthrough || o.Mode == ReplayWithNewEpisodes) && real == nil {
 		return nil, fmt.Errorf("vcr: %s with no tape at %s needs the real transport", o.Mode, path)
 	}
 	return r, nil
@@ -241,7 +244,10 @@ func (r *Recorder) replay() (mcp.Connection, error) {
 		x.Close()
 		return nil, fmt.Errorf("vcr: %w", err)
 	}
-	c := &replayConn{x: x, e: e, signal: make(chan struct{}, 1), closed: make(chan struct{})}
+	c := &replayConn{x: x, e: e, signal: make(chan struct{}, 1), closed: make(chan struct{}), forwarded: map[string]bool{}, liveAsks: map[string]bool{}}
+	if r.opts.Mode == ReplayWithNewEpisodes {
+		c.r = r
+	}
 	r.mu.Lock()
 	r.replaying = c
 	r.mu.Unlock()
@@ -258,6 +264,18 @@ type replayConn struct {
 	signal chan struct{}
 	closed chan struct{}
 	once   sync.Once
+
+	// New episodes (r set): the client's initialize, the real server's
+	// connection once a request fell through, the tape appended to, the
+	// ids of the requests sent to it and of its own requests to the client.
+	r         *Recorder
+	initMsg   []byte
+	live      mcp.Connection
+	liveErr   error
+	file      *os.File
+	w         *tape.Writer
+	forwarded map[string]bool
+	liveAsks  map[string]bool
 }
 
 func (c *replayConn) Write(ctx context.Context, m jsonrpc.Message) error {
@@ -266,7 +284,24 @@ func (c *replayConn) Write(ctx context.Context, m jsonrpc.Message) error {
 		return err
 	}
 	c.mu.Lock()
+	req, isReq := m.(*jsonrpc.Request)
+	if c.r != nil && isReq && req.Method == "initialize" {
+		c.initMsg = b
+	}
+	if resp, ok := m.(*jsonrpc.Response); ok && c.live != nil && c.liveAsks[idText(resp.ID)] {
+		// The client's reply to the real server's own request.
+		delete(c.liveAsks, idText(resp.ID))
+		c.mu.Unlock()
+		c.append(b, tape.DirSend)
+		return c.live.Write(ctx, m)
+	}
+	var fallThrough bool
 	for _, o := range c.e.Receive(b, time.Now()) {
+		if d := o.Divergence; d != nil && c.r != nil && isReq && req.ID.IsValid() && newEpisode(d.Reason) {
+			fallThrough = true // the real server answers it, not the divergence error
+			c.forwarded[idText(req.ID)] = true
+			continue
+		}
 		if o.Divergence != nil {
 			c.divs = append(c.divs, *o.Divergence)
 		}
@@ -275,6 +310,11 @@ func (c *replayConn) Write(ctx context.Context, m jsonrpc.Message) error {
 		}
 	}
 	c.mu.Unlock()
+	if fallThrough {
+		if err := c.toLive(ctx, m, b); err != nil {
+			return err
+		}
+	}
 	select {
 	case c.signal <- struct{}{}:
 	default:
@@ -303,8 +343,148 @@ func (c *replayConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 func (c *replayConn) Close() error {
-	c.once.Do(func() { close(c.closed) })
+	c.once.Do(func() {
+		close(c.closed)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.live != nil {
+			c.live.Close()
+		}
+		if c.file != nil {
+			c.file.Close()
+			c.file, c.w = nil, nil
+		}
+	})
 	return nil
+}
+
+// newEpisode reports whether a divergence means the tape lacks the request
+// (which the real server may answer) rather than a reply gone wrong.
+func newEpisode(r replay.Reason) bool {
+	switch r {
+	case replay.ReasonMismatch, replay.ReasonUnknown, replay.ReasonRepeat, replay.ReasonBeyondEnd:
+		return true
+	}
+	return false
+}
+
+// idText is an id as JSON text (5, "abc"), as replay.Divergence.RequestID.
+func idText(id jsonrpc.ID) string {
+	b, _ := json.Marshal(id.Raw())
+	return string(b)
+}
+
+// initID is the id of the client's initialize sent again to the real
+// server: its answer is the real server's, not the client's business.
+const initID = "tapedeck-vcr-initialize"
+
+// toLive sends request m (b encoded) to the real server, connecting and
+// initialising it first, and appends it to the tape.
+func (c *replayConn) toLive(ctx context.Context, m jsonrpc.Message, b []byte) error {
+	c.mu.Lock()
+	if c.live == nil && c.liveErr == nil {
+		c.liveErr = c.startLive(ctx)
+	}
+	live, err := c.live, c.liveErr
+	c.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("vcr: the tape has no answer, and the real server: %w", err)
+	}
+	c.append(b, tape.DirSend)
+	return live.Write(ctx, m)
+}
+
+// startLive connects the real server and initialises it with the client's
+// initialize; mu is held.
+func (c *replayConn) startLive(ctx context.Context) error {
+	conn, err := c.r.real().Connect(ctx)
+	if err != nil {
+		return err
+	}
+	// A 2025-era client opened with initialize: the real server gets it
+	// again. A 2026-07-28 client's requests stand alone: nothing to open.
+	if c.initMsg != nil {
+		if err := initialise(ctx, conn, c.initMsg); err != nil {
+			conn.Close()
+			return err
+		}
+	}
+	f, _, err := tape.Create(c.r.path, true)
+	if err != nil {
+		conn.Close()
+		return err
+	}
+	c.live, c.file, c.w = conn, f, tape.NewWriter(f)
+	_ = c.w.WriteLifecycle(tape.MethodStart, map[string]any{"transport": "go-sdk", "recorder": "tapedeck/vcr", "episode": "new"}, tape.Meta{Server: c.r.opts.Server, Time: time.Now()})
+	go c.readLive(conn)
+	return nil
+}
+
+// initialise sends the client's initialize (with an id of ours) and
+// notifications/initialized to a real server's connection.
+func initialise(ctx context.Context, conn mcp.Connection, initMsg []byte) error {
+	init, err := jsonrpc.DecodeMessage(initMsg)
+	if err != nil {
+		return err
+	}
+	req := init.(*jsonrpc.Request)
+	id, err := jsonrpc.MakeID(initID)
+	if err != nil {
+		return err
+	}
+	if err := conn.Write(ctx, &jsonrpc.Request{ID: id, Method: req.Method, Params: req.Params}); err != nil {
+		return err
+	}
+	for {
+		m, err := conn.Read(ctx)
+		if err != nil {
+			return err
+		}
+		if r, ok := m.(*jsonrpc.Response); ok && r.ID.Raw() == initID {
+			if r.Error != nil {
+				return r.Error
+			}
+			break
+		}
+	}
+	return conn.Write(ctx, &jsonrpc.Request{Method: "notifications/initialized"})
+}
+
+// readLive hands what the real server sends to the client, and to the tape.
+func (c *replayConn) readLive(conn mcp.Connection) {
+	for {
+		m, err := conn.Read(context.Background())
+		if err != nil {
+			return
+		}
+		b, err := jsonrpc.EncodeMessage(m)
+		if err != nil {
+			continue
+		}
+		c.append(b, tape.DirRecv)
+		c.mu.Lock()
+		if r, ok := m.(*jsonrpc.Request); ok && r.ID.IsValid() {
+			c.liveAsks[idText(r.ID)] = true
+		}
+		c.queue = append(c.queue, b)
+		c.mu.Unlock()
+		select {
+		case c.signal <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// append writes a new episode's message to the tape.
+func (c *replayConn) append(b []byte, dir tape.Dir) {
+	if c.r.opts.BeforeSave != nil {
+		b = c.r.opts.BeforeSave(b)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.w != nil {
+		_ = c.w.Write(b, tape.Meta{Dir: dir, Server: c.r.opts.Server, Time: time.Now()})
+	}
 }
 
 func (c *replayConn) SessionID() string { return "" }
@@ -331,6 +511,12 @@ func (r *Recorder) Stop() error {
 	defer c.x.Close()
 	c.mu.Lock()
 	rep := c.e.Report()
+	if c.r != nil {
+		// New episodes: what fell through to the real server is no
+		// divergence, and the recorded calls the client left are no fault.
+		rep.Divergences = slicesDeleteFunc(rep.Divergences, func(d replay.Divergence) bool { return c.forwarded[string(d.RequestID)] })
+		rep.Unused = nil
+	}
 	c.mu.Unlock()
 	if err := rep.Err(); err != nil {
 		var b strings.Builder
@@ -365,4 +551,14 @@ func NewT(t testing.TB, path string, real func() mcp.Transport, opts ...Options)
 		}
 	})
 	return r
+}
+
+func slicesDeleteFunc[T any](s []T, del func(T) bool) []T {
+	out := s[:0]
+	for _, v := range s {
+		if !del(v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tapedeck/tapedeck/internal/mcptest"
+	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 	"github.com/tapedeck/tapedeck/vcr"
 )
@@ -161,4 +162,76 @@ func TestReplayOnlyNeedsTape(t *testing.T) {
 	if _, err := vcr.New(filepath.Join(t.TempDir(), "none.jsonl"), nil, vcr.Options{Mode: vcr.ReplayOnly}); err == nil || !strings.Contains(err.Error(), "no tape") {
 		t.Errorf("ReplayOnly with no tape: %v", err)
 	}
+}
+
+// ReplayWithNewEpisodes: the tape answers what it holds; a call it lacks
+// goes to the real server (started on demand, initialised with the
+// client's initialize) and the exchange is appended to the tape, which
+// then answers it in turn with the server gone.
+func TestNewEpisodes(t *testing.T) {
+	peers := mcptest.Peers(t)
+	for _, srv := range []struct {
+		name string
+		real func() mcp.Transport
+	}{
+		{"go-sdk (2026-07-28, no initialize)", func() mcp.Transport { return goServer(t) }},
+		{"server-everything (initialize)", func() mcp.Transport {
+			return &mcp.CommandTransport{Command: exec.Command(peers.Node, peers.Everything, "stdio")}
+		}},
+	} {
+		t.Run(srv.name, func(t *testing.T) { newEpisodes(t, srv.real) })
+	}
+}
+
+func newEpisodes(t *testing.T, real func() mcp.Transport) {
+	path := filepath.Join(t.TempDir(), "episodes.tape.jsonl")
+	r, err := vcr.New(path, real, vcr.Options{Mode: vcr.ReplayWithNewEpisodes, Server: "gosrv"})
+	if err != nil || !r.Recording() {
+		t.Fatalf("no tape yet: %v, recording %v", err, r != nil && r.Recording())
+	}
+	session(t, r, "hi")
+	if err := r.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	r, err = vcr.New(path, real, vcr.Options{Mode: vcr.ReplayWithNewEpisodes, Server: "gosrv", Match: replay.Keyed})
+	if err != nil || r.Recording() {
+		t.Fatalf("with a tape: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "vcr-test", Version: "1"}, nil).Connect(ctx, r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, msg := range []string{"hi", "new"} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": msg}})
+		if err != nil || res.Content[0].(*mcp.TextContent).Text != "Echo: "+msg {
+			t.Fatalf("echo %s: %v %+v", msg, err, res)
+		}
+	}
+	cs.Close()
+	if err := r.Stop(); err != nil {
+		t.Fatalf("a call that fell through is no failure: %v", err)
+	}
+	data, _ := os.ReadFile(path)
+	if !strings.Contains(string(data), `"message":"new"`) || !strings.Contains(string(data), `Echo: new`) || !strings.Contains(string(data), `"episode":"new"`) {
+		t.Fatalf("the new episode is not on the tape:\n%s", data)
+	}
+	// The server gone, the tape answers both.
+	r, err = vcr.New(path, nil, vcr.Options{Mode: vcr.ReplayOnly, Match: replay.Keyed, Server: "gosrv"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err = mcp.NewClient(&mcp.Implementation{Name: "vcr-test", Version: "1"}, nil).Connect(ctx, r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, msg := range []string{"hi", "new"} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": msg}})
+		if err != nil || res.Content[0].(*mcp.TextContent).Text != "Echo: "+msg {
+			t.Errorf("replay of echo %s: %v %+v", msg, err, res)
+		}
+	}
+	cs.Close()
+	r.Stop()
 }
