@@ -3,6 +3,7 @@ package tape
 // Calls: a request with its answer, as exporters and diff see a session.
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -76,12 +77,16 @@ func ReadCalls(r io.Reader, x *Index, server string, fn func(Call) error) error 
 		switch e.Kind {
 		case KindRequest:
 			c := Call{Request: e.Seq, Response: -1, Server: e.Server, Dir: e.Dir, Method: e.Method, ID: e.ID, Start: e.Time, Line: e.Line}
-			if hm := ParseHTTPMeta(e.Raw); hm.HTTP {
-				c.Session, c.HTTP = hm.Session, true
+			if bytes.Contains(e.Raw, []byte(`"http"`)) { // the HTTP dialect's _meta, else no need to parse it
+				if hm := ParseHTTPMeta(e.Raw); hm.HTTP {
+					c.Session, c.HTTP = hm.Session, true
+				}
 			}
 			c.RequestRaw = StripMeta(e.Raw)
-			if tp := gjson.GetBytes(c.RequestRaw, "params._meta.traceparent"); tp.Type == gjson.String {
-				c.TraceParent = tp.String()
+			if bytes.Contains(c.RequestRaw, []byte("traceparent")) {
+				if tp := gjson.GetBytes(c.RequestRaw, "params._meta.traceparent"); tp.Type == gjson.String {
+					c.TraceParent = tp.String()
+				}
 			}
 			c.Target = Target(e.Method, c.RequestRaw)
 			p := x.Pair(e.Seq)

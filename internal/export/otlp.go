@@ -12,18 +12,18 @@ package export
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/tidwall/gjson"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -31,11 +31,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/tapedeck/tapedeck/tape"
 )
@@ -55,9 +50,9 @@ type OTLPOptions struct {
 
 // Tracer turns calls into spans and sends them where OTLPOptions say.
 type Tracer struct {
-	tp       *sdktrace.TracerProvider
+	tp       *sdktrace.TracerProvider // pushing
 	tracer   trace.Tracer
-	file     *fileExporter
+	file     *pdataFile // writing a file
 	name     string
 	opts     OTLPOptions
 	mu       sync.Mutex
@@ -71,21 +66,21 @@ func NewTracer(ctx context.Context, w io.Writer, name string, o OTLPOptions) (*T
 	if o.Service == "" {
 		o.Service = "tapedeck"
 	}
-	var exp sdktrace.SpanExporter
 	t := &Tracer{name: name, opts: o, versions: map[string]string{}}
-	if o.Endpoint != "" {
-		opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(traceURL(o.Endpoint))}
-		if len(o.Headers) > 0 {
-			opts = append(opts, otlptracehttp.WithHeaders(o.Headers))
-		}
-		e, err := otlptracehttp.New(ctx, opts...)
-		if err != nil {
-			return nil, fmt.Errorf("otlp: %w", err)
-		}
-		exp = e
-	} else {
-		t.file = &fileExporter{w: bufio.NewWriter(w)}
-		exp = t.file
+	if o.Endpoint == "" {
+		// A file: the OpenTelemetry collector's own data model and its OTLP
+		// JSON marshaler (hex ids, integer enums), a line a batch.
+		t.file = &pdataFile{w: bufio.NewWriterSize(w, 1<<16), service: o.Service, tape: name}
+		t.file.reset()
+		return t, nil
+	}
+	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(traceURL(o.Endpoint))}
+	if len(o.Headers) > 0 {
+		opts = append(opts, otlptracehttp.WithHeaders(o.Headers))
+	}
+	exp, err := otlptracehttp.New(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("otlp: %w", err)
 	}
 	res := resource.NewSchemaless(attribute.String("service.name", o.Service), attribute.String("tapedeck.tape", name))
 	t.tp = sdktrace.NewTracerProvider(
@@ -101,15 +96,17 @@ func NewTracer(ctx context.Context, w io.Writer, name string, o OTLPOptions) (*T
 
 // Close sends what is left and returns how many spans were made.
 func (t *Tracer) Close(ctx context.Context) (int, error) {
-	err := t.tp.Shutdown(ctx)
-	if err != nil {
-		err = fmt.Errorf("otlp: %w", err)
-	}
-	if err == nil && t.file != nil {
-		err = t.file.err
+	var err error
+	if t.tp != nil {
+		if err = t.tp.Shutdown(ctx); err != nil {
+			err = fmt.Errorf("otlp: %w", err)
+		}
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.file != nil {
+		err = t.file.flush(true)
+	}
 	return t.n, err
 }
 
@@ -138,92 +135,228 @@ func OTLP(ctx context.Context, w io.Writer, src Source, o OTLPOptions) (int, err
 
 var prop = propagation.TraceContext{}
 
+// spec is a span as Add builds it, before it goes to the SDK or a file.
+type spec struct {
+	name    string
+	kind    trace.SpanKind
+	attrs   []attribute.KeyValue
+	start   time.Time
+	end     time.Time
+	trace   trace.TraceID
+	span    trace.SpanID
+	parent  trace.SpanID // zero: a root span
+	failed  bool
+	message string
+}
+
 // Add makes the span of call c.
 func (t *Tracer) Add(c tape.Call) {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if c.Method == "initialize" && c.ResponseRaw != nil {
 		t.versions[c.Server] = gjson.GetBytes(c.ResponseRaw, "result.protocolVersion").String()
 	}
-	version := t.versions[c.Server]
 	t.n++
-	t.mu.Unlock()
-	o := t.opts
+	sp := t.spec(c, t.versions[c.Server])
+	if t.file != nil {
+		t.file.add(sp)
+		return
+	}
 	cctx := context.Background()
-	if c.TraceParent != "" {
-		cctx = prop.Extract(cctx, propagation.MapCarrier{"traceparent": c.TraceParent})
+	if sp.parent.IsValid() {
+		cctx = trace.ContextWithRemoteSpanContext(cctx, trace.NewSpanContext(trace.SpanContextConfig{TraceID: sp.trace, SpanID: sp.parent, TraceFlags: trace.FlagsSampled, Remote: true}))
+	} else {
+		cctx = withTrace(cctx, sp.trace)
 	}
-	if !trace.SpanContextFromContext(cctx).IsValid() {
-		cctx = withTrace(cctx, traceFor(t.name, c))
+	cctx = context.WithValue(cctx, seedKey{}, sp.span)
+	opts := []trace.SpanStartOption{trace.WithSpanKind(sp.kind), trace.WithAttributes(sp.attrs...)}
+	if !sp.start.IsZero() {
+		opts = append(opts, trace.WithTimestamp(sp.start))
 	}
-	cctx = withSpanSeed(cctx, t.name, c.Request)
-	name := c.Method
+	_, span := t.tracer.Start(cctx, sp.name, opts...)
+	if sp.failed {
+		span.SetStatus(codes.Error, sp.message)
+	}
+	if sp.end.IsZero() {
+		span.End()
+	} else {
+		span.End(trace.WithTimestamp(sp.end))
+	}
+}
+
+// spec builds call c's span; version is its server's protocol version.
+func (t *Tracer) spec(c tape.Call, version string) spec {
+	o := t.opts
+	sp := spec{name: c.Method, kind: trace.SpanKindClient, start: c.Start, end: c.End}
 	if c.Target != "" {
-		name += " " + c.Target
+		sp.name += " " + c.Target
 	}
-	kind := trace.SpanKindClient
 	if c.Dir == tape.DirRecv {
-		kind = trace.SpanKindServer // the server's own request, to the client
+		sp.kind = trace.SpanKindServer // the server's own request, to the client
 	}
+	if sp.end.IsZero() {
+		sp.end = sp.start
+	}
+	if c.TraceParent != "" {
+		if sc := trace.SpanContextFromContext(prop.Extract(context.Background(), propagation.MapCarrier{"traceparent": c.TraceParent})); sc.IsValid() {
+			sp.trace, sp.parent = sc.TraceID(), sc.SpanID()
+		}
+	}
+	if !sp.trace.IsValid() {
+		sp.trace = traceFor(t.name, c)
+	}
+	sp.span = spanFor(t.name, c.Request)
 	transport := "pipe"
 	if c.HTTP {
 		transport = "tcp"
 	}
-	attrs := []attribute.KeyValue{
+	sp.attrs = append(sp.attrs,
 		attribute.String("mcp.method.name", c.Method),
 		attribute.String("network.transport", transport),
 		attribute.String("tapedeck.server", c.Server),
 		attribute.Int("tapedeck.line", c.Line),
 		attribute.String("tapedeck.status", c.Status),
-	}
+	)
 	if c.ID != "" {
-		attrs = append(attrs, attribute.String("jsonrpc.request.id", string(c.ID)))
+		sp.attrs = append(sp.attrs, attribute.String("jsonrpc.request.id", string(c.ID)))
 	}
 	if version != "" {
-		attrs = append(attrs, attribute.String("mcp.protocol.version", version))
+		sp.attrs = append(sp.attrs, attribute.String("mcp.protocol.version", version))
 	}
 	if c.Session != "" {
-		attrs = append(attrs, attribute.String("mcp.session.id", c.Session))
+		sp.attrs = append(sp.attrs, attribute.String("mcp.session.id", c.Session))
 	}
 	switch c.Method {
 	case "tools/call":
-		attrs = append(attrs, attribute.String("gen_ai.tool.name", c.Target), attribute.String("gen_ai.operation.name", "execute_tool"))
+		sp.attrs = append(sp.attrs, attribute.String("gen_ai.tool.name", c.Target), attribute.String("gen_ai.operation.name", "execute_tool"))
 	case "prompts/get":
-		attrs = append(attrs, attribute.String("gen_ai.prompt.name", c.Target))
+		sp.attrs = append(sp.attrs, attribute.String("gen_ai.prompt.name", c.Target))
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
-		attrs = append(attrs, attribute.String("mcp.resource.uri", c.Target))
+		sp.attrs = append(sp.attrs, attribute.String("mcp.resource.uri", c.Target))
 	}
 	if o.WithBodies {
 		if p := gjson.GetBytes(c.RequestRaw, "params"); p.Exists() {
-			attrs = append(attrs, attribute.String("mcp.request.params", p.Raw))
+			sp.attrs = append(sp.attrs, attribute.String("mcp.request.params", p.Raw))
 		}
 		if res := gjson.GetBytes(c.ResponseRaw, "result"); res.Exists() {
-			attrs = append(attrs, attribute.String("mcp.response.result", res.Raw))
+			sp.attrs = append(sp.attrs, attribute.String("mcp.response.result", res.Raw))
 		}
 	}
-	opts := []trace.SpanStartOption{trace.WithSpanKind(kind), trace.WithAttributes(attrs...)}
-	if !c.Start.IsZero() {
-		opts = append(opts, trace.WithTimestamp(c.Start))
-	}
-	_, span := t.tracer.Start(cctx, name, opts...)
 	switch c.Status {
 	case "error":
-		span.SetAttributes(attribute.String("error.type", strconv.FormatInt(c.ErrorCode, 10)), attribute.Int64("rpc.response.status_code", c.ErrorCode))
-		span.SetStatus(codes.Error, c.ErrorMessage)
+		sp.attrs = append(sp.attrs, attribute.String("error.type", strconv.FormatInt(c.ErrorCode, 10)), attribute.Int64("rpc.response.status_code", c.ErrorCode))
+		sp.failed, sp.message = true, c.ErrorMessage
 	case "tool-error":
-		span.SetAttributes(attribute.String("error.type", "tool_error"))
-		span.SetStatus(codes.Error, "the tool failed (isError)")
+		sp.attrs = append(sp.attrs, attribute.String("error.type", "tool_error"))
+		sp.failed, sp.message = true, "the tool failed (isError)"
 	case "pending", "cancelled":
-		span.SetAttributes(attribute.String("error.type", c.Status))
+		sp.attrs = append(sp.attrs, attribute.String("error.type", c.Status))
 	}
-	end := c.End
-	if end.IsZero() {
-		end = c.Start
+	return sp
+}
+
+// pdataFile writes spans as OTLP JSON with the collector's data model. A
+// full batch is marshalled and written by a goroutine of its own while the
+// next is built (one a core).
+type pdataFile struct {
+	w       *bufio.Writer
+	service string
+	tape    string
+	td      ptrace.Traces
+	spans   ptrace.SpanSlice
+	count   int
+	err     error
+
+	batches chan ptrace.Traces
+	done    chan error
+}
+
+// write marshals and writes the batches it is given, a line each.
+func (f *pdataFile) write() {
+	var m ptrace.JSONMarshaler
+	var err error
+	for td := range f.batches {
+		if err != nil {
+			continue
+		}
+		var b []byte
+		if b, err = m.MarshalTraces(td); err == nil {
+			f.w.Write(b)
+			err = f.w.WriteByte('\n')
+		}
 	}
-	if end.IsZero() {
-		span.End()
+	if err == nil {
+		err = f.w.Flush()
+	}
+	f.done <- err
+}
+
+func (f *pdataFile) reset() {
+	f.td = ptrace.NewTraces()
+	rs := f.td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", f.service)
+	rs.Resource().Attributes().PutStr("tapedeck.tape", f.tape)
+	ss := rs.ScopeSpans().AppendEmpty()
+	ss.Scope().SetName("github.com/tapedeck/tapedeck")
+	f.spans = ss.Spans()
+	f.count = 0
+}
+
+func (f *pdataFile) add(sp spec) {
+	s := f.spans.AppendEmpty()
+	s.SetTraceID(pcommon.TraceID(sp.trace))
+	s.SetSpanID(pcommon.SpanID(sp.span))
+	if sp.parent.IsValid() {
+		s.SetParentSpanID(pcommon.SpanID(sp.parent))
+	}
+	s.SetName(sp.name)
+	if sp.kind == trace.SpanKindServer {
+		s.SetKind(ptrace.SpanKindServer)
 	} else {
-		span.End(trace.WithTimestamp(end))
+		s.SetKind(ptrace.SpanKindClient)
 	}
+	s.SetStartTimestamp(pcommon.NewTimestampFromTime(sp.start))
+	s.SetEndTimestamp(pcommon.NewTimestampFromTime(sp.end))
+	attrs := s.Attributes()
+	attrs.EnsureCapacity(len(sp.attrs))
+	for _, a := range sp.attrs {
+		switch a.Value.Type() {
+		case attribute.INT64:
+			attrs.PutInt(string(a.Key), a.Value.AsInt64())
+		case attribute.BOOL:
+			attrs.PutBool(string(a.Key), a.Value.AsBool())
+		case attribute.FLOAT64:
+			attrs.PutDouble(string(a.Key), a.Value.AsFloat64())
+		default:
+			attrs.PutStr(string(a.Key), a.Value.Emit())
+		}
+	}
+	if sp.failed {
+		s.Status().SetCode(ptrace.StatusCodeError)
+		s.Status().SetMessage(sp.message)
+	}
+	if f.count++; f.count == 4096 {
+		f.flush(false)
+	}
+}
+
+// flush hands the batch to the writer (an ExportTraceServiceRequest a
+// line); the last flush waits for it.
+func (f *pdataFile) flush(last bool) error {
+	if f.batches == nil {
+		f.batches, f.done = make(chan ptrace.Traces, 2), make(chan error, 1)
+		go f.write()
+	}
+	if f.count > 0 {
+		f.batches <- f.td
+		f.reset()
+	}
+	if last {
+		close(f.batches)
+		f.err = <-f.done
+		return f.err
+	}
+	return nil
 }
 
 // traceURL completes an OTLP/HTTP endpoint to its traces path.
@@ -254,13 +387,15 @@ func withTrace(ctx context.Context, id trace.TraceID) context.Context {
 	return context.WithValue(ctx, traceKey{}, id)
 }
 
-func withSpanSeed(ctx context.Context, tapeName string, seq int) context.Context {
+// spanFor is call seq's span id, derived from the tape's name: exporting a
+// tape twice gives the same ids.
+func spanFor(tapeName string, seq int) trace.SpanID {
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], uint64(seq))
 	h := sha256.Sum256(append([]byte("tapedeck-span\x00"+tapeName+"\x00"), b[:]...))
 	var id trace.SpanID
 	copy(id[:], h[:8])
-	return context.WithValue(ctx, seedKey{}, id)
+	return id
 }
 
 // idGenerator gives the SDK the ids chosen for each call.
@@ -276,117 +411,4 @@ func (idGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
 func (idGenerator) NewSpanID(ctx context.Context, _ trace.TraceID) trace.SpanID {
 	sid, _ := ctx.Value(seedKey{}).(trace.SpanID)
 	return sid
-}
-
-// fileExporter writes the spans as OTLP JSON: one ExportTraceServiceRequest
-// a line, a batch each (the OTLP file exporter's format).
-type fileExporter struct {
-	mu  sync.Mutex
-	w   *bufio.Writer
-	err error
-}
-
-func (f *fileExporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan) error {
-	if len(spans) == 0 {
-		return nil
-	}
-	req := &collectortrace.ExportTraceServiceRequest{}
-	byRes := map[*resource.Resource]*tracepb.ResourceSpans{}
-	for _, s := range spans {
-		rs := byRes[s.Resource()]
-		if rs == nil {
-			rs = &tracepb.ResourceSpans{Resource: &resourcepb.Resource{Attributes: kvs(s.Resource().Attributes())}, ScopeSpans: []*tracepb.ScopeSpans{{Scope: &commonpb.InstrumentationScope{Name: s.InstrumentationScope().Name}}}}
-			byRes[s.Resource()] = rs
-			req.ResourceSpans = append(req.ResourceSpans, rs)
-		}
-		sc, parent := s.SpanContext(), s.Parent()
-		tid, sid := sc.TraceID(), sc.SpanID()
-		ps := &tracepb.Span{
-			TraceId:           tid[:],
-			SpanId:            sid[:],
-			Name:              s.Name(),
-			Kind:              tracepb.Span_SpanKind(s.SpanKind()),
-			StartTimeUnixNano: uint64(s.StartTime().UnixNano()),
-			EndTimeUnixNano:   uint64(s.EndTime().UnixNano()),
-			Attributes:        kvs(s.Attributes()),
-		}
-		if parent.IsValid() {
-			pid := parent.SpanID()
-			ps.ParentSpanId = pid[:]
-		}
-		if st := s.Status(); st.Code == codes.Error {
-			ps.Status = &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR, Message: st.Description}
-		}
-		rs.ScopeSpans[0].Spans = append(rs.ScopeSpans[0].Spans, ps)
-	}
-	b, err := protojson.MarshalOptions{UseEnumNumbers: true}.Marshal(req)
-	if err != nil {
-		return err
-	}
-	// OTLP/JSON differs from protobuf's JSON mapping in one place: ids are
-	// hex, not base64.
-	b = hexIDs(b)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, err := f.w.Write(append(b, '\n')); err != nil && f.err == nil {
-		f.err = err
-	}
-	return nil
-}
-
-func (f *fileExporter) Shutdown(context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.w.Flush(); err != nil && f.err == nil {
-		f.err = err
-	}
-	return nil
-}
-
-// hexIDs rewrites the base64 values of "traceId", "spanId" and
-// "parentSpanId" in protojson's output as hex.
-func hexIDs(b []byte) []byte {
-	out := make([]byte, 0, len(b)+len(b)/8)
-	for {
-		i := bytes.Index(b, []byte(`Id":"`))
-		if i < 0 {
-			return append(out, b...)
-		}
-		key := b[:i+3] // up to the key's closing quote
-		isID := bytes.HasSuffix(key, []byte(`"traceId"`)) || bytes.HasSuffix(key, []byte(`"spanId"`)) || bytes.HasSuffix(key, []byte(`"parentSpanId"`))
-		start := i + len(`Id":"`)
-		end := bytes.IndexByte(b[start:], '"')
-		if !isID || end < 0 {
-			out = append(out, b[:start]...)
-			b = b[start:]
-			continue
-		}
-		raw, err := base64.StdEncoding.DecodeString(string(b[start : start+end]))
-		out = append(out, b[:start]...)
-		if err != nil {
-			out = append(out, b[start:start+end]...)
-		} else {
-			out = hex.AppendEncode(out, raw)
-		}
-		b = b[start+end:]
-	}
-}
-
-func kvs(attrs []attribute.KeyValue) []*commonpb.KeyValue {
-	out := make([]*commonpb.KeyValue, 0, len(attrs))
-	for _, a := range attrs {
-		v := &commonpb.AnyValue{}
-		switch a.Value.Type() {
-		case attribute.INT64:
-			v.Value = &commonpb.AnyValue_IntValue{IntValue: a.Value.AsInt64()}
-		case attribute.BOOL:
-			v.Value = &commonpb.AnyValue_BoolValue{BoolValue: a.Value.AsBool()}
-		case attribute.FLOAT64:
-			v.Value = &commonpb.AnyValue_DoubleValue{DoubleValue: a.Value.AsFloat64()}
-		default:
-			v.Value = &commonpb.AnyValue_StringValue{StringValue: a.Value.Emit()}
-		}
-		out = append(out, &commonpb.KeyValue{Key: string(a.Key), Value: v})
-	}
-	return out
 }
