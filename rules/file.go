@@ -1,0 +1,541 @@
+package rules
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// The rules file (YAML; JSON is YAML too):
+//
+//	seed: 42               # optional: the random source of probability schedules
+//	mode: audit            # optional: every rule only reports what it would do
+//	rules:
+//	  - name: echo-fails
+//	    match:             # every key optional; all must hold
+//	      phase: request   # request | response | notification | server_request
+//	      dir: send        # send (client to server) | recv
+//	      method: tools/call          # or a list
+//	      tool: echo                  # the call's tool, prompt or resource (also: target)
+//	      when: 'params.arguments.message == "boom"'   # an expr-lang boolean
+//	    action: error      # block | error | modify | delay | respond | duplicate | disconnect | log
+//	    error: {code: -32001, message: injected}
+//	    schedule: {first: 2}         # always | {first: N} | {every: N} | {after: N} | {probability: P}
+//
+// match may also be a bare expression string: match: 'method == "ping"'.
+
+// fileDoc is the top level of a rules file.
+type fileDoc struct {
+	Seed  *int64     `yaml:"seed"`
+	Mode  string     `yaml:"mode"`
+	Rules []ruleNode `yaml:"rules"`
+}
+
+// ruleNode keeps a rule's line for error messages.
+type ruleNode struct {
+	line int
+	col  int
+	spec ruleSpec
+}
+
+func (n *ruleNode) UnmarshalYAML(v *yaml.Node) error {
+	n.line, n.col = v.Line, v.Column
+	if v.Kind != yaml.MappingNode {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: a rule must be a mapping (name, match, action, ...), found %s", v.Line, nodeKind(v))}}
+	}
+	return decodeStrict(v, &n.spec)
+}
+
+// decodeStrict decodes v into out, refusing unknown keys.
+func decodeStrict(v *yaml.Node, out any) error {
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(out); err != nil {
+		// Line numbers in err count from the rule: rebase them.
+		return rebase(err, v.Line-1)
+	}
+	return nil
+}
+
+// rebase adds off to the "line N" numbers of a yaml error.
+func rebase(err error, off int) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	out := make([]string, len(te.Errors))
+	for i, e := range te.Errors {
+		if rest, ok := strings.CutPrefix(e, "line "); ok {
+			if k := strings.IndexByte(rest, ':'); k > 0 {
+				if n, err := strconv.Atoi(rest[:k]); err == nil {
+					e = fmt.Sprintf("line %d%s", n+off, rest[k:])
+				}
+			}
+		}
+		out[i] = e
+	}
+	return &yaml.TypeError{Errors: out}
+}
+
+func nodeKind(v *yaml.Node) string {
+	switch v.Kind {
+	case yaml.ScalarNode:
+		return fmt.Sprintf("the value %q", v.Value)
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.MappingNode:
+		return "a mapping"
+	}
+	return "nothing"
+}
+
+type ruleSpec struct {
+	Name     string            `yaml:"name"`
+	Match    yaml.Node         `yaml:"match"`
+	Action   string            `yaml:"action"`
+	Mode     string            `yaml:"mode"`
+	Continue bool              `yaml:"continue"`
+	Schedule yaml.Node         `yaml:"schedule"`
+	Error    *errorSpec        `yaml:"error"`
+	Patch    []map[string]any  `yaml:"patch"`
+	Set      map[string]any    `yaml:"set"`
+	Delete   []string          `yaml:"delete"`
+	Delay    string            `yaml:"delay"`
+	Respond  *respondSpec      `yaml:"respond"`
+	Log      string            `yaml:"log"`
+	Extra    map[string]string `yaml:"-"`
+}
+
+type matchSpec struct {
+	Phase  stringList `yaml:"phase"`
+	Dir    string     `yaml:"dir"`
+	Method stringList `yaml:"method"`
+	Tool   stringList `yaml:"tool"`
+	Target stringList `yaml:"target"`
+	Server string     `yaml:"server"`
+	When   string     `yaml:"when"`
+}
+
+// stringList is a string or a list of strings.
+type stringList []string
+
+func (s *stringList) UnmarshalYAML(v *yaml.Node) error {
+	switch v.Kind {
+	case yaml.ScalarNode:
+		*s = stringList{v.Value}
+		return nil
+	case yaml.SequenceNode:
+		var l []string
+		if err := v.Decode(&l); err != nil {
+			return err
+		}
+		*s = l
+		return nil
+	}
+	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: expected a string or a list of strings, found %s", v.Line, nodeKind(v))}}
+}
+
+type errorSpec struct {
+	Code    *int   `yaml:"code"`
+	Message string `yaml:"message"`
+	Data    any    `yaml:"data"`
+	// Tool makes the error a tool's failure: a result with isError and
+	// this text, instead of a JSON-RPC error.
+	Tool string `yaml:"tool"`
+}
+
+type respondSpec struct {
+	Result any    `yaml:"result"`
+	Tape   string `yaml:"tape"`
+}
+
+type scheduleSpec struct {
+	First       int      `yaml:"first"`
+	Every       int      `yaml:"every"`
+	After       int      `yaml:"after"`
+	Probability *float64 `yaml:"probability"`
+}
+
+// Load reads and compiles the rules file at path.
+func Load(path string) (*Set, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("rules: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse compiles a rules file's contents; name is the file's name in
+// error messages, which say the line and what was expected.
+func Parse(name string, data []byte) (*Set, error) {
+	var doc fileDoc
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: empty rules file: expected a mapping with a rules: list", name)
+		}
+		return nil, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	if len(doc.Rules) == 0 {
+		return nil, fmt.Errorf("%s: no rules: expected a rules: list with at least one rule", name)
+	}
+	switch doc.Mode {
+	case "", "enforce", "audit":
+	default:
+		return nil, fmt.Errorf("%s: mode %q: expected enforce or audit", name, doc.Mode)
+	}
+	s := &Set{file: name}
+	if doc.Seed != nil {
+		s.seed, s.seeded = *doc.Seed, true
+	}
+	seen := map[string]int{}
+	for i := range doc.Rules {
+		n := &doc.Rules[i]
+		r, err := compileRule(name, n, doc.Mode)
+		if err != nil {
+			return nil, err
+		}
+		if r.name == "" {
+			r.name = fmt.Sprintf("rule%d", i+1)
+		}
+		if prev, dup := seen[r.name]; dup {
+			return nil, fmt.Errorf("%s:%d: rule name %q is already used at line %d: expected unique names", name, n.line, r.name, prev)
+		}
+		seen[r.name] = n.line
+		s.rules = append(s.rules, r)
+	}
+	s.Seed(s.seed)
+	return s, nil
+}
+
+// Action is what a rule does to a message it matches.
+type Action string
+
+const (
+	Block      Action = "block"      // drop the message
+	Error      Action = "error"      // answer a request with an error, or turn a response into one
+	Modify     Action = "modify"     // change the message (JSON Patch, set, delete)
+	Delay      Action = "delay"      // hold the message, then send it on
+	Respond    Action = "respond"    // answer a request without sending it on
+	Duplicate  Action = "duplicate"  // send the message twice
+	Disconnect Action = "disconnect" // cut the connection before the message
+	Log        Action = "log"        // report the message and send it on
+)
+
+var actions = []Action{Block, Error, Modify, Delay, Respond, Duplicate, Disconnect, Log}
+
+func compileRule(file string, n *ruleNode, mode string) (*rule, error) {
+	sp := n.spec
+	at := func(format string, a ...any) error {
+		return fmt.Errorf("%s:%d: rule %s: %s", file, n.line, quoteName(sp.Name), fmt.Sprintf(format, a...))
+	}
+	r := &rule{name: sp.Name, line: n.line, cont: sp.Continue, audit: mode == "audit"}
+	switch sp.Mode {
+	case "":
+	case "audit":
+		r.audit = true
+	case "enforce":
+		r.audit = false
+	default:
+		return nil, at("mode %q: expected enforce or audit", sp.Mode)
+	}
+	r.action = Action(sp.Action)
+	valid := false
+	for _, a := range actions {
+		valid = valid || a == r.action
+	}
+	if !valid {
+		names := make([]string, len(actions))
+		for i, a := range actions {
+			names[i] = string(a)
+		}
+		if sp.Action == "" {
+			return nil, at("no action: expected action: one of %s", strings.Join(names, ", "))
+		}
+		return nil, at("action %q: expected one of %s", sp.Action, strings.Join(names, ", "))
+	}
+	if err := r.compileMatch(&sp.Match); err != nil {
+		return nil, at("match: %v", err)
+	}
+	if err := r.compileSchedule(&sp.Schedule); err != nil {
+		return nil, at("schedule: %v", err)
+	}
+	// What each action needs, and nothing it cannot use.
+	extra := func(what string, set bool) error {
+		if set {
+			return at("%s is for another action than %s", what, r.action)
+		}
+		return nil
+	}
+	if err := errors.Join(
+		extra("error:", sp.Error != nil && r.action != Error),
+		extra("patch:/set:/delete:", (sp.Patch != nil || sp.Set != nil || sp.Delete != nil) && r.action != Modify),
+		extra("delay:", sp.Delay != "" && r.action != Delay),
+		extra("respond:", sp.Respond != nil && r.action != Respond),
+	); err != nil {
+		return nil, err
+	}
+	switch r.action {
+	case Error:
+		if err := r.compileError(sp.Error); err != nil {
+			return nil, at("error: %v", err)
+		}
+		if r.phaseOnly(phaseNotification) {
+			return nil, at("action error on notifications: expected phase request, response or server_request (a notification has nobody to answer; use block)")
+		}
+	case Modify:
+		if err := r.compilePatch(sp.Patch, sp.Set, sp.Delete); err != nil {
+			return nil, at("%v", err)
+		}
+	case Delay:
+		lo, hi, err := parseDelay(sp.Delay)
+		if err != nil {
+			return nil, at("delay: %v", err)
+		}
+		r.delayMin, r.delayMax = lo, hi
+	case Respond:
+		if err := r.compileRespond(file, sp.Respond); err != nil {
+			return nil, at("respond: %v", err)
+		}
+		if !r.phaseAllows(phaseRequest) && !r.phaseAllows(phaseServerRequest) {
+			return nil, at("action respond: expected phase request or server_request (only a request can be answered)")
+		}
+	case Log:
+		r.logText = sp.Log
+	}
+	return r, nil
+}
+
+func quoteName(n string) string {
+	if n == "" {
+		return "(unnamed)"
+	}
+	return strconv.Quote(n)
+}
+
+func (r *rule) compileError(e *errorSpec) error {
+	if e == nil {
+		e = &errorSpec{}
+	}
+	if e.Tool != "" {
+		if e.Code != nil || e.Message != "" || e.Data != nil {
+			return fmt.Errorf("tool: is a tool's failure (a result with isError): expected no code, message or data beside it")
+		}
+		r.toolError = e.Tool
+		return nil
+	}
+	code := -32000
+	if e.Code != nil {
+		code = *e.Code
+	}
+	msg := e.Message
+	if msg == "" {
+		msg = "injected by tapedeck rule " + quoteName(r.name)
+	}
+	obj := map[string]any{"code": code, "message": msg}
+	if e.Data != nil {
+		obj["data"] = jsonable(e.Data)
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	r.errorObj = b
+	return nil
+}
+
+func (r *rule) compilePatch(patch []map[string]any, set map[string]any, del []string) error {
+	var ops []map[string]any
+	for _, op := range patch {
+		ops = append(ops, jsonable(op).(map[string]any))
+	}
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sortStrings(keys)
+	for _, k := range keys {
+		if !strings.HasPrefix(k, "/") {
+			return fmt.Errorf("set: %q: expected a JSON pointer from the message's top, like /params/arguments/name", k)
+		}
+		// add replaces a member that exists and creates one that does not.
+		ops = append(ops, map[string]any{"op": "add", "path": k, "value": jsonable(set[k])})
+	}
+	for _, k := range del {
+		if !strings.HasPrefix(k, "/") {
+			return fmt.Errorf("delete: %q: expected a JSON pointer from the message's top, like /result/structuredContent", k)
+		}
+		ops = append(ops, map[string]any{"op": "remove", "path": k})
+	}
+	if len(ops) == 0 {
+		return fmt.Errorf("action modify: expected patch: (JSON Patch operations), set: (pointer: value) or delete: (pointers)")
+	}
+	b, err := json.Marshal(ops)
+	if err != nil {
+		return fmt.Errorf("patch: %v", err)
+	}
+	p, err := jsonpatch.DecodePatch(b)
+	if err != nil {
+		return fmt.Errorf("patch: %v", err)
+	}
+	for i, op := range p {
+		switch op.Kind() {
+		case "add", "remove", "replace", "move", "copy", "test":
+		default:
+			return fmt.Errorf("patch operation %d: op %q: expected add, remove, replace, move, copy or test", i+1, op.Kind())
+		}
+		if _, err := op.Path(); err != nil {
+			return fmt.Errorf("patch operation %d: %v", i+1, err)
+		}
+	}
+	r.patch = p
+	return nil
+}
+
+func (r *rule) compileRespond(file string, sp *respondSpec) error {
+	if sp == nil || (sp.Result == nil && sp.Tape == "") {
+		return fmt.Errorf("expected result: (the answer's result) or tape: (a tape whose recorded answer to the same call is sent)")
+	}
+	if sp.Result != nil && sp.Tape != "" {
+		return fmt.Errorf("expected one of result: and tape:, found both")
+	}
+	if sp.Result != nil {
+		b, err := json.Marshal(jsonable(sp.Result))
+		if err != nil {
+			return err
+		}
+		r.result = b
+		return nil
+	}
+	answers, err := loadAnswers(file, sp.Tape)
+	if err != nil {
+		return err
+	}
+	r.answers = answers
+	return nil
+}
+
+// parseDelay reads "250ms" or a range "100ms..2s".
+func parseDelay(s string) (time.Duration, time.Duration, error) {
+	if s == "" {
+		return 0, 0, fmt.Errorf("expected a duration (250ms) or a range (100ms..2s)")
+	}
+	lo, hi, isRange := strings.Cut(s, "..")
+	a, err := time.ParseDuration(strings.TrimSpace(lo))
+	if err != nil || a < 0 {
+		return 0, 0, fmt.Errorf("%q: expected a duration such as 250ms or a range such as 100ms..2s", s)
+	}
+	if !isRange {
+		return a, a, nil
+	}
+	b, err := time.ParseDuration(strings.TrimSpace(hi))
+	if err != nil || b < a {
+		return 0, 0, fmt.Errorf("%q: expected a range low..high with low <= high, such as 100ms..2s", s)
+	}
+	return a, b, nil
+}
+
+// jsonable turns YAML's decoded values into ones encoding/json marshals
+// (YAML maps may have non-string keys).
+func jsonable(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, v := range x {
+			out[k] = jsonable(v)
+		}
+		return out
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, v := range x {
+			out[fmt.Sprint(k)] = jsonable(v)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, v := range x {
+			out[i] = jsonable(v)
+		}
+		return out
+	}
+	return v
+}
+
+// loadAnswers reads a tape's answered calls for respond: tape:, keyed by
+// method and canonical params (and by method and target as a fallback).
+func loadAnswers(file, path string) (*answerBook, error) {
+	if !strings.HasPrefix(path, "/") {
+		if k := strings.LastIndexByte(file, '/'); k >= 0 {
+			path = file[:k+1] + path
+		}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	book := &answerBook{exact: map[string][]byte{}, loose: map[string][]byte{}}
+	pending := map[tape.ID][2]string{}
+	rd := tape.NewReader(f)
+	for {
+		e, err := rd.Next()
+		if err != nil {
+			break
+		}
+		switch {
+		case e.Kind == tape.KindRequest && e.Dir == tape.DirSend:
+			var m struct {
+				Params json.RawMessage `json:"params"`
+			}
+			_ = json.Unmarshal(e.Raw, &m)
+			canon, _ := tape.Canonical(m.Params)
+			pending[e.ID] = [2]string{e.Method + "\x00" + string(canon), e.Method + "\x00" + tape.Target(e.Method, e.Raw)}
+		case e.Kind == tape.KindResponse && e.Dir == tape.DirRecv:
+			keys, ok := pending[e.ID]
+			if !ok {
+				continue
+			}
+			delete(pending, e.ID)
+			var m struct {
+				Result json.RawMessage `json:"result"`
+				Error  json.RawMessage `json:"error"`
+			}
+			_ = json.Unmarshal(tape.StripMeta(e.Raw), &m)
+			ans := []byte(`{"result":` + string(m.Result) + `}`)
+			if m.Result == nil {
+				ans = []byte(`{"error":` + string(m.Error) + `}`)
+			}
+			if _, dup := book.exact[keys[0]]; !dup {
+				book.exact[keys[0]] = ans
+			}
+			if _, dup := book.loose[keys[1]]; !dup {
+				book.loose[keys[1]] = ans
+			}
+		}
+	}
+	if len(book.exact) == 0 {
+		return nil, fmt.Errorf("tape %s: no answered requests to respond with", path)
+	}
+	return book, nil
+}
+
+type answerBook struct {
+	exact map[string][]byte // method, canonical params → {"result":…} or {"error":…}
+	loose map[string][]byte // method, target
+}

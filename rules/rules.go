@@ -1,0 +1,630 @@
+package rules
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/vm"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// Phase is where a message stands in its exchange.
+type Phase uint8
+
+const (
+	phaseRequest       Phase = 1 << iota // a client's request
+	phaseResponse                        // an answer, to either side's request
+	phaseNotification                    // a notification, either way
+	phaseServerRequest                   // a server's request to the client
+)
+
+var phaseNames = map[string]Phase{
+	"request": phaseRequest, "response": phaseResponse, "notification": phaseNotification,
+	"server_request": phaseServerRequest, "server-request": phaseServerRequest,
+}
+
+func (p Phase) String() string {
+	switch p {
+	case phaseRequest:
+		return "request"
+	case phaseResponse:
+		return "response"
+	case phaseNotification:
+		return "notification"
+	case phaseServerRequest:
+		return "server_request"
+	}
+	return "other"
+}
+
+// Set is a compiled rules file. It is safe for concurrent use.
+type Set struct {
+	file   string
+	rules  []*rule
+	seed   int64
+	seeded bool // the file gave a seed
+}
+
+// Len is the number of rules.
+func (s *Set) Len() int { return len(s.rules) }
+
+// File is the rules file's name.
+func (s *Set) File() string { return s.file }
+
+// Seed reseeds the random sources of probability schedules (a --seed flag
+// overrides the file's seed) and restarts every schedule's count.
+func (s *Set) Seed(seed int64) {
+	s.seed = seed
+	for _, r := range s.rules {
+		h := fnv.New64a()
+		h.Write([]byte(r.name))
+		r.mu.Lock()
+		r.rng = rand.New(rand.NewPCG(uint64(seed), h.Sum64()))
+		r.count = 0
+		r.mu.Unlock()
+	}
+}
+
+// FileSeed returns the seed the rules file gives, if it gives one.
+func (s *Set) FileSeed() (int64, bool) { return s.seed, s.seeded }
+
+// Names lists the rules' names in file order.
+func (s *Set) Names() []string {
+	out := make([]string, len(s.rules))
+	for i, r := range s.rules {
+		out[i] = r.name
+	}
+	return out
+}
+
+type rule struct {
+	name   string
+	line   int
+	action Action
+	audit  bool
+	cont   bool
+
+	// match
+	phases  Phase // 0: any
+	dir     tape.Dir
+	methods []string
+	targets []string
+	server  string
+	prog    *vm.Program
+	members []string // the message members the expression names
+	needAll bool     // it names the whole message (or something unknown)
+
+	// schedule
+	first, every, after int
+	prob                float64 // 0: not a probability schedule
+	mu                  sync.Mutex
+	rng                 *rand.Rand
+	count               int
+
+	// actions
+	errorObj  []byte // error: a JSON-RPC error object
+	toolError string // error: tool: text
+	patch     jsonpatch.Patch
+	delayMin  time.Duration
+	delayMax  time.Duration
+	result    []byte      // respond: result:
+	answers   *answerBook // respond: tape:
+	logText   string
+}
+
+func (r *rule) phaseAllows(p Phase) bool { return r.phases == 0 || r.phases&p != 0 }
+func (r *rule) phaseOnly(p Phase) bool   { return r.phases == p }
+
+func (r *rule) compileMatch(n *yaml.Node) error {
+	if n.Kind == 0 {
+		return nil // no match: every message
+	}
+	if n.Kind == yaml.ScalarNode {
+		return r.compileWhen(n.Value)
+	}
+	var m matchSpec
+	if err := decodeStrict(n, &m); err != nil {
+		return fmt.Errorf("%s (expected phase, dir, method, tool, target, server, when)", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	for _, p := range m.Phase {
+		ph, ok := phaseNames[p]
+		if !ok {
+			return fmt.Errorf("phase %q: expected request, response, notification or server_request", p)
+		}
+		r.phases |= ph
+	}
+	switch m.Dir {
+	case "", "send", "recv":
+		r.dir = tape.Dir(m.Dir)
+	default:
+		return fmt.Errorf("dir %q: expected send (client to server) or recv (server to client)", m.Dir)
+	}
+	r.methods = m.Method
+	r.targets = append(append([]string(nil), m.Tool...), m.Target...)
+	r.server = m.Server
+	if m.When != "" {
+		return r.compileWhen(m.When)
+	}
+	return nil
+}
+
+// compileWhen compiles an expression and notes which members it reads.
+func (r *rule) compileWhen(e string) error {
+	p, err := expr.Compile(e, expr.AllowUndefinedVariables(), expr.AsBool())
+	if err != nil {
+		return fmt.Errorf("expression %q: %v", e, err)
+	}
+	r.prog = p
+	seen := map[string]bool{}
+	node := p.Node()
+	ast.Find(node, func(n ast.Node) bool {
+		if id, ok := n.(*ast.IdentifierNode); ok && !seen[id.Value] {
+			seen[id.Value] = true
+			switch id.Value {
+			case "phase", "dir", "server", "target", "tool", "session", "kind", "method", "id":
+			case "$env":
+				r.needAll = true
+			default:
+				r.members = append(r.members, id.Value)
+			}
+		}
+		return false
+	})
+	return nil
+}
+
+func (r *rule) compileSchedule(n *yaml.Node) error {
+	if n.Kind == 0 {
+		return nil
+	}
+	if n.Kind == yaml.ScalarNode {
+		if n.Value == "always" {
+			return nil
+		}
+		return fmt.Errorf("%q: expected always, or a mapping with one of first, every, after, probability", n.Value)
+	}
+	var s scheduleSpec
+	if err := decodeStrict(n, &s); err != nil {
+		return fmt.Errorf("%s (expected first, every, after or probability)", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	set := 0
+	for _, v := range []bool{s.First != 0, s.Every != 0, s.After != 0, s.Probability != nil} {
+		if v {
+			set++
+		}
+	}
+	if set != 1 {
+		return fmt.Errorf("expected exactly one of first: N, every: N, after: N, probability: P")
+	}
+	if s.First < 0 || s.Every < 0 || s.After < 0 {
+		return fmt.Errorf("expected a positive count")
+	}
+	r.first, r.every, r.after = s.First, s.Every, s.After
+	if s.Probability != nil {
+		p := *s.Probability
+		if p <= 0 || p > 1 {
+			return fmt.Errorf("probability %v: expected a number in (0, 1]", p)
+		}
+		r.prob = p
+	}
+	return nil
+}
+
+// due counts a match and says whether the schedule fires on it.
+func (r *rule) due() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.count++
+	n := r.count
+	switch {
+	case r.first > 0:
+		return n <= r.first
+	case r.every > 0:
+		return n%r.every == 0
+	case r.after > 0:
+		return n > r.after
+	case r.prob > 0:
+		return r.rng.Float64() < r.prob
+	}
+	return true
+}
+
+func (r *rule) delay() time.Duration {
+	if r.delayMax == r.delayMin {
+		return r.delayMin
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.delayMin + time.Duration(r.rng.Int64N(int64(r.delayMax-r.delayMin)+1))
+}
+
+// Message is one JSON-RPC message crossing a connection.
+type Message struct {
+	Raw     []byte   // the message as it crossed the wire (one object, no batch)
+	Dir     tape.Dir // DirSend: client to server; DirRecv: server to client
+	Server  string
+	Session string // the HTTP session, or ""
+}
+
+// Injection is what one rule did to a message: the record the tape keeps
+// in the message's _meta.injected.
+type Injection struct {
+	Rule     string `json:"rule"`
+	Action   Action `json:"action"`
+	Audit    bool   `json:"audit,omitempty"`    // the rule only reported what it would do
+	Original string `json:"original,omitempty"` // the message's bytes before a modify or error
+	Injected bool   `json:"injected,omitempty"` // the message is the rule's own (an answer it made)
+	Dropped  bool   `json:"dropped,omitempty"`  // the message went no further
+	DelayMS  int64  `json:"delay_ms,omitempty"`
+	Note     string `json:"note,omitempty"`
+}
+
+// Decision is what to do with a message. The zero Decision (no rule
+// matched) says: send it on unchanged.
+type Decision struct {
+	// Matched is false when no rule acted (audits included): send the
+	// message on as it is, and record it with no injection.
+	Matched bool
+	// Out are the messages to send on in its place: none when dropped, two
+	// when duplicated, a changed one when modified or turned into an error.
+	// Nil with Matched false means the message itself.
+	Out [][]byte
+	// Reply is an answer to send back to the message's sender instead of
+	// forwarding it (error and respond on a request), or nil.
+	Reply []byte
+	// Delay is how long to hold the message before sending it on.
+	Delay time.Duration
+	// Disconnect says to cut the connection instead of sending anything.
+	Disconnect bool
+	// Injections are the records for the tape: the message's own (in
+	// _meta.injected), and ReplyInjections for the reply.
+	Injections      []Injection
+	ReplyInjections []Injection
+	// Logs are lines for the operator (log actions).
+	Logs []string
+}
+
+// Conn applies a Set to one connection, pairing responses with requests.
+// It is safe for concurrent use (a connection's two directions).
+type Conn struct {
+	set     *Set
+	mu      sync.Mutex
+	pending map[pendingKey]call
+}
+
+type pendingKey struct {
+	session string
+	dir     tape.Dir // the request's direction
+	id      tape.ID
+}
+
+type call struct{ method, target string }
+
+// Conn returns a new connection's view of the set. A nil Set gives a nil
+// Conn, whose Apply always says "send it on".
+func (s *Set) Conn() *Conn {
+	if s == nil {
+		return nil
+	}
+	return &Conn{set: s, pending: map[pendingKey]call{}}
+}
+
+// env is what an expression sees.
+type env struct {
+	e       tape.Entry
+	phase   Phase
+	method  string
+	target  string
+	msg     Message
+	decoded map[string]any
+	all     bool
+}
+
+func (v *env) get(members []string, all bool) map[string]any {
+	if v.decoded == nil {
+		v.decoded = map[string]any{}
+	}
+	if all && !v.all {
+		var m map[string]any
+		if json.Unmarshal(v.msg.Raw, &m) == nil {
+			for k, x := range m {
+				if _, ok := v.decoded[k]; !ok {
+					v.decoded[k] = x
+				}
+			}
+		}
+		v.all = true
+	}
+	for _, k := range members {
+		if _, ok := v.decoded[k]; ok || v.all {
+			continue
+		}
+		raw := topRaw(v.msg.Raw, k)
+		if raw == nil {
+			v.decoded[k] = nil
+			continue
+		}
+		var x any
+		if json.Unmarshal(raw, &x) == nil {
+			v.decoded[k] = x
+		}
+	}
+	out := make(map[string]any, len(v.decoded)+9)
+	for k, x := range v.decoded {
+		if x != nil {
+			out[k] = x
+		}
+	}
+	out["phase"] = v.phase.String()
+	out["dir"] = string(v.msg.Dir)
+	out["server"] = v.msg.Server
+	out["session"] = v.msg.Session
+	out["kind"] = v.e.Kind.String()
+	out["method"] = v.method
+	out["target"] = v.target
+	out["tool"] = v.target
+	if v.e.ID != "" {
+		var id any
+		_ = json.Unmarshal([]byte(v.e.ID), &id)
+		out["id"] = id
+	}
+	return out
+}
+
+// topRaw returns the raw value of a top-level member of a JSON object.
+func topRaw(msg []byte, key string) []byte {
+	var m map[string]json.RawMessage
+	// A full decode into RawMessages skips values without building them.
+	if json.Unmarshal(msg, &m) != nil {
+		return nil
+	}
+	return m[key]
+}
+
+// Apply decides what happens to one message. A nil Conn, or a message
+// that is not one JSON-RPC object, is sent on unchanged.
+func (c *Conn) Apply(m Message) Decision {
+	if c == nil {
+		return Decision{}
+	}
+	entries := tape.Classify(m.Raw)
+	if len(entries) != 1 || !entries[0].IsWire() || bytes.HasPrefix(bytes.TrimSpace(m.Raw), []byte("[")) {
+		return Decision{}
+	}
+	e := entries[0]
+	v := &env{e: e, msg: m}
+	switch e.Kind {
+	case tape.KindRequest:
+		v.phase, v.method = phaseRequest, e.Method
+		if m.Dir == tape.DirRecv {
+			v.phase = phaseServerRequest
+		}
+		v.target = tape.Target(e.Method, m.Raw)
+		c.mu.Lock()
+		c.pending[pendingKey{m.Session, m.Dir, e.ID}] = call{v.method, v.target}
+		c.mu.Unlock()
+	case tape.KindResponse:
+		v.phase = phaseResponse
+		k := pendingKey{m.Session, m.Dir.Opposite(), e.ID}
+		c.mu.Lock()
+		cl, ok := c.pending[k]
+		delete(c.pending, k)
+		c.mu.Unlock()
+		if ok {
+			v.method, v.target = cl.method, cl.target
+		}
+	case tape.KindNotification:
+		v.phase, v.method = phaseNotification, e.Method
+	}
+
+	var d Decision
+	cur := m.Raw
+	for _, r := range c.set.rules {
+		if !r.matches(v) || !r.due() {
+			continue
+		}
+		stop := r.apply(&d, v, cur)
+		if !r.audit && len(d.Out) == 1 {
+			cur = d.Out[0]
+		}
+		if stop || d.Disconnect || d.Reply != nil || (d.Out != nil && len(d.Out) == 0) {
+			break
+		}
+	}
+	return d
+}
+
+func (r *rule) matches(v *env) bool {
+	if !r.phaseAllows(v.phase) {
+		return false
+	}
+	if r.dir != "" && r.dir != v.msg.Dir {
+		return false
+	}
+	if r.server != "" && r.server != v.msg.Server {
+		return false
+	}
+	if len(r.methods) > 0 && !contains(r.methods, v.method) {
+		return false
+	}
+	if len(r.targets) > 0 && !contains(r.targets, v.target) {
+		return false
+	}
+	if r.prog == nil {
+		return true
+	}
+	out, err := expr.Run(r.prog, v.get(r.members, r.needAll))
+	if err != nil {
+		return false // a path this message lacks: no match
+	}
+	ok, _ := out.(bool)
+	return ok
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// apply records r's action on the message cur in d, and reports whether
+// evaluation stops here (first match wins unless the rule says continue).
+func (r *rule) apply(d *Decision, v *env, cur []byte) bool {
+	inj := Injection{Rule: r.name, Action: r.action, Audit: r.audit}
+	if r.audit {
+		inj.Note = r.wouldDo(v)
+		d.Injections = append(d.Injections, inj)
+		d.Logs = append(d.Logs, fmt.Sprintf("audit: rule %s would %s %s", r.name, r.action, describe(v)))
+		return !r.cont
+	}
+	d.Matched = true
+	isRequest := v.phase == phaseRequest || v.phase == phaseServerRequest
+	switch r.action {
+	case Block:
+		inj.Dropped = true
+		d.Out = [][]byte{}
+	case Error:
+		if isRequest {
+			inj.Dropped = true
+			d.Out = [][]byte{}
+			d.Reply = r.errorAnswer(v.e.ID)
+			d.ReplyInjections = []Injection{{Rule: r.name, Action: Error, Injected: true}}
+		} else if v.phase == phaseResponse {
+			inj.Original = string(cur)
+			d.Out = [][]byte{r.errorAnswer(v.e.ID)}
+		} else { // a notification: nobody to answer
+			inj.Dropped = true
+			d.Out = [][]byte{}
+		}
+	case Modify:
+		out, err := r.patch.Apply(cur)
+		if err != nil {
+			inj.Note = "patch failed, message sent unchanged: " + err.Error()
+			d.Logs = append(d.Logs, fmt.Sprintf("rule %s: %s", r.name, inj.Note))
+			break
+		}
+		inj.Original = string(cur)
+		d.Out = [][]byte{compact(out)}
+	case Delay:
+		dl := r.delay()
+		d.Delay += dl
+		inj.DelayMS = dl.Milliseconds()
+	case Respond:
+		if !isRequest {
+			inj.Note = "respond on a message that is not a request: sent on"
+			break
+		}
+		ans := r.answer(v)
+		if ans == nil {
+			inj.Note = "the tape holds no answer to this call: sent on"
+			d.Logs = append(d.Logs, fmt.Sprintf("rule %s: %s (%s)", r.name, inj.Note, describe(v)))
+			break
+		}
+		inj.Dropped = true
+		d.Out = [][]byte{}
+		d.Reply = ans
+		d.ReplyInjections = []Injection{{Rule: r.name, Action: Respond, Injected: true}}
+	case Duplicate:
+		d.Out = [][]byte{cur, cur}
+	case Disconnect:
+		inj.Dropped = true
+		d.Disconnect = true
+		d.Out = [][]byte{}
+	case Log:
+		text := r.logText
+		if text == "" {
+			text = describe(v)
+		}
+		d.Logs = append(d.Logs, fmt.Sprintf("rule %s: %s", r.name, text))
+	}
+	d.Injections = append(d.Injections, inj)
+	return !r.cont
+}
+
+// wouldDo says in a few words what an audited rule would have done.
+func (r *rule) wouldDo(v *env) string {
+	switch r.action {
+	case Error:
+		if v.phase == phaseRequest || v.phase == phaseServerRequest {
+			return "would answer with an error instead of sending it on"
+		}
+		return "would turn it into an error"
+	case Delay:
+		return fmt.Sprintf("would hold it %s", r.delay())
+	}
+	return "would " + string(r.action) + " it"
+}
+
+func describe(v *env) string {
+	s := v.phase.String()
+	if v.method != "" {
+		s += " " + v.method
+	}
+	if v.target != "" {
+		s += " " + v.target
+	}
+	if v.e.ID != "" {
+		s += " id " + string(v.e.ID)
+	}
+	return s + " (" + string(v.msg.Dir) + ")"
+}
+
+// errorAnswer is the rule's error as an answer to id.
+func (r *rule) errorAnswer(id tape.ID) []byte {
+	if r.toolError != "" {
+		text, _ := json.Marshal(r.toolError)
+		return []byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"content":[{"type":"text","text":` + string(text) + `}],"isError":true}}`)
+	}
+	return []byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"error":` + string(r.errorObj) + `}`)
+}
+
+// answer is respond's answer to the request in v, or nil.
+func (r *rule) answer(v *env) []byte {
+	if r.result != nil {
+		return []byte(`{"jsonrpc":"2.0","id":` + string(v.e.ID) + `,"result":` + string(r.result) + `}`)
+	}
+	var m struct {
+		Params json.RawMessage `json:"params"`
+	}
+	_ = json.Unmarshal(v.msg.Raw, &m)
+	canon, _ := tape.Canonical(m.Params)
+	ans, ok := r.answers.exact[v.method+"\x00"+string(canon)]
+	if !ok {
+		ans, ok = r.answers.loose[v.method+"\x00"+v.target]
+	}
+	if !ok {
+		return nil
+	}
+	return append([]byte(`{"jsonrpc":"2.0","id":`+string(v.e.ID)+`,`), ans[1:]...)
+}
+
+func compact(b []byte) []byte {
+	var out bytes.Buffer
+	if json.Compact(&out, b) != nil {
+		return b
+	}
+	return out.Bytes()
+}
+
+func sortStrings(s []string) { sort.Strings(s) }
+
+// MarshalInjections encodes injections for _meta.injected.
+func MarshalInjections(in []Injection) json.RawMessage {
+	b, _ := json.Marshal(in)
+	return b
+}

@@ -1,0 +1,318 @@
+package rules
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+func mustParse(t *testing.T, src string) *Set {
+	t.Helper()
+	s, err := Parse("rules.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+const (
+	callEcho = `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`
+	callSum  = `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"get-sum","arguments":{"a":2,"b":3}}}`
+	ansEcho  = `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"Echo: hi"}]}}`
+	progress = `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}`
+)
+
+func send(raw string) Message { return Message{Raw: []byte(raw), Dir: tape.DirSend, Server: "s"} }
+func recv(raw string) Message { return Message{Raw: []byte(raw), Dir: tape.DirRecv, Server: "s"} }
+
+func TestParseErrorsSayFileLineAndWhatWasExpected(t *testing.T) {
+	cases := []struct{ src, want string }{
+		{"", "empty rules file"},
+		{"rules: []\n", "no rules"},
+		{"rules:\n  - name: a\n    action: explode\n", `rules.yaml:2: rule "a": action "explode": expected one of block, error`},
+		{"rules:\n  - name: a\n    action: block\n  - name: b\n    action: delay\n    delay: soon\n", `rules.yaml:4: rule "b": delay: "soon": expected a duration`},
+		{"rules:\n  - name: a\n    action: block\n    colour: red\n", "line 4: field colour not found"},
+		{"rules:\n  - name: a\n    match: 'method ==='\n    action: block\n", `rules.yaml:2: rule "a": match: expression`},
+		{"rules:\n  - name: a\n    match: {phase: sometimes}\n    action: block\n", `phase "sometimes": expected request, response, notification or server_request`},
+		{"rules:\n  - name: a\n    action: block\n    schedule: {first: 1, every: 2}\n", "expected exactly one of first"},
+		{"rules:\n  - name: a\n    action: block\n    schedule: {probability: 2}\n", "expected a number in (0, 1]"},
+		{"rules:\n  - name: a\n    action: modify\n", "expected patch:"},
+		{"rules:\n  - name: a\n    action: modify\n    set: {params/x: 1}\n", "expected a JSON pointer"},
+		{"rules:\n  - name: a\n    action: block\n    delay: 1s\n", "delay: is for another action than block"},
+		{"rules:\n  - name: a\n    action: respond\n", "expected result:"},
+		{"rules:\n  - name: a\n    match: {phase: notification}\n    action: error\n", "a notification has nobody to answer"},
+		{"rules:\n  - name: a\n    action: block\n  - name: a\n    action: log\n", `rule name "a" is already used at line 2`},
+		{"rules:\n  - block\n", "a rule must be a mapping"},
+		{"rules: [\n", "rules.yaml:"},
+	}
+	for _, c := range cases {
+		_, err := Parse("rules.yaml", []byte(c.src))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Parse(%q):\n got %v\nwant it to say %q", c.src, err, c.want)
+		}
+	}
+}
+
+func TestErrorOnRequestAnswersTheClientAndDropsTheRequest(t *testing.T) {
+	s := mustParse(t, `
+rules:
+  - name: echo-fails
+    match: {phase: request, tool: echo}
+    action: error
+    error: {code: -32001, message: boom}
+`)
+	c := s.Conn()
+	if d := c.Apply(send(callSum)); d.Matched {
+		t.Fatalf("get-sum matched: %+v", d)
+	}
+	d := c.Apply(send(callEcho))
+	if !d.Matched || len(d.Out) != 0 {
+		t.Fatalf("echo: %+v", d)
+	}
+	if got := string(d.Reply); got != `{"jsonrpc":"2.0","id":3,"error":{"code":-32001,"message":"boom"}}` {
+		t.Errorf("reply %s", got)
+	}
+	if len(d.Injections) != 1 || !d.Injections[0].Dropped || d.ReplyInjections[0].Rule != "echo-fails" {
+		t.Errorf("injections %+v %+v", d.Injections, d.ReplyInjections)
+	}
+}
+
+func TestToolErrorAndResponsePairing(t *testing.T) {
+	s := mustParse(t, `
+rules:
+  - name: echo-result-fails
+    match: {phase: response, method: tools/call, tool: echo}
+    action: error
+    error: {tool: the tool broke}
+`)
+	c := s.Conn()
+	c.Apply(send(callEcho))
+	d := c.Apply(recv(ansEcho))
+	if len(d.Out) != 1 {
+		t.Fatalf("%+v", d)
+	}
+	var m struct {
+		ID     int
+		Result struct {
+			IsError bool
+			Content []struct{ Text string }
+		}
+	}
+	if err := json.Unmarshal(d.Out[0], &m); err != nil || m.ID != 3 || !m.Result.IsError || m.Result.Content[0].Text != "the tool broke" {
+		t.Errorf("out %s (%v)", d.Out[0], err)
+	}
+	if d.Injections[0].Original != ansEcho {
+		t.Errorf("original %q", d.Injections[0].Original)
+	}
+	// The pairing is spent: a second answer with id 3 names no tool.
+	if d := c.Apply(recv(ansEcho)); d.Matched {
+		t.Errorf("an unpaired answer matched")
+	}
+}
+
+func TestModifySetDeleteAndPatch(t *testing.T) {
+	s := mustParse(t, `
+rules:
+  - name: shout
+    match: 'method == "tools/call" && params.arguments.message == "hi"'
+    action: modify
+    set: {/params/arguments/message: HI, /params/arguments/extra: [1, 2]}
+    continue: true
+  - name: drop-extra
+    match: {method: tools/call}
+    action: modify
+    patch:
+      - {op: remove, path: /params/arguments/extra}
+      - {op: add, path: /params/_meta, value: {k: v}}
+`)
+	d := s.Conn().Apply(send(callEcho))
+	if len(d.Out) != 1 || len(d.Injections) != 2 {
+		t.Fatalf("%+v", d)
+	}
+	want := `{"id":3,"jsonrpc":"2.0","method":"tools/call","params":{"_meta":{"k":"v"},"arguments":{"message":"HI"},"name":"echo"}}`
+	if !tape.EqualJSON(d.Out[0], []byte(want)) {
+		t.Errorf("out %s\nwant %s", d.Out[0], want)
+	}
+	if d.Injections[0].Original != callEcho {
+		t.Errorf("first original %q", d.Injections[0].Original)
+	}
+}
+
+func TestSchedules(t *testing.T) {
+	fires := func(sched string, n int) string {
+		s := mustParse(t, "rules:\n  - name: r\n    match: {method: ping}\n    action: block\n    schedule: "+sched+"\n")
+		c := s.Conn()
+		var out []byte
+		for range n {
+			if c.Apply(send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)).Matched {
+				out = append(out, 'x')
+			} else {
+				out = append(out, '.')
+			}
+		}
+		return string(out)
+	}
+	for sched, want := range map[string]string{
+		"always":     "xxxxxx",
+		"{first: 2}": "xx....",
+		"{every: 3}": "..x..x",
+		"{after: 4}": "....xx",
+	} {
+		if got := fires(sched, 6); got != want {
+			t.Errorf("%s: %s, want %s", sched, got, want)
+		}
+	}
+	// A probability schedule under one seed fires on the same messages.
+	p := func(seed int64) string {
+		s := mustParse(t, "rules:\n  - name: r\n    action: block\n    schedule: {probability: 0.5}\n")
+		s.Seed(seed)
+		c := s.Conn()
+		var out []byte
+		for range 40 {
+			if c.Apply(send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)).Matched {
+				out = append(out, 'x')
+			} else {
+				out = append(out, '.')
+			}
+		}
+		return string(out)
+	}
+	a, b, other := p(7), p(7), p(8)
+	if a != b {
+		t.Errorf("seed 7 twice: %s vs %s", a, b)
+	}
+	if a == other {
+		t.Errorf("seeds 7 and 8 fire alike: %s", a)
+	}
+	if n := strings.Count(a, "x"); n < 10 || n > 30 {
+		t.Errorf("probability 0.5 fired %d of 40", n)
+	}
+}
+
+func TestAuditReportsWithoutActing(t *testing.T) {
+	s := mustParse(t, `
+mode: audit
+rules:
+  - name: no-echo
+    match: {tool: echo}
+    action: error
+`)
+	d := s.Conn().Apply(send(callEcho))
+	if d.Matched || d.Out != nil || d.Reply != nil {
+		t.Fatalf("audit acted: %+v", d)
+	}
+	if len(d.Injections) != 1 || !d.Injections[0].Audit || !strings.Contains(d.Injections[0].Note, "would answer with an error") {
+		t.Errorf("injections %+v", d.Injections)
+	}
+}
+
+func TestDelayDuplicateDisconnectLogBlockNotification(t *testing.T) {
+	s := mustParse(t, `
+rules:
+  - name: slow
+    match: {method: tools/call, tool: get-sum}
+    action: delay
+    delay: 10ms..20ms
+    continue: true
+  - name: twice
+    match: {method: tools/call, tool: get-sum}
+    action: duplicate
+  - name: no-progress
+    match: {phase: notification, method: notifications/progress}
+    action: block
+  - name: cut
+    match: {method: tools/call, tool: echo}
+    action: disconnect
+    schedule: {after: 1}
+  - name: note
+    match: {method: ping}
+    action: log
+`)
+	c := s.Conn()
+	d := c.Apply(send(callSum))
+	if d.Delay < 10*time.Millisecond || d.Delay > 20*time.Millisecond || len(d.Out) != 2 || len(d.Injections) != 2 {
+		t.Errorf("get-sum: %+v", d)
+	}
+	if d := c.Apply(recv(progress)); !d.Matched || len(d.Out) != 0 {
+		t.Errorf("progress: %+v", d)
+	}
+	if d := c.Apply(send(callEcho)); d.Disconnect {
+		t.Errorf("first echo disconnected")
+	}
+	if d := c.Apply(send(callEcho)); !d.Disconnect {
+		t.Errorf("second echo: %+v", d)
+	}
+	d = c.Apply(send(`{"jsonrpc":"2.0","id":9,"method":"ping"}`))
+	if !d.Matched || d.Out != nil || len(d.Logs) != 1 || !strings.Contains(d.Logs[0], "request ping id 9") {
+		t.Errorf("log: %+v", d)
+	}
+}
+
+func TestRespondFromLiteralAndFromTape(t *testing.T) {
+	dir := t.TempDir()
+	tp := filepath.Join(dir, "answers.jsonl")
+	w := tape.NewWriter(mustCreate(t, tp))
+	now := time.Now()
+	for _, l := range []struct {
+		raw string
+		dir tape.Dir
+	}{{callEcho, tape.DirSend}, {ansEcho, tape.DirRecv}} {
+		if err := w.Write([]byte(l.raw), tape.Meta{Dir: l.dir, Server: "s", Time: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rf := filepath.Join(dir, "rules.yaml")
+	os.WriteFile(rf, []byte(`
+rules:
+  - name: canned-sum
+    match: {tool: get-sum}
+    action: respond
+    respond: {result: {content: [{type: text, text: "5"}]}}
+  - name: from-tape
+    match: {tool: echo}
+    action: respond
+    respond: {tape: answers.jsonl}
+`), 0o644)
+	s, err := Load(rf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.Conn()
+	d := c.Apply(send(callSum))
+	if string(d.Reply) != `{"jsonrpc":"2.0","id":4,"result":{"content":[{"text":"5","type":"text"}]}}` {
+		t.Errorf("literal: %s", d.Reply)
+	}
+	other := strings.Replace(strings.Replace(callEcho, `"hi"`, `"other"`, 1), `"id":3`, `"id":"x"`, 1)
+	d = c.Apply(send(other))
+	if !tape.EqualJSON(d.Reply, []byte(`{"jsonrpc":"2.0","id":"x","result":{"content":[{"type":"text","text":"Echo: hi"}]}}`)) {
+		t.Errorf("from tape: %s", d.Reply)
+	}
+}
+
+func mustCreate(t *testing.T, p string) *os.File {
+	t.Helper()
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+func TestNilSetAndNonMessages(t *testing.T) {
+	var s *Set
+	if d := s.Conn().Apply(send(callEcho)); d.Matched {
+		t.Error("nil set matched")
+	}
+	c := mustParse(t, "rules:\n  - name: all\n    action: block\n").Conn()
+	for _, raw := range []string{`not json`, `[` + callEcho + `]`, `{"jsonrpc":"2.0"}`} {
+		if d := c.Apply(send(raw)); d.Matched {
+			t.Errorf("%s matched", raw)
+		}
+	}
+}
