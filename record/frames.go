@@ -38,6 +38,19 @@ func relayLines(r io.Reader, w io.Writer, record func(line []byte), commit func(
 }
 
 func relayLinesMax(r io.Reader, w io.Writer, limit int, record func(line []byte), commit func(), oversize func(size int64, prefix []byte, ended bool)) error {
+	return relayFrames(r, w, limit, false, record, commit, oversize)
+}
+
+// relayOwnLines is relayLines for a relay that forwards complete lines
+// itself (the rules relay, which may change, drop or hold them): record
+// gets each line with its line ending as it came, and commit is called
+// once a read's lines are all handed over; only the pieces of an over-long
+// line are forwarded to w as they come.
+func relayOwnLines(r io.Reader, w io.Writer, record func(raw []byte), commit func(), oversize func(size int64, prefix []byte, ended bool)) error {
+	return relayFrames(r, w, maxLine, true, record, commit, oversize)
+}
+
+func relayFrames(r io.Reader, w io.Writer, limit int, self bool, record func(line []byte), commit func(), oversize func(size int64, prefix []byte, ended bool)) error {
 	buf := make([]byte, min(initialBuffer, limit+1))
 	start, end, scanned := 0, 0, 0
 	var werr error
@@ -81,10 +94,16 @@ func relayLinesMax(r io.Reader, w io.Writer, limit int, record func(line []byte)
 				start, scanned, i = stop+1, 0, stop+1
 				continue
 			}
-			record(trimCR(buf[start:stop]))
+			if self {
+				record(buf[start : stop+1])
+			} else {
+				record(trimCR(buf[start:stop]))
+			}
 			start, scanned = stop+1, 0
 		}
-		if start > i {
+		if self && start > i && commit != nil {
+			commit()
+		} else if start > i {
 			forward(buf[i:start])
 		}
 		if !long && end-start > limit {
@@ -101,6 +120,11 @@ func relayLinesMax(r io.Reader, w io.Writer, limit int, record func(line []byte)
 			switch {
 			case long:
 				endLong(false)
+			case end > start && self:
+				record(buf[start:end])
+				if commit != nil {
+					commit()
+				}
 			case end > start:
 				record(trimCR(buf[start:end]))
 				forward(buf[start:end])

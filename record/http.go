@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/internal/mcphttp"
+	"github.com/tapedeck/tapedeck/rules"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -95,6 +96,10 @@ type Proxy struct {
 	// Warn, if not nil, is told of the first failure to write the tape,
 	// once (see Stdio.Warn).
 	Warn func(error)
+	// Rules, if set, may change, drop, delay or answer messages on their
+	// way (see Stdio.Rules); Logf receives their log lines.
+	Rules *rules.Set
+	Logf  func(string)
 
 	once    sync.Once
 	guard   mcphttp.Guard
@@ -109,6 +114,7 @@ type Proxy struct {
 	// at once (two initializes).
 	exchanges atomic.Int64
 	readers   sync.Pool // of *sse.Reader, with their buffers
+	rules     *rules.Conn
 
 	// Messages, a sink a direction, each record flushed to the tape as it
 	// is written (under msgMu: the sinks' batches are not shared).
@@ -143,6 +149,7 @@ func (p *Proxy) init() {
 			server = p.Upstream.Hostname()
 		}
 		p.guard = mcphttp.Guard{AllowHosts: p.AllowHosts}
+		p.rules = p.Rules.Conn()
 		p.paths = map[string]bool{}
 		p.rec = newRecorder(p.Tape, server, p.Redact, p.Now)
 		p.rec.dest.warn = p.Warn
@@ -252,8 +259,15 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if ex.session == "" {
 			ex.no = p.exchanges.Add(1)
 		}
-		// The tape first, then the server.
-		p.note(p.message(body, tape.DirSend, recordMeta{ex: ex}))
+		if p.rules != nil {
+			var done bool
+			if body, done = p.ruleRequest(w, r, ex, body); done {
+				return
+			}
+		} else {
+			// The tape first, then the server.
+			p.note(p.message(body, tape.DirSend, recordMeta{ex: ex}))
+		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 	}
@@ -266,7 +280,7 @@ func (p *Proxy) extra(ex *exchange, status int) map[string]any {
 
 // message records one message of an exchange, at once, through the
 // sink of its direction (the fast path when nothing is redacted).
-func (p *Proxy) message(msg []byte, dir tape.Dir, m recordMeta) error {
+func (p *Proxy) message(msg []byte, dir tape.Dir, m metaExtra) error {
 	s, b := p.recv, p.recvBatch
 	if dir == tape.DirSend {
 		s, b = p.send, p.sendBatch
@@ -321,6 +335,9 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 					}
 				}
 			}
+			if p.rules != nil {
+				return p.ruleResponse(resp, trimmed, m)
+			}
 			p.note(p.message(trimmed, tape.DirRecv, m))
 			return nil
 		}
@@ -337,6 +354,9 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 	ex, _ := r.Context().Value(ctxKey{}).(*exchange)
 	if ex == nil {
 		ex = &exchange{method: r.Method}
+	}
+	if errors.Is(err, errDisconnect) {
+		panic(http.ErrAbortHandler) // a rule cut the connection
 	}
 	if errors.Is(err, context.Canceled) {
 		// The client went away (closed a stream): not the upstream's fault.

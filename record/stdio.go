@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tapedeck/tapedeck/rules"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -50,6 +51,11 @@ type Stdio struct {
 	Server string
 	// Redact, if set, redacts the tape's copy of each message.
 	Redact *tape.Redactor
+	// Rules, if set, may change, drop, delay or answer messages on their
+	// way (fault injection); the tape records what they did.
+	Rules *rules.Set
+	// Logf, if not nil, receives the lines of rules' log actions.
+	Logf func(string)
 	// Version is written in $transport/start (tapedeck's version).
 	Version string
 
@@ -214,6 +220,10 @@ func (r *stdioRun) closeServerStdin() { r.closeIn.Do(func() { r.inW.Close() }) }
 // relay copies the client's stdin to the server and the server's stdout
 // and stderr back, each line on the tape before it is forwarded.
 func (r *stdioRun) relay(stdin io.Reader, stdout, stderr io.Writer) {
+	if r.s.Rules != nil {
+		r.relayRules(stdin, stdout, stderr)
+		return
+	}
 	note := r.rec.note
 	sendSink, sendBatch := r.rec.stream(tape.DirSend)
 	recvSink, recvBatch := r.rec.stream(tape.DirRecv)
@@ -233,6 +243,58 @@ func (r *stdioRun) relay(stdin io.Reader, stdout, stderr io.Writer) {
 		_ = relayLines(r.outR, w, func(line []byte) { note(recvSink.message(line, tape.DirRecv, nil)) },
 			func() { note(recvBatch.flush()) }, r.oversize(tape.DirRecv))
 	}()
+	go func() {
+		defer r.outputs.Done()
+		_ = relayLines(r.errR, stderr, func(line []byte) { note(errSink.stderr(line)) },
+			func() { note(errBatch.flush()) }, r.oversize("stderr"))
+	}()
+}
+
+// relayRules is relay under a rules file: each message goes through the
+// rules before it is recorded and forwarded (see rules.go).
+func (r *stdioRun) relayRules(stdin io.Reader, stdout, stderr io.Writer) {
+	note := r.rec.note
+	conn := r.s.Rules.Conn()
+	logf := r.s.Logf
+	if logf == nil {
+		logf = func(string) {}
+	}
+	w := r.client
+	w.w, w.broken = stdout, func() { close(r.clientGone) }
+	toServer, toClient := &lockedWriter{w: r.inW}, &lockedWriter{w: w}
+	var cutOnce sync.Once
+	cut := func() {
+		cutOnce.Do(func() {
+			logf("rules: disconnecting client and server")
+			r.closeServerStdin()
+			toClient.mu.Lock()
+			toClient.w = io.Discard
+			toClient.mu.Unlock()
+			if c, ok := stdout.(io.Closer); ok {
+				_ = c.Close()
+			}
+		})
+	}
+	sendSink, sendBatch := r.rec.stream(tape.DirSend)
+	recvSink, recvBatch := r.rec.stream(tape.DirRecv)
+	send := &ruleRelay{conn: conn, dir: tape.DirSend, server: r.rec.server, sink: sendSink, batch: sendBatch,
+		out: toServer, back: toClient, reply: r.rec.direct(), note: note, logf: logf, cut: cut, sleep: time.Sleep}
+	recv := &ruleRelay{conn: conn, dir: tape.DirRecv, server: r.rec.server, sink: recvSink, batch: recvBatch,
+		out: toClient, back: toServer, reply: r.rec.direct(), note: note, logf: logf, cut: cut, sleep: time.Sleep}
+	go func() {
+		_ = relayOwnLines(stdin, toServer, send.line, send.flush, r.oversize(tape.DirSend))
+		send.flush()
+		r.closeServerStdin()
+		close(r.inputDone)
+	}()
+	r.outputs.Add(2)
+	go func() {
+		defer r.outputs.Done()
+		_ = relayOwnLines(r.outR, toClient, recv.line, recv.flush, r.oversize(tape.DirRecv))
+		recv.flush()
+	}()
+	errBatch := &lineBatch{dest: r.rec.dest}
+	errSink := &sink{rc: r.rec, w: tape.NewWriter(errBatch)}
 	go func() {
 		defer r.outputs.Done()
 		_ = relayLines(r.errR, stderr, func(line []byte) { note(errSink.stderr(line)) },

@@ -259,17 +259,8 @@ type Message struct {
 }
 
 // Injection is what one rule did to a message: the record the tape keeps
-// in the message's _meta.injected.
-type Injection struct {
-	Rule     string `json:"rule"`
-	Action   Action `json:"action"`
-	Audit    bool   `json:"audit,omitempty"`    // the rule only reported what it would do
-	Original string `json:"original,omitempty"` // the message's bytes before a modify or error
-	Injected bool   `json:"injected,omitempty"` // the message is the rule's own (an answer it made)
-	Dropped  bool   `json:"dropped,omitempty"`  // the message went no further
-	DelayMS  int64  `json:"delay_ms,omitempty"`
-	Note     string `json:"note,omitempty"`
-}
+// in the message's _meta.injected (tape.MetaInjected).
+type Injection = tape.Injection
 
 // Decision is what to do with a message. The zero Decision (no rule
 // matched) says: send it on unchanged.
@@ -485,7 +476,7 @@ func contains(l []string, s string) bool {
 // apply records r's action on the message cur in d, and reports whether
 // evaluation stops here (first match wins unless the rule says continue).
 func (r *rule) apply(d *Decision, v *env, cur []byte) bool {
-	inj := Injection{Rule: r.name, Action: r.action, Audit: r.audit}
+	inj := Injection{Rule: r.name, Action: string(r.action), Audit: r.audit}
 	if r.audit {
 		inj.Note = r.wouldDo(v)
 		d.Injections = append(d.Injections, inj)
@@ -503,7 +494,7 @@ func (r *rule) apply(d *Decision, v *env, cur []byte) bool {
 			inj.Dropped = true
 			d.Out = [][]byte{}
 			d.Reply = r.errorAnswer(v.e.ID)
-			d.ReplyInjections = []Injection{{Rule: r.name, Action: Error, Injected: true}}
+			d.ReplyInjections = []Injection{{Rule: r.name, Action: string(Error), Injected: true}}
 		} else if v.phase == phaseResponse {
 			inj.Original = string(cur)
 			d.Out = [][]byte{r.errorAnswer(v.e.ID)}
@@ -538,7 +529,7 @@ func (r *rule) apply(d *Decision, v *env, cur []byte) bool {
 		inj.Dropped = true
 		d.Out = [][]byte{}
 		d.Reply = ans
-		d.ReplyInjections = []Injection{{Rule: r.name, Action: Respond, Injected: true}}
+		d.ReplyInjections = []Injection{{Rule: r.name, Action: string(Respond), Injected: true}}
 	case Duplicate:
 		d.Out = [][]byte{cur, cur}
 	case Disconnect:

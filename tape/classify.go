@@ -32,6 +32,7 @@ type msgInfo struct {
 	cancels    span // params.requestId of notifications/cancelled
 	inputReq   bool // result.resultType == "input_required"
 	toolError  bool // result.isError == true
+	injected   bool // _meta.injected: an interception rule acted on it
 	inputResp  bool // params.inputResponses present (a retry of an input_required call)
 	problem    string
 }
@@ -106,6 +107,7 @@ func (m *msgInfo) entry(line []byte) Entry {
 		Method:    stringValue(line, m.method),
 		Error:     m.isError,
 		ToolError: m.toolError,
+		Injected:  m.injected,
 		Problem:   m.problem,
 	}
 	if m.id.ok() {
@@ -291,6 +293,8 @@ func (c *classifier) meta(b []byte, m *msgInfo, meta span) {
 			m.batch = v
 		case "exchange":
 			m.exchange = v
+		case MetaInjected:
+			m.injected = true
 		}
 		if b[v.start] != '"' {
 			switch k := string(key); k {

@@ -78,7 +78,10 @@ type Entry struct {
 	// call reached the tool and the tool failed (MCP reports tool failures
 	// this way, not as JSON-RPC errors). See Failed.
 	ToolError bool
-	Batch     int // messages that travelled in one JSON array share a batch number (from 1); 0 otherwise
+	// Injected marks a message an interception rule acted on: its
+	// _meta.injected says which rule and what it did.
+	Injected bool
+	Batch    int // messages that travelled in one JSON array share a batch number (from 1); 0 otherwise
 	// Problem says why an invalid entry is invalid; empty otherwise.
 	Problem string
 }

@@ -42,6 +42,7 @@ const (
 	flagReordered // a response recorded before its request
 	flagDuplicate // a request whose id was already pending
 	flagToolError // a response whose result says isError: a tool's failure
+	flagInjected  // an interception rule acted on it (_meta.injected)
 )
 
 var dirCodes = [...]Dir{DirUnknown, DirSend, DirRecv, DirLifecycle}
@@ -93,6 +94,7 @@ type Index struct {
 	cls     classifier
 
 	rpcErrors, toolErrors int // responses that failed, so far
+	injected              int // messages an interception rule acted on
 }
 
 // NewIndex returns an empty index of the tape readable through src; call
@@ -297,6 +299,10 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 	if m.toolError {
 		r.flags |= flagToolError
 	}
+	if m.injected {
+		r.flags |= flagInjected
+		x.injected++
+	}
 	if m.kind == KindResponse {
 		switch {
 		case m.isError:
@@ -402,6 +408,7 @@ func (x *Index) entry(i int) Entry {
 		Method:    x.methods.names[r.method],
 		Error:     r.flags&flagError != 0,
 		ToolError: r.flags&flagToolError != 0,
+		Injected:  r.flags&flagInjected != 0,
 		Batch:     int(r.batch),
 	}
 	if r.kind == KindResponse {

@@ -19,6 +19,12 @@ const RedactedMarker = "[REDACTED]"
 // redacted value from a recorded one.
 const MetaRedacted = "redacted"
 
+// MetaInjected is the _meta key that says what interception rules did to a
+// message: a list of {rule, action, and original (the bytes before a
+// change), injected (an answer the rule made up), dropped, audit, ...}.
+// The message beside it is what went on the wire.
+const MetaInjected = "injected"
+
 // Redactor removes secrets from the tape's copy of messages. Rules:
 //
 //   - Keys: any object member with one of these names (compared without

@@ -12,6 +12,9 @@ type Stats struct {
 	Invalid   int           `json:"invalid"`
 	Warnings  int           `json:"warnings"`
 	Servers   []ServerStats `json:"servers"`
+	// Injected counts, per rule, the records an interception rule acted
+	// on (AddInjections fills it in).
+	Injected map[string]int `json:"injected,omitempty"`
 }
 
 // ServerStats is one server's share of a tape.

@@ -163,7 +163,7 @@ func TestVersionAndHelp(t *testing.T) {
 // tape imports no other tapedeck package; record and replay import tape and
 // internal/ packages but not each other; none of them imports Bubble Tea;
 // tui imports no network package (the live debug server is replay/live);
-// the go-sdk reaches only vcr, not the binary.
+// rules imports only tape; the go-sdk reaches only vcr, not the binary.
 func TestImportRules(t *testing.T) {
 	const mod = "github.com/tapedeck/tapedeck/"
 	ui := func(dep string) bool {
@@ -179,6 +179,10 @@ func TestImportRules(t *testing.T) {
 		}},
 		{"record/...", func(dep string) bool { return ui(dep) || strings.HasPrefix(dep, mod+"replay") }},
 		{"replay/...", func(dep string) bool { return ui(dep) || strings.HasPrefix(dep, mod+"record") }},
+		// rules serves record and replay alike: it may import tape only.
+		{"rules", func(dep string) bool {
+			return ui(dep) || (strings.HasPrefix(dep, mod) && dep != mod+"rules" && !strings.HasPrefix(dep, mod+"tape"))
+		}},
 		{"internal/sse", func(dep string) bool { return strings.HasPrefix(dep, mod) && dep != mod+"internal/sse" }},
 		{"tui", func(dep string) bool { return dep == "net" || dep == "net/http" }},
 		// The go-sdk only in vcr (and the test helpers): the binary does not

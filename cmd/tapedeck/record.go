@@ -17,6 +17,7 @@ import (
 
 	"github.com/tapedeck/tapedeck/internal/export"
 	"github.com/tapedeck/tapedeck/record"
+	"github.com/tapedeck/tapedeck/rules"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -70,6 +71,7 @@ type recordOptions struct {
 	otlpEndpoint    string
 	otlpHeaders     []string
 	otlpBodies      bool
+	rules           rulesFlags
 }
 
 func newRecordCmd(s streams) *cobra.Command {
@@ -134,10 +136,14 @@ existing tape is an error unless --append.
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.upstream != "" {
-				return runRecordHTTP(cmd.Context(), s, &o)
+			rs, err := o.rules.load(cmd)
+			if err != nil {
+				return err
 			}
-			return runRecordStdio(cmd.Context(), s, &o, args)
+			if o.upstream != "" {
+				return runRecordHTTP(cmd.Context(), s, &o, rs)
+			}
+			return runRecordStdio(cmd.Context(), s, &o, args, rs)
 		},
 	}
 	cmd.Flags().SetInterspersed(false) // flags after COMMAND belong to it
@@ -160,6 +166,7 @@ existing tape is an error unless --append.
 	_ = f.MarkDeprecated("allow-origin", "the recording proxy passes Origin to the server, which decides; it guards its own listener by Host (--allow-host)")
 	_ = f.MarkDeprecated("allow-any-origin", "the recording proxy passes Origin to the server, which decides; it guards its own listener by Host (--allow-host)")
 	o.redact.add(cmd)
+	o.rules.add(cmd)
 	return cmd
 }
 
@@ -262,7 +269,7 @@ func fileSafe(s string) string {
 // tapedeck before the server is shut down.
 var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH}
 
-func runRecordStdio(ctx context.Context, s streams, o *recordOptions, args []string) error {
+func runRecordStdio(ctx context.Context, s streams, o *recordOptions, args []string, rs *rules.Set) error {
 	red, err := o.redact.redactor()
 	if err != nil {
 		return err
@@ -294,6 +301,7 @@ func runRecordStdio(ctx context.Context, s streams, o *recordOptions, args []str
 		Tape: tapeW, Server: server, Redact: red, Version: buildVersion(),
 		Signals: sigs, Grace: o.grace, KillAfter: o.kill,
 		Warn: tapeWarning(s.stderr, f.Name()), ReapOrphans: true,
+		Rules: rs, Logf: ruleLog(s.stderr),
 	}
 	st, err := shim.Run(ctx, s.stdin, s.stdout, s.stderr)
 	if cerr := f.Close(); err == nil && cerr != nil {

@@ -11,11 +11,12 @@ import (
 
 	"github.com/tapedeck/tapedeck/internal/mcphttp"
 	"github.com/tapedeck/tapedeck/record"
+	"github.com/tapedeck/tapedeck/rules"
 )
 
 // runRecordHTTP runs the recording proxy until ctx is done (SIGINT or
 // SIGTERM). The proxy's URL is printed on stdout, so scripts can read it.
-func runRecordHTTP(ctx context.Context, s streams, o *recordOptions) error {
+func runRecordHTTP(ctx context.Context, s streams, o *recordOptions, rs *rules.Set) error {
 	up, err := url.Parse(o.upstream)
 	if err != nil || (up.Scheme != "http" && up.Scheme != "https") || up.Host == "" {
 		return fmt.Errorf("record: --upstream %q: expected an http:// or https:// URL", o.upstream)
@@ -62,7 +63,8 @@ func runRecordHTTP(ctx context.Context, s streams, o *recordOptions) error {
 	p := &record.Proxy{
 		Upstream: up, Tape: tapeW, Server: server, Redact: red,
 		AllowHosts: hosts, MaxBody: maxBody,
-		Warn: tapeWarning(s.stderr, f.Name()),
+		Warn:  tapeWarning(s.stderr, f.Name()),
+		Rules: rs, Logf: ruleLog(s.stderr),
 	}
 	if err := p.Start(ln.Addr().String(), buildVersion()); err != nil {
 		return fmt.Errorf("record: write tape: %w", err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -46,6 +47,7 @@ makes a malformed line an error instead.`,
 			defer x.Close()
 			st := tape.ComputeStats(x, server)
 			tape.AddContextCosts(&st, x)
+			tape.AddInjections(&st, x)
 			if server != "" && len(st.Servers) == 0 {
 				return fmt.Errorf("server %q: not on the tape; it holds %s", server, serverList(x.Servers()))
 			}
@@ -102,6 +104,19 @@ func indexTape(stderr io.Writer, path string, opts ...tape.ReaderOption) (*tape.
 
 func writeStats(w io.Writer, name string, st tape.Stats) error {
 	fmt.Fprintf(w, "%s: %s\n", name, st.Summary())
+	if len(st.Injected) > 0 {
+		names := make([]string, 0, len(st.Injected))
+		total := 0
+		for r, n := range st.Injected {
+			names = append(names, r)
+			total += n
+		}
+		sort.Strings(names)
+		fmt.Fprintf(w, "injected by rules: %d records\n", total)
+		for _, r := range names {
+			fmt.Fprintf(w, "  %-24s %d\n", r, st.Injected[r])
+		}
+	}
 	for _, ss := range st.Servers {
 		fmt.Fprintf(w, "\nserver %s\n", ss.Name())
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

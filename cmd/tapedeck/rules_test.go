@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tapedeck/tapedeck/internal/mcptest"
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// faultRules is the rules file of the fault-injection tests: an error on
+// one tool (its first call), a delay and a changed result on another,
+// progress notifications dropped, and a disconnect on a third tool.
+const faultRules = `
+rules:
+  - name: echo-fails-once
+    match: {phase: request, tool: echo}
+    action: error
+    error: {tool: injected failure}
+    schedule: {first: 1}
+  - name: slow-sum
+    match: {phase: request, tool: get-sum}
+    action: delay
+    delay: 300ms
+  - name: sum-is-42
+    match: {phase: response, tool: get-sum}
+    action: modify
+    set: {/result/content/0/text: "The sum is 42"}
+  - name: no-progress
+    match: {phase: notification, method: notifications/progress}
+    action: block
+  - name: cut-on-image
+    match: {tool: get-tiny-image}
+    action: disconnect
+`
+
+// injections returns, per rule, the actions the tape records for it.
+func injections(t *testing.T, path string) map[string][]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string][]string{}
+	rd := tape.NewReader(f)
+	for {
+		e, err := rd.Next()
+		if err != nil {
+			break
+		}
+		var m struct {
+			Meta struct {
+				Injected []struct {
+					Rule, Action      string
+					Injected, Dropped bool
+					Original          string
+				}
+			} `json:"_meta"`
+		}
+		_ = json.Unmarshal(e.Raw, &m)
+		for _, in := range m.Meta.Injected {
+			a := in.Action
+			if in.Injected {
+				a += "+injected"
+			}
+			if in.Dropped {
+				a += "+dropped"
+			}
+			if in.Original != "" {
+				a += "+original"
+			}
+			out[in.Rule] = append(out[in.Rule], string(e.Dir)+":"+a)
+		}
+	}
+	return out
+}
+
+// The go-sdk client against server-everything through `tapedeck record
+// --rules` (stdio): each rule does what it says on the wire, and the tape
+// shows each injection.
+func TestRulesRecordStdioGoSDK(t *testing.T) {
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	peers := mcptest.Peers(t)
+	dir := t.TempDir()
+	rulesPath := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(rulesPath, []byte(faultRules), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tapePath := filepath.Join(dir, "faults.jsonl")
+	argv := append([]string{"record", "--rules", rulesPath, "-o", tapePath, "--"}, peers.EverythingStdio()...)
+	cmd := exec.Command(tapedeck, argv...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "rules-test", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
+			t.Errorf("a progress notification reached the client past the no-progress rule")
+		},
+	})
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect through the shim: %v\n%s", err, stderr.String())
+	}
+	defer cs.Close()
+	text := func(r *mcp.CallToolResult) string {
+		var parts []string
+		for _, c := range r.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				parts = append(parts, tc.Text)
+			}
+		}
+		return strings.Join(parts, " | ")
+	}
+	call := func(name string, args map[string]any, meta mcp.Meta) (*mcp.CallToolResult, error) {
+		return cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args, Meta: meta})
+	}
+	r, err := call("echo", map[string]any{"message": "hi"}, nil)
+	if err != nil || !r.IsError || text(r) != "injected failure" {
+		t.Errorf("first echo: %v %+v, want the injected tool failure", err, r)
+	}
+	r, err = call("echo", map[string]any{"message": "hi"}, nil)
+	if err != nil || r.IsError || text(r) != "Echo: hi" {
+		t.Errorf("second echo (the rule fires once): %v %+v", err, r)
+	}
+	start := time.Now()
+	r, err = call("get-sum", map[string]any{"a": 2, "b": 3}, nil)
+	if took := time.Since(start); took < 300*time.Millisecond {
+		t.Errorf("get-sum answered in %s, the rule delays it 300ms", took)
+	}
+	if err != nil || text(r) != "The sum is 42" {
+		t.Errorf("get-sum: %v %q, want the modified result", err, text(r))
+	}
+	r, err = call("trigger-long-running-operation", map[string]any{"duration": 1, "steps": 2}, mcp.Meta{"progressToken": "p1"})
+	if err != nil || !strings.Contains(text(r), "Long running operation completed") {
+		t.Errorf("long operation: %v %+v", err, r)
+	}
+	if _, err = call("get-tiny-image", nil, nil); err == nil {
+		t.Errorf("get-tiny-image answered; the rule cuts the connection")
+	}
+	cs.Close()
+	_ = cmd.Wait()
+
+	got := injections(t, tapePath)
+	want := map[string][]string{
+		"echo-fails-once": {"send:error+dropped", "recv:error+injected"},
+		"slow-sum":        {"send:delay"},
+		"sum-is-42":       {"recv:modify+original"},
+		"no-progress":     {"recv:block+dropped", "recv:block+dropped"},
+		"cut-on-image":    {"send:disconnect+dropped"},
+	}
+	for rule, w := range want {
+		if fmt.Sprint(got[rule]) != fmt.Sprint(w) {
+			t.Errorf("rule %s on the tape: %v, want %v", rule, got[rule], w)
+		}
+	}
+	// stats counts them by rule.
+	out, _, code := runCLI(t, "stats", tapePath)
+	for _, line := range []string{"injected by rules: 7", "echo-fails-once", "no-progress"} {
+		if code != 0 || !strings.Contains(out, line) {
+			t.Errorf("stats: exit %d, no %q in\n%s", code, line, out)
+		}
+	}
+}
+
+// The TypeScript SDK's client through the stdio shim and the HTTP proxy,
+// with the same rules: its transcript shows each fault.
+func TestRulesRecordTSClient(t *testing.T) {
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	peers := mcptest.Peers(t)
+	dir := t.TempDir()
+	rulesPath := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(rulesPath, []byte(faultRules), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check := func(t *testing.T, transcript, tapePath string) {
+		for _, want := range []string{"echo: injected failure\n", "sum: The sum is 42\n", "progress: \n", "long: Long running operation completed"} {
+			if !strings.Contains(transcript, want) {
+				t.Errorf("no %q in the client's transcript:\n%s", want, transcript)
+			}
+		}
+		got := injections(t, tapePath)
+		if len(got["echo-fails-once"]) != 2 || len(got["sum-is-42"]) != 1 || len(got["no-progress"]) != 3 {
+			t.Errorf("injections on the tape: %v", got)
+		}
+	}
+	t.Run("stdio", func(t *testing.T) {
+		tapePath := filepath.Join(t.TempDir(), "ts.jsonl")
+		out := tsClient(t, append([]string{"--stdio", tapedeck, "record", "--rules", rulesPath, "-o", tapePath, "--"}, peers.EverythingStdio()...)...)
+		check(t, out, tapePath)
+	})
+	t.Run("http", func(t *testing.T) {
+		upstream := mcptest.StartEverythingHTTP(t)
+		tapePath := filepath.Join(t.TempDir(), "ts.jsonl")
+		proxied, stop := startTapedeck(t, tapedeck, "record", "--rules", rulesPath, "--upstream", upstream, "--listen", "127.0.0.1:0", "-o", tapePath)
+		out := tsClient(t, "--url", proxied)
+		stop()
+		check(t, out, tapePath)
+	})
+}

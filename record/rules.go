@@ -1,0 +1,333 @@
+package record
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/tapedeck/tapedeck/internal/sse"
+
+	"github.com/tapedeck/tapedeck/rules"
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// Rules in the recorders
+//
+// With a rules file, each message a recorder passes on is first put to a
+// rules.Conn. What a rule did is on the tape: the message that went on the
+// wire (or the one that was dropped), with _meta.injected saying which
+// rule, what action, and the original bytes of a message it changed; an
+// answer a rule made up is recorded in the other direction, marked
+// injected. The wire carries exactly what the tape says.
+
+// injectedMeta is the metaExtra of a message a rule acted on: the
+// recorder's own members (base, may be nil) plus injected.
+type injectedMeta struct {
+	base metaExtra
+	inj  []rules.Injection
+}
+
+func (m injectedMeta) appendJSON(b []byte) []byte {
+	if m.base != nil {
+		b = m.base.appendJSON(b)
+	}
+	if len(m.inj) == 0 {
+		return b
+	}
+	v, _ := json.Marshal(m.inj)
+	return append(append(b, `,"`+tape.MetaInjected+`":`...), v...)
+}
+
+func (m injectedMeta) fields() map[string]any {
+	f := map[string]any{}
+	if m.base != nil {
+		f = m.base.fields()
+	}
+	if len(m.inj) > 0 {
+		f[tape.MetaInjected] = m.inj
+	}
+	return f
+}
+
+// withInjections returns base with the injections added, or base itself
+// when there are none.
+func withInjections(base metaExtra, inj []rules.Injection) metaExtra {
+	if len(inj) == 0 {
+		return base
+	}
+	return injectedMeta{base: base, inj: inj}
+}
+
+// lockedWriter serializes writes from a relay and from the other
+// direction's replies.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// ruleRelay is one direction of the stdio shim under rules: it records
+// each line as the rules leave it and forwards what they let through.
+type ruleRelay struct {
+	conn   *rules.Conn
+	dir    tape.Dir
+	server string
+	sink   *sink
+	batch  *lineBatch
+	out    io.Writer // this direction's peer
+	back   io.Writer // the sender, for answers a rule makes up
+	reply  *sink     // records those answers (straight to the tape)
+	note   func(error)
+	logf   func(string)
+	cut    func() // disconnect both sides
+	pend   []byte // lines to forward at the next flush
+	werr   error
+	sleep  func(time.Duration)
+}
+
+// line handles one line as it came (with its line ending).
+func (rr *ruleRelay) line(raw []byte) {
+	msg := bytes.TrimRight(raw, "\r\n")
+	if len(bytes.TrimSpace(msg)) == 0 {
+		rr.pend = append(rr.pend, raw...)
+		return
+	}
+	d := rr.conn.Apply(rules.Message{Raw: msg, Dir: rr.dir, Server: rr.server})
+	for _, l := range d.Logs {
+		rr.logf(l)
+	}
+	if !d.Matched {
+		rr.note(rr.sink.message(msg, rr.dir, withInjections(nil, d.Injections)))
+		rr.pend = append(rr.pend, raw...)
+		return
+	}
+	if d.Delay > 0 {
+		rr.flush()
+		rr.sleep(d.Delay)
+	}
+	meta := withInjections(nil, d.Injections)
+	switch {
+	case d.Disconnect:
+		rr.note(rr.sink.message(msg, rr.dir, meta))
+		rr.flush()
+		rr.cut()
+		return
+	case d.Out == nil:
+		rr.note(rr.sink.message(msg, rr.dir, meta))
+		rr.pend = append(rr.pend, raw...)
+	case len(d.Out) == 0:
+		rr.note(rr.sink.message(msg, rr.dir, meta))
+	default:
+		for _, o := range d.Out {
+			rr.note(rr.sink.message(o, rr.dir, meta))
+			rr.pend = append(append(rr.pend, o...), '\n')
+		}
+	}
+	if d.Reply != nil {
+		rr.flush() // the message is on the tape before its answer
+		rr.note(rr.reply.message(d.Reply, rr.dir.Opposite(), withInjections(nil, d.ReplyInjections)))
+		_, _ = rr.back.Write(append(d.Reply, '\n'))
+	}
+}
+
+// flush puts the recorded lines on the tape and forwards what is pending.
+func (rr *ruleRelay) flush() {
+	rr.note(rr.batch.flush())
+	if len(rr.pend) > 0 {
+		if rr.werr == nil {
+			_, rr.werr = rr.out.Write(rr.pend)
+		}
+		rr.pend = rr.pend[:0]
+	}
+}
+
+// errDisconnect is how a rule's disconnect reaches the reverse proxy's
+// error handler, which aborts the client's connection.
+var errDisconnect = errors.New("tapedeck: a rule cut the connection")
+
+// decide puts one message of the HTTP proxy to the rules; ok is false when
+// no rule could apply (a batch, or nothing matched and nothing audited).
+func (p *Proxy) decide(msg []byte, dir tape.Dir, session string) (rules.Decision, bool) {
+	if p.rules == nil || len(msg) == 0 || msg[0] != '{' {
+		return rules.Decision{}, false
+	}
+	d := p.rules.Apply(rules.Message{Raw: msg, Dir: dir, Server: p.rec.server, Session: session})
+	for _, l := range d.Logs {
+		if p.Logf != nil {
+			p.Logf(l)
+		}
+	}
+	return d, d.Matched || len(d.Injections) > 0
+}
+
+// ruleRequest applies the rules to a POSTed message before it goes
+// upstream, recording it. It returns the body to forward, or done when the
+// request has been dealt with here (answered, dropped or cut).
+func (p *Proxy) ruleRequest(w http.ResponseWriter, r *http.Request, ex *exchange, body []byte) ([]byte, bool) {
+	trimmed := bytes.TrimSpace(body)
+	d, ok := p.decide(trimmed, tape.DirSend, ex.session)
+	if !ok {
+		p.note(p.message(body, tape.DirSend, recordMeta{ex: ex}))
+		return body, false
+	}
+	meta := withInjections(recordMeta{ex: ex}, d.Injections)
+	if d.Delay > 0 {
+		sleepCtx(r.Context(), d.Delay)
+	}
+	switch {
+	case d.Disconnect:
+		p.note(p.message(trimmed, tape.DirSend, meta))
+		panic(http.ErrAbortHandler)
+	case d.Out == nil:
+		p.note(p.message(trimmed, tape.DirSend, meta))
+		return body, false
+	case len(d.Out) == 0:
+		p.note(p.message(trimmed, tape.DirSend, meta))
+	default:
+		// modify (one message); a duplicate goes on as a batch of two
+		// would not be the same thing, so over HTTP it goes once.
+		p.note(p.message(d.Out[0], tape.DirSend, meta))
+		return d.Out[0], false
+	}
+	if d.Reply != nil {
+		p.note(p.message(d.Reply, tape.DirRecv, withInjections(recordMeta{ex: ex, status: http.StatusOK}, d.ReplyInjections)))
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(d.Reply)
+		return nil, true
+	}
+	if es := tape.Classify(trimmed); len(es) == 1 && es[0].Kind == tape.KindRequest {
+		<-r.Context().Done() // a dropped request is never answered
+		return nil, true
+	}
+	w.WriteHeader(http.StatusAccepted)
+	return nil, true
+}
+
+// ruleResponse applies the rules to a JSON answer before the client gets it.
+func (p *Proxy) ruleResponse(resp *http.Response, msg []byte, m recordMeta) error {
+	d, ok := p.decide(msg, tape.DirRecv, m.ex.session)
+	if !ok {
+		p.note(p.message(msg, tape.DirRecv, m))
+		return nil
+	}
+	meta := withInjections(m, d.Injections)
+	if d.Delay > 0 {
+		sleepCtx(resp.Request.Context(), d.Delay)
+	}
+	switch {
+	case d.Disconnect:
+		p.note(p.message(msg, tape.DirRecv, meta))
+		return errDisconnect
+	case d.Out == nil:
+		p.note(p.message(msg, tape.DirRecv, meta))
+	case len(d.Out) == 0:
+		p.note(p.message(msg, tape.DirRecv, meta))
+		<-resp.Request.Context().Done() // a dropped answer never comes
+		return resp.Request.Context().Err()
+	default:
+		for _, o := range d.Out {
+			p.note(p.message(o, tape.DirRecv, meta))
+		}
+		body := d.Out[0]
+		if len(d.Out) > 1 { // a duplicate: both, as a batch
+			body = append(append(append([]byte{'['}, d.Out[0]...), ','), append(d.Out[1], ']')...)
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		resp.ContentLength = int64(len(body))
+		resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	}
+	return nil
+}
+
+// ruleEvent applies the rules to the message of an SSE event; it returns
+// the bytes to send the client in its place.
+func (s *sseRelay) ruleEvent(e sse.Event, m recordMeta) []byte {
+	p := s.p
+	d, ok := p.decide(bytes.TrimSpace(e.Data), tape.DirRecv, s.ex.session)
+	if !ok {
+		p.note(p.message(e.Data, tape.DirRecv, m))
+		return e.Raw
+	}
+	meta := withInjections(m, d.Injections)
+	if d.Delay > 0 {
+		time.Sleep(d.Delay)
+	}
+	switch {
+	case d.Disconnect:
+		p.note(p.message(e.Data, tape.DirRecv, meta))
+		s.err = errDisconnect
+		return nil
+	case d.Out == nil:
+		p.note(p.message(e.Data, tape.DirRecv, meta))
+		return e.Raw
+	case len(d.Out) == 0:
+		p.note(p.message(e.Data, tape.DirRecv, meta))
+	default:
+		var b bytes.Buffer
+		for i, o := range d.Out {
+			p.note(p.message(o, tape.DirRecv, meta))
+			ev := e
+			ev.Data = o
+			if i > 0 {
+				ev.HasID, ev.ID = false, ""
+			}
+			_ = sse.Write(&b, ev)
+		}
+		if d.Reply == nil {
+			return b.Bytes()
+		}
+		e.Raw = b.Bytes()
+	}
+	if d.Reply != nil {
+		// A server's request answered by a rule: the answer goes upstream.
+		p.note(p.message(d.Reply, tape.DirSend, withInjections(recordMeta{ex: s.ex}, d.ReplyInjections)))
+		go p.postUpstream(s.ex, d.Reply)
+	}
+	if d.Out != nil && len(d.Out) > 0 {
+		return e.Raw
+	}
+	return nil
+}
+
+// postUpstream sends a message a rule made up to the server, in the
+// exchange's session; the server's answer (202) is not the client's.
+func (p *Proxy) postUpstream(ex *exchange, msg []byte) {
+	req, err := http.NewRequest(http.MethodPost, p.Upstream.String(), bytes.NewReader(msg))
+	if err != nil {
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if ex.session != "" {
+		req.Header.Set("Mcp-Session-Id", ex.session)
+	}
+	if ex.protocolVersion != "" {
+		req.Header.Set("Mcp-Protocol-Version", ex.protocolVersion)
+	}
+	resp, err := p.rp.Transport.RoundTrip(req)
+	if err == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
