@@ -208,3 +208,69 @@ func TestRulesRecordTSClient(t *testing.T) {
 		check(t, out, tapePath)
 	})
 }
+
+// A probability schedule under --seed faults the same calls in two runs of
+// the same session (and other calls under another seed); a disconnect
+// after N calls cuts the session at the N+1th.
+func TestRulesSeedReproducesTheRun(t *testing.T) {
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	peers := mcptest.Peers(t)
+	dir := t.TempDir()
+	rulesPath := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(rulesPath, []byte(`
+rules:
+  - name: cut-after-16
+    match: {phase: request, method: tools/call}
+    action: disconnect
+    schedule: {after: 16}
+  - name: flaky-echo
+    match: {phase: request, tool: echo}
+    action: error
+    error: {code: -32603, message: flaky}
+    schedule: {probability: 0.5}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(seed string) (string, string) {
+		tapePath := filepath.Join(t.TempDir(), "seed.jsonl")
+		argv := append([]string{"record", "--rules", rulesPath, "--seed", seed, "-o", tapePath, "--"}, peers.EverythingStdio()...)
+		cmd := exec.Command(tapedeck, argv...)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "seed-test", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		var outcome []byte
+		for i := range 17 {
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": fmt.Sprint(i)}})
+			switch {
+			case err == nil:
+				outcome = append(outcome, '.')
+			case strings.Contains(err.Error(), "flaky"):
+				outcome = append(outcome, 'x')
+			default:
+				outcome = append(outcome, '#') // the connection is gone
+			}
+		}
+		cs.Close()
+		_ = cmd.Wait()
+		return string(outcome), fmt.Sprint(injections(t, tapePath)["flaky-echo"])
+	}
+	a, tapeA := run("7")
+	b, tapeB := run("7")
+	c, _ := run("8")
+	if a != b || tapeA != tapeB {
+		t.Errorf("--seed 7 twice: %s and %s (tapes %s, %s)", a, b, tapeA, tapeB)
+	}
+	if a == c {
+		t.Errorf("--seed 7 and --seed 8 faulted the same calls: %s", a)
+	}
+	for _, o := range []string{a, c} {
+		if !strings.HasSuffix(o, "#") || strings.Count(o, "#") != 1 || !strings.Contains(o, "x") || !strings.Contains(o, ".") {
+			t.Errorf("outcome %s: want a mix of faults and answers, then the disconnect on the 17th call", o)
+		}
+	}
+	t.Logf("seed 7: %s, seed 8: %s", a, c)
+}
