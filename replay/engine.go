@@ -126,6 +126,7 @@ type Output struct {
 	reqID    tape.ID   // the live request answered, for cancellation
 	also     []tape.ID // the other live requests it answers: a batch rejected whole
 	progress bool      // a notifications/progress: the stdio edge lets it land before what follows
+	hold     time.Duration // a rule's delay: the stdio edge waits this long before sending it
 }
 
 // Engine serves a tape's server side to a live client: it takes the client's

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/tapedeck/tapedeck/rules"
 )
 
 // StdioOptions configure ServeStdio.
@@ -16,6 +18,11 @@ type StdioOptions struct {
 	Now func() time.Time
 	// OnDivergence, if not nil, is called with each divergence as it happens.
 	OnDivergence func(Divergence)
+	// Rules, if set, fault the session (see rules.go): Logf is told what
+	// they did, Server names the tape's server to them.
+	Rules  *rules.Set
+	Logf   func(string)
+	Server string
 }
 
 // ServeStdio runs e as a stdio MCP server: one JSON-RPC message a line read
@@ -60,7 +67,12 @@ func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o Stdi
 	}()
 
 	bw := bufio.NewWriterSize(w, 64<<10)
-	write := func(out []Output) error { return writeOutputs(bw, out, o) }
+	rx := o.ruleEdge()
+	write := func(out []Output) error { return writeOutputs(bw, out, o, rx) }
+	writeIn := func(line []byte) error {
+		out, err := rx.in(e, line, now())
+		return errors.Join(write(out), err)
+	}
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -84,7 +96,7 @@ func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o Stdi
 		case <-ctx.Done():
 			return bw.Flush()
 		case line := <-lines:
-			if err := write(receive(e, line, now())); err != nil {
+			if err := writeIn(line); err != nil {
 				return err
 			}
 			// Flush only when no more input waits: pipelined requests
@@ -105,7 +117,7 @@ func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o Stdi
 			// Drain lines read before the end, then keep serving what is
 			// still queued, each at its time, before returning.
 			for len(lines) > 0 {
-				if werr := write(receive(e, <-lines, now())); werr != nil {
+				if werr := writeIn(<-lines); werr != nil {
 					return werr
 				}
 			}
@@ -204,13 +216,20 @@ func ReadLines(r io.Reader, limit int, line func([]byte) error, tooLong func() e
 	}
 }
 
-func writeOutputs(bw *bufio.Writer, out []Output, o StdioOptions) error {
+func writeOutputs(bw *bufio.Writer, out []Output, o StdioOptions, rx *ruleEdge) error {
+	out, cut := rx.out(out)
 	for i, m := range out {
 		if m.Divergence != nil && o.OnDivergence != nil && m.Divergence.Resolution != Pending {
 			o.OnDivergence(*m.Divergence)
 		}
 		if m.Msg == nil {
 			continue
+		}
+		if m.hold > 0 {
+			if err := bw.Flush(); err != nil {
+				return err
+			}
+			time.Sleep(m.hold)
 		}
 		bw.Write(m.Msg)
 		if err := bw.WriteByte('\n'); err != nil {
@@ -223,6 +242,10 @@ func writeOutputs(bw *bufio.Writer, out []Output, o StdioOptions) error {
 			time.Sleep(progressGap)
 		}
 	}
+	if cut != nil {
+		_ = bw.Flush()
+		return cut
+	}
 	return nil
 }
 
@@ -231,6 +254,11 @@ func serveInstant(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o St
 	src := newChunkSource(r)
 	defer src.stop()
 	bw := bufio.NewWriterSize(w, 64<<10)
+	rx := o.ruleEdge()
+	writeIn := func(line []byte) error {
+		out, err := rx.in(e, line, now())
+		return errors.Join(writeOutputs(bw, out, o, rx), err)
+	}
 	var pending []byte // a line begun in an earlier chunk
 	skipping := false  // the rest of a line over MaxLine is dropped
 	for {
@@ -261,7 +289,7 @@ func serveInstant(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o St
 				line = nil
 			}
 			if line == nil || len(bytes.TrimSpace(line)) > 0 {
-				if err := writeOutputs(bw, receive(e, line, now()), o); err != nil {
+				if err := writeIn(line); err != nil {
 					return err
 				}
 			}
@@ -272,14 +300,14 @@ func serveInstant(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o St
 		}
 		if len(pending) > MaxLine {
 			pending, skipping = nil, true
-			if err := writeOutputs(bw, receive(e, nil, now()), o); err != nil {
+			if err := writeIn(nil); err != nil {
 				return err
 			}
 		}
 		src.release(buf)
 		if rerr != nil {
 			if !skipping && len(bytes.TrimSpace(pending)) > 0 { // a last line without its newline
-				if err := writeOutputs(bw, e.Receive(pending, now()), o); err != nil {
+				if err := writeIn(pending); err != nil {
 					return err
 				}
 			}

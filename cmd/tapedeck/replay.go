@@ -27,6 +27,7 @@ import (
 // replayFlags are the flags of replay.
 type replayFlags struct {
 	server  string
+	rules   rulesFlags
 	match   string
 	speed   float64
 	maxWait time.Duration
@@ -162,7 +163,15 @@ header must name a loopback host, the --listen host, or one given with
 --allow-host, and a browser's Origin must be loopback or given with
 --allow-origin (403 otherwise, against DNS rebinding); bodies over
 --max-body get 413; an MCP-Protocol-Version the replay does not know gets
-400 naming the supported ones.`,
+400 naming the supported ones.
+
+Rules (--rules FILE, over stdio): faults on the recorded answers. A client's
+message goes to the rules before the tape's matcher sees it (a rule may
+answer it with an error, drop it, change it, hold it, or cut the session),
+and each recorded message goes to them before the client gets it; what each
+rule did is printed on stderr. Over HTTP, put the recording proxy with the
+rules in front of the replay (tapedeck record --rules FILE --upstream
+http://ADDR/mcp). The rules file format: see tapedeck record --help.`,
 		Example: `  # mcporter, with the tape in place of the real server
   mcporter call --stdio "tapedeck replay session.jsonl" echo message=hi
 
@@ -176,6 +185,9 @@ header must name a loopback host, the --listen host, or one given with
   tapedeck replay --listen 127.0.0.1:8808 session.jsonl
   sdkclient --url http://127.0.0.1:8808/mcp    # in another terminal
 
+  # the recorded session, with get-sum's answer failing
+  tapedeck replay --rules faults.yaml session.jsonl
+
   # in a container, reached as http://replay:8808/mcp by another one
   tapedeck replay --listen 0.0.0.0:8808 --allow-remote --allow-host replay session.jsonl`,
 		Args: cobra.ExactArgs(1),
@@ -184,6 +196,13 @@ header must name a loopback host, the --listen host, or one given with
 			opts, err := f.options()
 			if err != nil {
 				return err
+			}
+			rs, err := f.rules.load(cmd)
+			if err != nil {
+				return err
+			}
+			if rs != nil && f.listen != "" {
+				return fmt.Errorf("replay: --rules applies over stdio; over HTTP, put the recording proxy with the rules in front of the replay: tapedeck record --rules %s --upstream http://ADDR/mcp", f.rules.file)
 			}
 			x, err := indexTape(s.stderr, args[0])
 			if err != nil {
@@ -204,7 +223,12 @@ header must name a loopback host, the --listen host, or one given with
 			} else {
 				in, restore := pollableStdin(s.stdin)
 				defer restore() // also after a panic: the pipe is shared
-				err := replay.ServeStdio(cmd.Context(), e, in, s.stdout, replay.StdioOptions{OnDivergence: onDiv})
+				err := replay.ServeStdio(cmd.Context(), e, in, s.stdout, replay.StdioOptions{OnDivergence: onDiv,
+					Rules: rs, Logf: ruleLog(s.stderr), Server: e.Server()})
+				if errors.Is(err, replay.ErrDisconnected) {
+					fmt.Fprintf(s.stderr, "tapedeck replay: %v\n", err)
+					err = nil
+				}
 				if err != nil {
 					return err
 				}
@@ -228,6 +252,7 @@ header must name a loopback host, the --listen host, or one given with
 	cmd.Flags().StringArrayVar(&f.origins, "allow-origin", nil, "with --listen: accept `ORIGIN` besides loopback ones, e.g. https://app.example.com (repeatable)")
 	cmd.Flags().StringArrayVar(&f.hosts, "allow-host", nil, "with --listen: accept the Host header `HOST` besides loopback ones and the --listen host, e.g. replay.internal; * accepts any (repeatable)")
 	cmd.Flags().StringVar(&f.maxBody, "max-body", "64MiB", "with --listen: accept request bodies up to `SIZE` (413 beyond), e.g. 512KiB; -1: no limit")
+	f.rules.add(cmd)
 	return cmd
 }
 

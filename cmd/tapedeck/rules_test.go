@@ -274,3 +274,49 @@ rules:
 	}
 	t.Logf("seed 7: %s, seed 8: %s", a, c)
 }
+
+// Faults on recorded answers: the TypeScript client against `tapedeck
+// replay --rules` of a tape the shim recorded sees the rules' changes, and
+// the replay says what each rule did.
+func TestRulesReplayTSClient(t *testing.T) {
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	peers := mcptest.Peers(t)
+	dir := t.TempDir()
+	tapePath := filepath.Join(dir, "ts.jsonl")
+	live := tsClient(t, append([]string{"--stdio", tapedeck, "record", "-o", tapePath, "--"}, peers.EverythingStdio()...)...)
+	if !strings.Contains(live, "echo: Echo: hi\n") {
+		t.Fatalf("live transcript:\n%s", live)
+	}
+	rulesPath := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(rulesPath, []byte(`
+rules:
+  - name: echo-answer-fails
+    match: {phase: response, tool: echo}
+    action: error
+    error: {tool: recorded answer replaced}
+  - name: sum-is-42
+    match: {phase: response, tool: get-sum}
+    action: modify
+    set: {/result/content/0/text: "The sum is 42"}
+  - name: no-progress
+    match: {method: notifications/progress}
+    action: block
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "replay.log")
+	// The replay's stderr goes to a file through a shell, the client's own
+	// stderr being the replay's.
+	got := tsClient(t, "--stdio", "sh", "-c", `exec "$0" replay --rules "$1" "$2" 2>"$3"`, tapedeck, rulesPath, tapePath, logPath)
+	for _, want := range []string{"echo: recorded answer replaced\n", "sum: The sum is 42\n", "progress: \n", "long: Long running operation completed"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in the replayed transcript:\n%s", want, got)
+		}
+	}
+	log, _ := os.ReadFile(logPath)
+	for _, want := range []string{"rule echo-answer-fails: error on recv response", "rule sum-is-42: modify on recv response", "rule no-progress: block on recv notification notifications/progress"} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("no %q in the replay's stderr:\n%s", want, log)
+		}
+	}
+}

@@ -1,0 +1,147 @@
+package replay
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tapedeck/tapedeck/rules"
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// Rules at the replay's stdio edge
+//
+// With StdioOptions.Rules, a client's line is put to the rules before the
+// engine sees it (a rule may answer it, drop it, change it, hold it or cut
+// the session), and each message the engine sends is put to them before
+// the client gets it: faults on recorded answers. What a rule did is said
+// on Logf, one line each, as the recorders record it on the tape.
+
+// ErrDisconnected is what ServeStdio returns when a rule cut the session.
+var ErrDisconnected = errors.New("replay: a rule disconnected the client")
+
+type ruleEdge struct {
+	conn   *rules.Conn
+	server string
+	logf   func(string)
+}
+
+func (o StdioOptions) ruleEdge() *ruleEdge {
+	if o.Rules == nil {
+		return nil
+	}
+	logf := o.Logf
+	if logf == nil {
+		logf = func(string) {}
+	}
+	return &ruleEdge{conn: o.Rules.Conn(), server: o.Server, logf: logf}
+}
+
+func (r *ruleEdge) decide(msg []byte, dir tape.Dir) (rules.Decision, bool) {
+	msg = bytes.TrimSpace(msg)
+	d := r.conn.Apply(rules.Message{Raw: msg, Dir: dir, Server: r.server})
+	for _, l := range d.Logs {
+		r.logf(l)
+	}
+	for _, in := range d.Injections {
+		if !in.Audit && in.Action != string(rules.Log) {
+			r.logf(fmt.Sprintf("rule %s: %s on %s %s", in.Rule, in.Action, dir, summary(msg)))
+		}
+	}
+	return d, d.Matched
+}
+
+// summary names a message in a log line: its method or id.
+func summary(msg []byte) string {
+	es := tape.Classify(msg)
+	if len(es) != 1 {
+		return "message"
+	}
+	e := es[0]
+	var parts []string
+	parts = append(parts, e.Kind.String())
+	if e.Method != "" {
+		parts = append(parts, e.Method)
+	}
+	if t := tape.Target(e.Method, msg); t != "" {
+		parts = append(parts, t)
+	}
+	if e.ID != "" {
+		parts = append(parts, "id "+string(e.ID))
+	}
+	return strings.Join(parts, " ")
+}
+
+// in puts a client's line to the rules before the engine receives it.
+func (r *ruleEdge) in(e *Engine, line []byte, now time.Time) ([]Output, error) {
+	if r == nil || line == nil {
+		return receive(e, line, now), nil
+	}
+	d, ok := r.decide(line, tape.DirSend)
+	if !ok {
+		return receive(e, line, now), nil
+	}
+	if d.Delay > 0 {
+		time.Sleep(d.Delay)
+		now = now.Add(d.Delay)
+	}
+	if d.Disconnect {
+		return nil, ErrDisconnected
+	}
+	var out []Output
+	switch {
+	case d.Out == nil:
+		out = receive(e, line, now)
+	default:
+		for _, m := range d.Out {
+			out = append(out, receive(e, append(m, '\n'), now)...)
+		}
+	}
+	if d.Reply != nil {
+		out = append(out, Output{Msg: d.Reply, At: now, Seq: -1})
+	}
+	return out, nil
+}
+
+// out puts the engine's messages to the rules before the client gets them.
+func (r *ruleEdge) out(outs []Output) ([]Output, error) {
+	if r == nil {
+		return outs, nil
+	}
+	res := outs[:0:0]
+	for _, o := range outs {
+		if o.Msg == nil {
+			res = append(res, o)
+			continue
+		}
+		d, ok := r.decide(o.Msg, tape.DirRecv)
+		if !ok {
+			res = append(res, o)
+			continue
+		}
+		o.hold = d.Delay
+		if d.Disconnect {
+			return res, ErrDisconnected
+		}
+		switch {
+		case d.Out == nil:
+			res = append(res, o)
+		case len(d.Out) == 0:
+		default:
+			for i, m := range d.Out {
+				c := o
+				c.Msg = m
+				if i > 0 {
+					c.hold = 0
+				}
+				res = append(res, c)
+			}
+		}
+		// A server's request a rule answered: the engine takes the answer
+		// as the client's.
+		_ = d.Reply
+	}
+	return res, nil
+}
