@@ -316,3 +316,41 @@ func TestNilSetAndNonMessages(t *testing.T) {
 		}
 	}
 }
+
+// The README's example rules file parses, and its rules mean what the
+// README says.
+func TestREADMEExample(t *testing.T) {
+	data, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	i := strings.Index(s, "### Injecting faults")
+	j := strings.Index(s[i:], "```yaml\n")
+	k := strings.Index(s[i+j+8:], "```")
+	if i < 0 || j < 0 || k < 0 {
+		t.Fatal("no yaml block in the README's Injecting faults section")
+	}
+	set, err := Parse("README.md", []byte(s[i+j+8:i+j+8+k]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(set.Names(), " "); got != "echo-fails-once slow-search sum-is-42 no-progress canned-weather cut-after-20-calls watch-deletes" {
+		t.Errorf("rules %s", got)
+	}
+	if seed, ok := set.FileSeed(); !ok || seed != 42 {
+		t.Errorf("seed %d %v", seed, ok)
+	}
+	c := set.Conn()
+	search := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"limit":11}}}`
+	if d := c.Apply(send(search)); d.Delay < 200*time.Millisecond || d.Delay > 2*time.Second {
+		t.Errorf("slow-search: %+v", d)
+	}
+	if d := c.Apply(send(strings.Replace(search, "11", "5", 1))); d.Matched {
+		t.Errorf("slow-search matched limit 5")
+	}
+	del := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"delete_file","arguments":{}}}`
+	if d := c.Apply(send(del)); d.Matched || len(d.Injections) != 1 || !d.Injections[0].Audit {
+		t.Errorf("watch-deletes (audit): %+v", d)
+	}
+}

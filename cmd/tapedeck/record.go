@@ -116,6 +116,29 @@ Without -o the tape goes to $XDG_STATE_HOME/tapedeck/tapes/ (by default
 path is printed on stderr. Tapes are created 0600 in 0700 directories; an
 existing tape is an error unless --append.
 
+Rules (--rules FILE): fault injection between the real client and server.
+Each message meets the rules before it is recorded and forwarded; the first
+rule that matches acts (unless it says continue: true), and the tape holds
+what went on the wire with _meta.injected saying which rule did what:
+
+  rules:
+    - name: echo-fails-once
+      match: {phase: request, tool: echo}   # phase, dir, method, tool, server, when: EXPR
+      action: error                         # block error modify delay respond duplicate disconnect log
+      error: {code: -32001, message: boom}  # or {tool: TEXT}: a tool result with isError
+      schedule: {first: 1}                  # always, first/every/after: N, probability: P (--seed)
+    - name: sum-is-42
+      match: {phase: response, tool: get-sum}
+      action: modify
+      set: {/result/content/0/text: "42"}   # also delete: [POINTER], patch: [JSON Patch ops]
+    - name: slow
+      match: 'method == "tools/call" && params.arguments.limit > 10'
+      action: delay
+      delay: 100ms..2s
+
+mode: audit (for the file or a rule) reports what a rule would do without
+doing it. The README's "Injecting faults" section has every key.
+
 ` + redactHelp,
 		Example: `  # an IDE's stdio server entry, recorded:
   tapedeck record -o fs.jsonl -- npx -y @modelcontextprotocol/server-filesystem /tmp
@@ -123,6 +146,9 @@ existing tape is an error unless --append.
 
   # a Streamable HTTP server, through a recording proxy on 127.0.0.1:7777
   tapedeck record --upstream http://127.0.0.1:3001/mcp --listen 127.0.0.1:7777 -o http.jsonl
+
+  # fail echo's first call and slow get-sum, between the real client and server
+  tapedeck record --rules faults.yaml -o faulty.jsonl -- node server.js
 
   # then look at what was recorded
   tapedeck stats fs.jsonl`,
