@@ -167,7 +167,7 @@ func runWrap(s streams, server string, f wrapFlags) error {
 	for _, n := range res.Notes {
 		fmt.Fprintf(s.stderr, "tapedeck: %s\n", n)
 	}
-	fmt.Fprintf(s.stdout, "wrapped %q in %s%s: it now runs\n  %s\n", server, res.Config, clientNote(res.Client), shellJoin(res.Command))
+	fmt.Fprintf(s.stdout, "wrapped %q (under %s) in %s%s: it now runs\n  %s\n", server, wrap.Place(res.Where), res.Config, clientNote(res.Client), shellJoin(res.Command))
 	fmt.Fprintf(s.stdout, "restart the client to record its sessions with %q; tapes go to $XDG_STATE_HOME/tapedeck/tapes/ (~/.local/state/tapedeck/tapes/ by default)\n", server)
 	fmt.Fprintf(s.stdout, "the original entry is kept in %s; \"tapedeck unwrap %s\" puts it back\n", res.Sidecar, server)
 	return nil

@@ -63,7 +63,7 @@ func TestWrapRecordsRealSession(t *testing.T) {
 	if err != nil {
 		t.Fatalf("wrap: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, `wrapped "sdk" in `+config+` (claude-desktop)`) || !strings.Contains(out, "tapedeck unwrap sdk") {
+	if !strings.Contains(out, `wrapped "sdk" (under mcpServers) in `+config+` (claude-desktop)`) || !strings.Contains(out, "tapedeck unwrap sdk") {
 		t.Errorf("wrap said:\n%s", out)
 	}
 	var doc struct {
@@ -178,7 +178,7 @@ func TestWrapCLI(t *testing.T) {
 	}
 	before, _ := os.ReadFile(windsurf)
 	out, errOut, code := runCLI(t, "wrap", "fetch")
-	if code != 0 || !strings.Contains(out, `wrapped "fetch" in `+windsurf+" (windsurf)") {
+	if code != 0 || !strings.Contains(out, `wrapped "fetch" (under mcpServers) in `+windsurf+" (windsurf)") {
 		t.Fatalf("wrap fetch: %d\n%s%s", code, out, errOut)
 	}
 	if after, _ := os.ReadFile(windsurf); !bytes.Contains(after, []byte(`"args": ["record", "--server", "fetch", "--", "uvx", "mcp-server-fetch"]`)) {

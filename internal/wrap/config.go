@@ -68,8 +68,7 @@ type Env struct {
 	GOOS      string // runtime.GOOS when empty
 }
 
-// Candidate is a configuration file a client reads, and where in it the
-// client keeps its servers.
+// Candidate is a configuration file a client reads.
 type Candidate struct {
 	Client Client
 	Path   string
@@ -148,7 +147,7 @@ func serverMaps(c Client, cwd string) [][]string {
 
 // Sentinel errors, wrapped by the errors wrap returns.
 var (
-	ErrParse      = errors.New("not a configuration wrap can read")
+	ErrParse      = errors.New("unreadable configuration")
 	ErrNoServer   = errors.New("no such server")
 	ErrWrapped    = errors.New("already wrapped")
 	ErrNotWrapped = errors.New("not wrapped")

@@ -581,3 +581,22 @@ func TestWriteFileAtomic(t *testing.T) {
 		t.Errorf("left: %v", names)
 	}
 }
+
+// claude-code: the current project's servers, the user's, then another
+// project's, each wrapped where it is.
+func TestClaudeCodePlaces(t *testing.T) {
+	path, _ := copyFixture(t, "claude.json")
+	for name, want := range map[string]string{
+		"postgres": `projects["/home/me/app"].mcpServers`,
+		"memory":   "mcpServers",
+		"airtable": `projects["/home/me/other"].mcpServers`,
+	} {
+		res, err := WrapFile(path, ClaudeCode, "/home/me/app", name, exe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Place(res.Where); got != want {
+			t.Errorf("%s wrapped under %s, want %s", name, got, want)
+		}
+	}
+}
