@@ -83,10 +83,11 @@ func newRecordCmd(s streams) *cobra.Command {
 either noticing, into a tape.
 
 stdio: configure your client to launch "tapedeck record -- COMMAND ARGS"
-instead of "COMMAND ARGS". tapedeck starts the server, relays stdin and
-stdout byte for byte, passes stderr through, and writes every message to the
-tape before forwarding it, so even a crash (of either side, or of tapedeck)
-leaves a readable tape. When the client closes stdin, the server's stdin is
+instead of "COMMAND ARGS" ("tapedeck wrap SERVER" makes that edit in the
+client's configuration, "tapedeck unwrap SERVER" undoes it). tapedeck starts
+the server, relays stdin and stdout byte for byte, passes stderr through,
+and writes every message to the tape before forwarding it, so even a crash
+(of either side, or of tapedeck) leaves a readable tape. When the client closes stdin, the server's stdin is
 closed; a server still running after --grace gets SIGTERM, and SIGKILL after
 --kill-after. Signals sent to tapedeck are forwarded to the server. tapedeck
 exits with the server's exit status.

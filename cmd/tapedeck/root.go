@@ -84,6 +84,7 @@ A tape is NDJSON, one JSON-RPC message a line with a "_meta" object
 		newCheckCmd(report),
 		newBaselineCmd(diag),
 		newRecordCmd(s),
+		newWrapCmd(report), newUnwrapCmd(report),
 		newRedactCmd(diag),
 		newReplayCmd(diag),
 		newVerifyCmd(report),
