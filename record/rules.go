@@ -40,8 +40,7 @@ func (m injectedMeta) appendJSON(b []byte) []byte {
 	if len(m.inj) == 0 {
 		return b
 	}
-	v, _ := json.Marshal(m.inj)
-	return append(append(b, `,"`+tape.MetaInjected+`":`...), v...)
+	return tape.AppendInjections(append(b, `,"`+tape.MetaInjected+`":`...), m.inj)
 }
 
 func (m injectedMeta) fields() map[string]any {
@@ -50,7 +49,7 @@ func (m injectedMeta) fields() map[string]any {
 		f = m.base.fields()
 	}
 	if len(m.inj) > 0 {
-		f[tape.MetaInjected] = m.inj
+		f[tape.MetaInjected] = json.RawMessage(tape.AppendInjections(nil, m.inj))
 	}
 	return f
 }
@@ -91,25 +90,30 @@ type ruleRelay struct {
 	note   func(error)
 	logf   func(string)
 	cut    func() // disconnect both sides
-	pend   []byte // lines to forward at the next flush
+	pend   []byte // lines to forward at the next flush, copied
+	span   []byte // or: lines to forward, in the relay's buffer
 	werr   error
 	sleep  func(time.Duration)
+	peek   tape.Peeker
 }
 
 // line handles one line as it came (with its line ending).
 func (rr *ruleRelay) line(raw []byte) {
 	msg := bytes.TrimRight(raw, "\r\n")
 	if len(bytes.TrimSpace(msg)) == 0 {
-		rr.pend = append(rr.pend, raw...)
+		rr.keep(raw)
 		return
 	}
-	d := rr.conn.Apply(rules.Message{Raw: msg, Dir: rr.dir, Server: rr.server})
+	h := rr.peek.Peek(msg)
+	d := rr.conn.Apply(rules.Message{Raw: msg, Dir: rr.dir, Server: rr.server, Head: &h})
 	for _, l := range d.Logs {
 		rr.logf(l)
 	}
 	if !d.Matched {
-		rr.note(rr.sink.message(msg, rr.dir, withInjections(nil, d.Injections)))
-		rr.pend = append(rr.pend, raw...)
+		if len(d.Injections) > 0 || !h.Plain || !rr.sink.plain(msg) {
+			rr.note(rr.sink.message(msg, rr.dir, withInjections(nil, d.Injections)))
+		}
+		rr.keep(raw)
 		return
 	}
 	if d.Delay > 0 {
@@ -125,13 +129,13 @@ func (rr *ruleRelay) line(raw []byte) {
 		return
 	case d.Out == nil:
 		rr.note(rr.sink.message(msg, rr.dir, meta))
-		rr.pend = append(rr.pend, raw...)
+		rr.keep(raw)
 	case len(d.Out) == 0:
 		rr.note(rr.sink.message(msg, rr.dir, meta))
 	default:
 		for _, o := range d.Out {
 			rr.note(rr.sink.message(o, rr.dir, meta))
-			rr.pend = append(append(rr.pend, o...), '\n')
+			rr.add(o, true)
 		}
 	}
 	if d.Reply != nil {
@@ -141,15 +145,45 @@ func (rr *ruleRelay) line(raw []byte) {
 	}
 }
 
-// flush puts the recorded lines on the tape and forwards what is pending.
+// keep forwards a line as it came. Lines that pass unchanged one after
+// another in the relay's buffer are forwarded from it, without a copy.
+func (rr *ruleRelay) keep(raw []byte) {
+	n := len(rr.span)
+	if len(rr.pend) == 0 && (n == 0 || cap(rr.span) >= n+len(raw) && &rr.span[:n+1][n] == &raw[0]) {
+		if n == 0 {
+			rr.span = raw
+		} else {
+			rr.span = rr.span[:n+len(raw)]
+		}
+		return
+	}
+	rr.add(raw, false)
+}
+
+// add forwards b (and a newline) in the pending copy.
+func (rr *ruleRelay) add(b []byte, newline bool) {
+	if len(rr.span) > 0 {
+		rr.pend = append(rr.pend, rr.span...)
+		rr.span = nil
+	}
+	rr.pend = append(rr.pend, b...)
+	if newline {
+		rr.pend = append(rr.pend, '\n')
+	}
+}
+
+// flush puts the recorded lines on the tape and forwards what is pending;
+// the relay calls it before its buffer is read into again.
 func (rr *ruleRelay) flush() {
 	rr.note(rr.batch.flush())
-	if len(rr.pend) > 0 {
-		if rr.werr == nil {
-			_, rr.werr = rr.out.Write(rr.pend)
-		}
-		rr.pend = rr.pend[:0]
+	out := rr.pend
+	if len(rr.span) > 0 {
+		out = rr.span
 	}
+	if len(out) > 0 && rr.werr == nil {
+		_, rr.werr = rr.out.Write(out)
+	}
+	rr.pend, rr.span = rr.pend[:0], nil
 }
 
 // errDisconnect is how a rule's disconnect reaches the reverse proxy's

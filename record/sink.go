@@ -24,6 +24,16 @@ func (s *sink) meta(dir tape.Dir, extra map[string]any) tape.Meta {
 	return tape.Meta{Dir: dir, Server: s.rc.server, Time: s.rc.now(), Extra: extra}
 }
 
+// plain records a message a tape.Peeker found Plain on the fast path,
+// without walking it again; false: the sink has no fast path (redaction).
+func (s *sink) plain(msg []byte) bool {
+	if s.enc == nil || s.rc.redact != nil {
+		return false
+	}
+	*s.lines = s.enc.AppendLinePlain(*s.lines, msg, s.rc.now(), nil)
+	return true
+}
+
 // message records one frame that crossed the wire in direction dir: a
 // JSON-RPC message or batch, or else an invalid frame (kept as text). A
 // blank frame is not recorded.

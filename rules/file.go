@@ -221,6 +221,7 @@ func Parse(name string, data []byte) (*Set, error) {
 		s.rules = append(s.rules, r)
 	}
 	s.Seed(s.seed)
+	s.plan()
 	return s, nil
 }
 
@@ -405,6 +406,21 @@ func (r *rule) compilePatch(patch []map[string]any, set map[string]any, del []st
 		}
 	}
 	r.patch = p
+	if len(patch) == 0 {
+		// set and delete alone: straight on the bytes (sjson), which is
+		// an order of magnitude faster than a JSON Patch's decode and
+		// encode; a set creates the members missing on its path.
+		for _, k := range keys {
+			v, err := json.Marshal(jsonable(set[k]))
+			if err != nil {
+				return fmt.Errorf("set %s: %v", k, err)
+			}
+			r.fast = append(r.fast, fastOp{path: sjsonPath(k), value: v})
+		}
+		for _, k := range del {
+			r.fast = append(r.fast, fastOp{path: sjsonPath(k), del: true})
+		}
+	}
 	return nil
 }
 
@@ -538,4 +554,35 @@ func loadAnswers(file, path string) (*answerBook, error) {
 type answerBook struct {
 	exact map[string][]byte // method, canonical params → {"result":…} or {"error":…}
 	loose map[string][]byte // method, target
+}
+
+// fastOp is a set or delete done with sjson.
+type fastOp struct {
+	path  string
+	value []byte // nil: delete
+	del   bool
+}
+
+// sjsonPath turns a JSON pointer (/params/arguments/a.b, /items/-) into
+// sjson's path syntax (params.arguments.a\.b, items.-1).
+func sjsonPath(ptr string) string {
+	var sb strings.Builder
+	for i, seg := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+		if i > 0 {
+			sb.WriteByte('.')
+		}
+		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
+		if seg == "-" {
+			sb.WriteString("-1")
+			continue
+		}
+		for _, c := range seg {
+			switch c {
+			case '.', '*', '?', '|', '#', '@', '\\', ':', '!', '=', '<', '>', '%':
+				sb.WriteByte('\\')
+			}
+			sb.WriteRune(c)
+		}
+	}
+	return sb.String()
 }

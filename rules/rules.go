@@ -9,12 +9,14 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/vm"
+	"github.com/tidwall/sjson"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tapedeck/tapedeck/tape"
@@ -55,6 +57,80 @@ type Set struct {
 	rules  []*rule
 	seed   int64
 	seeded bool // the file gave a seed
+
+	// Which requests a Conn remembers, for rules on responses that name
+	// their call's method or tool: all, those methods, or none.
+	trackAll     bool
+	trackMethods map[string]bool
+	names        map[string]string // method names interned (intern)
+
+	// The rules a message of a method can match, in file order: those
+	// that name the method (or, naming a target, a method with targets)
+	// and those that name none; anyMethod for other methods.
+	byMethod  map[string][]*rule
+	anyMethod []*rule
+}
+
+// targetMethods are the methods whose calls name a tool, prompt or resource.
+var targetMethods = []string{"tools/call", "prompts/get", "resources/read", "resources/subscribe", "resources/unsubscribe", "completion/complete"}
+
+var commonMethods = []string{"initialize", "notifications/initialized", "ping", "tools/list", "prompts/list",
+	"resources/list", "resources/templates/list", "notifications/progress", "notifications/cancelled",
+	"notifications/message", "logging/setLevel", "roots/list", "sampling/createMessage", "elicitation/create",
+	"notifications/tools/list_changed", "notifications/resources/updated", "server/discover"}
+
+// plan decides which requests a Conn must remember: only a rule that can
+// match a response and names a method, a target, or reads them in its
+// expression needs its call paired.
+func (s *Set) plan() {
+	s.trackMethods = map[string]bool{}
+	s.names = map[string]string{}
+	for _, m := range append(append([]string{}, targetMethods...), commonMethods...) {
+		s.names[m] = m
+	}
+	s.byMethod = map[string][]*rule{}
+	for _, r := range s.rules {
+		for _, m := range r.methods {
+			s.byMethod[m] = nil
+		}
+		if len(r.methods) == 0 && len(r.targets) > 0 {
+			for _, m := range targetMethods {
+				s.byMethod[m] = nil
+			}
+		}
+	}
+	for m := range s.byMethod {
+		for _, r := range s.rules {
+			if r.mayMatchMethod(m) {
+				s.byMethod[m] = append(s.byMethod[m], r)
+			}
+		}
+	}
+	for _, r := range s.rules {
+		if len(r.methods) == 0 && len(r.targets) == 0 {
+			s.anyMethod = append(s.anyMethod, r)
+		}
+	}
+	for _, r := range s.rules {
+		for _, m := range r.methods {
+			s.names[m] = m
+		}
+		if !r.phaseAllows(phaseResponse) {
+			continue
+		}
+		switch {
+		case len(r.methods) > 0:
+			for _, m := range r.methods {
+				s.trackMethods[m] = true
+			}
+		case len(r.targets) > 0:
+			for _, m := range targetMethods {
+				s.trackMethods[m] = true
+			}
+		case r.usesCall:
+			s.trackAll = true
+		}
+	}
 }
 
 // Len is the number of rules.
@@ -97,14 +173,15 @@ type rule struct {
 	cont   bool
 
 	// match
-	phases  Phase // 0: any
-	dir     tape.Dir
-	methods []string
-	targets []string
-	server  string
-	prog    *vm.Program
-	members []string // the message members the expression names
-	needAll bool     // it names the whole message (or something unknown)
+	phases   Phase // 0: any
+	dir      tape.Dir
+	methods  []string
+	targets  []string
+	server   string
+	prog     *vm.Program
+	members  []string // the message members the expression names
+	needAll  bool     // it names the whole message (or something unknown)
+	usesCall bool     // it reads method, target or tool
 
 	// schedule
 	first, every, after int
@@ -117,11 +194,31 @@ type rule struct {
 	errorObj  []byte // error: a JSON-RPC error object
 	toolError string // error: tool: text
 	patch     jsonpatch.Patch
+	fast      []fastOp // set/delete alone: done on the bytes
 	delayMin  time.Duration
 	delayMax  time.Duration
 	result    []byte      // respond: result:
 	answers   *answerBook // respond: tape:
 	logText   string
+}
+
+// mayMatchMethod reports whether a message of method m can match r.
+func (r *rule) mayMatchMethod(m string) bool {
+	switch {
+	case len(r.methods) > 0:
+		return contains(r.methods, m)
+	case len(r.targets) > 0:
+		return contains(targetMethods, m)
+	}
+	return true
+}
+
+// candidates are the rules a message of method m can match.
+func (s *Set) candidates(m string) []*rule {
+	if rs, ok := s.byMethod[m]; ok {
+		return rs
+	}
+	return s.anyMethod
 }
 
 func (r *rule) phaseAllows(p Phase) bool { return r.phases == 0 || r.phases&p != 0 }
@@ -173,9 +270,11 @@ func (r *rule) compileWhen(e string) error {
 		if id, ok := n.(*ast.IdentifierNode); ok && !seen[id.Value] {
 			seen[id.Value] = true
 			switch id.Value {
-			case "phase", "dir", "server", "target", "tool", "session", "kind", "method", "id":
+			case "method", "target", "tool":
+				r.usesCall = true
+			case "phase", "dir", "server", "session", "kind", "id":
 			case "$env":
-				r.needAll = true
+				r.needAll, r.usesCall = true, true
 			default:
 				r.members = append(r.members, id.Value)
 			}
@@ -256,6 +355,9 @@ type Message struct {
 	Dir     tape.Dir // DirSend: client to server; DirRecv: server to client
 	Server  string
 	Session string // the HTTP session, or ""
+	// Head, if not nil, is what a tape.Peeker found in Raw (a caller
+	// that walked it already); nil: Apply walks it.
+	Head *tape.Head
 }
 
 // Injection is what one rule did to a message: the record the tape keeps
@@ -287,12 +389,24 @@ type Decision struct {
 	Logs []string
 }
 
+var peekers = sync.Pool{New: func() any { return new(tape.Peeker) }}
+
+// intern returns a method's name as a string, without allocating for the
+// methods the rules name and MCP's common ones.
+func (s *Set) intern(b []byte) string {
+	if m, ok := s.names[string(b)]; ok {
+		return m
+	}
+	return string(b)
+}
+
 // Conn applies a Set to one connection, pairing responses with requests.
 // It is safe for concurrent use (a connection's two directions).
 type Conn struct {
 	set     *Set
 	mu      sync.Mutex
 	pending map[pendingKey]call
+	npend   atomic.Int64 // len(pending), read without the lock
 }
 
 type pendingKey struct {
@@ -312,9 +426,12 @@ func (s *Set) Conn() *Conn {
 	return &Conn{set: s, pending: map[pendingKey]call{}}
 }
 
-// env is what an expression sees.
+// env is one message as the rules see it: what a match needs at once
+// (kind, phase, method, target), and the decoded members an expression
+// reads, on demand.
 type env struct {
-	e       tape.Entry
+	kind    tape.Kind
+	id      []byte // the id's JSON text, aliasing msg.Raw
 	phase   Phase
 	method  string
 	target  string
@@ -322,6 +439,8 @@ type env struct {
 	decoded map[string]any
 	all     bool
 }
+
+func (v *env) ID() tape.ID { return tape.ID(v.id) }
 
 func (v *env) get(members []string, all bool) map[string]any {
 	if v.decoded == nil {
@@ -362,13 +481,13 @@ func (v *env) get(members []string, all bool) map[string]any {
 	out["dir"] = string(v.msg.Dir)
 	out["server"] = v.msg.Server
 	out["session"] = v.msg.Session
-	out["kind"] = v.e.Kind.String()
+	out["kind"] = v.kind.String()
 	out["method"] = v.method
 	out["target"] = v.target
 	out["tool"] = v.target
-	if v.e.ID != "" {
+	if len(v.id) > 0 {
 		var id any
-		_ = json.Unmarshal([]byte(v.e.ID), &id)
+		_ = json.Unmarshal(v.id, &id)
 		out["id"] = id
 	}
 	return out
@@ -390,39 +509,54 @@ func (c *Conn) Apply(m Message) Decision {
 	if c == nil {
 		return Decision{}
 	}
-	entries := tape.Classify(m.Raw)
-	if len(entries) != 1 || !entries[0].IsWire() || bytes.HasPrefix(bytes.TrimSpace(m.Raw), []byte("[")) {
+	var h tape.Head
+	if m.Head != nil {
+		h = *m.Head
+	} else {
+		pk := peekers.Get().(*tape.Peeker)
+		h = pk.Peek(m.Raw)
+		peekers.Put(pk)
+	}
+	if h.Kind == tape.KindInvalid {
 		return Decision{}
 	}
-	e := entries[0]
-	v := &env{e: e, msg: m}
-	switch e.Kind {
+	method := h.Method
+	v := &env{kind: h.Kind, id: h.ID, msg: m}
+	switch h.Kind {
 	case tape.KindRequest:
-		v.phase, v.method = phaseRequest, e.Method
+		v.phase, v.method = phaseRequest, c.set.intern(method)
 		if m.Dir == tape.DirRecv {
 			v.phase = phaseServerRequest
 		}
-		v.target = tape.Target(e.Method, m.Raw)
-		c.mu.Lock()
-		c.pending[pendingKey{m.Session, m.Dir, e.ID}] = call{v.method, v.target}
-		c.mu.Unlock()
+		v.target = tape.Target(v.method, m.Raw)
+		if c.set.trackAll || c.set.trackMethods[v.method] {
+			c.mu.Lock()
+			c.pending[pendingKey{m.Session, m.Dir, v.ID()}] = call{v.method, v.target}
+			c.npend.Store(int64(len(c.pending)))
+			c.mu.Unlock()
+		}
 	case tape.KindResponse:
 		v.phase = phaseResponse
-		k := pendingKey{m.Session, m.Dir.Opposite(), e.ID}
-		c.mu.Lock()
-		cl, ok := c.pending[k]
-		delete(c.pending, k)
-		c.mu.Unlock()
-		if ok {
-			v.method, v.target = cl.method, cl.target
+		if c.npend.Load() > 0 {
+			k := pendingKey{m.Session, m.Dir.Opposite(), v.ID()}
+			c.mu.Lock()
+			cl, ok := c.pending[k]
+			if ok {
+				delete(c.pending, k)
+				c.npend.Store(int64(len(c.pending)))
+			}
+			c.mu.Unlock()
+			if ok {
+				v.method, v.target = cl.method, cl.target
+			}
 		}
 	case tape.KindNotification:
-		v.phase, v.method = phaseNotification, e.Method
+		v.phase, v.method = phaseNotification, c.set.intern(method)
 	}
 
 	var d Decision
 	cur := m.Raw
-	for _, r := range c.set.rules {
+	for _, r := range c.set.candidates(v.method) {
 		if !r.matches(v) || !r.due() {
 			continue
 		}
@@ -493,23 +627,23 @@ func (r *rule) apply(d *Decision, v *env, cur []byte) bool {
 		if isRequest {
 			inj.Dropped = true
 			d.Out = [][]byte{}
-			d.Reply = r.errorAnswer(v.e.ID)
+			d.Reply = r.errorAnswer(v.ID())
 			d.ReplyInjections = []Injection{{Rule: r.name, Action: string(Error), Injected: true}}
 		} else if v.phase == phaseResponse {
-			inj.Original = string(cur)
-			d.Out = [][]byte{r.errorAnswer(v.e.ID)}
+			inj.Original = json.RawMessage(cur)
+			d.Out = [][]byte{r.errorAnswer(v.ID())}
 		} else { // a notification: nobody to answer
 			inj.Dropped = true
 			d.Out = [][]byte{}
 		}
 	case Modify:
-		out, err := r.patch.Apply(cur)
+		out, err := r.modify(cur)
 		if err != nil {
 			inj.Note = "patch failed, message sent unchanged: " + err.Error()
 			d.Logs = append(d.Logs, fmt.Sprintf("rule %s: %s", r.name, inj.Note))
 			break
 		}
-		inj.Original = string(cur)
+		inj.Original = json.RawMessage(cur)
 		d.Out = [][]byte{compact(out)}
 	case Delay:
 		dl := r.delay()
@@ -569,8 +703,8 @@ func describe(v *env) string {
 	if v.target != "" {
 		s += " " + v.target
 	}
-	if v.e.ID != "" {
-		s += " id " + string(v.e.ID)
+	if len(v.id) > 0 {
+		s += " id " + string(v.id)
 	}
 	return s + " (" + string(v.msg.Dir) + ")"
 }
@@ -587,7 +721,7 @@ func (r *rule) errorAnswer(id tape.ID) []byte {
 // answer is respond's answer to the request in v, or nil.
 func (r *rule) answer(v *env) []byte {
 	if r.result != nil {
-		return []byte(`{"jsonrpc":"2.0","id":` + string(v.e.ID) + `,"result":` + string(r.result) + `}`)
+		return []byte(`{"jsonrpc":"2.0","id":` + string(v.id) + `,"result":` + string(r.result) + `}`)
 	}
 	var m struct {
 		Params json.RawMessage `json:"params"`
@@ -601,7 +735,7 @@ func (r *rule) answer(v *env) []byte {
 	if !ok {
 		return nil
 	}
-	return append([]byte(`{"jsonrpc":"2.0","id":`+string(v.e.ID)+`,`), ans[1:]...)
+	return append([]byte(`{"jsonrpc":"2.0","id":`+string(v.id)+`,`), ans[1:]...)
 }
 
 func compact(b []byte) []byte {
@@ -618,4 +752,24 @@ func sortStrings(s []string) { sort.Strings(s) }
 func MarshalInjections(in []Injection) json.RawMessage {
 	b, _ := json.Marshal(in)
 	return b
+}
+
+// modify applies the rule's change to msg.
+func (r *rule) modify(msg []byte) ([]byte, error) {
+	if r.fast == nil {
+		return r.patch.Apply(msg)
+	}
+	out := msg
+	var err error
+	for _, op := range r.fast {
+		if op.del {
+			out, err = sjson.DeleteBytes(out, op.path)
+		} else {
+			out, err = sjson.SetRawBytes(out, op.path, op.value)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

@@ -106,7 +106,7 @@ rules:
 	if err := json.Unmarshal(d.Out[0], &m); err != nil || m.ID != 3 || !m.Result.IsError || m.Result.Content[0].Text != "the tool broke" {
 		t.Errorf("out %s (%v)", d.Out[0], err)
 	}
-	if d.Injections[0].Original != ansEcho {
+	if string(d.Injections[0].Original) != ansEcho {
 		t.Errorf("original %q", d.Injections[0].Original)
 	}
 	// The pairing is spent: a second answer with id 3 names no tool.
@@ -138,7 +138,7 @@ rules:
 	if !tape.EqualJSON(d.Out[0], []byte(want)) {
 		t.Errorf("out %s\nwant %s", d.Out[0], want)
 	}
-	if d.Injections[0].Original != callEcho {
+	if string(d.Injections[0].Original) != callEcho {
 		t.Errorf("first original %q", d.Injections[0].Original)
 	}
 }

@@ -76,6 +76,7 @@ func (s span) in(b []byte) []byte { return b[s.start:s.end] }
 type classifier struct {
 	stack []byte
 	msgs  []msgInfo
+	wire  bool // messages off the wire, with no tape _meta to read (Peeker)
 }
 
 // Classify parses one tape line (without its line ending) into its messages:
@@ -209,7 +210,9 @@ func (c *classifier) object(b []byte, i int) (msgInfo, int, error) {
 	}
 	m.end = end
 	m.noVersion = string(m.version.in(b)) != `"2.0"`
-	c.meta(b, &m, meta)
+	if !c.wire {
+		c.meta(b, &m, meta)
+	}
 	if m.method.ok() && b[m.method.start] != '"' {
 		return m, 0, fmt.Errorf("expected \"method\" to be a string, found %s", found(b, m.method.start))
 	}
@@ -634,4 +637,84 @@ func validUTF8(b []byte) string {
 		b = b[n:]
 	}
 	return string(out)
+}
+
+// Peeker reads the kind, id and method of single JSON-RPC messages, one
+// at a time, in one walk of their top-level members (as the Encoder's fast
+// path checks them) and without allocating once its scratch space has
+// grown: for code that decides per message on the hot path (the
+// interception rules). A Peeker is not safe for concurrent use.
+type Peeker struct{ c classifier }
+
+// Head is what a Peeker found in a message.
+type Head struct {
+	Kind   Kind   // KindInvalid: not one JSON-RPC request, response or notification
+	ID     []byte // the id's JSON text, aliasing the message
+	Method []byte // the method's name, aliasing the message unless it held escapes
+	// Plain says the message is one the Encoder's fast path takes as it
+	// is (AppendLinePlain): an object on one line, no _meta of its own.
+	Plain bool
+}
+
+// Peek walks msg, one JSON-RPC object (not a batch), without its line
+// ending.
+func (p *Peeker) Peek(msg []byte) Head {
+	msg = bytes.TrimSpace(msg)
+	n := len(msg)
+	if n < 2 || msg[0] != '{' || msg[n-1] != '}' {
+		return Head{}
+	}
+	var id, method span
+	var hasResult, hasError, hasMeta bool
+	end, err := p.c.members(msg, 0, func(key []byte, v span) {
+		switch string(key) {
+		case "id":
+			id = v
+		case "method":
+			method = v
+		case "result":
+			hasResult = true
+		case "error":
+			hasError = true
+		case "_meta", AltMetaKey:
+			hasMeta = true
+		}
+	})
+	if err != nil || skipWS(msg, end) != len(msg) {
+		return Head{}
+	}
+	var h Head
+	if method.ok() {
+		m := method.in(msg)
+		if m[0] != '"' || len(m) > 1 && m[1] == '$' {
+			return Head{}
+		}
+		h.Method = m[1 : len(m)-1]
+		if bytes.IndexByte(h.Method, '\\') >= 0 {
+			h.Method = []byte(stringValue(msg, method))
+		}
+	}
+	if id.ok() {
+		switch v := id.in(msg); v[0] {
+		case '{', '[', 't', 'f':
+			return Head{}
+		case 'n':
+			if method.ok() {
+				return Head{}
+			}
+		}
+		h.ID = id.in(msg)
+	}
+	switch {
+	case method.ok() && id.ok():
+		h.Kind = KindRequest
+	case method.ok():
+		h.Kind = KindNotification
+	case id.ok() && (hasResult || hasError):
+		h.Kind = KindResponse
+	default:
+		return Head{}
+	}
+	h.Plain = !hasMeta && bytes.IndexByte(msg, '\n') < 0 && bytes.IndexByte(msg, '\r') < 0
+	return h
 }

@@ -52,6 +52,14 @@ func (e *Encoder) AppendLineMeta(b, msg []byte, t time.Time, extra []byte) ([]by
 	if !e.plainMessage(msg) {
 		return b, false
 	}
+	return e.AppendLinePlain(b, msg, t, extra), true
+}
+
+// AppendLinePlain is AppendLineMeta for a message a Peeker found Plain:
+// it is not walked again.
+func (e *Encoder) AppendLinePlain(b, msg []byte, t time.Time, extra []byte) []byte {
+	msg = bytes.TrimSpace(msg)
+	n := len(msg)
 	b = append(b, msg[:n-1]...)
 	if len(bytes.TrimSpace(msg[1:n-1])) > 0 {
 		b = append(b, ',')
@@ -64,7 +72,7 @@ func (e *Encoder) AppendLineMeta(b, msg []byte, t time.Time, extra []byte) ([]by
 	}
 	b = append(append(b, e.lastTS...), '"')
 	b = append(b, extra...)
-	return append(b, "}}\n"...), true
+	return append(b, "}}\n"...)
 }
 
 // plainMessage reports whether msg, an object on one line, is one JSON-RPC

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/tapedeck/tapedeck/internal/text"
@@ -20,9 +21,21 @@ func main() {
 	// EPIPE instead of killing tapedeck before it writes its report.
 	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// TAPEDECK_CPUPROFILE=FILE profiles a run (the shim's and the relays'
+	// costs are measured this way: go tool pprof FILE).
+	if path := os.Getenv("TAPEDECK_CPUPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				defer f.Close()
+				defer pprof.StopCPUProfile()
+			}
+		}
+	}
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
-	os.Exit(exitCode(err, os.Stderr))
+	code := exitCode(err, os.Stderr)
+	pprof.StopCPUProfile()
+	os.Exit(code)
 }
 
 // exitError carries an exit status chosen by a command (a recorded server's

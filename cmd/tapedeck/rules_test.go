@@ -63,7 +63,7 @@ func injections(t *testing.T, path string) map[string][]string {
 				Injected []struct {
 					Rule, Action      string
 					Injected, Dropped bool
-					Original          string
+					Original          json.RawMessage
 				}
 			} `json:"_meta"`
 		}
@@ -76,7 +76,7 @@ func injections(t *testing.T, path string) map[string][]string {
 			if in.Dropped {
 				a += "+dropped"
 			}
-			if in.Original != "" {
+			if len(in.Original) > 0 {
 				a += "+original"
 			}
 			out[in.Rule] = append(out[in.Rule], string(e.Dir)+":"+a)
