@@ -227,6 +227,9 @@ type Report struct {
 	// client (over HTTP: no stream opened to carry them, or their stream's
 	// client went away); the client did not see what the server said.
 	Dropped int `json:"dropped,omitempty"`
+	// FellThrough lists the requests the tape could not answer that went
+	// to the live server (replay --fallback): answered, so not divergences.
+	FellThrough []FellThrough `json:"fellThrough,omitempty"`
 }
 
 // Resync is a place where a strict replay re-synchronised: the live request

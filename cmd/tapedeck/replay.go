@@ -34,6 +34,11 @@ type replayFlags struct {
 	exact   bool
 	ignore  []string
 	report  string
+	// --fallback: the live server's command (after --), and where its
+	// exchanges go (default: appended to the tape).
+	fallback    bool
+	fallbackCmd []string
+	episodes    string
 	reorder int
 	// reorderSet is true when --reorder was given; its default depends on
 	// the transport.
@@ -171,7 +176,21 @@ answer it with an error, drop it, change it, hold it, or cut the session),
 and each recorded message goes to them before the client gets it; what each
 rule did is printed on stderr. Over HTTP, put the recording proxy with the
 rules in front of the replay (tapedeck record --rules FILE --upstream
-http://ADDR/mcp). The rules file format: see tapedeck record --help.`,
+http://ADDR/mcp). The rules file format: see tapedeck record --help.
+
+Fall through to the live server (--fallback TAPE -- COMMAND ARGS, stdio):
+the tape answers while the client follows it; a request it cannot answer
+(a call never recorded, or repeated more often than recorded; matching is
+keyed unless --match says otherwise) goes to the live server, started on
+the first such request and opened with the client's own initialize. The
+server's answers, notifications and requests reach the client, its
+requests' replies go back to it, and the live exchanges are appended to the
+tape (or to -o TAPE) as a new episode, so the next replay answers them with
+no server. A server started halfway has only what its own start and the
+client's initialize give it: none of the state the recorded calls built
+(files written, items created, subscriptions), since the tape answered
+those and the server never saw them. Calls that fell through are listed,
+and are not divergences.`,
 		Example: `  # mcporter, with the tape in place of the real server
   mcporter call --stdio "tapedeck replay session.jsonl" echo message=hi
 
@@ -185,14 +204,44 @@ http://ADDR/mcp). The rules file format: see tapedeck record --help.`,
   tapedeck replay --listen 127.0.0.1:8808 session.jsonl
   sdkclient --url http://127.0.0.1:8808/mcp    # in another terminal
 
+  # what the tape lacks, from the live server; the tape grows a new episode
+  tapedeck replay --fallback session.jsonl -- node server.js
+
   # the recorded session, with get-sum's answer failing
   tapedeck replay --rules faults.yaml session.jsonl
 
   # in a container, reached as http://replay:8808/mcp by another one
   tapedeck replay --listen 0.0.0.0:8808 --allow-remote --allow-host replay session.jsonl`,
-		Args: cobra.ExactArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			dash := cmd.ArgsLenAtDash()
+			switch {
+			case dash < 0 && f.fallback:
+				return errors.New("replay --fallback: expected the live server's command after --, e.g. tapedeck replay --fallback TAPE -- node server.js")
+			case dash < 0:
+				return cobra.ExactArgs(1)(cmd, args)
+			case !f.fallback:
+				return fmt.Errorf("replay: a command after -- (%s) is the live server of --fallback; add --fallback, or leave it out", args[dash])
+			case dash != 1:
+				return fmt.Errorf("replay --fallback: expected one TAPE before --, found %d", dash)
+			case dash == len(args):
+				return errors.New("replay --fallback: expected the live server's command after --")
+			}
+			f.fallbackCmd = args[dash:]
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.reorderSet = cmd.Flags().Changed("reorder")
+			if f.fallback {
+				if f.listen != "" {
+					return errors.New("replay --fallback serves stdio; over HTTP it is not available yet (record the live server with tapedeck record --upstream instead)")
+				}
+				if f.speed > 0 {
+					return errors.New("replay --fallback answers at once: leave out --speed")
+				}
+				if !cmd.Flags().Changed("match") {
+					f.match = "keyed" // a call the tape lacks, wherever it comes
+				}
+			}
 			opts, err := f.options()
 			if err != nil {
 				return err
@@ -223,6 +272,14 @@ http://ADDR/mcp). The rules file format: see tapedeck record --help.`,
 			} else {
 				in, restore := pollableStdin(s.stdin)
 				defer restore() // also after a panic: the pipe is shared
+				if f.fallback {
+					rep, err = replayFallback(cmd.Context(), s, &f, args[0], e, in, onDiv)
+					if err != nil {
+						return err
+					}
+					rep.Tape = args[0]
+					return finishReport(s.stderr, &rep, f.report)
+				}
 				err := replay.ServeStdio(cmd.Context(), e, in, s.stdout, replay.StdioOptions{OnDivergence: onDiv,
 					Rules: rs, Logf: ruleLog(s.stderr), Server: e.Server()})
 				if errors.Is(err, replay.ErrDisconnected) {
@@ -253,6 +310,8 @@ http://ADDR/mcp). The rules file format: see tapedeck record --help.`,
 	cmd.Flags().StringArrayVar(&f.hosts, "allow-host", nil, "with --listen: accept the Host header `HOST` besides loopback ones and the --listen host, e.g. replay.internal; * accepts any (repeatable)")
 	cmd.Flags().StringVar(&f.maxBody, "max-body", "64MiB", "with --listen: accept request bodies up to `SIZE` (413 beyond), e.g. 512KiB; -1: no limit")
 	f.rules.add(cmd)
+	cmd.Flags().BoolVar(&f.fallback, "fallback", false, "answer what the tape cannot from the live server whose command follows --, started on demand, and append those exchanges to the tape (or to -o)")
+	cmd.Flags().StringVarP(&f.episodes, "output", "o", "", "with --fallback: append the live exchanges to `TAPE` instead of the replayed one")
 	return cmd
 }
 
@@ -444,4 +503,32 @@ func serveReplayLegacy(ctx context.Context, s streams, f *replayFlags, tapePath 
 	}
 	h.Close()
 	return h.Report(), err
+}
+
+// replayFallback serves the tape over stdio, falling through to the live
+// server for what it cannot answer (replay --fallback).
+func replayFallback(ctx context.Context, s streams, f *replayFlags, tapePath string, e *replay.Engine, in io.Reader, onDiv func(replay.Divergence)) (replay.Report, error) {
+	dest := tapePath
+	if f.episodes != "" {
+		dest = f.episodes
+	}
+	out, notes, err := tape.Create(dest, true)
+	if err != nil {
+		return replay.Report{}, fmt.Errorf("replay --fallback: the tape for the live exchanges: %w", err)
+	}
+	defer out.Close()
+	for _, n := range notes {
+		fmt.Fprintf(s.stderr, "tapedeck replay: %s\n", n)
+	}
+	fb := &replay.Fallback{Command: f.fallbackCmd[0], Args: f.fallbackCmd[1:], Tape: out, Server: e.Server(), Stderr: s.stderr}
+	fell, err := replay.ServeStdioFallback(ctx, e, in, s.stdout, replay.StdioOptions{OnDivergence: onDiv}, fb)
+	if err != nil {
+		return replay.Report{}, err
+	}
+	rep := e.Report()
+	replay.FallbackReport(&rep, fell)
+	for _, x := range fell {
+		fmt.Fprintf(s.stderr, "tapedeck replay: %s (id %s) was not on the tape (%s): the live server answered it; appended to %s\n", x.Method, x.ID, x.Reason, dest)
+	}
+	return rep, nil
 }

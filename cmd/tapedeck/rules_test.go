@@ -320,3 +320,62 @@ rules:
 		}
 	}
 }
+
+// replay --fallback: a go-sdk client that calls a tool the tape never saw
+// gets the live server's answer (server-everything, started on demand and
+// opened with the client's initialize), the exchange lands on the tape,
+// and the next replay answers it from the tape with no server at all.
+func TestReplayFallbackGoSDK(t *testing.T) {
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	peers := mcptest.Peers(t)
+	dir := t.TempDir()
+	tapePath := filepath.Join(dir, "echo-only.jsonl")
+	session := func(argv []string, tools ...string) ([]string, string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd := exec.Command(argv[0], argv[1:]...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "fallback-test", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", argv, err, stderr.String())
+		}
+		var got []string
+		for _, tool := range tools {
+			args := map[string]any{"message": "hi"}
+			if tool == "get-sum" {
+				args = map[string]any{"a": 2, "b": 3}
+			}
+			r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+			if err != nil {
+				got = append(got, "error: "+err.Error())
+				continue
+			}
+			got = append(got, r.Content[0].(*mcp.TextContent).Text)
+		}
+		cs.Close()
+		_ = cmd.Wait()
+		return got, stderr.String()
+	}
+	got, _ := session(append([]string{tapedeck, "record", "-o", tapePath, "--"}, peers.EverythingStdio()...), "echo")
+	if fmt.Sprint(got) != "[Echo: hi]" {
+		t.Fatalf("recording: %v", got)
+	}
+	got, stderr := session(append([]string{tapedeck, "replay", "--fallback", tapePath, "--"}, peers.EverythingStdio()...), "echo", "get-sum")
+	if fmt.Sprint(got) != "[Echo: hi The sum of 2 and 3 is 5.]" {
+		t.Fatalf("replay --fallback: %v\n%s", got, stderr)
+	}
+	if !strings.Contains(stderr, "was not on the tape (unknown): the live server answered it") {
+		t.Errorf("replay --fallback said:\n%s", stderr)
+	}
+	data, _ := os.ReadFile(tapePath)
+	if !strings.Contains(string(data), `"episode":"new"`) || !strings.Contains(string(data), "The sum of 2 and 3 is 5.") {
+		t.Errorf("the new episode is not on the tape:\n%s", data)
+	}
+	// The server is not needed any more: the tape answers both.
+	got, stderr = session([]string{tapedeck, "replay", "--match", "keyed", tapePath}, "echo", "get-sum")
+	if fmt.Sprint(got) != "[Echo: hi The sum of 2 and 3 is 5.]" {
+		t.Errorf("replay of the extended tape: %v\n%s", got, stderr)
+	}
+}

@@ -1,0 +1,374 @@
+package replay
+
+// Fall through to the live server
+//
+// ServeStdioFallback is ServeStdio where the tape answers while the client
+// follows it, and a request the tape cannot answer (a strict mismatch or
+// the end of the tape, a keyed call never recorded or repeated more often)
+// goes to the live server instead of a divergence error: the server is
+// started on the first such request and opened with the client's own
+// initialize (a 2026-07-28 client's requests need none), the server's
+// answers, notifications and requests reach the client, the client's
+// replies to the server's requests go back to it, and every message of
+// the live exchange is appended to a tape as a new episode
+// ($transport/start with "episode": "new"), as go-vcr's
+// ModeReplayWithNewEpisodes does.
+//
+// What a server started halfway cannot have: the state the recorded
+// calls built (files written, a cart filled, a subscription made), since
+// the tape answered those and the live server never saw them; it has only
+// what its own start and the client's initialize give it.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// Fallback is the live server a replay falls through to.
+type Fallback struct {
+	Command string
+	Args    []string
+	// Tape receives the live episodes' lines (the replayed tape opened to
+	// append, or a new file).
+	Tape io.Writer
+	// Server names the server on the tape (the replayed server's name, so
+	// that a later replay serves the new episodes too).
+	Server string
+	// Stderr receives the live server's stderr; nil discards it.
+	Stderr io.Writer
+}
+
+// FellThrough says a request went to the live server.
+type FellThrough struct {
+	Method string          `json:"method"`
+	ID     json.RawMessage `json:"id"`
+	Reason Reason          `json:"reason"` // why the tape could not answer
+}
+
+// fellThroughReason reports whether a divergence means the tape lacks the
+// request (which the live server may answer) rather than a reply gone
+// wrong.
+func fellThroughReason(r Reason) bool {
+	switch r {
+	case ReasonMismatch, ReasonUnknown, ReasonRepeat, ReasonBeyondEnd:
+		return true
+	}
+	return false
+}
+
+// liveInitID is the id of the client's initialize sent again to the live
+// server: its answer is not the client's business.
+const liveInitID = `"tapedeck-fallback-initialize"`
+
+type fallbackServer struct {
+	fb      *Fallback
+	o       StdioOptions
+	e       *Engine
+	out     *lockedLines
+	w       *tape.Writer
+	initMsg []byte
+
+	mu        sync.Mutex
+	cmd       *exec.Cmd
+	in        io.WriteCloser
+	started   bool
+	startErr  error
+	liveAsks  map[string]bool // ids of the live server's requests to the client
+	fell      []FellThrough
+	readerEnd chan struct{}
+}
+
+// lockedLines writes whole lines to the client from several goroutines.
+type lockedLines struct {
+	mu  sync.Mutex
+	w   *bufio.Writer
+	err error
+}
+
+func (l *lockedLines) write(msgs ...[]byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, m := range msgs {
+		l.w.Write(m)
+		l.w.WriteByte('\n')
+	}
+	if err := l.w.Flush(); err != nil && l.err == nil {
+		l.err = err
+	}
+	return l.err
+}
+
+// ServeStdioFallback serves e over stdio as ServeStdio does at speed 0,
+// falling through to fb's live server for what the tape cannot answer (see
+// the comment at the top of this file). It returns the requests that fell
+// through; they are taken out of the engine's report's divergences by
+// FallbackReport.
+func ServeStdioFallback(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o StdioOptions, fb *Fallback) ([]FellThrough, error) {
+	if c, ok := r.(io.Closer); ok {
+		stop := context.AfterFunc(ctx, func() { c.Close() })
+		defer stop()
+	}
+	s := &fallbackServer{fb: fb, o: o, e: e, out: &lockedLines{w: bufio.NewWriterSize(w, 64<<10)},
+		w: tape.NewWriter(fb.Tape), liveAsks: map[string]bool{}}
+	err := ReadLines(r, 0, func(line []byte) error { return s.receive(ctx, line) },
+		func() error { return s.out.write(LineTooLong(MaxLine)) })
+	s.stop()
+	if err != nil && ctx.Err() != nil {
+		err = nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fell, err
+}
+
+// receive handles one line from the client.
+func (s *fallbackServer) receive(ctx context.Context, line []byte) error {
+	msg := bytes.TrimSpace(line)
+	es := tape.Classify(msg)
+	var e tape.Entry
+	if len(es) == 1 {
+		e = es[0]
+	}
+	if e.Kind == tape.KindRequest && e.Method == "initialize" {
+		s.initMsg = bytes.Clone(msg)
+	}
+	s.mu.Lock()
+	live := e.Kind == tape.KindResponse && s.liveAsks[string(e.ID)]
+	if live {
+		delete(s.liveAsks, string(e.ID))
+	}
+	s.mu.Unlock()
+	if live { // the client's reply to the live server's own request
+		return s.toLive(msg)
+	}
+	var out [][]byte
+	var fell *Divergence
+	for _, o := range s.e.Receive(line, time.Now()) {
+		if d := o.Divergence; d != nil && e.Kind == tape.KindRequest && fellThroughReason(d.Reason) {
+			fell = d
+			continue
+		}
+		if d := o.Divergence; d != nil && s.o.OnDivergence != nil && d.Resolution != Pending {
+			s.o.OnDivergence(*d)
+		}
+		if o.Msg != nil {
+			out = append(out, o.Msg)
+		}
+	}
+	if len(out) > 0 {
+		if err := s.out.write(out...); err != nil {
+			return err
+		}
+	}
+	if fell == nil {
+		return nil
+	}
+	if err := s.start(ctx); err != nil {
+		// No live server: the client gets the divergence, and a word why.
+		msg := fmt.Sprintf("%s (tapedeck replay --fallback: the live server could not be started: %v)", fell.Message, err)
+		return s.out.write(errorResponse([]byte(e.ID), CodeDiverged, msg, nil))
+	}
+	s.mu.Lock()
+	s.fell = append(s.fell, FellThrough{Method: e.Method, ID: json.RawMessage(e.ID), Reason: fell.Reason})
+	s.mu.Unlock()
+	return s.toLive(msg)
+}
+
+// toLive sends a message to the live server and appends it to the tape.
+func (s *fallbackServer) toLive(msg []byte) error {
+	_ = s.w.Write(msg, tape.Meta{Dir: tape.DirSend, Server: s.fb.Server, Time: time.Now()})
+	s.mu.Lock()
+	in := s.in
+	s.mu.Unlock()
+	if in == nil {
+		return nil
+	}
+	_, err := in.Write(append(bytes.Clone(msg), '\n'))
+	if err != nil {
+		return nil // the live server is gone; the client waits as it would
+	}
+	return nil
+}
+
+// start runs the live server once and opens it with the client's
+// initialize.
+func (s *fallbackServer) start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return s.startErr
+	}
+	s.started = true
+	s.startErr = s.launch(ctx)
+	return s.startErr
+}
+
+// launch starts the server; mu is held.
+func (s *fallbackServer) launch(ctx context.Context) error {
+	cmd := exec.Command(s.fb.Command, s.fb.Args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Stderr = s.fb.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	s.cmd, s.in = cmd, in
+	_ = s.w.WriteLifecycle(tape.MethodStart, map[string]any{"transport": "stdio", "command": s.fb.Command, "args": s.fb.Args,
+		"episode": "new", "pid": cmd.Process.Pid, "recorder": "tapedeck replay --fallback"}, tape.Meta{Server: s.fb.Server, Time: time.Now()})
+	br := bufio.NewReaderSize(out, 64<<10)
+	if s.initMsg != nil {
+		init, err := withID(s.initMsg, liveInitID)
+		if err != nil {
+			return err
+		}
+		if _, err := in.Write(append(init, '\n')); err != nil {
+			return err
+		}
+		if err := awaitInit(ctx, br); err != nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+			return err
+		}
+		if _, err := in.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")); err != nil {
+			return err
+		}
+	}
+	s.readerEnd = make(chan struct{})
+	go s.readLive(br)
+	return nil
+}
+
+// withID returns a request with its id replaced.
+func withID(req []byte, id string) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(req, &m); err != nil {
+		return nil, err
+	}
+	m["id"] = json.RawMessage(id)
+	return json.Marshal(m)
+}
+
+// awaitInit reads the live server's lines until the answer to our
+// initialize, within a bound.
+func awaitInit(ctx context.Context, br *bufio.Reader) error {
+	type result struct{ err error }
+	done := make(chan result, 1)
+	go func() {
+		for {
+			line, err := br.ReadBytes('\n')
+			if len(line) > 0 {
+				es := tape.Classify(bytes.TrimSpace(line))
+				if len(es) == 1 && es[0].Kind == tape.KindResponse && string(es[0].ID) == liveInitID {
+					if es[0].Error {
+						done <- result{fmt.Errorf("the live server refused initialize: %s", bytes.TrimSpace(line))}
+					} else {
+						done <- result{}
+					}
+					return
+				}
+			}
+			if err != nil {
+				done <- result{fmt.Errorf("the live server ended before answering initialize: %w", err)}
+				return
+			}
+		}
+	}()
+	select {
+	case r := <-done:
+		return r.err
+	case <-time.After(30 * time.Second):
+		return errors.New("the live server did not answer initialize within 30s")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// readLive hands the live server's messages to the client and the tape.
+func (s *fallbackServer) readLive(br *bufio.Reader) {
+	defer close(s.readerEnd)
+	for {
+		line, err := br.ReadBytes('\n')
+		msg := bytes.TrimSpace(line)
+		if len(msg) > 0 {
+			_ = s.w.Write(msg, tape.Meta{Dir: tape.DirRecv, Server: s.fb.Server, Time: time.Now()})
+			if es := tape.Classify(msg); len(es) == 1 && es[0].Kind == tape.KindRequest {
+				s.mu.Lock()
+				s.liveAsks[string(es[0].ID)] = true
+				s.mu.Unlock()
+			}
+			_ = s.out.write(msg)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// stop ends the live server, if one ran: its stdin is closed, and it is
+// killed if it lingers.
+func (s *fallbackServer) stop() {
+	s.mu.Lock()
+	cmd, in, end := s.cmd, s.in, s.readerEnd
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	in.Close()
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	select {
+	case <-exited:
+	case <-time.After(2 * time.Second):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(2 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+	}
+	if end != nil {
+		<-end
+	}
+	_ = s.w.WriteLifecycle(tape.MethodClose, map[string]any{"episode": "new", "reason": "the client closed stdin"}, tape.Meta{Server: s.fb.Server, Time: time.Now()})
+}
+
+// FallbackReport takes the divergences that fell through to the live
+// server out of rep: they were answered, by the server instead of the
+// tape.
+func FallbackReport(rep *Report, fell []FellThrough) {
+	rep.FellThrough = fell
+	if len(fell) == 0 {
+		return
+	}
+	ids := map[string]bool{}
+	for _, f := range fell {
+		ids[string(f.ID)] = true
+	}
+	kept := rep.Divergences[:0]
+	for _, d := range rep.Divergences {
+		if fellThroughReason(d.Reason) && ids[string(d.RequestID)] {
+			continue
+		}
+		kept = append(kept, d)
+	}
+	rep.Divergences = kept
+}
