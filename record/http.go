@@ -100,6 +100,9 @@ type Proxy struct {
 	// way (see Stdio.Rules); Logf receives their log lines.
 	Rules *rules.Set
 	Logf  func(string)
+	// Intercept, if set, may hold messages for a person's decision (see
+	// Interceptor).
+	Intercept Interceptor
 
 	once    sync.Once
 	guard   mcphttp.Guard
@@ -259,7 +262,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if ex.session == "" {
 			ex.no = p.exchanges.Add(1)
 		}
-		if p.rules != nil {
+		if p.rules != nil || p.Intercept != nil {
 			var done bool
 			if body, done = p.ruleRequest(w, r, ex, body); done {
 				return
@@ -335,7 +338,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 					}
 				}
 			}
-			if p.rules != nil {
+			if p.rules != nil || p.Intercept != nil {
 				return p.ruleResponse(resp, trimmed, m)
 			}
 			p.note(p.message(trimmed, tape.DirRecv, m))

@@ -136,7 +136,7 @@ func (s *sseRelay) record(e sse.Event) []byte {
 		return e.Raw // priming events and keep-alives carry no message
 	}
 	s.messages++
-	if s.p.rules != nil {
+	if s.p.rules != nil || s.p.Intercept != nil {
 		return s.ruleEvent(e, m)
 	}
 	s.p.note(s.p.message(e.Data, tape.DirRecv, m))

@@ -95,6 +95,7 @@ type ruleRelay struct {
 	werr   error
 	sleep  func(time.Duration)
 	peek   tape.Peeker
+	icpt   Interceptor
 }
 
 // line handles one line as it came (with its line ending).
@@ -105,7 +106,15 @@ func (rr *ruleRelay) line(raw []byte) {
 		return
 	}
 	h := rr.peek.Peek(msg)
-	d := rr.conn.Apply(rules.Message{Raw: msg, Dir: rr.dir, Server: rr.server, Head: &h})
+	m := rules.Message{Raw: msg, Dir: rr.dir, Server: rr.server, Head: &h}
+	d := rr.conn.Apply(m)
+	if !d.Matched && rr.icpt != nil && rr.icpt.Holds(m) {
+		rr.flush() // what came before it goes on
+		audit := d
+		d = rr.icpt.Decide(m)
+		d.Logs = append(audit.Logs, d.Logs...)
+		d.Injections = append(audit.Injections, d.Injections...)
+	}
 	for _, l := range d.Logs {
 		rr.logf(l)
 	}
@@ -186,6 +195,15 @@ func (rr *ruleRelay) flush() {
 	rr.pend, rr.span = rr.pend[:0], nil
 }
 
+// Interceptor holds messages for a person to decide on (the debugger's
+// live intercept): each message the rules left alone is offered to Holds,
+// and one it holds waits in Decide, the messages before it forwarded, its
+// direction stopped, until the decision, which is applied as a rule's.
+type Interceptor interface {
+	Holds(m rules.Message) bool
+	Decide(m rules.Message) rules.Decision
+}
+
 // errDisconnect is how a rule's disconnect reaches the reverse proxy's
 // error handler, which aborts the client's connection.
 var errDisconnect = errors.New("tapedeck: a rule cut the connection")
@@ -193,10 +211,17 @@ var errDisconnect = errors.New("tapedeck: a rule cut the connection")
 // decide puts one message of the HTTP proxy to the rules; ok is false when
 // no rule could apply (a batch, or nothing matched and nothing audited).
 func (p *Proxy) decide(msg []byte, dir tape.Dir, session string) (rules.Decision, bool) {
-	if p.rules == nil || len(msg) == 0 || msg[0] != '{' {
+	if (p.rules == nil && p.Intercept == nil) || len(msg) == 0 || msg[0] != '{' {
 		return rules.Decision{}, false
 	}
-	d := p.rules.Apply(rules.Message{Raw: msg, Dir: dir, Server: p.rec.server, Session: session})
+	m := rules.Message{Raw: msg, Dir: dir, Server: p.rec.server, Session: session}
+	d := p.rules.Apply(m)
+	if !d.Matched && p.Intercept != nil && p.Intercept.Holds(m) {
+		audit := d
+		d = p.Intercept.Decide(m)
+		d.Logs = append(audit.Logs, d.Logs...)
+		d.Injections = append(audit.Injections, d.Injections...)
+	}
 	for _, l := range d.Logs {
 		if p.Logf != nil {
 			p.Logf(l)

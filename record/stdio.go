@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -56,6 +57,12 @@ type Stdio struct {
 	Rules *rules.Set
 	// Logf, if not nil, receives the lines of rules' log actions.
 	Logf func(string)
+	// Intercept, if set, may hold messages for a person's decision (see
+	// Interceptor).
+	Intercept Interceptor
+
+	runMu sync.Mutex
+	run   *injector // while Run runs: what Send writes with
 	// Version is written in $transport/start (tapedeck's version).
 	Version string
 
@@ -220,7 +227,7 @@ func (r *stdioRun) closeServerStdin() { r.closeIn.Do(func() { r.inW.Close() }) }
 // relay copies the client's stdin to the server and the server's stdout
 // and stderr back, each line on the tape before it is forwarded.
 func (r *stdioRun) relay(stdin io.Reader, stdout, stderr io.Writer) {
-	if r.s.Rules != nil {
+	if r.s.Rules != nil || r.s.Intercept != nil {
 		r.relayRules(stdin, stdout, stderr)
 		return
 	}
@@ -254,7 +261,7 @@ func (r *stdioRun) relay(stdin io.Reader, stdout, stderr io.Writer) {
 // rules before it is recorded and forwarded (see rules.go).
 func (r *stdioRun) relayRules(stdin io.Reader, stdout, stderr io.Writer) {
 	note := r.rec.note
-	conn := r.s.Rules.Conn()
+	conn := r.s.Rules.Conn() // nil without rules: it lets everything by
 	logf := r.s.Logf
 	if logf == nil {
 		logf = func(string) {}
@@ -281,6 +288,11 @@ func (r *stdioRun) relayRules(stdin io.Reader, stdout, stderr io.Writer) {
 		out: toServer, back: toClient, reply: r.rec.direct(), note: note, logf: logf, cut: cut, sleep: time.Sleep}
 	recv := &ruleRelay{conn: conn, dir: tape.DirRecv, server: r.rec.server, sink: recvSink, batch: recvBatch,
 		out: toClient, back: toServer, reply: r.rec.direct(), note: note, logf: logf, cut: cut, sleep: time.Sleep}
+	send.icpt, recv.icpt = r.s.Intercept, r.s.Intercept
+	inj := &injector{rec: r.rec, toServer: toServer, toClient: toClient}
+	r.s.runMu.Lock()
+	r.s.run = inj
+	r.s.runMu.Unlock()
 	go func() {
 		_ = relayOwnLines(stdin, toServer, send.line, send.flush, r.oversize(tape.DirSend))
 		send.flush()
@@ -518,4 +530,35 @@ func closeAll(files ...*os.File) {
 // isClosed reports an error from reading a pipe the shim closed itself.
 func isClosed(err error) bool {
 	return errors.Is(err, os.ErrClosed)
+}
+
+// injector writes messages of the shim's own into the session (Send).
+type injector struct {
+	rec                *recorder
+	toServer, toClient io.Writer
+}
+
+// ErrNotRunning is Send's error outside Run.
+var ErrNotRunning = errors.New("record: the shim is not relaying a session")
+
+// Send writes msg into the running session, to the server (tape.DirSend)
+// or to the client (tape.DirRecv), recording it first with inj in
+// _meta.injected: the debugger re-sends a request this way. It needs Rules
+// or Intercept set (the relay that takes messages of its own).
+func (s *Stdio) Send(dir tape.Dir, msg []byte, inj []rules.Injection) error {
+	s.runMu.Lock()
+	in := s.run
+	s.runMu.Unlock()
+	if in == nil {
+		return ErrNotRunning
+	}
+	w := in.toServer
+	if dir == tape.DirRecv {
+		w = in.toClient
+	}
+	if err := in.rec.direct().message(msg, dir, withInjections(nil, inj)); err != nil {
+		in.rec.note(err)
+	}
+	_, err := w.Write(append(bytes.Clone(msg), '\n'))
+	return err
 }

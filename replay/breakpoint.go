@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/vm"
@@ -152,4 +153,39 @@ func decodeForExpr(raw []byte) map[string]any {
 		return nil
 	}
 	return m
+}
+
+// progs caches compiled breakpoint expressions for MatchLive.
+var progs sync.Map // string → *vm.Program
+
+// MatchLive reports whether b matches a live message, one not on a tape
+// (the debugger's live intercept): raw is the message, dir its direction,
+// method the method of the request a response answers ("" if unknown).
+func (b Breakpoint) MatchLive(raw []byte, dir tape.Dir, method string) bool {
+	es := tape.Classify(raw)
+	if len(es) != 1 || !es[0].IsWire() {
+		return false
+	}
+	e := es[0]
+	e.Dir, e.Seq = dir, -1
+	x := &bp{Breakpoint: b}
+	if b.Expr != "" {
+		p, ok := progs.Load(b.Expr)
+		if !ok {
+			c, err := compileExpr(b.Expr)
+			if err != nil {
+				return false
+			}
+			p, _ = progs.LoadOrStore(b.Expr, c)
+		}
+		x.prog = p.(*vm.Program)
+	}
+	var body map[string]any
+	if x.needsBody(e) {
+		body = decodeForExpr(raw)
+	}
+	if method == "" {
+		method = e.Method
+	}
+	return x.match(e, raw, body, method)
 }

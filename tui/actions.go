@@ -327,7 +327,11 @@ func (m Model) statusView() string {
 		segs = append(segs, s.Status.Paused.Render("■ whole tape"), s.Status.Segment.Render(text.Plural(m.x.Len(), "message")))
 		rpc, tool := m.x.Failures()
 		if rpc+tool > 0 {
-			segs = append(segs, s.Status.Alert.Render(fmt.Sprintf("%s, %s (e next)", text.Plural(rpc, "error"), text.Plural(tool, "tool error"))))
+			next := "e next"
+			if m.icpt.active() {
+				next = "} next" // e edits a held message
+			}
+			segs = append(segs, s.Status.Alert.Render(fmt.Sprintf("%s, %s (%s)", text.Plural(rpc, "error"), text.Plural(tool, "tool error"), next)))
 		} else {
 			segs = append(segs, s.Status.Segment.Render("no failures"))
 		}
@@ -353,6 +357,14 @@ func (m Model) statusView() string {
 	}
 	if n := len(m.player.Breakpoints()); n > 0 || m.play.hits > 0 {
 		segs = append(segs, s.Status.Segment.Render(fmt.Sprintf("bp %d · hits %d", n, m.play.hits)))
+	}
+	if m.icpt.active() {
+		text, alert := m.interceptStatus()
+		st := s.Status.Segment
+		if alert {
+			st = s.Status.Alert
+		}
+		segs = append(segs, st.Render(text))
 	}
 	if m.live.active() {
 		text, alert := m.liveStatus()

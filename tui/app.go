@@ -36,6 +36,9 @@ type Options struct {
 	Now func() time.Time
 	// Live, when set, is a live client session (tapedeck debug).
 	Live Live
+	// Intercept, when set, is a live intercept session (tapedeck debug --
+	// SERVER): give Path and Follow the tape it records.
+	Intercept Intercept
 	// Breakpoints are set from the start (open and debug --break).
 	Breakpoints []replay.Breakpoint
 	// MaxGap cuts recorded pauses longer than it when playing (open and
@@ -103,6 +106,7 @@ type Model struct {
 	filter filterState
 	play   playState
 	live   liveState
+	icpt   interceptState
 
 	statsN      int
 	notice      string
@@ -192,6 +196,7 @@ func New(x *tape.Index, opts Options) Model {
 	}
 	m.timeline.Focus()
 	m.live.init(opts.Live)
+	m.icpt.s = opts.Intercept
 	if opts.Live != nil {
 		m.player.SetLimit(0) // nothing plays before the session says how far the client is
 		m.play.started = true
@@ -222,7 +227,13 @@ func (m Model) Init() tea.Cmd {
 	} else if m.opts.Follow && m.opts.Path != "" {
 		cmds = append(cmds, startFollow(m.opts.Path))
 	}
-	cmds = append(cmds, m.live.initCmd())
+	cmds = append(cmds, m.live.initCmd(), m.icpt.nextCmd())
+	if m.icpt.active() {
+		if bs := m.player.Breakpoints(); len(bs) > 0 {
+			s := m.icpt.s
+			cmds = append(cmds, func() tea.Msg { s.SetBreakpoints(bs); return nil })
+		}
+	}
 	return tea.Batch(cmds...)
 }
 
@@ -236,7 +247,12 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.BackgroundColorMsg:
 		return m.setTheme(msg.IsDark()), nil
 	case tea.KeyPressMsg:
-		return m.handleKey(msg)
+		mm, cmd := m.handleKey(msg)
+		if md, ok := mm.(Model); ok && md.icpt.active() {
+			md, sync := md.syncBreakpoints()
+			return md, tea.Batch(cmd, sync)
+		}
+		return mm, cmd
 	case tea.MouseClickMsg:
 		return m.handleClick(msg.Mouse())
 	case tea.MouseWheelMsg:
@@ -256,7 +272,16 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case playTickMsg:
 		return m.playTick(msg)
 	case promptSubmitMsg:
-		return m.promptSubmit(msg)
+		mm, cmd := m.promptSubmit(msg)
+		if md, ok := mm.(Model); ok && md.icpt.active() {
+			md, sync := md.syncBreakpoints()
+			return md, tea.Batch(cmd, sync)
+		}
+		return mm, cmd
+	case interceptMsg:
+		return m.interceptEvent(msg)
+	case editedMsg:
+		return m.edited(msg)
 	case promptCancelMsg:
 		return m, nil
 	case errMsg:
@@ -346,6 +371,11 @@ func (m Model) handleKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	}
 	if m.live.diverged() {
 		if mm, cmd, ok := m.divergenceKey(msg); ok {
+			return mm, cmd
+		}
+	}
+	if m.icpt.active() {
+		if mm, cmd, ok := m.interceptKey(msg); ok {
 			return mm, cmd
 		}
 	}

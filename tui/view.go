@@ -53,6 +53,9 @@ func (m Model) render() string {
 }
 
 func (m Model) lowerView() string {
+	if v, ok := m.interceptView(); ok {
+		return v
+	}
 	switch m.lower {
 	case viewPair:
 		return m.pairing.View()
@@ -201,6 +204,10 @@ func (m Model) helpView() string {
 func (m Model) hintView() string {
 	var hints [][2]string
 	switch {
+	case m.icpt.held != nil:
+		hints = [][2]string{{"a", "forward"}, {"d", "drop"}, {"!", "error"}, {"e", "edit"}, {"r", "re-send"}, {"?", "help"}}
+	case m.icpt.active():
+		hints = [][2]string{{"b", "break (holds)"}, {"r", "re-send"}, {"}/{", "failures"}, {"/", "filter"}, {":", "command"}, {"?", "help"}, {"q", "quit"}}
 	case m.live.diverged():
 		hints = [][2]string{{"a", "answer as recorded"}, {"e", "send the error"}, {"s", "skip the recorded request"}, {"tab", "diff"}, {"?", "help"}}
 	case m.bplist.IsOpen():

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -25,13 +26,15 @@ type debugFlags struct {
 	hosts, origins       []string
 	breaks               []string
 	maxGap               time.Duration
+	// Live intercept: the server's command after --, or --upstream.
+	upstream, output string
 }
 
 func newDebugCmd(s streams) *cobra.Command {
 	var f debugFlags
 	cmd := &cobra.Command{
-		Use:   "debug TAPE",
-		Short: "Serve a tape to a live client under the debugger",
+		Use:   "debug TAPE\n  tapedeck debug [-o TAPE] -- SERVER [ARG...]\n  tapedeck debug [-o TAPE] --upstream URL",
+		Short: "Serve a tape to a live client under the debugger, or intercept a live session",
 		Long: `debug opens the debugger on a tape and serves the tape's server side to a
 live MCP client at the same time, through the replay engine.
 
@@ -59,16 +62,54 @@ entry is marked ✗ in the timeline, and the recorded request and the
 client's are shown side by side with the changed JSON paths highlighted.
 Choose: a answers with the recorded response anyway, e sends the
 divergence error (JSON-RPC -32090) to the client, s skips the recorded
-request and matches the client's again.`,
-		Example: `  tapedeck debug session.jsonl --listen 127.0.0.1:7788
+request and matches the client's again.
+
+Live intercept (debug -- SERVER ARGS, or debug --upstream URL): no tape is
+served; the debugger sits between a live client and a live server and
+records the session (to -o TAPE, or a new tape in the state directory),
+which it shows as it grows. A stdio client attaches with "tapedeck attach
+ADDR" (each attach runs the server anew: attach again for another run); an
+HTTP client uses http://ADDR/PATH, PATH being the upstream's. Breakpoints
+(b, :break, --break) hold the live messages they match, in either
+direction, until you choose, with mitmproxy's keys:
+  a  forward it as it is          d  drop it
+  e  edit it in $EDITOR (it must stay a JSON-RPC message of the same kind and id)
+  !  answer it with an error (a request), or turn it into one (a response)
+  r  re-send the client's request at the cursor to the server (stdio), and
+     see its new answer beside the recorded one
+Failures are on } and { in this mode (e edits). The tape records what went on the
+wire, with _meta.injected naming what the debugger did (rule "debugger").`,
+		Example: `  # hold every tools/call between a client and a live stdio server
+  tapedeck debug --break tools/call --listen 127.0.0.1:7788 -- node server.js
+  tapedeck attach 127.0.0.1:7788      # the client's server command
+
+  tapedeck debug session.jsonl --listen 127.0.0.1:7788
   # a stdio client, with this as its server command:
   tapedeck attach 127.0.0.1:7788
   # or a Streamable HTTP client, at:
   http://127.0.0.1:7788/mcp
   # reachable from other machines, by the name they use:
   tapedeck debug session.jsonl --listen 0.0.0.0:7788 --allow-remote --allow-host devbox`,
-		Args: cobra.ExactArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			dash := cmd.ArgsLenAtDash()
+			switch {
+			case f.upstream != "" && len(args) > 0:
+				return fmt.Errorf("debug --upstream intercepts a live server: expected no TAPE or command, found %q", args[0])
+			case f.upstream != "":
+				return nil
+			case dash == 0 && len(args) > 0:
+				return nil
+			case dash > 0:
+				return fmt.Errorf("debug: expected either TAPE or -- SERVER, found both (%q before --)", args[0])
+			case f.output != "":
+				return errors.New("debug -o is for a live intercept: give -- SERVER or --upstream URL")
+			}
+			return cobra.ExactArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.upstream != "" || cmd.ArgsLenAtDash() == 0 {
+				return runDebugIntercept(cmd.Context(), s, f, args)
+			}
 			return runDebug(cmd.Context(), s, args[0], f)
 		},
 	}
@@ -76,7 +117,9 @@ request and matches the client's again.`,
 	cmd.Flags().BoolVar(&f.allowRemote, "allow-remote", false, "allow a --listen address other than loopback")
 	cmd.Flags().StringArrayVar(&f.hosts, "allow-host", nil, "accept the Host header `HOST` besides loopback ones and the --listen host, e.g. devbox; * accepts any (repeatable)")
 	cmd.Flags().StringArrayVar(&f.origins, "allow-origin", nil, "accept `ORIGIN` besides loopback ones, e.g. https://app.example.com (repeatable)")
-	cmd.Flags().StringVar(&f.server, "server", "", "serve the tape's server `NAME` (needed when the tape holds several)")
+	cmd.Flags().StringVar(&f.server, "server", "", "serve the tape's server `NAME` (needed when the tape holds several); intercepting: the server's name on the tape")
+	cmd.Flags().StringVar(&f.upstream, "upstream", "", "intercept a live Streamable HTTP server at `URL` (clients use http://ADDR/PATH)")
+	cmd.Flags().StringVarP(&f.output, "output", "o", "", "intercepting: record the session to `TAPE` (default: a new tape under $XDG_STATE_HOME/tapedeck/tapes)")
 	cmd.Flags().StringVar(&f.mode, "match", "strict", "matching `MODE`: strict (in order), keyed or loose")
 	cmd.Flags().BoolVar(&f.light, "light", false, "start with the light theme")
 	cmd.Flags().StringArrayVar(&f.breaks, "break", nil, breakUsage)

@@ -575,3 +575,80 @@ func TestTmuxDebugRunsTwice(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestTmuxDebugIntercept runs the debugger between the go-sdk client and
+// the go-sdk server (tapedeck debug --break ... -- SERVER): the echo call
+// is held, edited in $EDITOR (a script that changes its argument) and
+// forwarded, and the client gets the server's answer to the edited call;
+// while the answer call is held, r sends the recorded echo request again
+// and its new answer shows beside the recorded one; the tape records what
+// the debugger did.
+func TestTmuxDebugIntercept(t *testing.T) {
+	bin := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	client := mcptest.BuildBinary(t, mcptest.SDKClientPackage)
+	server := mcptest.BuildBinary(t, mcptest.SDKServerPackage)
+	dir := t.TempDir()
+	editor := filepath.Join(dir, "edit.sh")
+	if err := os.WriteFile(editor, []byte("#!/bin/sh\nsed -i 's/\"message\": \"hi\"/\"message\": \"edited\"/' \"$1\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tapePath := filepath.Join(dir, "intercepted.jsonl")
+	tt := startTmux(t, "env", "EDITOR="+editor, bin, "debug", "--break", "tool=echo", "--break", "tool=answer",
+		"--listen", "127.0.0.1:0", "-o", tapePath, "--", server)
+	s := tt.waitFor(5*time.Second, "intercepting: breakpoints hold")
+	m := debugAddrRE.FindStringSubmatch(s)
+	if m == nil {
+		t.Fatalf("the debugger does not show its address:\n%s", s)
+	}
+	transcript := newTailBuffer(1 << 20)
+	cmd := exec.Command(client, "--steps=init,tools,echo,answer", "--timeout", "30s", "--", bin, "attach", m[1])
+	cmd.Stdout, cmd.Stderr = transcript, transcript
+	p := mcptest.Start(t, cmd)
+
+	s = tt.waitFor(10*time.Second, "HELD send request tools/call echo", `"message": "hi"`)
+	tt.keys("e")
+	tt.waitFor(10*time.Second, "HELD send request tools/call answer")
+	if !strings.Contains(transcript.String(), `echo: "Echo: edited"`) {
+		t.Errorf("the client did not get the answer to the edited call:\n%s", transcript.String())
+	}
+	// r on the recorded echo request: its seq on the tape so far.
+	echoSeq := -1
+	if data, err := os.ReadFile(tapePath); err == nil {
+		for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			if strings.Contains(line, `"name":"echo"`) && strings.Contains(line, `"dir":"send"`) {
+				echoSeq = i
+				break
+			}
+		}
+	}
+	if echoSeq < 0 {
+		t.Fatalf("no echo request on the tape")
+	}
+	tt.keys(":")
+	tt.typeText(fmt.Sprintf("goto %d", echoSeq))
+	waitRow(t, tt, echoSeq, "›") // the cursor is there
+	tt.keys("r")
+	// The answer to the re-sent request lands on the tape, not at the client.
+	waitRow(t, tt, echoSeq+3, "Echo: edited")
+	tt.keys("a") // the answer call goes on
+	s = tt.waitFor(10*time.Second, "recorded answer", "answer now", "Echo: edited")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if done, _ := p.Exited(); done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the client did not finish:\n%s\n%s", p.Output(), tt.screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(transcript.String(), `answer: "the answer is 42"`) {
+		t.Errorf("the answer call did not reach the client:\n%s", transcript.String())
+	}
+	tt.keys("q")
+	tt.waitExit(5 * time.Second)
+	got := injections(t, tapePath)
+	if fmt.Sprint(got["debugger"]) != "[send:modify+original send:resend+injected recv:resend+dropped]" {
+		t.Errorf("the tape's account of the debugger: %v", got["debugger"])
+	}
+}

@@ -1,0 +1,433 @@
+package tui
+
+// Live intercept (tapedeck debug -- SERVER, debug --upstream URL): the
+// debugger sits between a live client and a live server, the session is
+// recorded to the tape it follows, and a message a breakpoint matches is
+// held, in either direction, until the user forwards it (a), drops it (d),
+// answers it with an error (!) or edits it (e, in $EDITOR; the edit must
+// be a JSON-RPC message of the same kind and id). r sends the request at
+// the cursor to the server again and shows its new answer beside the
+// recorded one. The keys are mitmproxy's, which users of intercepting
+// proxies know; failures are on } and { in this mode.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/tapedeck/tapedeck/replay"
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// Intercept is a live intercept session; the command that starts one
+// implements it over the recorders.
+type Intercept interface {
+	// Next blocks until the session has something to report.
+	Next() InterceptEvent
+	// Settle settles held message id.
+	Settle(id int, v Verdict)
+	// Resend sends a client's request to the server again (with an id of
+	// the session's own); its answer comes back as an InterceptResent event.
+	Resend(raw []byte) error
+	// SetBreakpoints sets which messages are held.
+	SetBreakpoints(bs []replay.Breakpoint)
+	// Close ends the session.
+	Close() error
+}
+
+// InterceptEventKind says what an InterceptEvent reports.
+type InterceptEventKind int
+
+const (
+	InterceptHeld   InterceptEventKind = iota + 1 // a message is held: ID, Dir, Raw, Breakpoint
+	InterceptResent                               // a re-sent request was answered: Request, Raw
+	InterceptInfo                                 // something to say: Text
+	InterceptClosed                               // the session ended
+)
+
+// InterceptEvent is what an Intercept reports.
+type InterceptEvent struct {
+	Kind       InterceptEventKind
+	ID         int
+	Dir        tape.Dir
+	Raw        []byte
+	Breakpoint string
+	Request    []byte
+	Text       string
+}
+
+// VerdictAction is what the user decided about a held message.
+type VerdictAction int
+
+const (
+	Forward     VerdictAction = iota // send it on as it is
+	Drop                             // send nothing
+	AnswerError                      // a request: answer it with an error; a response: turn it into one
+	Edited                           // send Raw, the edited message, instead
+)
+
+// Verdict settles a held message.
+type Verdict struct {
+	Action VerdictAction
+	Raw    []byte // Edited
+}
+
+// InterceptKeyMap are the keys of the intercept mode.
+type InterceptKeyMap struct {
+	Forward, Drop, Error, Edit, Resend key.Binding
+}
+
+// DefaultInterceptKeyMap returns mitmproxy's keys.
+func DefaultInterceptKeyMap() InterceptKeyMap {
+	return InterceptKeyMap{
+		Forward: key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "forward the held message")),
+		Drop:    key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "drop it")),
+		Error:   key.NewBinding(key.WithKeys("!"), key.WithHelp("!", "answer it with an error")),
+		Edit:    key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit it in $EDITOR")),
+		Resend:  key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "re-send the request at the cursor")),
+	}
+}
+
+// interceptMsg carries an InterceptEvent into Update.
+type interceptMsg struct{ ev InterceptEvent }
+
+// editedMsg is the editor's return.
+type editedMsg struct {
+	id   int
+	path string
+	err  error
+}
+
+// interceptState is the app's view of the intercept session, if any.
+type interceptState struct {
+	s      Intercept
+	held   *InterceptEvent   // the message on show, awaiting a verdict
+	queue  []*InterceptEvent // more held messages, in order
+	resent *InterceptEvent   // the last re-sent request's answer, on show
+	closed bool
+	bps    string // the breakpoints last given to the session
+}
+
+func (c interceptState) active() bool { return c.s != nil }
+
+func (c interceptState) nextCmd() tea.Cmd {
+	if c.s == nil || c.closed {
+		return nil
+	}
+	s := c.s
+	return func() tea.Msg { return interceptMsg{s.Next()} }
+}
+
+// interceptEvent handles what the session reported.
+func (m Model) interceptEvent(msg interceptMsg) (tea.Model, tea.Cmd) {
+	ev := msg.ev
+	switch ev.Kind {
+	case InterceptHeld:
+		e := ev
+		if m.icpt.held == nil {
+			m.icpt.held = &e
+			m.icpt.resent = nil
+		} else {
+			m.icpt.queue = append(m.icpt.queue, &e)
+		}
+	case InterceptResent:
+		e := ev
+		m.icpt.resent = &e
+		m.notice, m.noticeOK = "the re-sent request was answered: the new answer is beside the recorded one", true
+	case InterceptInfo:
+		m.notice, m.noticeOK = ev.Text, true
+	case InterceptClosed:
+		m.icpt.closed = true
+		return m, nil
+	}
+	return m, m.icpt.nextCmd()
+}
+
+// syncBreakpoints gives the session the breakpoints when they changed.
+func (m Model) syncBreakpoints() (Model, tea.Cmd) {
+	if !m.icpt.active() {
+		return m, nil
+	}
+	bs := m.player.Breakpoints()
+	var sb strings.Builder
+	for _, b := range bs {
+		fmt.Fprintf(&sb, "%s %v\n", b, b.Disabled)
+	}
+	if sb.String() == m.icpt.bps {
+		return m, nil
+	}
+	m.icpt.bps = sb.String()
+	s := m.icpt.s
+	return m, func() tea.Msg { s.SetBreakpoints(bs); return nil }
+}
+
+// interceptKey takes the intercept mode's keys; ok is false for others.
+func (m Model) interceptKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
+	k := DefaultInterceptKeyMap()
+	h := m.icpt.held
+	switch {
+	case key.Matches(msg, k.Resend):
+		mm, cmd := m.resend()
+		return mm, cmd, true
+	case h == nil && key.Matches(msg, k.Forward, k.Drop, k.Error, k.Edit):
+		m.notice, m.noticeOK = "nothing is held: a breakpoint (b, :break) holds the messages it matches; failures are on } and {", true
+		return m, nil, true
+	case h == nil:
+		return m, nil, false
+	case key.Matches(msg, k.Forward):
+		return m.settle(Verdict{Action: Forward}, "forwarded")
+	case key.Matches(msg, k.Drop):
+		return m.settle(Verdict{Action: Drop}, "dropped")
+	case key.Matches(msg, k.Error):
+		return m.settle(Verdict{Action: AnswerError}, "answered with an error")
+	case key.Matches(msg, k.Edit):
+		return m.edit()
+	}
+	return m, nil, false
+}
+
+// settle gives the held message its verdict and shows the next one.
+func (m Model) settle(v Verdict, done string) (tea.Model, tea.Cmd, bool) {
+	h, s := m.icpt.held, m.icpt.s
+	m.icpt.held = nil
+	if len(m.icpt.queue) > 0 {
+		m.icpt.held, m.icpt.queue = m.icpt.queue[0], m.icpt.queue[1:]
+	}
+	m.notice, m.noticeOK = fmt.Sprintf("%s %s", describeHeld(h), done), true
+	return m, func() tea.Msg { s.Settle(h.ID, v); return nil }, true
+}
+
+// edit opens the held message in $EDITOR (vi without one).
+func (m Model) edit() (tea.Model, tea.Cmd, bool) {
+	h := m.icpt.held
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, h.Raw, "", "  ") != nil {
+		pretty.Write(h.Raw)
+	}
+	pretty.WriteByte('\n')
+	dir := m.opts.CopyDir
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	f, err := os.CreateTemp(dir, "tapedeck-held-*.json")
+	if err != nil {
+		m.notice, m.noticeOK = "edit: "+err.Error(), false
+		return m, nil, true
+	}
+	_, err = f.Write(pretty.Bytes())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		m.notice, m.noticeOK = "edit: "+err.Error(), false
+		return m, nil, true
+	}
+	editor := os.Getenv("VISUAL")
+	if editor == "" {
+		editor = os.Getenv("EDITOR")
+	}
+	if editor == "" {
+		editor = "vi"
+	}
+	args := append(strings.Fields(editor), f.Name())
+	id, path := h.ID, f.Name()
+	return m, tea.ExecProcess(exec.Command(args[0], args[1:]...), func(err error) tea.Msg {
+		return editedMsg{id: id, path: path, err: err}
+	}), true
+}
+
+// edited checks the edit and, when it is a message of the same kind and
+// id, sends it instead of the held one; otherwise it stays held.
+func (m Model) edited(msg editedMsg) (tea.Model, tea.Cmd) {
+	data, rerr := os.ReadFile(msg.path)
+	os.Remove(msg.path)
+	h := m.icpt.held
+	if h == nil || h.ID != msg.id {
+		return m, nil
+	}
+	if msg.err != nil || rerr != nil {
+		m.notice, m.noticeOK = fmt.Sprintf("edit: the editor failed (%v %v); the message is still held", msg.err, rerr), false
+		return m, nil
+	}
+	raw, problem := checkEdit(h.Raw, data)
+	if problem != "" {
+		m.notice, m.noticeOK = "edit refused, the message is still held: "+problem, false
+		return m, nil
+	}
+	mm, cmd, _ := m.settle(Verdict{Action: Edited, Raw: raw}, "edited and sent")
+	return mm, cmd
+}
+
+// checkEdit returns the edited message compacted, or what is wrong with
+// it: it must be one JSON-RPC message of the held one's kind and id.
+func checkEdit(held, edited []byte) ([]byte, string) {
+	var c bytes.Buffer
+	if err := json.Compact(&c, bytes.TrimSpace(edited)); err != nil {
+		return nil, "expected JSON, found: " + err.Error()
+	}
+	raw := c.Bytes()
+	es, hs := tape.Classify(raw), tape.Classify(held)
+	if len(es) != 1 || !es[0].IsWire() {
+		if len(es) == 1 && es[0].Problem != "" {
+			return nil, "expected one JSON-RPC message: " + es[0].Problem
+		}
+		return nil, "expected one JSON-RPC message"
+	}
+	if len(hs) != 1 {
+		return raw, ""
+	}
+	if es[0].Kind != hs[0].Kind {
+		return nil, fmt.Sprintf("expected a %s, as held, found a %s", hs[0].Kind, es[0].Kind)
+	}
+	if !tape.EqualJSON([]byte(es[0].ID), []byte(hs[0].ID)) && (es[0].ID != "" || hs[0].ID != "") {
+		return nil, fmt.Sprintf("expected id %s, as held, found %s", orNone(string(hs[0].ID)), orNone(string(es[0].ID)))
+	}
+	return raw, ""
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// resend sends the request at the cursor to the server again.
+func (m Model) resend() (Model, tea.Cmd) {
+	seq := m.timeline.Cursor()
+	if seq < 0 || seq >= m.x.Len() {
+		return m, nil
+	}
+	e := m.x.Entry(seq)
+	if e.Kind != tape.KindRequest || e.Dir != tape.DirSend {
+		m.notice, m.noticeOK = "r re-sends a client's request: put the cursor on one", false
+		return m, nil
+	}
+	rec, err := m.x.Message(seq)
+	if err != nil {
+		m.notice, m.noticeOK = "re-send: "+err.Error(), false
+		return m, nil
+	}
+	raw := tape.StripMeta(rec.Raw)
+	s := m.icpt.s
+	m.notice, m.noticeOK = fmt.Sprintf("re-sent #%d %s to the server", seq, e.Method), true
+	return m, func() tea.Msg {
+		if err := s.Resend(raw); err != nil {
+			return errMsg{fmt.Errorf("re-send: %w", err)}
+		}
+		return nil
+	}
+}
+
+// describeHeld names a held message: "send tools/call echo id 3".
+func describeHeld(h *InterceptEvent) string {
+	es := tape.Classify(h.Raw)
+	if len(es) != 1 {
+		return string(h.Dir) + " message"
+	}
+	e := es[0]
+	s := string(h.Dir) + " " + e.Kind.String()
+	if e.Method != "" {
+		s += " " + e.Method
+	}
+	if t := tape.Target(e.Method, h.Raw); t != "" {
+		s += " " + t
+	}
+	if e.ID != "" {
+		s += " id " + string(e.ID)
+	}
+	return s
+}
+
+// interceptStatus is the status bar's account of the intercept.
+func (m Model) interceptStatus() (string, bool) {
+	c := m.icpt
+	switch {
+	case c.held != nil:
+		more := ""
+		if n := len(c.queue); n > 0 {
+			more = fmt.Sprintf(" (%d more)", n)
+		}
+		return fmt.Sprintf("HELD %s%s: a forward · d drop · ! error · e edit", describeHeld(c.held), more), true
+	case c.closed:
+		return "intercept ended", false
+	}
+	return "intercepting: breakpoints hold live messages", false
+}
+
+// interceptView is the lower pane while a message is held, or a re-sent
+// request's answer is on show beside the recorded one.
+func (m Model) interceptView() (string, bool) {
+	w, s := m.width, m.styles
+	switch c := m.icpt; {
+	case c.held != nil:
+		head := s.Status.Alert.Render(" HELD ") + " " + describeHeld(c.held)
+		if c.held.Breakpoint != "" {
+			head += s.App.Subtitle.Render(" · breakpoint " + c.held.Breakpoint)
+		}
+		return head + "\n" + heldJSON(c.held.Raw, w, s), true
+	case c.resent != nil:
+		half := max((w-3)/2, 10)
+		recorded := m.recordedAnswer(c.resent.Request)
+		left := s.Detail.Header.Render("recorded answer") + "\n" + heldJSON(recorded, half, s)
+		right := s.Detail.Header.Render("answer now") + "\n" + heldJSON(c.resent.Raw, half, s)
+		return lipgloss.JoinHorizontal(lipgloss.Top, lipgloss.NewStyle().Width(half).Render(left), " │ ", lipgloss.NewStyle().Width(half).Render(right)), true
+	}
+	return "", false
+}
+
+// recordedAnswer finds the recorded answer to the request raw (the first
+// recorded request with the same method and params, and its pair).
+func (m Model) recordedAnswer(raw []byte) []byte {
+	for i := range m.x.Len() {
+		e := m.x.Entry(i)
+		if e.Kind != tape.KindRequest || e.Dir != tape.DirSend {
+			continue
+		}
+		rec, err := m.x.Message(i)
+		if err != nil || !sameCall(tape.StripMeta(rec.Raw), raw) {
+			continue
+		}
+		if p := m.x.Pair(i); p.Partner >= 0 {
+			if ans, err := m.x.Message(p.Partner); err == nil {
+				return tape.StripMeta(ans.Raw)
+			}
+		}
+		return nil
+	}
+	return nil
+}
+
+// sameCall compares two requests by method and params.
+func sameCall(a, b []byte) bool {
+	var x, y struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return x.Method == y.Method && tape.EqualJSON(x.Params, y.Params)
+}
+
+// prettyJSON indents and colours raw for a column of width w.
+func heldJSON(raw []byte, w int, s *Styles) string {
+	if raw == nil {
+		return s.App.Subtitle.Render("(none on the tape)")
+	}
+	var b bytes.Buffer
+	if json.Indent(&b, raw, "", "  ") != nil {
+		b.Reset()
+		b.Write(raw)
+	}
+	return ansi.Hardwrap(highlightJSON(b.String(), s.Detail.Chroma), w, true)
+}
