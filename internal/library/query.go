@@ -319,7 +319,8 @@ func splitQuery(s string) []string {
 }
 
 // Older returns the tapes whose last message (or, without timestamps,
-// whose modification) is before cutoff, oldest first.
+// whose modification) is before cutoff, oldest first; never a tape
+// modified in the last half minute.
 func (l *Library) Older(cutoff time.Time, under ...string) ([]Tape, error) {
 	all, err := l.Tapes(under...)
 	if err != nil {
@@ -327,7 +328,9 @@ func (l *Library) Older(cutoff time.Time, under ...string) ([]Tape, error) {
 	}
 	var out []Tape
 	for _, t := range all {
-		if t.End().Before(cutoff) && t.ModTime.Before(cutoff) {
+		// A tape written to moments ago is being recorded, whatever its
+		// timestamps say.
+		if t.End().Before(cutoff) && time.Since(t.ModTime) > settle {
 			out = append(out, t)
 		}
 	}

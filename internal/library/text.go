@@ -197,6 +197,11 @@ func Snippet(text string, terms []string, width int) string {
 	for start > 0 && !utf8.RuneStart(text[start]) {
 		start--
 	}
+	if start > 0 { // start at a word
+		if sp := strings.IndexByte(text[start:at], ' '); sp >= 0 {
+			start += sp + 1
+		}
+	}
 	end := min(len(text), at+n+width-n-(at-start))
 	for end < len(text) && !utf8.RuneStart(text[end]) {
 		end++
