@@ -122,8 +122,12 @@ func Open(opts Options) (*Library, error) {
 	if opts.Path == "" {
 		return l, l.openMemory()
 	}
+	_, statErr := os.Stat(opts.Path)
 	err := l.openFile()
 	if err == nil {
+		if errors.Is(statErr, os.ErrNotExist) {
+			fmt.Fprintf(opts.Notes, "tapedeck: no index of the tapes yet; building it at %s\n", opts.Path)
+		}
 		return l, nil
 	}
 	if isCorrupt(err) {

@@ -9,13 +9,18 @@ import (
 
 // skipTop are top-level members whose strings say nothing to search for:
 // the envelope, and the tape's own metadata.
-var skipTop = map[string]bool{"jsonrpc": true, "id": true, "method": true, "_meta": true, "_tapedeck": true}
+var skipTop = map[string]bool{"jsonrpc": true, "id": true, "method": true, "_tapedeck": true}
+
+// skipAny are members skipped at any depth: _meta (the tape's, or the
+// protocol's own: progress tokens, trace context, client info) and the
+// type tags of content and schemas ("text", "object").
+var skipAny = map[string]bool{"_meta": true, "type": true}
 
 // Text returns the searchable text of a message: the string values (not
 // the keys) of its params, result or error, in order, separated by
 // spaces, up to limit bytes (0: no limit). Numbers, booleans and keys are
-// left out, and so are the envelope (jsonrpc, id, method) and the tape's
-// _meta. raw is one message as it is on the tape; text that is not JSON
+// left out, and so are the envelope (jsonrpc, id, method), every _meta
+// (the tape's and the protocol's) and "type" tags. raw is one message as it is on the tape; text that is not JSON
 // gives what could be read before the problem.
 func Text(raw []byte, limit int) string {
 	var sb strings.Builder
@@ -59,11 +64,9 @@ func (w *textWalker) walk() {
 			}
 			if j < len(w.b) && w.b[j] == ':' { // a key
 				w.i = j + 1
-				if depth == 1 {
-					key := string(w.b[start+1 : end-1])
-					if skipTop[key] {
-						w.skipValue()
-					}
+				key := string(w.b[start+1 : end-1])
+				if depth == 1 && skipTop[key] || skipAny[key] {
+					w.skipValue()
 				}
 				continue
 			}
