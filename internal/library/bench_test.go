@@ -157,7 +157,7 @@ func BenchmarkSearch(b *testing.B) {
 				if err != nil || len(hits) != bc.want {
 					b.Fatalf("%d hits, %v", len(hits), err)
 				}
-				if !strings.Contains(hits[0].Snippet, "»"+needle+"«") && bc.q.Status == "" {
+				if !strings.Contains(hits[0].Snippet, "»zanzibar") {
 					b.Fatalf("snippet %q", hits[0].Snippet)
 				}
 			}

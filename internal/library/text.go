@@ -64,8 +64,8 @@ func (w *textWalker) walk() {
 			}
 			if j < len(w.b) && w.b[j] == ':' { // a key
 				w.i = j + 1
-				key := string(w.b[start+1 : end-1])
-				if depth == 1 && skipTop[key] || skipAny[key] {
+				key := w.b[start+1 : end-1]
+				if depth == 1 && skipTop[string(key)] || skipAny[string(key)] { // no allocation for the lookups
 					w.skipValue()
 				}
 				continue
