@@ -45,7 +45,6 @@ type tapeRows struct {
 	fixups []row // responses read before their request: their target, set last
 	sum    summary
 	err    error
-	done   chan struct{}
 }
 
 const chunkRows = 4096

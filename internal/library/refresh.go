@@ -300,7 +300,7 @@ func (l *Library) index(ctx context.Context, todo []fileInfo) (Report, error) {
 		go func() {
 			defer wg.Done()
 			for f := range jobs {
-				t := &tapeRows{file: f, chunks: make(chan []row, 4), done: make(chan struct{})}
+				t := &tapeRows{file: f, chunks: make(chan []row, 4)}
 				startMu.Lock()
 				select {
 				case tapes <- t:
