@@ -92,9 +92,11 @@ func readTape(ctx context.Context, t *tapeRows) error {
 	s.rpcErrors, s.toolErrors = x.Failures()
 	s.warnings = x.WarningCount()
 
-	rd := tape.NewReader(bufio.NewReaderSize(io.NewSectionReader(src, 0, x.Size()), 256<<10))
+	// Buffers sized to the tape: a library holds many small tapes.
+	rd := tape.NewReader(bufio.NewReaderSize(io.NewSectionReader(src, 0, x.Size()), int(min(256<<10, max(4<<10, x.Size())))))
 	targets := map[int]string{} // request seq → target, until its response
-	chunk := make([]row, 0, chunkRows)
+	chunk := make([]row, 0, min(chunkRows, n))
+	sent := 0
 	send := func() error {
 		if len(chunk) == 0 {
 			return nil
@@ -104,7 +106,8 @@ func readTape(ctx context.Context, t *tapeRows) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		chunk = make([]row, 0, chunkRows)
+		sent += len(chunk)
+		chunk = make([]row, 0, min(chunkRows, max(1, n-sent)))
 		return nil
 	}
 	var initSeq = -1

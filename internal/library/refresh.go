@@ -279,7 +279,8 @@ func deleteTape(ctx context.Context, tx *sql.Tx, id int64) error {
 }
 
 // index reads the tapes of todo with a few workers and writes what they
-// find through one writer, a transaction a tape.
+// find through one writer, each tape whole in one transaction (a
+// transaction holds a few tapes' rows; see batchRows).
 func (l *Library) index(ctx context.Context, todo []fileInfo) (Report, error) {
 	workers := l.opts.Workers
 	if workers <= 0 {
@@ -331,36 +332,85 @@ func (l *Library) index(ctx context.Context, todo []fileInfo) (Report, error) {
 
 	var rep Report
 	var firstErr error
+	var b *batch
 	for t := range tapes {
+		if firstErr == nil && b == nil {
+			b, firstErr = l.begin(ctx)
+		}
 		if firstErr != nil {
 			for range t.chunks { // let the worker finish
 			}
 			continue
 		}
-		if err := l.write(ctx, t, &rep); err != nil {
+		if err := b.write(ctx, t, &rep); err != nil {
 			firstErr = err
 			cancel()
 			for range t.chunks {
 			}
+			continue
 		}
+		if b.rows >= batchRows || time.Since(b.start) >= batchTime {
+			firstErr = b.tx.Commit()
+			b.close()
+			b = nil
+		}
+	}
+	if b != nil {
+		if firstErr == nil {
+			firstErr = b.tx.Commit()
+		}
+		b.close()
 	}
 	return rep, firstErr
 }
 
-// write stores one tape's rows in one transaction, unless another process
-// stored the same version of the tape first.
-func (l *Library) write(ctx context.Context, t *tapeRows, rep *Report) (err error) {
+// A transaction holds the rows of several tapes, whole, up to these: few
+// commits for many small tapes, and another process never waits long for
+// the write lock.
+const (
+	batchRows = 50_000
+	batchTime = 250 * time.Millisecond
+)
+
+// batch is an open write transaction with its statements.
+type batch struct {
+	tx       *sql.Tx
+	msg, txt *sql.Stmt
+	rows     int
+	start    time.Time
+}
+
+func (l *Library) begin(ctx context.Context) (*batch, error) {
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			tx.Rollback()
-			for range t.chunks {
-			}
-		}
-	}()
+	b := &batch{tx: tx, start: time.Now()}
+	if b.msg, err = tx.PrepareContext(ctx, "INSERT INTO messages(id, ts, kind, method, target, status, off, len) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"); err == nil {
+		b.txt, err = tx.PrepareContext(ctx, "INSERT INTO text(rowid, body) VALUES (?, ?)")
+	}
+	if err != nil {
+		b.close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// close ends the transaction: after a Commit, the Rollback does nothing.
+func (b *batch) close() {
+	if b.msg != nil {
+		b.msg.Close()
+	}
+	if b.txt != nil {
+		b.txt.Close()
+	}
+	b.tx.Rollback()
+}
+
+// write stores one tape's rows, unless another process stored the same
+// version of the tape first (checked under the write lock).
+func (b *batch) write(ctx context.Context, t *tapeRows, rep *Report) (err error) {
+	tx := b.tx
 	var id int64
 	var k known
 	switch err = tx.QueryRowContext(ctx, "SELECT id, size, mtime, indexed FROM tapes WHERE path = ?", t.file.path).Scan(&id, &k.size, &k.mtime, &k.indexed); {
@@ -372,7 +422,7 @@ func (l *Library) write(ctx context.Context, t *tapeRows, rep *Report) (err erro
 		// Another process indexed this very version meanwhile.
 		for range t.chunks {
 		}
-		return tx.Commit()
+		return nil
 	default:
 		if err = deleteTape(ctx, tx, id); err != nil {
 			return err
@@ -386,16 +436,7 @@ func (l *Library) write(ctx context.Context, t *tapeRows, rep *Report) (err erro
 	if id, err = res.LastInsertId(); err != nil {
 		return err
 	}
-	msg, err := tx.PrepareContext(ctx, "INSERT INTO messages(id, ts, kind, method, target, status, off, len) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
-	if err != nil {
-		return err
-	}
-	defer msg.Close()
-	txt, err := tx.PrepareContext(ctx, "INSERT INTO text(rowid, body) VALUES (?, ?)")
-	if err != nil {
-		return err
-	}
-	defer txt.Close()
+	msg, txt := b.msg, b.txt
 	base := id << 32
 	for chunk := range t.chunks {
 		for i := range chunk {
@@ -413,6 +454,7 @@ func (l *Library) write(ctx context.Context, t *tapeRows, rep *Report) (err erro
 				}
 			}
 		}
+		b.rows += len(chunk)
 	}
 	if t.err != nil {
 		if errors.Is(t.err, os.ErrNotExist) {
@@ -421,7 +463,7 @@ func (l *Library) write(ctx context.Context, t *tapeRows, rep *Report) (err erro
 				return err
 			}
 			rep.Removed++
-			return tx.Commit()
+			return nil
 		}
 		return fmt.Errorf("index %s: %w", t.file.path, t.err)
 	}
@@ -438,9 +480,7 @@ func (l *Library) write(ctx context.Context, t *tapeRows, rep *Report) (err erro
 	if err != nil {
 		return err
 	}
-	if err = tx.Commit(); err != nil {
-		return err
-	}
+	b.rows++
 	if s.isTape {
 		rep.Indexed++
 		rep.Messages += s.messages
