@@ -44,6 +44,11 @@ type Options struct {
 	// MaxGap cuts recorded pauses longer than it when playing (open and
 	// debug --max-gap); 0 plays every gap as recorded.
 	MaxGap time.Duration
+	// Seq, when SeqSet, opens the tape with the cursor on message Seq
+	// instead of the first failure (open TAPE:SEQ, as search names hits);
+	// while the tape is indexed in the background, once the message is.
+	Seq    int
+	SeqSet bool
 	// CopyDir is where y writes a copy of the message it sends to the
 	// clipboard; empty means the system's temporary directory.
 	CopyDir string
@@ -207,9 +212,24 @@ func New(x *tape.Index, opts Options) Model {
 }
 
 // placeOnFailure puts the cursor on the tape's first failure, once, when a
-// tape is opened post-mortem: the failing call is the first thing seen.
+// tape is opened post-mortem: the failing call is the first thing seen;
+// or on the message Options.Seq names.
 func (m *Model) placeOnFailure() {
-	if m.load.placed || m.play.started || m.opts.Follow {
+	if m.load.placed || m.play.started {
+		return
+	}
+	if m.opts.SeqSet {
+		switch n := m.x.Len(); {
+		case m.opts.Seq < n:
+			m.load.placed = true
+			m.selectSeq(m.opts.Seq)
+		case !m.load.active:
+			m.load.placed = true
+			m.notice, m.noticeOK = fmt.Sprintf("message %d: the tape has %d messages (0 to %d)", m.opts.Seq, n, n-1), false
+		}
+		return
+	}
+	if m.opts.Follow {
 		return
 	}
 	if i := m.x.NextFailure(0, 1); i >= 0 {

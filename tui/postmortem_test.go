@@ -346,3 +346,16 @@ func TestHelpFits80x24(t *testing.T) {
 		}
 	}
 }
+
+// open TAPE:SEQ opens with the cursor on that message, not on the first
+// failure; a message beyond the tape's end is a notice.
+func TestOpenAtSeq(t *testing.T) {
+	m, _ := newTestModel(t, Options{Seq: 3, SeqSet: true})
+	if got := m.timeline.Cursor(); got != 3 {
+		t.Errorf("cursor on #%d, want #3", got)
+	}
+	m, _ = newTestModel(t, Options{Seq: 100000, SeqSet: true})
+	if !strings.Contains(m.notice, "message 100000: the tape has") || m.noticeOK {
+		t.Errorf("notice %q", m.notice)
+	}
+}

@@ -185,6 +185,10 @@ func TestImportRules(t *testing.T) {
 		}},
 		{"internal/sse", func(dep string) bool { return strings.HasPrefix(dep, mod) && dep != mod+"internal/sse" }},
 		{"tui", func(dep string) bool { return dep == "net" || dep == "net/http" }},
+		// The library of tapes reads them through tape only.
+		{"internal/library", func(dep string) bool {
+			return ui(dep) || (strings.HasPrefix(dep, mod) && !strings.HasPrefix(dep, mod+"tape") && dep != mod+"internal/library")
+		}},
 		// The go-sdk only in vcr (and the test helpers): the binary does not
 		// carry it.
 		{"cmd/tapedeck", func(dep string) bool { return strings.Contains(dep, "modelcontextprotocol/go-sdk") }},
@@ -214,6 +218,18 @@ func TestImportRules(t *testing.T) {
 				t.Errorf("%s depends on %s", r.pkg, dep)
 			}
 		}
+	}
+}
+
+// The binary needs no C compiler: no package outside the standard library
+// has cgo files (SQLite comes as Go, modernc.org/sqlite).
+func TestNoCgo(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if .CgoFiles}}{{if not .Standard}}{{.ImportPath}}{{end}}{{end}}", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	if s := strings.TrimSpace(string(out)); s != "" {
+		t.Errorf("packages that need cgo: %s", s)
 	}
 }
 

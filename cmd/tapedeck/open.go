@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,7 +31,7 @@ func newOpenCmd(s streams) *cobra.Command {
 		diffWith      string
 	)
 	cmd := &cobra.Command{
-		Use:   "open [TAPE]",
+		Use:   "open [TAPE[:SEQ]]",
 		Short: "Step through a tape in the terminal debugger",
 		Long: `open shows a tape in the debugger: a timeline of its messages (direction,
 server, method, target, latency, status, summary), the message under the
@@ -44,8 +45,9 @@ break tool=echo, break when params.arguments.limit > 5, speed 4); --break
 sets breakpoints from the start.
 
 A tape opens post-mortem: the whole tape on show, the cursor on the first
-failure (a JSON-RPC error or a tool that failed, isError), each row with a
-summary (the error, the arguments, the log line). e and E jump to the next
+failure (a JSON-RPC error or a tool that failed, isError), or on message
+SEQ when TAPE:SEQ names one (as tapedeck search prints its hits), each row
+with a summary (the error, the arguments, the log line). e and E jump to the next
 and previous failure. Once you play or step, messages after the playback
 position (▶) are not delivered yet and show faint (failures stay red).
 Press ? for every key.
@@ -63,6 +65,7 @@ A large tape opens at once and is indexed in the background (a progress
 bar shows how far); message bodies are read from the file only when shown.`,
 		Example: `  tapedeck open                          # the embedded demo session
   tapedeck open session.jsonl
+  tapedeck open session.jsonl:120        # the cursor on message 120 (as search names hits)
   tapedeck open --follow session.jsonl   # while "tapedeck record" writes it
   tapedeck open --break tool=search --break error session.jsonl
   tapedeck open before.jsonl --diff after.jsonl   # two runs side by side
@@ -83,7 +86,9 @@ bar shows how far); message bodies are read from the file only when shown.`,
 			if err != nil {
 				return err
 			}
-			return runOpen(cmd.Context(), s, path, tui.Options{Follow: follow, Light: light, Breakpoints: bps, MaxGap: maxGap})
+			opts := tui.Options{Follow: follow, Light: light, Breakpoints: bps, MaxGap: maxGap}
+			path, opts.Seq, opts.SeqSet = splitSeq(path)
+			return runOpen(cmd.Context(), s, path, opts)
 		},
 	}
 	cmd.Flags().StringArrayVar(&breaks, "break", nil, breakUsage)
@@ -92,6 +97,26 @@ bar shows how far); message bodies are read from the file only when shown.`,
 	cmd.Flags().BoolVar(&follow, "follow", false, "tail a tape that is still being recorded")
 	cmd.Flags().BoolVar(&light, "light", false, "start with the light theme (it follows the terminal's background when the terminal reports it)")
 	return cmd
+}
+
+// splitSeq reads TAPE:SEQ, as tapedeck search names its hits: when path
+// is no file but path without its ":N" is, that tape at message N.
+func splitSeq(path string) (string, int, bool) {
+	i := strings.LastIndexByte(path, ':')
+	if i <= 0 {
+		return path, 0, false
+	}
+	n, err := strconv.Atoi(path[i+1:])
+	if err != nil || n < 0 {
+		return path, 0, false
+	}
+	if _, err := os.Stat(path); err == nil {
+		return path, 0, false // a file whose name ends in :N
+	}
+	if _, err := os.Stat(path[:i]); err != nil {
+		return path, 0, false
+	}
+	return path[:i], n, true
 }
 
 // runOpen runs the debugger on the tape at path, or on the demo tape.

@@ -91,6 +91,9 @@ A tape is NDJSON, one JSON-RPC message a line with a "_meta" object
 		newOpenCmd(s),
 		newDebugCmd(diag),
 		newAttachCmd(diag),
+		newLsCmd(report),
+		newSearchCmd(report),
+		newPruneCmd(report),
 	)
 	// cobra's own completion command, made now so it gets examples too; it
 	// takes its output stream when made, so the streams are set first.

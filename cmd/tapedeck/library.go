@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tapedeck/tapedeck/internal/library"
+)
+
+// openLibrary opens the index of tapes in the state directory
+// ($XDG_STATE_HOME/tapedeck/index.db), adds dirs to it, and brings it up to
+// date with the tapes on disk. Its notes (a rebuilt index, an index in
+// memory) go to stderr.
+func openLibrary(ctx context.Context, s streams, dirs []string) (*library.Library, []string, error) {
+	tapes, err := tapesDir()
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := library.Open(library.Options{
+		Path:       filepath.Join(filepath.Dir(tapes), "index.db"),
+		DefaultDir: tapes,
+		Notes:      s.stderr,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	var added []string
+	if len(dirs) > 0 {
+		if added, err = l.Add(dirs...); err != nil {
+			l.Close()
+			return nil, nil, err
+		}
+	}
+	if _, err := l.Refresh(ctx); err != nil {
+		l.Close()
+		return nil, nil, err
+	}
+	return l, added, nil
+}
+
+// shortPath writes the home directory as ~.
+func shortPath(p string) string {
+	if home, err := os.UserHomeDir(); err == nil && home != "" && home != "/" {
+		if rest, ok := strings.CutPrefix(p, home+string(filepath.Separator)); ok {
+			return "~" + string(filepath.Separator) + rest
+		}
+	}
+	return p
+}
+
+// shortDuration is a duration for a table: 850ms, 12.4s, 3m05s, 2h10m.
+func shortDuration(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0s"
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// localTime is a timestamp for a table, in local time; "-" when unknown.
+func localTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}

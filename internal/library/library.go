@@ -1,0 +1,332 @@
+// Package library keeps an index of tapes in an embedded SQLite database
+// (modernc.org/sqlite, pure Go) so that tapedeck ls, search and prune answer
+// at once over thousands of tapes.
+//
+// The tapes stay the source of truth: the index is a cache. Refresh reads
+// only the tapes whose size or modification time changed since they were
+// indexed, forgets the tapes that are gone, and indexes a tape still being
+// recorded up to its last whole line. Tapes are opened read-only and without
+// locks, so a recorder is never blocked. A corrupt or unreadable index file
+// is removed and rebuilt, with a note, not an error; a state directory that
+// cannot be written gives an in-memory index for the run, with a note.
+//
+// Several processes may share one index: it is in WAL mode with a busy
+// timeout, and every change to a tape's rows is one IMMEDIATE transaction
+// that checks, under the write lock, whether another process indexed the
+// same version of the tape first.
+//
+// Schema: tapes (one row per file met, a non-tape file marked so it is not
+// read again), messages (one row per message; its rowid is the tape's id
+// shifted left 32 bits plus the message's seq, so a tape's rows are one
+// rowid range and need no second index), and text, a contentless FTS5
+// table over the same rowids holding the string values of each message's
+// params, result or error, cut to TextLimit bytes. Snippets are made from
+// the tape itself (the message's offset and length are kept), so the text
+// is not stored twice.
+package library
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// schemaVersion is kept in PRAGMA user_version; an index of another
+// version is rebuilt.
+const schemaVersion = 1
+
+// TextLimit is how many bytes of a message's string values are indexed
+// for search: enough for the words that name what a call was about, small
+// enough that the index stays a fraction of the tapes.
+const TextLimit = 384
+
+const schema = `
+CREATE TABLE IF NOT EXISTS roots(
+	path TEXT PRIMARY KEY
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS tapes(
+	id INTEGER PRIMARY KEY,
+	path TEXT NOT NULL UNIQUE,
+	dir TEXT NOT NULL,
+	size INTEGER NOT NULL,      -- bytes, when indexed
+	mtime INTEGER NOT NULL,     -- unix nanoseconds, when indexed
+	indexed INTEGER NOT NULL,   -- bytes indexed: up to the last whole line
+	is_tape INTEGER NOT NULL,   -- 0: a file that is not a tape
+	servers TEXT NOT NULL DEFAULT '',  -- tab-separated, in order of appearance
+	client TEXT NOT NULL DEFAULT '',
+	client_version TEXT NOT NULL DEFAULT '',
+	protocol TEXT NOT NULL DEFAULT '',
+	start INTEGER,              -- unix nanoseconds of the first timestamp
+	end INTEGER,                -- and of the last
+	messages INTEGER NOT NULL DEFAULT 0,
+	calls INTEGER NOT NULL DEFAULT 0,
+	rpc_errors INTEGER NOT NULL DEFAULT 0,
+	tool_errors INTEGER NOT NULL DEFAULT 0,
+	pending INTEGER NOT NULL DEFAULT 0,
+	warnings INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS messages(
+	id INTEGER PRIMARY KEY,     -- tape id << 32 | seq
+	ts INTEGER,                 -- unix nanoseconds, NULL when unknown
+	kind INTEGER NOT NULL,      -- tape.Kind
+	method TEXT NOT NULL,       -- a response's is its request's
+	target TEXT NOT NULL,       -- tool, prompt or resource (tape.Target)
+	status TEXT NOT NULL,       -- ok, error, tool-error, pending, cancelled, late, orphan; '' for others
+	off INTEGER NOT NULL,       -- where the message is in the tape
+	len INTEGER NOT NULL
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS text USING fts5(
+	body, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
+);
+`
+
+// Options configure Open.
+type Options struct {
+	// Path is the index file; empty for an index in memory.
+	Path string
+	// DefaultDir is a directory of tapes always covered (tapedeck record's
+	// default), whether it exists or not.
+	DefaultDir string
+	// Notes receives what the user should know but is no error: a rebuilt
+	// index, an in-memory fallback. Nil discards them.
+	Notes io.Writer
+	// Workers index tapes in parallel; 0 means GOMAXPROCS.
+	Workers int
+}
+
+// Library is an open index of tapes.
+type Library struct {
+	opts   Options
+	db     *sql.DB
+	memory bool
+	mu     sync.Mutex // one Refresh at a time within a process
+}
+
+// Open opens (creating it if need be) the index at opts.Path. A file that
+// is not a valid index of this version is removed and rebuilt; a path that
+// cannot be written gives an index in memory. Both say so on opts.Notes.
+func Open(opts Options) (*Library, error) {
+	if opts.Notes == nil {
+		opts.Notes = io.Discard
+	}
+	l := &Library{opts: opts}
+	if opts.Path == "" {
+		return l, l.openMemory()
+	}
+	_, statErr := os.Stat(opts.Path)
+	err := l.openFile()
+	if err == nil {
+		if errors.Is(statErr, os.ErrNotExist) {
+			fmt.Fprintf(opts.Notes, "tapedeck: no index of the tapes yet; building it at %s\n", opts.Path)
+		}
+		return l, nil
+	}
+	if isCorrupt(err) {
+		fmt.Fprintf(opts.Notes, "tapedeck: the index %s is unreadable (%v); rebuilding it from the tapes\n", opts.Path, shortErr(err))
+		if err = l.rebuildFile(); err == nil {
+			return l, nil
+		}
+	}
+	if isUnwritable(err) {
+		fmt.Fprintf(opts.Notes, "tapedeck: note: cannot write the index %s (%v); using an index in memory for this run\n", opts.Path, shortErr(err))
+		return l, l.openMemory()
+	}
+	return nil, fmt.Errorf("open the index %s: %w", opts.Path, err)
+}
+
+// Memory reports whether the index lives in memory only.
+func (l *Library) Memory() bool { return l.memory }
+
+// Close closes the index.
+func (l *Library) Close() error {
+	if l.db == nil {
+		return nil
+	}
+	err := l.db.Close()
+	l.db = nil
+	return err
+}
+
+func (l *Library) openMemory() error {
+	db, err := sql.Open("sqlite", "file::memory:?_txlock=immediate")
+	if err != nil {
+		return err
+	}
+	db.SetMaxOpenConns(1) // each connection to :memory: is its own database
+	l.db, l.memory = db, true
+	if err := l.setup(); err != nil {
+		db.Close()
+		l.db = nil
+		return err
+	}
+	return nil
+}
+
+func (l *Library) openFile() error {
+	if err := os.MkdirAll(filepath.Dir(l.opts.Path), 0o700); err != nil {
+		return err
+	}
+	// A probe: SQLite opens a file it cannot write read-only and fails
+	// later; a directory that takes no new file cannot hold the WAL.
+	if f, err := os.CreateTemp(filepath.Dir(l.opts.Path), ".index-probe-*"); err != nil {
+		return err
+	} else {
+		f.Close()
+		os.Remove(f.Name())
+	}
+	dsn := "file:" + escapePath(l.opts.Path) +
+		"?_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return err
+	}
+	// One connection: the process writes through one, and readers never
+	// wait on their own writer. Other processes share the file through WAL.
+	db.SetMaxOpenConns(1)
+	db.SetConnMaxIdleTime(0)
+	l.db = db
+	if err := l.setup(); err != nil {
+		db.Close()
+		l.db = nil
+		return err
+	}
+	return nil
+}
+
+// rebuildFile removes the index file (and its WAL) and creates it anew.
+func (l *Library) rebuildFile() error {
+	if l.db != nil {
+		l.db.Close()
+		l.db = nil
+	}
+	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+		if err := os.Remove(l.opts.Path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return l.openFile()
+}
+
+// setup creates the schema, or rebuilds an index of another version.
+func (l *Library) setup() error {
+	ctx := context.Background()
+	var v int
+	if err := l.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return err
+	}
+	if v != 0 && v != schemaVersion {
+		if l.memory {
+			return fmt.Errorf("an in-memory index of version %d", v)
+		}
+		fmt.Fprintf(l.opts.Notes, "tapedeck: the index %s is of another version (%d, expected %d); rebuilding it\n", l.opts.Path, v, schemaVersion)
+		return errCorruptIndex
+	}
+	tx, err := l.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, schema); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	// A cheap read of every table catches a file whose header is fine and
+	// whose pages are not.
+	for _, q := range []string{"SELECT count(*) FROM tapes", "SELECT count(*) FROM roots", "SELECT max(id) FROM messages"} {
+		var n sql.NullInt64
+		if err := l.db.QueryRowContext(ctx, q).Scan(&n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errCorruptIndex marks an index to rebuild.
+var errCorruptIndex = errors.New("the index needs a rebuild")
+
+// isCorrupt reports whether err says the index file is damaged or is not
+// an index.
+func isCorrupt(err error) bool {
+	if errors.Is(err, errCorruptIndex) {
+		return true
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+			return true
+		}
+	}
+	// The FTS5 module reports its own damage as a plain SQLITE_ERROR.
+	s := err.Error()
+	return strings.Contains(s, "malformed") || strings.Contains(s, "not a database")
+}
+
+// isUnwritable reports whether err says the index cannot be written where
+// it is.
+func isUnwritable(err error) bool {
+	if errors.Is(err, os.ErrPermission) || errors.Is(err, os.ErrExist) {
+		return true
+	}
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return true // ENOTDIR, EROFS, ENOSPC...: no index file there
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL:
+			return true
+		}
+	}
+	return false
+}
+
+// withRebuild runs fn; when fn finds the index damaged, the index is
+// rebuilt (with a note) and fn runs once more.
+func (l *Library) withRebuild(fn func() error) error {
+	err := fn()
+	if err == nil || !isCorrupt(err) || l.memory {
+		return err
+	}
+	fmt.Fprintf(l.opts.Notes, "tapedeck: the index %s is damaged (%v); rebuilding it from the tapes\n", l.opts.Path, shortErr(err))
+	if rerr := l.rebuildFile(); rerr != nil {
+		if isUnwritable(rerr) {
+			fmt.Fprintf(l.opts.Notes, "tapedeck: note: cannot write the index %s (%v); using an index in memory for this run\n", l.opts.Path, shortErr(rerr))
+			if merr := l.openMemory(); merr != nil {
+				return merr
+			}
+			return fn()
+		}
+		return fmt.Errorf("rebuild the index %s: %w", l.opts.Path, rerr)
+	}
+	return fn()
+}
+
+func shortErr(err error) string {
+	s := err.Error()
+	if len(s) > 120 {
+		s = s[:120] + "…"
+	}
+	return s
+}
+
+// escapePath makes path safe in a file: URI.
+func escapePath(path string) string {
+	r := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
+	return r.Replace(path)
+}

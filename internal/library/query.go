@@ -1,0 +1,393 @@
+package library
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// Tape is what the index knows of one tape.
+type Tape struct {
+	Path          string        `json:"path"`
+	Size          int64         `json:"size"`
+	ModTime       time.Time     `json:"mtime"`
+	Servers       []string      `json:"servers"`
+	Client        string        `json:"client,omitempty"`
+	ClientVersion string        `json:"client_version,omitempty"`
+	Protocol      string        `json:"protocol_version,omitempty"`
+	Start         time.Time     `json:"start,omitzero"`
+	Duration      time.Duration `json:"duration_ns"`
+	Messages      int           `json:"messages"`
+	Calls         int           `json:"calls"`
+	RPCErrors     int           `json:"errors"`      // JSON-RPC errors
+	ToolErrors    int           `json:"tool_errors"` // results with isError
+	Pending       int           `json:"pending"`
+	Warnings      int           `json:"warnings"`
+	// Partial says the tape ends in an unfinished line, indexed up to the
+	// line before: a tape still being recorded.
+	Partial bool `json:"partial,omitempty"`
+}
+
+// End is the tape's last timestamp, or its modification time when it has
+// none.
+func (t Tape) End() time.Time {
+	if t.Start.IsZero() {
+		return t.ModTime
+	}
+	return t.Start.Add(t.Duration)
+}
+
+const tapeColumns = `path, size, mtime, indexed, servers, client, client_version, protocol, start, end,
+	messages, calls, rpc_errors, tool_errors, pending, warnings`
+
+func scanTape(rows *sql.Rows) (Tape, error) {
+	var t Tape
+	var mtime, indexed int64
+	var servers string
+	var start, end sql.NullInt64
+	err := rows.Scan(&t.Path, &t.Size, &mtime, &indexed, &servers, &t.Client, &t.ClientVersion, &t.Protocol, &start, &end,
+		&t.Messages, &t.Calls, &t.RPCErrors, &t.ToolErrors, &t.Pending, &t.Warnings)
+	if err != nil {
+		return t, err
+	}
+	t.ModTime = time.Unix(0, mtime)
+	t.Servers = []string{}
+	if servers != "" {
+		t.Servers = strings.Split(servers, "\t")
+	}
+	if start.Valid {
+		t.Start = time.Unix(0, start.Int64)
+		t.Duration = time.Duration(end.Int64 - start.Int64)
+	}
+	t.Partial = indexed < t.Size
+	return t, nil
+}
+
+// Tapes returns the indexed tapes, newest first (by their first
+// timestamp, or their modification time without one). With under, only
+// the tapes in those directories (not below) or those very files.
+func (l *Library) Tapes(under ...string) ([]Tape, error) {
+	var out []Tape
+	err := l.withRebuild(func() error {
+		out = out[:0]
+		where, args := underClause(under)
+		rows, err := l.db.Query("SELECT "+tapeColumns+" FROM tapes WHERE is_tape = 1"+where+
+			" ORDER BY coalesce(start, mtime) DESC, path", args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			t, err := scanTape(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, t)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+func underClause(under []string) (string, []any) {
+	if len(under) == 0 {
+		return "", nil
+	}
+	var ors []string
+	var args []any
+	for _, u := range under {
+		ors = append(ors, "dir = ? OR path = ?")
+		args = append(args, u, u)
+	}
+	return " AND (" + strings.Join(ors, " OR ") + ")", args
+}
+
+// Query is a search.
+type Query struct {
+	// Text is what to look for in the messages' string values: words
+	// (all must occur), "quoted phrases", word* for a prefix, OR between
+	// alternatives. Empty: every message the filters let through.
+	Text string
+	// Tool keeps the tools/call messages (requests and responses) of
+	// this tool; Method the messages of this method (a response's is its
+	// request's).
+	Tool, Method string
+	// Status keeps the exchanges in this state: ok, error (a JSON-RPC
+	// error or a tool's failure), rpc-error, tool-error, pending,
+	// cancelled, late, orphan.
+	Status string
+	// Since keeps messages recorded at or after it.
+	Since time.Time
+	// Under keeps the tapes of these directories or files.
+	Under []string
+	// Limit caps the hits (0: 100).
+	Limit int
+}
+
+// Statuses are the values Query.Status takes.
+var Statuses = []string{"ok", "error", "rpc-error", "tool-error", "pending", "cancelled", "late", "orphan"}
+
+// Hit is a message a search found.
+type Hit struct {
+	Path    string    `json:"path"`
+	Seq     int       `json:"seq"`
+	Time    time.Time `json:"time,omitzero"`
+	Kind    string    `json:"kind"`
+	Method  string    `json:"method,omitempty"`
+	Target  string    `json:"target,omitempty"`
+	Status  string    `json:"status,omitempty"`
+	Snippet string    `json:"snippet"`
+	off     int64
+	n       int
+}
+
+// Search finds the messages that match q, newest first, each with a
+// snippet of its text read from the tape.
+func (l *Library) Search(q Query) ([]Hit, error) {
+	match, terms := ftsQuery(q.Text)
+	if strings.TrimSpace(q.Text) != "" && match == "" {
+		return nil, fmt.Errorf("search %q: no word to look for (words are letters and digits)", q.Text)
+	}
+	var where []string
+	var args []any
+	from := "messages m JOIN tapes t ON t.id = (m.id >> 32)"
+	if match != "" {
+		from = "text JOIN messages m ON m.id = text.rowid JOIN tapes t ON t.id = (m.id >> 32)"
+		where = append(where, "text MATCH ?")
+		args = append(args, match)
+	}
+	if q.Tool != "" {
+		where = append(where, "m.method = 'tools/call' AND m.target = ?")
+		args = append(args, q.Tool)
+	}
+	if q.Method != "" {
+		where = append(where, "m.method = ?")
+		args = append(args, q.Method)
+	}
+	switch q.Status {
+	case "":
+	case "error":
+		where = append(where, "m.status IN ('error', 'tool-error')")
+	case "rpc-error":
+		where = append(where, "m.status = 'error'")
+	default:
+		if !contains(Statuses, q.Status) {
+			return nil, fmt.Errorf("status %q: expected one of %s", q.Status, strings.Join(Statuses, ", "))
+		}
+		where = append(where, "m.status = ?")
+		args = append(args, q.Status)
+	}
+	if !q.Since.IsZero() {
+		where = append(where, "m.ts >= ?")
+		args = append(args, q.Since.UnixNano())
+	}
+	if u, uargs := underClause(q.Under); u != "" {
+		where = append(where, strings.TrimPrefix(u, " AND "))
+		args = append(args, uargs...)
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	query := "SELECT t.path, m.id & 4294967295, m.ts, m.kind, m.method, m.target, m.status, m.off, m.len FROM " + from
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	query += " ORDER BY m.ts DESC, m.id LIMIT ?"
+	args = append(args, limit)
+	var hits []Hit
+	err := l.withRebuild(func() error {
+		hits = hits[:0]
+		rows, err := l.db.Query(query, args...)
+		if err != nil {
+			if strings.Contains(err.Error(), "fts5") {
+				return fmt.Errorf("search %q: %w", q.Text, err)
+			}
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var h Hit
+			var ts sql.NullInt64
+			var kind int
+			if err := rows.Scan(&h.Path, &h.Seq, &ts, &kind, &h.Method, &h.Target, &h.Status, &h.off, &h.n); err != nil {
+				return err
+			}
+			if ts.Valid {
+				h.Time = time.Unix(0, ts.Int64)
+			}
+			h.Kind = tape.Kind(kind).String()
+			hits = append(hits, h)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	snippets(hits, terms)
+	return hits, nil
+}
+
+// snippets reads each hit's message from its tape for its snippet.
+func snippets(hits []Hit, terms []string) {
+	byPath := map[string][]int{}
+	for i, h := range hits {
+		byPath[h.Path] = append(byPath[h.Path], i)
+	}
+	for path, idx := range byPath {
+		f, err := os.Open(path)
+		if err != nil {
+			continue
+		}
+		for _, i := range idx {
+			h := &hits[i]
+			raw := make([]byte, h.n)
+			if _, err := f.ReadAt(raw, h.off); err != nil {
+				continue
+			}
+			h.Snippet = Snippet(Text(raw, 0), terms, 100)
+		}
+		f.Close()
+	}
+}
+
+// ftsQuery turns a user's query into FTS5's syntax: each word or "quoted
+// phrase" becomes a phrase (so punctuation such as tools/call or a-b is
+// taken as words, not operators), word* a prefix, OR and NOT (in capitals)
+// stay operators. It also returns the words, to mark them in snippets.
+func ftsQuery(s string) (string, []string) {
+	var parts, terms []string
+	for _, tok := range splitQuery(s) {
+		if tok == "OR" || tok == "NOT" || tok == "AND" {
+			if len(parts) > 0 {
+				parts = append(parts, tok)
+			}
+			continue
+		}
+		prefix := strings.HasSuffix(tok, "*")
+		word := strings.TrimSuffix(strings.Trim(tok, `"`), "*")
+		if !strings.ContainsFunc(word, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
+			continue
+		}
+		p := `"` + strings.ReplaceAll(word, `"`, `""`) + `"`
+		if prefix {
+			p += "*"
+		}
+		parts = append(parts, p)
+		terms = append(terms, word)
+	}
+	for len(parts) > 0 && isOperator(parts[len(parts)-1]) {
+		parts = parts[:len(parts)-1]
+	}
+	return strings.Join(parts, " "), terms
+}
+
+func isOperator(s string) bool { return s == "OR" || s == "NOT" || s == "AND" }
+
+// splitQuery splits at spaces outside double quotes.
+func splitQuery(s string) []string {
+	var out []string
+	var cur strings.Builder
+	quoted := false
+	for _, r := range s {
+		switch {
+		case r == '"':
+			quoted = !quoted
+			cur.WriteRune(r)
+		case unicode.IsSpace(r) && !quoted:
+			if cur.Len() > 0 {
+				out = append(out, cur.String())
+				cur.Reset()
+			}
+		default:
+			cur.WriteRune(r)
+		}
+	}
+	if cur.Len() > 0 {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+// Older returns the tapes whose last message (or, without timestamps,
+// whose modification) is before cutoff, oldest first; never a tape
+// modified in the last half minute.
+func (l *Library) Older(cutoff time.Time, under ...string) ([]Tape, error) {
+	all, err := l.Tapes(under...)
+	if err != nil {
+		return nil, err
+	}
+	var out []Tape
+	for _, t := range all {
+		// A tape written to moments ago is being recorded, whatever its
+		// timestamps say.
+		if t.End().Before(cutoff) && time.Since(t.ModTime) > settle {
+			out = append(out, t)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].End().Before(out[j].End()) })
+	return out, nil
+}
+
+// ParseAge reads an age or a date as search --since and prune
+// --older-than take them, and returns the moment it names: a duration
+// before now (90m, 24h, 7d, 2w) or a date (2026-01-31, or RFC 3339 with a
+// time), local time when it has no zone.
+func ParseAge(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}, errors.New("expected an age (24h, 7d, 2w) or a date (2026-01-31)")
+	}
+	if n, unit := s[:len(s)-1], s[len(s)-1]; unit == 'd' || unit == 'w' {
+		if v, err := strconv.ParseFloat(n, 64); err == nil && v >= 0 {
+			day := 24 * time.Hour
+			if unit == 'w' {
+				day *= 7
+			}
+			return now.Add(-time.Duration(v * float64(day))), nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("%q: expected an age of 0 or more", s)
+		}
+		return now.Add(-d), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02 15:04", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q: expected an age (90m, 24h, 7d, 2w) or a date (2026-01-31, 2026-01-31T15:04)", s)
+}
+
+// Clean resolves paths as Add does, for Tapes' and Search's under.
+func Clean(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		a, err := filepath.Abs(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, filepath.Clean(a))
+	}
+	return out, nil
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

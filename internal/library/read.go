@@ -1,0 +1,221 @@
+package library
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// row is one message as the index keeps it.
+type row struct {
+	seq                    int
+	ts                     int64
+	kind                   tape.Kind
+	method, target, status string
+	off                    int64
+	n                      int
+	text                   string
+}
+
+// summary is what the index keeps of a whole tape.
+type summary struct {
+	isTape                bool
+	indexed               int64
+	servers               []string
+	client, clientVersion string
+	protocol              string
+	start, end            int64
+	messages, calls       int
+	rpcErrors, toolErrors int
+	pending, warnings     int
+}
+
+// tapeRows is one tape's reading, streamed to the writer.
+type tapeRows struct {
+	file   fileInfo
+	chunks chan []row
+	fixups []row // responses read before their request: their target, set last
+	sum    summary
+	err    error
+}
+
+const chunkRows = 4096
+
+// plainReaderAt hides the *os.File from tape.Index, which would map a large
+// file into memory: a tape truncated while mapped would fault (SIGBUS).
+// Read through read(2), a truncated tape just ends early.
+type plainReaderAt struct{ f *os.File }
+
+func (p plainReaderAt) ReadAt(b []byte, off int64) (int, error) { return p.f.ReadAt(b, off) }
+
+// readTape indexes one tape with the tape package (pairing, failures,
+// targets) and streams its rows to t.chunks. It opens the file read-only
+// and takes no lock: a recorder appending to it is never held up.
+func readTape(ctx context.Context, t *tapeRows) error {
+	f, err := os.Open(t.file.path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	size := min(st.Size(), t.file.size) // no further than the version stat'ed: the rest is for the next refresh
+	if size > 0 && !looksLikeTape(f) {
+		return nil // a file that is not a tape: remembered as such
+	}
+	src := plainReaderAt{f}
+	x := tape.NewIndex(src)
+	settled := time.Since(time.Unix(0, t.file.mtime)) > settle
+	// A tape still being recorded is indexed up to its last whole line.
+	if err := x.Extend(size, func() bool { return settled }); err != nil {
+		return err
+	}
+	n := x.Len()
+	if n > 0 && x.Entry(0).Kind == tape.KindInvalid {
+		return nil // its first line is no message: not a tape
+	}
+	s := &t.sum
+	s.isTape = true
+	s.indexed = x.Size()
+	s.messages = n
+	s.servers = nonEmpty(x.Servers())
+	s.rpcErrors, s.toolErrors = x.Failures()
+	s.warnings = x.WarningCount()
+
+	// Buffers sized to the tape: a library holds many small tapes.
+	rd := tape.NewReader(bufio.NewReaderSize(io.NewSectionReader(src, 0, x.Size()), int(min(256<<10, max(4<<10, x.Size())))))
+	targets := map[int]string{} // request seq → target, until its response
+	chunk := make([]row, 0, min(chunkRows, n))
+	sent := 0
+	send := func() error {
+		if len(chunk) == 0 {
+			return nil
+		}
+		select {
+		case t.chunks <- chunk:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		sent += len(chunk)
+		chunk = make([]row, 0, min(chunkRows, max(1, n-sent)))
+		return nil
+	}
+	var initSeq = -1
+	for {
+		e, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if errors.Is(err, tape.ErrTorn) || errors.Is(err, tape.ErrMalformed) {
+				continue
+			}
+			return err
+		}
+		if e.Seq >= n {
+			break // the file changed between the two reads
+		}
+		r := row{seq: e.Seq, kind: e.Kind, off: e.Offset, n: len(e.Raw)}
+		if !e.Time.IsZero() {
+			r.ts = e.Time.UnixNano()
+			if s.start == 0 || r.ts < s.start {
+				s.start = r.ts
+			}
+			s.end = max(s.end, r.ts)
+		}
+		switch e.Kind {
+		case tape.KindRequest:
+			s.calls++
+			r.method = e.Method
+			r.target = tape.Target(e.Method, e.Raw)
+			p := x.Pair(e.Seq)
+			switch {
+			case p.Partner < 0 && p.Cancelled:
+				r.status = "cancelled"
+			case p.Partner < 0:
+				r.status = "pending"
+				s.pending++
+			default:
+				r.status = responseStatus(x, p.Partner)
+				if p.Partner > e.Seq {
+					if r.target != "" {
+						targets[e.Seq] = r.target
+					}
+				} else if r.target != "" {
+					t.fixups = append(t.fixups, row{seq: p.Partner, target: r.target})
+				}
+			}
+			if e.Method == "initialize" && s.client == "" {
+				ci := gjson.GetBytes(e.Raw, "params.clientInfo")
+				s.client, s.clientVersion = ci.Get("name").String(), ci.Get("version").String()
+				s.protocol = gjson.GetBytes(e.Raw, "params.protocolVersion").String()
+				initSeq = e.Seq
+			}
+		case tape.KindResponse:
+			r.method = x.MethodOf(e.Seq)
+			p := x.Pair(e.Seq)
+			r.status = "orphan"
+			if p.Partner >= 0 {
+				r.status = responseStatus(x, e.Seq)
+				r.target = targets[p.Partner]
+				delete(targets, p.Partner)
+				if p.Partner == initSeq {
+					if v := gjson.GetBytes(e.Raw, "result.protocolVersion"); v.Type == gjson.String {
+						s.protocol = v.String() // the version agreed on
+					}
+				}
+			}
+		case tape.KindNotification, tape.KindLifecycle:
+			r.method = e.Method
+		}
+		if e.Kind != tape.KindInvalid {
+			r.text = Text(e.Raw, TextLimit)
+		}
+		chunk = append(chunk, r)
+		if len(chunk) == chunkRows {
+			if err := send(); err != nil {
+				return err
+			}
+		}
+	}
+	return send()
+}
+
+// responseStatus is the status of the exchange response i ends.
+func responseStatus(x *tape.Index, i int) string {
+	if x.Pair(i).Late {
+		return "late"
+	}
+	return x.Failure(i).String() // ok, error, tool-error
+}
+
+// looksLikeTape reads the start of f: a tape's first line that is not
+// blank is a JSON object or array (a batch). A file that starts otherwise
+// (a binary, a text file) is not read further.
+func looksLikeTape(f *os.File) bool {
+	buf := make([]byte, 512)
+	n, _ := f.ReadAt(buf, 0)
+	b := bytes.TrimPrefix(buf[:n], []byte("\xef\xbb\xbf"))
+	b = bytes.TrimLeft(b, " \t\r\n")
+	return len(b) == 0 || b[0] == '{' || b[0] == '['
+}
+
+func nonEmpty(ss []string) []string {
+	var out []string
+	for _, s := range ss {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}

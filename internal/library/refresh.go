@@ -1,0 +1,506 @@
+package library
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// TapeExts are the file name endings a directory's tapes have; a file
+// named on its own is taken whatever its name.
+var TapeExts = []string{".jsonl", ".ndjson", ".tape"}
+
+// settle is how long a tape's unfinished last line may stay unfinished
+// before it is indexed as torn: a recorder writes whole lines in one
+// write(2), so a partial line older than this is a cut-off tape.
+const settle = 30 * time.Second
+
+// Add puts directories and tape files into the library. Paths are made
+// absolute; each must exist.
+func (l *Library) Add(paths ...string) ([]string, error) {
+	var abs []string
+	for _, p := range paths {
+		a, err := filepath.Abs(p)
+		if err != nil {
+			return nil, err
+		}
+		st, err := os.Stat(a)
+		if err != nil {
+			return nil, fmt.Errorf("add %s to the library: %w", p, err)
+		}
+		if !st.IsDir() && !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("add %s to the library: expected a directory or a tape file", p)
+		}
+		abs = append(abs, filepath.Clean(a))
+	}
+	err := l.withRebuild(func() error {
+		tx, err := l.db.Begin()
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		for _, a := range abs {
+			if _, err := tx.Exec("INSERT OR IGNORE INTO roots(path) VALUES (?)", a); err != nil {
+				return err
+			}
+		}
+		return tx.Commit()
+	})
+	return abs, err
+}
+
+// Roots returns the directories and files the library covers: the
+// default directory first, then those added.
+func (l *Library) Roots() ([]string, error) {
+	var roots []string
+	if l.opts.DefaultDir != "" {
+		roots = append(roots, l.opts.DefaultDir)
+	}
+	err := l.withRebuild(func() error {
+		rows, err := l.db.Query("SELECT path FROM roots ORDER BY path")
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var p string
+			if err := rows.Scan(&p); err != nil {
+				return err
+			}
+			if p != l.opts.DefaultDir {
+				roots = append(roots, p)
+			}
+		}
+		return rows.Err()
+	})
+	return roots, err
+}
+
+// Report says what a Refresh did.
+type Report struct {
+	Scanned  int // files looked at
+	Indexed  int // tapes (re)indexed
+	Removed  int // tapes gone from disk, forgotten
+	Skipped  int // files that are not tapes
+	Messages int // messages indexed
+	Bytes    int64
+}
+
+// fileInfo is a file met while scanning.
+type fileInfo struct {
+	path  string
+	size  int64
+	mtime int64
+}
+
+// known is a file's row in the index.
+type known struct {
+	id          int64
+	size, mtime int64
+	indexed     int64
+	isTape      bool
+}
+
+// Refresh brings the index up to date with the tapes on disk: new and
+// changed tapes are indexed, removed ones forgotten. Unchanged tapes are
+// only stat'ed.
+func (l *Library) Refresh(ctx context.Context) (Report, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var rep Report
+	err := l.withRebuild(func() error {
+		var err error
+		rep, err = l.refresh(ctx)
+		return err
+	})
+	return rep, err
+}
+
+func (l *Library) refresh(ctx context.Context) (Report, error) {
+	var rep Report
+	roots, err := l.Roots()
+	if err != nil {
+		return rep, err
+	}
+	files := scan(roots)
+	rep.Scanned = len(files)
+	have, err := l.known()
+	if err != nil {
+		return rep, err
+	}
+	now := time.Now().UnixNano()
+	var todo []fileInfo
+	seen := make(map[string]bool, len(files))
+	for _, f := range files {
+		seen[f.path] = true
+		k, ok := have[f.path]
+		switch {
+		case !ok, k.size != f.size, k.mtime != f.mtime:
+			todo = append(todo, f)
+		case k.isTape && k.indexed < k.size && now-f.mtime > int64(settle):
+			todo = append(todo, f) // an unfinished last line that stayed so: index it as torn
+		}
+	}
+	var gone []int64
+	for p, k := range have {
+		if !seen[p] {
+			gone = append(gone, k.id)
+		}
+	}
+	if len(gone) > 0 {
+		if err := l.forget(ctx, gone); err != nil {
+			return rep, err
+		}
+		rep.Removed = len(gone)
+	}
+	if len(todo) == 0 {
+		return rep, nil
+	}
+	// The largest first, so that one big tape does not finish alone.
+	slices.SortFunc(todo, func(a, b fileInfo) int { return int(min(max(b.size-a.size, -1), 1)) })
+	ir, err := l.index(ctx, todo)
+	rep.Indexed, rep.Skipped, rep.Messages, rep.Bytes = ir.Indexed, ir.Skipped, ir.Messages, ir.Bytes
+	rep.Removed += ir.Removed
+	return rep, err
+}
+
+// scan lists the tapes under roots: the files of each directory whose
+// names end in a tape extension (not recursively), and each file root.
+// Roots that are gone or unreadable list nothing.
+func scan(roots []string) []fileInfo {
+	var out []fileInfo
+	dup := map[string]bool{}
+	add := func(path string, st fs.FileInfo) {
+		if dup[path] || !st.Mode().IsRegular() {
+			return
+		}
+		dup[path] = true
+		out = append(out, fileInfo{path: path, size: st.Size(), mtime: st.ModTime().UnixNano()})
+	}
+	for _, root := range roots {
+		st, err := os.Stat(root)
+		if err != nil {
+			continue
+		}
+		if !st.IsDir() {
+			add(root, st)
+			continue
+		}
+		ents, err := os.ReadDir(root)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			if !IsTapeName(e.Name()) {
+				continue
+			}
+			p := filepath.Join(root, e.Name())
+			var info fs.FileInfo
+			if e.Type()&fs.ModeSymlink != 0 {
+				info, err = os.Stat(p)
+			} else {
+				info, err = e.Info()
+			}
+			if err != nil {
+				continue // removed since the listing
+			}
+			add(p, info)
+		}
+	}
+	return out
+}
+
+// IsTapeName reports whether a file in a directory is taken for a tape by
+// its name.
+func IsTapeName(name string) bool {
+	if strings.HasPrefix(name, ".") {
+		return false
+	}
+	for _, ext := range TapeExts {
+		if strings.HasSuffix(name, ext) {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *Library) known() (map[string]known, error) {
+	rows, err := l.db.Query("SELECT path, id, size, mtime, indexed, is_tape FROM tapes")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]known{}
+	for rows.Next() {
+		var p string
+		var k known
+		if err := rows.Scan(&p, &k.id, &k.size, &k.mtime, &k.indexed, &k.isTape); err != nil {
+			return nil, err
+		}
+		out[p] = k
+	}
+	return out, rows.Err()
+}
+
+// forget deletes tapes' rows.
+func (l *Library) forget(ctx context.Context, ids []int64) error {
+	tx, err := l.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, id := range ids {
+		if err := deleteTape(ctx, tx, id); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+func deleteTape(ctx context.Context, tx *sql.Tx, id int64) error {
+	lo, hi := id<<32, id<<32|0xffffffff
+	if _, err := tx.ExecContext(ctx, "DELETE FROM text WHERE rowid BETWEEN ? AND ?", lo, hi); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM messages WHERE id BETWEEN ? AND ?", lo, hi); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, "DELETE FROM tapes WHERE id = ?", id)
+	return err
+}
+
+// index reads the tapes of todo with a few workers and writes what they
+// find through one writer, each tape whole in one transaction (a
+// transaction holds a few tapes' rows; see batchRows).
+func (l *Library) index(ctx context.Context, todo []fileInfo) (Report, error) {
+	workers := l.opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, len(todo))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	jobs := make(chan fileInfo)
+	// Each tape read streams its rows to the writer in chunks; the writer
+	// takes the tapes in the order their reading started.
+	tapes := make(chan *tapeRows, workers)
+	var wg sync.WaitGroup
+	var startMu sync.Mutex // a tape is queued for the writer when its reading starts
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f := range jobs {
+				t := &tapeRows{file: f, chunks: make(chan []row, 4)}
+				startMu.Lock()
+				select {
+				case tapes <- t:
+				case <-ctx.Done():
+					startMu.Unlock()
+					return
+				}
+				startMu.Unlock()
+				t.err = readTape(ctx, t)
+				close(t.chunks)
+			}
+		}()
+	}
+	go func() {
+		defer close(jobs)
+		for _, f := range todo {
+			select {
+			case jobs <- f:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	go func() {
+		wg.Wait()
+		close(tapes)
+	}()
+
+	var rep Report
+	var firstErr error
+	var b *batch
+	for t := range tapes {
+		if firstErr == nil && b == nil {
+			b, firstErr = l.begin(ctx)
+		}
+		if firstErr != nil {
+			for range t.chunks { // let the worker finish
+			}
+			continue
+		}
+		if err := b.write(ctx, t, &rep); err != nil {
+			firstErr = err
+			cancel()
+			for range t.chunks {
+			}
+			continue
+		}
+		if b.rows >= batchRows || time.Since(b.start) >= batchTime {
+			firstErr = b.tx.Commit()
+			b.close()
+			b = nil
+		}
+	}
+	if b != nil {
+		if firstErr == nil {
+			firstErr = b.tx.Commit()
+		}
+		b.close()
+	}
+	return rep, firstErr
+}
+
+// A transaction holds the rows of several tapes, whole, up to these: few
+// commits for many small tapes, and another process never waits long for
+// the write lock.
+const (
+	batchRows = 50_000
+	batchTime = 250 * time.Millisecond
+)
+
+// batch is an open write transaction with its statements.
+type batch struct {
+	tx       *sql.Tx
+	msg, txt *sql.Stmt
+	rows     int
+	start    time.Time
+}
+
+func (l *Library) begin(ctx context.Context) (*batch, error) {
+	tx, err := l.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	b := &batch{tx: tx, start: time.Now()}
+	if b.msg, err = tx.PrepareContext(ctx, "INSERT INTO messages(id, ts, kind, method, target, status, off, len) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"); err == nil {
+		b.txt, err = tx.PrepareContext(ctx, "INSERT INTO text(rowid, body) VALUES (?, ?)")
+	}
+	if err != nil {
+		b.close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// close ends the transaction: after a Commit, the Rollback does nothing.
+func (b *batch) close() {
+	if b.msg != nil {
+		b.msg.Close()
+	}
+	if b.txt != nil {
+		b.txt.Close()
+	}
+	b.tx.Rollback()
+}
+
+// write stores one tape's rows, unless another process stored the same
+// version of the tape first (checked under the write lock).
+func (b *batch) write(ctx context.Context, t *tapeRows, rep *Report) (err error) {
+	tx := b.tx
+	var id int64
+	var k known
+	switch err = tx.QueryRowContext(ctx, "SELECT id, size, mtime, indexed FROM tapes WHERE path = ?", t.file.path).Scan(&id, &k.size, &k.mtime, &k.indexed); {
+	case errors.Is(err, sql.ErrNoRows):
+		id = 0
+	case err != nil:
+		return err
+	case k.size == t.file.size && k.mtime == t.file.mtime && k.indexed == t.file.size:
+		// Another process indexed this very version meanwhile.
+		for range t.chunks {
+		}
+		return nil
+	default:
+		if err = deleteTape(ctx, tx, id); err != nil {
+			return err
+		}
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO tapes(id, path, dir, size, mtime, indexed, is_tape) VALUES (?, ?, ?, ?, ?, 0, 0)`,
+		nullID(id), t.file.path, filepath.Dir(t.file.path), t.file.size, t.file.mtime)
+	if err != nil {
+		return err
+	}
+	if id, err = res.LastInsertId(); err != nil {
+		return err
+	}
+	msg, txt := b.msg, b.txt
+	base := id << 32
+	for chunk := range t.chunks {
+		for i := range chunk {
+			r := &chunk[i]
+			var ts any
+			if r.ts != 0 {
+				ts = r.ts
+			}
+			if _, err = msg.ExecContext(ctx, base|int64(r.seq), ts, r.kind, r.method, r.target, r.status, r.off, r.n); err != nil {
+				return err
+			}
+			if r.text != "" {
+				if _, err = txt.ExecContext(ctx, base|int64(r.seq), r.text); err != nil {
+					return err
+				}
+			}
+		}
+		b.rows += len(chunk)
+	}
+	if t.err != nil {
+		if errors.Is(t.err, os.ErrNotExist) {
+			// Gone while it was read: forget it.
+			if err = deleteTape(ctx, tx, id); err != nil {
+				return err
+			}
+			rep.Removed++
+			return nil
+		}
+		return fmt.Errorf("index %s: %w", t.file.path, t.err)
+	}
+	for _, fix := range t.fixups {
+		if _, err = tx.ExecContext(ctx, "UPDATE messages SET target = ? WHERE id = ?", fix.target, base|int64(fix.seq)); err != nil {
+			return err
+		}
+	}
+	s := &t.sum
+	_, err = tx.ExecContext(ctx, `UPDATE tapes SET size = ?, mtime = ?, indexed = ?, is_tape = ?, servers = ?, client = ?, client_version = ?, protocol = ?,
+		start = ?, end = ?, messages = ?, calls = ?, rpc_errors = ?, tool_errors = ?, pending = ?, warnings = ? WHERE id = ?`,
+		t.file.size, t.file.mtime, s.indexed, s.isTape, strings.Join(s.servers, "\t"), s.client, s.clientVersion, s.protocol,
+		nullTime(s.start), nullTime(s.end), s.messages, s.calls, s.rpcErrors, s.toolErrors, s.pending, s.warnings, id)
+	if err != nil {
+		return err
+	}
+	b.rows++
+	if s.isTape {
+		rep.Indexed++
+		rep.Messages += s.messages
+		rep.Bytes += s.indexed
+	} else {
+		rep.Skipped++
+	}
+	return nil
+}
+
+func nullID(id int64) any {
+	if id == 0 {
+		return nil
+	}
+	return id
+}
+
+func nullTime(ns int64) any {
+	if ns == 0 {
+		return nil
+	}
+	return ns
+}
