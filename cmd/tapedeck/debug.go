@@ -28,6 +28,7 @@ type debugFlags struct {
 	maxGap               time.Duration
 	// Live intercept: the server's command after --, or --upstream.
 	upstream, output string
+	rules            rulesFlags
 }
 
 func newDebugCmd(s streams) *cobra.Command {
@@ -107,8 +108,15 @@ wire, with _meta.injected naming what the debugger did (rule "debugger").`,
 			return cobra.ExactArgs(1)(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			rs, err := f.rules.load(cmd)
+			if err != nil {
+				return err
+			}
 			if f.upstream != "" || cmd.ArgsLenAtDash() == 0 {
-				return runDebugIntercept(cmd.Context(), s, f, args)
+				return runDebugIntercept(cmd.Context(), s, f, args, rs)
+			}
+			if rs != nil {
+				return fmt.Errorf("debug TAPE --rules: the rules apply between a live client and server (debug -- SERVER --rules, or debug --upstream URL --rules); to fault a tape's answers under the debugger, give the client \"tapedeck record --rules %s -o faulted.jsonl -- tapedeck attach ADDR\" as its server command", f.rules.file)
 			}
 			return runDebug(cmd.Context(), s, args[0], f)
 		},
@@ -119,6 +127,7 @@ wire, with _meta.injected naming what the debugger did (rule "debugger").`,
 	cmd.Flags().StringArrayVar(&f.origins, "allow-origin", nil, "accept `ORIGIN` besides loopback ones, e.g. https://app.example.com (repeatable)")
 	cmd.Flags().StringVar(&f.server, "server", "", "serve the tape's server `NAME` (needed when the tape holds several); intercepting: the server's name on the tape")
 	cmd.Flags().StringVar(&f.upstream, "upstream", "", "intercept a live Streamable HTTP server at `URL` (clients use http://ADDR/PATH)")
+	f.rules.add(cmd)
 	cmd.Flags().StringVarP(&f.output, "output", "o", "", "intercepting: record the session to `TAPE` (default: a new tape under $XDG_STATE_HOME/tapedeck/tapes)")
 	cmd.Flags().StringVar(&f.mode, "match", "strict", "matching `MODE`: strict (in order), keyed or loose")
 	cmd.Flags().BoolVar(&f.light, "light", false, "start with the light theme")

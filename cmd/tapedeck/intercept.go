@@ -188,6 +188,11 @@ func (ic *interceptor) Resend(raw []byte) error {
 		Note: "sent again from the debugger; its answer is not forwarded to the client"}})
 }
 
+// info shows a line (a rule's log) in the debugger.
+func (ic *interceptor) info(text string) {
+	ic.emit(tui.InterceptEvent{Kind: tui.InterceptInfo, Text: text})
+}
+
 // Close implements tui.Intercept: held messages go on.
 func (ic *interceptor) Close() error {
 	ic.once.Do(func() { close(ic.closed) })
@@ -196,7 +201,7 @@ func (ic *interceptor) Close() error {
 
 // runDebugIntercept is "tapedeck debug -- SERVER" and "debug --upstream
 // URL": the debugger between a live client and a live server.
-func runDebugIntercept(ctx context.Context, s streams, f debugFlags, server []string) error {
+func runDebugIntercept(ctx context.Context, s streams, f debugFlags, server []string, rs *rules.Set) error {
 	host, _, err := net.SplitHostPort(f.listen)
 	if err != nil {
 		return fmt.Errorf("debug --listen %q: expected HOST:PORT, e.g. 127.0.0.1:7788: %w", f.listen, err)
@@ -240,7 +245,7 @@ func runDebugIntercept(ctx context.Context, s streams, f debugFlags, server []st
 	sctx, stop := context.WithCancel(ctx)
 	defer func() { stop(); ln.Close(); ic.Close(); wg.Wait() }()
 	if up != nil {
-		p := &record.Proxy{Upstream: up, Tape: file, Server: name, AllowHosts: append(f.hosts, host), Intercept: ic}
+		p := &record.Proxy{Upstream: up, Tape: file, Server: name, AllowHosts: append(f.hosts, host), Intercept: ic, Rules: rs, Logf: ic.info}
 		if err := p.Start(addr, buildVersion()); err != nil {
 			return err
 		}
@@ -251,7 +256,7 @@ func runDebugIntercept(ctx context.Context, s streams, f debugFlags, server []st
 		title = fmt.Sprintf("%s · intercepting http://%s%s → %s", filepath.Base(path), addr, up.Path, record.SafeURL(up))
 	} else {
 		wg.Add(1)
-		go func() { defer wg.Done(); serveIntercept(sctx, ln, ic, file, name, server) }()
+		go func() { defer wg.Done(); serveIntercept(sctx, ln, ic, file, name, server, rs) }()
 		title = fmt.Sprintf("%s · intercepting: attach %s → %s", filepath.Base(path), addr, server[0])
 	}
 	x, err := tape.OpenIndex(path)
@@ -264,7 +269,7 @@ func runDebugIntercept(ctx context.Context, s streams, f debugFlags, server []st
 
 // serveIntercept relays one attached client at a time to its own run of
 // the server, through the recording shim with the interceptor.
-func serveIntercept(ctx context.Context, ln net.Listener, ic *interceptor, tapeW io.Writer, name string, server []string) {
+func serveIntercept(ctx context.Context, ln net.Listener, ic *interceptor, tapeW io.Writer, name string, server []string, rs *rules.Set) {
 	var tapeMu sync.Mutex
 	w := writerFunc(func(b []byte) (int, error) { tapeMu.Lock(); defer tapeMu.Unlock(); return tapeW.Write(b) })
 	for {
@@ -272,7 +277,7 @@ func serveIntercept(ctx context.Context, ln net.Listener, ic *interceptor, tapeW
 		if err != nil {
 			return
 		}
-		shim := &record.Stdio{Command: server[0], Args: server[1:], Tape: w, Server: name, Version: buildVersion(), Intercept: ic}
+		shim := &record.Stdio{Command: server[0], Args: server[1:], Tape: w, Server: name, Version: buildVersion(), Intercept: ic, Rules: rs, Logf: ic.info}
 		ic.mu.Lock()
 		ic.send = shim.Send
 		ic.mu.Unlock()

@@ -593,8 +593,13 @@ func TestTmuxDebugIntercept(t *testing.T) {
 		t.Fatal(err)
 	}
 	tapePath := filepath.Join(dir, "intercepted.jsonl")
+	// Rules apply in the intercept too: the answer's result is changed.
+	rulesPath := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(rulesPath, []byte("rules:\n  - name: answer-41\n    match: {phase: response, tool: answer}\n    action: modify\n    set: {/result/content/0/text: the answer is 41}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tt := startTmux(t, "env", "EDITOR="+editor, bin, "debug", "--break", "tool=echo", "--break", "tool=answer",
-		"--listen", "127.0.0.1:0", "-o", tapePath, "--", server)
+		"--rules", rulesPath, "--listen", "127.0.0.1:0", "-o", tapePath, "--", server)
 	s := tt.waitFor(5*time.Second, "intercepting: breakpoints hold")
 	m := debugAddrRE.FindStringSubmatch(s)
 	if m == nil {
@@ -642,13 +647,16 @@ func TestTmuxDebugIntercept(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if !strings.Contains(transcript.String(), `answer: "the answer is 42"`) {
-		t.Errorf("the answer call did not reach the client:\n%s", transcript.String())
+	if !strings.Contains(transcript.String(), `answer: "the answer is 41"`) {
+		t.Errorf("the answer call did not reach the client with the rule's change:\n%s", transcript.String())
 	}
 	tt.keys("q")
 	tt.waitExit(5 * time.Second)
 	got := injections(t, tapePath)
 	if fmt.Sprint(got["debugger"]) != "[send:modify+original send:resend+injected recv:resend+dropped]" {
 		t.Errorf("the tape's account of the debugger: %v", got["debugger"])
+	}
+	if fmt.Sprint(got["answer-41"]) != "[recv:modify+original]" {
+		t.Errorf("the tape's account of the rule: %v", got["answer-41"])
 	}
 }
