@@ -195,6 +195,14 @@ func renderMessage(x *tape.Index, seq int, t0 time.Time, unfolded bool, s *Style
 	if e.Problem != "" {
 		kv("problem", e.Problem)
 	}
+	var originals []tape.Injection
+	for _, in := range tape.Injections(e.Raw) {
+		b.WriteByte('\n')
+		kv("injected", injectionText(in))
+		if len(in.Original) > 0 {
+			originals = append(originals, in)
+		}
+	}
 	b.WriteString("\n\n")
 	body := e.Raw
 	if e.Kind != tape.KindInvalid {
@@ -205,7 +213,34 @@ func renderMessage(x *tape.Index, seq int, t0 time.Time, unfolded bool, s *Style
 	if !unfolded && pretty != prettyJSON(body, false) {
 		b.WriteString("\n" + s.Detail.Folded.Render("(folded: enter in this pane unfolds)"))
 	}
+	for _, in := range originals {
+		b.WriteString("\n\n" + s.Detail.Header.Render("before rule "+in.Rule+" ("+in.Action+")") + "\n")
+		b.WriteString(highlightJSON(prettyJSON(in.Original, !unfolded), s.Detail.Chroma))
+	}
 	return b.String()
+}
+
+// injectionText says what a rule did: "rule echo-fails: error, answered in
+// its place (dropped)".
+func injectionText(in tape.Injection) string {
+	s := "rule " + in.Rule + ": " + in.Action
+	switch {
+	case in.Audit:
+		s += " (audit: not done)"
+	case in.Injected:
+		s += " (this message is the rule's own)"
+	case in.Dropped:
+		s += " (went no further)"
+	case len(in.Original) > 0:
+		s += " (the original is below)"
+	}
+	if in.DelayMS > 0 {
+		s += fmt.Sprintf(" held %dms", in.DelayMS)
+	}
+	if in.Note != "" {
+		s += " · " + in.Note
+	}
+	return s
 }
 
 func firstNonEmpty(a, b string) string {
