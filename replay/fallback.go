@@ -24,7 +24,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -37,8 +36,11 @@ import (
 
 // Fallback is the live server a replay falls through to.
 type Fallback struct {
+	// Command and Args start a stdio server; or URL names a Streamable
+	// HTTP one.
 	Command string
 	Args    []string
+	URL     string
 	// Tape receives the live episodes' lines (the replayed tape opened to
 	// append, or a new file).
 	Tape io.Writer
@@ -80,8 +82,8 @@ type fallbackServer struct {
 	initMsg []byte
 
 	mu        sync.Mutex
-	cmd       *exec.Cmd
-	in        io.WriteCloser
+	conn      Conn
+	closeConn func()
 	started   bool
 	startErr  error
 	liveAsks  map[string]bool // ids of the live server's requests to the client
@@ -189,15 +191,12 @@ func (s *fallbackServer) receive(ctx context.Context, line []byte) error {
 func (s *fallbackServer) toLive(msg []byte) error {
 	_ = s.w.Write(msg, tape.Meta{Dir: tape.DirSend, Server: s.fb.Server, Time: time.Now()})
 	s.mu.Lock()
-	in := s.in
+	c := s.conn
 	s.mu.Unlock()
-	if in == nil {
+	if c == nil {
 		return nil
 	}
-	_, err := in.Write(append(bytes.Clone(msg), '\n'))
-	if err != nil {
-		return nil // the live server is gone; the client waits as it would
-	}
+	_ = c.Send(context.Background(), bytes.Clone(msg)) // a server gone: the client waits as it would
 	return nil
 }
 
@@ -214,46 +213,71 @@ func (s *fallbackServer) start(ctx context.Context) error {
 	return s.startErr
 }
 
-// launch starts the server; mu is held.
+// launch connects the live server (its process, or its URL); mu is held.
 func (s *fallbackServer) launch(ctx context.Context) error {
-	cmd := exec.Command(s.fb.Command, s.fb.Args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Stderr = s.fb.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	s.cmd, s.in = cmd, in
-	_ = s.w.WriteLifecycle(tape.MethodStart, map[string]any{"transport": "stdio", "command": s.fb.Command, "args": s.fb.Args,
-		"episode": "new", "pid": cmd.Process.Pid, "recorder": "tapedeck replay --fallback"}, tape.Meta{Server: s.fb.Server, Time: time.Now()})
-	br := bufio.NewReaderSize(out, 64<<10)
-	if s.initMsg != nil {
-		init, err := withID(s.initMsg, liveInitID)
+	params := map[string]any{"episode": "new", "recorder": "tapedeck replay --fallback"}
+	if s.fb.URL != "" {
+		c := NewHTTPConn(s.fb.URL, nil)
+		s.conn, s.closeConn = c, func() { _ = c.Close() }
+		params["transport"], params["upstream"] = "http", s.fb.URL
+	} else {
+		cmd := exec.Command(s.fb.Command, s.fb.Args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Stderr = s.fb.Stderr
+		in, err := cmd.StdinPipe()
 		if err != nil {
 			return err
 		}
-		if _, err := in.Write(append(init, '\n')); err != nil {
+		out, err := cmd.StdoutPipe()
+		if err != nil {
 			return err
 		}
-		if err := awaitInit(ctx, br); err != nil {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			_ = cmd.Wait()
+		if err := cmd.Start(); err != nil {
 			return err
 		}
-		if _, err := in.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")); err != nil {
+		c := NewStdioConn(in, out)
+		s.conn, s.closeConn = c, func() { in.Close(); stopProcess(cmd); _ = c.Close() }
+		params["transport"], params["command"], params["args"], params["pid"] = "stdio", s.fb.Command, s.fb.Args, cmd.Process.Pid
+	}
+	_ = s.w.WriteLifecycle(tape.MethodStart, params, tape.Meta{Server: s.fb.Server, Time: time.Now()})
+	if s.initMsg != nil {
+		if err := s.initialise(ctx); err != nil {
+			s.closeConn()
+			s.conn = nil
 			return err
 		}
 	}
 	s.readerEnd = make(chan struct{})
-	go s.readLive(br)
+	go s.readLive(s.conn)
 	return nil
+}
+
+// initialise sends the client's initialize (with an id of ours) and
+// waits, within a bound, for the answer, then says initialized.
+func (s *fallbackServer) initialise(ctx context.Context) error {
+	init, err := withID(s.initMsg, liveInitID)
+	if err != nil {
+		return err
+	}
+	ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := s.conn.Send(ictx, init); err != nil {
+		return err
+	}
+	for {
+		msg, err := s.conn.Recv(ictx)
+		if err != nil {
+			return fmt.Errorf("the live server did not answer initialize: %w", err)
+		}
+		es := tape.Classify(bytes.TrimSpace(msg))
+		if len(es) == 1 && es[0].Kind == tape.KindResponse && string(es[0].ID) == liveInitID {
+			if es[0].Error {
+				return fmt.Errorf("the live server refused initialize: %s", bytes.TrimSpace(msg))
+			}
+			break
+		}
+	}
+	return s.conn.Send(ictx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
 }
 
 // withID returns a request with its id replaced.
@@ -266,72 +290,30 @@ func withID(req []byte, id string) ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// awaitInit reads the live server's lines until the answer to our
-// initialize, within a bound.
-func awaitInit(ctx context.Context, br *bufio.Reader) error {
-	type result struct{ err error }
-	done := make(chan result, 1)
-	go func() {
-		for {
-			line, err := br.ReadBytes('\n')
-			if len(line) > 0 {
-				es := tape.Classify(bytes.TrimSpace(line))
-				if len(es) == 1 && es[0].Kind == tape.KindResponse && string(es[0].ID) == liveInitID {
-					if es[0].Error {
-						done <- result{fmt.Errorf("the live server refused initialize: %s", bytes.TrimSpace(line))}
-					} else {
-						done <- result{}
-					}
-					return
-				}
-			}
-			if err != nil {
-				done <- result{fmt.Errorf("the live server ended before answering initialize: %w", err)}
-				return
-			}
-		}
-	}()
-	select {
-	case r := <-done:
-		return r.err
-	case <-time.After(30 * time.Second):
-		return errors.New("the live server did not answer initialize within 30s")
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // readLive hands the live server's messages to the client and the tape.
-func (s *fallbackServer) readLive(br *bufio.Reader) {
+func (s *fallbackServer) readLive(c Conn) {
 	defer close(s.readerEnd)
 	for {
-		line, err := br.ReadBytes('\n')
-		msg := bytes.TrimSpace(line)
-		if len(msg) > 0 {
-			_ = s.w.Write(msg, tape.Meta{Dir: tape.DirRecv, Server: s.fb.Server, Time: time.Now()})
-			if es := tape.Classify(msg); len(es) == 1 && es[0].Kind == tape.KindRequest {
-				s.mu.Lock()
-				s.liveAsks[string(es[0].ID)] = true
-				s.mu.Unlock()
-			}
-			_ = s.out.write(msg)
-		}
+		msg, err := c.Recv(context.Background())
 		if err != nil {
 			return
 		}
+		msg = bytes.TrimSpace(msg)
+		if len(msg) == 0 {
+			continue
+		}
+		_ = s.w.Write(msg, tape.Meta{Dir: tape.DirRecv, Server: s.fb.Server, Time: time.Now()})
+		if es := tape.Classify(msg); len(es) == 1 && es[0].Kind == tape.KindRequest {
+			s.mu.Lock()
+			s.liveAsks[string(es[0].ID)] = true
+			s.mu.Unlock()
+		}
+		_ = s.out.write(msg)
 	}
 }
 
-// stop ends the live server, if one ran: its stdin is closed, and it is
-// killed if it lingers.
-func (s *fallbackServer) stop() {
-	s.mu.Lock()
-	cmd, in, end := s.cmd, s.in, s.readerEnd
-	s.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	in.Close()
+// stopProcess waits for a server whose stdin is closed, then signals it.
+func stopProcess(cmd *exec.Cmd) {
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	select {
@@ -345,6 +327,17 @@ func (s *fallbackServer) stop() {
 			<-exited
 		}
 	}
+}
+
+// stop ends the live server, if one ran.
+func (s *fallbackServer) stop() {
+	s.mu.Lock()
+	closeConn, end := s.closeConn, s.readerEnd
+	s.mu.Unlock()
+	if closeConn == nil {
+		return
+	}
+	closeConn()
 	if end != nil {
 		<-end
 	}

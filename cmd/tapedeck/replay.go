@@ -38,6 +38,7 @@ type replayFlags struct {
 	// exchanges go (default: appended to the tape).
 	fallback    bool
 	fallbackCmd []string
+	fallbackURL string
 	episodes    string
 	reorder int
 	// reorderSet is true when --reorder was given; its default depends on
@@ -178,7 +179,8 @@ rule did is printed on stderr. Over HTTP, put the recording proxy with the
 rules in front of the replay (tapedeck record --rules FILE --upstream
 http://ADDR/mcp). The rules file format: see tapedeck record --help.
 
-Fall through to the live server (--fallback TAPE -- COMMAND ARGS, stdio):
+Fall through to the live server (--fallback TAPE -- COMMAND ARGS, or
+--fallback-url URL for a Streamable HTTP server; the client speaks stdio):
 the tape answers while the client follows it; a request it cannot answer
 (a call never recorded, or repeated more often than recorded; matching is
 keyed unless --match says otherwise) goes to the live server, started on
@@ -214,6 +216,13 @@ and are not divergences.`,
   tapedeck replay --listen 0.0.0.0:8808 --allow-remote --allow-host replay session.jsonl`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
+			if f.fallbackURL != "" {
+				f.fallback = true
+				if dash >= 0 {
+					return errors.New("replay --fallback-url: the live server is at the URL; expected no command after --")
+				}
+				return cobra.ExactArgs(1)(cmd, args)
+			}
 			switch {
 			case dash < 0 && f.fallback:
 				return errors.New("replay --fallback: expected the live server's command after --, e.g. tapedeck replay --fallback TAPE -- node server.js")
@@ -311,6 +320,7 @@ and are not divergences.`,
 	cmd.Flags().StringVar(&f.maxBody, "max-body", "64MiB", "with --listen: accept request bodies up to `SIZE` (413 beyond), e.g. 512KiB; -1: no limit")
 	f.rules.add(cmd)
 	cmd.Flags().BoolVar(&f.fallback, "fallback", false, "answer what the tape cannot from the live server whose command follows --, started on demand, and append those exchanges to the tape (or to -o)")
+	cmd.Flags().StringVar(&f.fallbackURL, "fallback-url", "", "as --fallback, with the live server at the Streamable HTTP endpoint `URL`")
 	cmd.Flags().StringVarP(&f.episodes, "output", "o", "", "with --fallback: append the live exchanges to `TAPE` instead of the replayed one")
 	return cmd
 }
@@ -520,7 +530,10 @@ func replayFallback(ctx context.Context, s streams, f *replayFlags, tapePath str
 	for _, n := range notes {
 		fmt.Fprintf(s.stderr, "tapedeck replay: %s\n", n)
 	}
-	fb := &replay.Fallback{Command: f.fallbackCmd[0], Args: f.fallbackCmd[1:], Tape: out, Server: e.Server(), Stderr: s.stderr}
+	fb := &replay.Fallback{URL: f.fallbackURL, Tape: out, Server: e.Server(), Stderr: s.stderr}
+	if f.fallbackURL == "" {
+		fb.Command, fb.Args = f.fallbackCmd[0], f.fallbackCmd[1:]
+	}
 	fell, err := replay.ServeStdioFallback(ctx, e, in, s.stdout, replay.StdioOptions{OnDivergence: onDiv}, fb)
 	if err != nil {
 		return replay.Report{}, err

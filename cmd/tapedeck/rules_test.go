@@ -378,4 +378,20 @@ func TestReplayFallbackGoSDK(t *testing.T) {
 	if fmt.Sprint(got) != "[Echo: hi The sum of 2 and 3 is 5.]" {
 		t.Errorf("replay of the extended tape: %v\n%s", got, stderr)
 	}
+
+	// The same with the live server over Streamable HTTP (--fallback-url),
+	// the new episode going to another tape (-o).
+	upstream := mcptest.StartEverythingHTTP(t)
+	httpTape := filepath.Join(dir, "echo-only-2.jsonl")
+	if got, _ := session(append([]string{tapedeck, "record", "-o", httpTape, "--"}, peers.EverythingStdio()...), "echo"); fmt.Sprint(got) != "[Echo: hi]" {
+		t.Fatalf("recording: %v", got)
+	}
+	episodes := filepath.Join(dir, "episodes.jsonl")
+	got, stderr = session([]string{tapedeck, "replay", "--fallback-url", upstream, "-o", episodes, httpTape}, "echo", "get-sum")
+	if fmt.Sprint(got) != "[Echo: hi The sum of 2 and 3 is 5.]" {
+		t.Fatalf("replay --fallback-url: %v\n%s", got, stderr)
+	}
+	if data, _ := os.ReadFile(episodes); !strings.Contains(string(data), `"transport":"http"`) || !strings.Contains(string(data), "The sum of 2 and 3 is 5.") {
+		t.Errorf("the new episode is not in -o's tape:\n%s", data)
+	}
 }
