@@ -660,3 +660,47 @@ func TestTmuxDebugIntercept(t *testing.T) {
 		t.Errorf("the tape's account of the rule: %v", got["answer-41"])
 	}
 }
+
+// TestTmuxDebugInterceptHTTP: the TypeScript SDK's client over Streamable
+// HTTP through "tapedeck debug --upstream" to server-everything: the echo
+// call is held and answered with an error from the debugger; the client
+// gets it, and the tape says what the debugger did.
+func TestTmuxDebugInterceptHTTP(t *testing.T) {
+	bin := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	upstream := mcptest.StartEverythingHTTP(t)
+	tapePath := filepath.Join(t.TempDir(), "http.jsonl")
+	tt := startTmux(t, bin, "debug", "--break", "tool=echo", "--upstream", upstream, "--listen", "127.0.0.1:0", "-o", tapePath)
+	s := tt.waitFor(5*time.Second, "intercepting: breakpoints hold")
+	m := regexp.MustCompile(`intercepting (http://127\.0\.0\.1:\d+/\S*)`).FindStringSubmatch(s)
+	if m == nil {
+		t.Fatalf("the debugger does not show its URL:\n%s", s)
+	}
+	peers := mcptest.Peers(t)
+	script := filepath.Join(mcptest.RepoRoot(t), "internal", "mcptest", "ts", "client.mjs")
+	transcript := newTailBuffer(1 << 20)
+	cmd := exec.Command(peers.Node, script, "--url", m[1])
+	cmd.Env = append(os.Environ(), "TAPEDECK_PEERS="+filepath.Join(mcptest.RepoRoot(t), ".peers"))
+	cmd.Stdout, cmd.Stderr = transcript, transcript
+	p := mcptest.Start(t, cmd)
+	tt.waitFor(15*time.Second, "HELD send request tools/call echo")
+	tt.keys("!")
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if done, _ := p.Exited(); done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the client did not finish:\n%s\n%s", transcript.String(), tt.screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(transcript.String(), "answered with an error in the tapedeck debugger") {
+		t.Errorf("the client did not get the debugger's error:\n%s", transcript.String())
+	}
+	tt.keys("q")
+	tt.waitExit(5 * time.Second)
+	got := injections(t, tapePath)
+	if fmt.Sprint(got["debugger"]) != "[send:error+dropped recv:error+injected]" {
+		t.Errorf("the tape's account of the debugger: %v", got)
+	}
+}
