@@ -73,11 +73,12 @@ func fellThroughReason(r Reason) bool {
 // server: its answer is not the client's business.
 const liveInitID = `"tapedeck-fallback-initialize"`
 
-type fallbackServer struct {
+// Fallthrough is the live server of a fallback, for an edge that serves a
+// tape: Observe each client message first, and hand Take each divergence;
+// the live server's messages go to out.
+type Fallthrough struct {
 	fb      *Fallback
-	o       StdioOptions
-	e       *Engine
-	out     *lockedLines
+	out     func(msgs ...[]byte) error
 	w       *tape.Writer
 	initMsg []byte
 
@@ -111,39 +112,26 @@ func (l *lockedLines) write(msgs ...[]byte) error {
 	return l.err
 }
 
-// ServeStdioFallback serves e over stdio as ServeStdio does at speed 0,
-// falling through to fb's live server for what the tape cannot answer (see
-// the comment at the top of this file). It returns the requests that fell
-// through; they are taken out of the engine's report's divergences by
-// FallbackReport.
-func ServeStdioFallback(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o StdioOptions, fb *Fallback) ([]FellThrough, error) {
-	if c, ok := r.(io.Closer); ok {
-		stop := context.AfterFunc(ctx, func() { c.Close() })
-		defer stop()
-	}
-	s := &fallbackServer{fb: fb, o: o, e: e, out: &lockedLines{w: bufio.NewWriterSize(w, 64<<10)},
-		w: tape.NewWriter(fb.Tape), liveAsks: map[string]bool{}}
-	err := ReadLines(r, 0, func(line []byte) error { return s.receive(ctx, line) },
-		func() error { return s.out.write(LineTooLong(MaxLine)) })
-	s.stop()
-	if err != nil && ctx.Err() != nil {
-		err = nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.fell, err
+// NewFallthrough returns the fallback to fb's live server; out writes
+// messages to the client.
+func NewFallthrough(fb *Fallback, out func(msgs ...[]byte) error) *Fallthrough {
+	return &Fallthrough{fb: fb, out: out, w: tape.NewWriter(fb.Tape), liveAsks: map[string]bool{}}
 }
 
-// receive handles one line from the client.
-func (s *fallbackServer) receive(ctx context.Context, line []byte) error {
+// Observe looks at a client's message before the engine does: it keeps
+// the client's initialize (the live server is opened with it), and sends a
+// reply to the live server's own request to it, reporting handled.
+func (s *Fallthrough) Observe(line []byte) (handled bool) {
 	msg := bytes.TrimSpace(line)
 	es := tape.Classify(msg)
-	var e tape.Entry
-	if len(es) == 1 {
-		e = es[0]
+	if len(es) != 1 {
+		return false
 	}
+	e := es[0]
 	if e.Kind == tape.KindRequest && e.Method == "initialize" {
+		s.mu.Lock()
 		s.initMsg = bytes.Clone(msg)
+		s.mu.Unlock()
 	}
 	s.mu.Lock()
 	live := e.Kind == tape.KindResponse && s.liveAsks[string(e.ID)]
@@ -151,44 +139,95 @@ func (s *fallbackServer) receive(ctx context.Context, line []byte) error {
 		delete(s.liveAsks, string(e.ID))
 	}
 	s.mu.Unlock()
-	if live { // the client's reply to the live server's own request
-		return s.toLive(msg)
+	if live {
+		_ = s.toLive(msg)
 	}
-	var out [][]byte
-	var fell *Divergence
-	for _, o := range s.e.Receive(line, time.Now()) {
-		if d := o.Divergence; d != nil && e.Kind == tape.KindRequest && fellThroughReason(d.Reason) {
-			fell = d
-			continue
-		}
-		if d := o.Divergence; d != nil && s.o.OnDivergence != nil && d.Resolution != Pending {
-			s.o.OnDivergence(*d)
-		}
-		if o.Msg != nil {
-			out = append(out, o.Msg)
-		}
-	}
-	if len(out) > 0 {
-		if err := s.out.write(out...); err != nil {
-			return err
-		}
-	}
-	if fell == nil {
-		return nil
-	}
+	return live
+}
+
+// Takes reports whether d is a divergence the live server answers: a
+// request the tape lacks.
+func Takes(d *Divergence) bool {
+	return d != nil && len(d.RequestID) > 0 && fellThroughReason(d.Reason)
+}
+
+// Take sends the request behind divergence d (Takes(d)) to the live
+// server, starting it first; an error says it could not be started, and
+// the client should get the divergence instead.
+func (s *Fallthrough) Take(ctx context.Context, d *Divergence, raw []byte) error {
 	if err := s.start(ctx); err != nil {
-		// No live server: the client gets the divergence, and a word why.
-		msg := fmt.Sprintf("%s (tapedeck replay --fallback: the live server could not be started: %v)", fell.Message, err)
-		return s.out.write(errorResponse([]byte(e.ID), CodeDiverged, msg, nil))
+		return err
 	}
 	s.mu.Lock()
-	s.fell = append(s.fell, FellThrough{Method: e.Method, ID: json.RawMessage(e.ID), Reason: fell.Reason})
+	s.fell = append(s.fell, FellThrough{Method: d.Method, ID: d.RequestID, Reason: d.Reason})
 	s.mu.Unlock()
-	return s.toLive(msg)
+	return s.toLive(bytes.TrimSpace(raw))
+}
+
+// Fell lists the requests that went to the live server.
+func (s *Fallthrough) Fell() []FellThrough {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]FellThrough(nil), s.fell...)
+}
+
+// Close stops the live server, if one ran.
+func (s *Fallthrough) Close() { s.stop() }
+
+// ServeStdioFallback serves e over stdio as ServeStdio does at speed 0,
+// falling through to fb's live server for what the tape cannot answer (see
+// the comment at the top of this file). It returns the requests that fell
+// through; FallbackReport takes them out of the engine's report's
+// divergences.
+func ServeStdioFallback(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o StdioOptions, fb *Fallback) ([]FellThrough, error) {
+	if c, ok := r.(io.Closer); ok {
+		stop := context.AfterFunc(ctx, func() { c.Close() })
+		defer stop()
+	}
+	out := &lockedLines{w: bufio.NewWriterSize(w, 64<<10)}
+	ft := NewFallthrough(fb, out.write)
+	err := ReadLines(r, 0, func(line []byte) error {
+		if ft.Observe(line) {
+			return nil
+		}
+		var msgs [][]byte
+		var fell *Divergence
+		for _, o2 := range e.Receive(line, time.Now()) {
+			if d := o2.Divergence; Takes(d) {
+				fell = d
+				continue
+			}
+			if d := o2.Divergence; d != nil && o.OnDivergence != nil && d.Resolution != Pending {
+				o.OnDivergence(*d)
+			}
+			if o2.Msg != nil {
+				msgs = append(msgs, o2.Msg)
+			}
+		}
+		if len(msgs) > 0 {
+			if err := out.write(msgs...); err != nil {
+				return err
+			}
+		}
+		if fell == nil {
+			return nil
+		}
+		if err := ft.Take(ctx, fell, line); err != nil {
+			// No live server: the client gets the divergence, and a word why.
+			msg := fmt.Sprintf("%s (tapedeck replay --fallback: the live server could not be started: %v)", fell.Message, err)
+			return out.write(errorResponse(fell.RequestID, CodeDiverged, msg, nil))
+		}
+		return nil
+	}, func() error { return out.write(LineTooLong(MaxLine)) })
+	ft.Close()
+	if err != nil && ctx.Err() != nil {
+		err = nil
+	}
+	return ft.Fell(), err
 }
 
 // toLive sends a message to the live server and appends it to the tape.
-func (s *fallbackServer) toLive(msg []byte) error {
+func (s *Fallthrough) toLive(msg []byte) error {
 	_ = s.w.Write(msg, tape.Meta{Dir: tape.DirSend, Server: s.fb.Server, Time: time.Now()})
 	s.mu.Lock()
 	c := s.conn
@@ -202,7 +241,7 @@ func (s *fallbackServer) toLive(msg []byte) error {
 
 // start runs the live server once and opens it with the client's
 // initialize.
-func (s *fallbackServer) start(ctx context.Context) error {
+func (s *Fallthrough) start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.started {
@@ -214,7 +253,7 @@ func (s *fallbackServer) start(ctx context.Context) error {
 }
 
 // launch connects the live server (its process, or its URL); mu is held.
-func (s *fallbackServer) launch(ctx context.Context) error {
+func (s *Fallthrough) launch(ctx context.Context) error {
 	params := map[string]any{"episode": "new", "recorder": "tapedeck replay --fallback"}
 	if s.fb.URL != "" {
 		c := NewHTTPConn(s.fb.URL, nil)
@@ -254,7 +293,7 @@ func (s *fallbackServer) launch(ctx context.Context) error {
 
 // initialise sends the client's initialize (with an id of ours) and
 // waits, within a bound, for the answer, then says initialized.
-func (s *fallbackServer) initialise(ctx context.Context) error {
+func (s *Fallthrough) initialise(ctx context.Context) error {
 	init, err := withID(s.initMsg, liveInitID)
 	if err != nil {
 		return err
@@ -291,7 +330,7 @@ func withID(req []byte, id string) ([]byte, error) {
 }
 
 // readLive hands the live server's messages to the client and the tape.
-func (s *fallbackServer) readLive(c Conn) {
+func (s *Fallthrough) readLive(c Conn) {
 	defer close(s.readerEnd)
 	for {
 		msg, err := c.Recv(context.Background())
@@ -308,7 +347,7 @@ func (s *fallbackServer) readLive(c Conn) {
 			s.liveAsks[string(es[0].ID)] = true
 			s.mu.Unlock()
 		}
-		_ = s.out.write(msg)
+		_ = s.out(msg)
 	}
 }
 
@@ -330,7 +369,7 @@ func stopProcess(cmd *exec.Cmd) {
 }
 
 // stop ends the live server, if one ran.
-func (s *fallbackServer) stop() {
+func (s *Fallthrough) stop() {
 	s.mu.Lock()
 	closeConn, end := s.closeConn, s.readerEnd
 	s.mu.Unlock()
@@ -364,4 +403,9 @@ func FallbackReport(rep *Report, fell []FellThrough) {
 		kept = append(kept, d)
 	}
 	rep.Divergences = kept
+}
+
+// ErrorResponse is a JSON-RPC error answer to id (its JSON text).
+func ErrorResponse(id []byte, code int, msg string) []byte {
+	return errorResponse(id, code, msg, nil)
 }

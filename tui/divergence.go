@@ -29,6 +29,9 @@ func (m Model) liveEvent(msg liveMsg) (tea.Model, tea.Cmd) {
 	case live.Failed:
 		m.notice, m.noticeOK = ev.Err.Error(), false
 		mm = m
+	case live.Note:
+		m.notice, m.noticeOK = ev.Note, true
+		mm = m
 	case live.RunEnded:
 		mm = m.liveRunEnded(ev.Run)
 	case live.Closed:

@@ -29,6 +29,8 @@ type debugFlags struct {
 	// Live intercept: the server's command after --, or --upstream.
 	upstream, output string
 	rules            rulesFlags
+	fallback         bool
+	fallbackURL      string
 }
 
 func newDebugCmd(s streams) *cobra.Command {
@@ -65,6 +67,14 @@ Choose: a answers with the recorded response anyway, e sends the
 divergence error (JSON-RPC -32090) to the client, s skips the recorded
 request and matches the client's again.
 
+With --fallback (debug TAPE --fallback -- SERVER ARGS, or --fallback-url
+URL), a request the tape lacks from an attached stdio client goes to the
+live server instead of stopping the session: started for each client run,
+opened with the client's own initialize, its answers reach the client and
+its exchanges are appended to the tape (or -o) as a new episode; the run
+does not count them as divergences. A server started halfway has none of
+the state the recorded calls built (see tapedeck replay --help).
+
 Live intercept (debug -- SERVER ARGS, or debug --upstream URL): no tape is
 served; the debugger sits between a live client and a live server and
 records the session (to -o TAPE, or a new tape in the state directory),
@@ -84,6 +94,9 @@ wire, with _meta.injected naming what the debugger did (rule "debugger").`,
   tapedeck debug --break tools/call --listen 127.0.0.1:7788 -- node server.js
   tapedeck attach 127.0.0.1:7788      # the client's server command
 
+  # what the tape lacks, from the live server, under the debugger
+  tapedeck debug --fallback session.jsonl --listen 127.0.0.1:7788 -- node server.js
+
   tapedeck debug session.jsonl --listen 127.0.0.1:7788
   # a stdio client, with this as its server command:
   tapedeck attach 127.0.0.1:7788
@@ -100,10 +113,20 @@ wire, with _meta.injected naming what the debugger did (rule "debugger").`,
 				return nil
 			case dash == 0 && len(args) > 0:
 				return nil
+			case f.fallbackURL != "":
+				f.fallback = true
+				if dash >= 0 {
+					return errors.New("debug --fallback-url: the live server is at the URL; expected no command after --")
+				}
+				return cobra.ExactArgs(1)(cmd, args)
+			case dash == 1 && f.fallback && len(args) > 1:
+				return nil // TAPE -- the live server of the fallback
+			case f.fallback:
+				return errors.New("debug --fallback: expected TAPE -- SERVER [ARG...], e.g. tapedeck debug --fallback session.jsonl -- node server.js")
 			case dash > 0:
-				return fmt.Errorf("debug: expected either TAPE or -- SERVER, found both (%q before --)", args[0])
-			case f.output != "":
-				return errors.New("debug -o is for a live intercept: give -- SERVER or --upstream URL")
+				return fmt.Errorf("debug: expected either TAPE or -- SERVER, found both (%q before --); with --fallback, SERVER answers what the tape lacks", args[0])
+			case f.output != "" && !f.fallback && f.fallbackURL == "":
+				return errors.New("debug -o is for a live intercept (-- SERVER or --upstream URL) or a fallback's new episodes")
 			}
 			return cobra.ExactArgs(1)(cmd, args)
 		},
@@ -115,10 +138,14 @@ wire, with _meta.injected naming what the debugger did (rule "debugger").`,
 			if f.upstream != "" || cmd.ArgsLenAtDash() == 0 {
 				return runDebugIntercept(cmd.Context(), s, f, args, rs)
 			}
+			var fallbackCmd []string
+			if dash := cmd.ArgsLenAtDash(); dash == 1 {
+				fallbackCmd = args[1:]
+			}
 			if rs != nil {
 				return fmt.Errorf("debug TAPE --rules: the rules apply between a live client and server (debug -- SERVER --rules, or debug --upstream URL --rules); to fault a tape's answers under the debugger, give the client \"tapedeck record --rules %s -o faulted.jsonl -- tapedeck attach ADDR\" as its server command", f.rules.file)
 			}
-			return runDebug(cmd.Context(), s, args[0], f)
+			return runDebug(cmd.Context(), s, args[0], f, fallbackCmd)
 		},
 	}
 	cmd.Flags().StringVar(&f.listen, "listen", "127.0.0.1:0", "`ADDR` (host:port) where clients connect: tapedeck attach ADDR, or http://ADDR/mcp; port 0 picks a free one")
@@ -128,6 +155,8 @@ wire, with _meta.injected naming what the debugger did (rule "debugger").`,
 	cmd.Flags().StringVar(&f.server, "server", "", "serve the tape's server `NAME` (needed when the tape holds several); intercepting: the server's name on the tape")
 	cmd.Flags().StringVar(&f.upstream, "upstream", "", "intercept a live Streamable HTTP server at `URL` (clients use http://ADDR/PATH)")
 	f.rules.add(cmd)
+	cmd.Flags().BoolVar(&f.fallback, "fallback", false, "serving TAPE: answer what it lacks from the live server whose command follows -- (stdio clients), appending those exchanges to the tape (or -o)")
+	cmd.Flags().StringVar(&f.fallbackURL, "fallback-url", "", "as --fallback, with the live server at the Streamable HTTP endpoint `URL`")
 	cmd.Flags().StringVarP(&f.output, "output", "o", "", "intercepting: record the session to `TAPE` (default: a new tape under $XDG_STATE_HOME/tapedeck/tapes)")
 	cmd.Flags().StringVar(&f.mode, "match", "strict", "matching `MODE`: strict (in order), keyed or loose")
 	cmd.Flags().BoolVar(&f.light, "light", false, "start with the light theme")
@@ -136,7 +165,7 @@ wire, with _meta.injected naming what the debugger did (rule "debugger").`,
 	return cmd
 }
 
-func runDebug(ctx context.Context, s streams, path string, f debugFlags) error {
+func runDebug(ctx context.Context, s streams, path string, f debugFlags, fallbackCmd []string) error {
 	host, _, err := net.SplitHostPort(f.listen)
 	if err != nil {
 		return fmt.Errorf("debug --listen %q: expected HOST:PORT, e.g. 127.0.0.1:7788: %w", f.listen, err)
@@ -169,7 +198,26 @@ func runDebug(ctx context.Context, s streams, path string, f debugFlags) error {
 	if err != nil {
 		return fmt.Errorf("debug --listen %s: %w", f.listen, err)
 	}
-	srv, err := live.NewServer(x, e, ln, live.Options{AllowHosts: hosts, AllowOrigins: f.origins})
+	var fb *replay.Fallback
+	if f.fallback {
+		dest := path
+		if f.output != "" {
+			dest = f.output
+		}
+		out, notes, err := tape.Create(dest, true)
+		if err != nil {
+			return fmt.Errorf("debug --fallback: the tape for the live exchanges: %w", err)
+		}
+		defer out.Close()
+		for _, n := range notes {
+			fmt.Fprintf(s.stderr, "tapedeck debug: %s\n", n)
+		}
+		fb = &replay.Fallback{URL: f.fallbackURL, Tape: out, Server: e.Server()}
+		if f.fallbackURL == "" {
+			fb.Command, fb.Args = fallbackCmd[0], fallbackCmd[1:]
+		}
+	}
+	srv, err := live.NewServer(x, e, ln, live.Options{AllowHosts: hosts, AllowOrigins: f.origins, Fallback: fb})
 	if err != nil {
 		ln.Close()
 		return err

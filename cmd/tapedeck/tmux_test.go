@@ -704,3 +704,39 @@ func TestTmuxDebugInterceptHTTP(t *testing.T) {
 		t.Errorf("the tape's account of the debugger: %v", got)
 	}
 }
+
+// TestTmuxDebugFallback: "tapedeck debug --fallback TAPE -- SERVER" serves
+// a tape of init, tools and echo to the go-sdk client, which also calls
+// answer: the tape lacks it, the live go-sdk server (started on demand and
+// opened with the client's initialize) answers, the debugger says so, and
+// the exchange is appended to the tape as a new episode.
+func TestTmuxDebugFallback(t *testing.T) {
+	bin := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	client := mcptest.BuildBinary(t, mcptest.SDKClientPackage)
+	server := mcptest.BuildBinary(t, mcptest.SDKServerPackage)
+	rec := filepath.Join(t.TempDir(), "rec.jsonl")
+	if out, err := exec.Command(client, "--tape", rec, "--steps=init,tools,echo", "--", server).CombinedOutput(); err != nil {
+		t.Fatalf("recording with sdkclient: %v\n%s", err, out)
+	}
+	tt := startTmux(t, bin, "debug", "--fallback", rec, "--listen", "127.0.0.1:0", "--", server)
+	addr := tt.debugAddr()
+	tt.keys("Space") // play: the recorded answers go out as the client reaches them
+	out, err := exec.Command(client, "--steps=init,tools,echo,answer", "--timeout", "30s", "--", bin, "attach", addr).CombinedOutput()
+	if err != nil {
+		t.Fatalf("the client through the fallback: %v\n%s\n%s", err, out, tt.screen())
+	}
+	for _, want := range []string{`echo: "Echo: hi"`, `answer: "the answer is 42"`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the client's transcript lacks %s:\n%s", want, out)
+		}
+	}
+	// The run followed the tape where it could: what the live server
+	// answered is not a departure.
+	tt.waitFor(5*time.Second, "before: 1 ✓ 0 ✗")
+	tt.keys("q")
+	tt.waitExit(5 * time.Second)
+	data, _ := os.ReadFile(rec)
+	if !strings.Contains(string(data), `"episode":"new"`) || !strings.Contains(string(data), "the answer is 42") {
+		t.Errorf("the new episode is not on the tape:\n%s", data)
+	}
+}

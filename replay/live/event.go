@@ -28,6 +28,9 @@ const (
 	// RunEnded: a client run ended (Event.Run); the next client starts at
 	// the top of the tape.
 	RunEnded
+	// Note: something to tell the user (Event.Note), such as a request
+	// that went to the live server of a fallback.
+	Note
 )
 
 // Event is one thing that happened on a live session.
@@ -50,6 +53,7 @@ type Event struct {
 	Dropped, Abandoned int
 	Divergence         *Divergence
 	Err                error
+	Note               string
 }
 
 // Divergence is a live client's request that did not match the tape, as a

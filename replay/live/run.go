@@ -70,6 +70,10 @@ func (s *Server) endRun(why string) func() {
 		rr.Report = s.handler().Report()
 	} else {
 		rr.Report = s.e.Report()
+		if s.ft != nil {
+			// What the live server answered is not a departure.
+			replay.FallbackReport(&rr.Report, s.ft.Fell())
+		}
 	}
 	rr.Requests, rr.Matched = rr.Report.Requests, rr.Report.Matched
 	rr.Divergences, rr.Unused, rr.Dropped = len(rr.Report.Divergences), len(rr.Report.Unused), rr.Report.Dropped

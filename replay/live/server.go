@@ -93,12 +93,14 @@ type Server struct {
 	idle       *time.Timer // HTTP: ends a run quiet after the tape's end
 	restarting bool        // stdio: Restart closed the client
 
-	evMu   sync.Mutex
-	events []Event
-	signal chan struct{}
-	done   chan struct{}
-	once   sync.Once
-	wg     sync.WaitGroup
+	evMu     sync.Mutex
+	events   []Event
+	signal   chan struct{}
+	done     chan struct{}
+	once     sync.Once
+	wg       sync.WaitGroup
+	fallback *replay.Fallback
+	ft       *replay.Fallthrough // the stdio client's, while one is attached (mu)
 }
 
 // heldDivergence names a divergence awaiting Resolve: the HTTP session it
@@ -129,6 +131,10 @@ type Options struct {
 	// last recorded client message before its run ends; 0 means
 	// DefaultRunIdle.
 	RunIdle time.Duration
+	// Fallback, if set, answers what the tape cannot for an attached
+	// stdio client from a live server (replay.Fallthrough), started for
+	// each client run, instead of holding the divergence.
+	Fallback *replay.Fallback
 }
 
 // DefaultProbeTimeout is Options.ProbeTimeout's default.
@@ -145,7 +151,7 @@ func NewServer(x *tape.Index, e *replay.Engine, ln net.Listener, o Options) (*Se
 	s := &Server{
 		x: x, e: e, opts: e.Options(), ln: ln, now: time.Now,
 		writeTimeout: o.WriteTimeout, probeTimeout: o.ProbeTimeout, runIdle: o.RunIdle,
-		allowHosts: o.AllowHosts, allowOrigins: o.AllowOrigins,
+		allowHosts: o.AllowHosts, allowOrigins: o.AllowOrigins, fallback: o.Fallback,
 		raw:    map[net.Conn]bool{},
 		signal: make(chan struct{}, 1),
 		done:   make(chan struct{}),

@@ -1,6 +1,7 @@
 package live
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/replay"
+	"github.com/tapedeck/tapedeck/tape"
 )
 
 // serveStdio serves an attached client until it goes away.
@@ -28,7 +30,23 @@ func (s *Server) serveStdio(c *peekedConn) {
 	}
 	s.transport, s.conn, s.dead = "stdio", c, false
 	run := s.startRun()
+	if s.fallback != nil {
+		s.ft = replay.NewFallthrough(s.fallback, func(msgs ...[]byte) error {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			for _, m := range msgs {
+				s.write(m)
+			}
+			return nil
+		})
+	}
+	ft := s.ft
 	s.mu.Unlock()
+	defer func() {
+		if ft != nil {
+			ft.Close()
+		}
+	}()
 	s.emit(Event{Kind: Connected, Transport: "stdio", RunNo: run})
 	defer func() {
 		s.mu.Lock()
@@ -40,10 +58,14 @@ func (s *Server) serveStdio(c *peekedConn) {
 			why, s.restarting = "restarted", false
 		}
 		after := s.endRun(why)
+		s.ft = nil
 		s.mu.Unlock()
 		after()
 	}()
 	err := replay.ReadLines(c.r, 0, func(line []byte) error {
+		if ft != nil && ft.Observe(line) {
+			return nil // the client's reply to the live server
+		}
 		s.mu.Lock()
 		s.handle(s.e.Receive(line, s.now()))
 		s.progressed(s.e.Progress())
@@ -85,6 +107,10 @@ func (s *Server) dropClient() (answers, divergences int) {
 // handle sends or queues the stdio path's outputs; mu is held.
 func (s *Server) handle(outs []replay.Output) {
 	for _, o := range outs {
+		if d := o.Divergence; d != nil && d.Resolution == replay.Pending && s.ft != nil && replay.Takes(d) && !s.dead {
+			s.fallThrough(*d)
+			continue
+		}
 		if d := o.Divergence; d != nil && d.Resolution == replay.Pending {
 			s.held = append(s.held, heldDivergence{id: d.ID})
 			s.emit(Event{Kind: Diverged, Divergence: s.divergence(*d)})
@@ -121,4 +147,37 @@ func (s *Server) write(msg []byte) bool {
 		return false
 	}
 	return true
+}
+
+// fallThrough sends a request the tape lacks to the live server of the
+// fallback: the engine forgets it (the recorded request it may have been
+// compared with is still expected), and the live server's answer reaches
+// the client. mu is held.
+func (s *Server) fallThrough(d replay.Divergence) {
+	outs, err := s.e.Resolve(d.ID, replay.SendErrorKeep, s.now())
+	if err == nil {
+		var rest []replay.Output
+		for _, o := range outs {
+			if o.Msg != nil && isErrorTo(o.Msg, d.RequestID) {
+				continue // the divergence error: the live server answers instead
+			}
+			rest = append(rest, o)
+		}
+		s.handle(rest)
+	}
+	ft, raw := s.ft, d.Raw
+	s.emit(Event{Kind: Note, Note: fmt.Sprintf("%s (id %s) is not on the tape (%s): the live server answers it", d.Method, d.RequestID, d.Reason)})
+	go func() {
+		if err := ft.Take(context.Background(), &d, raw); err != nil {
+			s.mu.Lock()
+			s.write(replay.ErrorResponse(d.RequestID, replay.CodeDiverged, d.Message+" (the live server could not be started: "+err.Error()+")"))
+			s.mu.Unlock()
+		}
+	}()
+}
+
+// isErrorTo reports whether msg is an error response to id.
+func isErrorTo(msg, id []byte) bool {
+	es := tape.Classify(msg)
+	return len(es) == 1 && es[0].Kind == tape.KindResponse && es[0].Error && tape.EqualJSON([]byte(es[0].ID), id)
 }
