@@ -521,6 +521,18 @@ func (c *Conn) Apply(m Message) Decision {
 		return Decision{}
 	}
 	method := h.Method
+	// The quick way out: a request or notification of a method no rule
+	// can match, whose call no rule on responses needs, meets no rule.
+	if h.Kind != tape.KindResponse {
+		rs, named := c.set.byMethod[string(method)]
+		if (named && len(rs) == 0 || !named && len(c.set.anyMethod) == 0) && !c.set.trackAll && !c.set.trackMethods[string(method)] {
+			return Decision{}
+		}
+	} else if c.npend.Load() == 0 && len(c.set.byMethod[""]) == 0 && len(c.set.anyMethod) == 0 {
+		// An answer whose call nobody remembered has no method: only the
+		// rules that name no method could match it.
+		return Decision{}
+	}
 	v := &env{kind: h.Kind, id: h.ID, msg: m}
 	switch h.Kind {
 	case tape.KindRequest:
