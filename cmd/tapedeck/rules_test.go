@@ -395,3 +395,33 @@ func TestReplayFallbackGoSDK(t *testing.T) {
 		t.Errorf("the new episode is not in -o's tape:\n%s", data)
 	}
 }
+
+// A rule answers the server's own request (roots/list) in the client's
+// place: the go-sdk server gets the rule's roots, the client is never
+// asked, and the tape shows the answer as the rule's.
+func TestRulesRespondToServerRequest(t *testing.T) {
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	client := mcptest.BuildBinary(t, mcptest.SDKClientPackage)
+	server := mcptest.BuildBinary(t, mcptest.SDKServerPackage)
+	dir := t.TempDir()
+	rulesPath := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(rulesPath, []byte(`
+rules:
+  - name: fake-roots
+    match: {phase: server_request, method: roots/list}
+    action: respond
+    respond: {result: {roots: [{uri: "file:///injected", name: injected}]}}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tapePath := filepath.Join(dir, "roots.jsonl")
+	out, err := exec.Command(client, "--roots", "--protocol", "2025-06-18", "--steps=init,tools,roots", "--",
+		tapedeck, "record", "--rules", rulesPath, "-o", tapePath, "--", server).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "file:///injected") {
+		t.Fatalf("the server did not get the rule's roots (%v):\n%s", err, out)
+	}
+	got := injections(t, tapePath)
+	if fmt.Sprint(got["fake-roots"]) != "[recv:respond+dropped send:respond+injected]" {
+		t.Errorf("the tape's account: %v", got)
+	}
+}
