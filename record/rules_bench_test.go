@@ -17,23 +17,15 @@ import (
 // a method, as a real fault file holds; with modify, a 21st rule that
 // changes every echo request's params.
 func benchRules(b *testing.B, dir string, modify bool) string {
-	var sb strings.Builder
-	sb.WriteString("rules:\n")
-	for i := range 12 {
-		fmt.Fprintf(&sb, "  - name: tool-%d\n    match: {phase: request, tool: tool-%d}\n    action: error\n", i, i)
-	}
-	for i, m := range []string{"resources/read", "prompts/get", "ping", "completion/complete"} {
-		fmt.Fprintf(&sb, "  - name: method-%d\n    match: {method: %s}\n    action: delay\n    delay: 1s\n", i, m)
-	}
-	sb.WriteString("  - name: progress\n    match: {phase: notification, method: notifications/progress}\n    action: block\n")
-	for i := range 3 {
-		fmt.Fprintf(&sb, "  - name: when-%d\n    match: {method: tools/call, when: 'params.arguments.limit > %d'}\n    action: log\n", i, i)
+	src, err := os.ReadFile("../rules/testdata/nomatch20.yaml")
+	if err != nil {
+		b.Fatal(err)
 	}
 	if modify {
-		sb.WriteString("  - name: modify-echo\n    match: {phase: request, method: echo}\n    action: modify\n    set: {/params/tag: injected}\n")
+		src = append(src, "  - name: modify-echo\n    match: {phase: request, method: echo}\n    action: modify\n    set: {/params/tag: injected}\n"...)
 	}
 	path := filepath.Join(dir, fmt.Sprintf("rules-%v.yaml", modify))
-	if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
+	if err := os.WriteFile(path, src, 0o644); err != nil {
 		b.Fatal(err)
 	}
 	return path

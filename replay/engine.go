@@ -123,9 +123,9 @@ type Output struct {
 	// Divergence is set on a divergence error and on a held divergence.
 	Divergence *Divergence
 
-	reqID    tape.ID   // the live request answered, for cancellation
-	also     []tape.ID // the other live requests it answers: a batch rejected whole
-	progress bool      // a notifications/progress: the stdio edge lets it land before what follows
+	reqID    tape.ID       // the live request answered, for cancellation
+	also     []tape.ID     // the other live requests it answers: a batch rejected whole
+	progress bool          // a notifications/progress: the stdio edge lets it land before what follows
 	hold     time.Duration // a rule's delay: the stdio edge waits this long before sending it
 }
 

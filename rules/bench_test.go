@@ -1,7 +1,7 @@
 package rules
 
 import (
-	"fmt"
+	"os"
 	"strings"
 	"testing"
 )
@@ -9,19 +9,11 @@ import (
 // BenchmarkApplyNoMatch is one echo request and its answer through 20
 // rules that match neither (the record benchmark's file).
 func BenchmarkApplyNoMatch(b *testing.B) {
-	var sb strings.Builder
-	sb.WriteString("rules:\n")
-	for i := range 12 {
-		fmt.Fprintf(&sb, "  - name: tool-%d\n    match: {phase: request, tool: tool-%d}\n    action: error\n", i, i)
+	src, err := os.ReadFile("testdata/nomatch20.yaml")
+	if err != nil {
+		b.Fatal(err)
 	}
-	for i, m := range []string{"resources/read", "prompts/get", "ping", "completion/complete"} {
-		fmt.Fprintf(&sb, "  - name: method-%d\n    match: {method: %s}\n    action: delay\n    delay: 1s\n", i, m)
-	}
-	sb.WriteString("  - name: progress\n    match: {phase: notification, method: notifications/progress}\n    action: block\n")
-	for i := range 3 {
-		fmt.Fprintf(&sb, "  - name: when-%d\n    match: {method: tools/call, when: 'params.arguments.limit > %d'}\n    action: log\n", i, i)
-	}
-	s, err := Parse("bench", []byte(sb.String()))
+	s, err := Parse("bench", src)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 // Meta.Extra; everything else (batches, extras, invalid frames) is left to a
 // Writer. An Encoder is not safe for concurrent use.
 type Encoder struct {
-	prefix []byte     // `"_meta":{"dir":"send","server":"name","ts":"`
-	cls    classifier // its stack, for skipValue
+	prefix []byte // `"_meta":{"dir":"send","server":"name","ts":"`
+	peek   Peeker // its classifier's stack, for skipValue
 	lastMS int64
 	lastTS []byte
 }
@@ -78,44 +78,8 @@ func (e *Encoder) AppendLinePlain(b, msg []byte, t time.Time, extra []byte) []by
 // plainMessage reports whether msg, an object on one line, is one JSON-RPC
 // request, response or notification that is not a lifecycle record and has
 // no _meta of its own: exactly the objects classify accepts as such, found
-// in one walk of the top-level members without classify's notes, UTF-8
-// check and params walk (which cost more than half of a line's encoding).
-// Anything else gets false and goes to a Writer, which decides properly.
-func (e *Encoder) plainMessage(msg []byte) bool {
-	var id, method span
-	var hasResult, hasError, hasMeta bool
-	end, err := e.cls.members(msg, 0, func(key []byte, v span) {
-		switch string(key) {
-		case "id":
-			id = v
-		case "method":
-			method = v
-		case "result":
-			hasResult = true
-		case "error":
-			hasError = true
-		case "_meta", AltMetaKey:
-			hasMeta = true
-		}
-	})
-	if err != nil || hasMeta || skipWS(msg, end) != len(msg) {
-		return false
-	}
-	if method.ok() {
-		m := method.in(msg)
-		if m[0] != '"' || len(m) > 1 && m[1] == '$' {
-			return false
-		}
-	}
-	if id.ok() {
-		switch v := id.in(msg); v[0] {
-		case '{', '[', 't', 'f':
-			return false
-		case 'n':
-			if method.ok() {
-				return false
-			}
-		}
-	}
-	return method.ok() || id.ok() && (hasResult || hasError)
-}
+// in one walk of the top-level members (Peeker.Peek) without classify's
+// notes, UTF-8 check and params walk (which cost more than half of a
+// line's encoding). Anything else gets false and goes to a Writer, which
+// decides properly.
+func (e *Encoder) plainMessage(msg []byte) bool { return e.peek.Peek(msg).Plain }

@@ -40,7 +40,7 @@ type replayFlags struct {
 	fallbackCmd []string
 	fallbackURL string
 	episodes    string
-	reorder int
+	reorder     int
 	// reorderSet is true when --reorder was given; its default depends on
 	// the transport.
 	reorderSet bool

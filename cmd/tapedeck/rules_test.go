@@ -92,10 +92,7 @@ func TestRulesRecordStdioGoSDK(t *testing.T) {
 	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
 	peers := mcptest.Peers(t)
 	dir := t.TempDir()
-	rulesPath := filepath.Join(dir, "rules.yaml")
-	if err := os.WriteFile(rulesPath, []byte(faultRules), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	rulesPath := rulesFile(t, faultRules)
 	tapePath := filepath.Join(dir, "faults.jsonl")
 	argv := append([]string{"record", "--rules", rulesPath, "-o", tapePath, "--"}, peers.EverythingStdio()...)
 	cmd := exec.Command(tapedeck, argv...)
@@ -178,11 +175,7 @@ func TestRulesRecordStdioGoSDK(t *testing.T) {
 func TestRulesRecordTSClient(t *testing.T) {
 	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
 	peers := mcptest.Peers(t)
-	dir := t.TempDir()
-	rulesPath := filepath.Join(dir, "rules.yaml")
-	if err := os.WriteFile(rulesPath, []byte(faultRules), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	rulesPath := rulesFile(t, faultRules)
 	check := func(t *testing.T, transcript, tapePath string) {
 		for _, want := range []string{"echo: injected failure\n", "sum: The sum is 42\n", "progress: \n", "long: Long running operation completed"} {
 			if !strings.Contains(transcript, want) {
@@ -215,9 +208,7 @@ func TestRulesRecordTSClient(t *testing.T) {
 func TestRulesSeedReproducesTheRun(t *testing.T) {
 	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
 	peers := mcptest.Peers(t)
-	dir := t.TempDir()
-	rulesPath := filepath.Join(dir, "rules.yaml")
-	if err := os.WriteFile(rulesPath, []byte(`
+	rulesPath := rulesFile(t, `
 rules:
   - name: cut-after-16
     match: {phase: request, method: tools/call}
@@ -228,9 +219,7 @@ rules:
     action: error
     error: {code: -32603, message: flaky}
     schedule: {probability: 0.5}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`)
 	run := func(seed string) (string, string) {
 		tapePath := filepath.Join(t.TempDir(), "seed.jsonl")
 		argv := append([]string{"record", "--rules", rulesPath, "--seed", seed, "-o", tapePath, "--"}, peers.EverythingStdio()...)
@@ -287,8 +276,7 @@ func TestRulesReplayTSClient(t *testing.T) {
 	if !strings.Contains(live, "echo: Echo: hi\n") {
 		t.Fatalf("live transcript:\n%s", live)
 	}
-	rulesPath := filepath.Join(dir, "rules.yaml")
-	if err := os.WriteFile(rulesPath, []byte(`
+	rulesPath := rulesFile(t, `
 rules:
   - name: echo-answer-fails
     match: {phase: response, tool: echo}
@@ -301,9 +289,7 @@ rules:
   - name: no-progress
     match: {method: notifications/progress}
     action: block
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`)
 	logPath := filepath.Join(dir, "replay.log")
 	// The replay's stderr goes to a file through a shell, the client's own
 	// stderr being the replay's.
@@ -404,16 +390,13 @@ func TestRulesRespondToServerRequest(t *testing.T) {
 	client := mcptest.BuildBinary(t, mcptest.SDKClientPackage)
 	server := mcptest.BuildBinary(t, mcptest.SDKServerPackage)
 	dir := t.TempDir()
-	rulesPath := filepath.Join(dir, "rules.yaml")
-	if err := os.WriteFile(rulesPath, []byte(`
+	rulesPath := rulesFile(t, `
 rules:
   - name: fake-roots
     match: {phase: server_request, method: roots/list}
     action: respond
     respond: {result: {roots: [{uri: "file:///injected", name: injected}]}}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`)
 	tapePath := filepath.Join(dir, "roots.jsonl")
 	out, err := exec.Command(client, "--roots", "--protocol", "2025-06-18", "--steps=init,tools,roots", "--",
 		tapedeck, "record", "--rules", rulesPath, "-o", tapePath, "--", server).CombinedOutput()
@@ -424,4 +407,14 @@ rules:
 	if fmt.Sprint(got["fake-roots"]) != "[recv:respond+dropped send:respond+injected]" {
 		t.Errorf("the tape's account: %v", got)
 	}
+}
+
+// rulesFile writes a rules file in a temporary directory.
+func rulesFile(t *testing.T, src string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
