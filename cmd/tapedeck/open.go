@@ -56,11 +56,10 @@ Press ? for every key.
 message view marks what matched). The grammar:
 ` + indent(tui.FilterHelp, "  ") + `
 
-Without a tape it opens a demo session embedded in tapedeck (tapedeck demo
-does the same). With --follow
-it tails a tape still being recorded: new messages appear as they are
-written; the view follows the end while the cursor is on the last row; a
-truncated or replaced file is reloaded.
+Without a tape it opens a demo session embedded in tapedeck (as tapedeck
+demo does). With --follow it tails a tape still being recorded: new
+messages appear as they are written; the view follows the end while the
+cursor is on the last row; a truncated or replaced file is reloaded.
 
 A large tape opens at once and is indexed in the background (a progress
 bar shows how far); message bodies are read from the file only when shown.`,
