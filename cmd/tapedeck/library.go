@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/tapedeck/tapedeck/internal/library"
+	"github.com/tapedeck/tapedeck/internal/text"
 )
 
 // openLibrary opens the index of tapes in the state directory
@@ -53,19 +53,7 @@ func shortPath(p string) string {
 }
 
 // shortDuration is a duration for a table: 850ms, 12.4s, 3m05s, 2h10m.
-func shortDuration(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "0s"
-	case d < time.Second:
-		return d.Round(time.Millisecond).String()
-	case d < time.Minute:
-		return d.Round(100 * time.Millisecond).String()
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	}
-	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-}
+func shortDuration(d time.Duration) string { return text.Duration(d) }
 
 // localTime is a timestamp for a table, in local time; "-" when unknown.
 func localTime(t time.Time) string {

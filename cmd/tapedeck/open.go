@@ -56,10 +56,10 @@ Press ? for every key.
 message view marks what matched). The grammar:
 ` + indent(tui.FilterHelp, "  ") + `
 
-Without a tape it opens a demo session embedded in tapedeck. With --follow
-it tails a tape still being recorded: new messages appear as they are
-written; the view follows the end while the cursor is on the last row; a
-truncated or replaced file is reloaded.
+Without a tape it opens a demo session embedded in tapedeck (as tapedeck
+demo does). With --follow it tails a tape still being recorded: new
+messages appear as they are written; the view follows the end while the
+cursor is on the last row; a truncated or replaced file is reloaded.
 
 A large tape opens at once and is indexed in the background (a progress
 bar shows how far); message bodies are read from the file only when shown.`,
@@ -69,7 +69,7 @@ bar shows how far); message bodies are read from the file only when shown.`,
   tapedeck open --follow session.jsonl   # while "tapedeck record" writes it
   tapedeck open --break tool=search --break error session.jsonl
   tapedeck open before.jsonl --diff after.jsonl   # two runs side by side
-  tapedeck                               # in a terminal: the same as "tapedeck open"`,
+  tapedeck                               # in a terminal: the library's tapes to pick from (tapedeck demo with none)`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := ""
@@ -197,20 +197,27 @@ func indent(s, prefix string) string {
 // runProgram runs a Bubble Tea program on the command's streams; an
 // interrupt that ends it is not an error.
 func runProgram(ctx context.Context, s streams, m tea.Model) error {
+	_, err := runProgramModel(ctx, s, m)
+	return err
+}
+
+// runProgramModel is runProgram, returning the model the program ended
+// with.
+func runProgramModel(ctx context.Context, s streams, m tea.Model) (tea.Model, error) {
 	for _, f := range []struct {
 		name string
 		v    any
 	}{{"input", s.stdin}, {"output", s.stdout}} {
 		if fd, ok := f.v.(interface{ Fd() uintptr }); ok && !term.IsTerminal(fd.Fd()) {
-			return fmt.Errorf("the debugger needs a terminal, and its %s is not one (redirected from a file, a pipe or /dev/null?); for a report without one, try \"tapedeck stats\"", f.name)
+			return nil, fmt.Errorf("the debugger needs a terminal, and its %s is not one (redirected from a file, a pipe or /dev/null?); for a report without one, try \"tapedeck stats\"", f.name)
 		}
 	}
 	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(s.stdin), tea.WithOutput(s.stdout))
-	_, err := p.Run()
+	final, err := p.Run()
 	if err != nil && ctx.Err() != nil && (errors.Is(err, tea.ErrProgramKilled) || errors.Is(err, context.Canceled)) {
-		return nil
+		return final, nil
 	}
-	return err
+	return final, err
 }
 
 // isTerminal reports whether both streams are terminals: then a bare

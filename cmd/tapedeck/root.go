@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tapedeck/tapedeck/internal/text"
-	"github.com/tapedeck/tapedeck/tui"
 )
 
 // version is set at build time with -ldflags "-X main.version=..."; without
@@ -54,13 +53,15 @@ A tape is NDJSON, one JSON-RPC message a line with a "_meta" object
 		Example: `  tapedeck stats session.jsonl          # what a tape holds, per server and method
   tapedeck stats --json session.jsonl   # the same for scripts
   tapedeck open session.jsonl           # step through it in the terminal debugger
-  tapedeck                              # in a terminal: the debugger on a demo tape`,
+  tapedeck                              # in a terminal: the library's tapes (or the demo, with none yet)
+  tapedeck demo                         # the debugger on the demo tape`,
 		Args: cobra.NoArgs,
-		// Bare "tapedeck" in a terminal opens the debugger on the demo
-		// tape; anywhere else (a pipe, CI) it prints help.
+		// Bare "tapedeck" in a terminal opens the sessions view on the
+		// library's tapes, or the debugger on the demo tape when there is
+		// none yet; anywhere else (a pipe, CI) it prints help.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if isTerminal(s.stdin, s.stdout) {
-				return runOpen(cmd.Context(), s, "", tui.Options{})
+				return runSessions(cmd.Context(), s)
 			}
 			return cmd.Help()
 		},
@@ -89,6 +90,7 @@ A tape is NDJSON, one JSON-RPC message a line with a "_meta" object
 		newReplayCmd(diag),
 		newVerifyCmd(report),
 		newOpenCmd(s),
+		newDemoCmd(s),
 		newDebugCmd(diag),
 		newAttachCmd(diag),
 		newLsCmd(report),

@@ -32,11 +32,17 @@ var tmuxSeq atomic.Int64
 // startTmux runs argv in a 120×40 tmux window.
 func startTmux(t *testing.T, argv ...string) *tmuxTerm {
 	t.Helper()
+	return startTmuxSize(t, 120, 40, argv...)
+}
+
+// startTmuxSize runs argv in a w×h tmux window.
+func startTmuxSize(t *testing.T, w, h int, argv ...string) *tmuxTerm {
+	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Fatalf("tmux not found: the terminal end-to-end tests need it (apt-get install tmux; .ci/run installs it)")
 	}
 	tt := &tmuxTerm{t: t, socket: fmt.Sprintf("tapedeck-test-%d-%d", os.Getpid(), tmuxSeq.Add(1))}
-	args := append([]string{"new-session", "-d", "-x", "120", "-y", "40", "-e", "TERM=xterm-256color", "--"}, argv...)
+	args := append([]string{"new-session", "-d", "-x", strconv.Itoa(w), "-y", strconv.Itoa(h), "-e", "TERM=xterm-256color", "--"}, argv...)
 	tt.run(args...)
 	t.Cleanup(func() { _ = exec.Command("tmux", "-L", tt.socket, "kill-server").Run() })
 	return tt

@@ -6,13 +6,15 @@
 // message changes the window title, clears the screen or writes the
 // clipboard (OSC 52). The TUI draws through its own renderer; every other
 // text output goes through this package. Counts are written with their
-// noun (Plural).
+// noun (Plural), durations shortly (Duration).
 package text
 
 import (
+	"fmt"
 	"io"
 	"strconv"
 	"sync"
+	"time"
 	"unicode/utf8"
 )
 
@@ -23,6 +25,21 @@ func Plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// Duration is a duration for a table: 850ms, 12.4s, 3m05s, 2h10m.
+func Duration(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0s"
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }
 
 // Safe returns s with every control character other than newline and tab

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tapedeck/tapedeck/internal/library"
+	"github.com/tapedeck/tapedeck/tui"
+)
+
+// runSessions is bare "tapedeck" in a terminal: the sessions view on the
+// library's tapes, and the debugger on the one the user picks (or on the
+// demo), back to the sessions view when the debugger quits. With no tape
+// in the library (a fresh install) it opens the demo at once, and writes
+// nothing: the index is made only when there is a tape to index.
+func runSessions(ctx context.Context, s streams) error {
+	if !libraryExists() {
+		return runOpen(ctx, s, "", tui.Options{})
+	}
+	l, _, err := openLibrary(ctx, s, nil)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	rows, err := sessionRows(l)
+	if err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		return runOpen(ctx, s, "", tui.Options{})
+	}
+	m := tui.NewSessions(tui.SessionsOptions{
+		Rows:   rows,
+		Search: func(q string) ([]tui.SessionHit, error) { return searchLibrary(l, q, time.Now()) },
+	})
+	for {
+		final, err := runProgramModel(ctx, s, m)
+		if err != nil {
+			return err
+		}
+		sm, ok := final.(tui.Sessions)
+		if !ok {
+			return nil
+		}
+		c, picked := sm.Choice()
+		if !picked || ctx.Err() != nil {
+			return nil
+		}
+		path := c.Path
+		if c.Demo {
+			path = ""
+		}
+		note := ""
+		if err := runOpen(ctx, s, path, tui.Options{Seq: c.Seq, SeqSet: c.SeqSet}); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			note = err.Error()
+		}
+		// The library again: a tape may have grown or gone meanwhile.
+		if _, err := l.Refresh(ctx); err != nil {
+			return err
+		}
+		if rows, err = sessionRows(l); err != nil {
+			return err
+		}
+		m = sm.Resume(rows, note)
+	}
+}
+
+// libraryExists reports whether the library may hold a tape: its index
+// exists (it names the directories tapedeck ls added), or the default
+// directory holds a file named like a tape. It opens nothing.
+func libraryExists() bool {
+	tapes, err := tapesDir()
+	if err != nil {
+		return false
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(tapes), "index.db")); err == nil {
+		return true
+	}
+	entries, err := os.ReadDir(tapes)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if !e.IsDir() && library.IsTapeName(e.Name()) {
+			return true
+		}
+	}
+	return false
+}
+
+// sessionRows are the library's tapes, newest first, as the sessions view
+// lists them.
+func sessionRows(l *library.Library) ([]tui.SessionRow, error) {
+	tapes, err := l.Tapes()
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]tui.SessionRow, 0, len(tapes))
+	for _, t := range tapes {
+		client := t.Client
+		if t.ClientVersion != "" {
+			client += " " + t.ClientVersion
+		}
+		rows = append(rows, tui.SessionRow{
+			Path: t.Path, Show: shortPath(t.Path),
+			Start: t.Start, Duration: t.Duration,
+			Servers: t.Servers, Client: client, Calls: t.Calls,
+			RPCErrors: t.RPCErrors, ToolErrors: t.ToolErrors,
+			Recording: t.Partial,
+		})
+	}
+	return rows, nil
+}
+
+// searchLimit caps the hits the sessions view lists.
+const searchLimit = 500
+
+// searchLibrary runs the sessions view's search line over the library.
+func searchLibrary(l *library.Library, line string, now time.Time) ([]tui.SessionHit, error) {
+	q, err := parseSearchLine(line, now)
+	if err != nil {
+		return nil, err
+	}
+	q.Limit = searchLimit
+	hits, err := l.Search(q)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]tui.SessionHit, len(hits))
+	for i, h := range hits {
+		out[i] = tui.SessionHit{
+			Path: h.Path, Show: shortPath(h.Path), Seq: h.Seq, Time: h.Time,
+			Kind: h.Kind, Method: h.Method, Target: h.Target, Status: h.Status, Snippet: h.Snippet,
+		}
+	}
+	return out, nil
+}
+
+// parseSearchLine reads the sessions view's search line: tapedeck search's
+// QUERY, with its flags written as tool:NAME, method:M, status:S and
+// since:D among the words (outside quotes).
+func parseSearchLine(line string, now time.Time) (library.Query, error) {
+	var q library.Query
+	var words []string
+	for _, tok := range splitQuoted(line) {
+		if k, v, ok := strings.Cut(tok, ":"); ok && v != "" && !strings.HasPrefix(tok, `"`) {
+			switch k {
+			case "tool":
+				q.Tool = v
+				continue
+			case "method":
+				q.Method = v
+				continue
+			case "status":
+				if !contains(library.Statuses, v) {
+					return q, fmt.Errorf("status:%s: expected one of %s", v, strings.Join(library.Statuses, ", "))
+				}
+				q.Status = v
+				continue
+			case "since":
+				t, err := library.ParseAge(v, now)
+				if err != nil {
+					return q, fmt.Errorf("since:%w", err)
+				}
+				q.Since = t
+				continue
+			}
+		}
+		words = append(words, tok)
+	}
+	q.Text = strings.Join(words, " ")
+	if strings.TrimSpace(q.Text) == "" && q.Tool == "" && q.Method == "" && q.Status == "" && q.Since.IsZero() {
+		return q, errors.New("expected words to look for, or a filter (tool:NAME, method:M, status:S, since:D)")
+	}
+	return q, nil
+}
+
+// splitQuoted splits s at spaces outside double quotes; a token keeps its
+// quotes.
+func splitQuoted(s string) []string {
+	var out []string
+	var cur strings.Builder
+	quoted := false
+	for _, r := range s {
+		switch {
+		case r == '"':
+			quoted = !quoted
+			cur.WriteRune(r)
+		case unicode.IsSpace(r) && !quoted:
+			if cur.Len() > 0 {
+				out = append(out, cur.String())
+				cur.Reset()
+			}
+		default:
+			cur.WriteRune(r)
+		}
+	}
+	if cur.Len() > 0 {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+func newDemoCmd(s streams) *cobra.Command {
+	var light bool
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Step through the demo tape embedded in tapedeck",
+		Long: `demo opens the debugger on a tape embedded in tapedeck: a real recording
+of the go-sdk client with server-everything and the go-sdk server, with
+failures to find and calls to step through. Press ? for the keys.
+
+Bare tapedeck opens it too when the library holds no tape yet; once it
+does, bare tapedeck lists the library's tapes, and d there opens the demo.`,
+		Example: `  tapedeck demo           # the debugger on the demo tape
+  tapedeck demo --light   # on a light terminal that does not report its background`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runOpen(cmd.Context(), s, "", tui.Options{Light: light})
+		},
+	}
+	cmd.Flags().BoolVar(&light, "light", false, "start with the light theme (it follows the terminal's background when the terminal reports it)")
+	return cmd
+}

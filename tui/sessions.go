@@ -1,0 +1,720 @@
+package tui
+
+// The sessions view: the tapes of the library, newest first, and a search
+// of the messages across them. Bare "tapedeck" opens it when the library
+// holds tapes. It is a tea.Model of its own that knows nothing of the
+// library's index: the caller fills SessionRow values and a SessionSearch
+// function, and reads the user's pick with Choice once the program ends
+// (a tape, a message of a tape, or the demo), then runs the debugger on it.
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/tapedeck/tapedeck/internal/text"
+)
+
+// SessionRow is a tape of the library, as the sessions view lists it.
+type SessionRow struct {
+	// Path is the tape's file, as Choice returns it; Show is how it is
+	// written on screen (the home directory as ~), Path when empty.
+	Path, Show string
+	// Start is the first message's time; zero when the tape has none.
+	Start    time.Time
+	Duration time.Duration
+	Servers  []string
+	// Client is the client's name and version from initialize.
+	Client string
+	Calls  int
+	// RPCErrors are JSON-RPC errors, ToolErrors results with isError.
+	RPCErrors, ToolErrors int
+	// Recording says the tape is still being written.
+	Recording bool
+}
+
+// SessionHit is a message a search across the library found.
+type SessionHit struct {
+	// Path is the tape's file, Show how it is written (Path when empty).
+	Path, Show string
+	Seq        int
+	Time       time.Time
+	Kind       string // request, response, notification, ...
+	Method     string
+	Target     string // the tool, prompt or resource a call names
+	Status     string // the state of the exchange: ok, error, tool-error, ...
+	Snippet    string // the text around the match
+}
+
+// SessionSearch runs the search line's query (tapedeck search's words,
+// with its filters as tool:NAME, method:M, status:S, since:D) over the
+// library. It runs in a tea.Cmd, off the UI's goroutine.
+type SessionSearch func(query string) ([]SessionHit, error)
+
+// SessionsOptions configure the sessions view.
+type SessionsOptions struct {
+	Rows   []SessionRow // newest first
+	Search SessionSearch
+	// Light starts with the light theme, before the terminal reports its
+	// background colour.
+	Light bool
+}
+
+// SessionChoice is what the user picked: a tape (at message Seq when
+// SeqSet, a search hit), or the embedded demo.
+type SessionChoice struct {
+	Path   string
+	Seq    int
+	SeqSet bool
+	Demo   bool
+}
+
+// SessionsKeyMap is the sessions view's keys.
+type SessionsKeyMap struct {
+	Up, Down, PageUp, PageDown, First, Last key.Binding
+	Open, Search, Back, Demo, Help, Quit    key.Binding
+}
+
+// DefaultSessionsKeyMap returns the sessions view's keys.
+func DefaultSessionsKeyMap() SessionsKeyMap {
+	return SessionsKeyMap{
+		Up:       key.NewBinding(key.WithKeys("k", "up"), key.WithHelp("k/↑", "up")),
+		Down:     key.NewBinding(key.WithKeys("j", "down"), key.WithHelp("j/↓", "down")),
+		PageUp:   key.NewBinding(key.WithKeys("pgup", "ctrl+u"), key.WithHelp("pgup", "page up")),
+		PageDown: key.NewBinding(key.WithKeys("pgdown", "ctrl+d"), key.WithHelp("pgdn", "page down")),
+		First:    key.NewBinding(key.WithKeys("g", "home"), key.WithHelp("g", "first")),
+		Last:     key.NewBinding(key.WithKeys("G", "end"), key.WithHelp("G", "last")),
+		Open:     key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open in the debugger")),
+		Search:   key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search every tape")),
+		Back:     key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back to the tapes")),
+		Demo:     key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "the demo tape")),
+		Help:     key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "keys")),
+		Quit:     key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+	}
+}
+
+// ShortHelp implements help.KeyMap.
+func (k SessionsKeyMap) ShortHelp() []key.Binding {
+	return []key.Binding{k.Open, k.Search, k.Demo, k.Help, k.Quit}
+}
+
+// FullHelp implements help.KeyMap.
+func (k SessionsKeyMap) FullHelp() [][]key.Binding {
+	return [][]key.Binding{
+		{k.Up, k.Down, k.PageUp, k.PageDown, k.First, k.Last},
+		{k.Open, k.Search, k.Back, k.Demo, k.Help, k.Quit},
+	}
+}
+
+// sessionHitsMsg is a finished search.
+type sessionHitsMsg struct {
+	n     int // which search: only the latest one counts
+	query string
+	hits  []SessionHit
+	err   error
+}
+
+// Sessions is the sessions view's model. Build it with NewSessions, run it
+// with tea.NewProgram, and read Choice from the model the program returns.
+type Sessions struct {
+	KeyMap SessionsKeyMap
+
+	opts   SessionsOptions
+	styles *Styles
+	rows   []SessionRow
+
+	// The search: its line, the query it ran, its hits (shown while
+	// inHits), and which search is in flight.
+	input     textinput.Model
+	prompting bool
+	query     string
+	hits      []SessionHit
+	inHits    bool
+	searchN   int
+	searching bool
+
+	cursor, offset       int // in the list on show
+	tapeCursor, tapeOffs int // the table's, kept while hits show
+
+	width, height int
+	showHelp      bool
+	notice        string
+	noticeErr     bool
+	choice        *SessionChoice
+}
+
+// NewSessions returns the sessions view on opts.Rows.
+func NewSessions(opts SessionsOptions) Sessions {
+	s := NewStyles(!opts.Light)
+	in := textinput.New()
+	st := textinput.DefaultStyles(s.Dark)
+	st.Cursor.Blink = false
+	st.Focused.Prompt = s.Status.Prompt
+	in.SetStyles(st)
+	in.Prompt = "/"
+	in.Placeholder = `words "a phrase" prefix* a OR b  tool:NAME method:M status:error since:7d`
+	return Sessions{KeyMap: DefaultSessionsKeyMap(), opts: opts, styles: s, rows: opts.Rows, input: in}
+}
+
+// Choice is what the user picked, once the program ended; false when the
+// user quit.
+func (m Sessions) Choice() (SessionChoice, bool) {
+	if m.choice == nil {
+		return SessionChoice{}, false
+	}
+	return *m.choice, true
+}
+
+// Resume returns the view as it was before the pick, with rows (the
+// library again, after the debugger ran) and the cursor on the same tape,
+// ready to run again. A note, when given, shows in the status line (why a
+// tape did not open).
+func (m Sessions) Resume(rows []SessionRow, note string) Sessions {
+	path := ""
+	if len(m.rows) > 0 {
+		i := m.tapeCursor
+		if !m.inHits {
+			i = m.cursor
+		}
+		if i >= 0 && i < len(m.rows) {
+			path = m.rows[i].Path
+		}
+	}
+	m.rows = rows
+	m.choice = nil
+	cur := 0
+	for i, r := range rows {
+		if r.Path == path {
+			cur = i
+		}
+	}
+	if m.inHits {
+		m.tapeCursor = cur
+	} else {
+		m.cursor = cur
+	}
+	m.notice, m.noticeErr = note, note != ""
+	return m.clamp()
+}
+
+// Init asks the terminal for its background colour.
+func (m Sessions) Init() tea.Cmd { return tea.RequestBackgroundColor }
+
+// Update handles the keys, the window's size, the theme and finished
+// searches.
+func (m Sessions) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.input.SetWidth(max(msg.Width-2, 1))
+		return m.clamp(), nil
+	case tea.BackgroundColorMsg:
+		if dark := msg.IsDark(); dark != m.styles.Dark {
+			m.styles = NewStyles(dark)
+		}
+		return m, nil
+	case sessionHitsMsg:
+		if msg.n != m.searchN {
+			return m, nil // an older search
+		}
+		m.searching = false
+		if msg.err != nil {
+			m.notice, m.noticeErr = msg.err.Error(), true
+			return m, nil
+		}
+		if !m.inHits {
+			m.tapeCursor, m.tapeOffs = m.cursor, m.offset
+		}
+		m.query, m.hits, m.inHits = msg.query, msg.hits, true
+		m.cursor, m.offset = 0, 0
+		m.notice, m.noticeErr = "", false
+		if len(msg.hits) == 0 {
+			m.notice = "no message matches"
+		}
+		return m, nil
+	case tea.KeyPressMsg:
+		return m.handleKey(msg)
+	}
+	if m.prompting {
+		var cmd tea.Cmd
+		m.input, cmd = m.input.Update(msg)
+		return m, cmd
+	}
+	return m, nil
+}
+
+func (m Sessions) handleKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	km := m.KeyMap
+	if m.showHelp {
+		m.showHelp = false
+		return m, nil
+	}
+	if m.prompting {
+		switch k.String() {
+		case "enter":
+			m.prompting = false
+			m.input.Blur()
+			return m.search(m.input.Value())
+		case "esc":
+			m.prompting = false
+			m.input.Blur()
+			return m, nil
+		}
+		var cmd tea.Cmd
+		m.input, cmd = m.input.Update(k)
+		return m, cmd
+	}
+	m.notice, m.noticeErr = "", false
+	n := m.listLen()
+	switch {
+	case key.Matches(k, km.Quit):
+		return m, tea.Quit
+	case key.Matches(k, km.Help):
+		m.showHelp = true
+	case key.Matches(k, km.Up):
+		m.cursor--
+	case key.Matches(k, km.Down):
+		m.cursor++
+	case key.Matches(k, km.PageUp):
+		m.cursor -= max(m.bodyHeight()-1, 1)
+	case key.Matches(k, km.PageDown):
+		m.cursor += max(m.bodyHeight()-1, 1)
+	case key.Matches(k, km.First):
+		m.cursor = 0
+	case key.Matches(k, km.Last):
+		m.cursor = n - 1
+	case key.Matches(k, km.Open):
+		return m.open()
+	case key.Matches(k, km.Search):
+		if m.opts.Search == nil {
+			m.notice, m.noticeErr = "search is not available here", true
+			return m, nil
+		}
+		m.prompting = true
+		m.input.SetValue(m.query)
+		m.input.CursorEnd()
+		return m, m.input.Focus()
+	case key.Matches(k, km.Back):
+		if m.inHits {
+			m.inHits = false
+			m.cursor, m.offset = m.tapeCursor, m.tapeOffs
+		}
+	case key.Matches(k, km.Demo):
+		m.choice = &SessionChoice{Demo: true}
+		return m, tea.Quit
+	}
+	return m.clamp(), nil
+}
+
+// search starts the query in a tea.Cmd; the hits come as a sessionHitsMsg.
+func (m Sessions) search(q string) (tea.Model, tea.Cmd) {
+	if strings.TrimSpace(q) == "" {
+		m.notice, m.noticeErr = "type words to look for, or a filter (tool:NAME method:M status:error since:7d)", true
+		return m, nil
+	}
+	m.searchN++
+	m.searching = true
+	m.notice, m.noticeErr = fmt.Sprintf("searching for %s…", q), false
+	n, search := m.searchN, m.opts.Search
+	return m, func() tea.Msg {
+		hits, err := search(q)
+		return sessionHitsMsg{n: n, query: q, hits: hits, err: err}
+	}
+}
+
+// open picks the row under the cursor and ends the program.
+func (m Sessions) open() (tea.Model, tea.Cmd) {
+	switch {
+	case m.inHits && m.cursor < len(m.hits):
+		h := m.hits[m.cursor]
+		m.choice = &SessionChoice{Path: h.Path, Seq: h.Seq, SeqSet: true}
+	case !m.inHits && m.cursor < len(m.rows):
+		m.choice = &SessionChoice{Path: m.rows[m.cursor].Path}
+	default:
+		return m, nil
+	}
+	return m, tea.Quit
+}
+
+func (m Sessions) listLen() int {
+	if m.inHits {
+		return len(m.hits)
+	}
+	return len(m.rows)
+}
+
+// bodyHeight is how many rows the list shows: the screen less the title,
+// the header, the status line and the key line.
+func (m Sessions) bodyHeight() int { return max(m.height-4, 1) }
+
+// clamp keeps the cursor in the list and on screen.
+func (m Sessions) clamp() Sessions {
+	n := m.listLen()
+	m.cursor = max(min(m.cursor, n-1), 0)
+	h := m.bodyHeight()
+	if m.cursor < m.offset {
+		m.offset = m.cursor
+	}
+	if m.cursor >= m.offset+h {
+		m.offset = m.cursor - h + 1
+	}
+	m.offset = max(min(m.offset, n-h), 0)
+	return m
+}
+
+// View draws the screen.
+func (m Sessions) View() tea.View {
+	var v tea.View
+	v.AltScreen = true
+	v.WindowTitle = "tapedeck — library"
+	if m.width == 0 || m.height == 0 {
+		v.SetContent("")
+		return v
+	}
+	v.SetContent(m.render())
+	return v
+}
+
+// render is the screen as a string; View wraps it and tests snapshot it.
+func (m Sessions) render() string {
+	var header string
+	var lines []string
+	if m.inHits {
+		header, lines = m.hitLines()
+	} else {
+		header, lines = m.tapeLines()
+	}
+	h := m.bodyHeight()
+	end := min(m.offset+h, len(lines))
+	body := strings.Join(lines[min(m.offset, end):end], "\n")
+	parts := []string{
+		m.titleView(),
+		padANSI(m.styles.Timeline.Header.Render(header), m.width),
+		fitHeight(body, h, m.width),
+		m.statusView(),
+		m.keyLine(),
+	}
+	screen := strings.Join(parts, "\n")
+	if m.showHelp {
+		lines := strings.Split(overlay(screen, m.helpView(), m.width, m.height), "\n")
+		for i := range lines {
+			lines[i] = padANSI(lines[i], m.width)
+		}
+		screen = strings.Join(lines, "\n")
+	}
+	return screen
+}
+
+func (m Sessions) titleView() string {
+	s := m.styles
+	sub := "library · " + text.Plural(len(m.rows), "tape") + " · newest first"
+	if m.inHits {
+		sub = fmt.Sprintf("search %s · %s · newest first", safeLine(m.query), text.Plural(len(m.hits), "hit"))
+	}
+	return padANSI(s.App.Title.Render("tapedeck")+" "+s.App.Subtitle.Render(sub), m.width)
+}
+
+// statusView says what the row under the cursor is, or the latest notice.
+func (m Sessions) statusView() string {
+	s := m.styles
+	if m.notice != "" {
+		st := s.Status.Info
+		if m.noticeErr {
+			st = s.Status.Alert
+		}
+		return padANSI(st.Render(safeLine(m.notice)), m.width)
+	}
+	var line string
+	switch {
+	case m.inHits && m.cursor < len(m.hits):
+		h := m.hits[m.cursor]
+		line = fmt.Sprintf("%s:%d", show(h.Path, h.Show), h.Seq)
+		if !h.Time.IsZero() {
+			line += " · " + h.Time.Local().Format("2006-01-02 15:04:05")
+		}
+		if st := h.Status; st != "" {
+			line += " · " + st
+		}
+		line += " · esc back to the tapes"
+	case !m.inHits && m.cursor < len(m.rows):
+		r := m.rows[m.cursor]
+		line = show(r.Path, r.Show)
+		if r.Client != "" {
+			line += " · " + r.Client
+		}
+		if r.Recording {
+			line += " · still being recorded"
+		}
+	}
+	// The path's end is what tells tapes apart: cut from the left.
+	return padANSI(s.Status.Info.Render(cutLeft(safeLine(line), max(m.width-2, 1))), m.width)
+}
+
+// keyLine is the search line while it is open, else the keys that matter.
+func (m Sessions) keyLine() string {
+	if m.prompting {
+		return padANSI(m.input.View(), m.width)
+	}
+	hints := [][2]string{{"enter", "open"}, {"/", "search"}, {"d", "demo"}, {"j/k", "move"}, {"?", "keys"}, {"q", "quit"}}
+	if m.inHits {
+		hints = [][2]string{{"enter", "open at the message"}, {"esc", "tapes"}, {"/", "search"}, {"d", "demo"}, {"?", "keys"}, {"q", "quit"}}
+	}
+	st := m.styles.Help
+	var b strings.Builder
+	b.WriteString(" ")
+	for i, h := range hints {
+		part := st.ShortKey.Render(h[0]) + " " + st.ShortDesc.Render(h[1])
+		if i > 0 {
+			part = st.ShortSeparator.Render(" · ") + part
+		}
+		if ansi.StringWidth(b.String()+part) > m.width {
+			break
+		}
+		b.WriteString(part)
+	}
+	return padANSI(b.String(), m.width)
+}
+
+// helpView is the key overlay, with the search's syntax.
+func (m Sessions) helpView() string {
+	st := m.styles.Help
+	var lines []string
+	for _, g := range m.KeyMap.FullHelp() {
+		for _, b := range g {
+			lines = append(lines, st.FullKey.Render(pad(b.Help().Key, 6))+st.FullDesc.Render(b.Help().Desc))
+		}
+	}
+	lines = append(lines, "", st.FullKey.Render(pad(strings.TrimSpace(recordingMark), 6))+st.FullDesc.Render("a tape still being recorded"))
+	inner := max(min(m.width-6, 64), 20)
+	note := ansi.Wordwrap(`search: words (all of them, any case), "a phrase", prefix*, a OR b, as tapedeck search takes them, and its flags as tool:NAME method:M status:S (ok, error, tool-error, ...) since:D (24h, 7d, 2026-01-31).`, inner, " ")
+	head := m.styles.App.Title.Render("keys") + "  " + m.styles.App.Subtitle.Render("(any key closes)")
+	body := head + "\n\n" + strings.Join(lines, "\n") + "\n\n" + m.styles.App.Subtitle.Render(note)
+	if lipgloss.Height(body)+2 > m.height {
+		body = head + "\n\n" + strings.Join(lines, "\n")
+	}
+	return m.styles.App.Overlay.Render(body)
+}
+
+// The table's columns, as tapedeck ls prints them.
+const (
+	colStart = iota
+	colDur
+	colServer
+	colClient
+	colCalls
+	colErrors
+	colPath
+	nCols
+)
+
+var tapeHeaders = [nCols]string{"START", "DURATION", "SERVER", "CLIENT", "CALLS", "ERRORS", "PATH"}
+
+// recordingMark starts the path of a tape still being recorded.
+const recordingMark = "● "
+
+// tapeCells is a row's cells; short writes the start without the year and
+// the seconds.
+func tapeCells(r SessionRow, short bool) [nCols]string {
+	var c [nCols]string
+	c[colStart], c[colDur] = "-", "-"
+	if !r.Start.IsZero() {
+		if short {
+			c[colStart] = r.Start.Local().Format("01-02 15:04")
+		} else {
+			c[colStart] = r.Start.Local().Format("2006-01-02 15:04:05")
+		}
+		c[colDur] = text.Duration(r.Duration)
+	}
+	c[colServer] = safeLine(strings.Join(r.Servers, ","))
+	if c[colServer] == "" {
+		c[colServer] = "-"
+	}
+	c[colClient] = safeLine(r.Client)
+	if c[colClient] == "" {
+		c[colClient] = "-"
+	}
+	c[colCalls] = fmt.Sprint(r.Calls)
+	c[colErrors] = fmt.Sprint(r.RPCErrors + r.ToolErrors)
+	if r.ToolErrors > 0 {
+		c[colErrors] += fmt.Sprintf(" (%d tool)", r.ToolErrors)
+	}
+	c[colPath] = safeLine(show(r.Path, r.Show))
+	if r.Recording {
+		c[colPath] = recordingMark + c[colPath]
+	}
+	return c
+}
+
+// tapeWidths fits the columns to the screen: each as wide as its widest
+// cell when they fit; else the path is cut from the left (its name stays),
+// then the start loses its year and seconds, then the client's column goes
+// (the status line names the client of the tape under the cursor) and the
+// path and the server share what is left. A width of 0 hides a column.
+func (m Sessions) tapeWidths() (w [nCols]int, short bool) {
+	const gap = 2
+	natural := func(short bool) [nCols]int {
+		var w [nCols]int
+		for i, h := range tapeHeaders {
+			w[i] = ansi.StringWidth(h)
+		}
+		for _, r := range m.rows {
+			for i, c := range tapeCells(r, short) {
+				w[i] = max(w[i], ansi.StringWidth(c))
+			}
+		}
+		return w
+	}
+	total := func(w [nCols]int) int {
+		n := 0
+		for _, x := range w {
+			if x > 0 {
+				n += x + gap
+			}
+		}
+		return n - gap
+	}
+	for _, short := range []bool{false, true} {
+		w := natural(short)
+		pathW := w[colPath]
+		w[colPath] = 0
+		room := m.width - total(w) - gap
+		if room >= min(pathW, 30) {
+			w[colPath] = min(pathW, room)
+			return w, short
+		}
+	}
+	w = natural(true)
+	pathW, serverW := w[colPath], w[colServer]
+	w[colPath], w[colClient], w[colServer] = 0, 0, 0
+	room := max(m.width-total(w)-2*gap, 12)
+	w[colServer] = max(min(serverW, room/3), 6)
+	w[colPath] = max(min(pathW, room-w[colServer]), 6)
+	return w, true
+}
+
+// tapeLines is the table's header and one line a tape.
+func (m Sessions) tapeLines() (string, []string) {
+	s := m.styles
+	w, short := m.tapeWidths()
+	cellAt := func(i int, c string) string {
+		if w[i] == 0 {
+			return ""
+		}
+		if i == colPath {
+			// Cut the path, not the mark before it.
+			if rest, ok := strings.CutPrefix(c, recordingMark); ok {
+				return recordingMark + cutLeft(rest, w[i]-ansi.StringWidth(recordingMark))
+			}
+			return cutLeft(c, w[i])
+		}
+		return pad(c, w[i])
+	}
+	join := func(cells [nCols]string) string {
+		var b strings.Builder
+		for i, c := range cells {
+			if w[i] == 0 {
+				continue
+			}
+			if b.Len() > 0 {
+				b.WriteString("  ")
+			}
+			b.WriteString(c)
+		}
+		return b.String()
+	}
+	var hc [nCols]string
+	for i, h := range tapeHeaders {
+		hc[i] = cellAt(i, h)
+	}
+	lines := make([]string, 0, len(m.rows))
+	for i, r := range m.rows {
+		cells := tapeCells(r, short)
+		for j := range cells {
+			cells[j] = cellAt(j, cells[j])
+		}
+		if i == m.cursor {
+			lines = append(lines, s.Timeline.Cursor.Render(padANSI(join(cells), m.width)))
+			continue
+		}
+		if r.RPCErrors+r.ToolErrors > 0 && w[colErrors] > 0 {
+			cells[colErrors] = s.Timeline.Error.Render(cells[colErrors])
+		}
+		lines = append(lines, padANSI(s.Timeline.Row.Render(join(cells)), m.width))
+	}
+	return padANSI(join(hc), m.width), lines
+}
+
+// hitLines is the hits' header and one line a hit: TAPE:SEQ, the method
+// and target, the snippet.
+func (m Sessions) hitLines() (string, []string) {
+	s := m.styles
+	locs := make([]string, len(m.hits))
+	whats := make([]string, len(m.hits))
+	lw, ww := len("TAPE:SEQ"), len("MESSAGE")
+	for i, h := range m.hits {
+		locs[i] = fmt.Sprintf("%s:%d", safeLine(show(h.Path, h.Show)), h.Seq)
+		what := h.Method
+		if h.Target != "" {
+			what += " " + h.Target
+		}
+		if what == "" {
+			what = h.Kind
+		}
+		whats[i] = safeLine(what)
+		lw = max(lw, ansi.StringWidth(locs[i]))
+		ww = max(ww, ansi.StringWidth(whats[i]))
+	}
+	lw = min(lw, max(m.width*3/10, 12))
+	ww = min(ww, max(m.width/3, 10))
+	header := pad("TAPE:SEQ", lw) + "  " + pad("MESSAGE", ww) + "  SNIPPET"
+	lines := make([]string, 0, len(m.hits))
+	for i, h := range m.hits {
+		loc, what := cutLeft(locs[i], lw), pad(whats[i], ww)
+		snip := safeLine(h.Snippet)
+		failed := h.Status == "error" || h.Status == "tool-error"
+		if i == m.cursor {
+			lines = append(lines, s.Timeline.Cursor.Render(padANSI(loc+"  "+what+"  "+snip, m.width)))
+			continue
+		}
+		if failed {
+			what = s.Timeline.Error.Render(what)
+		} else {
+			what = s.Timeline.Row.Render(what)
+		}
+		lines = append(lines, padANSI(s.Timeline.Row.Render(loc)+"  "+what+"  "+s.Timeline.Summary.Render(snip), m.width))
+	}
+	return padANSI(header, m.width), lines
+}
+
+// show is how a path is written: shown, or the path itself.
+func show(path, shown string) string {
+	if shown != "" {
+		return shown
+	}
+	return path
+}
+
+// safeLine is text from a tape on one line: control characters escaped,
+// newlines and tabs as spaces.
+func safeLine(s string) string {
+	return strings.NewReplacer("\n", " ", "\t", " ").Replace(text.Safe(s))
+}
+
+// cutLeft cuts s to w columns from the left, with "…" where it was cut:
+// the end of a path is what names it.
+func cutLeft(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	sw := ansi.StringWidth(s)
+	if sw <= w {
+		return s + strings.Repeat(" ", w-sw)
+	}
+	return "…" + ansi.TruncateLeft(s, sw-w+1, "")
+}
