@@ -49,6 +49,9 @@ type Options struct {
 	// while the tape is indexed in the background, once the message is.
 	Seq    int
 	SeqSet bool
+	// QuitLabel is what the hint bar says q does ("quit" when empty); the
+	// sessions view's debugger goes back to the list.
+	QuitLabel string
 	// CopyDir is where y writes a copy of the message it sends to the
 	// clipboard; empty means the system's temporary directory.
 	CopyDir string

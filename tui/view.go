@@ -213,7 +213,11 @@ func (m Model) hintView() string {
 	case m.bplist.IsOpen():
 		hints = [][2]string{{"j/k", "move"}, {"space", "enable/disable"}, {"d", "delete"}, {"esc", "close"}}
 	default:
-		hints = [][2]string{{"space", "play"}, {"l/h", "step"}, {"e/E", "failures"}, {"/", "filter"}, {"b", "break"}, {"x", "partner"}, {"tab", "pane"}, {":", "command"}, {"?", "help"}, {"q", "quit"}}
+		quit := "quit"
+		if m.opts.QuitLabel != "" {
+			quit = m.opts.QuitLabel
+		}
+		hints = [][2]string{{"space", "play"}, {"l/h", "step"}, {"e/E", "failures"}, {"/", "filter"}, {"b", "break"}, {"x", "partner"}, {"tab", "pane"}, {":", "command"}, {"?", "help"}, {"q", quit}}
 	}
 	st := m.styles.Help
 	var b strings.Builder

@@ -59,7 +59,7 @@ func runSessions(ctx context.Context, s streams) error {
 			path = ""
 		}
 		note := ""
-		if err := runOpen(ctx, s, path, tui.Options{Seq: c.Seq, SeqSet: c.SeqSet}); err != nil {
+		if err := runOpen(ctx, s, path, tui.Options{Seq: c.Seq, SeqSet: c.SeqSet, QuitLabel: "back to the tapes"}); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
