@@ -119,6 +119,12 @@ type Proxy struct {
 	readers   sync.Pool // of *sse.Reader, with their buffers
 	rules     *rules.Conn
 
+	// The latest client request's session and protocol version, for
+	// Resend.
+	lastMu      sync.Mutex
+	lastSession string
+	lastVersion string
+
 	// Messages, a sink a direction, each record flushed to the tape as it
 	// is written (under msgMu: the sinks' batches are not shared).
 	msgMu      sync.Mutex
@@ -236,6 +242,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		method: r.Method, session: r.Header.Get("Mcp-Session-Id"), host: r.Host,
 		protocolVersion: r.Header.Get("Mcp-Protocol-Version"),
 		mcpMethod:       r.Header.Get("Mcp-Method"), mcpName: r.Header.Get("Mcp-Name"),
+	}
+	if r.Method == http.MethodPost {
+		p.lastMu.Lock()
+		if ex.session != "" {
+			p.lastSession = ex.session
+		}
+		if ex.protocolVersion != "" {
+			p.lastVersion = ex.protocolVersion
+		}
+		p.lastMu.Unlock()
 	}
 	if r.Method == http.MethodPost && r.Body != nil {
 		limit := p.MaxBody

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -389,4 +390,67 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	case <-ctx.Done():
 	}
+}
+
+// Resend sends a request of the proxy's own to the upstream server in the
+// latest client's session (the debugger's re-send), recording it with inj
+// and its answer marked as the answer to a re-sent request, and returns the
+// answer; the client never sees either.
+func (p *Proxy) Resend(ctx context.Context, msg []byte, inj []rules.Injection) ([]byte, error) {
+	p.init()
+	p.lastMu.Lock()
+	ex := &exchange{method: http.MethodPost, session: p.lastSession, protocolVersion: p.lastVersion}
+	p.lastMu.Unlock()
+	es := tape.Classify(msg)
+	if len(es) != 1 || es[0].Kind != tape.KindRequest {
+		return nil, errors.New("record: Resend takes one request")
+	}
+	id := es[0].ID
+	p.note(p.message(msg, tape.DirSend, withInjections(recordMeta{ex: ex}, inj)))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.Upstream.String(), bytes.NewReader(msg))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if ex.session != "" {
+		req.Header.Set("Mcp-Session-Id", ex.session)
+	}
+	if ex.protocolVersion != "" {
+		req.Header.Set("Mcp-Protocol-Version", ex.protocolVersion)
+	}
+	resp, err := p.rp.Transport.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	answerMeta := func() metaExtra {
+		return withInjections(recordMeta{ex: ex, status: resp.StatusCode}, []rules.Injection{{Rule: "debugger", Action: "resend", Dropped: true,
+			Note: "the answer to a request the debugger sent again: shown in the debugger, not forwarded to the client"}})
+	}
+	if mediaType(resp.Header.Get("Content-Type")) == "text/event-stream" {
+		rd := sse.NewReader(resp.Body)
+		for {
+			e, err := rd.Next()
+			if data := bytes.TrimSpace(e.Data); len(data) > 0 {
+				if rs := tape.Classify(data); len(rs) == 1 && rs[0].Kind == tape.KindResponse && rs[0].ID == id {
+					p.note(p.message(data, tape.DirRecv, answerMeta()))
+					return data, nil
+				}
+			}
+			if err != nil {
+				return nil, fmt.Errorf("the server's stream ended before its answer: %w", err)
+			}
+		}
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	body = bytes.TrimSpace(body)
+	if resp.StatusCode/100 != 2 || len(body) == 0 || body[0] != '{' {
+		return nil, fmt.Errorf("the server answered %s: %s", resp.Status, body)
+	}
+	p.note(p.message(body, tape.DirRecv, answerMeta()))
+	return body, nil
 }

@@ -86,7 +86,7 @@ direction, until you choose, with mitmproxy's keys:
   a  forward it as it is          d  drop it
   e  edit it in $EDITOR (it must stay a JSON-RPC message of the same kind and id)
   !  answer it with an error (a request), or turn it into one (a response)
-  r  re-send the client's request at the cursor to the server (stdio), and
+  r  re-send the client's request at the cursor to the server, and
      see its new answer beside the recorded one
 Failures are on } and { in this mode (e edits). The tape records what went on the
 wire, with _meta.injected naming what the debugger did (rule "debugger").`,

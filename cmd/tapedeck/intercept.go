@@ -37,7 +37,8 @@ type interceptor struct {
 	next    int
 	resends map[string][]byte // the id of a re-sent request → the request as the client sent it
 	nresend int
-	send    func(dir tape.Dir, msg []byte, inj []rules.Injection) error // the session's, while one runs
+	send    func(dir tape.Dir, msg []byte, inj []rules.Injection) error // the stdio session's, while one runs
+	proxy   *record.Proxy                                                // the HTTP intercept's
 }
 
 func newInterceptor() *interceptor {
@@ -170,22 +171,36 @@ func (ic *interceptor) Resend(raw []byte) error {
 		return err
 	}
 	ic.mu.Lock()
-	send := ic.send
+	send, proxy := ic.send, ic.proxy
 	ic.nresend++
 	id := strconv.Quote(fmt.Sprintf("tapedeck-resend-%d", ic.nresend))
-	if send == nil {
+	if send == nil && proxy == nil {
 		ic.mu.Unlock()
 		return errors.New("no session is running: the client connects first")
 	}
-	ic.resends[id] = raw
+	if send != nil {
+		ic.resends[id] = raw
+	}
 	ic.mu.Unlock()
 	m["id"] = json.RawMessage(id)
 	msg, err := json.Marshal(m)
 	if err != nil {
 		return err
 	}
-	return send(tape.DirSend, msg, []rules.Injection{{Rule: debuggerRule, Action: "resend", Injected: true,
-		Note: "sent again from the debugger; its answer is not forwarded to the client"}})
+	inj := []rules.Injection{{Rule: debuggerRule, Action: "resend", Injected: true,
+		Note: "sent again from the debugger; its answer is not forwarded to the client"}}
+	if send != nil {
+		return send(tape.DirSend, msg, inj)
+	}
+	// Over HTTP the answer comes back on the proxy's own request.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	answer, err := proxy.Resend(ctx, msg, inj)
+	if err != nil {
+		return err
+	}
+	ic.emit(tui.InterceptEvent{Kind: tui.InterceptResent, Request: raw, Raw: answer})
+	return nil
 }
 
 // info shows a line (a rule's log) in the debugger.
@@ -249,6 +264,7 @@ func runDebugIntercept(ctx context.Context, s streams, f debugFlags, server []st
 		if err := p.Start(addr, buildVersion()); err != nil {
 			return err
 		}
+		ic.proxy = p
 		srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = srv.Serve(ln) }()

@@ -669,13 +669,15 @@ func TestTmuxDebugIntercept(t *testing.T) {
 
 // TestTmuxDebugInterceptHTTP: the TypeScript SDK's client over Streamable
 // HTTP through "tapedeck debug --upstream" to server-everything: the echo
-// call is held and answered with an error from the debugger; the client
-// gets it, and the tape says what the debugger did.
+// call is held and forwarded; while get-sum is held, r sends the echo
+// request again in the client's session and its answer shows beside the
+// recorded one; get-sum is then answered with an error from the debugger,
+// which the client gets; the tape says what the debugger did.
 func TestTmuxDebugInterceptHTTP(t *testing.T) {
 	bin := mcptest.BuildBinary(t, "./cmd/tapedeck")
 	upstream := mcptest.StartEverythingHTTP(t)
 	tapePath := filepath.Join(t.TempDir(), "http.jsonl")
-	tt := startTmux(t, bin, "debug", "--break", "tool=echo", "--upstream", upstream, "--listen", "127.0.0.1:0", "-o", tapePath)
+	tt := startTmux(t, bin, "debug", "--break", "tool=echo", "--break", "tool=get-sum", "--upstream", upstream, "--listen", "127.0.0.1:0", "-o", tapePath)
 	s := tt.waitFor(5*time.Second, "intercepting: breakpoints hold")
 	m := regexp.MustCompile(`intercepting (http://127\.0\.0\.1:\d+/\S*)`).FindStringSubmatch(s)
 	if m == nil {
@@ -689,8 +691,35 @@ func TestTmuxDebugInterceptHTTP(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = transcript, transcript
 	p := mcptest.Start(t, cmd)
 	tt.waitFor(15*time.Second, "HELD send request tools/call echo")
+	tt.keys("a")
+	tt.waitFor(10*time.Second, "HELD send request tools/call get-sum")
+	echoSeq := -1
+	if data, err := os.ReadFile(tapePath); err == nil {
+		for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			if strings.Contains(line, `"name":"echo"`) && strings.Contains(line, `"dir":"send"`) {
+				echoSeq = i
+				break
+			}
+		}
+	}
+	if echoSeq < 0 {
+		t.Fatalf("no echo request on the tape")
+	}
+	tt.keys(":")
+	tt.typeText(fmt.Sprintf("goto %d", echoSeq))
+	waitRow(t, tt, echoSeq, "›")
+	tt.keys("r")
+	// The re-sent request's answer lands on the tape, marked as the debugger's.
+	deadline := time.Now().Add(10 * time.Second)
+	for fmt.Sprint(injections(t, tapePath)["debugger"]) != "[send:resend+injected recv:resend+dropped]" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the re-sent request was not answered: %v\n%s", injections(t, tapePath), tt.screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	tt.keys("!")
-	deadline := time.Now().Add(15 * time.Second)
+	tt.waitFor(10*time.Second, "recorded answer", "answer now", "Echo: hi")
+	deadline = time.Now().Add(15 * time.Second)
 	for {
 		if done, _ := p.Exited(); done {
 			break
@@ -700,13 +729,13 @@ func TestTmuxDebugInterceptHTTP(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if !strings.Contains(transcript.String(), "answered with an error in the tapedeck debugger") {
-		t.Errorf("the client did not get the debugger's error:\n%s", transcript.String())
+	if !strings.Contains(transcript.String(), "echo: Echo: hi") || !strings.Contains(transcript.String(), "answered with an error in the tapedeck debugger") {
+		t.Errorf("the client's transcript:\n%s", transcript.String())
 	}
 	tt.keys("q")
 	tt.waitExit(5 * time.Second)
 	got := injections(t, tapePath)
-	if fmt.Sprint(got["debugger"]) != "[send:error+dropped recv:error+injected]" {
+	if fmt.Sprint(got["debugger"]) != "[send:resend+injected recv:resend+dropped send:error+dropped recv:error+injected]" {
 		t.Errorf("the tape's account of the debugger: %v", got)
 	}
 }
