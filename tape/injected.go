@@ -24,7 +24,11 @@ func AddInjections(st *Stats, x *Index) {
 			continue
 		}
 		for _, in := range Injections(e.Raw) {
-			st.Injected[in.Rule]++
+			name := in.Rule
+			if in.Audit {
+				name += " (audit: not done)"
+			}
+			st.Injected[name]++
 		}
 	}
 }

@@ -13,7 +13,8 @@ type Stats struct {
 	Warnings  int           `json:"warnings"`
 	Servers   []ServerStats `json:"servers"`
 	// Injected counts, per rule, the records an interception rule acted
-	// on (AddInjections fills it in).
+	// on (AddInjections fills it in); an audit rule's, which only say what
+	// it would have done, under "NAME (audit: not done)".
 	Injected map[string]int `json:"injected,omitempty"`
 }
 
