@@ -322,16 +322,24 @@ func (m Model) statusView() string {
 	s := m.styles
 	var segs []string
 	switch {
+	case m.icpt.active():
+		// Intercepting: what is held comes first; playback is not the
+		// point of a live session.
+		what, alert := m.interceptStatus()
+		st := s.Status.Paused
+		if alert {
+			st = s.Status.Alert
+		}
+		segs = append(segs, st.Render(what), s.Status.Segment.Render(text.Plural(m.x.Len(), "message")))
+		if rpc, tool := m.x.Failures(); rpc+tool > 0 {
+			segs = append(segs, s.Status.Alert.Render(fmt.Sprintf("%s, %s (} next)", text.Plural(rpc, "error"), text.Plural(tool, "tool error"))))
+		}
 	case !m.play.started:
 		// Post-mortem: the whole tape is on show; playing is a choice.
 		segs = append(segs, s.Status.Paused.Render("■ whole tape"), s.Status.Segment.Render(text.Plural(m.x.Len(), "message")))
 		rpc, tool := m.x.Failures()
 		if rpc+tool > 0 {
-			next := "e next"
-			if m.icpt.active() {
-				next = "} next" // e edits a held message
-			}
-			segs = append(segs, s.Status.Alert.Render(fmt.Sprintf("%s, %s (%s)", text.Plural(rpc, "error"), text.Plural(tool, "tool error"), next)))
+			segs = append(segs, s.Status.Alert.Render(fmt.Sprintf("%s, %s (e next)", text.Plural(rpc, "error"), text.Plural(tool, "tool error"))))
 		} else {
 			segs = append(segs, s.Status.Segment.Render("no failures"))
 		}
@@ -341,7 +349,7 @@ func (m Model) statusView() string {
 	default:
 		segs = append(segs, s.Status.Paused.Render("❚❚ paused"))
 	}
-	if m.play.started {
+	if m.play.started && !m.icpt.active() {
 		segs = append(segs,
 			s.Status.Segment.Render(fmt.Sprintf("%d/%d", m.player.Position(), m.x.Len())),
 			s.Status.Segment.Render("t "+m.tapeClock()),
@@ -357,14 +365,6 @@ func (m Model) statusView() string {
 	}
 	if n := len(m.player.Breakpoints()); n > 0 || m.play.hits > 0 {
 		segs = append(segs, s.Status.Segment.Render(fmt.Sprintf("bp %d · hits %d", n, m.play.hits)))
-	}
-	if m.icpt.active() {
-		text, alert := m.interceptStatus()
-		st := s.Status.Segment
-		if alert {
-			st = s.Status.Alert
-		}
-		segs = append(segs, st.Render(text))
 	}
 	if m.live.active() {
 		text, alert := m.liveStatus()
