@@ -1,0 +1,122 @@
+package record
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tapedeck/tapedeck/rules"
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// holdInterceptor holds the messages of method "hold-me" until release.
+type holdInterceptor struct {
+	held    chan rules.Message
+	release chan rules.Decision
+}
+
+func (h *holdInterceptor) Holds(m rules.Message) bool {
+	return bytes.Contains(m.Raw, []byte(`"hold-me"`))
+}
+
+func (h *holdInterceptor) Decide(m rules.Message) rules.Decision {
+	h.held <- m
+	return <-h.release
+}
+
+// syncBuffer is a tape written by the relays, read by the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) Bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Clone(s.b.Bytes())
+}
+
+// An Interceptor holds one message of the client's (cat echoes every
+// line back, so what reaches the server comes back on stdout): what came
+// before it goes on at once, what comes after waits, Send writes into the
+// session meanwhile, and the decision (an edit) is what goes on, recorded
+// with its original.
+func TestStdioInterceptorHoldsAndSend(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	tp := &syncBuffer{}
+	ic := &holdInterceptor{held: make(chan rules.Message), release: make(chan rules.Decision)}
+	s := &Stdio{Command: "cat", Tape: tp, Server: "cat", Intercept: ic, Grace: 200 * time.Millisecond}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Run(context.Background(), inR, outW, io.Discard)
+		outW.Close()
+		done <- err
+	}()
+	lines := bufio.NewReader(outR)
+	next := func() string {
+		t.Helper()
+		l, err := lines.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stdout: %v", err)
+		}
+		return strings.TrimSpace(l)
+	}
+	go func() {
+		io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n"+`{"jsonrpc":"2.0","id":2,"method":"hold-me"}`+"\n"+`{"jsonrpc":"2.0","id":3,"method":"ping"}`+"\n")
+	}()
+	if got := next(); got != `{"jsonrpc":"2.0","id":1,"method":"ping"}` {
+		t.Fatalf("first line back %s", got)
+	}
+	held := <-ic.held
+	if held.Dir != tape.DirSend || !strings.Contains(string(held.Raw), `"id":2`) {
+		t.Fatalf("held %s %s", held.Dir, held.Raw)
+	}
+	injected := `{"jsonrpc":"2.0","id":"x","method":"injected"}`
+	if err := s.Send(tape.DirSend, []byte(injected), []rules.Injection{{Rule: "test", Action: "resend", Injected: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := next(); got != injected {
+		t.Fatalf("while held, stdout gave %s, want the message Send wrote", got)
+	}
+	edited := `{"jsonrpc":"2.0","id":2,"method":"edited"}`
+	ic.release <- rules.Decision{Matched: true, Out: [][]byte{[]byte(edited)},
+		Injections: []rules.Injection{{Rule: "debugger", Action: "modify", Original: held.Raw}}}
+	if got := next(); got != edited {
+		t.Fatalf("after the decision %s, want the edit", got)
+	}
+	if got := next(); got != `{"jsonrpc":"2.0","id":3,"method":"ping"}` {
+		t.Fatalf("last %s", got)
+	}
+	inW.Close()
+	go io.Copy(io.Discard, outR)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range readTape(t, tp.Bytes()) {
+		if e.Kind == tape.KindLifecycle {
+			continue
+		}
+		s := string(e.Dir) + " " + e.Method
+		for _, in := range tape.Injections(e.Raw) {
+			s += " " + in.Rule + ":" + in.Action
+		}
+		got = append(got, s)
+	}
+	want := []string{"send ping", "recv ping", "send injected test:resend", "recv injected", "send edited debugger:modify", "recv edited", "send ping", "recv ping"}
+	if !sameSet(got, want) || len(got) != len(want) {
+		t.Errorf("tape:\n%s\nwant (in some order):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
