@@ -88,11 +88,11 @@ type InterceptKeyMap struct {
 // DefaultInterceptKeyMap returns mitmproxy's keys.
 func DefaultInterceptKeyMap() InterceptKeyMap {
 	return InterceptKeyMap{
-		Forward: key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "forward the held message")),
+		Forward: key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "forward held message")),
 		Drop:    key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "drop it")),
 		Error:   key.NewBinding(key.WithKeys("!"), key.WithHelp("!", "answer it with an error")),
-		Edit:    key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit it in $EDITOR")),
-		Resend:  key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "re-send the request at the cursor")),
+		Edit:    key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit it ($EDITOR)")),
+		Resend:  key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "re-send request at cursor")),
 	}
 }
 

@@ -144,7 +144,18 @@ func overlay(screen, box string, w, h int) string {
 // a pointer to open --help, so the keys always fit (80×24 included).
 func (m Model) helpView() string {
 	var groups [][]key.Binding
-	groups = append(groups, m.KeyMap.FullHelp()...)
+	if m.icpt.active() {
+		// The intercept's keys first; the ones they take over are left out.
+		k := DefaultInterceptKeyMap()
+		groups = append(groups, []key.Binding{k.Forward, k.Drop, k.Error, k.Edit, k.Resend})
+		km := m.KeyMap
+		km.NextFailure = key.NewBinding(key.WithKeys("}"), key.WithHelp("}", "next failure"))
+		km.PrevFailure = key.NewBinding(key.WithKeys("{"), key.WithHelp("{", "previous failure"))
+		km.Restart.SetEnabled(false)
+		groups = append(groups, km.FullHelp()...)
+	} else {
+		groups = append(groups, m.KeyMap.FullHelp()...)
+	}
 	if m.focus == focusTimeline {
 		groups = append(groups, m.timeline.KeyMap.FullHelp()...)
 	} else {
