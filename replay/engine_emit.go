@@ -68,6 +68,15 @@ func (e *Engine) respond(m tape.Entry, seq int) {
 			return
 		}
 	}
+	if e.x.Entry(resp).Dropped {
+		// A rule stopped the server's answer when recording: the client
+		// never got it then; say so now rather than send it.
+		en := e.x.Entry(seq)
+		e.unanswered = append(e.unanswered, Unused{Seq: seq, Line: en.Line, Method: en.Method})
+		msg := fmt.Sprintf("tapedeck replay: the answer to %s (tape line %d) was dropped by a rule when recording: the client never got it", en.Method, en.Line)
+		e.push(errorResponse([]byte(m.ID), CodeNoAnswer, msg, nil), e.now, -1, m.ID, nil)
+		return
+	}
 	e.window = [2]int{seq, resp}
 	e.advanceTo(resp)
 	if e.frontier < resp {
@@ -324,8 +333,8 @@ func (e *Engine) visit(seq int) {
 		return
 	}
 	en := e.x.Entry(seq)
-	if en.Server != e.server || en.Dir != tape.DirRecv {
-		return
+	if en.Server != e.server || en.Dir != tape.DirRecv || en.Dropped {
+		return // a dropped message never reached the client when recording
 	}
 	switch en.Kind {
 	case tape.KindNotification:

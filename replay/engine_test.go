@@ -791,3 +791,33 @@ func TestEngineBatchRejectedWhole(t *testing.T) {
 		})
 	}
 }
+
+// A tape a rule faulted when recording replays as the client saw it: a
+// server message a rule dropped is not sent, and a dropped answer is said
+// to be missing rather than sent.
+func TestEngineSkipsWhatRulesDropped(t *testing.T) {
+	raw := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"},"_meta":{"dir":"send","server":"s","ts":"2026-05-16T12:00:00.000Z"}}
+{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1},"_meta":{"dir":"recv","server":"s","ts":"2026-05-16T12:00:00.010Z","injected":[{"rule":"no-progress","action":"block","dropped":true}]}}
+{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"kept"},"_meta":{"dir":"recv","server":"s","ts":"2026-05-16T12:00:00.015Z"}}
+{"jsonrpc":"2.0","id":1,"result":{"content":[]},"_meta":{"dir":"recv","server":"s","ts":"2026-05-16T12:00:00.020Z"}}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"lost"},"_meta":{"dir":"send","server":"s","ts":"2026-05-16T12:00:00.030Z"}}
+{"jsonrpc":"2.0","id":2,"result":{"content":[]},"_meta":{"dir":"recv","server":"s","ts":"2026-05-16T12:00:00.040Z","injected":[{"rule":"lose-it","action":"block","dropped":true}]}}
+`
+	x := tape.NewIndex(strings.NewReader(raw))
+	if err := x.Extend(int64(len(raw)), nil); err != nil {
+		t.Fatal(err)
+	}
+	if !x.Entry(1).Dropped || x.Entry(2).Dropped || !x.Entry(5).Dropped || !x.Entry(5).Injected {
+		t.Fatalf("dropped flags: %v %v %v", x.Entry(1).Dropped, x.Entry(2).Dropped, x.Entry(5).Dropped)
+	}
+	e := mustEngine(t, x, EngineOptions{})
+	got := strings.Join(texts(feed(t, e,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow"}}`,
+		`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"lost"}}`)), "\n")
+	if strings.Contains(got, "notifications/progress") || !strings.Contains(got, `"kept"`) {
+		t.Errorf("the dropped progress was sent, or the kept log was not:\n%s", got)
+	}
+	if !strings.Contains(got, `"id":8,"error":{"code":-32093`) || !strings.Contains(got, "dropped by a rule when recording") {
+		t.Errorf("the dropped answer:\n%s", got)
+	}
+}

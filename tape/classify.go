@@ -33,6 +33,7 @@ type msgInfo struct {
 	inputReq   bool // result.resultType == "input_required"
 	toolError  bool // result.isError == true
 	injected   bool // _meta.injected: an interception rule acted on it
+	dropped    bool // and the message went no further (it never reached its peer)
 	inputResp  bool // params.inputResponses present (a retry of an input_required call)
 	problem    string
 }
@@ -109,6 +110,7 @@ func (m *msgInfo) entry(line []byte) Entry {
 		Error:     m.isError,
 		ToolError: m.toolError,
 		Injected:  m.injected,
+		Dropped:   m.dropped,
 		Problem:   m.problem,
 	}
 	if m.id.ok() {
@@ -298,6 +300,7 @@ func (c *classifier) meta(b []byte, m *msgInfo, meta span) {
 			m.exchange = v
 		case MetaInjected:
 			m.injected = true
+			m.dropped = bytes.Contains(v.in(b), []byte(`"dropped":true`))
 		}
 		if b[v.start] != '"' {
 			switch k := string(key); k {

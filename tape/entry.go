@@ -81,6 +81,9 @@ type Entry struct {
 	// Injected marks a message an interception rule acted on: its
 	// _meta.injected says which rule and what it did.
 	Injected bool
+	// Dropped marks a recorded message a rule (or the debugger) stopped:
+	// it never reached its peer, and replay does not send it.
+	Dropped bool
 	Batch    int // messages that travelled in one JSON array share a batch number (from 1); 0 otherwise
 	// Problem says why an invalid entry is invalid; empty otherwise.
 	Problem string

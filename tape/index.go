@@ -43,6 +43,7 @@ const (
 	flagDuplicate // a request whose id was already pending
 	flagToolError // a response whose result says isError: a tool's failure
 	flagInjected  // an interception rule acted on it (_meta.injected)
+	flagDropped   // and stopped it: it never reached its peer
 )
 
 var dirCodes = [...]Dir{DirUnknown, DirSend, DirRecv, DirLifecycle}
@@ -303,6 +304,9 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 		r.flags |= flagInjected
 		x.injected++
 	}
+	if m.dropped {
+		r.flags |= flagDropped
+	}
 	if m.kind == KindResponse {
 		switch {
 		case m.isError:
@@ -409,6 +413,7 @@ func (x *Index) entry(i int) Entry {
 		Error:     r.flags&flagError != 0,
 		ToolError: r.flags&flagToolError != 0,
 		Injected:  r.flags&flagInjected != 0,
+		Dropped:   r.flags&flagDropped != 0,
 		Batch:     int(r.batch),
 	}
 	if r.kind == KindResponse {

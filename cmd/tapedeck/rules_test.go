@@ -191,6 +191,11 @@ func TestRulesRecordTSClient(t *testing.T) {
 		tapePath := filepath.Join(t.TempDir(), "ts.jsonl")
 		out := tsClient(t, append([]string{"--stdio", tapedeck, "record", "--rules", rulesPath, "-o", tapePath, "--"}, peers.EverythingStdio()...)...)
 		check(t, out, tapePath)
+		// The faulty session replays as the client saw it: the rule's
+		// answers, the changed result, and no dropped progress.
+		if replayed := tsClient(t, "--stdio", tapedeck, "replay", tapePath); replayed != out {
+			t.Errorf("the replay of the faulty tape:\n%s\nthe session:\n%s", replayed, out)
+		}
 	})
 	t.Run("http", func(t *testing.T) {
 		upstream := mcptest.StartEverythingHTTP(t)
