@@ -120,3 +120,28 @@ func TestStdioInterceptorHoldsAndSend(t *testing.T) {
 		t.Errorf("tape:\n%s\nwant (in some order):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// Rules reach into a JSON-RPC batch: a message a rule answers is taken
+// out of the batch that goes on and answered on its own; the rest of the
+// batch goes on (cat sends it back).
+func TestStdioRulesInBatch(t *testing.T) {
+	set, err := rules.Parse("rules.yaml", []byte("rules:\n  - name: fail-me\n    match: {method: fail-me}\n    action: error\n    error: {code: -32001, message: no}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := &syncBuffer{}
+	var stdout bytes.Buffer
+	s := &Stdio{Command: "cat", Tape: tp, Server: "cat", Rules: set, Grace: 200 * time.Millisecond}
+	in := `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"fail-me"}]` + "\n"
+	if _, err := s.Run(context.Background(), strings.NewReader(in), &stdout, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	want := []string{`{"jsonrpc":"2.0","id":2,"error":{"code":-32001,"message":"no"}}`, `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`}
+	if !sameSet(got, want) || len(got) != 2 {
+		t.Errorf("stdout:\n%s\nwant (in some order):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if !bytes.Contains(tp.Bytes(), []byte(`"original":{"jsonrpc":"2.0","id":2,"method":"fail-me"}`)) {
+		t.Errorf("the tape does not keep the dropped message:\n%s", tp.Bytes())
+	}
+}

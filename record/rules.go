@@ -106,6 +106,9 @@ func (rr *ruleRelay) line(raw []byte) {
 		rr.keep(raw)
 		return
 	}
+	if msg[0] == '[' && rr.batchLine(raw, msg) {
+		return
+	}
 	h := rr.peek.Peek(msg)
 	m := rules.Message{Raw: msg, Dir: rr.dir, Server: rr.server, Head: &h}
 	d := rr.conn.Apply(m)
@@ -180,6 +183,98 @@ func (rr *ruleRelay) add(b []byte, newline bool) {
 	if newline {
 		rr.pend = append(rr.pend, '\n')
 	}
+}
+
+// batchLine puts each message of a JSON-RPC batch to the rules: what they
+// let through goes on as one batch, the answers they made up go back as
+// one (a batch when several), a dropped message's bytes go in its
+// injection's original. It reports false, doing nothing, when no rule
+// acted (the line then goes on as it came).
+func (rr *ruleRelay) batchLine(raw, msg []byte) bool {
+	var elems []json.RawMessage
+	if rr.conn == nil || json.Unmarshal(msg, &elems) != nil || len(elems) == 0 {
+		return false
+	}
+	var out, replies [][]byte
+	var inj, rinj []rules.Injection
+	var delay time.Duration
+	acted, cut := false, false
+	for _, el := range elems {
+		d := rr.conn.Apply(rules.Message{Raw: el, Dir: rr.dir, Server: rr.server})
+		for _, l := range d.Logs {
+			rr.logf(l)
+		}
+		if d.Out != nil && len(d.Out) == 0 {
+			for i := range d.Injections {
+				if d.Injections[i].Dropped && len(d.Injections[i].Original) == 0 {
+					d.Injections[i].Original = el
+				}
+			}
+		}
+		inj = append(inj, d.Injections...)
+		if !d.Matched {
+			out = append(out, el)
+			continue
+		}
+		acted = true
+		delay += d.Delay
+		cut = cut || d.Disconnect
+		if d.Out == nil {
+			out = append(out, el)
+		} else {
+			out = append(out, d.Out...)
+		}
+		if d.Reply != nil {
+			replies = append(replies, d.Reply)
+			rinj = append(rinj, d.ReplyInjections...)
+		}
+	}
+	if !acted && len(inj) == 0 {
+		return false
+	}
+	if delay > 0 {
+		rr.flush()
+		rr.sleep(delay)
+	}
+	meta := withInjections(nil, inj)
+	switch {
+	case cut:
+		rr.note(rr.sink.message(msg, rr.dir, meta))
+		rr.flush()
+		rr.cut()
+		return true
+	case !acted:
+		rr.note(rr.sink.message(msg, rr.dir, meta)) // audits only
+		rr.keep(raw)
+	case len(out) > 0:
+		b := joinBatch(out)
+		rr.note(rr.sink.message(b, rr.dir, meta))
+		rr.add(b, true)
+	default:
+		rr.note(rr.sink.message(msg, rr.dir, meta)) // every message dropped
+	}
+	if len(replies) > 0 {
+		rr.flush()
+		reply := replies[0]
+		if len(replies) > 1 {
+			reply = joinBatch(replies)
+		}
+		rr.note(rr.reply.message(reply, rr.dir.Opposite(), withInjections(nil, rinj)))
+		_, _ = rr.back.Write(append(reply, '\n'))
+	}
+	return true
+}
+
+// joinBatch makes a JSON-RPC batch of messages.
+func joinBatch(msgs [][]byte) []byte {
+	b := []byte{'['}
+	for i, m := range msgs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, m...)
+	}
+	return append(b, ']')
 }
 
 // flush puts the recorded lines on the tape and forwards what is pending;
