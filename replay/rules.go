@@ -22,24 +22,30 @@ import (
 // ErrDisconnected is what ServeStdio returns when a rule cut the session.
 var ErrDisconnected = errors.New("replay: a rule disconnected the client")
 
-type ruleEdge struct {
+// RuleEdge applies a rules file at an edge that serves a tape: In before
+// the engine receives a client's line, Out before the engine's messages
+// reach the client. A nil RuleEdge lets everything by.
+type RuleEdge struct {
 	conn   *rules.Conn
 	server string
 	logf   func(string)
 }
 
-func (o StdioOptions) ruleEdge() *ruleEdge {
-	if o.Rules == nil {
+func (o StdioOptions) ruleEdge() *RuleEdge { return NewRuleEdge(o.Rules, o.Server, o.Logf) }
+
+// NewRuleEdge returns the edge of one client's session (nil without
+// rules); logf is told what the rules did.
+func NewRuleEdge(set *rules.Set, server string, logf func(string)) *RuleEdge {
+	if set == nil {
 		return nil
 	}
-	logf := o.Logf
 	if logf == nil {
 		logf = func(string) {}
 	}
-	return &ruleEdge{conn: o.Rules.Conn(), server: o.Server, logf: logf}
+	return &RuleEdge{conn: set.Conn(), server: server, logf: logf}
 }
 
-func (r *ruleEdge) decide(msg []byte, dir tape.Dir) (rules.Decision, bool) {
+func (r *RuleEdge) decide(msg []byte, dir tape.Dir) (rules.Decision, bool) {
 	msg = bytes.TrimSpace(msg)
 	d := r.conn.Apply(rules.Message{Raw: msg, Dir: dir, Server: r.server})
 	for _, l := range d.Logs {
@@ -74,8 +80,8 @@ func summary(msg []byte) string {
 	return strings.Join(parts, " ")
 }
 
-// in puts a client's line to the rules before the engine receives it.
-func (r *ruleEdge) in(e *Engine, line []byte, now time.Time) ([]Output, error) {
+// In puts a client's line to the rules before the engine receives it.
+func (r *RuleEdge) In(e *Engine, line []byte, now time.Time) ([]Output, error) {
 	if r == nil || line == nil {
 		return receive(e, line, now), nil
 	}
@@ -105,8 +111,8 @@ func (r *ruleEdge) in(e *Engine, line []byte, now time.Time) ([]Output, error) {
 	return out, nil
 }
 
-// out puts the engine's messages to the rules before the client gets them.
-func (r *ruleEdge) out(outs []Output) ([]Output, error) {
+// Out puts the engine's messages to the rules before the client gets them.
+func (r *RuleEdge) Out(outs []Output) ([]Output, error) {
 	if r == nil {
 		return outs, nil
 	}

@@ -70,7 +70,7 @@ func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o Stdi
 	rx := o.ruleEdge()
 	write := func(out []Output) error { return writeOutputs(bw, out, o, rx) }
 	writeIn := func(line []byte) error {
-		out, err := rx.in(e, line, now())
+		out, err := rx.In(e, line, now())
 		return errors.Join(write(out), err)
 	}
 	var timer *time.Timer
@@ -216,8 +216,8 @@ func ReadLines(r io.Reader, limit int, line func([]byte) error, tooLong func() e
 	}
 }
 
-func writeOutputs(bw *bufio.Writer, out []Output, o StdioOptions, rx *ruleEdge) error {
-	out, cut := rx.out(out)
+func writeOutputs(bw *bufio.Writer, out []Output, o StdioOptions, rx *RuleEdge) error {
+	out, cut := rx.Out(out)
 	for i, m := range out {
 		if m.Divergence != nil && o.OnDivergence != nil && m.Divergence.Resolution != Pending {
 			o.OnDivergence(*m.Divergence)
@@ -256,7 +256,7 @@ func serveInstant(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o St
 	bw := bufio.NewWriterSize(w, 64<<10)
 	rx := o.ruleEdge()
 	writeIn := func(line []byte) error {
-		out, err := rx.in(e, line, now())
+		out, err := rx.In(e, line, now())
 		return errors.Join(writeOutputs(bw, out, o, rx), err)
 	}
 	var pending []byte // a line begun in an earlier chunk

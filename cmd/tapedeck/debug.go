@@ -15,6 +15,7 @@ import (
 	"github.com/tapedeck/tapedeck/internal/text"
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/replay/live"
+	"github.com/tapedeck/tapedeck/rules"
 	"github.com/tapedeck/tapedeck/tape"
 	"github.com/tapedeck/tapedeck/tui"
 )
@@ -31,6 +32,7 @@ type debugFlags struct {
 	rules            rulesFlags
 	fallback         bool
 	fallbackURL      string
+	ruleSet          *rules.Set
 }
 
 func newDebugCmd(s streams) *cobra.Command {
@@ -66,6 +68,12 @@ client's are shown side by side with the changed JSON paths highlighted.
 Choose: a answers with the recorded response anyway, e sends the
 divergence error (JSON-RPC -32090) to the client, s skips the recorded
 request and matches the client's again.
+
+With --rules FILE, the rules fault an attached stdio client's session as
+replay --rules does (what each did shows on the status line; a delay is not
+applied, playback times the answers); for an HTTP client, put the
+recording proxy with the rules in front (tapedeck record --rules FILE
+--upstream http://ADDR/mcp).
 
 With --fallback (debug TAPE --fallback -- SERVER ARGS, or --fallback-url
 URL), a request the tape lacks from an attached stdio client goes to the
@@ -142,9 +150,7 @@ wire, with _meta.injected naming what the debugger did (rule "debugger").`,
 			if dash := cmd.ArgsLenAtDash(); dash == 1 {
 				fallbackCmd = args[1:]
 			}
-			if rs != nil {
-				return fmt.Errorf("debug TAPE --rules: the rules apply between a live client and server (debug -- SERVER --rules, or debug --upstream URL --rules); to fault a tape's answers under the debugger, give the client \"tapedeck record --rules %s -o faulted.jsonl -- tapedeck attach ADDR\" as its server command", f.rules.file)
-			}
+			f.ruleSet = rs
 			return runDebug(cmd.Context(), s, args[0], f, fallbackCmd)
 		},
 	}
@@ -217,7 +223,7 @@ func runDebug(ctx context.Context, s streams, path string, f debugFlags, fallbac
 			fb.Command, fb.Args = fallbackCmd[0], fallbackCmd[1:]
 		}
 	}
-	srv, err := live.NewServer(x, e, ln, live.Options{AllowHosts: hosts, AllowOrigins: f.origins, Fallback: fb})
+	srv, err := live.NewServer(x, e, ln, live.Options{AllowHosts: hosts, AllowOrigins: f.origins, Fallback: fb, Rules: f.ruleSet})
 	if err != nil {
 		ln.Close()
 		return err

@@ -775,3 +775,35 @@ func TestTmuxDebugFallback(t *testing.T) {
 		t.Errorf("the new episode is not on the tape:\n%s", data)
 	}
 }
+
+// TestTmuxDebugTapeRules: "tapedeck debug TAPE --rules" faults the
+// recorded answers for an attached stdio client (the go-sdk client): a
+// rule changes the answer tool's recorded result, the client gets the
+// change, and the debugger says what the rule did.
+func TestTmuxDebugTapeRules(t *testing.T) {
+	bin := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	client := mcptest.BuildBinary(t, mcptest.SDKClientPackage)
+	server := mcptest.BuildBinary(t, mcptest.SDKServerPackage)
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "rec.jsonl")
+	steps := "--steps=init,tools,echo,answer"
+	if out, err := exec.Command(client, "--tape", rec, steps, "--", server).CombinedOutput(); err != nil {
+		t.Fatalf("recording with sdkclient: %v\n%s", err, out)
+	}
+	rulesPath := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(rulesPath, []byte("rules:\n  - name: answer-41\n    match: {phase: response, tool: answer}\n    action: modify\n    set: {/result/content/0/text: the answer is 41}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tt := startTmux(t, bin, "debug", rec, "--rules", rulesPath, "--listen", "127.0.0.1:0")
+	addr := tt.debugAddr()
+	tt.keys("Space")
+	out, err := exec.Command(client, steps, "--timeout", "30s", "--", bin, "attach", addr).CombinedOutput()
+	if err != nil {
+		t.Fatalf("the client: %v\n%s\n%s", err, out, tt.screen())
+	}
+	if !strings.Contains(string(out), `answer: "the answer is 41"`) || !strings.Contains(string(out), `echo: "Echo: hi"`) {
+		t.Errorf("the client's transcript:\n%s", out)
+	}
+	tt.keys("q")
+	tt.waitExit(5 * time.Second)
+}

@@ -49,6 +49,7 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/replay"
+	"github.com/tapedeck/tapedeck/rules"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -101,6 +102,7 @@ type Server struct {
 	wg       sync.WaitGroup
 	fallback *replay.Fallback
 	ft       *replay.Fallthrough // the stdio client's, while one is attached (mu)
+	rules    *rules.Set
 }
 
 // heldDivergence names a divergence awaiting Resolve: the HTTP session it
@@ -135,6 +137,10 @@ type Options struct {
 	// stdio client from a live server (replay.Fallthrough), started for
 	// each client run, instead of holding the divergence.
 	Fallback *replay.Fallback
+	// Rules, if set, fault an attached stdio client's session as replay
+	// --rules does (replay.RuleEdge); what they did is told as Notes. A
+	// delay is not applied: playback times the answers here.
+	Rules *rules.Set
 }
 
 // DefaultProbeTimeout is Options.ProbeTimeout's default.
@@ -151,7 +157,7 @@ func NewServer(x *tape.Index, e *replay.Engine, ln net.Listener, o Options) (*Se
 	s := &Server{
 		x: x, e: e, opts: e.Options(), ln: ln, now: time.Now,
 		writeTimeout: o.WriteTimeout, probeTimeout: o.ProbeTimeout, runIdle: o.RunIdle,
-		allowHosts: o.AllowHosts, allowOrigins: o.AllowOrigins, fallback: o.Fallback,
+		allowHosts: o.AllowHosts, allowOrigins: o.AllowOrigins, fallback: o.Fallback, rules: o.Rules,
 		raw:    map[net.Conn]bool{},
 		signal: make(chan struct{}, 1),
 		done:   make(chan struct{}),

@@ -41,6 +41,7 @@ func (s *Server) serveStdio(c *peekedConn) {
 		})
 	}
 	ft := s.ft
+	edge := replay.NewRuleEdge(s.rules, s.opts.Server, func(line string) { s.emit(Event{Kind: Note, Note: line}) })
 	s.mu.Unlock()
 	defer func() {
 		if ft != nil {
@@ -67,6 +68,19 @@ func (s *Server) serveStdio(c *peekedConn) {
 			return nil // the client's reply to the live server
 		}
 		s.mu.Lock()
+		if edge != nil {
+			outs, err := edge.In(s.e, line, s.now())
+			if err == nil {
+				outs, err = edge.Out(outs)
+			}
+			s.handle(outs)
+			s.progressed(s.e.Progress())
+			s.mu.Unlock()
+			if err != nil {
+				c.Close() // a rule cut the session
+			}
+			return err
+		}
 		s.handle(s.e.Receive(line, s.now()))
 		s.progressed(s.e.Progress())
 		s.mu.Unlock()
@@ -77,6 +91,10 @@ func (s *Server) serveStdio(c *peekedConn) {
 		s.mu.Unlock()
 		return nil
 	})
+	if errors.Is(err, replay.ErrDisconnected) {
+		s.emit(Event{Kind: Note, Note: "a rule disconnected the client"})
+		err = nil
+	}
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		s.emit(Event{Kind: Failed, Err: fmt.Errorf("debug client: %w", err)})
 	}
