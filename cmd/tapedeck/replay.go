@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -20,7 +21,9 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/tapedeck/tapedeck/internal/mcphttp"
+	"github.com/tapedeck/tapedeck/record"
 	"github.com/tapedeck/tapedeck/replay"
+	"github.com/tapedeck/tapedeck/rules"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -39,6 +42,7 @@ type replayFlags struct {
 	fallback    bool
 	fallbackCmd []string
 	fallbackURL string
+	ruleSet     *rules.Set
 	episodes    string
 	reorder     int
 	// reorderSet is true when --reorder was given; its default depends on
@@ -171,13 +175,13 @@ header must name a loopback host, the --listen host, or one given with
 --max-body get 413; an MCP-Protocol-Version the replay does not know gets
 400 naming the supported ones.
 
-Rules (--rules FILE, over stdio): faults on the recorded answers. A client's
-message goes to the rules before the tape's matcher sees it (a rule may
-answer it with an error, drop it, change it, hold it, or cut the session),
-and each recorded message goes to them before the client gets it; what each
-rule did is printed on stderr. Over HTTP, put the recording proxy with the
-rules in front of the replay (tapedeck record --rules FILE --upstream
-http://ADDR/mcp). The rules file format: see tapedeck record --help.
+Rules (--rules FILE): faults on the recorded answers. A client's message
+goes to the rules before the tape's matcher sees it (a rule may answer it
+with an error, drop it, change it, hold it, or cut the session), and each
+recorded message goes to them before the client gets it; what each rule did
+is printed on stderr. Over HTTP the replay is served behind the recording
+proxy's rules relay, so the rules act on each POST, JSON answer and SSE
+event. The rules file format: see tapedeck record --help.
 
 Fall through to the live server (--fallback TAPE -- COMMAND ARGS, or
 --fallback-url URL for a Streamable HTTP server; the client speaks stdio):
@@ -259,9 +263,7 @@ and are not divergences.`,
 			if err != nil {
 				return err
 			}
-			if rs != nil && f.listen != "" {
-				return fmt.Errorf("replay: --rules applies over stdio; over HTTP, put the recording proxy with the rules in front of the replay: tapedeck record --rules %s --upstream http://ADDR/mcp", f.rules.file)
-			}
+			f.ruleSet = rs
 			x, err := indexTape(s.stderr, args[0])
 			if err != nil {
 				return err
@@ -397,6 +399,10 @@ func serveReplayHTTP(ctx context.Context, s streams, f *replayFlags, tapePath st
 		return none, fmt.Errorf("--listen: %w", err)
 	}
 	if post, ok := replay.IsLegacySSE(x, e.Server()); ok {
+		if f.ruleSet != nil {
+			ln.Close()
+			return none, errors.New("replay --rules: a legacy HTTP+SSE tape is served without rules; replay it over stdio, or put tapedeck record --rules in front")
+		}
 		opts.Server = e.Server()
 		return serveReplayLegacy(ctx, s, f, tapePath, x, opts, ln, post, hosts, maxBody, onDiv)
 	}
@@ -406,7 +412,11 @@ func serveReplayHTTP(ctx context.Context, s streams, f *replayFlags, tapePath st
 		return none, err
 	}
 	fmt.Fprintf(s.stderr, "tapedeck replay: serving %s (server '%s') at http://%s%s\n", tapePath, e.Server(), ln.Addr(), f.path)
-	err = replay.ServeHTTP(ctx, ln, h)
+	if f.ruleSet != nil {
+		err = serveHTTPWithRules(ctx, s, f, ln, h, e.Server(), hosts, maxBody)
+	} else {
+		err = replay.ServeHTTP(ctx, ln, h)
+	}
 	rep := h.Report()
 	if rep.Dropped = h.Dropped(); rep.Dropped > 0 {
 		fmt.Fprintf(s.stderr, "tapedeck replay: %d recorded server messages never reached the client (no stream opened to carry them, or their stream's client went away and did not resume it)\n", rep.Dropped)
@@ -544,4 +554,28 @@ func replayFallback(ctx context.Context, s streams, f *replayFlags, tapePath str
 		fmt.Fprintf(s.stderr, "tapedeck replay: %s (id %s) was not on the tape (%s): the live server answered it; appended to %s\n", x.Method, x.ID, x.Reason, dest)
 	}
 	return rep, nil
+}
+
+// serveHTTPWithRules serves the HTTP replay behind the recording proxy's
+// rules relay (its tape discarded): the client talks to the proxy on ln,
+// the proxy to the replay on a loopback port of its own, so the rules see
+// and fault every message both ways as they do when recording.
+func serveHTTPWithRules(ctx context.Context, s streams, f *replayFlags, ln net.Listener, h *replay.HTTPHandler, server string, hosts []string, maxBody int64) error {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- replay.ServeHTTP(ctx, inner, h) }()
+	up := &url.URL{Scheme: "http", Host: inner.Addr().String(), Path: f.path}
+	p := &record.Proxy{Upstream: up, Tape: io.Discard, Server: server, Rules: f.ruleSet, Logf: ruleLog(s.stderr), AllowHosts: hosts, MaxBody: maxBody}
+	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	srv.Close()
+	return <-errc
 }

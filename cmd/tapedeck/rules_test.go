@@ -310,6 +310,24 @@ rules:
 			t.Errorf("no %q in the replay's stderr:\n%s", want, log)
 		}
 	}
+
+	// Over Streamable HTTP: a tape the proxy recorded, replayed with the
+	// same rules to the client over HTTP.
+	upstream := mcptest.StartEverythingHTTP(t)
+	httpTape := filepath.Join(dir, "ts-http.jsonl")
+	proxied, stopRecord := startTapedeck(t, tapedeck, "record", "--upstream", upstream, "--listen", "127.0.0.1:0", "-o", httpTape)
+	if live := tsClient(t, "--url", proxied); !strings.Contains(live, "sum: The sum of 2 and 3 is 5.") {
+		t.Fatalf("recording over HTTP:\n%s", live)
+	}
+	stopRecord()
+	replayed, stopReplay := startTapedeck(t, tapedeck, "replay", "--rules", rulesPath, "--listen", "127.0.0.1:0", httpTape)
+	got = tsClient(t, "--url", replayed)
+	stopReplay()
+	for _, want := range []string{"echo: recorded answer replaced\n", "sum: The sum is 42\n", "progress: \n", "long: Long running operation completed"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in the transcript replayed over HTTP:\n%s", want, got)
+		}
+	}
 }
 
 // replay --fallback: a go-sdk client that calls a tool the tape never saw
