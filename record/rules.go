@@ -459,9 +459,23 @@ func (s *sseRelay) ruleEvent(e sse.Event, m recordMeta) []byte {
 // postUpstream sends a message a rule made up to the server, in the
 // exchange's session; the server's answer (202) is not the client's.
 func (p *Proxy) postUpstream(ex *exchange, msg []byte) {
-	req, err := http.NewRequest(http.MethodPost, p.Upstream.String(), bytes.NewReader(msg))
+	req, err := p.upstreamPost(context.Background(), ex, msg)
 	if err != nil {
 		return
+	}
+	resp, err := p.rp.Transport.RoundTrip(req)
+	if err == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
+
+// upstreamPost is a POST of the proxy's own to the upstream server, in
+// ex's session and protocol version.
+func (p *Proxy) upstreamPost(ctx context.Context, ex *exchange, msg []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.Upstream.String(), bytes.NewReader(msg))
+	if err != nil {
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -471,11 +485,7 @@ func (p *Proxy) postUpstream(ex *exchange, msg []byte) {
 	if ex.protocolVersion != "" {
 		req.Header.Set("Mcp-Protocol-Version", ex.protocolVersion)
 	}
-	resp, err := p.rp.Transport.RoundTrip(req)
-	if err == nil {
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-	}
+	return req, nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {
@@ -502,17 +512,9 @@ func (p *Proxy) Resend(ctx context.Context, msg []byte, inj []rules.Injection) (
 	}
 	id := es[0].ID
 	p.note(p.message(msg, tape.DirSend, withInjections(recordMeta{ex: ex}, inj)))
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.Upstream.String(), bytes.NewReader(msg))
+	req, err := p.upstreamPost(ctx, ex, msg)
 	if err != nil {
 		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if ex.session != "" {
-		req.Header.Set("Mcp-Session-Id", ex.session)
-	}
-	if ex.protocolVersion != "" {
-		req.Header.Set("Mcp-Protocol-Version", ex.protocolVersion)
 	}
 	resp, err := p.rp.Transport.RoundTrip(req)
 	if err != nil {

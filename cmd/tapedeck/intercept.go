@@ -38,7 +38,7 @@ type interceptor struct {
 	resends map[string][]byte // the id of a re-sent request → the request as the client sent it
 	nresend int
 	send    func(dir tape.Dir, msg []byte, inj []rules.Injection) error // the stdio session's, while one runs
-	proxy   *record.Proxy                                                // the HTTP intercept's
+	proxy   *record.Proxy                                               // the HTTP intercept's
 }
 
 func newInterceptor() *interceptor {

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -153,7 +152,7 @@ func searchLibrary(l *library.Library, line string, now time.Time) ([]tui.Sessio
 func parseSearchLine(line string, now time.Time) (library.Query, error) {
 	var q library.Query
 	var words []string
-	for _, tok := range splitQuoted(line) {
+	for _, tok := range library.SplitQuery(line) {
 		if k, v, ok := strings.Cut(tok, ":"); ok && v != "" && !strings.HasPrefix(tok, `"`) {
 			switch k {
 			case "tool":
@@ -184,32 +183,6 @@ func parseSearchLine(line string, now time.Time) (library.Query, error) {
 		return q, errors.New("expected words to look for, or a filter (tool:NAME, method:M, status:S, since:D)")
 	}
 	return q, nil
-}
-
-// splitQuoted splits s at spaces outside double quotes; a token keeps its
-// quotes.
-func splitQuoted(s string) []string {
-	var out []string
-	var cur strings.Builder
-	quoted := false
-	for _, r := range s {
-		switch {
-		case r == '"':
-			quoted = !quoted
-			cur.WriteRune(r)
-		case unicode.IsSpace(r) && !quoted:
-			if cur.Len() > 0 {
-				out = append(out, cur.String())
-				cur.Reset()
-			}
-		default:
-			cur.WriteRune(r)
-		}
-	}
-	if cur.Len() > 0 {
-		out = append(out, cur.String())
-	}
-	return out
 }
 
 func newDemoCmd(s streams) *cobra.Command {

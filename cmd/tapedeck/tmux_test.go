@@ -623,36 +623,13 @@ func TestTmuxDebugIntercept(t *testing.T) {
 		t.Errorf("the client did not get the answer to the edited call:\n%s", transcript.String())
 	}
 	// r on the recorded echo request: its seq on the tape so far.
-	echoSeq := -1
-	if data, err := os.ReadFile(tapePath); err == nil {
-		for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-			if strings.Contains(line, `"name":"echo"`) && strings.Contains(line, `"dir":"send"`) {
-				echoSeq = i
-				break
-			}
-		}
-	}
-	if echoSeq < 0 {
-		t.Fatalf("no echo request on the tape")
-	}
-	tt.keys(":")
-	tt.typeText(fmt.Sprintf("goto %d", echoSeq))
-	waitRow(t, tt, echoSeq, "›") // the cursor is there
+	echoSeq := gotoEchoRequest(t, tt, tapePath)
 	tt.keys("r")
 	// The answer to the re-sent request lands on the tape, not at the client.
 	waitRow(t, tt, echoSeq+3, "Echo: edited")
 	tt.keys("a") // the answer call goes on
 	s = tt.waitFor(10*time.Second, "recorded answer", "answer now", "Echo: edited")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if done, _ := p.Exited(); done {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the client did not finish:\n%s\n%s", p.Output(), tt.screen())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitClient(t, tt, p, 10*time.Second, func() string { return p.Output() })
 	if !strings.Contains(transcript.String(), `answer: "the answer is 41"`) {
 		t.Errorf("the answer call did not reach the client with the rule's change:\n%s", transcript.String())
 	}
@@ -693,21 +670,7 @@ func TestTmuxDebugInterceptHTTP(t *testing.T) {
 	tt.waitFor(15*time.Second, "HELD send request tools/call echo")
 	tt.keys("a")
 	tt.waitFor(10*time.Second, "HELD send request tools/call get-sum")
-	echoSeq := -1
-	if data, err := os.ReadFile(tapePath); err == nil {
-		for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-			if strings.Contains(line, `"name":"echo"`) && strings.Contains(line, `"dir":"send"`) {
-				echoSeq = i
-				break
-			}
-		}
-	}
-	if echoSeq < 0 {
-		t.Fatalf("no echo request on the tape")
-	}
-	tt.keys(":")
-	tt.typeText(fmt.Sprintf("goto %d", echoSeq))
-	waitRow(t, tt, echoSeq, "›")
+	gotoEchoRequest(t, tt, tapePath)
 	tt.keys("r")
 	// The re-sent request's answer lands on the tape, marked as the debugger's.
 	deadline := time.Now().Add(10 * time.Second)
@@ -719,16 +682,7 @@ func TestTmuxDebugInterceptHTTP(t *testing.T) {
 	}
 	tt.keys("!")
 	tt.waitFor(10*time.Second, "recorded answer", "answer now", "Echo: hi")
-	deadline = time.Now().Add(15 * time.Second)
-	for {
-		if done, _ := p.Exited(); done {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the client did not finish:\n%s\n%s", transcript.String(), tt.screen())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitClient(t, tt, p, 15*time.Second, transcript.String)
 	if !strings.Contains(transcript.String(), "echo: Echo: hi") || !strings.Contains(transcript.String(), "answered with an error in the tapedeck debugger") {
 		t.Errorf("the client's transcript:\n%s", transcript.String())
 	}
@@ -806,4 +760,41 @@ func TestTmuxDebugTapeRules(t *testing.T) {
 	}
 	tt.keys("q")
 	tt.waitExit(5 * time.Second)
+}
+
+// gotoEchoRequest puts the debugger's cursor on the first echo request
+// the tape at path holds, and returns its seq.
+func gotoEchoRequest(t *testing.T, tt *tmuxTerm, path string) int {
+	t.Helper()
+	seq := -1
+	if data, err := os.ReadFile(path); err == nil {
+		for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			if strings.Contains(line, `"name":"echo"`) && strings.Contains(line, `"dir":"send"`) {
+				seq = i
+				break
+			}
+		}
+	}
+	if seq < 0 {
+		t.Fatalf("no echo request on the tape")
+	}
+	tt.keys(":")
+	tt.typeText(fmt.Sprintf("goto %d", seq))
+	waitRow(t, tt, seq, "›") // the cursor is there
+	return seq
+}
+
+// waitClient waits for a client process to finish.
+func waitClient(t *testing.T, tt *tmuxTerm, p *mcptest.Process, timeout time.Duration, output func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if done, _ := p.Exited(); done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the client did not finish:\n%s\n%s", output(), tt.screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

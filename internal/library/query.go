@@ -266,7 +266,7 @@ func snippets(hits []Hit, terms []string) {
 // stay operators. It also returns the words, to mark them in snippets.
 func ftsQuery(s string) (string, []string) {
 	var parts, terms []string
-	for _, tok := range splitQuery(s) {
+	for _, tok := range SplitQuery(s) {
 		if tok == "OR" || tok == "NOT" || tok == "AND" {
 			if len(parts) > 0 {
 				parts = append(parts, tok)
@@ -293,8 +293,9 @@ func ftsQuery(s string) (string, []string) {
 
 func isOperator(s string) bool { return s == "OR" || s == "NOT" || s == "AND" }
 
-// splitQuery splits at spaces outside double quotes.
-func splitQuery(s string) []string {
+// SplitQuery splits a search line at spaces outside double quotes; a
+// token keeps its quotes.
+func SplitQuery(s string) []string {
 	var out []string
 	var cur strings.Builder
 	quoted := false
