@@ -350,9 +350,19 @@ func (p *Proxy) ruleRequest(w http.ResponseWriter, r *http.Request, ex *exchange
 	case len(d.Out) == 0:
 		p.note(p.message(trimmed, tape.DirSend, meta))
 	default:
-		// modify (one message); a duplicate goes on as a batch of two
-		// would not be the same thing, so over HTTP it goes once.
 		p.note(p.message(d.Out[0], tape.DirSend, meta))
+		for _, dup := range d.Out[1:] {
+			// A duplicate: the copy goes upstream in a POST of its own,
+			// whose answer is recorded but is not the client's.
+			p.note(p.message(dup, tape.DirSend, meta))
+			rule := ""
+			for _, in := range d.Injections {
+				if in.Action == string(rules.Duplicate) {
+					rule = in.Rule
+				}
+			}
+			go p.duplicateUpstream(ex, dup, rule)
+		}
 		return d.Out[0], false
 	}
 	if d.Reply != nil {
@@ -467,6 +477,40 @@ func (p *Proxy) postUpstream(ex *exchange, msg []byte) {
 	if err == nil {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
+	}
+}
+
+// duplicateUpstream sends a copy of a client's message (a duplicate rule)
+// upstream, recording the server's answer to it, which the client never
+// sees.
+func (p *Proxy) duplicateUpstream(ex *exchange, msg []byte, rule string) {
+	req, err := p.upstreamPost(context.Background(), ex, msg)
+	if err != nil {
+		return
+	}
+	resp, err := p.rp.Transport.RoundTrip(req)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	meta := withInjections(recordMeta{ex: ex, status: resp.StatusCode}, []rules.Injection{{Rule: rule, Action: string(rules.Duplicate), Dropped: true,
+		Note: "the server's answer to the duplicate: recorded, not forwarded to the client"}})
+	if mediaType(resp.Header.Get("Content-Type")) == "text/event-stream" {
+		rd := sse.NewReader(resp.Body)
+		for {
+			e, err := rd.Next()
+			if data := bytes.TrimSpace(e.Data); len(data) > 0 {
+				p.note(p.message(data, tape.DirRecv, meta))
+			}
+			if err != nil {
+				return
+			}
+		}
+	}
+	if body, err := io.ReadAll(resp.Body); err == nil {
+		if body = bytes.TrimSpace(body); len(body) > 0 && body[0] == '{' {
+			p.note(p.message(body, tape.DirRecv, meta))
+		}
 	}
 }
 

@@ -441,3 +441,27 @@ func rulesFile(t *testing.T, src string) string {
 	}
 	return p
 }
+
+// duplicate over Streamable HTTP: the TypeScript client's echo call goes
+// to server-everything twice through the recording proxy; the client gets
+// one answer, and the tape holds both calls and both answers, the copy's
+// marked as not forwarded.
+func TestRulesDuplicateHTTP(t *testing.T) {
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	rulesPath := rulesFile(t, "rules:\n  - name: echo-twice\n    match: {phase: request, tool: echo}\n    action: duplicate\n")
+	upstream := mcptest.StartEverythingHTTP(t)
+	tapePath := filepath.Join(t.TempDir(), "dup.jsonl")
+	proxied, stop := startTapedeck(t, tapedeck, "record", "--rules", rulesPath, "--upstream", upstream, "--listen", "127.0.0.1:0", "-o", tapePath)
+	out := tsClient(t, "--url", proxied)
+	stop()
+	if !strings.Contains(out, "echo: Echo: hi\n") || !strings.Contains(out, "sum: The sum of 2 and 3 is 5.") {
+		t.Errorf("the client's transcript:\n%s", out)
+	}
+	data, _ := os.ReadFile(tapePath)
+	if n := strings.Count(string(data), `"text":"Echo: hi"`); n != 2 {
+		t.Errorf("the tape holds %d echo answers, want 2 (the call and its duplicate):\n%s", n, data)
+	}
+	if got := fmt.Sprint(injections(t, tapePath)["echo-twice"]); got != "[send:duplicate send:duplicate recv:duplicate+dropped]" {
+		t.Errorf("the tape's account: %s", got)
+	}
+}
