@@ -2,11 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -16,11 +18,74 @@ import (
 
 // export --format otlp --endpoint pushes a real recording to a real Jaeger
 // (v2, built from its module), and Jaeger's query API gives the spans back
-// with their names and attributes, the failed tool call marked.
+// with their names and attributes, the failed tool call marked. The fixture
+// is exported as recorded and as a copy a year older, and Jaeger is asked
+// for the time range the tape covers: the test holds on any date (Jaeger's
+// default lookback is two days).
 func TestExportOTLPToJaeger(t *testing.T) {
 	otlp, query := mcptest.StartJaeger(t)
+	src := fixture(t, "sdk-everything-2025-06-18.tape.jsonl")
+	for _, age := range []time.Duration{0, 365 * 24 * time.Hour} {
+		t.Run(fmt.Sprintf("aged %s", age), func(t *testing.T) {
+			exportToJaeger(t, otlp, query, shiftTape(t, src, -age))
+		})
+	}
+}
+
+// shiftTape writes a copy of the tape at path with every _meta.ts moved by d.
+func shiftTape(t *testing.T, path string, d time.Duration) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := regexp.MustCompile(`"ts":"([^"]+)"`)
+	out := ts.ReplaceAllFunc(data, func(m []byte) []byte {
+		at, err := time.Parse(time.RFC3339Nano, string(ts.FindSubmatch(m)[1]))
+		if err != nil {
+			t.Fatalf("%s: %q: %v", path, m, err)
+		}
+		return []byte(`"ts":"` + at.Add(d).UTC().Format("2006-01-02T15:04:05.000Z") + `"`)
+	})
+	copyPath := filepath.Join(t.TempDir(), filepath.Base(path))
+	if err := os.WriteFile(copyPath, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return copyPath
+}
+
+// tapeTimeRange is the first and last _meta.ts of a tape.
+func tapeTimeRange(t *testing.T, path string) (first, last time.Time) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`"ts":"([^"]+)"`).FindAllSubmatch(data, -1) {
+		at, err := time.Parse(time.RFC3339Nano, string(m[1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first.IsZero() || at.Before(first) {
+			first = at
+		}
+		if at.After(last) {
+			last = at
+		}
+	}
+	return first, last
+}
+
+// jaegerTraces asks Jaeger's query API for a service's traces within
+// [from, to], never relying on its default lookback.
+func jaegerTraces(query, service string, from, to time.Time) string {
+	return fmt.Sprintf("%s/api/traces?service=%s&start=%d&end=%d&limit=100", query, service, from.UnixMicro(), to.UnixMicro())
+}
+
+func exportToJaeger(t *testing.T, otlp, query, tapePath string) {
+	first, last := tapeTimeRange(t, tapePath)
 	service := "tapedeck-test-" + time.Now().Format("150405.000000")
-	_, errOut, code := runCLI(t, "export", fixture(t, "sdk-everything-2025-06-18.tape.jsonl"), "--format", "otlp", "--endpoint", otlp, "--service", service)
+	_, errOut, code := runCLI(t, "export", tapePath, "--format", "otlp", "--endpoint", otlp, "--service", service)
 	if code != 0 || !strings.Contains(errOut, "14 spans sent to "+otlp) {
 		t.Fatalf("export: exit %d: %s", code, errOut)
 	}
@@ -34,7 +99,7 @@ func TestExportOTLPToJaeger(t *testing.T) {
 	var spans []span
 	deadline := time.Now().Add(20 * time.Second)
 	for len(spans) < 14 && time.Now().Before(deadline) {
-		resp, err := http.Get(query + "/api/traces?service=" + service)
+		resp, err := http.Get(jaegerTraces(query, service, first.Add(-time.Minute), last.Add(time.Minute)))
 		if err == nil {
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
@@ -83,6 +148,7 @@ func TestExportOTLPToJaeger(t *testing.T) {
 // is answered, beside the tape.
 func TestRecordOTLPLive(t *testing.T) {
 	otlp, query := mcptest.StartJaeger(t)
+	from := time.Now().Add(-time.Minute)
 	bin := mcptest.BuildBinary(t, "./cmd/tapedeck")
 	client := mcptest.BuildBinary(t, mcptest.SDKClientPackage)
 	server := mcptest.BuildBinary(t, mcptest.SDKServerPackage)
@@ -93,7 +159,7 @@ func TestRecordOTLPLive(t *testing.T) {
 	}
 	var names []string
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		resp, err := http.Get(query + "/api/traces?service=tapedeck")
+		resp, err := http.Get(jaegerTraces(query, "tapedeck", from, time.Now().Add(time.Minute)))
 		if err != nil {
 			continue
 		}
