@@ -22,11 +22,12 @@ import (
 // is exported as recorded and as a copy a year older, and Jaeger is asked
 // for the time range the tape covers: the test holds on any date (Jaeger's
 // default lookback is two days).
+// Each run has a Jaeger of its own: the copy's spans keep the trace ids.
 func TestExportOTLPToJaeger(t *testing.T) {
-	otlp, query := mcptest.StartJaeger(t)
 	src := fixture(t, "sdk-everything-2025-06-18.tape.jsonl")
 	for _, age := range []time.Duration{0, 365 * 24 * time.Hour} {
 		t.Run(fmt.Sprintf("aged %s", age), func(t *testing.T) {
+			otlp, query := mcptest.StartJaeger(t)
 			exportToJaeger(t, otlp, query, shiftTape(t, src, -age))
 		})
 	}
