@@ -72,6 +72,9 @@ type recordOptions struct {
 	otlpHeaders     []string
 	otlpBodies      bool
 	rules           rulesFlags
+	// afterProbe: a stdio run may append to a tape that ends with its
+	// server's probe (record.AfterProbe).
+	afterProbe bool
 }
 
 func newRecordCmd(s streams) *cobra.Command {
@@ -115,7 +118,14 @@ docker/podman run, tsx, ts-node.
 Without -o the tape goes to $XDG_STATE_HOME/tapedeck/tapes/ (by default
 ~/.local/state/tapedeck/tapes/), named after the server and the time; its
 path is printed on stderr. Tapes are created 0600 in 0700 directories; an
-existing tape is an error unless --append.
+existing tape is an error unless --append, with one exception over stdio:
+a tape whose last episode of the server (the records since its last
+$transport/start) is a server/discover probe and nothing else, written in
+the last 30 s, gets this run as a new episode. That is what a client leaves
+that starts the server once for its probe, kills it, and starts it again for
+the session (the 2026-07-28 TypeScript SDK); replay serves each of its
+processes the episode its first request opens. Nothing already on a tape is
+ever rewritten.
 
 Rules (--rules FILE): fault injection between the real client and server.
 Each message meets the rules before it is recorded and forwarded; the first
@@ -209,6 +219,17 @@ func openTape(s streams, o *recordOptions, server string) (*os.File, error) {
 		path = filepath.Join(dir, fmt.Sprintf("%s-%s.jsonl", fileSafe(server), time.Now().UTC().Format("20060102T150405.000Z")))
 	}
 	f, notes, err := tape.Create(path, o.appendTo)
+	if errors.Is(err, os.ErrExist) && o.afterProbe {
+		ok, why, perr := record.AfterProbe(path, server, time.Now())
+		if perr != nil {
+			return nil, fmt.Errorf("record: tape %s already exists, and reading it failed: %w", path, perr)
+		}
+		if !ok {
+			return nil, fmt.Errorf("record: tape %s already exists (%s); use --append to add to it or -o to choose another", path, why)
+		}
+		fmt.Fprintf(s.stderr, "tapedeck: appending a new episode to %s: %s\n", path, why)
+		f, notes, err = tape.Create(path, true)
+	}
 	if errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("record: tape %s already exists; use --append to add to it or -o to choose another", path)
 	}
@@ -305,6 +326,7 @@ func runRecordStdio(ctx context.Context, s streams, o *recordOptions, args []str
 	if server == "" {
 		server = record.DefaultServerName(args[0], args[1:])
 	}
+	o.afterProbe = true
 	f, err := openTape(s, o, server)
 	if err != nil {
 		return err
