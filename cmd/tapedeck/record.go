@@ -113,7 +113,12 @@ launcher, after what it runs: "node dist/index.js" records as index,
 mcp-server-fetch" as mcp-server-fetch, "python -m mcp_server_time" as
 mcp_server_time, "docker run -i --rm mcp/fetch" as fetch. Launchers: node,
 bun, deno, npx, bunx, pnpm/yarn dlx, uvx, uv run, python, pipx run,
-docker/podman run, tsx, ts-node.
+docker/podman run, tsx, ts-node. An HTTP server is named after its URL:
+the last path segment that is not generic (mcp, sse, messages, api, v1…),
+else the host and port: http://127.0.0.1:3001/mcp records as
+127.0.0.1:3001, https://example.com/weather/mcp as weather. (Its own name,
+serverInfo.name, is in the initialize answer on the tape; diff pairs the
+servers of two tapes by it when their tape names differ.)
 
 Without -o the tape goes to $XDG_STATE_HOME/tapedeck/tapes/ (by default
 ~/.local/state/tapedeck/tapes/), named after the server and the time; its
@@ -186,7 +191,7 @@ doing it. The README's "Injecting faults" section has every key.
 	cmd.Flags().SetInterspersed(false) // flags after COMMAND belong to it
 	f := cmd.Flags()
 	f.StringVarP(&o.output, "output", "o", "", "write the tape to `TAPE` (default: a new file under $XDG_STATE_HOME/tapedeck/tapes)")
-	f.StringVar(&o.server, "server", "", "server `NAME` in the tape (default: see below; for HTTP, the upstream's host)")
+	f.StringVar(&o.server, "server", "", "server `NAME` in the tape (default: see below)")
 	f.BoolVar(&o.appendTo, "append", false, "append to an existing tape instead of refusing to touch it")
 	f.DurationVar(&o.grace, "grace", record.DefaultGrace, "stdio: how long the server may run on after its stdin closes before SIGTERM")
 	f.DurationVar(&o.kill, "kill-after", record.DefaultKillAfter, "stdio: how long after SIGTERM before SIGKILL")
