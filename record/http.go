@@ -72,7 +72,8 @@ type Proxy struct {
 	Upstream *url.URL
 	// Tape receives the records, one Write per record.
 	Tape io.Writer
-	// Server names the server in the tape; empty means the upstream's host.
+	// Server names the server in the tape; empty means
+	// DefaultHTTPServerName(Upstream).
 	Server string
 	// Redact, if set, redacts the tape's copy of each message.
 	Redact *tape.Redactor
@@ -155,7 +156,7 @@ func (p *Proxy) init() {
 	p.once.Do(func() {
 		server := p.Server
 		if server == "" {
-			server = p.Upstream.Hostname()
+			server = DefaultHTTPServerName(p.Upstream)
 		}
 		p.guard = mcphttp.Guard{AllowHosts: p.AllowHosts}
 		p.rules = p.Rules.Conn()

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"net/url"
 	"path/filepath"
 	"strings"
 )
@@ -188,4 +189,41 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// genericPathNames are URL path segments that name an endpoint, not a
+// server (/mcp, /sse, /v1/messages).
+var genericPathNames = map[string]bool{"mcp": true, "sse": true, "message": true, "messages": true, "stream": true, "http": true, "api": true, "rpc": true, "jsonrpc": true}
+
+// DefaultHTTPServerName names an HTTP server for the tape from its URL, the
+// one thing known before the first record is written: the last segment of
+// the URL's path that is neither generic (mcp, sse, messages, api…) nor a
+// version (v1), else the host with its port, so that two local servers on
+// two ports have two names:
+//
+//	http://127.0.0.1:3001/mcp                 127.0.0.1:3001
+//	https://example.com/weather/mcp           weather
+//	https://mcp.linear.app/sse                mcp.linear.app
+//
+// The server's own name (serverInfo.name) is on the tape in its initialize
+// answer; diff pairs servers by it when their tape names differ.
+func DefaultHTTPServerName(u *url.URL) string {
+	segs := strings.Split(strings.Trim(u.Path, "/"), "/")
+	for i := len(segs) - 1; i >= 0; i-- {
+		s, err := url.PathUnescape(segs[i])
+		if err != nil {
+			s = segs[i]
+		}
+		low := strings.ToLower(s)
+		if s == "" || genericPathNames[low] || isVersion(low) {
+			continue
+		}
+		return s
+	}
+	return u.Host
+}
+
+// isVersion reports whether s is an API version segment: v1, v2beta.
+func isVersion(s string) bool {
+	return len(s) >= 2 && s[0] == 'v' && s[1] >= '0' && s[1] <= '9'
 }

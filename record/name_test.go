@@ -1,6 +1,7 @@
 package record_test
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 
@@ -49,6 +50,27 @@ func TestDefaultServerName(t *testing.T) {
 		f := strings.Fields(tc.cmd)
 		if got := record.DefaultServerName(f[0], f[1:]); got != tc.want {
 			t.Errorf("DefaultServerName(%q) = %q, want %q", tc.cmd, got, tc.want)
+		}
+	}
+}
+
+func TestDefaultHTTPServerName(t *testing.T) {
+	for _, tt := range []struct{ url, want string }{
+		{"http://127.0.0.1:3001/mcp", "127.0.0.1:3001"},
+		{"http://127.0.0.1:3002/mcp", "127.0.0.1:3002"},
+		{"http://localhost:8080/", "localhost:8080"},
+		{"https://mcp.linear.app/sse", "mcp.linear.app"},
+		{"https://example.com/weather/mcp", "weather"},
+		{"https://example.com/api/v1/github/mcp/", "github"},
+		{"https://example.com/v2/messages", "example.com"},
+		{"http://[::1]:9000/mcp", "[::1]:9000"},
+	} {
+		u, err := url.Parse(tt.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := record.DefaultHTTPServerName(u); got != tt.want {
+			t.Errorf("DefaultHTTPServerName(%s) = %q, want %q", tt.url, got, tt.want)
 		}
 	}
 }

@@ -97,6 +97,12 @@ type EngineOptions struct {
 	// one recorded session of several, which the HTTP edge serves each
 	// with an engine of its own. The zero Span is the whole tape.
 	Span Span
+	// Episodes, with a zero Span, serves one episode (tape.Episodes) of a
+	// tape that holds several: the first whose first client request has
+	// the method of the live client's first request, so that each process
+	// a client starts gets the recorder run it made (a server/discover
+	// probe, then the session). When none has, the whole tape is served.
+	Episodes bool
 	// MaxWait caps how long a timed replay (Speed > 0) waits for one
 	// recorded message after the client's; 0 means DefaultMaxWait, < 0 no
 	// cap.
@@ -206,6 +212,8 @@ type Engine struct {
 	// answered and its response: only the server requests between them
 	// belong to the live call and are sent.
 	window [2]int
+	// started: a live message was received (the episode is chosen).
+	started bool
 	// early holds recorded server notifications sent ahead of the
 	// frontier, because the tape had them on the answer's own HTTP stream
 	// (see streamMates): the frontier passes them without sending them
@@ -248,6 +256,23 @@ func NewEngine(x *tape.Index, opts EngineOptions) (*Engine, error) {
 		e.scan, e.frontier = sp.Lo, sp.Lo
 	}
 	return e, nil
+}
+
+// chooseEpisode limits e to the first episode whose first client request
+// is a method request, when the tape holds several (see
+// EngineOptions.Episodes). It runs before anything is scanned.
+func (e *Engine) chooseEpisode(method string) {
+	eps := tape.Episodes(e.x, e.server)
+	if len(eps) < 2 {
+		return
+	}
+	for _, ep := range eps {
+		if ep.First >= 0 && e.x.Entry(ep.First).Method == method {
+			e.lo, e.hi = ep.Lo, ep.Hi
+			e.scan, e.frontier = ep.Lo, ep.Lo
+			return
+		}
+	}
 }
 
 // end is the tape position after the last message e serves.
@@ -326,6 +351,12 @@ func (e *Engine) Receive(msg []byte, now time.Time) []Output {
 }
 
 func (e *Engine) receive(m tape.Entry) {
+	if !e.started {
+		e.started = true
+		if m.Kind == tape.KindRequest && e.opts.Episodes && e.opts.Span == (Span{}) {
+			e.chooseEpisode(m.Method)
+		}
+	}
 	switch m.Kind {
 	case tape.KindRequest:
 		e.requests++

@@ -821,3 +821,48 @@ func TestEngineSkipsWhatRulesDropped(t *testing.T) {
 		t.Errorf("the dropped answer:\n%s", got)
 	}
 }
+
+// A tape of two recorder runs, a server/discover probe and then the
+// session, serves each replay process the episode its first request opens
+// (EngineOptions.Episodes); without the option, or when no episode opens
+// with that method, the whole tape is served as before.
+func TestEngineEpisodes(t *testing.T) {
+	lc := tape.DirLifecycle
+	x := buildIndex(t,
+		line{lc, 0, tape.MethodStart},
+		line{send, 1, `{"jsonrpc":"2.0","id":"p","method":"server/discover","params":{}}`},
+		line{recv, 2, `{"jsonrpc":"2.0","id":"p","result":{"supportedVersions":["2026-07-28"]}}`},
+		line{lc, 3, tape.MethodClose},
+		line{lc, 10, tape.MethodStart},
+		line{send, 11, `{"jsonrpc":"2.0","id":0,"method":"tools/list","params":{}}`},
+		line{recv, 12, `{"jsonrpc":"2.0","id":0,"result":{"tools":[]}}`},
+		line{lc, 13, tape.MethodClose},
+	)
+	probe := `{"jsonrpc":"2.0","id":7,"method":"server/discover","params":{}}`
+	list := `{"jsonrpc":"2.0","id":8,"method":"tools/list","params":{}}`
+	for _, tt := range []struct {
+		name     string
+		episodes bool
+		live     string
+		want     string
+		diverged int
+		unused   int
+	}{
+		{"probe process", true, probe, `"supportedVersions"`, 0, 0},
+		{"session process", true, list, `"tools":[]`, 0, 0},
+		{"session process without episodes", false, list, `-32090`, 1, 1},
+		{"no episode opens with the method", true, `{"jsonrpc":"2.0","id":9,"method":"ping"}`, `"result":{}`, 0, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := mustEngine(t, x, EngineOptions{Episodes: tt.episodes})
+			got := texts(feed(t, e, tt.live))
+			if len(got) != 1 || !strings.Contains(got[0], tt.want) {
+				t.Errorf("outputs %q, want one with %s", got, tt.want)
+			}
+			rep := e.Report()
+			if len(rep.Divergences) != tt.diverged || len(rep.Unused) != tt.unused {
+				t.Errorf("report: %d divergences, %d unused; want %d, %d: %+v", len(rep.Divergences), len(rep.Unused), tt.diverged, tt.unused, rep)
+			}
+		})
+	}
+}

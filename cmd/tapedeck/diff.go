@@ -43,6 +43,15 @@ with a diff that survives calls inserted or left out, and reports:
     changed between runs: the "rug pull");
   - the protocol version, the server's name and version, and capabilities.
 
+Servers are paired by their name on the tapes; those left are paired by
+the name they give themselves (serverInfo.name in the initialize or
+server/discover answer), and when one server of each tape is still left,
+those two: the same server recorded over stdio (named after its command)
+and over HTTP (named after its URL) is compared call by call. Each
+difference counted (per server, in the total, for --exit-code) is one line
+marked - (A only), + (B only) or ~ (changed); a server on one tape only is
+one such line, besides its calls.
+
 --ignore PATH leaves a path out (as replay's --ignore). --json prints the
 report for scripts; --exit-code exits 1 when anything differs.`,
 		Example: `  tapedeck diff before.jsonl after.jsonl

@@ -235,7 +235,7 @@ func runDebugIntercept(ctx context.Context, s streams, f debugFlags, server []st
 			return fmt.Errorf("debug --upstream %q: expected an http:// or https:// URL", f.upstream)
 		}
 		if name == "" {
-			name = up.Hostname()
+			name = record.DefaultHTTPServerName(up)
 		}
 	} else if name == "" {
 		name = record.DefaultServerName(server[0], server[1:])

@@ -72,6 +72,9 @@ type recordOptions struct {
 	otlpHeaders     []string
 	otlpBodies      bool
 	rules           rulesFlags
+	// afterProbe: a stdio run may append to a tape that ends with its
+	// server's probe (record.AfterProbe).
+	afterProbe bool
 }
 
 func newRecordCmd(s streams) *cobra.Command {
@@ -110,12 +113,24 @@ launcher, after what it runs: "node dist/index.js" records as index,
 mcp-server-fetch" as mcp-server-fetch, "python -m mcp_server_time" as
 mcp_server_time, "docker run -i --rm mcp/fetch" as fetch. Launchers: node,
 bun, deno, npx, bunx, pnpm/yarn dlx, uvx, uv run, python, pipx run,
-docker/podman run, tsx, ts-node.
+docker/podman run, tsx, ts-node. An HTTP server is named after its URL:
+the last path segment that is not generic (mcp, sse, messages, api, v1…),
+else the host and port: http://127.0.0.1:3001/mcp records as
+127.0.0.1:3001, https://example.com/weather/mcp as weather. (Its own name,
+serverInfo.name, is in the initialize answer on the tape; diff pairs the
+servers of two tapes by it when their tape names differ.)
 
 Without -o the tape goes to $XDG_STATE_HOME/tapedeck/tapes/ (by default
 ~/.local/state/tapedeck/tapes/), named after the server and the time; its
 path is printed on stderr. Tapes are created 0600 in 0700 directories; an
-existing tape is an error unless --append.
+existing tape is an error unless --append, with one exception over stdio:
+a tape whose last episode of the server (the records since its last
+$transport/start) is a server/discover probe and nothing else, written in
+the last 30 s, gets this run as a new episode. That is what a client leaves
+that starts the server once for its probe, kills it, and starts it again for
+the session (the 2026-07-28 TypeScript SDK); replay serves each of its
+processes the episode its first request opens. Nothing already on a tape is
+ever rewritten.
 
 Rules (--rules FILE): fault injection between the real client and server.
 Each message meets the rules before it is recorded and forwarded; the first
@@ -176,7 +191,7 @@ doing it. The README's "Injecting faults" section has every key.
 	cmd.Flags().SetInterspersed(false) // flags after COMMAND belong to it
 	f := cmd.Flags()
 	f.StringVarP(&o.output, "output", "o", "", "write the tape to `TAPE` (default: a new file under $XDG_STATE_HOME/tapedeck/tapes)")
-	f.StringVar(&o.server, "server", "", "server `NAME` in the tape (default: see below; for HTTP, the upstream's host)")
+	f.StringVar(&o.server, "server", "", "server `NAME` in the tape (default: see below)")
 	f.BoolVar(&o.appendTo, "append", false, "append to an existing tape instead of refusing to touch it")
 	f.DurationVar(&o.grace, "grace", record.DefaultGrace, "stdio: how long the server may run on after its stdin closes before SIGTERM")
 	f.DurationVar(&o.kill, "kill-after", record.DefaultKillAfter, "stdio: how long after SIGTERM before SIGKILL")
@@ -209,6 +224,17 @@ func openTape(s streams, o *recordOptions, server string) (*os.File, error) {
 		path = filepath.Join(dir, fmt.Sprintf("%s-%s.jsonl", fileSafe(server), time.Now().UTC().Format("20060102T150405.000Z")))
 	}
 	f, notes, err := tape.Create(path, o.appendTo)
+	if errors.Is(err, os.ErrExist) && o.afterProbe {
+		ok, why, perr := record.AfterProbe(path, server, time.Now())
+		if perr != nil {
+			return nil, fmt.Errorf("record: tape %s already exists, and reading it failed: %w", path, perr)
+		}
+		if !ok {
+			return nil, fmt.Errorf("record: tape %s already exists (%s); use --append to add to it or -o to choose another", path, why)
+		}
+		fmt.Fprintf(s.stderr, "tapedeck: appending a new episode to %s: %s\n", path, why)
+		f, notes, err = tape.Create(path, true)
+	}
 	if errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("record: tape %s already exists; use --append to add to it or -o to choose another", path)
 	}
@@ -305,6 +331,7 @@ func runRecordStdio(ctx context.Context, s streams, o *recordOptions, args []str
 	if server == "" {
 		server = record.DefaultServerName(args[0], args[1:])
 	}
+	o.afterProbe = true
 	f, err := openTape(s, o, server)
 	if err != nil {
 		return err

@@ -27,7 +27,7 @@ func runRecordHTTP(ctx context.Context, s streams, o *recordOptions, rs *rules.S
 	}
 	server := o.server
 	if server == "" {
-		server = up.Hostname()
+		server = record.DefaultHTTPServerName(up)
 	}
 	host, _, err := net.SplitHostPort(o.listen)
 	if err != nil {

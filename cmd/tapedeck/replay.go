@@ -122,6 +122,15 @@ older server answered, so the client falls back to initialize; and a tape
 whose client probed server/discover in vain before initialize serves a client
 that starts with initialize.
 
+A tape recorded over stdio holds an episode each time the client started the
+server (a $transport/start record). Over stdio, each replay process serves
+the first episode whose first request has the method of the client's first
+request: the 2026-07-28 TypeScript client, which starts the server once for
+its server/discover probe and once for the session, gets the probe episode in
+its first process and the session in its second. Unused requests and
+divergences count within that episode only. When no episode's first request
+has that method, the whole tape is served.
+
 Matching modes (--match):
   strict  (default, mcporter's semantics) each request must be the next
           recorded one of the server: same method, params equal by meaning
@@ -270,6 +279,9 @@ and are not divergences.`,
 			}
 			defer x.Close()
 			onDiv := func(d replay.Divergence) { fmt.Fprintf(s.stderr, "tapedeck replay: %s\n", d.Message) }
+			// Over stdio each process the client starts serves the episode
+			// (recorder run) its first request opens.
+			opts.Episodes = f.listen == ""
 			e, err := replay.NewEngine(x, opts)
 			if err != nil {
 				return err

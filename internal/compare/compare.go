@@ -85,7 +85,11 @@ func (r Report) Differences() int {
 
 // ServerReport is one server's comparison.
 type ServerReport struct {
-	Server      string       `json:"server"`
+	Server string `json:"server"`
+	// ServerB is B's name of the server when it differs from A's (the
+	// servers were paired by the name they gave themselves, or as the only
+	// ones left).
+	ServerB     string       `json:"serverB,omitempty"`
 	OnlyIn      string       `json:"onlyIn,omitempty"` // "A" or "B" when the server is on one tape only
 	Protocol    *Change      `json:"protocol,omitempty"`
 	ServerInfo  *Change      `json:"serverInfo,omitempty"`
@@ -156,31 +160,45 @@ type CallDiff struct {
 // Compare compares a and b.
 func Compare(a, b Side, o Options) (Report, error) {
 	r := Report{A: a.Name, B: b.Name}
-	servers := unionServers(a.Index.Servers(), b.Index.Servers())
+	pairs := pairServers(a.Index, b.Index)
 	if o.Server != "" {
-		if !slices.Contains(servers, o.Server) {
+		var only []serverPair
+		for _, p := range pairs {
+			if p.inA && p.a == o.Server || p.inB && p.b == o.Server {
+				only = append(only, p)
+			}
+		}
+		if len(only) == 0 {
 			return r, fmt.Errorf("server %q is on neither tape", o.Server)
 		}
-		servers = []string{o.Server}
+		pairs = only
 	}
 	n := &tape.Normalizer{Ignore: o.Ignore}
-	for _, s := range servers {
-		inA, inB := slices.Contains(a.Index.Servers(), s), slices.Contains(b.Index.Servers(), s)
-		sr := ServerReport{Server: s}
+	for _, p := range pairs {
+		sr := ServerReport{Server: p.a}
 		switch {
-		case !inB:
+		case !p.inB:
 			sr.OnlyIn = "A"
-		case !inA:
-			sr.OnlyIn = "B"
+		case !p.inA:
+			sr.OnlyIn, sr.Server = "B", p.b
+		case p.b != p.a:
+			sr.ServerB = p.b
 		}
 		// The two tapes are read at once, one a core.
 		var (
-			cb   []call
-			errB error
-			done = make(chan struct{})
+			ca, cb    []call
+			err, errB error
+			done      = make(chan struct{})
 		)
-		go func() { defer close(done); cb, errB = calls(b, s, &tape.Normalizer{Ignore: o.Ignore}) }()
-		ca, err := calls(a, s, n)
+		go func() {
+			defer close(done)
+			if p.inB {
+				cb, errB = calls(b, p.b, &tape.Normalizer{Ignore: o.Ignore})
+			}
+		}()
+		if p.inA {
+			ca, err = calls(a, p.a, n)
+		}
 		<-done
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", a.Name, err)
@@ -189,9 +207,9 @@ func Compare(a, b Side, o Options) (Report, error) {
 			return r, fmt.Errorf("%s: %w", b.Name, errB)
 		}
 		sr.CallsA, sr.CallsB = len(ca), len(cb)
-		if inA && inB {
-			handshake(&sr, a.Index, b.Index, s)
-			sr.Definitions = definitions(a.Index, b.Index, s, n)
+		if p.inA && p.inB {
+			handshake(&sr, a.Index, b.Index, p.a, p.b)
+			sr.Definitions = definitions(a.Index, b.Index, p.a, p.b, n)
 		}
 		sr.Calls, sr.Matched, sr.Aligned = alignCalls(ca, cb, a.Index, b.Index, n, o)
 		r.Servers = append(r.Servers, sr)
@@ -199,15 +217,79 @@ func Compare(a, b Side, o Options) (Report, error) {
 	return r, nil
 }
 
-func unionServers(a, b []string) []string {
-	out := slices.Clone(a)
-	for _, s := range b {
-		if !slices.Contains(out, s) {
-			out = append(out, s)
+// serverPair is a server of A and the server of B it is compared with.
+type serverPair struct {
+	a, b     string
+	inA, inB bool
+}
+
+// pairServers pairs the servers of two tapes: by their tape name; then,
+// among those left, by the name the server gave itself (serverInfo.name in
+// its initialize or server/discover answer), since one server recorded
+// over stdio and over HTTP has two tape names (its command, its URL); and
+// when one server of each tape is left, those two. The rest are on one tape
+// only. Pairs are in the order of A's names, then B's.
+func pairServers(xa, xb *tape.Index) []serverPair {
+	as, bs := slices.Clone(xa.Servers()), slices.Clone(xb.Servers())
+	slices.Sort(as)
+	slices.Sort(bs)
+	var out []serverPair
+	var restA []string
+	usedB := map[string]bool{}
+	for _, s := range as {
+		if slices.Contains(bs, s) {
+			out = append(out, serverPair{a: s, b: s, inA: true, inB: true})
+			usedB[s] = true
+		} else {
+			restA = append(restA, s)
 		}
 	}
-	slices.Sort(out)
+	var restB []string
+	for _, s := range bs {
+		if !usedB[s] {
+			restB = append(restB, s)
+		}
+	}
+	var leftA []string
+	for _, s := range restA {
+		id := selfName(xa, s)
+		k := -1
+		if id != "" {
+			k = slices.IndexFunc(restB, func(t string) bool { return selfName(xb, t) == id })
+		}
+		if k < 0 {
+			leftA = append(leftA, s)
+			continue
+		}
+		out = append(out, serverPair{a: s, b: restB[k], inA: true, inB: true})
+		restB = slices.Delete(restB, k, k+1)
+	}
+	if len(leftA) == 1 && len(restB) == 1 {
+		out = append(out, serverPair{a: leftA[0], b: restB[0], inA: true, inB: true})
+		leftA, restB = nil, nil
+	}
+	for _, s := range leftA {
+		out = append(out, serverPair{a: s, inA: true})
+	}
+	for _, s := range restB {
+		out = append(out, serverPair{b: s, inB: true})
+	}
 	return out
+}
+
+// selfName is the name server s of x gave itself: serverInfo.name in its
+// last initialize answer, or in the _meta of its last server/discover
+// answer (2026-07-28); "" when it gave none.
+func selfName(x *tape.Index, s string) string {
+	if r := lastAnswer(x, s, "initialize"); r != nil {
+		if n := gjson.GetBytes(r, "result.serverInfo.name").String(); n != "" {
+			return n
+		}
+	}
+	if r := lastAnswer(x, s, tape.MethodDiscover); r != nil {
+		return gjson.GetBytes(r, `result._meta.io\.modelcontextprotocol/serverInfo.name`).String()
+	}
+	return ""
 }
 
 // calls reads the client's calls of server s, in recorded order.

@@ -11,9 +11,9 @@ import (
 )
 
 // handshake compares the two sessions' last initialize answers of server
-// s: the protocol version, the server's identity and its capabilities.
-func handshake(sr *ServerReport, xa, xb *tape.Index, s string) {
-	ra, rb := lastAnswer(xa, s, "initialize"), lastAnswer(xb, s, "initialize")
+// sa of A and sb of B: the protocol version, the server's identity and its capabilities.
+func handshake(sr *ServerReport, xa, xb *tape.Index, sa, sb string) {
+	ra, rb := lastAnswer(xa, sa, "initialize"), lastAnswer(xb, sb, "initialize")
 	if ra == nil || rb == nil {
 		return
 	}
@@ -78,9 +78,9 @@ func lastAnswer(x *tape.Index, s, method string) []byte {
 }
 
 // definitions compares the tools, prompts, resources and resource
-// templates the two sessions last listed for server s: the "rug pull" a
+// templates the two sessions last listed for server sa of A and sb of B: the "rug pull" a
 // server can do between runs (a description or an input schema changed).
-func definitions(xa, xb *tape.Index, s string, n *tape.Normalizer) []Definition {
+func definitions(xa, xb *tape.Index, sa, sb string, n *tape.Normalizer) []Definition {
 	var out []Definition
 	for _, l := range []struct{ method, member, kind, name string }{
 		{"tools/list", "tools", "tool", "name"},
@@ -88,7 +88,7 @@ func definitions(xa, xb *tape.Index, s string, n *tape.Normalizer) []Definition 
 		{"resources/list", "resources", "resource", "uri"},
 		{"resources/templates/list", "resourceTemplates", "resource template", "uriTemplate"},
 	} {
-		ra, rb := lastAnswer(xa, s, l.method), lastAnswer(xb, s, l.method)
+		ra, rb := lastAnswer(xa, sa, l.method), lastAnswer(xb, sb, l.method)
 		if ra == nil || rb == nil {
 			continue
 		}

@@ -21,17 +21,25 @@ func (r Report) WriteText(w io.Writer) error {
 		if name == "" {
 			name = "(unnamed)"
 		}
+		name = text.Safe(name)
+		if s.ServerB != "" {
+			name += " (in B: " + text.Safe(s.ServerB) + ")"
+		}
 		fmt.Fprintf(&b, "\nserver %s: %s in A, %d in B, %d aligned; %s\n", name, text.Plural(s.CallsA, "call"), s.CallsB, s.Matched, text.Plural(s.differences(), "difference"))
-		if s.OnlyIn != "" {
-			fmt.Fprintf(&b, "  only on tape %s\n", s.OnlyIn)
+		// Each difference counted is one line marked -, + or ~.
+		switch s.OnlyIn {
+		case "A":
+			b.WriteString("  - server only on tape A\n")
+		case "B":
+			b.WriteString("  + server only on tape B\n")
 		}
 		for _, c := range []*Change{s.Protocol, s.ServerInfo} {
 			if c != nil {
-				fmt.Fprintf(&b, "  %s: %s → %s\n", c.What, c.A, c.B)
+				fmt.Fprintf(&b, "  ~ %s: %s → %s\n", c.What, c.A, c.B)
 			}
 		}
 		for _, c := range s.Caps {
-			fmt.Fprintf(&b, "  capability %s: %s → %s\n", c.What, c.A, c.B)
+			fmt.Fprintf(&b, "  ~ capability %s: %s → %s\n", c.What, c.A, c.B)
 		}
 		for _, d := range s.Definitions {
 			sign := map[string]string{"added": "+", "removed": "-", "changed": "~"}[d.Change]

