@@ -149,6 +149,12 @@ func complete(c Call, resp []byte, end time.Time, seq int, x *Index) Call {
 		c.Status = "error"
 		er := gjson.GetBytes(resp, "error")
 		c.ErrorCode, c.ErrorMessage = er.Get("code").Int(), er.Get("message").String()
+	case NoFailure:
+		if x.Negotiation(seq) {
+			c.Status = "negotiation" // a rejected server/discover probe: not a failure
+			er := gjson.GetBytes(resp, "error")
+			c.ErrorCode, c.ErrorMessage = er.Get("code").Int(), er.Get("message").String()
+		}
 	case ToolError:
 		c.Status = "tool-error"
 	}
