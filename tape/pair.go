@@ -14,8 +14,8 @@ package tape
 // with id null to a request the server could not read pairs through
 // _meta.inReplyTo, or, on a tape recorded before the proxy wrote it, when
 // it is an error with an HTTP 4xx or 5xx status and the client's last
-// message on its connection was a request still unanswered (the request
-// its POST carried).
+// message on its connection was a request still unanswered, not in a batch
+// (the request its POST carried).
 
 import (
 	"bytes"
@@ -82,7 +82,7 @@ func (p *pairer) add(recs *recTable, warnings *warningList, seq int32, m *msgInf
 	case KindRequest:
 		idText := normalizeID(m.id.in(line))
 		k := pairKey{r.server, r.dir, r.conn, p.idHash(idText)}
-		if r.dir == 1 {
+		if r.dir == 1 && r.batch == 0 { // a batch rejected whole answers none of its members
 			p.lastSent[r.conn] = sentReq{seq, k}
 		}
 		ex := p.exchangeOf(r.dir == 1, m, line)
