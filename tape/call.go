@@ -27,11 +27,13 @@ type Call struct {
 	End     time.Time     // the response's timestamp (zero when unknown or none)
 	Latency time.Duration // End - Start when both are known
 	// Status is "ok", "error" (a JSON-RPC error), "tool-error"
-	// (result.isError), "pending" (no answer on the tape), "cancelled" (and
-	// no late answer) or "late" (answered after its cancellation).
+	// (result.isError), "negotiation" (a server/discover probe rejected
+	// before initialize: not a failure, see Negotiation), "pending" (no
+	// answer on the tape), "cancelled" (and no late answer) or "late"
+	// (answered after its cancellation).
 	Status string
 	// ErrorCode and ErrorMessage are the JSON-RPC error's, when Status is
-	// "error".
+	// "error" or "negotiation".
 	ErrorCode    int64
 	ErrorMessage string
 	// RequestRaw and ResponseRaw are the messages as they crossed the wire
