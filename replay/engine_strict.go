@@ -134,10 +134,10 @@ func (e *Engine) resync(m tape.Entry) int {
 }
 
 // probeFailed reports whether the recorded server/discover at seq was
-// answered with an error (or never answered): a server from before 2026-07-28.
+// version negotiation (tape.Negotiation: a server from before 2026-07-28
+// rejected it before initialize), or never answered.
 func (e *Engine) probeFailed(seq int) bool {
-	p := e.x.Pair(seq)
-	return p.Partner < 0 || e.x.Entry(p.Partner).Error
+	return e.x.Pair(seq).Partner < 0 || e.x.Negotiation(seq)
 }
 
 // lookAhead returns the first of the EngineOptions.Reorder unused recorded

@@ -242,6 +242,20 @@ func httpError(id tape.ID, status string, body []byte) []byte {
 	return errorResponse([]byte(id), CodeHTTPStatus, fmt.Sprintf("HTTP %s: %s", status, strings.TrimSpace(string(body))), nil)
 }
 
+// httpStatusOf returns the HTTP status of an error response httpError
+// made up (an HTTP error without a JSON-RPC message), or 0.
+func httpStatusOf(msg []byte) int {
+	er := gjson.GetBytes(msg, "error")
+	if er.Get("code").Int() != CodeHTTPStatus {
+		return 0
+	}
+	var status int
+	if _, err := fmt.Sscanf(er.Get("message").String(), "HTTP %d", &status); err != nil {
+		return 0
+	}
+	return status
+}
+
 // deliverMessage hands a message to Recv; a response to m with "id":null
 // (a server's rejection of a request it could not read) gets m's id.
 func (c *HTTPConn) deliverMessage(msg []byte, m tape.Entry) {

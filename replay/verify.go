@@ -55,9 +55,13 @@ type CallResult struct {
 	// Skipped says why the call was sent but not checked: the tape holds no
 	// answer to compare with (the recorded client cancelled it, or the
 	// server never answered). A skipped call passes.
-	Skipped  string        `json:"skipped,omitempty"`
-	Recorded time.Duration `json:"recorded"` // the recorded latency
-	Live     time.Duration `json:"live"`
+	Skipped string `json:"skipped,omitempty"`
+	// Negotiation says, for a server/discover probe the recorded server
+	// rejected before initialize (tape.Negotiation), how the live server
+	// answered it: version negotiation, passed without comparing answers.
+	Negotiation string        `json:"negotiation,omitempty"`
+	Recorded    time.Duration `json:"recorded"` // the recorded latency
+	Live        time.Duration `json:"live"`
 	// Response is the recorded response's seq (-1 if none), and Answer the
 	// live server's answer as it came (for verify --update).
 	Response int    `json:"-"`
@@ -327,11 +331,23 @@ func (v *verifier) wait(ctx context.Context, must func(*call) bool) error {
 	}
 }
 
-// judge compares live response e with call c's recorded one.
+// judge compares live response e with call c's recorded one. A probe the
+// recorded server rejected as version negotiation passes whatever the live
+// server answers: rejecting it too (in its transport's way: -32601 over
+// stdio, HTTP 400 and -32000 over HTTP) or answering it is the live
+// server's era, not a failure.
 func (v *verifier) judge(c *call, e tape.Entry) error {
 	c.res.Live = v.opts.Now().Sub(c.start)
 	c.decided = true
 	c.res.Response, c.res.Answer = c.want, bytes.Clone(e.Raw)
+	if v.x.Negotiation(c.want) {
+		c.res.Pass = true
+		c.res.Negotiation = "version negotiation: the recorded server rejected server/discover before initialize, and so did the live one"
+		if !tape.Negotiation(c.res.Method, true, e.Raw, httpStatusOf(e.Raw)) {
+			c.res.Negotiation = "version negotiation: the recorded server rejected server/discover before initialize; the live one answered it (not compared)"
+		}
+		return nil
+	}
 	rec, err := v.x.Message(c.want)
 	if err != nil {
 		return err

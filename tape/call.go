@@ -27,11 +27,13 @@ type Call struct {
 	End     time.Time     // the response's timestamp (zero when unknown or none)
 	Latency time.Duration // End - Start when both are known
 	// Status is "ok", "error" (a JSON-RPC error), "tool-error"
-	// (result.isError), "pending" (no answer on the tape), "cancelled" (and
-	// no late answer) or "late" (answered after its cancellation).
+	// (result.isError), "negotiation" (a server/discover probe rejected
+	// before initialize: not a failure, see Negotiation), "pending" (no
+	// answer on the tape), "cancelled" (and no late answer) or "late"
+	// (answered after its cancellation).
 	Status string
 	// ErrorCode and ErrorMessage are the JSON-RPC error's, when Status is
-	// "error".
+	// "error" or "negotiation".
 	ErrorCode    int64
 	ErrorMessage string
 	// RequestRaw and ResponseRaw are the messages as they crossed the wire
@@ -149,6 +151,12 @@ func complete(c Call, resp []byte, end time.Time, seq int, x *Index) Call {
 		c.Status = "error"
 		er := gjson.GetBytes(resp, "error")
 		c.ErrorCode, c.ErrorMessage = er.Get("code").Int(), er.Get("message").String()
+	case NoFailure:
+		if x.Negotiation(seq) {
+			c.Status = "negotiation" // a rejected server/discover probe: not a failure
+			er := gjson.GetBytes(resp, "error")
+			c.ErrorCode, c.ErrorMessage = er.Get("code").Int(), er.Get("message").String()
+		}
 	case ToolError:
 		c.Status = "tool-error"
 	}

@@ -78,13 +78,18 @@ type Entry struct {
 	// call reached the tool and the tool failed (MCP reports tool failures
 	// this way, not as JSON-RPC errors). See Failed.
 	ToolError bool
+	// Negotiation marks a server/discover probe, or its answer, that a
+	// server of an earlier era rejected before initialize: version
+	// negotiation, not a failure (see the function Negotiation). Only an
+	// Index knows it: a message read alone has no request to judge by.
+	Negotiation bool
 	// Injected marks a message an interception rule acted on: its
 	// _meta.injected says which rule and what it did.
 	Injected bool
 	// Dropped marks a recorded message a rule (or the debugger) stopped:
 	// it never reached its peer, and replay does not send it.
 	Dropped bool
-	Batch    int // messages that travelled in one JSON array share a batch number (from 1); 0 otherwise
+	Batch   int // messages that travelled in one JSON array share a batch number (from 1); 0 otherwise
 	// Problem says why an invalid entry is invalid; empty otherwise.
 	Problem string
 }

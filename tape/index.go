@@ -38,12 +38,14 @@ const (
 	flagLate                  // a response that came after its request was cancelled
 	flagOrphan                // a response that matched no request
 	flagBadUTF8
-	flagTorn      // the last line, cut off
-	flagReordered // a response recorded before its request
-	flagDuplicate // a request whose id was already pending
-	flagToolError // a response whose result says isError: a tool's failure
-	flagInjected  // an interception rule acted on it (_meta.injected)
-	flagDropped   // and stopped it: it never reached its peer
+	flagTorn        // the last line, cut off
+	flagReordered   // a response recorded before its request
+	flagDuplicate   // a request whose id was already pending
+	flagToolError   // a response whose result says isError: a tool's failure
+	flagInjected    // an interception rule acted on it (_meta.injected)
+	flagDropped     // and stopped it: it never reached its peer
+	flagEarly       // a server/discover request sent before initialize on its connection
+	flagNegotiation // a probe (flagEarly) and its answer that rejected it: not a failure
 )
 
 var dirCodes = [...]Dir{DirUnknown, DirSend, DirRecv, DirLifecycle}
@@ -87,7 +89,8 @@ type Index struct {
 	methods interner[uint32] // 0 is ""
 	servers interner[uint16]
 	connIdx map[connKey]uint32
-	starts  map[uint16]int // $transport/start records seen per server
+	starts  map[uint16]int  // $transport/start records seen per server
+	inited  map[uint32]bool // connections an initialize request was sent on
 
 	pairs   pairer
 	lastTS  int64 // the last known timestamp, for the jump check (0: none yet)
@@ -107,6 +110,7 @@ func NewIndex(src io.ReaderAt, opts ...ReaderOption) *Index {
 		servers: newInterner[uint16](1 << 16),
 		connIdx: map[connKey]uint32{},
 		starts:  map[uint16]int{},
+		inited:  map[uint32]bool{},
 		pairs:   newPairer(),
 	}
 	for _, o := range opts {
@@ -327,8 +331,47 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 		x.starts[r.server]++
 	}
 	r.conn = x.conn(r.server, stringBytes(line, m.session))
+	if m.kind == KindRequest {
+		x.noteHandshake(&r, m)
+	}
 	x.recs.push(r)
 	x.pairs.add(&x.recs, &x.warnings, seq, m, line, lineNo)
+	if rp := x.recs.at(int(seq)); m.kind == KindResponse && rp.partner >= 0 && x.recs.at(int(rp.partner)).flags&flagEarly != 0 {
+		x.noteNegotiation(int(rp.partner), int(seq), line[m.start:m.end])
+	}
+}
+
+// noteHandshake marks request r, just classified as m, when it is a
+// server/discover sent before initialize on its connection (flagEarly),
+// and notes an initialize. An initialize on a session-less HTTP POST
+// (_meta.exchange) opens a session of its own, a connection apart: it
+// leaves the session-less connection's later probes early.
+func (x *Index) noteHandshake(r *rec, m *msgInfo) {
+	switch x.methods.names[r.method] {
+	case MethodDiscover:
+		if !x.inited[r.conn] {
+			r.flags |= flagEarly
+		}
+	case "initialize":
+		if !m.exchange.ok() {
+			x.inited[r.conn] = true
+		}
+	}
+}
+
+// noteNegotiation marks early server/discover req and its answer resp
+// (raw) as version negotiation when the answer rejected it as a server of
+// an earlier era would; such an answer is not counted as a failure.
+func (x *Index) noteNegotiation(req, resp int, raw []byte) {
+	rr := x.recs.at(resp)
+	if rr.flags&flagNegotiation != 0 || !Negotiation(MethodDiscover, true, raw, 0) {
+		return
+	}
+	rr.flags |= flagNegotiation
+	x.recs.at(req).flags |= flagNegotiation
+	if rr.flags&flagError != 0 {
+		x.rpcErrors--
+	}
 }
 
 func stringBytes(line []byte, s span) []byte {
@@ -403,18 +446,19 @@ func (x *Index) Entry(i int) Entry {
 func (x *Index) entry(i int) Entry {
 	r := x.recs.at(i)
 	e := Entry{
-		Seq:       i,
-		Line:      int(r.line),
-		Offset:    r.off,
-		Kind:      r.kind,
-		Dir:       dirCodes[r.dir],
-		Server:    x.servers.names[r.server],
-		Method:    x.methods.names[r.method],
-		Error:     r.flags&flagError != 0,
-		ToolError: r.flags&flagToolError != 0,
-		Injected:  r.flags&flagInjected != 0,
-		Dropped:   r.flags&flagDropped != 0,
-		Batch:     int(r.batch),
+		Seq:         i,
+		Line:        int(r.line),
+		Offset:      r.off,
+		Kind:        r.kind,
+		Dir:         dirCodes[r.dir],
+		Server:      x.servers.names[r.server],
+		Method:      x.methods.names[r.method],
+		Error:       r.flags&flagError != 0,
+		ToolError:   r.flags&flagToolError != 0,
+		Injected:    r.flags&flagInjected != 0,
+		Dropped:     r.flags&flagDropped != 0,
+		Negotiation: r.flags&flagNegotiation != 0,
+		Batch:       int(r.batch),
 	}
 	if r.kind == KindResponse {
 		e.Method = "" // the method is the request's; see Pair

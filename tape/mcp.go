@@ -1,5 +1,7 @@
 package tape
 
+import "strings"
+
 // MCP vocabulary
 //
 // What MCP's methods mean, defined once for every part of tapedeck that
@@ -7,7 +9,8 @@ package tape
 // exchange failed and how (Failure: a JSON-RPC error, or a tool's failure
 // reported in its result), and a response's method (Index.MethodOf). The
 // recorders, replay, stats and the debugger all go through these, so a
-// tool failure is a failure everywhere.
+// tool failure is a failure everywhere, and a rejected server/discover
+// probe (Negotiation) is a failure nowhere.
 
 // Target returns the tool, prompt or resource a call names: params.name of
 // tools/call and prompts/get, params.uri of resources/read, subscribe and
@@ -93,12 +96,60 @@ func (f Failure) String() string {
 	return "ok"
 }
 
+// MethodDiscover is the request a 2026-07-28 client opens with; a server
+// of an earlier era rejects it and the client falls back to initialize.
+const MethodDiscover = "server/discover"
+
+// JSON-RPC error codes a server of an earlier era rejects server/discover
+// with: method not found (stdio), and the -32000 "Server not initialized"
+// of a Streamable HTTP server that expects initialize first.
+const (
+	codeMethodNotFound = "-32601"
+	codeServerError    = "-32000"
+)
+
+// Negotiation reports whether an exchange is version negotiation rather
+// than a failure: a server/discover request (method) sent before
+// initialize on its connection (beforeInit), answered with resp, a
+// JSON-RPC error meaning the server predates server/discover: method not
+// found (-32601), -32000 saying the server is not initialized, or any
+// error that came with an HTTP 4xx status. status is the HTTP status the
+// answer came with, or 0 to read it from resp's tape metadata (resp is the
+// message as recorded or as received). A successful server/discover is no
+// failure anyway; one failing otherwise, or after initialize, is a failure.
+// The index (and through it check, stats, the debugger and the library),
+// replay and verify all decide with this one function.
+func Negotiation(method string, beforeInit bool, resp []byte, status int) bool {
+	if method != MethodDiscover || !beforeInit {
+		return false
+	}
+	var c classifier
+	er := topMember(&c, resp, "error")
+	if !er.ok() || resp[er.start] != '{' {
+		return false
+	}
+	if status == 0 {
+		status = ParseHTTPMeta(resp).Status
+	}
+	if status >= 400 && status < 500 {
+		return true
+	}
+	switch string(member(&c, resp, er, "code").in(resp)) {
+	case codeMethodNotFound:
+		return true
+	case codeServerError:
+		return strings.Contains(strings.ToLower(stringValue(resp, member(&c, resp, er, "message"))), "not initialized")
+	}
+	return false
+}
+
 // Failed reports how the exchange e belongs to failed, judged by its
 // response: NoFailure for a request, notification or lifecycle record
-// (see Index.Failure for a request's answer).
+// (see Index.Failure for a request's answer), and for an answer that was
+// version negotiation (e.Negotiation, known only to an Index).
 func (e *Entry) Failed() Failure {
 	switch {
-	case e.Kind != KindResponse:
+	case e.Kind != KindResponse, e.Negotiation:
 		return NoFailure
 	case e.Error:
 		return RPCError
@@ -110,7 +161,7 @@ func (e *Entry) Failed() Failure {
 
 // Failure reports how the exchange of message i failed: its own failure
 // for a response, its response's for a request (NoFailure while it has
-// none).
+// none, and for version negotiation: see Negotiation).
 func (x *Index) Failure(i int) Failure {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -119,7 +170,7 @@ func (x *Index) Failure(i int) Failure {
 		r = x.recs.at(int(r.partner))
 	}
 	switch {
-	case r.kind != KindResponse:
+	case r.kind != KindResponse, r.flags&flagNegotiation != 0:
 		return NoFailure
 	case r.flags&flagError != 0:
 		return RPCError
@@ -127,6 +178,16 @@ func (x *Index) Failure(i int) Failure {
 		return ToolError
 	}
 	return NoFailure
+}
+
+// Negotiation reports whether message i, a request or its answer, is a
+// server/discover probe a server of an earlier era rejected before
+// initialize (see the function Negotiation): version negotiation, which
+// Failure, NextFailure and Failures do not count.
+func (x *Index) Negotiation(i int) bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.recs.at(i).flags&flagNegotiation != 0
 }
 
 // MethodOf returns the method of message i; a response's is its request's
@@ -140,7 +201,8 @@ func (x *Index) MethodOf(i int) string {
 
 // NextFailure returns the first response at or after from (dir > 0), or
 // at or before it (dir < 0), whose exchange failed (a JSON-RPC error or a
-// tool error), or -1 when there is none that way. It scans the index under
+// tool error; version negotiation is not a failure), or -1 when there is
+// none that way. It scans the index under
 // one lock: a key press on a tape of a million messages.
 func (x *Index) NextFailure(from, dir int) int {
 	x.mu.RLock()
@@ -151,7 +213,7 @@ func (x *Index) NextFailure(from, dir int) int {
 		step = -1
 	}
 	for i := from; i >= 0 && i < n; i += step {
-		if r := x.recs.at(i); r.kind == KindResponse && r.flags&(flagError|flagToolError) != 0 {
+		if r := x.recs.at(i); r.kind == KindResponse && r.flags&(flagError|flagToolError) != 0 && r.flags&flagNegotiation == 0 {
 			return i
 		}
 	}
@@ -159,7 +221,8 @@ func (x *Index) NextFailure(from, dir int) int {
 }
 
 // Failures returns how many responses indexed so far are JSON-RPC errors
-// and how many are tool errors.
+// and how many are tool errors; rejected server/discover probes (version
+// negotiation) are not counted.
 func (x *Index) Failures() (rpc, tool int) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()

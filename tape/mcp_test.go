@@ -90,3 +90,125 @@ func TestClockWarnings(t *testing.T) {
 		}
 	}
 }
+
+// A server of an earlier era rejects a client's server/discover probe
+// before initialize: version negotiation, not a failure. The same answer
+// to another method, or after initialize, or a probe that failed in
+// another way, is a failure.
+func TestNegotiation(t *testing.T) {
+	const (
+		notFound = `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}`
+		notInit  = `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: Server not initialized"}}`
+		http400  = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request"},"_meta":{"dir":"recv","server":"s","status":400,"transport":"http"}}`
+		http500  = `{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"boom"},"_meta":{"dir":"recv","server":"s","status":500,"transport":"http"}}`
+		internal = `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"Internal error"}}`
+		otherMsg = `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"Connection closed"}}`
+		result   = `{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2026-07-28"]}}`
+	)
+	for _, tt := range []struct {
+		method     string
+		beforeInit bool
+		resp       string
+		status     int
+		want       bool
+	}{
+		{MethodDiscover, true, notFound, 0, true},
+		{MethodDiscover, true, notInit, 0, true},
+		{MethodDiscover, true, http400, 0, true},
+		{MethodDiscover, true, internal, 404, true}, // the live status, not on the message
+		{MethodDiscover, true, http500, 0, false},
+		{MethodDiscover, true, internal, 0, false},
+		{MethodDiscover, true, otherMsg, 0, false},
+		{MethodDiscover, true, result, 0, false}, // a success is no failure either way
+		{MethodDiscover, false, notFound, 0, false},
+		{"tools/list", true, notFound, 0, false},
+	} {
+		if got := Negotiation(tt.method, tt.beforeInit, []byte(tt.resp), tt.status); got != tt.want {
+			t.Errorf("Negotiation(%s, beforeInit %v, %s, %d) = %v, want %v", tt.method, tt.beforeInit, tt.resp, tt.status, got, tt.want)
+		}
+	}
+}
+
+// The index marks a rejected probe and its answer as negotiation: not a
+// failure (Failure, NextFailure, Failures, Entry.Failed, stats), while a
+// server/discover rejected after initialize stays one.
+func TestIndexNegotiation(t *testing.T) {
+	x := indexOf(t, tapeOf(
+		`lifecycle s {"jsonrpc":"2.0","method":"$transport/start"}`,                            // 0
+		`send s {"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}`,               // 1
+		`recv s {"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}`, // 2
+		`send s {"jsonrpc":"2.0","id":2,"method":"initialize","params":{}}`,                    // 3
+		`recv s {"jsonrpc":"2.0","id":2,"result":{}}`,                                          // 4
+		`send s {"jsonrpc":"2.0","id":3,"method":"server/discover","params":{}}`,               // 5
+		`recv s {"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"Method not found"}}`, // 6
+		`lifecycle s {"jsonrpc":"2.0","method":"$transport/start"}`,                            // 7: a new connection
+		`send s {"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}`,               // 8
+		`recv s {"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"Internal error"}}`,   // 9
+	))
+	for i, want := range map[int]bool{1: true, 2: true, 5: false, 6: false, 8: false, 9: false} {
+		if got := x.Negotiation(i); got != want {
+			t.Errorf("Negotiation(%d) = %v, want %v", i, got, want)
+		}
+	}
+	if f := x.Failure(2); f != NoFailure {
+		t.Errorf("Failure(2), the rejected probe's answer = %v, want ok", f)
+	}
+	if f := x.Failure(1); f != NoFailure {
+		t.Errorf("Failure(1), the probe = %v, want ok", f)
+	}
+	if e := x.Entry(2); !e.Negotiation || !e.Error || e.Failed() != NoFailure {
+		t.Errorf("Entry(2) = Negotiation %v, Error %v, Failed %v; want true, true, ok", e.Negotiation, e.Error, e.Failed())
+	}
+	if f := x.Failure(6); f != RPCError {
+		t.Errorf("Failure(6), server/discover rejected after initialize = %v, want error", f)
+	}
+	if i := x.NextFailure(0, 1); i != 6 {
+		t.Errorf("NextFailure(0, 1) = %d, want 6 (the probe at 2 is negotiation)", i)
+	}
+	if i := x.NextFailure(5, -1); i != -1 {
+		t.Errorf("NextFailure(5, -1) = %d, want -1", i)
+	}
+	if rpc, tool := x.Failures(); rpc != 2 || tool != 0 {
+		t.Errorf("Failures() = %d, %d; want 2, 0 (lines 6 and 9, not the probe)", rpc, tool)
+	}
+	st := ComputeStats(x, "")
+	if tot := st.Servers[0].Total; tot.Errors != 2 || tot.Negotiations != 1 {
+		t.Errorf("stats: %d errors, %d negotiations; want 2, 1", tot.Errors, tot.Negotiations)
+	}
+	h, _ := st.Servers[0].Table()
+	if !strings.Contains(strings.Join(h, " "), "negotiation") {
+		t.Errorf("stats table header %q: no negotiation column", h)
+	}
+}
+
+// An HTTP server rejects a probe it cannot read yet with "id":null and a
+// 4xx status; a tape recorded before the proxy wrote _meta.inReplyTo
+// pairs it with the request its POST carried, and it is negotiation. An
+// initialize on a session-less POST opens a session of its own: a probe
+// after it on the session-less connection is still before initialize.
+func TestIndexNegotiationHTTP(t *testing.T) {
+	http := func(dir, body, extra string) string {
+		return body[:len(body)-1] + `,"_meta":{"dir":"` + dir + `","server":"s","ts":"2026-05-16T12:00:00.000Z","http":"POST","transport":"http"` + extra + "}}\n"
+	}
+	text := http("send", `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}`, "") +
+		http("recv", `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: Server not initialized"}}`, `,"status":400`) +
+		http("send", `{"jsonrpc":"2.0","id":2,"method":"initialize","params":{}}`, `,"exchange":1`) +
+		http("recv", `{"jsonrpc":"2.0","id":2,"result":{}}`, `,"exchange":1,"status":200,"newSession":"A"`) +
+		http("send", `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}`, "") +
+		http("recv", `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: Server not initialized"}}`, `,"status":400`)
+	x := indexOf(t, text)
+	for _, i := range []int{0, 1, 4, 5} {
+		if !x.Negotiation(i) {
+			t.Errorf("Negotiation(%d) = false, want true", i)
+		}
+	}
+	if p := x.Pair(1); p.Partner != 0 || p.Orphan {
+		t.Errorf("Pair(1) = %+v, want partner 0, not an orphan", p)
+	}
+	if rpc, _ := x.Failures(); rpc != 0 {
+		t.Errorf("Failures() = %d JSON-RPC errors, want 0", rpc)
+	}
+	if n := x.WarningCount(); n != 0 {
+		t.Errorf("%d warnings, want none (no orphan)", n)
+	}
+}

@@ -12,7 +12,10 @@ package tape
 // Late; a 2026-07-28 retry carrying inputResponses links to the
 // input_required result it answers (Pair.ChainPrev, Index.Chain); an answer
 // with id null to a request the server could not read pairs through
-// _meta.inReplyTo.
+// _meta.inReplyTo, or, on a tape recorded before the proxy wrote it, when
+// it is an error with an HTTP 4xx or 5xx status and the client's last
+// message on its connection was a request still unanswered, not in a batch
+// (the request its POST carried).
 
 import (
 	"bytes"
@@ -28,6 +31,12 @@ type pairKey struct {
 	id     uint64 // a hash of the id's JSON text: no allocation a message
 }
 
+// sentReq is a client request and its pairing key.
+type sentReq struct {
+	seq int32
+	key pairKey
+}
+
 type chainKey struct {
 	server uint16
 	conn   uint32
@@ -41,8 +50,9 @@ type pairer struct {
 	cancelled map[pairKey]int32   // cancelled requests awaiting a late response
 	orphans   map[pairKey]int32   // responses that came before any request
 	inputReq  map[chainKey]int32
-	chains    map[int32]int32  // retry request → input_required response it answers
-	exch      map[int32]uint64 // unanswered requests of session-less POSTs → exchangeOf
+	chains    map[int32]int32    // retry request → input_required response it answers
+	exch      map[int32]uint64   // unanswered requests of session-less POSTs → exchangeOf
+	lastSent  map[uint32]sentReq // connection → the client's last message there, if a request
 	seed      maphash.Seed
 }
 
@@ -55,6 +65,7 @@ func newPairer() pairer {
 		inputReq:  map[chainKey]int32{},
 		chains:    map[int32]int32{},
 		exch:      map[int32]uint64{},
+		lastSent:  map[uint32]sentReq{},
 		seed:      maphash.MakeSeed(),
 	}
 }
@@ -64,10 +75,16 @@ func newPairer() pairer {
 func (p *pairer) add(recs *recTable, warnings *warningList, seq int32, m *msgInfo, line []byte, lineNo int) {
 	rp := recs.at(int(seq))
 	r := *rp
+	if r.dir == 1 && m.kind != KindLifecycle && m.kind != KindInvalid {
+		delete(p.lastSent, r.conn)
+	}
 	switch m.kind {
 	case KindRequest:
 		idText := normalizeID(m.id.in(line))
 		k := pairKey{r.server, r.dir, r.conn, p.idHash(idText)}
+		if r.dir == 1 && r.batch == 0 { // a batch rejected whole answers none of its members
+			p.lastSent[r.conn] = sentReq{seq, k}
+		}
 		ex := p.exchangeOf(r.dir == 1, m, line)
 		if ex != 0 {
 			p.exch[seq] = ex
@@ -110,6 +127,13 @@ func (p *pairer) add(recs *recTable, warnings *warningList, seq int32, m *msgInf
 			id = normalizeID(m.replyTo.in(line)) // an answer to a request the server could not read
 		}
 		k := pairKey{r.server, reqDir, r.conn, p.idHash(id)}
+		if string(id) == "null" && reqDir == 1 && m.isError {
+			if last, ok := p.lastSent[r.conn]; ok && ParseHTTPMeta(line[m.start:m.end]).Status >= 400 {
+				if q, ok := p.pending[last.key]; ok && q == last.seq {
+					k = last.key // the answer to the request its POST carried
+				}
+			}
+		}
 		if req, ok := p.ofExchange(k, p.exchangeOf(reqDir == 1, m, line)); ok {
 			p.pair(recs, req, seq)
 		} else if req, ok := p.pending[k]; ok {

@@ -33,21 +33,25 @@ type ServerStats struct {
 // Responses no request matched, and invalid lines, are counted apart, in a
 // MethodStats whose Bucket says which.
 type MethodStats struct {
-	Method        string       `json:"method,omitempty"`
-	Bucket        string       `json:"bucket,omitempty"` // BucketOrphans, BucketInvalid, or "" for a method
-	Dir           Dir          `json:"dir,omitempty"`
-	Requests      int          `json:"requests"`
-	Notifications int          `json:"notifications"`
-	Responses     int          `json:"responses"`
-	Errors        int          `json:"errors"`      // JSON-RPC errors
-	ToolErrors    int          `json:"tool_errors"` // results with isError: the tool failed
-	Orphans       int          `json:"orphans"`
-	Pending       int          `json:"pending"`
-	Cancelled     int          `json:"cancelled"`
-	Late          int          `json:"late"`
-	Invalid       int          `json:"invalid"`
-	Latency       LatencyStats `json:"latency"`
-	latencies     []time.Duration
+	Method        string `json:"method,omitempty"`
+	Bucket        string `json:"bucket,omitempty"` // BucketOrphans, BucketInvalid, or "" for a method
+	Dir           Dir    `json:"dir,omitempty"`
+	Requests      int    `json:"requests"`
+	Notifications int    `json:"notifications"`
+	Responses     int    `json:"responses"`
+	Errors        int    `json:"errors"`      // JSON-RPC errors, version negotiation apart
+	ToolErrors    int    `json:"tool_errors"` // results with isError: the tool failed
+	// Negotiations counts server/discover probes rejected before
+	// initialize by a server of an earlier era (Index.Negotiation):
+	// version negotiation, not errors.
+	Negotiations int          `json:"negotiations"`
+	Orphans      int          `json:"orphans"`
+	Pending      int          `json:"pending"`
+	Cancelled    int          `json:"cancelled"`
+	Late         int          `json:"late"`
+	Invalid      int          `json:"invalid"`
+	Latency      LatencyStats `json:"latency"`
+	latencies    []time.Duration
 }
 
 // LatencyStats are percentiles of request-to-response time over the pairs
@@ -133,7 +137,10 @@ func ComputeStats(x *Index, server string) Stats {
 			}
 			m := get(k)
 			m.Responses++
-			if r.flags&flagError != 0 {
+			switch {
+			case r.flags&flagNegotiation != 0:
+				m.Negotiations++
+			case r.flags&flagError != 0:
 				m.Errors++
 			}
 			if r.flags&flagToolError != 0 {
@@ -187,6 +194,7 @@ func (t *MethodStats) add(m *MethodStats) {
 	t.Responses += m.Responses
 	t.Errors += m.Errors
 	t.ToolErrors += m.ToolErrors
+	t.Negotiations += m.Negotiations
 	t.Orphans += m.Orphans
 	t.Pending += m.Pending
 	t.Cancelled += m.Cancelled

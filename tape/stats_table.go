@@ -5,9 +5,10 @@ import (
 	"time"
 )
 
-// statsColumns names the columns of ServerStats.Table; those from "orphan"
-// to "invalid" are left out when they are zero for the whole server.
-var statsColumns = []string{"method", "dir", "req", "notif", "resp", "err", "tool-err", "orphan", "pending", "cancel", "late", "invalid", "p50", "p95", "p99", "max"}
+// statsColumns names the columns of ServerStats.Table; those from
+// "negotiation" to "invalid" are left out when they are zero for the whole
+// server.
+var statsColumns = []string{"method", "dir", "req", "notif", "resp", "err", "tool-err", "negotiation", "orphan", "pending", "cancel", "late", "invalid", "p50", "p95", "p99", "max"}
 
 // Summary is the one-line overview of a tape's stats.
 func (st Stats) Summary() string {
@@ -23,13 +24,14 @@ func (ss ServerStats) Name() string {
 }
 
 // Table returns the server's stats as a header and rows of cells: a row a
-// method, then the total. The columns of rarer events (orphan, pending,
-// cancel, late, invalid) appear only when one of them is not zero.
+// method, then the total. The columns of rarer events (negotiation,
+// orphan, pending, cancel, late, invalid) appear only when one of them is
+// not zero.
 // `tapedeck stats` and the debugger's stats pane both print it, so they
 // always show the same numbers.
 func (ss ServerStats) Table() (header []string, rows [][]string) {
 	t := ss.Total
-	rare := map[string]int{"orphan": t.Orphans, "pending": t.Pending, "cancel": t.Cancelled, "late": t.Late, "invalid": t.Invalid}
+	rare := map[string]int{"negotiation": t.Negotiations, "orphan": t.Orphans, "pending": t.Pending, "cancel": t.Cancelled, "late": t.Late, "invalid": t.Invalid}
 	var keep []int
 	for i, c := range statsColumns {
 		if n, ok := rare[c]; ok && n == 0 {
@@ -65,7 +67,7 @@ func (m MethodStats) label() string {
 func (m MethodStats) row(label, dir string) []string {
 	l := m.Latency
 	n := func(v int) string { return fmt.Sprint(v) }
-	return []string{label, dir, n(m.Requests), n(m.Notifications), n(m.Responses), n(m.Errors), n(m.ToolErrors), n(m.Orphans),
+	return []string{label, dir, n(m.Requests), n(m.Notifications), n(m.Responses), n(m.Errors), n(m.ToolErrors), n(m.Negotiations), n(m.Orphans),
 		n(m.Pending), n(m.Cancelled), n(m.Late), n(m.Invalid),
 		FormatLatency(l.Count, l.P50), FormatLatency(l.Count, l.P95), FormatLatency(l.Count, l.P99), FormatLatency(l.Count, l.Max)}
 }

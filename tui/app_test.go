@@ -308,6 +308,7 @@ func TestCommands(t *testing.T) {
 
 func TestFilterAndMatches(t *testing.T) {
 	m, _ := newTestModel(t, Options{})
+	m = send(t, m, keys("g")...) // from the top, not the first failure
 	m = send(t, m, append(keys("/method:tools/call dir:send"), keys("enter")...)...)
 	ms := m.timeline.Matches()
 	if len(ms) == 0 {
@@ -402,10 +403,14 @@ func TestFilterGrammar(t *testing.T) {
 		{"status:tool-error", count(func(e tape.Entry, _ tape.Pair) bool { return e.Failed() == tape.ToolError })},
 		{"status:rpc-error,tool-error", count(func(e tape.Entry, _ tape.Pair) bool { return e.Failed() != tape.NoFailure })},
 		{"kind:response !status:ok", count(func(e tape.Entry, p tape.Pair) bool {
-			return e.Kind == tape.KindResponse && (e.Failed() != tape.NoFailure || p.Orphan)
+			return e.Kind == tape.KindResponse && (e.Failed() != tape.NoFailure || p.Orphan || e.Negotiation)
 		})},
 		{"-32601", 1},
-		{"!-32601 kind:response status:rpc-error", count(func(e tape.Entry, _ tape.Pair) bool { return e.Failed() == tape.RPCError }) - 1},
+		// The -32601 is the rejected server/discover probe: negotiation,
+		// no rpc-error.
+		{"!-32601 kind:response status:rpc-error", count(func(e tape.Entry, _ tape.Pair) bool { return e.Failed() == tape.RPCError })},
+		{"status:negotiation", 2},
+		{"status:negotiation kind:response -32601", 1},
 	} {
 		f, err := ParseFilter(c.q)
 		if err != nil {
@@ -421,6 +426,7 @@ func TestFilterGrammar(t *testing.T) {
 
 func TestMouse(t *testing.T) {
 	m, _ := newTestModel(t, Options{})
+	m = send(t, m, keys("g")...) // the top of the tape on screen
 	// Row 5 of the timeline is screen line 1 (title) + 1 (header) + 5.
 	m = send(t, m, tea.MouseClickMsg{X: 10, Y: 7, Button: tea.MouseLeft})
 	if got := m.timeline.Cursor(); got != 5 {

@@ -317,7 +317,11 @@ func (m CompareModel) callText(x *tape.Index, seq int) string {
 	}
 	p := x.Pair(seq)
 	if p.Partner >= 0 {
-		s += " · " + x.Failure(p.Partner).String()
+		if x.Negotiation(p.Partner) {
+			s += " · negotiation"
+		} else {
+			s += " · " + x.Failure(p.Partner).String()
+		}
 		if p.Timed {
 			s += " " + tape.FormatLatency(1, p.Latency)
 		}

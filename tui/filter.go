@@ -33,7 +33,7 @@ var filterFields = map[string]bool{"method": true, "tool": true, "dir": true, "s
 
 // Values of status: and kind:.
 var (
-	filterStatuses = []string{"error", "ok", "tool-error", "rpc-error", "pending", "cancelled", "orphan", "late", "invalid"}
+	filterStatuses = []string{"error", "ok", "tool-error", "rpc-error", "negotiation", "pending", "cancelled", "orphan", "late", "invalid"}
 	filterKinds    = []string{"request", "response", "notification", "lifecycle", "invalid"}
 )
 
@@ -43,7 +43,7 @@ tool:T         the tool, prompt or resource a call names (exact)
 dir:send|recv|lifecycle
 server:S       the server (exact)
 kind:request|response|notification|lifecycle|invalid
-status:error|ok|tool-error|rpc-error|pending|cancelled|orphan|late|invalid
+status:error|ok|tool-error|rpc-error|negotiation|pending|cancelled|orphan|late|invalid
                error is any failure: a JSON-RPC error, a tool error, an
                orphan answer or a damaged line
 id:ID          the JSON-RPC id (3 or "abc")
@@ -232,7 +232,9 @@ func statusIs(e tape.Entry, p tape.Pair, st string) bool {
 	case "rpc-error":
 		return e.Failed() == tape.RPCError
 	case "ok":
-		return e.Kind == tape.KindResponse && e.Failed() == tape.NoFailure && !p.Orphan
+		return e.Kind == tape.KindResponse && e.Failed() == tape.NoFailure && !p.Orphan && !e.Negotiation
+	case "negotiation": // a rejected server/discover probe and its answer
+		return e.Negotiation
 	case "pending":
 		return p.Pending
 	case "orphan":

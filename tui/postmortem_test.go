@@ -304,7 +304,8 @@ func TestIdleGapCountdown(t *testing.T) {
 }
 
 // The README's picture of the screen is the screen: the demo tape at
-// 100×24 after one e.
+// 100×24 as it opens, the cursor on the first failure (the rejected
+// server/discover probe before it is negotiation, not a failure).
 func TestREADMEScreen(t *testing.T) {
 	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
 	if err != nil {
@@ -322,7 +323,6 @@ func TestREADMEScreen(t *testing.T) {
 	}
 	m, _ := newTestModel(t, Options{Name: assets.DemoName})
 	m = m.resize(100, 24)
-	m = send(t, m, keys("e")...)
 	var got []string
 	for _, l := range strings.Split(screen(m), "\n") {
 		got = append(got, strings.TrimRight(l, " "))
@@ -357,5 +357,41 @@ func TestOpenAtSeq(t *testing.T) {
 	m, _ = newTestModel(t, Options{Seq: 100000, SeqSet: true})
 	if !strings.Contains(m.notice, "message 100000: the tape has") || m.noticeOK {
 		t.Errorf("notice %q", m.notice)
+	}
+}
+
+// The demo's go-sdk client probes server/discover first, and
+// server-everything (2025 era) rejects it with -32601: version
+// negotiation. The cursor does not open on it, e and E do not stop on it,
+// the status line does not count it, and its rows say "negotiation",
+// faint, not red.
+func TestNegotiationIsNoFailure(t *testing.T) {
+	m, _ := newTestModel(t, Options{})
+	probe, answer := 1, 2
+	if e := m.x.Entry(probe); e.Method != tape.MethodDiscover || !m.x.Negotiation(answer) {
+		t.Fatalf("the demo's #%d is %s (negotiation %v); want the rejected server/discover probe", probe, e.Method, m.x.Negotiation(answer))
+	}
+	first := m.timeline.Cursor()
+	if first <= answer || m.x.Failure(first) == tape.NoFailure {
+		t.Errorf("cursor on #%d at open, want the first real failure, after the probe's answer #%d", first, answer)
+	}
+	m = send(t, m, keys("E")...)
+	if got := m.timeline.Cursor(); got != first {
+		t.Errorf("E from the first failure #%d moved to #%d; the probe is no failure", first, got)
+	}
+	if status := ansi.Strip(m.statusView()); !strings.Contains(status, "2 errors, 2 tool errors") {
+		t.Errorf("status line %q, want 2 errors, 2 tool errors (the probe's -32601 is not one)", status)
+	}
+	red := m.styles.Timeline.Error.Render("X")
+	redOn := red[:strings.Index(red, "X")]
+	l := m.timeline.layout()
+	for _, i := range []int{probe, answer} {
+		row := m.timeline.renderRow(i, l)
+		if strings.Contains(row, redOn) || !faint(row) {
+			t.Errorf("row #%d of the probe: red %v, faint %v; want faint, not red: %q", i, strings.Contains(row, redOn), faint(row), row)
+		}
+	}
+	if row := ansi.Strip(m.timeline.renderRow(answer, l)); !strings.Contains(row, "negotiation") || strings.Contains(row, " error ") {
+		t.Errorf("the probe's answer row %q, want status negotiation", row)
 	}
 }

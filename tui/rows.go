@@ -16,6 +16,7 @@ type row struct {
 	tool    string // params.name of the call (or of the request a response answers)
 	status  string
 	err     bool
+	faint   bool   // version negotiation (a rejected server/discover probe): shown faint, not as a failure
 	summary string // what went wrong or what was asked (see summarize)
 }
 
@@ -52,6 +53,7 @@ func (c *rowCache) get(i int) row {
 		r.tool = callName(c.x, r.pair.Partner, r.pair.Method)
 	}
 	r.status, r.err = rowStatus(r.entry, r.pair)
+	r.faint = r.entry.Negotiation
 	r.summary = summarize(r.entry, raw, method)
 	switch {
 	case r.entry.Kind == tape.KindResponse && r.entry.Dir == tape.DirRecv:
@@ -127,6 +129,8 @@ func rowStatus(e tape.Entry, p tape.Pair) (string, bool) {
 		switch {
 		case p.Orphan:
 			return "orphan", true
+		case e.Negotiation:
+			return "negotiation", false // a server of an earlier era rejected the probe: not a failure
 		case e.Error:
 			return "error", true
 		case e.ToolError:

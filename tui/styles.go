@@ -32,10 +32,13 @@ type Styles struct {
 		Recv       lipgloss.Style
 		Lifecycle  lipgloss.Style
 		Error      lipgloss.Style
-		Diverged   lipgloss.Style
-		Breakpoint lipgloss.Style
-		Match      lipgloss.Style // a row the search matches
-		Summary    lipgloss.Style // the summary column
+		// Negotiation is a server/discover probe a server of an earlier
+		// era rejected: version negotiation, faint, not a failure.
+		Negotiation lipgloss.Style
+		Diverged    lipgloss.Style
+		Breakpoint  lipgloss.Style
+		Match       lipgloss.Style // a row the search matches
+		Summary     lipgloss.Style // the summary column
 	}
 	Detail struct {
 		Header   lipgloss.Style
@@ -95,6 +98,7 @@ func NewStyles(dark bool) *Styles {
 	s.Timeline.Recv = lipgloss.NewStyle().Foreground(green)
 	s.Timeline.Lifecycle = lipgloss.NewStyle().Foreground(dim)
 	s.Timeline.Error = lipgloss.NewStyle().Foreground(red)
+	s.Timeline.Negotiation = lipgloss.NewStyle().Foreground(dim).Faint(true)
 	s.Timeline.Diverged = lipgloss.NewStyle().Foreground(red).Bold(true).Reverse(true)
 	s.Timeline.Breakpoint = lipgloss.NewStyle().Foreground(red).Bold(true)
 	s.Timeline.Match = lipgloss.NewStyle().Foreground(purple)

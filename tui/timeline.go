@@ -271,7 +271,7 @@ const (
 	colTime   = 10
 	colDir    = 2
 	colLat    = 9
-	colStatus = 11 // "tool-error" and a space
+	colStatus = 12 // "negotiation" and a space
 )
 
 // layout is the width of each column for one frame: the fixed ones, and
@@ -447,6 +447,8 @@ func (t Timeline) renderRow(seq int, l layout) string {
 		body = s.Timeline.Match
 	case pending:
 		body = s.Timeline.Pending
+	case r.faint:
+		body = s.Timeline.Negotiation
 	case e.Kind == tape.KindLifecycle:
 		body = s.Timeline.Lifecycle
 	}
@@ -459,6 +461,9 @@ func (t Timeline) renderRow(seq int, l layout) string {
 		cols[cStatus] = s.Timeline.Error.Render(cols[cStatus])
 		cols[cMethod] = s.Timeline.Error.Render(ansi.Strip(cols[cMethod]))
 		cols[cSummary] = s.Timeline.Error.Render(cols[cSummary])
+	} else if r.faint {
+		cols[cStatus] = body.Render(cols[cStatus])
+		cols[cSummary] = body.Render(cols[cSummary])
 	} else {
 		cols[cStatus] = body.Render(cols[cStatus])
 		cols[cSummary] = s.Timeline.Summary.Render(cols[cSummary])

@@ -31,6 +31,12 @@ func newCheckCmd(s streams) *cobra.Command {
 line and message; it exits 1 when a finding's rule is in --fail-on (the
 others are reported as notes).
 
+A failure is an exchange answered with a JSON-RPC error (rule error) or a
+tool result with isError (rule tool-error). A server/discover probe that a
+server from before 2026-07-28 rejected before initialize (-32601 method not
+found, -32000 "not initialized", or an HTTP 4xx) is version negotiation, as
+every current client sends it first: not a failure, and no finding.
+
 Rules:
 ` + strings.Join(rules, "\n") + `
 

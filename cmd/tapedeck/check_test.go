@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"encoding/xml"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/tapedeck/tapedeck/internal/mcptest"
+	"github.com/tapedeck/tapedeck/tape"
 )
 
 // check on a real recording: its JSON-RPC error and its failed tool call,
@@ -39,6 +41,45 @@ func TestCheckFindings(t *testing.T) {
 	}
 	if _, errOut, code := runCLI(t, "check", "--fail-on", "bogus", path); code != 1 || !strings.Contains(errOut, `--fail-on "bogus": expected rules among error`) {
 		t.Errorf("an unknown rule: exit %d %q", code, errOut)
+	}
+}
+
+// The go-sdk client opens with a server/discover probe, which a 2025-era
+// server rejects (-32601 over stdio, HTTP 400 and -32000 over HTTP):
+// version negotiation, which check does not count, while the tapes' real
+// failures still fail; stats counts it apart from the errors.
+func TestCheckNegotiation(t *testing.T) {
+	demo := filepath.Join(mcptest.RepoRoot(t), "assets", "demo.tape.jsonl")
+	for _, tt := range []struct {
+		path    string
+		summary string
+	}{
+		{fixture(t, "sdk-everything-discover.tape.jsonl"), "1 tape checked, 2 findings: fail (2 failing)"},
+		{fixture(t, "sdk-everything-http.tape.jsonl"), "1 tape checked, 2 findings: fail (2 failing)"},
+		{fixture(t, "sdk-multi-server.tape.jsonl"), "1 tape checked, 4 findings: fail (4 failing)"},
+		{demo, "1 tape checked, 4 findings: fail (4 failing)"},
+	} {
+		out, _, code := runCLI(t, "check", tt.path)
+		if code != 1 || !strings.Contains(out, tt.summary) || strings.Contains(out, "server/discover") || strings.Contains(out, "orphan") {
+			t.Errorf("check %s: exit %d, want 1, %q and no word of the server/discover probe:\n%s", tt.path, code, tt.summary, out)
+		}
+		out, _, code = runCLI(t, "check", "--fail-on", "error", "--format", "github", tt.path)
+		if code != 1 || strings.Contains(out, "server/discover") {
+			t.Errorf("check --fail-on error %s: exit %d\n%s", tt.path, code, out)
+		}
+	}
+	out, _, code := runCLI(t, "stats", "--json", "--server", "everything", demo)
+	var st tape.Stats
+	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil {
+		t.Fatalf("stats --json of the demo: exit %d, %v\n%s", code, err, out)
+	}
+	for _, m := range st.Servers[0].Methods {
+		if m.Method == "server/discover" && (m.Errors != 0 || m.Negotiations != 1) {
+			t.Errorf("stats of the demo's server/discover: %d errors, %d negotiations; want 0, 1", m.Errors, m.Negotiations)
+		}
+	}
+	if tot := st.Servers[0].Total; tot.Errors != 1 || tot.ToolErrors != 1 || tot.Negotiations != 1 {
+		t.Errorf("stats of the demo's everything: %d errors, %d tool errors, %d negotiations; want 1, 1, 1", tot.Errors, tot.ToolErrors, tot.Negotiations)
 	}
 }
 

@@ -48,7 +48,9 @@ A tape opens post-mortem: the whole tape on show, the cursor on the first
 failure (a JSON-RPC error or a tool that failed, isError), or on message
 SEQ when TAPE:SEQ names one (as tapedeck search prints its hits), each row
 with a summary (the error, the arguments, the log line). e and E jump to the next
-and previous failure. Once you play or step, messages after the playback
+and previous failure. A server/discover probe a server from before
+2026-07-28 rejected before initialize is version negotiation, not a
+failure: its rows are faint, status "negotiation". Once you play or step, messages after the playback
 position (▶) are not delivered yet and show faint (failures stay red).
 Press ? for every key.
 

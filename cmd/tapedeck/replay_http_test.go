@@ -235,3 +235,17 @@ func TestVerifyHTTPEverything(t *testing.T) {
 		t.Fatalf("verify --url against server-everything: %v\n%s%s", err, out, stderr.String())
 	}
 }
+
+// TestVerifyNegotiation: a tape recorded over stdio, whose server rejected
+// the client's server/discover probe with -32601, verified against the same
+// server over HTTP, which rejects it with HTTP 400 and -32000 "Server not
+// initialized": both are version negotiation, not a failure.
+func TestVerifyNegotiation(t *testing.T) {
+	url := mcptest.StartEverythingHTTP(t)
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"verify", "--color=never", fixture(t, "sdk-everything-discover.tape.jsonl"), "--url", url}, strings.NewReader(""), &stdout, &stderr)
+	out := stdout.String()
+	if err != nil || !strings.Contains(out, "PASS server/discover (line 2)") || !strings.Contains(out, "version negotiation: the recorded server rejected server/discover before initialize, and so did the live one") || !strings.Contains(out, " 0 failed") {
+		t.Fatalf("verify --url of a stdio tape against server-everything over HTTP: %v\n%s%s", err, out, stderr.String())
+	}
+}

@@ -24,6 +24,12 @@ notifications, responses, errors, latency percentiles (p50/p95/p99/max),
 orphan responses (no request matched them), pending requests (never
 answered), cancelled requests and late responses, and invalid lines.
 
+err counts JSON-RPC error answers and tool-err tool results with isError:
+the failures. A server/discover probe that a server from before 2026-07-28
+rejected before initialize (-32601 method not found, -32000 "not
+initialized", or an HTTP 4xx) is version negotiation, counted under
+negotiation and not under err.
+
 Requests pair with responses by (server, direction, connection, id), so the
 client's and the server's own requests never mix. Direction "send" is the
 client's side, "recv" the server's (roots/list, sampling, elicitation).

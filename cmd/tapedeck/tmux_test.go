@@ -155,18 +155,24 @@ func TestTmuxOpenDemoStepBreakFilter(t *testing.T) {
 	bin := mcptest.BuildBinary(t, "./cmd/tapedeck")
 	tt := startTmux(t, bin, "open")
 	// The whole tape at open, the failures counted, the cursor on the
-	// first one with its error on the row; e jumps to the next.
-	s := tt.waitFor(5*time.Second, "79 messages", "whole tape", "3 errors, 2 tool errors (e next)")
+	// first one with its error on the row (not on the client's
+	// server/discover probe, which server-everything rejected: version
+	// negotiation); e jumps to the next.
+	s := tt.waitFor(5*time.Second, "79 messages", "whole tape", "2 errors, 2 tool errors (e next)")
 	x := demoIndex(t)
 	first := x.NextFailure(0, 1)
-	if l := rowLine(s, first); !strings.Contains(l, "›") || !strings.Contains(l, "-32601 Method not found") {
-		t.Errorf("the cursor is not on the first failure #%d with its error: %q\n%s", first, l, s)
+	if l := rowLine(s, first); !strings.Contains(l, "›") || !strings.Contains(l, "tool-error") || !strings.Contains(l, "MCP error -32602") {
+		t.Errorf("the cursor is not on the first failure #%d, a failed tool call, with its error: %q\n%s", first, l, s)
 	}
 	tt.keys("e")
 	second := x.NextFailure(first+1, 1)
 	waitRow(t, tt, second, "›")
-	if l := rowLine(tt.screen(), second); !strings.Contains(l, "tool-error") {
-		t.Errorf("row %d, a failed tool call, does not say tool-error: %q", second, l)
+	if l := rowLine(tt.screen(), second); !strings.Contains(l, " error ") {
+		t.Errorf("row %d, a JSON-RPC error, does not say error: %q", second, l)
+	}
+	tt.keys("g")
+	if l := rowLine(tt.waitFor(2*time.Second, "server/discover"), 2); !strings.Contains(l, "negotiation") {
+		t.Errorf("row 2, the rejected probe's answer, does not say negotiation: %q", l)
 	}
 
 	// Step three messages: the position moves and ▶ marks the next one.
@@ -199,11 +205,12 @@ func TestTmuxOpenDemoStepBreakFilter(t *testing.T) {
 
 	// Filter errors, show only the matches.
 	tt.keys("/")
-	// 2 JSON-RPC errors and 3 failed tool calls (isError), which used to pass for ok
+	// 2 JSON-RPC errors and 2 failed tool calls (isError), which used to
+	// pass for ok; not the rejected server/discover probe
 	tt.typeText("status:error")
-	tt.waitFor(3*time.Second, `filter "status:error": 5 matches`)
+	tt.waitFor(3*time.Second, `filter "status:error": 4 matches`)
 	tt.keys("f")
-	s = tt.waitFor(2*time.Second, "server/discover")
+	s = tt.waitFor(2*time.Second, "no-such-tool")
 	if rowLine(s, 1) != "" || rowLine(s, 3) != "" {
 		t.Errorf("only-matches view still shows rows that are not errors:\n%s", s)
 	}

@@ -46,7 +46,12 @@ initialization, and ends the session with DELETE. The server's own
 requests (roots/list, sampling, elicitation) are answered with the
 recorded replies. Each response is compared with the recorded one by
 meaning: key order, whitespace, ids and _meta do not count; --ignore drops
-fields that vary from run to run (timestamps, ids of things).
+fields that vary from run to run (timestamps, ids of things). A
+server/discover probe the recorded server rejected before initialize
+(-32601 method not found, -32000 "not initialized", or an HTTP 4xx: a
+server from before 2026-07-28) is version negotiation, not a failure: it
+passes whether the live server rejects it too, in its own transport's way,
+or answers it.
 
 verify prints PASS or FAIL per call with the latency against the recorded
 one, and for a failure the differences as JSON pointers with the expected
@@ -390,6 +395,9 @@ func printCall(w io.Writer, c replay.CallResult, paint bool) {
 	fmt.Fprintf(w, "%s %s (line %d)  %v, recorded %v (%+v)\n", verdict, name, c.Line, c.Live.Round(time.Microsecond), c.Recorded, delta.Round(time.Microsecond))
 	if c.Problem != "" {
 		fmt.Fprintf(w, "    %s\n", c.Problem)
+	}
+	if c.Negotiation != "" {
+		fmt.Fprintf(w, "    %s\n", c.Negotiation)
 	}
 	for _, d := range c.Diff {
 		exp, act := d.ExpectedJSON(), d.ActualJSON()

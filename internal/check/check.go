@@ -34,7 +34,7 @@ const (
 
 // Rules lists every rule with what it finds.
 var Rules = []struct{ ID, Help string }{
-	{RuleError, "a JSON-RPC error answer"},
+	{RuleError, "a JSON-RPC error answer (not a rejected server/discover probe: version negotiation)"},
 	{RuleToolError, "a tool call that failed (result.isError)"},
 	{RuleInvalid, "a line that is not a JSON-RPC message"},
 	{RulePending, "a request the tape holds no answer to"},

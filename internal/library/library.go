@@ -41,8 +41,10 @@ import (
 )
 
 // schemaVersion is kept in PRAGMA user_version; an index of another
-// version is rebuilt.
-const schemaVersion = 1
+// version is rebuilt. 2: a rejected server/discover probe is version
+// negotiation, no longer counted among a tape's errors (status
+// "negotiation").
+const schemaVersion = 2
 
 // TextLimit is how many bytes of a message's string values are indexed
 // for search: enough for the words that name what a call was about, small

@@ -623,3 +623,43 @@ func TestSnippet(t *testing.T) {
 		t.Errorf("no match: %q", got)
 	}
 }
+
+// The go-sdk client's server/discover probe, rejected by a 2025-era server
+// before initialize (-32601 over stdio, HTTP 400 over HTTP), is version
+// negotiation: not among a tape's errors, and found by status negotiation,
+// not by status error.
+func TestNegotiationCounts(t *testing.T) {
+	dir := t.TempDir()
+	for name, src := range map[string]string{
+		"demo.jsonl": "../../assets/demo.tape.jsonl",
+		"http.jsonl": "../../testdata/sdk-everything-http.tape.jsonl",
+	} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(dir, name), string(b))
+		age(t, filepath.Join(dir, name))
+	}
+	l, _ := open(t, filepath.Join(t.TempDir(), "index.db"), dir)
+	refresh(t, l)
+	ts, err := l.Tapes()
+	if err != nil || len(ts) != 2 {
+		t.Fatalf("tapes %v, %v", ts, err)
+	}
+	want := map[string][2]int{"demo.jsonl": {2, 2}, "http.jsonl": {1, 1}} // JSON-RPC errors, tool errors
+	for _, tp := range ts {
+		w := want[filepath.Base(tp.Path)]
+		if tp.RPCErrors != w[0] || tp.ToolErrors != w[1] {
+			t.Errorf("%s: %d errors, %d tool errors; want %d, %d (the rejected probe is no error)", filepath.Base(tp.Path), tp.RPCErrors, tp.ToolErrors, w[0], w[1])
+		}
+	}
+	hits, err := l.Search(Query{Method: "server/discover", Status: "negotiation"})
+	if err != nil || len(hits) != 4 { // the probe and its answer, in each tape
+		t.Errorf("status negotiation: %d hits, %v; want 4", len(hits), err)
+	}
+	hits, err = l.Search(Query{Method: "server/discover", Status: "error"})
+	if err != nil || len(hits) != 0 {
+		t.Errorf("status error: %d server/discover hits, %v; want none", len(hits), err)
+	}
+}

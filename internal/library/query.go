@@ -134,7 +134,7 @@ type Query struct {
 }
 
 // Statuses are the values Query.Status takes.
-var Statuses = []string{"ok", "error", "rpc-error", "tool-error", "pending", "cancelled", "late", "orphan"}
+var Statuses = []string{"ok", "error", "rpc-error", "tool-error", "negotiation", "pending", "cancelled", "late", "orphan"}
 
 // Hit is a message a search found.
 type Hit struct {

@@ -196,6 +196,9 @@ func responseStatus(x *tape.Index, i int) string {
 	if x.Pair(i).Late {
 		return "late"
 	}
+	if x.Negotiation(i) {
+		return "negotiation" // a rejected server/discover probe: not an error
+	}
 	return x.Failure(i).String() // ok, error, tool-error
 }
 
