@@ -19,9 +19,6 @@ type Episode struct {
 	ProbeOnly bool
 }
 
-// MethodDiscover is the 2026-07-28 version probe.
-const MethodDiscover = "server/discover"
-
 // Episodes splits x's records of server into episodes, in tape order.
 // Records before the server's first $transport/start belong to the first
 // episode; a tape with no start record is one episode.
