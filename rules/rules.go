@@ -183,7 +183,7 @@ type rule struct {
 	needAll  bool     // it names the whole message (or something unknown)
 	usesCall bool     // it reads method, target or tool
 
-	warned   atomic.Bool // a run-time failure of the expression was logged
+	warned atomic.Bool // a run-time failure of the expression was logged
 
 	// schedule
 	first, every, after int
