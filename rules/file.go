@@ -575,20 +575,29 @@ func (r *rule) compileRespond(file string, sp *respondSpec) error {
 	return nil
 }
 
-// parseDelay reads "250ms" or a range "100ms..2s".
-func parseDelay(s string) (time.Duration, time.Duration, error) {
+// MaxDelay bounds a delay rule's delay: a message held longer would be
+// held past any session (and, held, is on neither the wire nor the tape).
+const MaxDelay = 10 * time.Minute
+
+// parseDelay reads "250ms" or a range "100ms..2s", at most MaxDelay.
+func parseDelay(s string) (lo, hi time.Duration, err error) {
+	defer func() {
+		if err == nil && hi > MaxDelay {
+			lo, hi, err = 0, 0, fmt.Errorf("%q: expected at most %s (a delay must end within the session)", s, MaxDelay)
+		}
+	}()
 	if s == "" {
 		return 0, 0, fmt.Errorf("expected a duration (250ms) or a range (100ms..2s)")
 	}
-	lo, hi, isRange := strings.Cut(s, "..")
-	a, err := time.ParseDuration(strings.TrimSpace(lo))
+	loText, hiText, isRange := strings.Cut(s, "..")
+	a, err := time.ParseDuration(strings.TrimSpace(loText))
 	if err != nil || a < 0 {
 		return 0, 0, fmt.Errorf("%q: expected a duration such as 250ms or a range such as 100ms..2s", s)
 	}
 	if !isRange {
 		return a, a, nil
 	}
-	b, err := time.ParseDuration(strings.TrimSpace(hi))
+	b, err := time.ParseDuration(strings.TrimSpace(hiText))
 	if err != nil || b < a {
 		return 0, 0, fmt.Errorf("%q: expected a range low..high with low <= high, such as 100ms..2s", s)
 	}

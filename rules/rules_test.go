@@ -39,6 +39,8 @@ func TestParseErrorsSayFileLineAndWhatWasExpected(t *testing.T) {
 		{"rules:\n  - name: a\n    action: explode\n", `rules.yaml:2: rule "a": action "explode": expected one of block, error`},
 		{"rules:\n  - name: a\n    action: block\n  - name: b\n    action: delay\n    delay: soon\n", `rules.yaml:4: rule "b": delay: "soon": expected a duration`},
 		{"rules:\n  - name: a\n    action: block\n    colour: red\n", "line 4: field colour not found"},
+		{"rules:\n  - name: a\n    action: block\n  - name: slow\n    action: delay\n    delay: 87600h\n", `rules.yaml:4: rule "slow": delay: "87600h": expected at most 10m0s`},
+		{"rules:\n  - name: a\n    action: delay\n    delay: 1s..11m\n", `rules.yaml:2: rule "a": delay: "1s..11m": expected at most 10m0s`},
 		{"rules:\n  - name: a\n    match: 'method ==='\n    action: block\n", `rules.yaml:2: rule "a": match: expression`},
 		{"rules:\n  - name: a\n    match: {phase: sometimes}\n    action: block\n", `phase "sometimes": expected request, response, notification or server_request`},
 		{"rules:\n  - name: a\n    action: block\n    schedule: {first: 1, every: 2}\n", "expected exactly one of first"},
