@@ -59,12 +59,19 @@ const DefaultMaxBody = 64 << 20
 // whose answer holds no message are recorded as $http/exchange.
 //
 // Credential headers (tape.IsCredentialHeader) are forwarded but never
-// recorded. The proxy guards its own listener against DNS rebinding by the
-// Host header (loopback, or AllowHosts), and serves only the upstream's MCP
-// endpoint (and, for a legacy server, the endpoints its endpoint events
-// name); everything else gets 404 without reaching the server. The Origin
-// header is passed through: what the server decides about it is what it
-// is seen to decide, recording changes nothing of it.
+// recorded. The proxy guards its own listener against DNS rebinding and
+// cross-site requests (mcphttp.Guard): a Host header that is not loopback
+// or in AllowHosts, or an Origin header that is not loopback or in
+// AllowOrigins, gets 403 and a $http/rejected record, and never reaches the
+// server. The Origin check matters because the proxy adds the upstream
+// URL's credentials (user info, query) to what it forwards: a web page's
+// simple POST (text/plain, no CORS preflight) must not reach the server
+// with them. A request without Origin (not from a browser page) passes, and
+// an accepted Origin is forwarded as sent, so with AllowOrigins "*" the
+// server's own verdict is what the tape shows. The proxy serves only the
+// upstream's MCP endpoint (and, for a legacy server, the endpoints its
+// endpoint events name); everything else gets 404 without reaching the
+// server.
 type Proxy struct {
 	// Upstream is the server's MCP endpoint (or its /sse URL for legacy
 	// servers). Requests keep their path and query: the proxy mirrors the
@@ -83,6 +90,10 @@ type Proxy struct {
 	// AllowHosts are Host header values accepted besides loopback ones
 	// (the --listen host when it is a name); "*" accepts any.
 	AllowHosts []string
+	// AllowOrigins are Origin header values accepted besides loopback
+	// ones, e.g. "https://app.example.com"; "*" accepts any (to test a
+	// server's own Origin check through the proxy).
+	AllowOrigins []string
 	// MaxBody bounds a request body in bytes, which is read whole to be
 	// recorded before it is forwarded; 0 means DefaultMaxBody, < 0 no
 	// limit. A larger body gets 413 and never reaches the server.
@@ -158,7 +169,7 @@ func (p *Proxy) init() {
 		if server == "" {
 			server = DefaultHTTPServerName(p.Upstream)
 		}
-		p.guard = mcphttp.Guard{AllowHosts: p.AllowHosts}
+		p.guard = mcphttp.Guard{AllowHosts: p.AllowHosts, AllowOrigins: p.AllowOrigins}
 		p.rules = p.Rules.Conn()
 		p.paths = map[string]bool{}
 		p.rec = newRecorder(p.Tape, server, p.Redact, p.Now)
@@ -233,6 +244,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.note(p.sink.lifecycle(MethodHTTPRejected, map[string]any{"method": r.Method, "host": r.Host, "status": http.StatusForbidden},
 			map[string]any{"transport": "http"}))
 		http.Error(w, "tapedeck: host "+r.Host+" is not allowed: expected a loopback host (localhost, 127.0.0.1, [::1]) or one given with --allow-host (DNS rebinding guard)", http.StatusForbidden)
+		return
+	}
+	if origin := r.Header.Get("Origin"); !p.guard.OriginAllowed(origin) {
+		p.note(p.sink.lifecycle(MethodHTTPRejected, map[string]any{"method": r.Method, "origin": origin, "status": http.StatusForbidden},
+			map[string]any{"transport": "http"}))
+		http.Error(w, "tapedeck: Origin "+origin+" is not allowed: expected a loopback origin or one given with --allow-origin (a web page must not reach the server with the upstream's credentials)", http.StatusForbidden)
 		return
 	}
 	if !p.served(r.URL.Path) {

@@ -183,9 +183,8 @@ func TestProxyOriginAndCredentials(t *testing.T) {
 		resp.Body.Close()
 		return resp
 	}
-	// The Origin goes to the server, which decides (this one accepts all):
-	// recording must not change what the server is seen to do.
-	for _, origin := range []string{"", "http://localhost:3000", "https://evil.example", "null"} {
+	// Loopback origins and none (not a browser) go to the server as sent.
+	for _, origin := range []string{"", "http://localhost:3000"} {
 		if got := post(proxied, "", origin).StatusCode; got != 200 {
 			t.Errorf("Origin %q: status %d, want the server's 200", origin, got)
 		}
@@ -219,6 +218,93 @@ func TestProxyOriginAndCredentials(t *testing.T) {
 	}
 	if !bytes.Contains(data, []byte(`"method":"$http/rejected"`)) || !bytes.Contains(data, []byte(`"host":"evil.example"`)) {
 		t.Errorf("tape lacks the rejected request:\n%s", data)
+	}
+}
+
+// TestProxyForeignOrigin: a web page's simple POST (text/plain, so no CORS
+// preflight) must not reach the upstream with the credentials the proxy adds
+// (the upstream URL's user info and query): a foreign Origin gets 403 and a
+// $http/rejected record, and nothing reaches the server; an allowed Origin
+// and a request without one (a non-browser client) pass.
+func TestProxyForeignOrigin(t *testing.T) {
+	var mu sync.Mutex
+	var got []string // "Origin|user|query" of each request the upstream saw
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, _, _ := r.BasicAuth()
+		mu.Lock()
+		got = append(got, r.Header.Get("Origin")+"|"+user+"|"+r.URL.RawQuery)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	}))
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	upstream := "http://ann:pw-secret-1@" + u.Host + "/mcp?api_key=QSECRET1"
+	post := func(proxied, origin string) int {
+		req, _ := http.NewRequest("POST", proxied, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_everything"}}`))
+		req.Header.Set("Content-Type", "text/plain")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	seen := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
+	}
+
+	proxied, path := startProxy(t, upstream, nil)
+	for _, origin := range []string{"http://evil.example", "null", "https://127.0.0.1.evil.example"} {
+		if status := post(proxied, origin); status != http.StatusForbidden {
+			t.Errorf("Origin %q: status %d, want 403", origin, status)
+		}
+	}
+	if s := seen(); len(s) != 0 {
+		t.Fatalf("foreign origins reached the upstream: %q", s)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(data, []byte(`"method":"$http/rejected"`)) || !bytes.Contains(data, []byte(`"origin":"http://evil.example"`)) {
+		t.Errorf("tape lacks the rejected request:\n%s", data)
+	}
+	if bytes.Contains(data, []byte("delete_everything")) {
+		t.Errorf("tape records the refused request's body as a message:\n%s", data)
+	}
+	// No Origin (a non-browser client) and a loopback one pass, with the
+	// upstream's credentials.
+	for _, origin := range []string{"", "http://localhost:5173"} {
+		if status := post(proxied, origin); status != 200 {
+			t.Errorf("Origin %q: status %d, want 200", origin, status)
+		}
+	}
+	if s, want := seen(), []string{"|ann|api_key=QSECRET1", "http://localhost:5173|ann|api_key=QSECRET1"}; !slices.Equal(s, want) {
+		t.Errorf("upstream saw %q, want %q", s, want)
+	}
+
+	// AllowOrigins names exceptions, passed on as sent; "*" lets every
+	// Origin through, so that the server's own check decides.
+	proxied, _ = startProxy(t, upstream, func(p *record.Proxy) { p.AllowOrigins = []string{"https://app.example"} })
+	if status := post(proxied, "https://app.example"); status != 200 {
+		t.Errorf("allowed Origin: status %d, want 200", status)
+	}
+	if status := post(proxied, "http://evil.example"); status != http.StatusForbidden {
+		t.Errorf("Origin http://evil.example with another allowed: status %d, want 403", status)
+	}
+	proxied, _ = startProxy(t, upstream, func(p *record.Proxy) { p.AllowOrigins = []string{"*"} })
+	if status := post(proxied, "http://evil.example"); status != 200 {
+		t.Errorf("Origin http://evil.example with '*' allowed: status %d, want 200", status)
+	}
+	if s := seen(); len(s) != 4 || s[2] != "https://app.example|ann|api_key=QSECRET1" || s[3] != "http://evil.example|ann|api_key=QSECRET1" {
+		t.Errorf("upstream saw %q, want the allowed origins passed on", s)
 	}
 }
 

@@ -145,3 +145,65 @@ func TestStdioRulesInBatch(t *testing.T) {
 		t.Errorf("the tape does not keep the dropped message:\n%s", tp.Bytes())
 	}
 }
+
+// TestStdioDelayEndsWithTheSession: a delay rule holds its message no
+// longer than the session. The client sends a request a rule delays for
+// nine minutes and closes stdin: the shim sees the end of its input
+// although the relay is holding, the grace period runs, the session ends,
+// and the held request is on the tape as dropped with the reason, never
+// sent; the shim returns within seconds. A short delay that ends within
+// the grace period still delivers its message.
+func TestStdioDelayEndsWithTheSession(t *testing.T) {
+	set, err := rules.Parse("rules.yaml", []byte(`
+rules:
+  - name: slow
+    match: {method: slow}
+    action: delay
+    delay: 9m
+  - name: brief
+    match: {method: brief}
+    action: delay
+    delay: 50ms
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := &syncBuffer{}
+	var stdout bytes.Buffer
+	s := &Stdio{Command: "cat", Tape: tp, Server: "cat", Rules: set, Grace: 500 * time.Millisecond, KillAfter: time.Second}
+	in := `{"jsonrpc":"2.0","id":1,"method":"brief"}` + "\n" + `{"jsonrpc":"2.0","id":2,"method":"slow"}` + "\n"
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { _, err := s.Run(context.Background(), strings.NewReader(in), &stdout, io.Discard); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the shim still runs 20 s after stdin closed: the delayed message holds it")
+	}
+	if el := time.Since(start); el > 10*time.Second {
+		t.Errorf("the shim took %s", el)
+	}
+	if got, want := stdout.String(), `{"jsonrpc":"2.0","id":1,"method":"brief"}`+"\n"; got != want {
+		t.Errorf("stdout %q, want only the briefly delayed message (cat echoes it)", got)
+	}
+	var slow []tape.Injection
+	rd := tape.NewReader(bytes.NewReader(tp.Bytes()))
+	for {
+		e, err := rd.Next()
+		if err != nil {
+			break
+		}
+		if e.Method == "slow" {
+			if e.Dir != tape.DirSend {
+				t.Errorf("the slow request reached the server: %s", e.Raw)
+			}
+			slow = append(slow, tape.Injections(e.Raw)...)
+		}
+	}
+	if len(slow) != 1 || !slow[0].Dropped || slow[0].Action != "delay" || !strings.Contains(slow[0].Note, "session ended") {
+		t.Errorf("the slow request's injections on the tape: %+v, want one delay, dropped, saying the session ended\n%s", slow, tp.Bytes())
+	}
+}

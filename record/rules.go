@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tapedeck/tapedeck/internal/sse"
@@ -94,9 +95,14 @@ type ruleRelay struct {
 	pend   []byte // lines to forward at the next flush, copied
 	span   []byte // or: lines to forward, in the relay's buffer
 	werr   error
-	sleep  func(time.Duration)
-	peek   tape.Peeker
-	icpt   Interceptor
+	// hold waits d for a delay rule; it reports false when the session
+	// ended first (the message is then recorded as dropped, not sent).
+	hold func(d time.Duration) bool
+	// holding counts the messages being held, until they are sent on or
+	// recorded as dropped (the shim waits for it before its close record).
+	holding *atomic.Int32
+	peek    tape.Peeker
+	icpt    Interceptor
 }
 
 // line handles one line as it came (with its line ending).
@@ -131,7 +137,13 @@ func (rr *ruleRelay) line(raw []byte) {
 	}
 	if d.Delay > 0 {
 		rr.flush()
-		rr.sleep(d.Delay)
+		rr.holding.Add(1)
+		defer rr.holding.Add(-1)
+		if !rr.hold(d.Delay) {
+			rr.note(rr.sink.message(msg, rr.dir, withInjections(nil, endedHolding(d.Injections))))
+			rr.note(rr.batch.flush())
+			return
+		}
 	}
 	meta := withInjections(nil, d.Injections)
 	switch {
@@ -234,7 +246,13 @@ func (rr *ruleRelay) batchLine(raw, msg []byte) bool {
 	}
 	if delay > 0 {
 		rr.flush()
-		rr.sleep(delay)
+		rr.holding.Add(1)
+		defer rr.holding.Add(-1)
+		if !rr.hold(delay) {
+			rr.note(rr.sink.message(msg, rr.dir, withInjections(nil, endedHolding(inj))))
+			rr.note(rr.batch.flush())
+			return true
+		}
 	}
 	meta := withInjections(nil, inj)
 	switch {
@@ -263,6 +281,126 @@ func (rr *ruleRelay) batchLine(raw, msg []byte) bool {
 		_, _ = rr.back.Write(append(reply, '\n'))
 	}
 	return true
+}
+
+// endedHolding marks the delay injections of a message the session ended
+// on while a rule held it: dropped, with the reason.
+func endedHolding(inj []rules.Injection) []rules.Injection {
+	out := make([]rules.Injection, len(inj))
+	for i, x := range inj {
+		if x.Action == string(rules.Delay) && !x.Audit {
+			x.Dropped = true
+			x.Note = fmt.Sprintf("the session ended while the rule held the message (delay %s): never sent", time.Duration(x.DelayMS)*time.Millisecond)
+		}
+		out[i] = x
+	}
+	return out
+}
+
+// holdUntil returns a ruleRelay.hold that waits d, or less when ending is
+// closed (false then). With in, the relay's input, it reads ahead while it
+// waits, so that the client closing its input is seen (eof) although the
+// relay is not reading.
+func holdUntil(ending <-chan struct{}, in *aheadReader) func(time.Duration) bool {
+	return func(d time.Duration) bool {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		if in != nil {
+			in.start()
+			defer in.stop()
+		}
+		select {
+		case <-t.C:
+			return true
+		case <-ending:
+			return false
+		}
+	}
+}
+
+// aheadReader is the client's input under rules. While a delay rule holds
+// a message the relay reads no further, so the reader reads ahead on a
+// goroutine of its own (start, stop) and closes eof when the input ends:
+// the shim then knows the client is done. What it read ahead, and how the
+// input ended, the relay reads next, in order.
+type aheadReader struct {
+	r   io.Reader
+	eof chan struct{} // closed when a read ahead met the input's end
+
+	mu     sync.Mutex
+	ahead  bool          // reading ahead is wanted
+	busy   chan struct{} // a read-ahead goroutine runs; closed when it returns
+	buf    []byte        // read ahead, not yet read
+	err    error         // how the input ended, once a read ahead met it
+	closed sync.Once
+}
+
+func newAheadReader(r io.Reader) *aheadReader {
+	return &aheadReader{r: r, eof: make(chan struct{})}
+}
+
+// maxAhead bounds what is read ahead: past it, the client waits.
+const maxAhead = 4 << 20
+
+func (a *aheadReader) start() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.ahead = true
+	if a.busy != nil || a.err != nil || len(a.buf) >= maxAhead {
+		return
+	}
+	busy := make(chan struct{})
+	a.busy = busy
+	go func() {
+		chunk := make([]byte, 64<<10)
+		for {
+			n, err := a.r.Read(chunk)
+			a.mu.Lock()
+			a.buf = append(a.buf, chunk[:n]...)
+			if err != nil {
+				a.err = err
+				a.closed.Do(func() { close(a.eof) })
+			}
+			if err != nil || !a.ahead || len(a.buf) >= maxAhead {
+				a.busy = nil
+				a.mu.Unlock()
+				close(busy)
+				return
+			}
+			a.mu.Unlock()
+		}
+	}()
+}
+
+func (a *aheadReader) stop() {
+	a.mu.Lock()
+	a.ahead = false
+	a.mu.Unlock()
+}
+
+func (a *aheadReader) Read(p []byte) (int, error) {
+	a.mu.Lock()
+	for len(a.buf) == 0 && a.busy != nil {
+		busy := a.busy
+		a.mu.Unlock()
+		<-busy
+		a.mu.Lock()
+	}
+	if len(a.buf) > 0 {
+		n := copy(p, a.buf)
+		a.buf = a.buf[n:]
+		if len(a.buf) == 0 {
+			a.buf = nil
+		}
+		a.mu.Unlock()
+		return n, nil
+	}
+	err := a.err
+	a.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	return a.r.Read(p)
 }
 
 // joinBatch makes a JSON-RPC batch of messages.

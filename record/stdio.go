@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -121,6 +122,7 @@ func (s *Stdio) Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writ
 	r.relay(stdin, stdout, stderr)
 	r.wait(ctx, s.Signals)
 	r.drain()
+	r.waitHeld()
 	if r.s.ReapOrphans {
 		r.orphans = killOrphans()
 	}
@@ -141,15 +143,23 @@ type stdioRun struct {
 	errR, errW  *os.File // its stderr
 	closeIn     sync.Once
 	inputDone   chan struct{} // the client closed stdin
-	clientGone  chan struct{} // the client's stdout broke
-	outputs     sync.WaitGroup
-	exited      chan struct{}
-	waitErr     error
-	client      *watchedWriter // the client's stdout, watched
-	orphans     int            // descendants left behind, killed (ReapOrphans)
-	reason      string         // why the shim stopped the server, if it did
-	abandoned   bool           // the server's output was still open after it exited
-	status      ExitStatus
+	// Under rules: inputEnded is closed when stdin was seen to end while a
+	// delay rule held a message (the relay not done yet); ending when the
+	// session ends (the grace period over, cancelled, the client or the
+	// server gone), which cuts every delay short.
+	inputEnded <-chan struct{}
+	ending     chan struct{}
+	endOnce    sync.Once
+	holding    atomic.Int32  // messages a delay rule holds (ruleRelay.holding)
+	clientGone chan struct{} // the client's stdout broke
+	outputs    sync.WaitGroup
+	exited     chan struct{}
+	waitErr    error
+	client     *watchedWriter // the client's stdout, watched
+	orphans    int            // descendants left behind, killed (ReapOrphans)
+	reason     string         // why the shim stopped the server, if it did
+	abandoned  bool           // the server's output was still open after it exited
+	status     ExitStatus
 }
 
 func (s *Stdio) newRun() *stdioRun {
@@ -160,7 +170,7 @@ func (s *Stdio) newRun() *stdioRun {
 	rec := newRecorder(s.Tape, server, s.Redact, s.Now)
 	rec.dest.warn = s.Warn
 	r := &stdioRun{s: s, rec: rec, sk: rec.direct(), grace: s.Grace, kill: s.KillAfter, client: &watchedWriter{},
-		inputDone: make(chan struct{}), clientGone: make(chan struct{}), exited: make(chan struct{})}
+		inputDone: make(chan struct{}), clientGone: make(chan struct{}), exited: make(chan struct{}), ending: make(chan struct{})}
 	if r.grace <= 0 {
 		r.grace = DefaultGrace
 	}
@@ -284,17 +294,21 @@ func (r *stdioRun) relayRules(stdin io.Reader, stdout, stderr io.Writer) {
 	}
 	sendSink, sendBatch := r.rec.stream(tape.DirSend)
 	recvSink, recvBatch := r.rec.stream(tape.DirRecv)
+	// A delay rule holds its message no longer than the session (see
+	// wait): the client's input is read ahead meanwhile, to see it end.
+	in := newAheadReader(stdin)
+	r.inputEnded = in.eof
 	send := &ruleRelay{conn: conn, dir: tape.DirSend, server: r.rec.server, sink: sendSink, batch: sendBatch,
-		out: toServer, back: toClient, reply: r.rec.direct(), note: note, logf: logf, cut: cut, sleep: time.Sleep}
+		out: toServer, back: toClient, reply: r.rec.direct(), note: note, logf: logf, cut: cut, hold: holdUntil(r.ending, in), holding: &r.holding}
 	recv := &ruleRelay{conn: conn, dir: tape.DirRecv, server: r.rec.server, sink: recvSink, batch: recvBatch,
-		out: toClient, back: toServer, reply: r.rec.direct(), note: note, logf: logf, cut: cut, sleep: time.Sleep}
+		out: toClient, back: toServer, reply: r.rec.direct(), note: note, logf: logf, cut: cut, hold: holdUntil(r.ending, nil), holding: &r.holding}
 	send.icpt, recv.icpt = r.s.Intercept, r.s.Intercept
 	inj := &injector{rec: r.rec, toServer: toServer, toClient: toClient}
 	r.s.runMu.Lock()
 	r.s.run = inj
 	r.s.runMu.Unlock()
 	go func() {
-		_ = relayOwnLines(stdin, toServer, send.line, send.flush, r.oversize(tape.DirSend))
+		_ = relayOwnLines(in, toServer, send.line, send.flush, r.oversize(tape.DirSend))
 		send.flush()
 		r.closeServerStdin()
 		close(r.inputDone)
@@ -330,6 +344,8 @@ func (r *stdioRun) oversize(from tape.Dir) func(size int64, prefix []byte, ended
 // after the grace period, SIGKILL after KillAfter more.
 func (r *stdioRun) wait(ctx context.Context, signals <-chan os.Signal) {
 	var term, kill <-chan time.Time
+	end := func() { r.endOnce.Do(func() { close(r.ending) }) }
+	defer end()
 	stop := func(why string) {
 		if r.reason != "" {
 			return
@@ -340,11 +356,21 @@ func (r *stdioRun) wait(ctx context.Context, signals <-chan os.Signal) {
 	}
 	done := ctx.Done()
 	in, gone := (<-chan struct{})(r.inputDone), (<-chan struct{})(r.clientGone)
+	ended := r.inputEnded
 	for {
 		select {
 		case <-r.exited:
+			end()
 			r.closeServerStdin()
 			return
+		case <-ended:
+			// stdin ended while a rule holds a message: the grace period
+			// starts, the server's stdin stays open for the message.
+			ended = nil
+			if r.reason == "" {
+				r.reason = "stdin closed"
+				term = time.After(r.grace)
+			}
 		case sig := <-signals:
 			if ss, ok := sig.(syscall.Signal); ok {
 				r.signalGroup(ss)
@@ -354,12 +380,15 @@ func (r *stdioRun) wait(ctx context.Context, signals <-chan os.Signal) {
 			stop("stdin closed")
 		case <-gone:
 			gone = nil
+			end()
 			stop("client stdout closed")
 		case <-done:
 			done = nil
+			end()
 			stop("cancelled")
 		case <-term:
 			term = nil
+			end()
 			r.signalGroup(syscall.SIGTERM)
 			kill = time.After(r.kill)
 		case <-kill:
@@ -417,6 +446,14 @@ func (r *stdioRun) drain() {
 			r.abandoned = true
 			return
 		}
+	}
+}
+
+// waitHeld gives the messages a delay rule still held when the session
+// ended a moment to be recorded as dropped, before the close record.
+func (r *stdioRun) waitHeld() {
+	for deadline := time.Now().Add(time.Second); r.holding.Load() > 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

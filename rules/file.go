@@ -2,14 +2,17 @@ package rules
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"go.yaml.in/yaml/v3"
@@ -51,45 +54,142 @@ type ruleNode struct {
 
 func (n *ruleNode) UnmarshalYAML(v *yaml.Node) error {
 	n.line, n.col = v.Line, v.Column
-	if v.Kind != yaml.MappingNode {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: a rule must be a mapping (name, match, action, ...), found %s", v.Line, nodeKind(v))}}
+	if deref(v).Kind != yaml.MappingNode {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: a rule must be a mapping (name, match, action, ...), found %s", v.Line, nodeKind(deref(v)))}}
 	}
-	return decodeStrict(v, &n.spec)
+	// The keys were checked with the whole file's (checkKeys).
+	return v.Decode(&n.spec)
 }
 
-// decodeStrict decodes v into out, refusing unknown keys.
+// decodeStrict decodes v into out, refusing unknown keys. The node is
+// decoded where it stands (never re-marshalled alone), so that aliases of
+// anchors elsewhere in the file resolve and line numbers are the file's.
 func decodeStrict(v *yaml.Node, out any) error {
-	b, err := yaml.Marshal(v)
-	if err != nil {
+	if err := checkKeys(v, reflect.TypeOf(out), map[keyCheck]bool{}); err != nil {
 		return err
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(out); err != nil {
-		// Line numbers in err count from the rule: rebase them.
-		return rebase(err, v.Line-1)
+	return v.Decode(out)
+}
+
+// deref follows aliases to the node they name.
+func deref(v *yaml.Node) *yaml.Node {
+	for v != nil && v.Kind == yaml.AliasNode {
+		v = v.Alias
+	}
+	return v
+}
+
+type keyCheck struct {
+	v *yaml.Node
+	t reflect.Type
+}
+
+var (
+	nodeType     = reflect.TypeFor[yaml.Node]()
+	ruleNodeType = reflect.TypeFor[ruleNode]()
+	ruleSpecType = reflect.TypeFor[ruleSpec]()
+)
+
+// checkKeys refuses a mapping key that names no field of the struct type t
+// decodes it into, through lists, maps, aliases and merge keys (<<), as
+// yaml's KnownFields does for a whole document: yaml.Node.Decode has no
+// such option. Each (node, type) is checked once, so aliases cost no more
+// than the nodes they name.
+func checkKeys(v *yaml.Node, t reflect.Type, seen map[keyCheck]bool) error {
+	if v != nil && v.Kind == yaml.DocumentNode && len(v.Content) == 1 {
+		v = v.Content[0]
+	}
+	v = deref(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == ruleNodeType {
+		t = ruleSpecType
+	}
+	if v == nil || t == nodeType || seen[keyCheck{v, t}] {
+		return nil
+	}
+	seen[keyCheck{v, t}] = true
+	switch t.Kind() {
+	case reflect.Struct:
+		if v.Kind != yaml.MappingNode {
+			return nil // Decode says what was expected
+		}
+		for i := 0; i+1 < len(v.Content); i += 2 {
+			k, val := v.Content[i], v.Content[i+1]
+			if k.Kind == yaml.ScalarNode && k.Value == "<<" && (k.Tag == "!!merge" || k.Tag == "") {
+				from := []*yaml.Node{val}
+				if d := deref(val); d.Kind == yaml.SequenceNode {
+					from = d.Content
+				}
+				for _, m := range from {
+					if err := checkKeys(m, t, seen); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			f, ok := fieldByTag(t, k.Value)
+			if !ok {
+				return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: field %s not found in type %s", k.Line, printable(clip(k.Value, 80)), t)}}
+			}
+			if err := checkKeys(val, f, seen); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice:
+		if v.Kind == yaml.SequenceNode {
+			for _, item := range v.Content {
+				if err := checkKeys(item, t.Elem(), seen); err != nil {
+					return err
+				}
+			}
+		}
+	case reflect.Map:
+		if v.Kind == yaml.MappingNode {
+			for i := 1; i < len(v.Content); i += 2 {
+				if err := checkKeys(v.Content[i], t.Elem(), seen); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	return nil
 }
 
-// rebase adds off to the "line N" numbers of a yaml error.
-func rebase(err error, off int) error {
-	var te *yaml.TypeError
-	if !errors.As(err, &te) {
-		return err
-	}
-	out := make([]string, len(te.Errors))
-	for i, e := range te.Errors {
-		if rest, ok := strings.CutPrefix(e, "line "); ok {
-			if k := strings.IndexByte(rest, ':'); k > 0 {
-				if n, err := strconv.Atoi(rest[:k]); err == nil {
-					e = fmt.Sprintf("line %d%s", n+off, rest[k:])
-				}
-			}
+// fieldByTag returns the type of t's field whose yaml tag names key.
+func fieldByTag(t reflect.Type, key string) (reflect.Type, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name != "" && name != "-" && name == key {
+			return f.Type, true
 		}
-		out[i] = e
 	}
-	return &yaml.TypeError{Errors: out}
+	return nil, false
+}
+
+// printable is s, quoted when it holds what a terminal would act on.
+func printable(s string) string {
+	for _, r := range s {
+		if !strconv.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
+// clip shortens s to at most n bytes (on a rune boundary) and an
+// ellipsis, for an error message.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 func nodeKind(v *yaml.Node) string {
@@ -172,24 +272,47 @@ type scheduleSpec struct {
 }
 
 // Load reads and compiles the rules file at path.
-func Load(path string) (*Set, error) {
+func Load(path string) (*Set, error) { return LoadContext(context.Background(), path) }
+
+// LoadContext is Load, stopped when ctx is done.
+func LoadContext(ctx context.Context, path string) (*Set, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("rules: %w", err)
 	}
-	return Parse(path, data)
+	return ParseContext(ctx, path, data)
 }
 
 // Parse compiles a rules file's contents; name is the file's name in
 // error messages, which say the line and what was expected.
 func Parse(name string, data []byte) (*Set, error) {
-	var doc fileDoc
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&doc); err != nil {
+	return ParseContext(context.Background(), name, data)
+}
+
+// ParseContext is Parse, stopped with ctx's error when ctx is done: a
+// rules file of many thousand rules takes a while.
+func ParseContext(ctx context.Context, name string, data []byte) (*Set, error) {
+	// The YAML parser cannot be stopped: it runs on its own, and a done
+	// ctx returns at once (what it parsed is dropped when it ends).
+	var root yaml.Node
+	parsed := make(chan error, 1)
+	go func() { parsed <- yaml.NewDecoder(bytes.NewReader(data)).Decode(&root) }()
+	var err error
+	select {
+	case err = <-parsed:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s: stopped while parsing: %w", name, ctx.Err())
+	}
+	if err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: empty rules file: expected a mapping with a rules: list", name)
 		}
+		return nil, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	// One document, decoded where it stands: anchors defined in one rule
+	// serve aliases in another.
+	var doc fileDoc
+	if err := decodeStrict(&root, &doc); err != nil {
 		return nil, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	if len(doc.Rules) == 0 {
@@ -206,6 +329,11 @@ func Parse(name string, data []byte) (*Set, error) {
 	}
 	seen := map[string]int{}
 	for i := range doc.Rules {
+		if i%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("%s: stopped at rule %d of %d: %w", name, i+1, len(doc.Rules), err)
+			}
+		}
 		n := &doc.Rules[i]
 		r, err := compileRule(name, n, doc.Mode)
 		if err != nil {
@@ -447,20 +575,29 @@ func (r *rule) compileRespond(file string, sp *respondSpec) error {
 	return nil
 }
 
-// parseDelay reads "250ms" or a range "100ms..2s".
-func parseDelay(s string) (time.Duration, time.Duration, error) {
+// MaxDelay bounds a delay rule's delay: a message held longer would be
+// held past any session (and, held, is on neither the wire nor the tape).
+const MaxDelay = 10 * time.Minute
+
+// parseDelay reads "250ms" or a range "100ms..2s", at most MaxDelay.
+func parseDelay(s string) (lo, hi time.Duration, err error) {
+	defer func() {
+		if err == nil && hi > MaxDelay {
+			lo, hi, err = 0, 0, fmt.Errorf("%q: expected at most %s (a delay must end within the session)", s, MaxDelay)
+		}
+	}()
 	if s == "" {
 		return 0, 0, fmt.Errorf("expected a duration (250ms) or a range (100ms..2s)")
 	}
-	lo, hi, isRange := strings.Cut(s, "..")
-	a, err := time.ParseDuration(strings.TrimSpace(lo))
+	loText, hiText, isRange := strings.Cut(s, "..")
+	a, err := time.ParseDuration(strings.TrimSpace(loText))
 	if err != nil || a < 0 {
 		return 0, 0, fmt.Errorf("%q: expected a duration such as 250ms or a range such as 100ms..2s", s)
 	}
 	if !isRange {
 		return a, a, nil
 	}
-	b, err := time.ParseDuration(strings.TrimSpace(hi))
+	b, err := time.ParseDuration(strings.TrimSpace(hiText))
 	if err != nil || b < a {
 		return 0, 0, fmt.Errorf("%q: expected a range low..high with low <= high, such as 100ms..2s", s)
 	}

@@ -3,6 +3,7 @@ package rules
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -15,6 +16,7 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/vm"
 	"github.com/tidwall/sjson"
 	"go.yaml.in/yaml/v3"
@@ -65,8 +67,10 @@ type Set struct {
 	names        map[string]string // method names interned (intern)
 
 	// The rules a message of a method can match, in file order: those
-	// that name the method (or, naming a target, a method with targets)
-	// and those that name none; anyMethod for other methods.
+	// that name the method (or, naming a target, a method with targets),
+	// merged as they are met with those that name none (anyMethod): kept
+	// apart so that loading stays linear in the rules however many
+	// methods they name.
 	byMethod  map[string][]*rule
 	anyMethod []*rule
 }
@@ -89,25 +93,20 @@ func (s *Set) plan() {
 		s.names[m] = m
 	}
 	s.byMethod = map[string][]*rule{}
-	for _, r := range s.rules {
-		for _, m := range r.methods {
-			s.byMethod[m] = nil
-		}
-		if len(r.methods) == 0 && len(r.targets) > 0 {
-			for _, m := range targetMethods {
-				s.byMethod[m] = nil
+	for i, r := range s.rules {
+		r.index = i
+		switch {
+		case len(r.methods) > 0:
+			for _, m := range r.methods {
+				if l := s.byMethod[m]; len(l) == 0 || l[len(l)-1] != r { // a method listed twice
+					s.byMethod[m] = append(l, r)
+				}
 			}
-		}
-	}
-	for m := range s.byMethod {
-		for _, r := range s.rules {
-			if r.mayMatchMethod(m) {
+		case len(r.targets) > 0:
+			for _, m := range targetMethods {
 				s.byMethod[m] = append(s.byMethod[m], r)
 			}
-		}
-	}
-	for _, r := range s.rules {
-		if len(r.methods) == 0 && len(r.targets) == 0 {
+		default:
 			s.anyMethod = append(s.anyMethod, r)
 		}
 	}
@@ -168,6 +167,7 @@ func (s *Set) Names() []string {
 type rule struct {
 	name   string
 	line   int
+	index  int // its place in the file, from 0
 	action Action
 	audit  bool
 	cont   bool
@@ -182,6 +182,8 @@ type rule struct {
 	members  []string // the message members the expression names
 	needAll  bool     // it names the whole message (or something unknown)
 	usesCall bool     // it reads method, target or tool
+
+	warned atomic.Bool // a run-time failure of the expression was logged
 
 	// schedule
 	first, every, after int
@@ -202,23 +204,25 @@ type rule struct {
 	logText   string
 }
 
-// mayMatchMethod reports whether a message of method m can match r.
-func (r *rule) mayMatchMethod(m string) bool {
-	switch {
-	case len(r.methods) > 0:
-		return contains(r.methods, m)
-	case len(r.targets) > 0:
-		return contains(targetMethods, m)
-	}
-	return true
+// candidates are the rules a message of method m can match, in file
+// order: the ones naming m merged with the ones naming no method.
+func (s *Set) candidates(m string) ruleIter {
+	return ruleIter{a: s.byMethod[m], b: s.anyMethod}
 }
 
-// candidates are the rules a message of method m can match.
-func (s *Set) candidates(m string) []*rule {
-	if rs, ok := s.byMethod[m]; ok {
-		return rs
+// ruleIter merges two lists of rules in file order.
+type ruleIter struct{ a, b []*rule }
+
+// next returns the next rule, nil at the end.
+func (it *ruleIter) next() *rule {
+	var r *rule
+	switch {
+	case len(it.a) > 0 && (len(it.b) == 0 || it.a[0].index < it.b[0].index):
+		r, it.a = it.a[0], it.a[1:]
+	case len(it.b) > 0:
+		r, it.b = it.b[0], it.b[1:]
 	}
-	return s.anyMethod
+	return r
 }
 
 func (r *rule) phaseAllows(p Phase) bool { return r.phases == 0 || r.phases&p != 0 }
@@ -257,11 +261,34 @@ func (r *rule) compileMatch(n *yaml.Node) error {
 	return nil
 }
 
+// whenError says why an expression does not compile, quoting some 80
+// bytes of it (an expression may be long) and where the problem is.
+func whenError(e string, err error) error {
+	var fe *file.Error
+	if len(e) <= 80 && !strings.ContainsRune(e, '\n') || !errors.As(err, &fe) {
+		if len(e) <= 80 {
+			return fmt.Errorf("expression %q: %v", e, err)
+		}
+		return fmt.Errorf("expression %q: %s", clip(e, 80), clip(err.Error(), 200))
+	}
+	// The offending part: some 40 runes either side of the error's column
+	// on its line.
+	line := e
+	for range fe.Line - 1 {
+		_, line, _ = strings.Cut(line, "\n")
+	}
+	line, _, _ = strings.Cut(line, "\n")
+	rs := []rune(line)
+	lo, hi := max(fe.Column-40, 0), min(fe.Column+40, len(rs))
+	lo, hi = min(lo, hi), max(lo, hi)
+	return fmt.Errorf("expression %q (%d bytes): %s at line %d, column %d, near %q", clip(e, 80), len(e), clip(fe.Message, 200), fe.Line, fe.Column+1, string(rs[lo:hi]))
+}
+
 // compileWhen compiles an expression and notes which members it reads.
 func (r *rule) compileWhen(e string) error {
 	p, err := expr.Compile(e, expr.AllowUndefinedVariables(), expr.AsBool())
 	if err != nil {
-		return fmt.Errorf("expression %q: %v", e, err)
+		return whenError(e, err)
 	}
 	r.prog = p
 	seen := map[string]bool{}
@@ -313,7 +340,7 @@ func (r *rule) compileSchedule(n *yaml.Node) error {
 	r.first, r.every, r.after = s.First, s.Every, s.After
 	if s.Probability != nil {
 		p := *s.Probability
-		if p <= 0 || p > 1 {
+		if !(p > 0 && p <= 1) { // NaN too
 			return fmt.Errorf("probability %v: expected a number in (0, 1]", p)
 		}
 		r.prob = p
@@ -524,8 +551,7 @@ func (c *Conn) Apply(m Message) Decision {
 	// The quick way out: a request or notification of a method no rule
 	// can match, whose call no rule on responses needs, meets no rule.
 	if h.Kind != tape.KindResponse {
-		rs, named := c.set.byMethod[string(method)]
-		if (named && len(rs) == 0 || !named && len(c.set.anyMethod) == 0) && !c.set.trackAll && !c.set.trackMethods[string(method)] {
+		if len(c.set.byMethod[string(method)]) == 0 && len(c.set.anyMethod) == 0 && !c.set.trackAll && !c.set.trackMethods[string(method)] {
 			return Decision{}
 		}
 	} else if c.npend.Load() == 0 && len(c.set.byMethod[""]) == 0 && len(c.set.anyMethod) == 0 {
@@ -568,8 +594,12 @@ func (c *Conn) Apply(m Message) Decision {
 
 	var d Decision
 	cur := m.Raw
-	for _, r := range c.set.candidates(v.method) {
-		if !r.matches(v) || !r.due() {
+	for it := c.set.candidates(v.method); ; {
+		r := it.next()
+		if r == nil {
+			break
+		}
+		if !r.matches(v, &d) || !r.due() {
 			continue
 		}
 		stop := r.apply(&d, v, cur)
@@ -583,7 +613,10 @@ func (c *Conn) Apply(m Message) Decision {
 	return d
 }
 
-func (r *rule) matches(v *env) bool {
+// matches reports whether v meets r's match; an expression that fails on
+// v (a member v lacks, a type it did not expect) is no match, said once a
+// rule in d's logs.
+func (r *rule) matches(v *env, d *Decision) bool {
 	if !r.phaseAllows(v.phase) {
 		return false
 	}
@@ -604,10 +637,24 @@ func (r *rule) matches(v *env) bool {
 	}
 	out, err := expr.Run(r.prog, v.get(r.members, r.needAll))
 	if err != nil {
-		return false // a path this message lacks: no match
+		if !r.warned.Swap(true) {
+			d.Logs = append(d.Logs, fmt.Sprintf("rule %s (line %d): when: failed on %s: %s; counted as no match (said once a rule)",
+				quoteName(r.name), r.line, describe(v), runError(err)))
+		}
+		return false
 	}
 	ok, _ := out.(bool)
 	return ok
+}
+
+// runError is an expression's run-time error on one line: its message
+// and where in the expression, without the source snippet.
+func runError(err error) string {
+	var fe *file.Error
+	if errors.As(err, &fe) {
+		return fmt.Sprintf("%s (column %d)", clip(fe.Message, 200), fe.Column+1)
+	}
+	return clip(strings.ReplaceAll(err.Error(), "\n", " "), 200)
 }
 
 func contains(l []string, s string) bool {

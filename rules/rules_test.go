@@ -1,7 +1,9 @@
 package rules
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,6 +39,8 @@ func TestParseErrorsSayFileLineAndWhatWasExpected(t *testing.T) {
 		{"rules:\n  - name: a\n    action: explode\n", `rules.yaml:2: rule "a": action "explode": expected one of block, error`},
 		{"rules:\n  - name: a\n    action: block\n  - name: b\n    action: delay\n    delay: soon\n", `rules.yaml:4: rule "b": delay: "soon": expected a duration`},
 		{"rules:\n  - name: a\n    action: block\n    colour: red\n", "line 4: field colour not found"},
+		{"rules:\n  - name: a\n    action: block\n  - name: slow\n    action: delay\n    delay: 87600h\n", `rules.yaml:4: rule "slow": delay: "87600h": expected at most 10m0s`},
+		{"rules:\n  - name: a\n    action: delay\n    delay: 1s..11m\n", `rules.yaml:2: rule "a": delay: "1s..11m": expected at most 10m0s`},
 		{"rules:\n  - name: a\n    match: 'method ==='\n    action: block\n", `rules.yaml:2: rule "a": match: expression`},
 		{"rules:\n  - name: a\n    match: {phase: sometimes}\n    action: block\n", `phase "sometimes": expected request, response, notification or server_request`},
 		{"rules:\n  - name: a\n    action: block\n    schedule: {first: 1, every: 2}\n", "expected exactly one of first"},
@@ -352,5 +356,111 @@ func TestREADMEExample(t *testing.T) {
 	del := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"delete_file","arguments":{}}}`
 	if d := c.Apply(send(del)); d.Matched || len(d.Injections) != 1 || !d.Injections[0].Audit {
 		t.Errorf("watch-deletes (audit): %+v", d)
+	}
+}
+
+// TestParseRefusesNaNProbability: probability .nan compared false with
+// both bounds and fired every time.
+func TestParseRefusesNaNProbability(t *testing.T) {
+	for _, p := range []string{".nan", ".NaN", ".inf", "-.inf", "0", "1.5"} {
+		_, err := Parse("rules.yaml", []byte("rules:\n  - name: a\n    action: block\n    schedule: {probability: "+p+"}\n"))
+		if err == nil || !strings.Contains(err.Error(), "expected a number in (0, 1]") {
+			t.Errorf("probability %s: %v, want it refused", p, err)
+		}
+	}
+}
+
+// TestParseAnchorsAcrossRules: an anchor defined in one rule (or at the
+// top) serves aliases and merge keys in others; the line numbers of errors
+// stay the file's, and unknown keys are refused through aliases too.
+func TestParseAnchorsAcrossRules(t *testing.T) {
+	s := mustParse(t, `
+rules:
+  - name: a
+    match: &echo {phase: request, tool: echo}
+    action: error
+    error: &err {code: -32001, message: boom}
+  - name: b
+    match: *echo
+    action: log
+  - name: c
+    <<: &blk {action: block}
+    match: {method: ping}
+  - name: d
+    match: {method: tools/list}
+    action: error
+    error: *err
+`[1:])
+	if got := s.Names(); strings.Join(got, ",") != "a,b,c,d" {
+		t.Fatalf("rules %v", got)
+	}
+	d := s.Conn().Apply(send(callEcho))
+	if !d.Matched || d.Reply == nil || !strings.Contains(string(d.Reply), `"code":-32001`) {
+		t.Errorf("echo: %+v, want rule a's error", d)
+	}
+	if d := s.Conn().Apply(send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)); !d.Matched || d.Out == nil || len(d.Out) != 0 {
+		t.Errorf("ping: %+v, want rule c's block", d)
+	}
+	if d := s.Conn().Apply(send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)); d.Reply == nil || !strings.Contains(string(d.Reply), `"message":"boom"`) {
+		t.Errorf("tools/list: %+v, want rule d's error through the alias", d)
+	}
+	_, err := Parse("rules.yaml", []byte("rules:\n  - name: a\n    action: log\n    match: &m {tool: echo, colour: red}\n  - name: b\n    action: block\n    match: *m\n"))
+	if err == nil || !strings.Contains(err.Error(), "line 4: field colour not found") {
+		t.Errorf("an unknown key behind an alias: %v, want line 4: field colour not found", err)
+	}
+	_, err = Parse("rules.yaml", []byte("rules:\n  - name: a\n    action: block\n  - name: b\n    action: delay\n    delay: soon\n"))
+	if err == nil || !strings.Contains(err.Error(), "rules.yaml:4:") {
+		t.Errorf("error in the second rule: %v, want line 4", err)
+	}
+}
+
+// TestParseLongWhenErrorIsShort: a 449 KB expression that does not compile
+// once printed a 973 KB error; the error quotes some 80 bytes of it and
+// the part around the problem.
+func TestParseLongWhenErrorIsShort(t *testing.T) {
+	when := strings.Repeat(`params.x == "a" || `, 23000) + `params.x ===`
+	src := "rules:\n  - name: a\n    action: block\n    match: {when: '" + when + "'}\n"
+	_, err := Parse("rules.yaml", []byte(src))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if len(err.Error()) > 600 || !strings.Contains(err.Error(), "rules.yaml:2:") || !strings.Contains(err.Error(), "=") || !strings.Contains(err.Error(), "bytes") {
+		t.Errorf("error of %d bytes, want under 600 naming the line and the size:\n%.2000s", len(err.Error()), err)
+	}
+}
+
+// TestWhenRunErrorWarnsOncePerRule: an expression that fails on a message
+// is no match, said once a rule in the decision's logs.
+func TestWhenRunErrorWarnsOncePerRule(t *testing.T) {
+	s := mustParse(t, `
+rules:
+  - name: big
+    match: {method: tools/call, when: 'params.arguments.count > 3'}
+    action: block
+  - name: other
+    match: {method: tools/call, when: 'len(params.name) > 100'}
+    action: block
+`)
+	c := s.Conn()
+	var logs []string
+	for range 3 {
+		d := c.Apply(send(callEcho)) // arguments.count is missing: nil > 3 fails
+		if d.Matched {
+			t.Fatalf("matched: %+v", d)
+		}
+		logs = append(logs, d.Logs...)
+	}
+	if len(logs) != 1 || !strings.Contains(logs[0], `rule "big" (line 3): when: failed on`) || !strings.Contains(logs[0], "no match") {
+		t.Errorf("logs %q, want one warning about rule big", logs)
+	}
+}
+
+// TestParseContextStops: loading stops when its context is done.
+func TestParseContextStops(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := ParseContext(ctx, "rules.yaml", manyRules(5000))
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("err %v, want context.Canceled", err)
 	}
 }

@@ -260,7 +260,7 @@ func runDebugIntercept(ctx context.Context, s streams, f debugFlags, server []st
 	sctx, stop := context.WithCancel(ctx)
 	defer func() { stop(); ln.Close(); ic.Close(); wg.Wait() }()
 	if up != nil {
-		p := &record.Proxy{Upstream: up, Tape: file, Server: name, AllowHosts: append(f.hosts, host), Intercept: ic, Rules: rs, Logf: ic.info}
+		p := &record.Proxy{Upstream: up, Tape: file, Server: name, AllowHosts: append(f.hosts, host), AllowOrigins: f.origins, Intercept: ic, Rules: rs, Logf: ic.info}
 		if err := p.Start(addr, buildVersion()); err != nil {
 			return err
 		}

@@ -66,8 +66,8 @@ type recordOptions struct {
 	allowHosts      []string
 	maxBody         string
 	allowRemote     bool
-	allowOrigins    []string // deprecated: the Origin goes to the server
-	allowAnyOrigins bool     // deprecated likewise
+	allowOrigins    []string
+	allowAnyOrigins bool // the same as --allow-origin '*'
 	otlpEndpoint    string
 	otlpHeaders     []string
 	otlpBodies      bool
@@ -100,9 +100,12 @@ default) and forwards Streamable HTTP requests (POST, GET, DELETE) to URL,
 relaying JSON bodies and SSE streams event by event. Point the client at the
 printed address. It listens on loopback only unless --allow-remote, accepts
 only loopback Host headers besides the --listen host and --allow-host ones
-(against DNS rebinding), and forwards only the upstream URL's path (and a
-legacy server's message endpoint); the Origin header goes to the server as
-the client sent it, so the server's own checks are what the tape records.
+(against DNS rebinding), refuses a browser's Origin header unless it is
+loopback or given with --allow-origin (403, recorded as $http/rejected: the
+proxy adds the upstream URL's credentials, which a web page's request must
+not get), and forwards only the upstream URL's path (and a legacy server's
+message endpoint). An accepted Origin goes to the server as sent: to test a
+server's own Origin check, give --allow-origin '*'.
 A legacy HTTP+SSE upstream (an URL ending in /sse) works too: the endpoint
 event is rewritten to go through the proxy.
 
@@ -203,10 +206,8 @@ doing it. The README's "Injecting faults" section has every key.
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "HTTP: allow a --listen address other than loopback")
 	f.StringVar(&o.maxBody, "max-body", "64MiB", "HTTP: accept request bodies up to `SIZE` (413 beyond, never forwarded), e.g. 512KiB; -1: no limit")
 	f.StringArrayVar(&o.allowHosts, "allow-host", nil, "HTTP: accept the Host header `HOST` besides loopback ones and the --listen host; * accepts any (repeatable)")
-	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "HTTP: no longer used: the Origin `ORIGIN` goes to the server, which decides")
-	f.BoolVar(&o.allowAnyOrigins, "allow-any-origin", false, "HTTP: no longer used: the Origin goes to the server, which decides")
-	_ = f.MarkDeprecated("allow-origin", "the recording proxy passes Origin to the server, which decides; it guards its own listener by Host (--allow-host)")
-	_ = f.MarkDeprecated("allow-any-origin", "the recording proxy passes Origin to the server, which decides; it guards its own listener by Host (--allow-host)")
+	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "HTTP: accept the Origin header `ORIGIN` besides loopback ones, e.g. https://app.example.com; * accepts any, to test a server's own Origin check (repeatable)")
+	f.BoolVar(&o.allowAnyOrigins, "allow-any-origin", false, "HTTP: the same as --allow-origin '*'")
 	o.redact.add(cmd)
 	o.rules.add(cmd)
 	return cmd

@@ -44,6 +44,9 @@ func runRecordHTTP(ctx context.Context, s streams, o *recordOptions, rs *rules.S
 	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
 		hosts = append(hosts, host) // the address served is a name clients use
 	}
+	if o.allowAnyOrigins {
+		o.allowOrigins = append(o.allowOrigins, "*")
+	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("record: listen on %s: %w", o.listen, err)
@@ -62,7 +65,7 @@ func runRecordHTTP(ctx context.Context, s streams, o *recordOptions, rs *rules.S
 
 	p := &record.Proxy{
 		Upstream: up, Tape: tapeW, Server: server, Redact: red,
-		AllowHosts: hosts, MaxBody: maxBody,
+		AllowHosts: hosts, AllowOrigins: o.allowOrigins, MaxBody: maxBody,
 		Warn:  tapeWarning(s.stderr, f.Name()),
 		Rules: rs, Logf: ruleLog(s.stderr),
 	}

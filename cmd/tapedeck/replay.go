@@ -581,7 +581,7 @@ func serveHTTPWithRules(ctx context.Context, s streams, f *replayFlags, ln net.L
 	errc := make(chan error, 1)
 	go func() { errc <- replay.ServeHTTP(ctx, inner, h) }()
 	up := &url.URL{Scheme: "http", Host: inner.Addr().String(), Path: f.path}
-	p := &record.Proxy{Upstream: up, Tape: io.Discard, Server: server, Rules: f.ruleSet, Logf: ruleLog(s.stderr), AllowHosts: hosts, MaxBody: maxBody}
+	p := &record.Proxy{Upstream: up, Tape: io.Discard, Server: server, Rules: f.ruleSet, Logf: ruleLog(s.stderr), AllowHosts: hosts, AllowOrigins: f.origins, MaxBody: maxBody}
 	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	<-ctx.Done()

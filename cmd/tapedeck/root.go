@@ -96,6 +96,7 @@ A tape is NDJSON, one JSON-RPC message a line with a "_meta" object
 		newLsCmd(report),
 		newSearchCmd(report),
 		newPruneCmd(report),
+		newRulesHelpTopic(),
 	)
 	// cobra's own completion command, made now so it gets examples too; it
 	// takes its output stream when made, so the streams are set first.

@@ -29,7 +29,7 @@ func (r *rulesFlags) load(cmd *cobra.Command) (*rules.Set, error) {
 		}
 		return nil, nil
 	}
-	set, err := rules.Load(r.file)
+	set, err := rules.LoadContext(cmd.Context(), r.file)
 	if err != nil {
 		return nil, err
 	}

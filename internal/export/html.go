@@ -10,6 +10,8 @@ package export
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"html/template"
 	"io"
@@ -43,7 +45,11 @@ const htmlChunk = 2000
 // HTML writes the tape as one self-contained HTML page.
 func HTML(w io.Writer, src Source, version string) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
-	head := template.Must(template.New("head").Parse(htmlHead))
+	// The page's one script is allowed by its hash: script injected into
+	// the page (were escaping ever to fail) would not run.
+	sum := sha256.Sum256([]byte(htmlScript))
+	headSrc := strings.Replace(htmlHead, scriptHashMark, "'sha256-"+base64.StdEncoding.EncodeToString(sum[:])+"'", 1)
+	head := template.Must(template.New("head").Parse(headSrc))
 	if err := head.Execute(bw, struct{ Name, Version string }{src.Name, version}); err != nil {
 		return err
 	}
@@ -147,11 +153,14 @@ func firstLine(s string) string {
 	return s
 }
 
+// scriptHashMark stands in htmlHead for the hash of htmlScript.
+const scriptHashMark = "SCRIPT-HASH"
+
 const htmlHead = `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src SCRIPT-HASH; style-src 'unsafe-inline'">
 <title>{{.Name}} · tapedeck</title>
 <style>
 body{margin:0;font:13px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;color:#1f2328;background:#fff}

@@ -2,6 +2,8 @@ package export
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
 	"io"
 	"regexp"
 	"strings"
@@ -47,5 +49,14 @@ func TestHTMLEscapesTapeData(t *testing.T) {
 	}
 	if !strings.Contains(page, "default-src 'none'") {
 		t.Error("the page's Content-Security-Policy does not forbid loading")
+	}
+	// Only the page's own script runs: allowed by its hash, not by
+	// 'unsafe-inline'.
+	csp := regexp.MustCompile(`script-src ([^;"]*)`).FindStringSubmatch(page)
+	script := page[strings.LastIndex(page, "<script>")+len("<script>"):]
+	script = script[:strings.Index(script, "</script>")]
+	sum := sha256.Sum256([]byte(script))
+	if want := "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"; csp == nil || csp[1] != want {
+		t.Errorf("Content-Security-Policy script-src %q, want only the page script's hash %s", csp, want)
 	}
 }

@@ -185,6 +185,12 @@ func (l *Library) openFile() error {
 		f.Close()
 		os.Remove(f.Name())
 	}
+	// The index holds what the tapes hold (0600): it is created, and kept,
+	// private to the user too. SQLite gives its WAL and shared-memory files
+	// the database file's mode.
+	if err := privateFile(l.opts.Path); err != nil {
+		return err
+	}
 	dsn := "file:" + escapePath(l.opts.Path) +
 		"?_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
@@ -200,6 +206,25 @@ func (l *Library) openFile() error {
 		db.Close()
 		l.db = nil
 		return err
+	}
+	return nil
+}
+
+// privateFile creates the file at path with mode 0600, or takes the
+// group's and others' permissions off an existing regular file (an index a
+// version before made 0644).
+func privateFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0 {
+		return f.Chmod(fi.Mode().Perm() &^ 0o077)
 	}
 	return nil
 }

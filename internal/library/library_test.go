@@ -3,6 +3,7 @@ package library
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -661,5 +662,38 @@ func TestNegotiationCounts(t *testing.T) {
 	hits, err = l.Search(Query{Method: "server/discover", Status: "error"})
 	if err != nil || len(hits) != 0 {
 		t.Errorf("status error: %d server/discover hits, %v; want none", len(hits), err)
+	}
+}
+
+// TestIndexIsPrivate: the index holds what the tapes hold (0600), so it is
+// created 0600, with its WAL, and an index an older version left 0644 is
+// made private when opened.
+func TestIndexIsPrivate(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.jsonl"), sessionTape)
+	state := t.TempDir()
+	db := filepath.Join(state, "index.db")
+	l, _ := open(t, db, dir)
+	refresh(t, l)
+	for _, name := range []string{"index.db", "index.db-wal", "index.db-shm"} {
+		fi, err := os.Stat(filepath.Join(state, name))
+		if err != nil {
+			if name != "index.db" && errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			t.Fatal(err)
+		}
+		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+			t.Errorf("%s has mode %v, want no access for group and others", name, perm)
+		}
+	}
+	l.Close()
+	if err := os.Chmod(db, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, _ = open(t, db, dir)
+	refresh(t, l)
+	if fi, err := os.Stat(db); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("an index left 0644, opened again: %v %v, want 0600", fi.Mode().Perm(), err)
 	}
 }

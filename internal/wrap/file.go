@@ -76,7 +76,14 @@ type Result struct {
 // [Config.Wrap]) and keeps the entry's original bytes in the sidecar
 // ([SidecarPath]). The sidecar is written first; the configuration is
 // replaced in one rename, and only if it did not change since it was read.
+// Edits of one configuration are serialised by a lock file beside it
+// ([LockPath]): a second wrap or unwrap waits for the first.
 func WrapFile(path string, c Client, cwd, name, exe string) (*Result, error) {
+	unlock, err := lockConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	data, err := readConfig(path, c)
 	if err != nil {
 		return nil, err
@@ -122,6 +129,11 @@ func WrapFile(path string, c Client, cwd, name, exe string) (*Result, error) {
 // its backup in the sidecar, then removes the backup (and the sidecar when
 // it was the last). An entry changed since wrap is refused unless force.
 func UnwrapFile(path string, c Client, cwd, name string, force bool) (*Result, error) {
+	unlock, err := lockConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	data, err := readConfig(path, c)
 	if err != nil {
 		return nil, err

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/tailscale/hujson"
 )
@@ -598,5 +601,99 @@ func TestClaudeCodePlaces(t *testing.T) {
 		if got := Place(res.Where); got != want {
 			t.Errorf("%s wrapped under %s, want %s", name, got, want)
 		}
+	}
+}
+
+// TestConcurrentWraps: wraps of different entries of one configuration at
+// once each take the edit lock in turn, so none loses another's edit or
+// backup; unwraps at once then restore the original bytes exactly, and
+// leave neither sidecar nor lock file.
+func TestConcurrentWraps(t *testing.T) {
+	const n = 8
+	var b strings.Builder
+	b.WriteString("{\n  \"mcpServers\": {\n")
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("s%d", i)
+		sep := ","
+		if i == n-1 {
+			sep = ""
+		}
+		fmt.Fprintf(&b, "    %q: { \"command\": \"node\", \"args\": [\"server-%d.js\"] }%s\n", names[i], i, sep)
+	}
+	b.WriteString("  }\n}\n")
+	orig := []byte(b.String())
+	for round := range 5 {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "claude_desktop_config.json")
+		if err := os.WriteFile(path, orig, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		all := func(do func(name string) error) {
+			var wg sync.WaitGroup
+			errs := make([]error, n)
+			for i, name := range names {
+				wg.Go(func() { errs[i] = do(name) })
+			}
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		all(func(name string) error { _, err := WrapFile(path, ClaudeDesktop, "", name, exe); return err })
+		data, _ := os.ReadFile(path)
+		side, err := os.ReadFile(SidecarPath(path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		backups, err := ParseBackups(SidecarPath(path), side)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := decode(t, data)
+		for i, name := range names {
+			e := entryOf(t, doc, []string{"mcpServers"}, name)
+			if e["command"] != exe {
+				t.Errorf("round %d: %s not wrapped: %v", round, name, e)
+			}
+			if b, ok := backups.Servers[name]; !ok || !strings.Contains(b.Original, fmt.Sprintf("server-%d.js", i)) {
+				t.Errorf("round %d: backup of %s: %+v, want its original", round, name, b)
+			}
+		}
+		all(func(name string) error { _, err := UnwrapFile(path, ClaudeDesktop, "", name, false); return err })
+		if back, _ := os.ReadFile(path); !bytes.Equal(back, orig) {
+			t.Fatalf("round %d: after unwrapping all:\n%s\nwant:\n%s", round, back, orig)
+		}
+		if left := dirNames(t, dir); !slices.Equal(left, []string{"claude_desktop_config.json"}) {
+			t.Errorf("round %d: left beside the configuration: %v", round, left)
+		}
+	}
+}
+
+// TestWrapLockHeld: while another edit holds the lock, wrap waits; it
+// fails, touching neither the configuration nor the sidecar, only when
+// the lock is held past lockWait (here: a lock file a test holds).
+func TestWrapLockHeld(t *testing.T) {
+	path, orig := copyFixture(t, "claude_desktop_config.json")
+	unlock, err := lockConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := WrapFile(path, ClaudeDesktop, "", "time", exe); done <- err }()
+	select {
+	case err := <-done:
+		t.Fatalf("wrap did not wait for the lock: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if now, _ := os.ReadFile(path); !bytes.Equal(now, orig) {
+		t.Error("the configuration changed while the lock was held")
+	}
+	if _, err := os.Stat(SidecarPath(path)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the sidecar was written while the lock was held: %v", err)
+	}
+	unlock()
+	if err := <-done; err != nil {
+		t.Fatalf("wrap after the lock was released: %v", err)
 	}
 }
