@@ -821,3 +821,45 @@ func TestEngineSkipsWhatRulesDropped(t *testing.T) {
 		t.Errorf("the dropped answer:\n%s", got)
 	}
 }
+
+// TestEngineResolvePastTheEnd: a divergence past the tape's end (here
+// after skipping the one recorded call) has no recorded response to send
+// and nothing to skip: answering it anyway, or skipping, sends the
+// divergence error, so the client is answered, instead of failing and
+// leaving the client waiting.
+func TestEngineResolvePastTheEnd(t *testing.T) {
+	x := buildIndex(t,
+		line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`},
+		line{recv, 10, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}`},
+	)
+	for _, res := range []Resolution{AnswerRecorded, SkipRecorded} {
+		t.Run(res.String(), func(t *testing.T) {
+			e := mustEngine(t, x, EngineOptions{Hold: true})
+			out := feed(t, e, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"message":"bye"}}}`)
+			if len(out) != 1 || out[0].Divergence == nil || out[0].Divergence.Expected != 0 {
+				t.Fatalf("outputs %+v, want a held mismatch against seq 0", out)
+			}
+			out, err := e.Resolve(out[0].Divergence.ID, SkipRecorded, t0)
+			if err != nil {
+				t.Fatalf("skipping the recorded call: %v", err)
+			}
+			if len(out) != 1 || out[0].Divergence == nil || out[0].Divergence.Expected != -1 || out[0].Divergence.Reason != ReasonBeyondEnd {
+				t.Fatalf("after the skip: outputs %+v, want a held divergence past the tape's end", out)
+			}
+			id := out[0].Divergence.ID
+			out, err = e.Resolve(id, res, t0)
+			if err != nil {
+				t.Fatalf("Resolve(%v) past the tape's end: %v, want the divergence error sent", res, err)
+			}
+			if len(out) != 1 || !strings.Contains(string(out[0].Msg), `{"jsonrpc":"2.0","id":7,"error":{"code":-32090`) {
+				t.Fatalf("Resolve(%v) past the tape's end: outputs %q, want the -32090 error to id 7", res, texts(out))
+			}
+			if d := e.Divergences()[id-1]; d.Resolution != SendError {
+				t.Errorf("the divergence's resolution is %v, want %v (what was sent)", d.Resolution, SendError)
+			}
+			if _, err := e.Resolve(id, SendError, t0); err == nil {
+				t.Errorf("resolving twice: no error")
+			}
+		})
+	}
+}
