@@ -115,6 +115,12 @@ type Proxy struct {
 	// Intercept, if set, may hold messages for a person's decision (see
 	// Interceptor).
 	Intercept Interceptor
+	// RuleAnswered, if set, is told of each client message a rule (or the
+	// intercept) answered or dropped, which so never went upstream: the
+	// Mcp-Session-Id it came with ("" before one), the message, and the
+	// rule and its action. replay --listen --rules tells the replay behind
+	// the proxy, whose recorded request the client did send.
+	RuleAnswered func(session string, msg []byte, rule, action string)
 
 	once    sync.Once
 	guard   mcphttp.Guard

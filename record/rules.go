@@ -503,6 +503,14 @@ func (p *Proxy) ruleRequest(w http.ResponseWriter, r *http.Request, ex *exchange
 		}
 		return d.Out[0], false
 	}
+	if p.RuleAnswered != nil {
+		for _, in := range d.Injections {
+			if in.Dropped && !in.Audit {
+				p.RuleAnswered(ex.session, trimmed, in.Rule, in.Action)
+				break
+			}
+		}
+	}
 	if d.Reply != nil {
 		p.note(p.message(d.Reply, tape.DirRecv, withInjections(recordMeta{ex: ex, status: http.StatusOK}, d.ReplyInjections)))
 		w.Header().Set("Content-Type", "application/json")

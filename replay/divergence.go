@@ -230,6 +230,25 @@ type Report struct {
 	// FellThrough lists the requests the tape could not answer that went
 	// to the live server (replay --fallback): answered, so not divergences.
 	FellThrough []FellThrough `json:"fellThrough,omitempty"`
+	// RuleAnswered lists the client's requests a rule answered or dropped
+	// before the tape's matcher saw them (replay --rules): sent by the
+	// client, so the recorded requests they stand for are consumed, not
+	// unused, and not divergences.
+	RuleAnswered []RuleAnswer `json:"ruleAnswered,omitempty"`
+}
+
+// RuleAnswer is a client request a rule answered (respond, error) or
+// dropped (block) at the replay's edge. Seq is the recorded request it
+// stands for (at Line), consumed without its recorded answer, or -1 when it
+// matched none the replay expected (strict: the next one or one in the
+// reorder window; keyed: one by key).
+type RuleAnswer struct {
+	Rule   string          `json:"rule"`
+	Action string          `json:"action"`
+	Seq    int             `json:"seq"`
+	Line   int             `json:"line,omitempty"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params,omitempty"`
 }
 
 // Resync is a place where a strict replay re-synchronised: the live request

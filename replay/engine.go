@@ -187,7 +187,8 @@ type Engine struct {
 	held       map[int]heldRequest
 	requests   int
 	matched    int
-	unanswered []Unused // matched requests with no answer on the tape
+	unanswered []Unused     // matched requests with no answer on the tape
+	ruled      []RuleAnswer // client requests a rule answered or dropped at the edge
 
 	// passed are recorded requests a strict replay moved past without a
 	// match (the client changed or skipped them): never expected again,
@@ -496,6 +497,7 @@ func (e *Engine) Report() Report {
 		Unused:          []Unused{},
 		UnusedTolerated: e.opts.Mode == Loose,
 		Unanswered:      append([]Unused(nil), e.unanswered...),
+		RuleAnswered:    slices.Clone(e.ruled),
 		Resyncs:         slices.Clone(e.resyncs),
 	}
 	for _, seq := range e.reqs {

@@ -142,12 +142,21 @@ func (e *Engine) sendError(m tape.Entry, d *Divergence) {
 // error, with the expected recorded response anyway, or by skipping the
 // expected recorded request and matching the live request again (which may
 // diverge anew). It returns the outputs due by now.
+//
+// Where no recorded request was expected (Divergence.Expected < 0: the
+// client went past the tape's end, or sent a call the tape does not hold),
+// there is no recorded response to send and nothing to skip: AnswerRecorded
+// and SkipRecorded send the divergence error instead, so the client is
+// answered, and the divergence's Resolution says SendError.
 func (e *Engine) Resolve(id int, r Resolution, now time.Time) ([]Output, error) {
 	h, ok := e.held[id]
 	if !ok {
 		return nil, fmt.Errorf("divergence %d is not awaiting a resolution", id)
 	}
 	e.now = now
+	if h.div.Expected < 0 && (r == AnswerRecorded || r == SkipRecorded) {
+		r = SendError
+	}
 	switch r {
 	case SendError:
 		e.sendError(h.msg, h.div)
@@ -161,9 +170,6 @@ func (e *Engine) Resolve(id int, r Resolution, now time.Time) ([]Output, error) 
 		e.sendError(h.msg, h.div)
 		h.div.Resolution = SendError
 	case AnswerRecorded:
-		if h.div.Expected < 0 {
-			return nil, fmt.Errorf("divergence %d: no recorded request was expected, so there is no recorded response to send", id)
-		}
 		h.div.Resolution = AnswerRecorded
 		if e.opts.Mode == Strict || !e.used[h.div.Expected] {
 			e.consume(h.msg, h.div.Expected)
@@ -172,9 +178,6 @@ func (e *Engine) Resolve(id int, r Resolution, now time.Time) ([]Output, error) 
 			e.respond(h.msg, h.div.Expected)
 		}
 	case SkipRecorded:
-		if h.div.Expected < 0 {
-			return nil, fmt.Errorf("divergence %d: no recorded request was expected, so there is none to skip", id)
-		}
 		h.div.Resolution = SkipRecorded
 		e.used[h.div.Expected] = true
 		e.skipped++

@@ -4,9 +4,11 @@ package replay
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -37,6 +39,65 @@ func (e *Engine) consume(m tape.Entry, seq int) {
 	e.pass(seq)
 	e.respond(m, seq)
 	e.advance()
+}
+
+// RuleAnswered tells the engine that the client sent request msg and a
+// rule at the edge answered it (respond, error) or dropped it (block), so
+// the engine never received it (replay --rules). The recorded request it
+// stands for, matched as Receive would, is consumed without sending its
+// recorded answer: the client did send it, so it is not reported unused,
+// and the report names the rule (Report.RuleAnswered). A request that
+// matches no recorded one is listed there too (Seq -1), and is no
+// divergence: the client was answered. Notifications and replies are not counted. It returns the
+// outputs due by now: the recorded server messages before that request.
+func (e *Engine) RuleAnswered(msg []byte, rule, action string, now time.Time) []Output {
+	e.now = now
+	es := tape.Classify(msg)
+	if len(es) != 1 || es[0].Kind != tape.KindRequest {
+		return e.Poll(now)
+	}
+	m := es[0]
+	e.requests++
+	ra := RuleAnswer{Rule: rule, Action: action, Seq: -1, Method: m.Method}
+	if p := field(m.Raw, "params"); p != nil {
+		ra.Params = json.RawMessage(bytes.Clone(p))
+	}
+	if seq := e.standsFor(m); seq >= 0 {
+		ra.Seq, ra.Line = seq, e.x.Entry(seq).Line
+		e.matched++
+		e.lost = false
+		e.used[seq] = true
+		e.setRef(seq)
+		e.pass(seq)
+		e.advance()
+	}
+	e.ruled = append(e.ruled, ra)
+	return e.Poll(now)
+}
+
+// standsFor returns the recorded request live request m matches, as
+// Receive would match it (strict: the next expected or one in the reorder
+// window; keyed: by key), or -1; it answers and reports nothing.
+func (e *Engine) standsFor(m tape.Entry) int {
+	if e.opts.Mode != Strict {
+		k, err := e.key(m.Method, m.Raw)
+		if err != nil || !e.x.HasMethod(m.Method) {
+			return -1
+		}
+		seq := e.lookup(k)
+		if seq >= 0 {
+			e.served[k] = seq
+		}
+		return seq
+	}
+	if exp := e.nextExpected(); exp >= 0 {
+		if rec, err := e.recorded(exp); err == nil {
+			if same, _ := e.sameRequest(m, rec); same {
+				return exp
+			}
+		}
+	}
+	return e.lookAhead(m)
 }
 
 // respond sends the recorded response of request seq with m's id.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -862,6 +863,91 @@ func TestEngineEpisodes(t *testing.T) {
 			rep := e.Report()
 			if len(rep.Divergences) != tt.diverged || len(rep.Unused) != tt.unused {
 				t.Errorf("report: %d divergences, %d unused; want %d, %d: %+v", len(rep.Divergences), len(rep.Unused), tt.diverged, tt.unused, rep)
+			}
+		})
+	}
+}
+
+// TestEngineResolvePastTheEnd: a divergence past the tape's end (here
+// after skipping the one recorded call) has no recorded response to send
+// and nothing to skip: answering it anyway, or skipping, sends the
+// divergence error, so the client is answered, instead of failing and
+// leaving the client waiting.
+func TestEngineResolvePastTheEnd(t *testing.T) {
+	x := buildIndex(t,
+		line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`},
+		line{recv, 10, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}`},
+	)
+	for _, res := range []Resolution{AnswerRecorded, SkipRecorded} {
+		t.Run(res.String(), func(t *testing.T) {
+			e := mustEngine(t, x, EngineOptions{Hold: true})
+			out := feed(t, e, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"message":"bye"}}}`)
+			if len(out) != 1 || out[0].Divergence == nil || out[0].Divergence.Expected != 0 {
+				t.Fatalf("outputs %+v, want a held mismatch against seq 0", out)
+			}
+			out, err := e.Resolve(out[0].Divergence.ID, SkipRecorded, t0)
+			if err != nil {
+				t.Fatalf("skipping the recorded call: %v", err)
+			}
+			if len(out) != 1 || out[0].Divergence == nil || out[0].Divergence.Expected != -1 || out[0].Divergence.Reason != ReasonBeyondEnd {
+				t.Fatalf("after the skip: outputs %+v, want a held divergence past the tape's end", out)
+			}
+			id := out[0].Divergence.ID
+			out, err = e.Resolve(id, res, t0)
+			if err != nil {
+				t.Fatalf("Resolve(%v) past the tape's end: %v, want the divergence error sent", res, err)
+			}
+			if len(out) != 1 || !strings.Contains(string(out[0].Msg), `{"jsonrpc":"2.0","id":7,"error":{"code":-32090`) {
+				t.Fatalf("Resolve(%v) past the tape's end: outputs %q, want the -32090 error to id 7", res, texts(out))
+			}
+			if d := e.Divergences()[id-1]; d.Resolution != SendError {
+				t.Errorf("the divergence's resolution is %v, want %v (what was sent)", d.Resolution, SendError)
+			}
+			if _, err := e.Resolve(id, SendError, t0); err == nil {
+				t.Errorf("resolving twice: no error")
+			}
+		})
+	}
+}
+
+// TestEngineRuleAnswered: a request a rule answered at the edge was sent by
+// the client: the recorded request it stands for is consumed without its
+// recorded answer, not reported unused, and the report names the rule; the
+// next request matches the one recorded after it. A request the tape does
+// not hold is listed too, and is no divergence.
+func TestEngineRuleAnswered(t *testing.T) {
+	x := buildIndex(t,
+		line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`},
+		line{recv, 10, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}`},
+		line{send, 20, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3}}}`},
+		line{recv, 30, `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"5"}]}}`},
+	)
+	for _, mode := range []Mode{Strict, Keyed} {
+		t.Run(mode.String(), func(t *testing.T) {
+			e := mustEngine(t, x, EngineOptions{Mode: mode})
+			out := e.RuleAnswered([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`), "echo-from-rule", "respond", t0)
+			if len(out) != 0 {
+				t.Fatalf("a request a rule answered: outputs %q, want none (the rule answered it)", texts(out))
+			}
+			e.RuleAnswered([]byte(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"nope"}}`), "nope-fails", "error", t0)
+			e.RuleAnswered([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`), "quiet", "block", t0)
+			got := texts(feed(t, e, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3}}}`))
+			if len(got) != 1 || !strings.Contains(got[0], `"id":9,"result":{"content":[{"type":"text","text":"5"}]}`) {
+				t.Fatalf("the next request: outputs %q, want the recorded add answer", got)
+			}
+			rep := e.Report()
+			if err := rep.Err(); err != nil || len(rep.Unused) != 0 || len(rep.Divergences) != 0 {
+				t.Fatalf("report: %v, unused %+v, divergences %+v; want a clean replay", err, rep.Unused, rep.Divergences)
+			}
+			want := []RuleAnswer{
+				{Rule: "echo-from-rule", Action: "respond", Seq: 0, Line: 1, Method: "tools/call", Params: json.RawMessage(`{"name":"echo","arguments":{"message":"hi"}}`)},
+				{Rule: "nope-fails", Action: "error", Seq: -1, Method: "tools/call", Params: json.RawMessage(`{"name":"nope"}`)},
+			}
+			if !reflect.DeepEqual(rep.RuleAnswered, want) {
+				t.Errorf("RuleAnswered %+v, want %+v", rep.RuleAnswered, want)
+			}
+			if rep.Requests != 3 || rep.Matched != 2 {
+				t.Errorf("requests %d, matched %d; want 3 (all sent) and 2 (on the tape)", rep.Requests, rep.Matched)
 			}
 		})
 	}

@@ -176,6 +176,7 @@ type HTTPHandler struct {
 	fresh      *session            // claimed by sessionless traffic before its initialize
 	issued     bool                // a session id was issued once
 	refused    []Divergence        // initialize beyond the recorded sessions
+	ruled      []RuleAnswer        // requests a rule answered outside any session (RuleAnswered)
 	dropped    int
 	gate       Gate[gatedOutput] // Gated: outputs waiting for Release
 	wake       chan struct{}
@@ -294,7 +295,9 @@ func (h *HTTPHandler) Report() Report {
 	h.mu.Lock()
 	defer h.unlock()
 	if len(h.spans) <= 1 && len(h.refused) == 0 {
-		return h.first.Report()
+		r := h.first.Report()
+		r.RuleAnswered = append(r.RuleAnswered, h.ruled...)
+		return r
 	}
 	var r Report
 	for i := range h.spans {
@@ -314,7 +317,9 @@ func (h *HTTPHandler) Report() Report {
 		r.Matched += er.Matched
 		r.Divergences = append(r.Divergences, er.Divergences...)
 		r.Unused = append(r.Unused, er.Unused...)
+		r.RuleAnswered = append(r.RuleAnswered, er.RuleAnswered...)
 	}
+	r.RuleAnswered = append(r.RuleAnswered, h.ruled...)
 	r.Divergences = append(r.Divergences, h.refused...)
 	for i := range r.Divergences {
 		r.Divergences[i].ID = i + 1

@@ -253,6 +253,40 @@ func (h *HTTPHandler) Resolve(sid string, id int, r Resolution) error {
 	return err
 }
 
+// RuleAnswered tells the engine of session sid (its Mcp-Session-Id; ""
+// before one was issued) that the client sent request msg and a rule in
+// front of the handler answered or dropped it, so it never reached the
+// handler (replay --listen --rules): see Engine.RuleAnswered. A request
+// outside any session is listed in the report as the tape's none.
+func (h *HTTPHandler) RuleAnswered(sid string, msg []byte, rule, action string) {
+	h.mu.Lock()
+	var sess *session
+	switch {
+	case !h.sessions:
+		sess = h.lone
+	case sid != "":
+		sess = h.byID[sid]
+	default:
+		// Before an initialize: the session the next one opens, as
+		// sessionFor gives traffic before its initialize.
+		if h.fresh == nil && !h.issued {
+			h.fresh = h.claim()
+		}
+		sess = h.fresh
+	}
+	if sess == nil {
+		if es := tape.Classify(msg); len(es) == 1 && es[0].Kind == tape.KindRequest {
+			h.ruled = append(h.ruled, RuleAnswer{Rule: rule, Action: action, Seq: -1, Method: es[0].Method})
+		}
+		h.unlock()
+		return
+	}
+	h.dispatch(sess, sess.e.RuleAnswered(msg, rule, action, h.now()), nil)
+	h.progressed(sess)
+	h.unlock()
+	h.kick()
+}
+
 func (h *HTTPHandler) route(sess *session, o Output, origin *exchange) {
 	info := wireInfo{kind: tape.KindResponse} // what the engine makes itself is a response
 	if o.Seq >= 0 {

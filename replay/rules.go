@@ -17,7 +17,9 @@ import (
 // engine sees it (a rule may answer it, drop it, change it, hold it or cut
 // the session), and each message the engine sends is put to them before
 // the client gets it: faults on recorded answers. What a rule did is said
-// on Logf, one line each, as the recorders record it on the tape.
+// on Logf, one line each, as the recorders record it on the tape. A
+// request a rule answered or dropped is told to the engine
+// (Engine.RuleAnswered): the client sent it.
 
 // ErrDisconnected is what ServeStdio returns when a rule cut the session.
 var ErrDisconnected = errors.New("replay: a rule disconnected the client")
@@ -57,6 +59,17 @@ func (r *RuleEdge) decide(msg []byte, dir tape.Dir) (rules.Decision, bool) {
 		}
 	}
 	return d, d.Matched
+}
+
+// stoppedBy returns the injection of the rule that stopped a message (it
+// answered or dropped it), if one did.
+func stoppedBy(d rules.Decision) (rules.Injection, bool) {
+	for _, in := range d.Injections {
+		if in.Dropped && !in.Audit {
+			return in, true
+		}
+	}
+	return rules.Injection{}, false
 }
 
 // summary names a message in a log line: its method or id.
@@ -100,6 +113,12 @@ func (r *RuleEdge) In(e *Engine, line []byte, now time.Time) ([]Output, error) {
 	switch {
 	case d.Out == nil:
 		out = receive(e, line, now)
+	case len(d.Out) == 0:
+		// Answered or dropped here: the client sent it, so the recorded
+		// request it stands for is consumed, in the rule's name.
+		if in, ok := stoppedBy(d); ok {
+			out = e.RuleAnswered(bytes.TrimSpace(line), in.Rule, in.Action, now)
+		}
 	default:
 		for _, m := range d.Out {
 			out = append(out, receive(e, append(m, '\n'), now)...)

@@ -58,7 +58,11 @@ func (v *DiffView) header() string {
 	if len(d.Paths) > 0 {
 		b.WriteString("\n" + ansi.Truncate(s.Detail.Key.Render("changed: ")+s.Detail.Changed.Render(strings.Join(d.Paths, ", ")), v.width, "…"))
 	}
-	b.WriteString("\n" + padANSI(s.Detail.Header.Render("expected (recorded) #"+strconv.Itoa(d.Seq)), colW) + s.Detail.Separate.Render(" │ ") + s.Detail.Header.Render("actual (client)"))
+	exp := "expected (recorded) #" + strconv.Itoa(d.Seq)
+	if d.Seq < 0 {
+		exp = "expected (recorded): none"
+	}
+	b.WriteString("\n" + padANSI(s.Detail.Header.Render(exp), colW) + s.Detail.Separate.Render(" │ ") + s.Detail.Header.Render("actual (client)"))
 	return b.String()
 }
 
@@ -93,9 +97,13 @@ func renderDiff(d live.Divergence, width int, s *Styles) (string, int) {
 	}
 	colW := max((width-3)/2, 10)
 	first := -1
-	side := func(raw []byte, st func(...string) string) []string {
+	side := func(raw []byte, none string, st func(...string) string) []string {
 		if len(raw) == 0 {
-			return []string{s.Detail.Key.Render("(nothing)")}
+			out := strings.Split(ansi.Wordwrap(none, colW, " "), "\n")
+			for i, l := range out {
+				out[i] = s.Detail.Key.Render(l)
+			}
+			return out
 		}
 		var out []string
 		text, marked := prettyJSONMarked(raw, mark)
@@ -114,8 +122,12 @@ func renderDiff(d live.Divergence, width int, s *Styles) (string, int) {
 	}
 	// The recorded side loses the recorder's _meta; the client's side is
 	// the bytes it sent, its own _meta and key order included.
-	left := side(tape.StripMeta(d.Expected), s.Detail.Removed.Render)
-	right := side(d.Actual, s.Detail.Added.Render)
+	none := "(no recorded request)"
+	if d.Seq < 0 && d.Where != "" {
+		none = "(no recorded request: " + d.Where + ")"
+	}
+	left := side(tape.StripMeta(d.Expected), none, s.Detail.Removed.Render)
+	right := side(d.Actual, "(nothing)", s.Detail.Added.Render)
 	var b strings.Builder
 	sep := s.Detail.Separate.Render(" │ ")
 	for i := range max(len(left), len(right)) {

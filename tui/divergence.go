@@ -170,7 +170,11 @@ func (m Model) liveDiverged(d *live.Divergence) Model {
 	}
 	m.diff.Show(*d)
 	m.lower = viewDiff
-	m.notice, m.noticeOK = fmt.Sprintf("client diverged at #%d: a answer anyway · e send the error · E the error, still expecting it · s skip the recorded request", d.Seq), false
+	if d.Seq < 0 {
+		m.notice, m.noticeOK = fmt.Sprintf("client diverged %s: nothing recorded to answer with or skip: a, e, E or s send the divergence error", where(d)), false
+	} else {
+		m.notice, m.noticeOK = fmt.Sprintf("client diverged %s: a answer anyway · e send the error · E the error, still expecting it · s skip the recorded request", where(d)), false
+	}
 	m.syncPlayback()
 	return m
 }
@@ -193,6 +197,20 @@ func (m Model) divergenceKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 		return m, nil, false
 	}
 	s, d := m.live.s, m.live.pending
+	if d.Seq < 0 {
+		// No recorded request was expected (past the tape's end): there
+		// is no recorded answer to send and nothing to skip, so every
+		// choice answers the client with the divergence error.
+		switch r {
+		case replay.AnswerRecorded:
+			done = "nothing recorded to answer with " + where(d) + ": sent the divergence error instead"
+		case replay.SkipRecorded:
+			done = "nothing recorded to skip " + where(d) + ": sent the divergence error instead"
+		default:
+			done = "sent the divergence error"
+		}
+		r = replay.SendError
+	}
 	m.live.pending = nil
 	resolve := func() tea.Msg { s.Resolve(d, r); return nil }
 	if len(m.live.waiting) > 0 {
@@ -215,4 +233,16 @@ func (m Model) divergenceKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 		return m, tea.Batch(resolve, m.scheduleTick()), true
 	}
 	return m, resolve, true
+}
+
+// where says where divergence d happened: "at #5", or past the tape's end
+// naming its last request; never "#-1".
+func where(d *live.Divergence) string {
+	switch {
+	case d.Where != "":
+		return d.Where
+	case d.Seq >= 0:
+		return fmt.Sprintf("at #%d", d.Seq)
+	}
+	return "where the tape holds no request to match"
 }

@@ -309,3 +309,51 @@ func TestLiveRuns(t *testing.T) {
 		t.Errorf("q q did not quit")
 	}
 }
+
+// TestLiveDivergencePastTheEnd: a divergence where the tape holds no
+// request to expect (the client went past the tape's end) is shown as
+// such, never as "#-1", and a or s there, with no recorded answer to send
+// or request to skip, answer the client with the divergence error and say
+// so, instead of asking the session for what it cannot do.
+func TestLiveDivergencePastTheEnd(t *testing.T) {
+	for _, k := range []string{"a", "s", "e"} {
+		t.Run(k, func(t *testing.T) {
+			f := &fakeLive{}
+			m, _ := newTestModel(t, Options{Live: f})
+			m = send(t, m, liveEv(live.Event{Kind: live.Connected, Transport: "stdio"}))
+			d := &live.Divergence{Seq: -1, Where: "after the tape's end (its last request is #77 tools/call)", Reason: "replay mismatch: request tools/call came after the last recorded request", Actual: []byte(`{"jsonrpc":"2.0","id":9,"method":"tools/call"}`)}
+			m = send(t, m, liveEv(live.Event{Kind: live.Diverged, Divergence: d}))
+			s := screen(m)
+			if strings.Contains(s, "#-1") {
+				t.Errorf("the screen shows #-1:\n%s", s)
+			}
+			for _, want := range []string{"DIVERGED after the tape's end", "expected (recorded): none", "(no recorded request: after the tape's end"} {
+				if !strings.Contains(s, want) {
+					t.Errorf("the screen lacks %q:\n%s", want, s)
+				}
+			}
+			if !strings.Contains(m.notice, "nothing recorded to answer with or skip") {
+				t.Errorf("notice %q, want it to say a and s cannot answer from the tape", m.notice)
+			}
+			m = send(t, m, keys(k)...)
+			if !slices.Equal(f.resolved, []replay.Resolution{replay.SendError}) || m.live.diverged() {
+				t.Fatalf("after %s: resolved %v, still diverged %v; want the divergence error sent", k, f.resolved, m.live.diverged())
+			}
+			want := map[string]string{
+				"a": "nothing recorded to answer with after the tape's end (its last request is #77 tools/call): sent the divergence error instead",
+				"s": "nothing recorded to skip after the tape's end (its last request is #77 tools/call): sent the divergence error instead",
+				"e": "sent the divergence error",
+			}[k]
+			if m.notice != want {
+				t.Errorf("after %s: notice %q, want %q", k, m.notice, want)
+			}
+		})
+	}
+	// A divergence reported without Where still never says #-1.
+	m, _ := newTestModel(t, Options{})
+	m.live.init(&fakeLive{})
+	m = m.liveDiverged(&live.Divergence{Seq: -1})
+	if st, _ := m.liveStatus(); strings.Contains(st, "#-1") || strings.Contains(m.notice, "#-1") {
+		t.Errorf("status %q, notice %q: #-1 shown", st, m.notice)
+	}
+}

@@ -67,7 +67,10 @@ entry is marked ✗ in the timeline, and the recorded request and the
 client's are shown side by side with the changed JSON paths highlighted.
 Choose: a answers with the recorded response anyway, e sends the
 divergence error (JSON-RPC -32090) to the client, s skips the recorded
-request and matches the client's again.
+request and matches the client's again. Past the tape's end (the status
+bar says "after the tape's end" and names the tape's last request) there
+is no recorded answer to send or request to skip: a and s send the
+divergence error too, and say so.
 
 With --rules FILE, the rules fault an attached stdio client's session as
 replay --rules does (what each did shows on the status line; a delay is not
@@ -234,12 +237,12 @@ func runDebug(ctx context.Context, s streams, path string, f debugFlags, fallbac
 		return err
 	}
 	srv.Close() // ends the run under way, so the summary has it
-	return debugSummary(s.stderr, srv.Runs())
+	return debugSummary(s.stderr, srv.Runs(), x)
 }
 
-// debugSummary prints what each client run did and fails (exit 1) when
-// one departed from the tape.
-func debugSummary(w io.Writer, runs []live.RunReport) error {
+// debugSummary prints what each client run did on tape x and fails (exit
+// 1) when one departed from the tape.
+func debugSummary(w io.Writer, runs []live.RunReport, x *tape.Index) error {
 	if len(runs) == 0 {
 		fmt.Fprintln(w, "tapedeck debug: no client connected")
 		return nil
@@ -258,7 +261,7 @@ func debugSummary(w io.Writer, runs []live.RunReport) error {
 		}
 		fmt.Fprintln(w)
 		for _, d := range r.Report.Divergences {
-			fmt.Fprintf(w, "    diverged at #%d: %s\n", d.Expected, d.Message)
+			fmt.Fprintf(w, "    diverged %s: %s\n", live.Where(d, x), d.Message)
 		}
 	}
 	if failed > 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -117,18 +118,34 @@ func TestAttachCutOff(t *testing.T) {
 func TestDebugSummary(t *testing.T) {
 	var b bytes.Buffer
 	ok := live.RunReport{Run: 1, Transport: "stdio", Ended: "the client disconnected", Requests: 4, Matched: 4}
-	if err := debugSummary(&b, []live.RunReport{ok}); err != nil || !strings.Contains(b.String(), "run 1 (stdio; the client disconnected): followed the tape; 4 of 4 requests matched") {
+	x := demoIndex(t)
+	if err := debugSummary(&b, []live.RunReport{ok}, x); err != nil || !strings.Contains(b.String(), "run 1 (stdio; the client disconnected): followed the tape; 4 of 4 requests matched") {
 		t.Errorf("one good run: %v\n%s", err, b.String())
 	}
 	b.Reset()
 	bad := live.RunReport{Run: 2, Transport: "http", Ended: "restarted", Requests: 3, Matched: 2, Divergences: 1, Unused: 1,
-		Report: replay.Report{Divergences: []replay.Divergence{{Expected: 5, Message: "replay mismatch for tools/call"}}}}
-	err := debugSummary(&b, []live.RunReport{ok, bad})
+		Report: replay.Report{Divergences: []replay.Divergence{
+			{Expected: 5, Reason: replay.ReasonMismatch, Message: "replay mismatch for tools/call"},
+			{Expected: -1, Reason: replay.ReasonBeyondEnd, Message: "replay mismatch: came after the last recorded request"},
+		}}}
+	err := debugSummary(&b, []live.RunReport{ok, bad}, x)
 	if code := exitCode(err, &b); code != 1 || !strings.Contains(b.String(), "run 2 (http; restarted): 1 divergence") || !strings.Contains(b.String(), "diverged at #5: replay mismatch") || !strings.Contains(b.String(), "1 client run of 2 departed") {
 		t.Errorf("a diverged run: exit %d\n%s", code, b.String())
 	}
+	// Past the tape's end no recorded request was expected: the summary
+	// names the tape's last request, never "#-1".
+	last := -1
+	for i := range x.Len() {
+		if e := x.Entry(i); e.Kind == tape.KindRequest && e.Dir == tape.DirSend {
+			last = i
+		}
+	}
+	want := fmt.Sprintf("diverged after the tape's end (its last request is #%d %s): replay mismatch", last, x.Entry(last).Method)
+	if strings.Contains(b.String(), "#-1") || !strings.Contains(b.String(), want) {
+		t.Errorf("a divergence past the tape's end: want %q and no #-1:\n%s", want, b.String())
+	}
 	b.Reset()
-	if err := debugSummary(&b, nil); err != nil || !strings.Contains(b.String(), "no client connected") {
+	if err := debugSummary(&b, nil, x); err != nil || !strings.Contains(b.String(), "no client connected") {
 		t.Errorf("no run: %v %q", err, b.String())
 	}
 }

@@ -145,7 +145,8 @@ names the request received and the one expected, and whose data holds a
 structured diff (JSON pointers with expected and actual values). Every
 divergence is printed on stderr and, with --report, written to a JSON file
 with the recorded requests left unused. The exit status is 1 when any
-divergence or unused request remains.
+divergence or unused request remains (a request a rule answered counts as
+sent: see Rules).
 
 Over HTTP (--listen ADDR) the tape is served at http://ADDR/mcp (--path)
 until SIGINT or SIGTERM, then the verdict is given as above. The URL is
@@ -190,7 +191,11 @@ with an error, drop it, change it, hold it, or cut the session), and each
 recorded message goes to them before the client gets it; what each rule did
 is printed on stderr. Over HTTP the replay is served behind the recording
 proxy's rules relay, so the rules act on each POST, JSON answer and SSE
-event. The rules file format: see tapedeck record --help.
+event. A request a rule answered (respond, error) or dropped (block) was
+sent by the client: the recorded request it stands for counts as sent, not
+unused, and is not a divergence; the verdict names the rule ("rule NAME
+answered the client's tools/call ... in the tape's place"). The rules file
+format: see tapedeck record --help.
 
 Fall through to the live server (--fallback TAPE -- COMMAND ARGS, or
 --fallback-url URL for a Streamable HTTP server; the client speaks stdio):
@@ -476,6 +481,20 @@ func finishReport(stderr io.Writer, rep *replay.Report, path string) error {
 	for _, r := range rep.Resyncs {
 		fmt.Fprintf(stderr, "tapedeck replay: re-synchronised at tape line %d (%s) after a divergence: the client left out %d recorded request(s) before it\n", r.Line, r.Method, r.Skipped)
 	}
+	for _, a := range rep.RuleAnswered {
+		did := "answered"
+		switch a.Action {
+		case "error":
+			did = "answered with its error"
+		case "block":
+			did = "dropped"
+		}
+		if a.Seq < 0 {
+			fmt.Fprintf(stderr, "tapedeck replay: rule %s %s the client's %s %s, which matched no recorded request the replay expected\n", a.Rule, did, a.Method, compactParams(a.Params))
+			continue
+		}
+		fmt.Fprintf(stderr, "tapedeck replay: rule %s %s the client's %s %s in the tape's place: the recorded request (tape line %d) counts as sent\n", a.Rule, did, a.Method, compactParams(a.Params), a.Line)
+	}
 	for _, u := range rep.Unused {
 		fmt.Fprintf(stderr, "tapedeck replay: recorded request never sent by the client: %s %s (tape line %d)\n", u.Method, compactParams(u.Params), u.Line)
 	}
@@ -581,7 +600,8 @@ func serveHTTPWithRules(ctx context.Context, s streams, f *replayFlags, ln net.L
 	errc := make(chan error, 1)
 	go func() { errc <- replay.ServeHTTP(ctx, inner, h) }()
 	up := &url.URL{Scheme: "http", Host: inner.Addr().String(), Path: f.path}
-	p := &record.Proxy{Upstream: up, Tape: io.Discard, Server: server, Rules: f.ruleSet, Logf: ruleLog(s.stderr), AllowHosts: hosts, AllowOrigins: f.origins, MaxBody: maxBody}
+	p := &record.Proxy{Upstream: up, Tape: io.Discard, Server: server, Rules: f.ruleSet, Logf: ruleLog(s.stderr), AllowHosts: hosts, AllowOrigins: f.origins, MaxBody: maxBody,
+		RuleAnswered: h.RuleAnswered}
 	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	<-ctx.Done()

@@ -465,3 +465,140 @@ func TestRulesDuplicateHTTP(t *testing.T) {
 		t.Errorf("the tape's account: %s", got)
 	}
 }
+
+// ruleAnswerRules answer two requests the tape holds in the rules' name:
+// echo with a made-up result, add with a JSON-RPC error.
+const ruleAnswerRules = `
+rules:
+  - name: echo-from-rule
+    match: {phase: request, tool: echo}
+    action: respond
+    respond: {result: {content: [{type: text, text: from the rule}]}}
+  - name: add-refused
+    match: {phase: request, tool: add}
+    action: error
+    error: {code: -32603, message: add refused}
+`
+
+// ruleAnswerSession is the go-sdk client's session of the rule-answer
+// test: echo and add, with what each call gave.
+func ruleAnswerSession(t *testing.T, tr mcp.Transport) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "rule-answer-test", Version: "1"}, nil).Connect(ctx, tr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	var b strings.Builder
+	for _, c := range []mcp.CallToolParams{{Name: "echo", Arguments: map[string]any{"message": "hi"}}, {Name: "add", Arguments: map[string]any{"a": 2, "b": 3}}} {
+		res, err := cs.CallTool(ctx, &c)
+		switch {
+		case err != nil:
+			fmt.Fprintf(&b, "%s: error: %v\n", c.Name, err)
+		case len(res.Content) > 0:
+			if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+				fmt.Fprintf(&b, "%s: %s\n", c.Name, tc.Text)
+			}
+		}
+	}
+	return b.String()
+}
+
+// TestRulesReplayRuleAnswers: a rule that answers a request the tape
+// holds (respond, error) answers it in the tape's place; the client did
+// send it, so replay --rules counts the recorded request as sent (not
+// "never sent by the client"), names the rule, and exits 0, over stdio and
+// over Streamable HTTP.
+func TestRulesReplayRuleAnswers(t *testing.T) {
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	server := mcptest.BuildBinary(t, mcptest.SDKServerPackage)
+	dir := t.TempDir()
+	rulesPath := rulesFile(t, ruleAnswerRules)
+	wantLive := "echo: Echo: hi\nadd: 2 + 3 = 5\n"
+	wantReplay := "echo: from the rule\nadd: error: calling \"tools/call\": add refused\n"
+	// checkReport reads the replay's JSON report: clean, both rules named
+	// against the recorded requests.
+	checkReport := func(t *testing.T, path string) {
+		t.Helper()
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep struct {
+			Divergences  []json.RawMessage
+			Unused       []json.RawMessage
+			RuleAnswered []struct {
+				Rule, Action, Method string
+				Seq, Line            int
+			}
+		}
+		if err := json.Unmarshal(data, &rep); err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Divergences) != 0 || len(rep.Unused) != 0 {
+			t.Errorf("report: %d divergences, %d unused; want none:\n%s", len(rep.Divergences), len(rep.Unused), data)
+		}
+		got := map[string]string{}
+		for _, a := range rep.RuleAnswered {
+			if a.Seq < 0 || a.Line <= 0 {
+				t.Errorf("rule %s answered a request not found on the tape (seq %d):\n%s", a.Rule, a.Seq, data)
+			}
+			got[a.Rule] = a.Action
+		}
+		if got["echo-from-rule"] != "respond" || got["add-refused"] != "error" || len(got) != 2 {
+			t.Errorf("report's ruleAnswered %v, want echo-from-rule respond and add-refused error:\n%s", got, data)
+		}
+	}
+	checkLog := func(t *testing.T, log string) {
+		t.Helper()
+		if strings.Contains(log, "never sent by the client") {
+			t.Errorf("the replay reports a request the client sent as never sent:\n%s", log)
+		}
+		for _, want := range []string{
+			`rule echo-from-rule answered the client's tools/call {"name":"echo","arguments":{"message":"hi"}} in the tape's place: the recorded request (tape line`,
+			`rule add-refused answered with its error the client's tools/call`,
+		} {
+			if !strings.Contains(log, want) {
+				t.Errorf("the replay's stderr lacks %q:\n%s", want, log)
+			}
+		}
+	}
+
+	t.Run("stdio", func(t *testing.T) {
+		tapePath := filepath.Join(dir, "stdio.jsonl")
+		if got := ruleAnswerSession(t, &mcp.CommandTransport{Command: exec.Command(tapedeck, "record", "-o", tapePath, "--", server)}); got != wantLive {
+			t.Fatalf("recording: %q, want %q", got, wantLive)
+		}
+		reportPath := filepath.Join(dir, "stdio-report.json")
+		var stderr strings.Builder
+		cmd := exec.Command(tapedeck, "replay", "--rules", rulesPath, "--report", reportPath, tapePath)
+		cmd.Stderr = &stderr
+		if got := ruleAnswerSession(t, &mcp.CommandTransport{Command: cmd}); got != wantReplay {
+			t.Errorf("replayed with the rules: %q, want %q", got, wantReplay)
+		}
+		if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 0 {
+			t.Errorf("replay --rules exited %v, want 0:\n%s", cmd.ProcessState, stderr.String())
+		}
+		checkReport(t, reportPath)
+		checkLog(t, stderr.String())
+	})
+	t.Run("http", func(t *testing.T) {
+		upstream := mcptest.StartSDKServerHTTP(t)
+		tapePath := filepath.Join(dir, "http.jsonl")
+		proxied, stopRecord := startTapedeck(t, tapedeck, "record", "--upstream", upstream, "--listen", "127.0.0.1:0", "-o", tapePath)
+		if got := ruleAnswerSession(t, &mcp.StreamableClientTransport{Endpoint: proxied}); got != wantLive {
+			t.Fatalf("recording over HTTP: %q, want %q", got, wantLive)
+		}
+		stopRecord()
+		reportPath := filepath.Join(dir, "http-report.json")
+		replayed, stopReplay := startTapedeck(t, tapedeck, "replay", "--rules", rulesPath, "--report", reportPath, "--listen", "127.0.0.1:0", tapePath)
+		if got := ruleAnswerSession(t, &mcp.StreamableClientTransport{Endpoint: replayed}); got != wantReplay {
+			t.Errorf("replayed over HTTP with the rules: %q, want %q", got, wantReplay)
+		}
+		log := stopReplay() // fails the test on a non-zero exit
+		checkReport(t, reportPath)
+		checkLog(t, log)
+	})
+}

@@ -805,3 +805,61 @@ func waitClient(t *testing.T, tt *tmuxTerm, p *mcptest.Process, timeout time.Dur
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestTmuxDebugPastTheEnd: a tape of one call, served under the debugger
+// to the Go SDK client sending other arguments. s skips the recorded call,
+// so the client's call is past the tape's end: the screen says so (never
+// "#-1"), and a, with no recorded answer to send, sends the divergence
+// error: the client gets its -32090 and finishes instead of hanging.
+func TestTmuxDebugPastTheEnd(t *testing.T) {
+	bin := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	client := mcptest.BuildBinary(t, mcptest.SDKClientPackage)
+	server := mcptest.BuildBinary(t, mcptest.SDKServerPackage)
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "rec.jsonl")
+	steps := "--steps=init,echo"
+	out, err := exec.Command(client, "--tape", rec, steps, "--", server).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `echo: "Echo: hi"`) {
+		t.Fatalf("recording with sdkclient: %v\n%s", err, out)
+	}
+	echo := -1
+	data, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if strings.Contains(line, `"name":"echo"`) && strings.Contains(line, `"dir":"send"`) {
+			echo = i
+		}
+	}
+	if echo < 0 {
+		t.Fatalf("no echo request on the tape:\n%s", data)
+	}
+
+	tt := startTmux(t, bin, "debug", rec, "--listen", "127.0.0.1:0")
+	addr := tt.debugAddr()
+	transcript := newTailBuffer(1 << 20)
+	cmd := exec.Command(client, "--message", "bye", "--codes", steps, "--timeout", "30s", "--", bin, "attach", addr)
+	cmd.Stdout, cmd.Stderr = transcript, transcript
+	p := mcptest.Start(t, cmd)
+
+	tt.waitFor(10*time.Second, fmt.Sprintf("client: DIVERGED at #%d", echo), "changed: params.arguments.message")
+	tt.keys("s")
+	s := tt.waitFor(5*time.Second, "client: DIVERGED after the tape's end", "expected (recorded): none")
+	if strings.Contains(s, "#-1") {
+		t.Errorf("the screen shows #-1:\n%s", s)
+	}
+	if !strings.Contains(s, fmt.Sprintf("its last request is #%d tools/call", echo)) {
+		t.Errorf("the screen does not name the tape's last request, #%d:\n%s", echo, s)
+	}
+	tt.keys("a")
+	waitClient(t, tt, p, 10*time.Second, transcript.String)
+	if got := transcript.String(); !strings.Contains(got, "echo: echo: rpc error -32090") {
+		t.Errorf("the client's echo got no divergence error:\n%s", got)
+	}
+	if s := tt.waitFor(5*time.Second, "client: disconnected", "run 1 ended"); strings.Contains(s, "#-1") {
+		t.Errorf("the screen shows #-1:\n%s", s)
+	}
+	tt.keys("q")
+	tt.waitExit(5 * time.Second)
+}

@@ -1,9 +1,11 @@
 package live
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/tapedeck/tapedeck/replay"
+	"github.com/tapedeck/tapedeck/tape"
 )
 
 // EventKind says what happened on a live session.
@@ -60,6 +62,7 @@ type Event struct {
 // debugger shows it and names it back to Server.Resolve.
 type Divergence struct {
 	Seq      int      // the recorded message expected next, or -1
+	Where    string   // where on the tape, for people: "at #5", "after the tape's end (…)" (see Where)
 	Reason   string   // why it did not match
 	Expected []byte   // the recorded request, as on the tape
 	Actual   []byte   // the client's request, the bytes it sent
@@ -72,9 +75,10 @@ type Divergence struct {
 }
 
 // divergence turns the engine's divergence into what a debugger shows;
-// expected is the recorded message d.Expected, if any.
-func divergence(d replay.Divergence, expected []byte) *Divergence {
-	out := &Divergence{Seq: d.Expected, Reason: d.Message, Session: d.Session, ID: d.ID, Expected: expected, Actual: d.Raw}
+// expected is the recorded message d.Expected, if any, and where says
+// where it happened (Where).
+func divergence(d replay.Divergence, expected []byte, where string) *Divergence {
+	out := &Divergence{Seq: d.Expected, Where: where, Reason: d.Message, Session: d.Session, ID: d.ID, Expected: expected, Actual: d.Raw}
 	for _, op := range d.Diff {
 		out.Paths = append(out.Paths, pointerPath(op.Path))
 	}
@@ -89,4 +93,25 @@ func pointerPath(p string) string {
 		parts[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(s)
 	}
 	return strings.Join(parts, ".")
+}
+
+// Where says where on tape x divergence d happened, for people: "at #5",
+// the recorded request the client departed from; when none was expected,
+// "after the tape's end" naming the last request the tape records for d's
+// server (the client went on past it), or "on a call the tape does not
+// hold" for one matched with nothing in keyed or loose mode.
+func Where(d replay.Divergence, x *tape.Index) string {
+	if d.Expected >= 0 {
+		return fmt.Sprintf("at #%d", d.Expected)
+	}
+	if d.Reason != replay.ReasonBeyondEnd {
+		return "on a call the tape does not hold"
+	}
+	for i := x.Len() - 1; i >= 0; i-- {
+		e := x.Entry(i)
+		if e.Kind == tape.KindRequest && e.Dir == tape.DirSend && (d.Server == "" || e.Server == d.Server) {
+			return fmt.Sprintf("after the tape's end (its last request is #%d %s)", i, e.Method)
+		}
+	}
+	return "after the tape's end (it records no request)"
 }

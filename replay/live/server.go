@@ -323,7 +323,7 @@ func (s *Server) divergence(d replay.Divergence) *Divergence {
 			expected = e.Raw
 		}
 	}
-	return divergence(d, expected)
+	return divergence(d, expected, Where(d, s.x))
 }
 
 // Deliver releases the engine's answers that replay tape messages seqs or

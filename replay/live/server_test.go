@@ -545,3 +545,71 @@ func TestServerDivergenceShowsClientBytes(t *testing.T) {
 		waitAnswer(t, call)
 	})
 }
+
+// TestServerAnswerPastTheEnd: a one-call tape, a client sending other
+// arguments, the recorded call skipped (s), then "answer as recorded" (a)
+// where the client went past the tape's end: there is no recorded answer,
+// so the client gets the divergence error instead of waiting for ever, over
+// either transport, and the divergence says where it happened, never #-1.
+func TestServerAnswerPastTheEnd(t *testing.T) {
+	oneCall := strings.Join(strings.SplitAfter(twoSessions, "\n")[:5], "")
+	const call = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"m":"other"}}}`
+	// resolve skips the recorded call, checks the divergence past the
+	// tape's end and answers it as recorded.
+	resolve := func(t *testing.T, s *Server) {
+		t.Helper()
+		d := nextEvent(t, s, Diverged).Divergence
+		if d.Seq != 3 || d.Where != "at #3" {
+			t.Fatalf("first divergence at %d (%q), want the recorded call #3", d.Seq, d.Where)
+		}
+		s.Resolve(d, replay.SkipRecorded)
+		d = nextEvent(t, s, Diverged).Divergence
+		if want := "after the tape's end (its last request is #3 tools/call)"; d.Seq != -1 || d.Where != want {
+			t.Fatalf("after the skip: divergence at %d (%q), want -1 (%q)", d.Seq, d.Where, want)
+		}
+		s.Resolve(d, replay.AnswerRecorded)
+	}
+	t.Run("stdio", func(t *testing.T) {
+		s := textServer(t, oneCall, "127.0.0.1:0", Options{})
+		s.Deliver(0, []int{100})
+		c, err := net.Dial("tcp", s.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		lines := make(chan string, 8)
+		go func() {
+			br := bufio.NewReader(c)
+			for {
+				l, err := br.ReadString('\n')
+				if err != nil {
+					return
+				}
+				lines <- l
+			}
+		}()
+		io.WriteString(c, initLine+"\n"+call+"\n")
+		resolve(t, s)
+		for {
+			select {
+			case l := <-lines:
+				if strings.Contains(l, `"id":2,"error":{"code":-32090`) {
+					return
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the client's call had no answer within 5 s, want the -32090 error")
+			}
+		}
+	})
+	t.Run("http", func(t *testing.T) {
+		s := textServer(t, oneCall, "127.0.0.1:0", Options{})
+		s.Deliver(0, []int{100})
+		_, rest, _ := strings.Cut(waitAnswer(t, httpPost(s.URL(), "", "", initLine)), " ")
+		sid, _, _ := strings.Cut(rest, " ")
+		answer := httpPost(s.URL(), "", sid, call)
+		resolve(t, s)
+		if got := waitAnswer(t, answer); !strings.Contains(got, `"id":2,"error":{"code":-32090`) {
+			t.Errorf("the client's call got %q, want the -32090 error", got)
+		}
+	})
+}
