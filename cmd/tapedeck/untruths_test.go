@@ -75,3 +75,14 @@ func TestDescribeBuild(t *testing.T) {
 		t.Errorf("version: exit %d, %q; want the Go version among the build's facts", code, out)
 	}
 }
+
+// A line the server wrote on stderr is a finding named once: "stderr: the
+// server wrote: ...", not "stderr: stderr: ...".
+func TestCheckStderrPrefix(t *testing.T) {
+	path := writeFile(t, "e.jsonl", `{"jsonrpc":"2.0","method":"$transport/stderr","params":{"text":"listening on 3000\n"},"_meta":{"dir":"lifecycle","server":"s","ts":"2026-05-16T12:00:00.000Z"}}
+`)
+	out, _, _ := runCLI(t, "check", "--fail-on", "stderr", path)
+	if want := path + ":1: stderr: the server wrote: listening on 3000\n"; !strings.Contains(out, want) || strings.Contains(out, "stderr: stderr:") {
+		t.Errorf("check says:\n%s\nwant a line ending %q", out, want)
+	}
+}
