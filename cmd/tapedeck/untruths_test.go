@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tapedeck/tapedeck/internal/mcptest"
 )
@@ -84,5 +85,50 @@ func TestCheckStderrPrefix(t *testing.T) {
 	out, _, _ := runCLI(t, "check", "--fail-on", "stderr", path)
 	if want := path + ":1: stderr: the server wrote: listening on 3000\n"; !strings.Contains(out, want) || strings.Contains(out, "stderr: stderr:") {
 		t.Errorf("check says:\n%s\nwant a line ending %q", out, want)
+	}
+}
+
+// ls DIR says on stderr that it adds DIR to the library for good, once,
+// and how to undo it; ls --forget DIR takes it out (its files stay).
+func TestLsSaysItAdds(t *testing.T) {
+	libraryState(t)
+	other := t.TempDir()
+	elsewhere := putTape(t, other, "elsewhere.jsonl", libraryTape("2025-06-01", "initech"), time.Date(2025, 6, 1, 11, 0, 0, 0, time.UTC))
+	out, errOut, code := runCLI(t, "ls", other)
+	if code != 0 || !strings.Contains(out, elsewhere) || !strings.Contains(errOut, "added "+other+" to the library for good") || !strings.Contains(errOut, "tapedeck ls --forget "+other) {
+		t.Errorf("ls DIR: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if _, errOut, _ = runCLI(t, "ls", other); strings.Contains(errOut, "added") {
+		t.Errorf("ls DIR a second time says again that it adds: %q", errOut)
+	}
+	if out, _, _ = runCLI(t, "ls"); !strings.Contains(out, elsewhere) {
+		t.Errorf("ls after ls DIR lacks its tape:\n%s", out)
+	}
+	if _, errOut, code = runCLI(t, "ls", "--forget", other); code != 0 || !strings.Contains(errOut, "took "+other+" out of the library") {
+		t.Errorf("ls --forget: exit %d, stderr %q", code, errOut)
+	}
+	if out, _, _ = runCLI(t, "ls"); strings.Contains(out, elsewhere) {
+		t.Errorf("ls after --forget still lists its tape:\n%s", out)
+	}
+	if _, err := os.Stat(elsewhere); err != nil {
+		t.Errorf("--forget removed the file: %v", err)
+	}
+	if _, errOut, code = runCLI(t, "ls", "--forget", other); code != 1 || !strings.Contains(errOut, "1 of 1 path not in the library") {
+		t.Errorf("ls --forget of a path not added: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// prune names the tapes it skipped because they were written to in the
+// last 30 s, instead of a bare "removed 0 tapes".
+func TestPruneSaysWhatItSkipped(t *testing.T) {
+	tapes := libraryState(t)
+	busy := putTape(t, tapes, "busy.jsonl", libraryTape("2025-01-10", "acme"), time.Now())
+	out, _, code := runCLI(t, "prune", "--older-than", "30d")
+	if code != 0 || !strings.Contains(out, "skipped "+busy+" (last message ") || !strings.Contains(out, "written to in the last 30s") ||
+		!strings.Contains(out, "removed 0 tapes, 0 B, older than ") || !strings.Contains(out, "; skipped 1 tape written to in the last 30s") {
+		t.Errorf("prune with a busy tape: exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(busy); err != nil {
+		t.Errorf("prune removed the busy tape: %v", err)
 	}
 }
