@@ -3,12 +3,19 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/tapedeck/tapedeck/internal/mcptest"
 )
@@ -130,5 +137,54 @@ func TestPruneSaysWhatItSkipped(t *testing.T) {
 	}
 	if _, err := os.Stat(busy); err != nil {
 		t.Errorf("prune removed the busy tape: %v", err)
+	}
+}
+
+// record --upstream stopped by SIGINT or SIGTERM says what it wrote: the
+// tape, its messages, requests and failures.
+func TestRecordHTTPSummary(t *testing.T) {
+	bin := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		id := gjson.GetBytes(body, "id").Raw
+		w.Header().Set("Content-Type", "application/json")
+		if gjson.GetBytes(body, "method").String() == "tools/call" {
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"no such tool"}}`, id)
+			return
+		}
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{}}`, id)
+	}))
+	defer upstream.Close()
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		path := filepath.Join(t.TempDir(), "http.jsonl")
+		cmd := exec.Command(bin, "record", "--upstream", upstream.URL+"/mcp", "-o", path)
+		var stdout, stderr mcptest.SyncBuffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stdout.String(), "\n"); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("no URL printed: %s", stderr.String())
+			}
+		}
+		proxy := strings.TrimSpace(stdout.String())
+		for _, msg := range []string{`{"jsonrpc":"2.0","id":1,"method":"ping"}`, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}`} {
+			resp, err := http.Post(proxy, "application/json", strings.NewReader(msg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		cmd.Process.Signal(sig)
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("%v: record exited %v", sig, err)
+		}
+		if want := "tapedeck: recorded 4 messages (2 requests, 1 failed) to " + path + "\n"; !strings.Contains(stderr.String(), want) {
+			t.Errorf("%v: stderr lacks %q:\n%s", sig, want, stderr.String())
+		}
 	}
 }
