@@ -17,10 +17,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 	"github.com/tidwall/sjson"
 
 	"github.com/tapedeck/tapedeck/internal/mcphttp"
+	"github.com/tapedeck/tapedeck/internal/text"
 	"github.com/tapedeck/tapedeck/record"
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/rules"
@@ -281,6 +283,12 @@ and are not divergences.`,
 					return err
 				}
 			} else {
+				if fi, ok := s.stdin.(interface{ Fd() uintptr }); ok && term.IsTerminal(fi.Fd()) {
+					// Run by hand: say what it waits for instead of looking hung.
+					fmt.Fprintf(s.stderr, "tapedeck replay: serving %s on stdio: it answers the JSON-RPC lines an MCP client writes on its stdin.\n"+
+						"  Point a client at it by making \"tapedeck replay %s\" its server command (in place of the recorded one),\n"+
+						"  or serve it over HTTP with \"tapedeck replay --listen 127.0.0.1:8808 %s\". Ctrl-C stops it.\n", text.Safe(args[0]), text.Safe(args[0]), text.Safe(args[0]))
+				}
 				in, restore := pollableStdin(s.stdin)
 				defer restore() // also after a panic: the pipe is shared
 				if f.fallback {

@@ -188,3 +188,24 @@ func TestRecordHTTPSummary(t *testing.T) {
 		}
 	}
 }
+
+// replay TAPE run by hand in a terminal says that it serves the tape on
+// stdio and how to point a client at it, instead of looking hung; a client
+// on a pipe hears nothing of it.
+func TestReplayInTerminalSaysHow(t *testing.T) {
+	bin := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	path := writeFile(t, "s.jsonl", session)
+	tt := startTmuxSize(t, 200, 20, bin, "replay", "--server", "everything", path)
+	tt.waitFor(5*time.Second, "serving "+path+" on stdio", `"tapedeck replay `+path+`" its server command`, "--listen 127.0.0.1:8808 "+path)
+	tt.keys("C-c")
+	tt.waitExit(5 * time.Second)
+
+	cmd := exec.Command(bin, "replay", "--server", "everything", path)
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}` + "\n")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.Run()
+	if strings.Contains(stderr.String(), "on stdio") {
+		t.Errorf("replay from a pipe prints the terminal's hint:\n%s", stderr.String())
+	}
+}
