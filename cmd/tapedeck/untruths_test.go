@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -207,5 +209,36 @@ func TestReplayInTerminalSaysHow(t *testing.T) {
 	cmd.Run()
 	if strings.Contains(stderr.String(), "on stdio") {
 		t.Errorf("replay from a pipe prints the terminal's hint:\n%s", stderr.String())
+	}
+}
+
+// A record whose server cannot start leaves a library tape that says so:
+// stats names the failed start, ls counts it as an error.
+func TestRecordFailedStartIsAnError(t *testing.T) {
+	tapes := libraryState(t)
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"record", "--", filepath.Join(t.TempDir(), "no-such-server")}, strings.NewReader(""), &stdout, &stderr)
+	if err == nil {
+		t.Fatalf("record of a server that cannot start succeeded:\n%s", stderr.String())
+	}
+	made, _ := filepath.Glob(filepath.Join(tapes, "*.jsonl"))
+	if len(made) != 1 {
+		t.Fatalf("want one library tape, found %v", made)
+	}
+	out, _, code := runCLI(t, "stats", made[0])
+	if code != 0 || !strings.Contains(out, "; the server failed to start") {
+		t.Errorf("stats: exit %d\n%s", code, out)
+	}
+	out, _, _ = runCLI(t, "ls", "--json")
+	var listed []struct {
+		Path   string `json:"path"`
+		Errors int    `json:"errors"`
+	}
+	if err := json.Unmarshal([]byte(out), &listed); err != nil || len(listed) != 1 || listed[0].Errors != 1 {
+		t.Errorf("ls --json: %v %+v; want the tape with 1 error", err, listed)
+	}
+	out, _, _ = runCLI(t, "ls")
+	if fields := strings.Fields(strings.Split(strings.TrimSpace(out), "\n")[1]); len(fields) < 6 || fields[len(fields)-2] != "1" {
+		t.Errorf("ls does not count the failed start in ERRORS:\n%s", out)
 	}
 }

@@ -28,7 +28,7 @@ type Tape struct {
 	Duration      time.Duration `json:"duration_ns"`
 	Messages      int           `json:"messages"`
 	Calls         int           `json:"calls"`
-	RPCErrors     int           `json:"errors"`      // JSON-RPC errors
+	RPCErrors     int           `json:"errors"`      // JSON-RPC errors, and servers that failed to start
 	ToolErrors    int           `json:"tool_errors"` // results with isError
 	Pending       int           `json:"pending"`
 	Warnings      int           `json:"warnings"`
