@@ -561,6 +561,12 @@ func replayFallback(ctx context.Context, s streams, f *replayFlags, tapePath str
 	for _, x := range fell {
 		fmt.Fprintf(s.stderr, "tapedeck replay: %s (id %s) was not on the tape (%s): the live server answered it; appended to %s\n", x.Method, x.ID, x.Reason, dest)
 	}
+	if len(fell) > 0 {
+		// The new episode follows the whole recorded session on the tape,
+		// not the point where the client asked: only keyed matching
+		// finds its answers where the client asks again.
+		fmt.Fprintf(s.stderr, "tapedeck replay: %s appended to %s as a new episode, after the recorded session; to replay it without a server run \"tapedeck replay --match keyed %s\" (a strict replay follows the tape's order, in which the episode comes after the recorded session: it diverges when a client asks for the episode's calls before the recorded ones)\n", text.Plural(len(fell), "exchange"), dest, dest)
+	}
 	return rep, nil
 }
 
