@@ -47,7 +47,10 @@ func shiftTape(t *testing.T, path string, d time.Duration) string {
 		}
 		return []byte(`"ts":"` + at.Add(d).UTC().Format("2006-01-02T15:04:05.000Z") + `"`)
 	})
-	copyPath := filepath.Join(t.TempDir(), filepath.Base(path))
+	// A name of its own: span and trace ids derive from the tape's name, and
+	// Jaeger returns whole traces, so a copy named as the original would
+	// share its traces with the original's export.
+	copyPath := filepath.Join(t.TempDir(), fmt.Sprintf("shifted%d-%s", d/time.Hour, filepath.Base(path)))
 	if err := os.WriteFile(copyPath, out, 0o600); err != nil {
 		t.Fatal(err)
 	}
