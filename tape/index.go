@@ -98,6 +98,7 @@ type Index struct {
 	cls     classifier
 
 	rpcErrors, toolErrors int // responses that failed, so far
+	startFailures         int // $transport/start records that say the server did not start
 	injected              int // messages an interception rule acted on
 }
 
@@ -329,6 +330,9 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 	r.method = x.methods.of(stringBytes(line, m.method))
 	if m.kind == KindLifecycle && string(m.method.in(line)) == `"`+MethodStart+`"` {
 		x.starts[r.server]++
+		if startFailed(line[m.start:m.end]) {
+			x.startFailures++
+		}
 	}
 	r.conn = x.conn(r.server, stringBytes(line, m.session))
 	if m.kind == KindRequest {

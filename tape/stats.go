@@ -16,6 +16,9 @@ type Stats struct {
 	// on (AddInjections fills it in); an audit rule's, which only say what
 	// it would have done, under "NAME (audit: not done)".
 	Injected map[string]int `json:"injected,omitempty"`
+	// StartFailures counts the servers the recorder could not start
+	// ($transport/start with an error): each is an error of the tape.
+	StartFailures int `json:"start_failures,omitempty"`
 }
 
 // ServerStats is one server's share of a tape.
@@ -78,6 +81,7 @@ func ComputeStats(x *Index, server string) Stats {
 	defer x.mu.RUnlock()
 	var st Stats
 	st.Warnings = x.warnings.n
+	st.StartFailures = x.startFailures
 	st.Servers = []ServerStats{}
 	type key struct {
 		server uint16

@@ -12,7 +12,15 @@ var statsColumns = []string{"method", "dir", "req", "notif", "resp", "err", "too
 
 // Summary is the one-line overview of a tape's stats.
 func (st Stats) Summary() string {
-	return fmt.Sprintf("%d messages (%d lifecycle, %d invalid), %d warnings", st.Messages, st.Lifecycle, st.Invalid, st.Warnings)
+	s := fmt.Sprintf("%d messages (%d lifecycle, %d invalid), %d warnings", st.Messages, st.Lifecycle, st.Invalid, st.Warnings)
+	switch st.StartFailures {
+	case 0:
+	case 1:
+		s += "; the server failed to start"
+	default:
+		s += fmt.Sprintf("; %d server starts failed", st.StartFailures)
+	}
+	return s
 }
 
 // Name is the server's name for people: "(unnamed)" for lines without one.

@@ -91,8 +91,9 @@ Formats:
         mcp.session.id, network.transport), with the recorded times; a call
         whose params._meta holds a traceparent is its child, the others
         share a trace a session. OTLP JSON on stdout or -o, or pushed to an
-        OTLP/HTTP --endpoint (Jaeger, Tempo, Honeycomb...). Params and
-        results only with --with-bodies.
+        OTLP/HTTP --endpoint (Jaeger, Tempo, Honeycomb...): an error (exit
+        1), with what the endpoint answered, unless it accepted every span.
+        Params and results only with --with-bodies.
   html  one self-contained page for a bug report (no network, no external
         script or font): the calls, failed ones marked with their error, each
         request and answer as highlighted JSON, a search box (#q=TEXT in the

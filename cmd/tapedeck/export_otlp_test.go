@@ -22,12 +22,11 @@ import (
 // is exported as recorded and as a copy a year older, and Jaeger is asked
 // for the time range the tape covers: the test holds on any date (Jaeger's
 // default lookback is two days).
-// Each run has a Jaeger of its own: the copy's spans keep the trace ids.
 func TestExportOTLPToJaeger(t *testing.T) {
+	otlp, query := mcptest.StartJaeger(t)
 	src := fixture(t, "sdk-everything-2025-06-18.tape.jsonl")
 	for _, age := range []time.Duration{0, 365 * 24 * time.Hour} {
 		t.Run(fmt.Sprintf("aged %s", age), func(t *testing.T) {
-			otlp, query := mcptest.StartJaeger(t)
 			exportToJaeger(t, otlp, query, shiftTape(t, src, -age))
 		})
 	}
@@ -48,7 +47,10 @@ func shiftTape(t *testing.T, path string, d time.Duration) string {
 		}
 		return []byte(`"ts":"` + at.Add(d).UTC().Format("2006-01-02T15:04:05.000Z") + `"`)
 	})
-	copyPath := filepath.Join(t.TempDir(), filepath.Base(path))
+	// A name of its own: span and trace ids derive from the tape's name, and
+	// Jaeger returns whole traces, so a copy named as the original would
+	// share its traces with the original's export.
+	copyPath := filepath.Join(t.TempDir(), fmt.Sprintf("shifted%d-%s", d/time.Hour, filepath.Base(path)))
 	if err := os.WriteFile(copyPath, out, 0o600); err != nil {
 		t.Fatal(err)
 	}

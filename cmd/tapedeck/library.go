@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,9 +32,20 @@ func openLibrary(ctx context.Context, s streams, dirs []string) (*library.Librar
 	}
 	var added []string
 	if len(dirs) > 0 {
+		before, err := l.Roots()
+		if err != nil {
+			l.Close()
+			return nil, nil, err
+		}
 		if added, err = l.Add(dirs...); err != nil {
 			l.Close()
 			return nil, nil, err
+		}
+		for _, a := range added {
+			if !slices.Contains(before, a) {
+				before = append(before, a)
+				fmt.Fprintf(s.stderr, "tapedeck: added %s to the library for good (ls, search, prune and the sessions view cover it from now on); tapedeck ls --forget %s takes it out\n", text.Safe(shortPath(a)), text.Safe(shortPath(a)))
+			}
 		}
 	}
 	if _, err := l.Refresh(ctx); err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -54,11 +55,11 @@ func (e *exitError) Error() string {
 
 func (e *exitError) Unwrap() error { return e.err }
 
-// exitCode decides the process's exit status in one place: 0 on success,
-// the status an exitError carries, 1 for any other error (printed on stderr
-// as one line).
+// exitCode decides the process's exit status in one place: 0 on success
+// or when the reader of stdout went away, the status an exitError carries,
+// 1 for any other error (printed on stderr as one line).
 func exitCode(err error, stderr io.Writer) int {
-	if err == nil {
+	if err == nil || stdoutClosed(err) {
 		return 0
 	}
 	var ee *exitError
@@ -70,4 +71,12 @@ func exitCode(err error, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "tapedeck: %s\n", text.Safe(err.Error()))
 	return 1
+}
+
+// stdoutClosed reports whether err is a write to stdout that failed because
+// its reader went away (tapedeck stats TAPE | head): that ends the run
+// quietly, as it does cat's.
+func stdoutClosed(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) && pe.Path == os.Stdout.Name() && errors.Is(pe.Err, syscall.EPIPE)
 }

@@ -54,7 +54,7 @@ that are not tapes are never touched. --dry-run says what would go.`,
 				return err
 			}
 			defer l.Close()
-			old, err := l.Older(cutoff, under...)
+			old, busy, err := l.Older(cutoff, under...)
 			if err != nil {
 				return err
 			}
@@ -77,7 +77,14 @@ that are not tapes are never touched. --dry-run says what would go.`,
 				bytes += t.Size
 				fmt.Fprintf(s.stdout, "%s %s (last message %s, %s)\n", verb, shortPath(t.Path), localTime(t.End()), sizeString(t.Size))
 			}
-			fmt.Fprintf(s.stdout, "%s %s, %s, older than %s\n", verb, text.Plural(n, "tape"), sizeString(bytes), localTime(cutoff))
+			for _, t := range busy {
+				fmt.Fprintf(s.stdout, "skipped %s (last message %s): written to in the last %s, so taken for one being recorded\n", shortPath(t.Path), localTime(t.End()), text.Duration(library.Settle))
+			}
+			skipped := ""
+			if len(busy) > 0 {
+				skipped = fmt.Sprintf("; skipped %s written to in the last %s", text.Plural(len(busy), "tape"), text.Duration(library.Settle))
+			}
+			fmt.Fprintf(s.stdout, "%s %s, %s, older than %s%s\n", verb, text.Plural(n, "tape"), sizeString(bytes), localTime(cutoff), skipped)
 			if !dryRun && n > 0 {
 				_, err = l.Refresh(cmd.Context()) // forget them
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tapedeck/tapedeck/internal/export"
+	"github.com/tapedeck/tapedeck/internal/text"
 	"github.com/tapedeck/tapedeck/record"
 	"github.com/tapedeck/tapedeck/rules"
 	"github.com/tapedeck/tapedeck/tape"
@@ -258,7 +259,11 @@ func liveSpans(ctx context.Context, s streams, o *recordOptions, f *os.File) (io
 	if o.otlpEndpoint == "" {
 		return f, func() {}, nil
 	}
-	opts := export.OTLPOptions{Endpoint: o.otlpEndpoint, WithBodies: o.otlpBodies}
+	// The recording never stops for telemetry: the first push refused is
+	// said once as it happens, the counts at the end.
+	opts := export.OTLPOptions{Endpoint: o.otlpEndpoint, WithBodies: o.otlpBodies, OnError: func(err error) {
+		fmt.Fprintf(s.stderr, "tapedeck: warning: the OTLP endpoint %s did not accept spans: %s; the recording goes on\n", o.otlpEndpoint, text.Safe(err.Error()))
+	}}
 	for _, h := range o.otlpHeaders {
 		k, v, ok := strings.Cut(h, "=")
 		if !ok || k == "" {
@@ -279,11 +284,15 @@ func liveSpans(ctx context.Context, s streams, o *recordOptions, f *os.File) (io
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		n, err := t.Close(sctx)
-		if err != nil {
-			fmt.Fprintf(s.stderr, "tapedeck: warning: sending spans to %s: %v\n", o.otlpEndpoint, err)
-			return
+		var se *export.SendError
+		switch {
+		case errors.As(err, &se):
+			fmt.Fprintf(s.stderr, "tapedeck: warning: %d spans sent to %s, %d not accepted: %s\n", se.Sent, o.otlpEndpoint, se.Failed, text.Safe(se.Err.Error()))
+		case err != nil:
+			fmt.Fprintf(s.stderr, "tapedeck: warning: sending spans to %s: %s\n", o.otlpEndpoint, text.Safe(err.Error()))
+		default:
+			fmt.Fprintf(s.stderr, "tapedeck: %d spans sent to %s\n", n, o.otlpEndpoint)
 		}
-		fmt.Fprintf(s.stderr, "tapedeck: %d spans sent to %s\n", n, o.otlpEndpoint)
 	}, nil
 }
 

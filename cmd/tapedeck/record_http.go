@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"time"
 
 	"github.com/tapedeck/tapedeck/internal/mcphttp"
+	"github.com/tapedeck/tapedeck/internal/text"
 	"github.com/tapedeck/tapedeck/record"
 	"github.com/tapedeck/tapedeck/rules"
+	"github.com/tapedeck/tapedeck/tape"
 )
 
 // runRecordHTTP runs the recording proxy until ctx is done (SIGINT or
@@ -57,6 +61,10 @@ func runRecordHTTP(ctx context.Context, s streams, o *recordOptions, rs *rules.S
 		return err
 	}
 	defer f.Close()
+	var from int64 // where this run's records start (--append)
+	if st, err := f.Stat(); err == nil {
+		from = st.Size()
+	}
 	tapeW, spans, err := liveSpans(ctx, s, o, f)
 	if err != nil {
 		return err
@@ -100,5 +108,31 @@ func runRecordHTTP(ctx context.Context, s streams, o *recordOptions, rs *rules.S
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	fmt.Fprintf(s.stderr, "tapedeck: %s\n", recordedSummary(f.Name(), from))
 	return nil
+}
+
+// recordedSummary says what a recording wrote to the tape at path from
+// offset from on: its messages, requests and failed ones.
+func recordedSummary(path string, from int64) string {
+	r, err := os.Open(path)
+	if err != nil {
+		return fmt.Sprintf("recorded to %s (cannot read it back: %v)", path, err)
+	}
+	defer r.Close()
+	st, err := r.Stat()
+	if err != nil {
+		return fmt.Sprintf("recorded to %s (cannot read it back: %v)", path, err)
+	}
+	x := tape.NewIndex(io.NewSectionReader(r, from, st.Size()-from))
+	if err := x.Extend(st.Size()-from, nil); err != nil {
+		return fmt.Sprintf("recorded to %s (cannot read it back: %v)", path, err)
+	}
+	stats := tape.ComputeStats(x, "")
+	var requests, failed int
+	for _, ss := range stats.Servers {
+		requests += ss.Total.Requests
+		failed += ss.Total.Errors + ss.Total.ToolErrors
+	}
+	return fmt.Sprintf("recorded %s (%s, %d failed) to %s", text.Plural(stats.Messages-stats.Lifecycle, "message"), text.Plural(requests, "request"), failed, path)
 }

@@ -17,10 +17,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 	"github.com/tidwall/sjson"
 
 	"github.com/tapedeck/tapedeck/internal/mcphttp"
+	"github.com/tapedeck/tapedeck/internal/text"
 	"github.com/tapedeck/tapedeck/record"
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/rules"
@@ -298,6 +300,12 @@ and are not divergences.`,
 					return err
 				}
 			} else {
+				if fi, ok := s.stdin.(interface{ Fd() uintptr }); ok && term.IsTerminal(fi.Fd()) {
+					// Run by hand: say what it waits for instead of looking hung.
+					fmt.Fprintf(s.stderr, "tapedeck replay: serving %s on stdio: it answers the JSON-RPC lines an MCP client writes on its stdin.\n"+
+						"  Point a client at it by making \"tapedeck replay %s\" its server command (in place of the recorded one),\n"+
+						"  or serve it over HTTP with \"tapedeck replay --listen 127.0.0.1:8808 %s\". Ctrl-C stops it.\n", text.Safe(args[0]), text.Safe(args[0]), text.Safe(args[0]))
+				}
 				in, restore := pollableStdin(s.stdin)
 				defer restore() // also after a panic: the pipe is shared
 				if f.fallback {
@@ -583,6 +591,12 @@ func replayFallback(ctx context.Context, s streams, f *replayFlags, tapePath str
 	replay.FallbackReport(&rep, fell)
 	for _, x := range fell {
 		fmt.Fprintf(s.stderr, "tapedeck replay: %s (id %s) was not on the tape (%s): the live server answered it; appended to %s\n", x.Method, x.ID, x.Reason, dest)
+	}
+	if len(fell) > 0 {
+		// The new episode follows the whole recorded session on the tape,
+		// not the point where the client asked: only keyed matching
+		// finds its answers where the client asks again.
+		fmt.Fprintf(s.stderr, "tapedeck replay: %s appended to %s as a new episode, after the recorded session; to replay it without a server run \"tapedeck replay --match keyed %s\" (a strict replay follows the tape's order, in which the episode comes after the recorded session: it diverges when a client asks for the episode's calls before the recorded ones)\n", text.Plural(len(fell), "exchange"), dest, dest)
 	}
 	return rep, nil
 }

@@ -15,13 +15,54 @@ import (
 var version = ""
 
 func buildVersion() string {
-	if version != "" {
-		return version
+	bi, _ := debug.ReadBuildInfo()
+	v, _ := describeBuild(version, bi)
+	return v
+}
+
+// describeBuild says which tapedeck this is: the version set with -ldflags,
+// else the module's (a release, or the pseudo-version go build gives a
+// git checkout), else "(devel)" with the revision when the build knows
+// it; and, for tapedeck version, the VCS revision, its time, and whether
+// the work tree was modified (go build stamps them unless
+// -buildvcs=false).
+func describeBuild(ldflags string, bi *debug.BuildInfo) (short, long string) {
+	vcs := map[string]string{}
+	short = "(devel)"
+	if bi != nil {
+		for _, s := range bi.Settings {
+			vcs[s.Key] = s.Value
+		}
+		if bi.Main.Version != "" {
+			short = bi.Main.Version
+		}
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
+	rev, modified := vcs["vcs.revision"], vcs["vcs.modified"] == "true"
+	if short == "(devel)" && rev != "" {
+		short += " " + rev[:min(12, len(rev))]
+		if modified {
+			short += "+dirty"
+		}
 	}
-	return "(devel)"
+	if ldflags != "" {
+		short = ldflags
+	}
+	long = short
+	if rev != "" {
+		long += ", revision " + rev
+		if t := vcs["vcs.time"]; t != "" {
+			long += " of " + t
+		}
+		if modified {
+			long += ", modified"
+		}
+	} else {
+		long += ", no VCS revision (built with -buildvcs=false or outside a git checkout)"
+	}
+	if bi != nil && bi.GoVersion != "" {
+		long += ", " + bi.GoVersion
+	}
+	return short, long
 }
 
 // streams are the process's standard streams, passed to every command.
@@ -115,12 +156,17 @@ A tape is NDJSON, one JSON-RPC message a line with a "_meta" object
 
 func newVersionCmd(s streams) *cobra.Command {
 	return &cobra.Command{
-		Use:     "version",
-		Short:   "Print tapedeck's version",
-		Example: "  tapedeck version   # tapedeck v0.1.0, or (devel) for a build from a checkout",
+		Use:   "version",
+		Short: "Print tapedeck's version",
+		Long: `version prints the module version (a release, or the pseudo-version go
+build gives a git checkout), the VCS revision with its time and whether the
+work tree was modified, and the Go version, from the build information.`,
+		Example: "  tapedeck version   # tapedeck v0.0.0-20261125234502-6781ccfa8f14, revision 6781ccfa8f14... of 2026-11-25T23:45:02Z, go1.26.8",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := io.WriteString(s.stdout, "tapedeck "+buildVersion()+"\n")
+			bi, _ := debug.ReadBuildInfo()
+			_, long := describeBuild(version, bi)
+			_, err := io.WriteString(s.stdout, "tapedeck "+long+"\n")
 			return err
 		},
 	}

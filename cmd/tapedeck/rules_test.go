@@ -375,17 +375,27 @@ func TestReplayFallbackGoSDK(t *testing.T) {
 	if fmt.Sprint(got) != "[Echo: hi The sum of 2 and 3 is 5.]" {
 		t.Fatalf("replay --fallback: %v\n%s", got, stderr)
 	}
-	if !strings.Contains(stderr, "was not on the tape (unknown): the live server answered it") {
+	if !strings.Contains(stderr, "was not on the tape (unknown): the live server answered it") || !strings.Contains(stderr, `1 exchange appended to `+tapePath+` as a new episode, after the recorded session; to replay it without a server run "tapedeck replay --match keyed `+tapePath+`"`) {
 		t.Errorf("replay --fallback said:\n%s", stderr)
 	}
 	data, _ := os.ReadFile(tapePath)
 	if !strings.Contains(string(data), `"episode":"new"`) || !strings.Contains(string(data), "The sum of 2 and 3 is 5.") {
 		t.Errorf("the new episode is not on the tape:\n%s", data)
 	}
-	// The server is not needed any more: the tape answers both.
+	// The server is not needed any more: the tape answers both, keyed, as
+	// replay --fallback said; a strict replay diverges, as it also said.
 	got, stderr = session([]string{tapedeck, "replay", "--match", "keyed", tapePath}, "echo", "get-sum")
 	if fmt.Sprint(got) != "[Echo: hi The sum of 2 and 3 is 5.]" {
 		t.Errorf("replay of the extended tape: %v\n%s", got, stderr)
+	}
+	// The episode comes after the recorded session on the tape: keyed
+	// matching answers a client that asks in another order, a strict
+	// replay diverges, as replay --fallback said.
+	if got, stderr = session([]string{tapedeck, "replay", "--match", "keyed", tapePath}, "get-sum", "echo"); fmt.Sprint(got) != "[The sum of 2 and 3 is 5. Echo: hi]" {
+		t.Errorf("keyed replay, the episode's call first: %v\n%s", got, stderr)
+	}
+	if got, stderr = session([]string{tapedeck, "replay", tapePath}, "get-sum", "echo"); fmt.Sprint(got) == "[The sum of 2 and 3 is 5. Echo: hi]" || !strings.Contains(stderr, "tapedeck replay:") {
+		t.Errorf("a strict replay, the episode's call first, answered both (%v), yet replay --fallback says it diverges:\n%s", got, stderr)
 	}
 
 	// The same with the live server over Streamable HTTP (--fallback-url),

@@ -99,7 +99,7 @@ func Tape(name string, x *tape.Index, o Options) []Finding {
 		case tape.KindLifecycle:
 			if e.Method == tape.MethodStderr {
 				if m, err := x.Message(i); err == nil {
-					add(RuleStderr, i, e.Server, "stderr: "+firstLine(gjson.GetBytes(m.Raw, "params.text").String()))
+					add(RuleStderr, i, e.Server, "the server wrote: "+firstLine(gjson.GetBytes(m.Raw, "params.text").String()))
 				}
 			}
 		case tape.KindRequest:

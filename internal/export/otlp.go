@@ -15,6 +15,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -46,11 +47,65 @@ type OTLPOptions struct {
 	WithBodies bool
 	// Service is the resource's service.name; empty is "tapedeck".
 	Service string
+	// OnError, when set, is told the first push the endpoint did not
+	// accept, as it happens (a recording goes on; Close says the rest).
+	OnError func(error)
+}
+
+// SendError says that spans did not reach the endpoint: how many it
+// accepted, how many it did not, and what it answered (or that it could
+// not be reached).
+type SendError struct {
+	Endpoint     string
+	Sent, Failed int
+	Err          error
+}
+
+func (e *SendError) Error() string {
+	return fmt.Sprintf("otlp: %d of %d spans not accepted by %s (%d sent): %v", e.Failed, e.Sent+e.Failed, e.Endpoint, e.Sent, e.Err)
+}
+
+func (e *SendError) Unwrap() error { return e.Err }
+
+// countingExporter is the exporter the SDK pushes through: it counts the
+// spans each push delivered or lost and keeps the first error, which the
+// SDK would only hand to its global logger.
+type countingExporter struct {
+	sdktrace.SpanExporter
+	onError func(error)
+	mu      sync.Mutex
+	sent    int
+	err     error
+}
+
+func (c *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	err := c.SpanExporter.ExportSpans(ctx, spans)
+	c.mu.Lock()
+	first := err != nil && c.err == nil
+	if err != nil {
+		if c.err == nil {
+			c.err = err
+		}
+	} else {
+		c.sent += len(spans)
+	}
+	c.mu.Unlock()
+	if first && c.onError != nil {
+		c.onError(err)
+	}
+	return nil // reported by Tracer.Close (and OnError), not logged by the SDK
+}
+
+func (c *countingExporter) result() (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sent, c.err
 }
 
 // Tracer turns calls into spans and sends them where OTLPOptions say.
 type Tracer struct {
 	tp       *sdktrace.TracerProvider // pushing
+	exp      *countingExporter
 	tracer   trace.Tracer
 	file     *pdataFile // writing a file
 	name     string
@@ -78,10 +133,12 @@ func NewTracer(ctx context.Context, w io.Writer, name string, o OTLPOptions) (*T
 	if len(o.Headers) > 0 {
 		opts = append(opts, otlptracehttp.WithHeaders(o.Headers))
 	}
-	exp, err := otlptracehttp.New(ctx, opts...)
+	inner, err := otlptracehttp.New(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("otlp: %w", err)
 	}
+	exp := &countingExporter{SpanExporter: inner, onError: o.OnError}
+	t.exp = exp
 	res := resource.NewSchemaless(attribute.String("service.name", o.Service), attribute.String("tapedeck.tape", name))
 	t.tp = sdktrace.NewTracerProvider(
 		sdktrace.WithBatcher(exp, sdktrace.WithMaxExportBatchSize(2048), sdktrace.WithMaxQueueSize(8192), sdktrace.WithBlocking()),
@@ -94,20 +151,31 @@ func NewTracer(ctx context.Context, w io.Writer, name string, o OTLPOptions) (*T
 	return t, nil
 }
 
-// Close sends what is left and returns how many spans were made.
+// Close sends what is left and returns how many spans were delivered:
+// written to the file, or accepted by the endpoint. When any span was not
+// accepted (the endpoint answered an error, could not be reached, or ctx
+// ended first) the error is a *SendError with the counts.
 func (t *Tracer) Close(ctx context.Context) (int, error) {
-	var err error
 	if t.tp != nil {
-		if err = t.tp.Shutdown(ctx); err != nil {
-			err = fmt.Errorf("otlp: %w", err)
+		serr := t.tp.Shutdown(ctx)
+		sent, err := t.exp.result()
+		t.mu.Lock()
+		made := t.n
+		t.mu.Unlock()
+		if err == nil && serr != nil {
+			err = serr
 		}
+		if err == nil && sent < made {
+			err = errors.New("the spans were not all pushed before the deadline")
+		}
+		if err != nil {
+			return sent, &SendError{Endpoint: traceURL(t.opts.Endpoint), Sent: sent, Failed: made - sent, Err: err}
+		}
+		return sent, nil
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.file != nil {
-		err = t.file.flush(true)
-	}
-	return t.n, err
+	return t.n, t.file.flush(true)
 }
 
 // OTLP exports the tape's calls as spans. It returns how many.

@@ -560,7 +560,7 @@ func TestRootsAndOlder(t *testing.T) {
 		age(t, p)
 	}
 	refresh(t, l)
-	old, err := l.Older(time.Date(2026, 4, 15, 0, 0, 0, 0, time.UTC))
+	old, _, err := l.Older(time.Date(2026, 4, 15, 0, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}

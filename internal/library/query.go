@@ -28,7 +28,7 @@ type Tape struct {
 	Duration      time.Duration `json:"duration_ns"`
 	Messages      int           `json:"messages"`
 	Calls         int           `json:"calls"`
-	RPCErrors     int           `json:"errors"`      // JSON-RPC errors
+	RPCErrors     int           `json:"errors"`      // JSON-RPC errors, and servers that failed to start
 	ToolErrors    int           `json:"tool_errors"` // results with isError
 	Pending       int           `json:"pending"`
 	Warnings      int           `json:"warnings"`
@@ -321,23 +321,31 @@ func SplitQuery(s string) []string {
 
 // Older returns the tapes whose last message (or, without timestamps,
 // whose modification) is before cutoff, oldest first; never a tape
-// modified in the last half minute.
-func (l *Library) Older(cutoff time.Time, under ...string) ([]Tape, error) {
+// modified in the last half minute: those are returned apart, as busy.
+func (l *Library) Older(cutoff time.Time, under ...string) (old, busy []Tape, err error) {
 	all, err := l.Tapes(under...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []Tape
 	for _, t := range all {
+		if !t.End().Before(cutoff) {
+			continue
+		}
 		// A tape written to moments ago is being recorded, whatever its
 		// timestamps say.
-		if t.End().Before(cutoff) && time.Since(t.ModTime) > settle {
-			out = append(out, t)
+		if time.Since(t.ModTime) > settle {
+			old = append(old, t)
+		} else {
+			busy = append(busy, t)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].End().Before(out[j].End()) })
-	return out, nil
+	sort.Slice(old, func(i, j int) bool { return old[i].End().Before(old[j].End()) })
+	return old, busy, nil
 }
+
+// Settle is how recently a tape may have been written to and still be
+// taken for one being recorded.
+const Settle = settle
 
 // ParseAge reads an age or a date as search --since and prune
 // --older-than take them, and returns the moment it names: a duration

@@ -90,6 +90,7 @@ func readTape(ctx context.Context, t *tapeRows) error {
 	s.messages = n
 	s.servers = nonEmpty(x.Servers())
 	s.rpcErrors, s.toolErrors = x.Failures()
+	s.rpcErrors += x.StartFailures() // a server that never started: an error of the tape
 	s.warnings = x.WarningCount()
 
 	// Buffers sized to the tape: a library holds many small tapes.
