@@ -88,6 +88,8 @@ type Recorder struct {
 	real func() mcp.Transport
 	opts Options
 
+	ignore []tape.Path // opts.Ignore, parsed by New
+
 	mu        sync.Mutex
 	recording bool
 	replaying *replayConn
@@ -103,6 +105,13 @@ func New(path string, real func() mcp.Transport, o Options) (*Recorder, error) {
 	r := &Recorder{path: path, real: real, opts: o}
 	if o.Server == "" {
 		r.opts.Server = "server"
+	}
+	for _, p := range o.Ignore {
+		path, err := tape.ParsePath(p)
+		if err != nil {
+			return nil, fmt.Errorf("vcr: ignore %q: %w", p, err)
+		}
+		r.ignore = append(r.ignore, path)
 	}
 	_, err := os.Stat(path)
 	exists := err == nil
@@ -227,17 +236,9 @@ func (r *Recorder) replay() (mcp.Connection, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vcr: %w", err)
 	}
-	eo := replay.EngineOptions{Mode: r.opts.Match}
+	eo := replay.EngineOptions{Mode: r.opts.Match, Ignore: r.ignore}
 	if len(x.Servers()) > 1 {
 		eo.Server = r.opts.Server
-	}
-	for _, p := range r.opts.Ignore {
-		path, err := tape.ParsePath(p)
-		if err != nil {
-			x.Close()
-			return nil, fmt.Errorf("vcr: ignore %q: %w", p, err)
-		}
-		eo.Ignore = append(eo.Ignore, path)
 	}
 	e, err := replay.NewEngine(x, eo)
 	if err != nil {
@@ -491,7 +492,8 @@ func (c *replayConn) SessionID() string { return "" }
 
 // Stop ends the recording or the replay and returns what went wrong: an
 // error writing the tape, or the replay's divergences and the recorded
-// calls the client never made, in the words tapedeck replay uses.
+// calls the client never made, in the words tapedeck replay uses. The
+// latter wraps replay.ErrDiverged (errors.Is holds).
 func (r *Recorder) Stop() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -520,14 +522,13 @@ func (r *Recorder) Stop() error {
 	c.mu.Unlock()
 	if err := rep.Err(); err != nil {
 		var b strings.Builder
-		fmt.Fprintf(&b, "vcr: the client departed from %s: %v", r.path, err)
 		for _, d := range rep.Divergences {
 			b.WriteString("\n  " + d.Message)
 		}
 		for _, u := range rep.Unused {
 			fmt.Fprintf(&b, "\n  recorded request never sent by the client: %s (tape line %d)", u.Method, u.Line)
 		}
-		return errors.New(b.String())
+		return fmt.Errorf("vcr: the client departed from %s: %w%s", r.path, err, b.String())
 	}
 	return nil
 }
