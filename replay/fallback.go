@@ -31,6 +31,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tapedeck/tapedeck/internal/jsonrpc"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -186,7 +187,7 @@ func ServeStdioFallback(ctx context.Context, e *Engine, r io.Reader, w io.Writer
 	}
 	out := &lockedLines{w: bufio.NewWriterSize(w, 64<<10)}
 	ft := NewFallthrough(fb, out.write)
-	err := ReadLines(r, 0, func(line []byte) error {
+	err := jsonrpc.ReadLines(r, 0, func(line []byte) error {
 		if ft.Observe(line) {
 			return nil
 		}
@@ -215,10 +216,10 @@ func ServeStdioFallback(ctx context.Context, e *Engine, r io.Reader, w io.Writer
 		if err := ft.Take(ctx, fell, line); err != nil {
 			// No live server: the client gets the divergence, and a word why.
 			msg := fmt.Sprintf("%s (tapedeck replay --fallback: the live server could not be started: %v)", fell.Message, err)
-			return out.write(errorResponse(fell.RequestID, CodeDiverged, msg, nil))
+			return out.write(jsonrpc.ErrorResponse(fell.RequestID, CodeDiverged, msg, nil))
 		}
 		return nil
-	}, func() error { return out.write(LineTooLong(MaxLine)) })
+	}, func() error { return out.write(jsonrpc.LineTooLong("tapedeck replay", jsonrpc.MaxLine)) })
 	ft.Close()
 	if err != nil && ctx.Err() != nil {
 		err = nil
@@ -407,5 +408,5 @@ func FallbackReport(rep *Report, fell []FellThrough) {
 
 // ErrorResponse is a JSON-RPC error answer to id (its JSON text).
 func ErrorResponse(id []byte, code int, msg string) []byte {
-	return errorResponse(id, code, msg, nil)
+	return jsonrpc.ErrorResponse(id, code, msg, nil)
 }

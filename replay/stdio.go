@@ -5,10 +5,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"time"
 
+	"github.com/tapedeck/tapedeck/internal/jsonrpc"
 	"github.com/tapedeck/tapedeck/rules"
 )
 
@@ -60,7 +60,7 @@ func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o Stdi
 				return stopped
 			}
 		}
-		err := ReadLines(r, 0, send, func() error { return send(nil) })
+		err := jsonrpc.ReadLines(r, 0, send, func() error { return send(nil) })
 		if err != stopped {
 			readErr <- err
 		}
@@ -148,72 +148,12 @@ func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o Stdi
 const progressGap = 2 * time.Millisecond
 
 // receive hands a client's line to the engine; a nil line stands for one
-// over MaxLine, refused with LineTooLong.
+// over jsonrpc.MaxLine, refused with jsonrpc.LineTooLong.
 func receive(e *Engine, line []byte, now time.Time) []Output {
 	if line == nil {
-		return []Output{{Msg: LineTooLong(MaxLine), At: now, Seq: -1}}
+		return []Output{{Msg: jsonrpc.LineTooLong("tapedeck replay", jsonrpc.MaxLine), At: now, Seq: -1}}
 	}
 	return e.Receive(line, now)
-}
-
-// MaxLine is the longest line the stdio edges read (a client's message,
-// or a verified server's): a longer one is skipped to its end and refused,
-// instead of growing a buffer without bound.
-const MaxLine = DefaultMaxBody
-
-// LineTooLong is the JSON-RPC error a stdio edge answers an over-long line
-// with: "invalid request", id null (its id was never read).
-func LineTooLong(limit int) []byte {
-	return errorResponse([]byte("null"), CodeInvalidRequest, fmt.Sprintf("tapedeck replay: a line longer than %d bytes is over the limit: it was skipped", limit), nil)
-}
-
-// ReadLines calls line with each line of r that is not blank, its newline
-// included, until r ends or line returns an error; each line is a slice of
-// its own, which the engine may keep. A line longer than limit bytes (0:
-// MaxLine) is skipped to its end, and tooLong called instead. It returns
-// nil at the end of r, else the read's error or a callback's. The stdio
-// edges share it: ServeStdio (above speed 0), NewStdioConn, the live debug
-// server's attached clients and "tapedeck attach".
-func ReadLines(r io.Reader, limit int, line func([]byte) error, tooLong func() error) error {
-	if limit <= 0 {
-		limit = MaxLine
-	}
-	br := bufio.NewReaderSize(r, 64<<10) // r itself when it is a bufio.Reader that large
-	var buf []byte
-	skipping := false
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if !skipping {
-			buf = append(buf, chunk...)
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			if !skipping && len(buf) > limit {
-				skipping, buf = true, nil
-				if terr := tooLong(); terr != nil {
-					return terr
-				}
-			}
-			continue
-		}
-		switch {
-		case skipping:
-		case len(buf) > limit:
-			if terr := tooLong(); terr != nil {
-				return terr
-			}
-		case len(bytes.TrimSpace(buf)) > 0:
-			if lerr := line(buf); lerr != nil {
-				return lerr
-			}
-		}
-		skipping, buf = false, nil
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
 }
 
 func writeOutputs(bw *bufio.Writer, out []Output, o StdioOptions, rx *RuleEdge) error {
@@ -260,7 +200,7 @@ func serveInstant(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o St
 		return errors.Join(writeOutputs(bw, out, o, rx), err)
 	}
 	var pending []byte // a line begun in an earlier chunk
-	skipping := false  // the rest of a line over MaxLine is dropped
+	skipping := false  // the rest of a line over jsonrpc.MaxLine is dropped
 	for {
 		buf, rerr, ok := src.next(ctx)
 		if !ok {
@@ -285,7 +225,7 @@ func serveInstant(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o St
 				line = append(pending[:len(pending):len(pending)], data[:i+1]...)
 				pending = pending[:0]
 			}
-			if len(line) > MaxLine {
+			if len(line) > jsonrpc.MaxLine {
 				line = nil
 			}
 			if line == nil || len(bytes.TrimSpace(line)) > 0 {
@@ -298,7 +238,7 @@ func serveInstant(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o St
 		if !skipping {
 			pending = append(pending, data...)
 		}
-		if len(pending) > MaxLine {
+		if len(pending) > jsonrpc.MaxLine {
 			pending, skipping = nil, true
 			if err := writeIn(nil); err != nil {
 				return err

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tapedeck/tapedeck/internal/jsonrpc"
 )
 
 // ServeStdio ends when ctx does, even while the client keeps its end of the
@@ -128,58 +130,11 @@ func TestStdioConnDrainsAfterClose(t *testing.T) {
 	}
 }
 
-// TestReadLines: blank lines are skipped, lines keep their newline, a last
-// line without one is read, each line is a slice of its own, and an error
-// from the callback stops the reading and is returned.
-func TestReadLines(t *testing.T) {
-	var got [][]byte
-	noLimit := func() error { t.Fatal("no line is over the limit"); return nil }
-	err := ReadLines(strings.NewReader("a\n\n  \r\nb\r\nc"), 0, func(l []byte) error {
-		got = append(got, l)
-		return nil
-	}, noLimit)
-	if err != nil || len(got) != 3 || string(got[0]) != "a\n" || string(got[1]) != "b\r\n" || string(got[2]) != "c" {
-		t.Fatalf("ReadLines = %q, %v; want [a\\n b\\r\\n c], nil", got, err)
-	}
-	got[0][0] = 'x'
-	if string(got[1]) != "b\r\n" {
-		t.Errorf("lines share a buffer: %q", got)
-	}
-	stop := errors.New("stop")
-	n := 0
-	err = ReadLines(strings.NewReader("a\nb\nc\n"), 0, func([]byte) error { n++; return stop }, noLimit)
-	if !errors.Is(err, stop) || n != 1 {
-		t.Errorf("a failing callback: %d calls, %v; want 1, stop", n, err)
-	}
-}
-
-// A line over the limit is skipped to its end and reported, however it
-// arrives (a 768 MB line used to grow a 2.4 GB buffer); the lines around it
-// are read.
-func TestReadLinesLimit(t *testing.T) {
-	long := strings.Repeat("x", 300<<10) // past bufio's 64 KiB buffer
-	for _, in := range []string{"a\n" + long + "\nb\n", "a\n" + long} {
-		var got []string
-		over := 0
-		err := ReadLines(strings.NewReader(in), 100<<10, func(l []byte) error {
-			got = append(got, string(l))
-			return nil
-		}, func() error { over++; return nil })
-		want := []string{"a\n", "b\n"}
-		if !strings.HasSuffix(in, "\n") {
-			want = want[:1]
-		}
-		if err != nil || over != 1 || strings.Join(got, "") != strings.Join(want, "") {
-			t.Errorf("got %d lines %.20q, %d over, %v; want %q and one over", len(got), got, over, err, want)
-		}
-	}
-}
-
-// ServeStdio answers a line over MaxLine with -32600 and goes on with the
+// ServeStdio answers a line over jsonrpc.MaxLine with -32600 and goes on with the
 // next (its instant path splits lines itself).
 func TestServeStdioLineTooLong(t *testing.T) {
 	e := mustEngine(t, sessionTape(t), EngineOptions{Mode: Loose})
-	in := strings.Repeat("x", MaxLine+10) + "\n" + `{"jsonrpc":"2.0","id":"p","method":"ping"}` + "\n"
+	in := strings.Repeat("x", jsonrpc.MaxLine+10) + "\n" + `{"jsonrpc":"2.0","id":"p","method":"ping"}` + "\n"
 	var out bytes.Buffer
 	if err := ServeStdio(context.Background(), e, strings.NewReader(in), &out, StdioOptions{}); err != nil {
 		t.Fatal(err)

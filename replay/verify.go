@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tapedeck/tapedeck/internal/jsonrpc"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -245,7 +246,7 @@ func (v *verifier) send(ctx context.Context, seq int) error {
 	live := tape.ID(strconv.Itoa(v.next))
 	v.liveIDs[m.ID] = live
 	c.start = v.opts.Now()
-	if err := v.conn.Send(ctx, spliceID(tape.StripMeta(m.Raw), []byte(live))); err != nil {
+	if err := v.conn.Send(ctx, jsonrpc.SpliceID(tape.StripMeta(m.Raw), []byte(live))); err != nil {
 		c.res.Problem, c.decided = "not sent: "+err.Error(), true
 		return err
 	}
@@ -358,12 +359,12 @@ func (v *verifier) answer(ctx context.Context, req tape.Entry) error {
 		v.used[i] = true
 		if reply := v.x.Pair(i).Partner; reply >= 0 {
 			if m, err := v.x.Message(reply); err == nil {
-				return v.conn.Send(ctx, spliceID(tape.StripMeta(m.Raw), []byte(req.ID)))
+				return v.conn.Send(ctx, jsonrpc.SpliceID(tape.StripMeta(m.Raw), []byte(req.ID)))
 			}
 		}
 		break
 	}
-	return v.conn.Send(ctx, errorResponse([]byte(req.ID), CodeNotRecorded, "tapedeck verify: the tape holds no reply to "+req.Method, nil))
+	return v.conn.Send(ctx, jsonrpc.ErrorResponse([]byte(req.ID), CodeNotRecorded, "tapedeck verify: the tape holds no reply to "+req.Method, nil))
 }
 
 // StdioConn is a Conn over a stdio server's pipes: one message a line.
@@ -390,9 +391,9 @@ func NewStdioConn(w io.Writer, r io.Reader) *StdioConn {
 			}
 			return nil
 		}
-		// A server line over MaxLine is skipped; what verify is told
+		// A server line over jsonrpc.MaxLine is skipped; what verify is told
 		// instead is an error response it cannot match, so the call fails.
-		_ = ReadLines(r, 0, deliver, func() error { return deliver(LineTooLong(MaxLine)) })
+		_ = jsonrpc.ReadLines(r, 0, deliver, func() error { return deliver(jsonrpc.LineTooLong("tapedeck replay", jsonrpc.MaxLine)) })
 	}()
 	return c
 }

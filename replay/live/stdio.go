@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/tapedeck/tapedeck/internal/jsonrpc"
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 )
@@ -63,7 +64,7 @@ func (s *Server) serveStdio(c *peekedConn) {
 		s.mu.Unlock()
 		after()
 	}()
-	err := replay.ReadLines(c.r, 0, func(line []byte) error {
+	err := jsonrpc.ReadLines(c.r, 0, func(line []byte) error {
 		if ft != nil && ft.Observe(line) {
 			return nil // the client's reply to the live server
 		}
@@ -87,7 +88,7 @@ func (s *Server) serveStdio(c *peekedConn) {
 		return nil
 	}, func() error {
 		s.mu.Lock()
-		s.write(replay.LineTooLong(replay.MaxLine))
+		s.write(jsonrpc.LineTooLong("tapedeck replay", jsonrpc.MaxLine))
 		s.mu.Unlock()
 		return nil
 	})
