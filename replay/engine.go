@@ -217,7 +217,7 @@ type Engine struct {
 // NewEngine returns an engine serving x's server opts.Server (or its only
 // server). It reads no message body.
 func NewEngine(x *tape.Index, opts EngineOptions) (*Engine, error) {
-	server, err := pickServer(x, opts.Server)
+	server, err := PickServer(x, opts.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -259,9 +259,9 @@ func (e *Engine) end() int {
 	return e.x.Len()
 }
 
-// pickServer resolves the server to serve: the one named, or the tape's
-// only server.
-func pickServer(x *tape.Index, want string) (string, error) {
+// PickServer resolves the server a replay of x serves (and verify
+// drives): the one named, or the tape's only server.
+func PickServer(x *tape.Index, want string) (string, error) {
 	var names []string
 	for _, s := range x.Servers() {
 		if s != "" {

@@ -55,7 +55,7 @@ func (e *Engine) respond(m tape.Entry, seq int) {
 			e.rejectBatch(m, rej, last)
 			return
 		}
-		if resp = rejection(e.x, e.server, seq); resp < 0 {
+		if resp = Rejection(e.x, e.server, seq); resp < 0 {
 			// Never answered on the tape: say so rather than leave the
 			// client waiting for an answer that will not come.
 			en := e.x.Entry(seq)
@@ -160,12 +160,12 @@ func (e *Engine) laterLine(seq int) int {
 	return 0
 }
 
-// rejection returns the response with "id":null that answered recorded
+// Rejection returns the response with "id":null that answered recorded
 // request seq, or -1: a Streamable HTTP server rejects a request it cannot
 // read yet (server-everything's HTTP 400 to server/discover before
 // initialize) without its id, so the tape cannot pair them. It is the
 // server's first response after seq, before the client's next message.
-func rejection(x *tape.Index, server string, seq int) int {
+func Rejection(x *tape.Index, server string, seq int) int {
 	for i := seq + 1; i < x.Len(); i++ {
 		en := x.Entry(i)
 		if en.Server != server || !en.IsWire() {

@@ -170,21 +170,12 @@ func headerMismatch(hd http.Header, m tape.Entry) string {
 	if got != m.Method {
 		return fmt.Sprintf("Mcp-Method header %q does not match the body's method %q", got, m.Method)
 	}
-	if name, ok := requestName(m.Method, m.Raw); ok {
-		if h := hd.Get(mcphttp.HeaderName); h != name {
+	if mcphttp.CarriesName(m.Method) {
+		if h, name := hd.Get(mcphttp.HeaderName), tape.Target(m.Method, m.Raw); h != name {
 			return fmt.Sprintf("Mcp-Name header %q does not match the body's %q", h, name)
 		}
 	}
 	return ""
-}
-
-// requestName is what the Mcp-Name header carries for a method.
-func requestName(method string, msg []byte) (string, bool) {
-	switch method {
-	case "tools/call", "prompts/get", "resources/read":
-		return tape.Target(method, msg), true
-	}
-	return "", false
 }
 
 // dispatch routes the engine's outputs to the streams that carry them; the

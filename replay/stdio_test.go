@@ -3,8 +3,6 @@ package replay
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -97,39 +95,6 @@ func TestServeStdioUnanswered(t *testing.T) {
 	}
 }
 
-// Once a StdioConn is closed, what the server writes is read and dropped:
-// a server that keeps writing after verify stopped listening is not left
-// blocked on a full pipe.
-func TestStdioConnDrainsAfterClose(t *testing.T) {
-	pr, pw := io.Pipe()
-	wrote := make(chan error, 1)
-	go func() {
-		for i := range 2000 {
-			if _, err := fmt.Fprintf(pw, `{"jsonrpc":"2.0","method":"notifications/message","params":{"n":%d}}`+"\n", i); err != nil {
-				wrote <- err
-				return
-			}
-		}
-		wrote <- pw.Close()
-	}()
-	c := NewStdioConn(io.Discard, pr)
-	if msg, err := c.Recv(context.Background()); err != nil || !strings.Contains(string(msg), `"n":0`) {
-		t.Fatalf("first message %q, %v", msg, err)
-	}
-	c.Close()
-	select {
-	case err := <-wrote:
-		if err != nil {
-			t.Fatalf("the server's writes failed: %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the server is still blocked writing its stdout 5 s after the conn was closed")
-	}
-	if _, err := c.Recv(context.Background()); !errors.Is(err, io.EOF) {
-		t.Errorf("Recv after Close and the end of output: %v, want io.EOF", err)
-	}
-}
-
 // ServeStdio answers a line over jsonrpc.MaxLine with -32600 and goes on with the
 // next (its instant path splits lines itself).
 func TestServeStdioLineTooLong(t *testing.T) {
@@ -142,5 +107,56 @@ func TestServeStdioLineTooLong(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[0], `"code":-32600`) || !strings.Contains(lines[0], "over the limit") || !strings.Contains(lines[1], `"id":"p"`) {
 		t.Fatalf("outputs %.300q", lines)
+	}
+}
+
+// The Miss hook (go-vcr's passthrough predicate) is offered a request the
+// tape lacks: taken, the client gets what the hook writes and no divergence
+// error; declined, the client gets the divergence. Peek keeps a line from
+// the engine. The tape's own answers are served either way.
+func TestServeStdioMissHook(t *testing.T) {
+	in := `{"jsonrpc":"2.0","id":"a","method":"ping"}` + "\n" +
+		`{"jsonrpc":"2.0","id":"z","method":"tools/call","params":{"name":"nope"}}` + "\n" +
+		`{"jsonrpc":"2.0","id":"live-1","result":{}}` + "\n"
+	for _, take := range []bool{true, false} {
+		e := mustEngine(t, sessionTape(t), EngineOptions{Mode: Loose})
+		var out bytes.Buffer
+		var offered []string
+		var divs []Divergence
+		peeked := 0
+		o := StdioOptions{
+			OnDivergence: func(d Divergence) { divs = append(divs, d) },
+			Miss: func(req []byte, d *Divergence, client func(msgs ...[]byte) error) bool {
+				offered = append(offered, string(d.RequestID))
+				if take {
+					_ = client([]byte(`{"jsonrpc":"2.0","id":"z","result":{"live":true}}`))
+				}
+				return take
+			},
+			Peek: func(line []byte) bool {
+				if strings.Contains(string(line), `"live-1"`) {
+					peeked++
+					return true
+				}
+				return false
+			},
+		}
+		if err := ServeStdio(context.Background(), e, strings.NewReader(in), &out, o); err != nil {
+			t.Fatal(err)
+		}
+		got := out.String()
+		if len(offered) != 1 || offered[0] != `"z"` || peeked != 1 {
+			t.Errorf("take %v: the hook was offered %q and peeked %d lines; expected the miss \"z\" once and one peeked line", take, offered, peeked)
+		}
+		if !strings.Contains(got, `"id":"a"`) {
+			t.Errorf("take %v: the ping the tape answers is not served: %s", take, got)
+		}
+		live, diverged := strings.Contains(got, `"live":true`), strings.Contains(got, `"id":"z","error"`)
+		if take && (!live || diverged || len(divs) != 0) {
+			t.Errorf("taken: expected the hook's answer and no divergence, found %s and %d divergences", got, len(divs))
+		}
+		if !take && (live || !diverged || len(divs) != 1) {
+			t.Errorf("declined: expected the divergence error, found %s and %d divergences", got, len(divs))
+		}
 	}
 }

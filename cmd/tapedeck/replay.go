@@ -25,6 +25,7 @@ import (
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/rules"
 	"github.com/tapedeck/tapedeck/tape"
+	"github.com/tapedeck/tapedeck/upstream"
 )
 
 // replayFlags are the flags of replay.
@@ -540,14 +541,17 @@ func replayFallback(ctx context.Context, s streams, f *replayFlags, tapePath str
 	for _, n := range notes {
 		fmt.Fprintf(s.stderr, "tapedeck replay: %s\n", n)
 	}
-	fb := &replay.Fallback{URL: f.fallbackURL, Tape: out, Server: e.Server(), Stderr: s.stderr}
+	fb := &upstream.Fallback{URL: f.fallbackURL, Tape: out, Server: e.Server(), Stderr: s.stderr}
 	if f.fallbackURL == "" {
 		fb.Command, fb.Args = f.fallbackCmd[0], f.fallbackCmd[1:]
 	}
-	fell, err := replay.ServeStdioFallback(ctx, e, in, s.stdout, replay.StdioOptions{OnDivergence: onDiv}, fb)
-	if err != nil {
+	ft := upstream.NewFallthrough(fb)
+	err = replay.ServeStdio(ctx, e, in, s.stdout, replay.StdioOptions{OnDivergence: onDiv, Miss: ft.Miss, Peek: ft.Peek})
+	ft.Close()
+	if err != nil && ctx.Err() == nil {
 		return replay.Report{}, err
 	}
+	fell := ft.Fell()
 	rep := e.Report()
 	replay.FallbackReport(&rep, fell)
 	for _, x := range fell {

@@ -1,7 +1,6 @@
 package live
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -32,14 +31,7 @@ func (s *Server) serveStdio(c *peekedConn) {
 	s.transport, s.conn, s.dead = "stdio", c, false
 	run := s.startRun()
 	if s.fallback != nil {
-		s.ft = replay.NewFallthrough(s.fallback, func(msgs ...[]byte) error {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			for _, m := range msgs {
-				s.write(m)
-			}
-			return nil
-		})
+		s.ft = s.fallback()
 	}
 	ft := s.ft
 	edge := replay.NewRuleEdge(s.rules, s.opts.Server, func(line string) { s.emit(Event{Kind: Note, Note: line}) })
@@ -65,7 +57,7 @@ func (s *Server) serveStdio(c *peekedConn) {
 		after()
 	}()
 	err := jsonrpc.ReadLines(c.r, 0, func(line []byte) error {
-		if ft != nil && ft.Observe(line) {
+		if ft != nil && ft.Peek(line) {
 			return nil // the client's reply to the live server
 		}
 		s.mu.Lock()
@@ -126,7 +118,7 @@ func (s *Server) dropClient() (answers, divergences int) {
 // handle sends or queues the stdio path's outputs; mu is held.
 func (s *Server) handle(outs []replay.Output) {
 	for _, o := range outs {
-		if d := o.Divergence; d != nil && d.Resolution == replay.Pending && s.ft != nil && replay.Takes(d) && !s.dead {
+		if d := o.Divergence; d != nil && d.Resolution == replay.Pending && s.ft != nil && replay.IsMiss(d) && !s.dead {
 			s.fallThrough(*d)
 			continue
 		}
@@ -186,13 +178,15 @@ func (s *Server) fallThrough(d replay.Divergence) {
 	}
 	ft, raw := s.ft, d.Raw
 	s.emit(Event{Kind: Note, Note: fmt.Sprintf("%s (id %s) is not on the tape (%s): the live server answers it", d.Method, d.RequestID, d.Reason)})
-	go func() {
-		if err := ft.Take(context.Background(), &d, raw); err != nil {
-			s.mu.Lock()
-			s.write(replay.ErrorResponse(d.RequestID, replay.CodeDiverged, d.Message+" (the live server could not be started: "+err.Error()+")"))
-			s.mu.Unlock()
+	client := func(msgs ...[]byte) error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, m := range msgs {
+			s.write(m)
 		}
-	}()
+		return nil
+	}
+	go ft.Miss(raw, &d, client) // it answers the client itself when no live server starts
 }
 
 // isErrorTo reports whether msg is an error response to id.

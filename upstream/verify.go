@@ -1,4 +1,4 @@
-package replay
+package upstream
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tapedeck/tapedeck/internal/jsonrpc"
+	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -49,10 +50,10 @@ type CallResult struct {
 	Line   int    `json:"line"`
 	Method string `json:"method"`
 	// Name is the tool, prompt or resource the call names, if any.
-	Name    string   `json:"name,omitempty"`
-	Pass    bool     `json:"pass"`
-	Diff    []DiffOp `json:"diff,omitempty"`
-	Problem string   `json:"problem,omitempty"` // no response, a transport error
+	Name    string          `json:"name,omitempty"`
+	Pass    bool            `json:"pass"`
+	Diff    []replay.DiffOp `json:"diff,omitempty"`
+	Problem string          `json:"problem,omitempty"` // no response, a transport error
 	// Skipped says why the call was sent but not checked: the tape holds no
 	// answer to compare with (the recorded client cancelled it, or the
 	// server never answered). A skipped call passes.
@@ -71,7 +72,7 @@ type VerifyReport struct {
 	Calls  []CallResult `json:"calls"`
 }
 
-// Err returns nil when every call passed, else an error wrapping ErrDiverged.
+// Err returns nil when every call passed, else an error wrapping replay.ErrDiverged.
 func (r *VerifyReport) Err() error {
 	n := 0
 	for _, c := range r.Calls {
@@ -82,7 +83,7 @@ func (r *VerifyReport) Err() error {
 	if n == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: server '%s': %d of %d calls answered differently", ErrDiverged, r.Server, n, len(r.Calls))
+	return fmt.Errorf("%w: server '%s': %d of %d calls answered differently", replay.ErrDiverged, r.Server, n, len(r.Calls))
 }
 
 // Verify sends the client side of the tape's server to a live server over
@@ -94,7 +95,7 @@ func (r *VerifyReport) Err() error {
 // without waiting for it, and answers are matched by id. onCall, if not
 // nil, sees each result in recorded order as it is decided.
 func Verify(ctx context.Context, x *tape.Index, conn Conn, opts VerifyOptions, onCall func(CallResult)) (VerifyReport, error) {
-	server, err := pickServer(x, opts.Server)
+	server, err := replay.PickServer(x, opts.Server)
 	if err != nil {
 		return VerifyReport{}, err
 	}
@@ -252,7 +253,7 @@ func (v *verifier) send(ctx context.Context, seq int) error {
 	}
 	c.want = p.Partner
 	if c.want < 0 && !p.Cancelled {
-		c.want = rejection(v.x, v.server, seq) // an HTTP 400 with "id":null
+		c.want = replay.Rejection(v.x, v.server, seq) // an HTTP 400 with "id":null
 	}
 	if p.Cancelled || c.want < 0 {
 		// Cancelled or never answered on the tape: nothing to wait for.
@@ -343,7 +344,7 @@ func (v *verifier) judge(c *call, e tape.Entry) error {
 		c.res.Problem = fmt.Sprintf("undecodable response: %v", errors.Join(err1, err2))
 		return nil
 	}
-	c.res.Diff = Diff(want, got)
+	c.res.Diff = replay.Diff(want, got)
 	c.res.Pass = len(c.res.Diff) == 0
 	return nil
 }
@@ -364,7 +365,7 @@ func (v *verifier) answer(ctx context.Context, req tape.Entry) error {
 		}
 		break
 	}
-	return v.conn.Send(ctx, jsonrpc.ErrorResponse([]byte(req.ID), CodeNotRecorded, "tapedeck verify: the tape holds no reply to "+req.Method, nil))
+	return v.conn.Send(ctx, jsonrpc.ErrorResponse([]byte(req.ID), replay.CodeNotRecorded, "tapedeck verify: the tape holds no reply to "+req.Method, nil))
 }
 
 // StdioConn is a Conn over a stdio server's pipes: one message a line.

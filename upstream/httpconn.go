@@ -1,4 +1,4 @@
-package replay
+package upstream
 
 import (
 	"bytes"
@@ -184,8 +184,8 @@ func (c *HTTPConn) newRequest(ctx context.Context, method string, body []byte, m
 	}
 	if version >= mcphttp.ModernVersion && m.Kind == tape.KindRequest {
 		req.Header.Set(mcphttp.HeaderMethod, m.Method)
-		if name, ok := requestName(m.Method, body); ok {
-			req.Header.Set(mcphttp.HeaderName, name)
+		if mcphttp.CarriesName(m.Method) {
+			req.Header.Set(mcphttp.HeaderName, tape.Target(m.Method, body))
 		}
 	}
 	return req, nil
