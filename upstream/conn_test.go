@@ -111,7 +111,12 @@ type replayServer struct {
 
 func newReplayServer(t *testing.T, x *tape.Index) *replayServer {
 	t.Helper()
-	e, err := replay.NewEngine(x, replay.EngineOptions{})
+	return newReplayServerMode(t, x, replay.Strict)
+}
+
+func newReplayServerMode(t *testing.T, x *tape.Index, mode replay.Mode) *replayServer {
+	t.Helper()
+	e, err := replay.NewEngine(x, replay.EngineOptions{Mode: mode})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/internal/jsonrpc"
+	"github.com/tapedeck/tapedeck/record"
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 )
@@ -44,8 +45,10 @@ type Fallback struct {
 	Args    []string
 	URL     string
 	// Tape receives the live episodes' lines (the replayed tape opened to
-	// append, or a new file).
+	// append, or a new file), recorded through a record.Session.
 	Tape io.Writer
+	// Redact, if set, redacts the episodes' copy of each message.
+	Redact *tape.Redactor
 	// Server names the server on the tape (the replayed server's name, so
 	// that a later replay serves the new episodes too).
 	Server string
@@ -62,7 +65,7 @@ const liveInitID = `"tapedeck-fallback-initialize"`
 // the live server's messages go to out.
 type Fallthrough struct {
 	fb      *Fallback
-	w       *tape.Writer
+	rec     *record.Session // from the live server's start (mu)
 	ctx     context.Context // ends at Close
 	cancel  context.CancelFunc
 	initMsg []byte
@@ -83,7 +86,7 @@ type Fallthrough struct {
 // (replay.StdioOptions), and Close it when the client is gone.
 func NewFallthrough(fb *Fallback) *Fallthrough {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Fallthrough{fb: fb, w: tape.NewWriter(fb.Tape), ctx: ctx, cancel: cancel, liveAsks: map[string]bool{}}
+	return &Fallthrough{fb: fb, ctx: ctx, cancel: cancel, liveAsks: map[string]bool{}}
 }
 
 // Peek looks at a client's message before the engine does: it keeps the
@@ -151,18 +154,28 @@ func (s *Fallthrough) Fell() []replay.FellThrough {
 	return append([]replay.FellThrough(nil), s.fell...)
 }
 
-// Close stops the live server, if one ran.
-func (s *Fallthrough) Close() {
+// Close stops the live server, if one ran, and returns the first error
+// writing its episode to the tape.
+func (s *Fallthrough) Close() error {
 	s.cancel()
 	s.stop()
+	s.mu.Lock()
+	rec := s.rec
+	s.mu.Unlock()
+	if rec == nil {
+		return nil
+	}
+	return rec.Close()
 }
 
 // toLive sends a message to the live server and appends it to the tape.
 func (s *Fallthrough) toLive(msg []byte) error {
-	_ = s.w.Write(msg, tape.Meta{Dir: tape.DirSend, Server: s.fb.Server, Time: time.Now()})
 	s.mu.Lock()
-	c := s.conn
+	c, rec := s.conn, s.rec
 	s.mu.Unlock()
+	if rec != nil {
+		rec.Message(tape.DirSend, msg)
+	}
 	if c == nil {
 		return nil
 	}
@@ -209,11 +222,12 @@ func (s *Fallthrough) launch(ctx context.Context) error {
 		s.conn, s.closeConn = c, func() { in.Close(); stopProcess(cmd); _ = c.Close() }
 		params["transport"], params["command"], params["args"], params["pid"] = "stdio", s.fb.Command, s.fb.Args, cmd.Process.Pid
 	}
-	_ = s.w.WriteLifecycle(tape.MethodStart, params, tape.Meta{Server: s.fb.Server, Time: time.Now()})
+	s.rec = record.NewSession(record.SessionOptions{Tape: s.fb.Tape, Server: s.fb.Server, Redact: s.fb.Redact,
+		Start: params, CloseReason: "the client closed stdin"})
 	if s.initMsg != nil {
 		if err := s.initialise(ctx); err != nil {
 			s.closeConn()
-			s.conn = nil
+			s.conn, s.closeConn = nil, nil
 			return err
 		}
 	}
@@ -272,7 +286,10 @@ func (s *Fallthrough) readLive(c Conn) {
 		if len(msg) == 0 {
 			continue
 		}
-		_ = s.w.Write(msg, tape.Meta{Dir: tape.DirRecv, Server: s.fb.Server, Time: time.Now()})
+		s.mu.Lock()
+		rec := s.rec
+		s.mu.Unlock()
+		rec.Message(tape.DirRecv, msg)
 		if es := tape.Classify(msg); len(es) == 1 && es[0].Kind == tape.KindRequest {
 			s.mu.Lock()
 			s.liveAsks[string(es[0].ID)] = true
@@ -314,5 +331,4 @@ func (s *Fallthrough) stop() {
 	if end != nil {
 		<-end
 	}
-	_ = s.w.WriteLifecycle(tape.MethodClose, map[string]any{"episode": "new", "reason": "the client closed stdin"}, tape.Meta{Server: s.fb.Server, Time: time.Now()})
 }

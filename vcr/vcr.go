@@ -34,6 +34,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tapedeck/tapedeck/record"
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 )
@@ -274,7 +275,8 @@ type replayConn struct {
 	live      mcp.Connection
 	liveErr   error
 	file      *os.File
-	w         *tape.Writer
+	rec       *record.Session // the new episode's recording
+	recErr    error           // the first error writing it, once closed
 	forwarded map[string]bool
 	liveAsks  map[string]bool
 }
@@ -351,9 +353,9 @@ func (c *replayConn) Close() error {
 		if c.live != nil {
 			c.live.Close()
 		}
-		if c.file != nil {
-			c.file.Close()
-			c.file, c.w = nil, nil
+		if c.rec != nil {
+			c.recErr = errors.Join(c.rec.Close(), c.file.Close())
+			c.file, c.rec = nil, nil
 		}
 	})
 	return nil
@@ -415,8 +417,10 @@ func (c *replayConn) startLive(ctx context.Context) error {
 		conn.Close()
 		return err
 	}
-	c.live, c.file, c.w = conn, f, tape.NewWriter(f)
-	_ = c.w.WriteLifecycle(tape.MethodStart, map[string]any{"transport": "go-sdk", "recorder": "tapedeck/vcr", "episode": "new"}, tape.Meta{Server: c.r.opts.Server, Time: time.Now()})
+	c.live, c.file = conn, f
+	c.rec = record.NewSession(record.SessionOptions{Tape: f, Server: c.r.opts.Server,
+		Start:       map[string]any{"transport": "go-sdk", "recorder": "tapedeck/vcr", "episode": "new"},
+		CloseReason: "the client closed the session"})
 	go c.readLive(conn)
 	return nil
 }
@@ -483,8 +487,8 @@ func (c *replayConn) append(b []byte, dir tape.Dir) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.w != nil {
-		_ = c.w.Write(b, tape.Meta{Dir: dir, Server: c.r.opts.Server, Time: time.Now()})
+	if c.rec != nil {
+		c.rec.Message(dir, b)
 	}
 }
 
@@ -512,6 +516,10 @@ func (r *Recorder) Stop() error {
 	c.Close()
 	defer c.x.Close()
 	c.mu.Lock()
+	if c.recErr != nil {
+		c.mu.Unlock()
+		return fmt.Errorf("vcr: writing the new episode to %s: %w", r.path, c.recErr)
+	}
 	rep := c.e.Report()
 	if c.r != nil {
 		// New episodes: what fell through to the real server is no

@@ -250,6 +250,9 @@ func newEpisodes(t *testing.T, real func() mcp.Transport) {
 	if !strings.Contains(string(data), `"message":"new"`) || !strings.Contains(string(data), `Echo: new`) || !strings.Contains(string(data), `"episode":"new"`) {
 		t.Fatalf("the new episode is not on the tape:\n%s", data)
 	}
+	if n := strings.Count(string(data), `"method":"$transport/close","params":{"episode":"new"`); n != 1 {
+		t.Errorf("the new episode ends with %d $transport/close records, expected one (record.Session's):\n%s", n, data)
+	}
 	// The server gone, the tape answers both.
 	r, err = vcr.New(path, nil, vcr.Options{Mode: vcr.ReplayOnly, Match: replay.Keyed, Server: "gosrv"})
 	if err != nil {

@@ -199,8 +199,15 @@ func TestImportRules(t *testing.T) {
 		// The go-sdk only in vcr (and the test helpers): the binary does not
 		// carry it.
 		{"cmd/tapedeck", func(dep string) bool { return strings.Contains(dep, "modelcontextprotocol/go-sdk") }},
+		// vcr records through record's Session, and talks to no live
+		// server but through the go-sdk's transport.
 		{"vcr", func(dep string) bool {
-			return ui(dep) || strings.HasPrefix(dep, mod+"record") || strings.HasPrefix(dep, mod+"cmd")
+			return ui(dep) || strings.HasPrefix(dep, mod+"cmd") || strings.HasPrefix(dep, mod+"upstream")
+		}},
+		// upstream talks to live servers and records what they answer
+		// through record; it is no UI and knows nothing of the debugger.
+		{"upstream", func(dep string) bool {
+			return ui(dep) || strings.HasPrefix(dep, mod+"cmd") || strings.HasPrefix(dep, mod+"replay/live")
 		}},
 	}
 	for _, r := range rules {

@@ -547,8 +547,12 @@ func replayFallback(ctx context.Context, s streams, f *replayFlags, tapePath str
 	}
 	ft := upstream.NewFallthrough(fb)
 	err = replay.ServeStdio(ctx, e, in, s.stdout, replay.StdioOptions{OnDivergence: onDiv, Miss: ft.Miss, Peek: ft.Peek})
-	ft.Close()
-	if err != nil && ctx.Err() == nil {
+	if cerr := ft.Close(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("replay --fallback: writing the live exchanges to %s: %w", dest, cerr))
+	} else if err != nil && ctx.Err() != nil {
+		err = nil // the read ended because ctx closed the input
+	}
+	if err != nil {
 		return replay.Report{}, err
 	}
 	fell := ft.Fell()

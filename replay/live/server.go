@@ -150,7 +150,7 @@ type Fallthrough interface {
 	Peek(line []byte) bool
 	Miss(req []byte, d *replay.Divergence, client func(msgs ...[]byte) error) bool
 	Fell() []replay.FellThrough
-	Close()
+	Close() error // the first error writing the tape
 }
 
 // DefaultProbeTimeout is Options.ProbeTimeout's default.

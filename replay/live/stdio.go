@@ -37,8 +37,11 @@ func (s *Server) serveStdio(c *peekedConn) {
 	edge := replay.NewRuleEdge(s.rules, s.opts.Server, func(line string) { s.emit(Event{Kind: Note, Note: line}) })
 	s.mu.Unlock()
 	defer func() {
-		if ft != nil {
-			ft.Close()
+		if ft == nil {
+			return
+		}
+		if err := ft.Close(); err != nil {
+			s.emit(Event{Kind: Failed, Err: fmt.Errorf("debug --fallback: the live exchange's tape: %w", err)})
 		}
 	}()
 	s.emit(Event{Kind: Connected, Transport: "stdio", RunNo: run})
