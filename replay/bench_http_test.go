@@ -12,6 +12,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tapedeck/tapedeck/internal/jsonrpc"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -24,7 +25,7 @@ func trivialHTTP(resp []byte) http.Handler {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		writeJSON(w, http.StatusOK, spliceID(resp, []byte(gjson.GetBytes(body, "id").Raw)))
+		writeJSON(w, http.StatusOK, jsonrpc.SpliceID(resp, []byte(gjson.GetBytes(body, "id").Raw)))
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tapedeck/tapedeck/internal/jsonrpc"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -103,7 +104,7 @@ func trivialServer(resp []byte) func(r io.Reader, w io.Writer) error {
 				return bw.Flush()
 			}
 			id := gjson.GetBytes(line, "id").Raw
-			bw.Write(spliceID(resp, []byte(id)))
+			bw.Write(jsonrpc.SpliceID(resp, []byte(id)))
 			bw.WriteByte('\n')
 			if br.Buffered() == 0 {
 				if err := bw.Flush(); err != nil {

@@ -33,6 +33,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tapedeck/tapedeck/internal/jsonrpc"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -225,7 +226,7 @@ type Engine struct {
 // NewEngine returns an engine serving x's server opts.Server (or its only
 // server). It reads no message body.
 func NewEngine(x *tape.Index, opts EngineOptions) (*Engine, error) {
-	server, err := pickServer(x, opts.Server)
+	server, err := PickServer(x, opts.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -284,9 +285,9 @@ func (e *Engine) end() int {
 	return e.x.Len()
 }
 
-// pickServer resolves the server to serve: the one named, or the tape's
-// only server.
-func pickServer(x *tape.Index, want string) (string, error) {
+// PickServer resolves the server a replay of x serves (and verify
+// drives): the one named, or the tape's only server.
+func PickServer(x *tape.Index, want string) (string, error) {
 	var names []string
 	for _, s := range x.Servers() {
 		if s != "" {
@@ -373,7 +374,7 @@ func (e *Engine) receive(m tape.Entry) {
 		if id.Exists() && (id.Type == gjson.Number || id.Type == gjson.String) && json.Valid([]byte(id.Raw)) {
 			raw = []byte(id.Raw)
 		}
-		e.push(errorResponse(raw, CodeParseError, "tapedeck replay: "+m.Problem, nil), e.now, -1, "", nil)
+		e.push(jsonrpc.ErrorResponse(raw, CodeParseError, "tapedeck replay: "+m.Problem, nil), e.now, -1, "", nil)
 	}
 }
 

@@ -7,12 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tapedeck/tapedeck/internal/jsonrpc"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -135,7 +135,7 @@ func (e *Engine) sendError(m tape.Entry, d *Divergence) {
 		code = CodeNotRecorded
 	}
 	data, _ := json.Marshal(d)
-	e.push(errorResponse([]byte(m.ID), code, d.Message, data), e.now, -1, m.ID, d)
+	e.push(jsonrpc.ErrorResponse([]byte(m.ID), code, d.Message, data), e.now, -1, m.ID, d)
 }
 
 // Resolve answers a divergence held under EngineOptions.Hold: with the divergence
@@ -196,21 +196,6 @@ func (e *Engine) Divergences() []Divergence {
 		out[i] = *d
 	}
 	return out
-}
-
-func errorResponse(id []byte, code int, msg string, data []byte) []byte {
-	b := []byte(`{"jsonrpc":"2.0","id":`)
-	b = append(b, id...)
-	b = append(b, `,"error":{"code":`...)
-	b = strconv.AppendInt(b, int64(code), 10)
-	b = append(b, `,"message":`...)
-	m, _ := json.Marshal(msg)
-	b = append(b, m...)
-	if len(data) > 0 {
-		b = append(b, `,"data":`...)
-		b = append(b, data...)
-	}
-	return append(b, "}}"...)
 }
 
 // paramsText renders params compactly for messages, cut at 300 bytes.

@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/tapedeck/tapedeck/internal/jsonrpc"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -115,7 +116,7 @@ func (e *Engine) respond(m tape.Entry, seq int) {
 			e.rejectBatch(m, rej, last)
 			return
 		}
-		if resp = rejection(e.x, e.server, seq); resp < 0 {
+		if resp = Rejection(e.x, e.server, seq); resp < 0 {
 			// Never answered on the tape: say so rather than leave the
 			// client waiting for an answer that will not come.
 			en := e.x.Entry(seq)
@@ -125,7 +126,7 @@ func (e *Engine) respond(m tape.Entry, seq int) {
 				why = fmt.Sprintf("the server never answered it, though the tape goes on to line %d", later)
 			}
 			msg := fmt.Sprintf("tapedeck replay: the tape holds no answer to %s (tape line %d): %s", en.Method, en.Line, why)
-			e.push(errorResponse([]byte(m.ID), CodeNoAnswer, msg, nil), e.now, -1, m.ID, nil)
+			e.push(jsonrpc.ErrorResponse([]byte(m.ID), CodeNoAnswer, msg, nil), e.now, -1, m.ID, nil)
 			return
 		}
 	}
@@ -135,7 +136,7 @@ func (e *Engine) respond(m tape.Entry, seq int) {
 		en := e.x.Entry(seq)
 		e.unanswered = append(e.unanswered, Unused{Seq: seq, Line: en.Line, Method: en.Method})
 		msg := fmt.Sprintf("tapedeck replay: the answer to %s (tape line %d) was dropped by a rule when recording: the client never got it", en.Method, en.Line)
-		e.push(errorResponse([]byte(m.ID), CodeNoAnswer, msg, nil), e.now, -1, m.ID, nil)
+		e.push(jsonrpc.ErrorResponse([]byte(m.ID), CodeNoAnswer, msg, nil), e.now, -1, m.ID, nil)
 		return
 	}
 	e.window = [2]int{seq, resp}
@@ -148,7 +149,7 @@ func (e *Engine) respond(m tape.Entry, seq int) {
 	if !ok {
 		rec, err := e.x.Message(resp)
 		if err != nil {
-			e.push(errorResponse([]byte(m.ID), CodeDiverged, fmt.Sprintf("tapedeck replay: read recorded response: %v", err), nil), e.now, resp, m.ID, nil)
+			e.push(jsonrpc.ErrorResponse([]byte(m.ID), CodeDiverged, fmt.Sprintf("tapedeck replay: read recorded response: %v", err), nil), e.now, resp, m.ID, nil)
 			return
 		}
 		body = tape.StripMeta(rec.Raw)
@@ -157,7 +158,7 @@ func (e *Engine) respond(m tape.Entry, seq int) {
 		}
 		e.answers[resp] = body
 	}
-	out := spliceID(body, []byte(m.ID))
+	out := jsonrpc.SpliceID(body, []byte(m.ID))
 	if m.Method == "initialize" {
 		// Answer with the version the client asked for: a client of
 		// another era than the recording's must still get through
@@ -220,12 +221,12 @@ func (e *Engine) laterLine(seq int) int {
 	return 0
 }
 
-// rejection returns the response with "id":null that answered recorded
+// Rejection returns the response with "id":null that answered recorded
 // request seq, or -1: a Streamable HTTP server rejects a request it cannot
 // read yet (server-everything's HTTP 400 to server/discover before
 // initialize) without its id, so the tape cannot pair them. It is the
 // server's first response after seq, before the client's next message.
-func rejection(x *tape.Index, server string, seq int) int {
+func Rejection(x *tape.Index, server string, seq int) int {
 	for i := seq + 1; i < x.Len(); i++ {
 		en := x.Entry(i)
 		if en.Server != server || !en.IsWire() {
@@ -295,27 +296,10 @@ func (e *Engine) rejectBatch(m tape.Entry, rej int, last bool) {
 	e.advanceTo(rej)
 	rec, err := e.x.Message(rej)
 	if err != nil {
-		e.push(errorResponse([]byte(m.ID), CodeDiverged, fmt.Sprintf("tapedeck replay: read recorded response: %v", err), nil), e.now, rej, m.ID, nil)
+		e.push(jsonrpc.ErrorResponse([]byte(m.ID), CodeDiverged, fmt.Sprintf("tapedeck replay: read recorded response: %v", err), nil), e.now, rej, m.ID, nil)
 		return
 	}
 	e.pushOutput(Output{Msg: tape.StripMeta(rec.Raw), At: e.at(rej), Seq: rej, reqID: m.ID, also: also})
-}
-
-// spliceID replaces a message's top-level id with id, leaving every other
-// byte as recorded.
-func spliceID(msg, id []byte) []byte { return splice(msg, "id", id) }
-
-// splice replaces the JSON value at path in msg with v, leaving every other
-// byte as recorded; msg is returned as it is when path is absent.
-func splice(msg []byte, path string, v []byte) []byte {
-	r := gjson.Get(unsafeString(msg), path)
-	if !r.Exists() || r.Index <= 0 {
-		return msg
-	}
-	out := make([]byte, 0, len(msg)-len(r.Raw)+len(v))
-	out = append(out, msg[:r.Index]...)
-	out = append(out, v...)
-	return append(out, msg[r.Index+len(r.Raw):]...)
 }
 
 // field returns the raw JSON of path in msg, as a slice of msg (no copy,
@@ -428,7 +412,7 @@ func (e *Engine) visit(seq int) {
 			id = tape.ID(strconv.Quote(fmt.Sprintf("tapedeck-%d", e.srvIDs)))
 		}
 		e.outstanding[id] = seq
-		e.push(spliceID(tape.StripMeta(rec.Raw), []byte(id)), e.at(seq), seq, "", nil)
+		e.push(jsonrpc.SpliceID(tape.StripMeta(rec.Raw), []byte(id)), e.at(seq), seq, "", nil)
 	}
 }
 
@@ -457,7 +441,7 @@ func (e *Engine) progressFor(seq int, body []byte) ([]byte, bool) {
 		if !ok {
 			return nil, false
 		}
-		return splice(body, "params.progressToken", live), true
+		return jsonrpc.Splice(body, "params.progressToken", live), true
 	}
 	return body, true
 }
@@ -472,7 +456,7 @@ func (e *Engine) notification(m tape.Entry) {
 			delete(e.awaitCancel, id)
 			if late >= 0 {
 				if rec, err := e.x.Message(late); err == nil {
-					e.push(spliceID(tape.StripMeta(rec.Raw), []byte(id)), e.now, late, id, nil)
+					e.push(jsonrpc.SpliceID(tape.StripMeta(rec.Raw), []byte(id)), e.now, late, id, nil)
 				}
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/maphash"
 
+	"github.com/tapedeck/tapedeck/internal/jsonrpc"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -114,7 +115,7 @@ func (e *Engine) keyedRequest(m tape.Entry) {
 	}
 	switch {
 	case m.Method == "server/discover":
-		e.push(errorResponse([]byte(m.ID), CodeMethodNotFound, "Method not found: server/discover", nil), e.now, -1, m.ID, nil)
+		e.push(jsonrpc.ErrorResponse([]byte(m.ID), CodeMethodNotFound, "Method not found: server/discover", nil), e.now, -1, m.ID, nil)
 	case m.Method == "ping":
 		e.push([]byte(`{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{}}`), e.now, -1, m.ID, nil)
 	case e.opts.Mode == Loose:

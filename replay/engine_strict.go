@@ -3,6 +3,7 @@ package replay
 // Strict matching: the client's requests in recorded order, per server.
 
 import (
+	"github.com/tapedeck/tapedeck/internal/jsonrpc"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -32,7 +33,7 @@ func (e *Engine) strict(m tape.Entry) {
 		case m.Method == "server/discover" && expEntry.Method != "server/discover":
 			// The tape's server predates server/discover: answer as it would
 			// have, so the client falls back to initialize.
-			e.push(errorResponse([]byte(m.ID), CodeMethodNotFound, "Method not found: server/discover", nil), e.now, -1, m.ID, nil)
+			e.push(jsonrpc.ErrorResponse([]byte(m.ID), CodeMethodNotFound, "Method not found: server/discover", nil), e.now, -1, m.ID, nil)
 			return
 		case m.Method == "ping" && expEntry.Method != "ping":
 			e.push([]byte(`{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{}}`), e.now, -1, m.ID, nil)

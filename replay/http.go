@@ -30,6 +30,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tapedeck/tapedeck/internal/jsonrpc"
 	"github.com/tapedeck/tapedeck/internal/mcphttp"
 	"github.com/tapedeck/tapedeck/tape"
 )
@@ -364,7 +365,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if v := r.Header.Get(mcphttp.HeaderProtocol); v != "" && !mcphttp.KnownVersion(v) {
 		msg := fmt.Sprintf("tapedeck replay: unsupported MCP-Protocol-Version %q: expected one of %s", v, strings.Join(mcphttp.Versions(), ", "))
-		writeJSON(w, http.StatusBadRequest, errorResponse([]byte("null"), CodeInvalidRequest, msg, nil))
+		writeJSON(w, http.StatusBadRequest, jsonrpc.ErrorResponse([]byte("null"), CodeInvalidRequest, msg, nil))
 		return
 	}
 	if h.opts.Admit != nil && slices.Contains(strings.Split(h.allow(), ", "), r.Method) {

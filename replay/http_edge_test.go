@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -336,46 +335,6 @@ func TestHTTPProtocolVersion(t *testing.T) {
 		if resp, body := ts.do(http.MethodGet, "", "MCP-Protocol-Version", v); resp.StatusCode == http.StatusBadRequest && strings.Contains(body, "unsupported") {
 			t.Errorf("version %s refused: %q", v, body)
 		}
-	}
-}
-
-// HTTPConn names a 2026-07-28 request's method and target in headers, and
-// sends none of them in older eras.
-func TestHTTPConnModernHeaders(t *testing.T) {
-	got := make(chan http.Header, 4)
-	srv := newHTTPTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got <- r.Header.Clone()
-		writeJSON(w, 200, []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
-	}))
-	conn := NewHTTPConn(srv.URL, srv.Client())
-	defer conn.Close()
-	for _, tt := range []struct {
-		msg, method, name, version string
-	}{
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"echo","arguments":{}}}`, "tools/call", "echo", "2026-07-28"},
-		{`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"uri":"file:///a"}}`, "resources/read", "file:///a", "2026-07-28"},
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, "tools/list", "", "2026-07-28"},
-	} {
-		if err := conn.Send(context.Background(), []byte(tt.msg)); err != nil {
-			t.Fatal(err)
-		}
-		hd := <-got
-		if hd.Get("Mcp-Method") != tt.method || hd.Get("Mcp-Name") != tt.name || hd.Get("MCP-Protocol-Version") != tt.version {
-			t.Errorf("%s: Mcp-Method %q Mcp-Name %q MCP-Protocol-Version %q, want %q %q %q", tt.method, hd.Get("Mcp-Method"), hd.Get("Mcp-Name"), hd.Get("MCP-Protocol-Version"), tt.method, tt.name, tt.version)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if _, err := conn.Recv(ctx); err != nil {
-			t.Fatal(err)
-		}
-		cancel()
-	}
-	old := NewHTTPConn(srv.URL, srv.Client())
-	defer old.Close()
-	if err := old.Send(context.Background(), []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`)); err != nil {
-		t.Fatal(err)
-	}
-	if hd := <-got; hd.Get("Mcp-Method") != "" || hd.Get("Mcp-Name") != "" {
-		t.Errorf("a request of an older era carries Mcp-Method %q Mcp-Name %q, want none", hd.Get("Mcp-Method"), hd.Get("Mcp-Name"))
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tapedeck/tapedeck/internal/jsonrpc"
 	"github.com/tapedeck/tapedeck/internal/mcphttp"
 	"github.com/tapedeck/tapedeck/tape"
 )
@@ -41,7 +42,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			msg := fmt.Sprintf("tapedeck replay: request body larger than %d bytes: raise the limit with --max-body", limit)
-			writeJSON(w, http.StatusRequestEntityTooLarge, errorResponse([]byte("null"), CodeInvalidRequest, msg, nil))
+			writeJSON(w, http.StatusRequestEntityTooLarge, jsonrpc.ErrorResponse([]byte("null"), CodeInvalidRequest, msg, nil))
 			return
 		}
 		http.Error(w, "tapedeck replay: read request body: "+err.Error(), http.StatusBadRequest)
@@ -50,7 +51,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 || string(body) == "[]" {
 		// Nothing to serve: JSON-RPC's "invalid request" (it used to be 202).
-		writeJSON(w, http.StatusBadRequest, errorResponse([]byte("null"), CodeInvalidRequest, "tapedeck replay: expected a JSON-RPC message or batch in the body, found none", nil))
+		writeJSON(w, http.StatusBadRequest, jsonrpc.ErrorResponse([]byte("null"), CodeInvalidRequest, "tapedeck replay: expected a JSON-RPC message or batch in the body, found none", nil))
 		return
 	}
 	entries := tape.Classify(body)
@@ -58,7 +59,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		// Each message of a batch is matched under the handler's lock:
 		// a huge one would hold every other client up.
 		msg := fmt.Sprintf("tapedeck replay: a batch of %d messages is over the limit of %d", len(entries), limit)
-		writeJSON(w, http.StatusBadRequest, errorResponse([]byte("null"), CodeInvalidRequest, msg, nil))
+		writeJSON(w, http.StatusBadRequest, jsonrpc.ErrorResponse([]byte("null"), CodeInvalidRequest, msg, nil))
 		return
 	}
 	var ids []tape.ID
@@ -67,7 +68,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 	for _, m := range entries {
 		switch m.Kind {
 		case tape.KindInvalid:
-			writeJSON(w, http.StatusBadRequest, errorResponse([]byte("null"), CodeParseError, "tapedeck replay: "+m.Problem, nil))
+			writeJSON(w, http.StatusBadRequest, jsonrpc.ErrorResponse([]byte("null"), CodeParseError, "tapedeck replay: "+m.Problem, nil))
 			return
 		case tape.KindRequest:
 			ids = append(ids, m.ID)
@@ -82,7 +83,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 			if entries[0].ID != "" {
 				id = []byte(entries[0].ID)
 			}
-			writeJSON(w, http.StatusBadRequest, errorResponse(id, CodeHeaderMismatch, "tapedeck replay: "+msg, nil))
+			writeJSON(w, http.StatusBadRequest, jsonrpc.ErrorResponse(id, CodeHeaderMismatch, "tapedeck replay: "+msg, nil))
 			return
 		}
 	}
@@ -106,7 +107,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 	for _, id := range ids {
 		if _, busy := sess.pending[id]; busy {
 			h.unlock()
-			writeJSON(w, http.StatusBadRequest, errorResponse([]byte(id), CodeInvalidRequest, "tapedeck replay: request id "+string(id)+" is already in flight", nil))
+			writeJSON(w, http.StatusBadRequest, jsonrpc.ErrorResponse([]byte(id), CodeInvalidRequest, "tapedeck replay: request id "+string(id)+" is already in flight", nil))
 			return
 		}
 	}
@@ -169,21 +170,12 @@ func headerMismatch(hd http.Header, m tape.Entry) string {
 	if got != m.Method {
 		return fmt.Sprintf("Mcp-Method header %q does not match the body's method %q", got, m.Method)
 	}
-	if name, ok := requestName(m.Method, m.Raw); ok {
-		if h := hd.Get(mcphttp.HeaderName); h != name {
+	if mcphttp.CarriesName(m.Method) {
+		if h, name := hd.Get(mcphttp.HeaderName), tape.Target(m.Method, m.Raw); h != name {
 			return fmt.Sprintf("Mcp-Name header %q does not match the body's %q", h, name)
 		}
 	}
 	return ""
-}
-
-// requestName is what the Mcp-Name header carries for a method.
-func requestName(method string, msg []byte) (string, bool) {
-	switch method {
-	case "tools/call", "prompts/get", "resources/read":
-		return tape.Target(method, msg), true
-	}
-	return "", false
 }
 
 // dispatch routes the engine's outputs to the streams that carry them; the
@@ -309,7 +301,7 @@ func (h *HTTPHandler) route(sess *session, o Output, origin *exchange) {
 		msg := o.Msg
 		if info.nullID {
 			// Rejected before the server read the id: keep "id":null.
-			msg = spliceID(msg, []byte("null"))
+			msg = jsonrpc.SpliceID(msg, []byte("null"))
 		}
 		final := ex.left <= 0
 		ex.push(item{msg: msg, status: info.status, sse: info.sse, final: final, whole: len(o.also) > 0})

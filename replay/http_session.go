@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/tapedeck/tapedeck/internal/jsonrpc"
 	"github.com/tapedeck/tapedeck/internal/text"
 
 	"github.com/tapedeck/tapedeck/internal/mcphttp"
@@ -113,7 +114,7 @@ func (h *HTTPHandler) refuse(w http.ResponseWriter, id tape.ID) {
 	h.refused = append(h.refused, d)
 	h.notify(func() { h.opts.OnDivergence(d) }, h.opts.OnDivergence != nil)
 	data, _ := json.Marshal(d)
-	writeJSON(w, http.StatusConflict, errorResponse([]byte(id), CodeDiverged, d.Message, data))
+	writeJSON(w, http.StatusConflict, jsonrpc.ErrorResponse([]byte(id), CodeDiverged, d.Message, data))
 }
 
 func (h *HTTPHandler) newSessionID() string {

@@ -4,7 +4,6 @@ import (
 	"github.com/tapedeck/tapedeck/internal/sse"
 
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -471,33 +470,6 @@ func TestHTTPCloseEndsWaiting(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the waiting request did not end within 5 s of Close")
-	}
-}
-
-// Verify over HTTPConn against the replay handler serving the same tape:
-// both ends of the Streamable HTTP edge, the GET stream included.
-func TestVerifyOverHTTPReplay(t *testing.T) {
-	x := sessionHTTPTape(t)
-	ts := newTestServer(t, x, EngineOptions{})
-	conn := NewHTTPConn(ts.url, ts.srv.Client())
-	rep, err := Verify(context.Background(), x, conn, VerifyOptions{Timeout: 5 * time.Second}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if conn.SessionID() != "live-session" {
-		t.Errorf("session %q", conn.SessionID())
-	}
-	if err := conn.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Calls) != 2 || rep.Err() != nil {
-		t.Fatalf("verify: %+v", rep)
-	}
-	if r := ts.h.Report(); r.Err() != nil || len(ts.divs) != 0 {
-		t.Fatalf("replay: %v %v", r.Err(), ts.divs)
-	}
-	if resp, _ := ts.do(http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "Mcp-Session-Id", "live-session"); resp.StatusCode != http.StatusNotFound {
-		t.Errorf("after HTTPConn.Close the session should be gone: %s", resp.Status)
 	}
 }
 

@@ -5,10 +5,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
+	"sync"
 	"time"
 
+	"github.com/tapedeck/tapedeck/internal/jsonrpc"
 	"github.com/tapedeck/tapedeck/rules"
 )
 
@@ -23,6 +24,88 @@ type StdioOptions struct {
 	Rules  *rules.Set
 	Logf   func(string)
 	Server string
+	// Miss, if set, is offered each request the tape lacks (IsMiss: see
+	// miss.go) with the client's line, before the client gets the
+	// divergence error; it returns true when it answers the request
+	// itself, as go-vcr's passthrough does (upstream.Fallthrough: a live
+	// server). client writes whole lines to the client, from any
+	// goroutine, between the edge's own writes; the hook may keep it.
+	Miss func(req []byte, d *Divergence, client func(msgs ...[]byte) error) bool
+	// Peek, if set, sees each client line before the engine does; true
+	// keeps the line from the engine (a reply to a live server's own
+	// request, which the hook of Miss forwards).
+	Peek func(line []byte) bool
+}
+
+// stdioEdge is ServeStdio's side of the client: the engine's outputs and
+// a Miss hook's messages written to one buffered writer, under a lock
+// (the hook writes from its own goroutines).
+type stdioEdge struct {
+	e   *Engine
+	o   StdioOptions
+	rx  *RuleEdge
+	now func() time.Time
+
+	mu sync.Mutex
+	bw *bufio.Writer
+}
+
+func newStdioEdge(e *Engine, w io.Writer, o StdioOptions, now func() time.Time) *stdioEdge {
+	return &stdioEdge{e: e, o: o, rx: o.ruleEdge(), now: now, bw: bufio.NewWriterSize(w, 64<<10)}
+}
+
+// in hands a client's line to the engine (nil: one over the limit) and
+// writes what it answers; a miss is offered to the Miss hook first.
+func (s *stdioEdge) in(line []byte) error {
+	if s.o.Peek != nil && line != nil && s.o.Peek(line) {
+		return nil
+	}
+	s.mu.Lock()
+	out, err := s.rx.In(s.e, line, s.now())
+	var miss *Output
+	if s.o.Miss != nil {
+		for i := range out {
+			if IsMiss(out[i].Divergence) {
+				m := out[i]
+				miss = &m
+				out = append(out[:i:i], out[i+1:]...)
+				break // one request a line
+			}
+		}
+	}
+	werr := writeOutputs(s.bw, out, s.o, s.rx)
+	s.mu.Unlock()
+	if miss != nil && werr == nil && !s.o.Miss(line, miss.Divergence, s.client) {
+		// Not taken: the client gets the divergence after all.
+		s.mu.Lock()
+		werr = writeOutputs(s.bw, []Output{*miss}, s.o, s.rx)
+		s.mu.Unlock()
+	}
+	return errors.Join(werr, err)
+}
+
+// write writes outputs the engine yielded by itself (Poll).
+func (s *stdioEdge) write(out []Output) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return writeOutputs(s.bw, out, s.o, s.rx)
+}
+
+func (s *stdioEdge) flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bw.Flush()
+}
+
+// client writes a Miss hook's messages, a line each, at once.
+func (s *stdioEdge) client(msgs ...[]byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range msgs {
+		s.bw.Write(m)
+		s.bw.WriteByte('\n')
+	}
+	return s.bw.Flush()
 }
 
 // ServeStdio runs e as a stdio MCP server: one JSON-RPC message a line read
@@ -60,19 +143,14 @@ func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o Stdi
 				return stopped
 			}
 		}
-		err := ReadLines(r, 0, send, func() error { return send(nil) })
+		err := jsonrpc.ReadLines(r, 0, send, func() error { return send(nil) })
 		if err != stopped {
 			readErr <- err
 		}
 	}()
 
-	bw := bufio.NewWriterSize(w, 64<<10)
-	rx := o.ruleEdge()
-	write := func(out []Output) error { return writeOutputs(bw, out, o, rx) }
-	writeIn := func(line []byte) error {
-		out, err := rx.In(e, line, now())
-		return errors.Join(write(out), err)
-	}
+	ed := newStdioEdge(e, w, o, now)
+	write, writeIn := ed.write, ed.in
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -94,7 +172,7 @@ func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o Stdi
 		}
 		select {
 		case <-ctx.Done():
-			return bw.Flush()
+			return ed.flush()
 		case line := <-lines:
 			if err := writeIn(line); err != nil {
 				return err
@@ -102,7 +180,7 @@ func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o Stdi
 			// Flush only when no more input waits: pipelined requests
 			// share one write.
 			if len(lines) == 0 {
-				if err := bw.Flush(); err != nil {
+				if err := ed.flush(); err != nil {
 					return err
 				}
 			}
@@ -110,7 +188,7 @@ func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o Stdi
 			if err := write(e.Poll(now())); err != nil {
 				return err
 			}
-			if err := bw.Flush(); err != nil {
+			if err := ed.flush(); err != nil {
 				return err
 			}
 		case err := <-readErr:
@@ -124,7 +202,7 @@ func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o Stdi
 			if werr := write(e.Poll(now())); werr != nil {
 				return werr
 			}
-			if ferr := bw.Flush(); ferr != nil {
+			if ferr := ed.flush(); ferr != nil {
 				return ferr
 			}
 			if err != nil && ctx.Err() != nil {
@@ -148,72 +226,12 @@ func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o Stdi
 const progressGap = 2 * time.Millisecond
 
 // receive hands a client's line to the engine; a nil line stands for one
-// over MaxLine, refused with LineTooLong.
+// over jsonrpc.MaxLine, refused with jsonrpc.LineTooLong.
 func receive(e *Engine, line []byte, now time.Time) []Output {
 	if line == nil {
-		return []Output{{Msg: LineTooLong(MaxLine), At: now, Seq: -1}}
+		return []Output{{Msg: jsonrpc.LineTooLong("tapedeck replay", jsonrpc.MaxLine), At: now, Seq: -1}}
 	}
 	return e.Receive(line, now)
-}
-
-// MaxLine is the longest line the stdio edges read (a client's message,
-// or a verified server's): a longer one is skipped to its end and refused,
-// instead of growing a buffer without bound.
-const MaxLine = DefaultMaxBody
-
-// LineTooLong is the JSON-RPC error a stdio edge answers an over-long line
-// with: "invalid request", id null (its id was never read).
-func LineTooLong(limit int) []byte {
-	return errorResponse([]byte("null"), CodeInvalidRequest, fmt.Sprintf("tapedeck replay: a line longer than %d bytes is over the limit: it was skipped", limit), nil)
-}
-
-// ReadLines calls line with each line of r that is not blank, its newline
-// included, until r ends or line returns an error; each line is a slice of
-// its own, which the engine may keep. A line longer than limit bytes (0:
-// MaxLine) is skipped to its end, and tooLong called instead. It returns
-// nil at the end of r, else the read's error or a callback's. The stdio
-// edges share it: ServeStdio (above speed 0), NewStdioConn, the live debug
-// server's attached clients and "tapedeck attach".
-func ReadLines(r io.Reader, limit int, line func([]byte) error, tooLong func() error) error {
-	if limit <= 0 {
-		limit = MaxLine
-	}
-	br := bufio.NewReaderSize(r, 64<<10) // r itself when it is a bufio.Reader that large
-	var buf []byte
-	skipping := false
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if !skipping {
-			buf = append(buf, chunk...)
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			if !skipping && len(buf) > limit {
-				skipping, buf = true, nil
-				if terr := tooLong(); terr != nil {
-					return terr
-				}
-			}
-			continue
-		}
-		switch {
-		case skipping:
-		case len(buf) > limit:
-			if terr := tooLong(); terr != nil {
-				return terr
-			}
-		case len(bytes.TrimSpace(buf)) > 0:
-			if lerr := line(buf); lerr != nil {
-				return lerr
-			}
-		}
-		skipping, buf = false, nil
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
 }
 
 func writeOutputs(bw *bufio.Writer, out []Output, o StdioOptions, rx *RuleEdge) error {
@@ -253,18 +271,14 @@ func writeOutputs(bw *bufio.Writer, out []Output, o StdioOptions, rx *RuleEdge) 
 func serveInstant(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o StdioOptions, now func() time.Time) error {
 	src := newChunkSource(r)
 	defer src.stop()
-	bw := bufio.NewWriterSize(w, 64<<10)
-	rx := o.ruleEdge()
-	writeIn := func(line []byte) error {
-		out, err := rx.In(e, line, now())
-		return errors.Join(writeOutputs(bw, out, o, rx), err)
-	}
+	ed := newStdioEdge(e, w, o, now)
+	writeIn := ed.in
 	var pending []byte // a line begun in an earlier chunk
-	skipping := false  // the rest of a line over MaxLine is dropped
+	skipping := false  // the rest of a line over jsonrpc.MaxLine is dropped
 	for {
 		buf, rerr, ok := src.next(ctx)
 		if !ok {
-			return bw.Flush() // ctx is done
+			return ed.flush() // ctx is done
 		}
 		data := buf
 		for {
@@ -285,7 +299,7 @@ func serveInstant(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o St
 				line = append(pending[:len(pending):len(pending)], data[:i+1]...)
 				pending = pending[:0]
 			}
-			if len(line) > MaxLine {
+			if len(line) > jsonrpc.MaxLine {
 				line = nil
 			}
 			if line == nil || len(bytes.TrimSpace(line)) > 0 {
@@ -298,7 +312,7 @@ func serveInstant(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o St
 		if !skipping {
 			pending = append(pending, data...)
 		}
-		if len(pending) > MaxLine {
+		if len(pending) > jsonrpc.MaxLine {
 			pending, skipping = nil, true
 			if err := writeIn(nil); err != nil {
 				return err
@@ -311,7 +325,7 @@ func serveInstant(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o St
 					return err
 				}
 			}
-			if err := bw.Flush(); err != nil {
+			if err := ed.flush(); err != nil {
 				return err
 			}
 			if errors.Is(rerr, io.EOF) || ctx.Err() != nil {
@@ -322,7 +336,7 @@ func serveInstant(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o St
 		// Flush only when no more input waits: pipelined requests share
 		// one write.
 		if !src.more() {
-			if err := bw.Flush(); err != nil {
+			if err := ed.flush(); err != nil {
 				return err
 			}
 		}

@@ -3,14 +3,14 @@ package replay
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tapedeck/tapedeck/internal/jsonrpc"
 )
 
 // ServeStdio ends when ctx does, even while the client keeps its end of the
@@ -95,91 +95,11 @@ func TestServeStdioUnanswered(t *testing.T) {
 	}
 }
 
-// Once a StdioConn is closed, what the server writes is read and dropped:
-// a server that keeps writing after verify stopped listening is not left
-// blocked on a full pipe.
-func TestStdioConnDrainsAfterClose(t *testing.T) {
-	pr, pw := io.Pipe()
-	wrote := make(chan error, 1)
-	go func() {
-		for i := range 2000 {
-			if _, err := fmt.Fprintf(pw, `{"jsonrpc":"2.0","method":"notifications/message","params":{"n":%d}}`+"\n", i); err != nil {
-				wrote <- err
-				return
-			}
-		}
-		wrote <- pw.Close()
-	}()
-	c := NewStdioConn(io.Discard, pr)
-	if msg, err := c.Recv(context.Background()); err != nil || !strings.Contains(string(msg), `"n":0`) {
-		t.Fatalf("first message %q, %v", msg, err)
-	}
-	c.Close()
-	select {
-	case err := <-wrote:
-		if err != nil {
-			t.Fatalf("the server's writes failed: %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the server is still blocked writing its stdout 5 s after the conn was closed")
-	}
-	if _, err := c.Recv(context.Background()); !errors.Is(err, io.EOF) {
-		t.Errorf("Recv after Close and the end of output: %v, want io.EOF", err)
-	}
-}
-
-// TestReadLines: blank lines are skipped, lines keep their newline, a last
-// line without one is read, each line is a slice of its own, and an error
-// from the callback stops the reading and is returned.
-func TestReadLines(t *testing.T) {
-	var got [][]byte
-	noLimit := func() error { t.Fatal("no line is over the limit"); return nil }
-	err := ReadLines(strings.NewReader("a\n\n  \r\nb\r\nc"), 0, func(l []byte) error {
-		got = append(got, l)
-		return nil
-	}, noLimit)
-	if err != nil || len(got) != 3 || string(got[0]) != "a\n" || string(got[1]) != "b\r\n" || string(got[2]) != "c" {
-		t.Fatalf("ReadLines = %q, %v; want [a\\n b\\r\\n c], nil", got, err)
-	}
-	got[0][0] = 'x'
-	if string(got[1]) != "b\r\n" {
-		t.Errorf("lines share a buffer: %q", got)
-	}
-	stop := errors.New("stop")
-	n := 0
-	err = ReadLines(strings.NewReader("a\nb\nc\n"), 0, func([]byte) error { n++; return stop }, noLimit)
-	if !errors.Is(err, stop) || n != 1 {
-		t.Errorf("a failing callback: %d calls, %v; want 1, stop", n, err)
-	}
-}
-
-// A line over the limit is skipped to its end and reported, however it
-// arrives (a 768 MB line used to grow a 2.4 GB buffer); the lines around it
-// are read.
-func TestReadLinesLimit(t *testing.T) {
-	long := strings.Repeat("x", 300<<10) // past bufio's 64 KiB buffer
-	for _, in := range []string{"a\n" + long + "\nb\n", "a\n" + long} {
-		var got []string
-		over := 0
-		err := ReadLines(strings.NewReader(in), 100<<10, func(l []byte) error {
-			got = append(got, string(l))
-			return nil
-		}, func() error { over++; return nil })
-		want := []string{"a\n", "b\n"}
-		if !strings.HasSuffix(in, "\n") {
-			want = want[:1]
-		}
-		if err != nil || over != 1 || strings.Join(got, "") != strings.Join(want, "") {
-			t.Errorf("got %d lines %.20q, %d over, %v; want %q and one over", len(got), got, over, err, want)
-		}
-	}
-}
-
-// ServeStdio answers a line over MaxLine with -32600 and goes on with the
+// ServeStdio answers a line over jsonrpc.MaxLine with -32600 and goes on with the
 // next (its instant path splits lines itself).
 func TestServeStdioLineTooLong(t *testing.T) {
 	e := mustEngine(t, sessionTape(t), EngineOptions{Mode: Loose})
-	in := strings.Repeat("x", MaxLine+10) + "\n" + `{"jsonrpc":"2.0","id":"p","method":"ping"}` + "\n"
+	in := strings.Repeat("x", jsonrpc.MaxLine+10) + "\n" + `{"jsonrpc":"2.0","id":"p","method":"ping"}` + "\n"
 	var out bytes.Buffer
 	if err := ServeStdio(context.Background(), e, strings.NewReader(in), &out, StdioOptions{}); err != nil {
 		t.Fatal(err)
@@ -187,5 +107,56 @@ func TestServeStdioLineTooLong(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[0], `"code":-32600`) || !strings.Contains(lines[0], "over the limit") || !strings.Contains(lines[1], `"id":"p"`) {
 		t.Fatalf("outputs %.300q", lines)
+	}
+}
+
+// The Miss hook (go-vcr's passthrough predicate) is offered a request the
+// tape lacks: taken, the client gets what the hook writes and no divergence
+// error; declined, the client gets the divergence. Peek keeps a line from
+// the engine. The tape's own answers are served either way.
+func TestServeStdioMissHook(t *testing.T) {
+	in := `{"jsonrpc":"2.0","id":"a","method":"ping"}` + "\n" +
+		`{"jsonrpc":"2.0","id":"z","method":"tools/call","params":{"name":"nope"}}` + "\n" +
+		`{"jsonrpc":"2.0","id":"live-1","result":{}}` + "\n"
+	for _, take := range []bool{true, false} {
+		e := mustEngine(t, sessionTape(t), EngineOptions{Mode: Loose})
+		var out bytes.Buffer
+		var offered []string
+		var divs []Divergence
+		peeked := 0
+		o := StdioOptions{
+			OnDivergence: func(d Divergence) { divs = append(divs, d) },
+			Miss: func(req []byte, d *Divergence, client func(msgs ...[]byte) error) bool {
+				offered = append(offered, string(d.RequestID))
+				if take {
+					_ = client([]byte(`{"jsonrpc":"2.0","id":"z","result":{"live":true}}`))
+				}
+				return take
+			},
+			Peek: func(line []byte) bool {
+				if strings.Contains(string(line), `"live-1"`) {
+					peeked++
+					return true
+				}
+				return false
+			},
+		}
+		if err := ServeStdio(context.Background(), e, strings.NewReader(in), &out, o); err != nil {
+			t.Fatal(err)
+		}
+		got := out.String()
+		if len(offered) != 1 || offered[0] != `"z"` || peeked != 1 {
+			t.Errorf("take %v: the hook was offered %q and peeked %d lines; expected the miss \"z\" once and one peeked line", take, offered, peeked)
+		}
+		if !strings.Contains(got, `"id":"a"`) {
+			t.Errorf("take %v: the ping the tape answers is not served: %s", take, got)
+		}
+		live, diverged := strings.Contains(got, `"live":true`), strings.Contains(got, `"id":"z","error"`)
+		if take && (!live || diverged || len(divs) != 0) {
+			t.Errorf("taken: expected the hook's answer and no divergence, found %s and %d divergences", got, len(divs))
+		}
+		if !take && (live || !diverged || len(divs) != 1) {
+			t.Errorf("declined: expected the divergence error, found %s and %d divergences", got, len(divs))
+		}
 	}
 }

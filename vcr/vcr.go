@@ -34,6 +34,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tapedeck/tapedeck/record"
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 )
@@ -88,6 +89,8 @@ type Recorder struct {
 	real func() mcp.Transport
 	opts Options
 
+	ignore []tape.Path // opts.Ignore, parsed by New
+
 	mu        sync.Mutex
 	recording bool
 	replaying *replayConn
@@ -103,6 +106,13 @@ func New(path string, real func() mcp.Transport, o Options) (*Recorder, error) {
 	r := &Recorder{path: path, real: real, opts: o}
 	if o.Server == "" {
 		r.opts.Server = "server"
+	}
+	for _, p := range o.Ignore {
+		path, err := tape.ParsePath(p)
+		if err != nil {
+			return nil, fmt.Errorf("vcr: ignore %q: %w", p, err)
+		}
+		r.ignore = append(r.ignore, path)
 	}
 	_, err := os.Stat(path)
 	exists := err == nil
@@ -227,17 +237,9 @@ func (r *Recorder) replay() (mcp.Connection, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vcr: %w", err)
 	}
-	eo := replay.EngineOptions{Mode: r.opts.Match}
+	eo := replay.EngineOptions{Mode: r.opts.Match, Ignore: r.ignore}
 	if len(x.Servers()) > 1 {
 		eo.Server = r.opts.Server
-	}
-	for _, p := range r.opts.Ignore {
-		path, err := tape.ParsePath(p)
-		if err != nil {
-			x.Close()
-			return nil, fmt.Errorf("vcr: ignore %q: %w", p, err)
-		}
-		eo.Ignore = append(eo.Ignore, path)
 	}
 	e, err := replay.NewEngine(x, eo)
 	if err != nil {
@@ -273,7 +275,8 @@ type replayConn struct {
 	live      mcp.Connection
 	liveErr   error
 	file      *os.File
-	w         *tape.Writer
+	rec       *record.Session // the new episode's recording
+	recErr    error           // the first error writing it, once closed
 	forwarded map[string]bool
 	liveAsks  map[string]bool
 }
@@ -350,9 +353,9 @@ func (c *replayConn) Close() error {
 		if c.live != nil {
 			c.live.Close()
 		}
-		if c.file != nil {
-			c.file.Close()
-			c.file, c.w = nil, nil
+		if c.rec != nil {
+			c.recErr = errors.Join(c.rec.Close(), c.file.Close())
+			c.file, c.rec = nil, nil
 		}
 	})
 	return nil
@@ -414,8 +417,10 @@ func (c *replayConn) startLive(ctx context.Context) error {
 		conn.Close()
 		return err
 	}
-	c.live, c.file, c.w = conn, f, tape.NewWriter(f)
-	_ = c.w.WriteLifecycle(tape.MethodStart, map[string]any{"transport": "go-sdk", "recorder": "tapedeck/vcr", "episode": "new"}, tape.Meta{Server: c.r.opts.Server, Time: time.Now()})
+	c.live, c.file = conn, f
+	c.rec = record.NewSession(record.SessionOptions{Tape: f, Server: c.r.opts.Server,
+		Start:       map[string]any{"transport": "go-sdk", "recorder": "tapedeck/vcr", "episode": "new"},
+		CloseReason: "the client closed the session"})
 	go c.readLive(conn)
 	return nil
 }
@@ -482,8 +487,8 @@ func (c *replayConn) append(b []byte, dir tape.Dir) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.w != nil {
-		_ = c.w.Write(b, tape.Meta{Dir: dir, Server: c.r.opts.Server, Time: time.Now()})
+	if c.rec != nil {
+		c.rec.Message(dir, b)
 	}
 }
 
@@ -491,7 +496,8 @@ func (c *replayConn) SessionID() string { return "" }
 
 // Stop ends the recording or the replay and returns what went wrong: an
 // error writing the tape, or the replay's divergences and the recorded
-// calls the client never made, in the words tapedeck replay uses.
+// calls the client never made, in the words tapedeck replay uses. The
+// latter wraps replay.ErrDiverged (errors.Is holds).
 func (r *Recorder) Stop() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -510,6 +516,10 @@ func (r *Recorder) Stop() error {
 	c.Close()
 	defer c.x.Close()
 	c.mu.Lock()
+	if c.recErr != nil {
+		c.mu.Unlock()
+		return fmt.Errorf("vcr: writing the new episode to %s: %w", r.path, c.recErr)
+	}
 	rep := c.e.Report()
 	if c.r != nil {
 		// New episodes: what fell through to the real server is no
@@ -520,14 +530,13 @@ func (r *Recorder) Stop() error {
 	c.mu.Unlock()
 	if err := rep.Err(); err != nil {
 		var b strings.Builder
-		fmt.Fprintf(&b, "vcr: the client departed from %s: %v", r.path, err)
 		for _, d := range rep.Divergences {
 			b.WriteString("\n  " + d.Message)
 		}
 		for _, u := range rep.Unused {
 			fmt.Fprintf(&b, "\n  recorded request never sent by the client: %s (tape line %d)", u.Method, u.Line)
 		}
-		return errors.New(b.String())
+		return fmt.Errorf("vcr: the client departed from %s: %w%s", r.path, err, b.String())
 	}
 	return nil
 }

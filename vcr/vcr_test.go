@@ -2,6 +2,7 @@ package vcr_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,6 +131,9 @@ func TestModes(t *testing.T) {
 			if callErr == nil || err == nil || !strings.Contains(err.Error(), "departed from") || !strings.Contains(err.Error(), `"bye"`) {
 				t.Errorf("a changed call: the call's error %v; Stop: %v", callErr, err)
 			}
+			if !errors.Is(err, replay.ErrDiverged) {
+				t.Errorf("Stop's error %v: expected it to wrap replay.ErrDiverged, errors.Is says no", err)
+			}
 
 			// Record only: records again over the tape; passthrough writes nothing.
 			before, _ := os.Stat(path)
@@ -161,6 +165,35 @@ func TestModes(t *testing.T) {
 func TestReplayOnlyNeedsTape(t *testing.T) {
 	if _, err := vcr.New(filepath.Join(t.TempDir(), "none.jsonl"), nil, vcr.Options{Mode: vcr.ReplayOnly}); err == nil || !strings.Contains(err.Error(), "no tape") {
 		t.Errorf("ReplayOnly with no tape: %v", err)
+	}
+}
+
+// A bad Ignore path is New's error, before anything connects; a good one
+// is used by the replay.
+func TestIgnoreCheckedByNew(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "none.jsonl")
+	r, err := vcr.New(path, func() mcp.Transport { return goServer(t) }, vcr.Options{Ignore: []string{"params.arguments["}})
+	if err == nil || !strings.Contains(err.Error(), `ignore "params.arguments["`) {
+		t.Fatalf("New with a bad ignore path: recorder %v, error %v; expected an error naming the path", r, err)
+	}
+	// A good path: recorded, then replayed with the ignored member changed.
+	r, err = vcr.New(path, func() mcp.Transport { return goServer(t) }, vcr.Options{Ignore: []string{"params.arguments.message"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	session(t, r, "hi")
+	if err := r.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	r, err = vcr.New(path, nil, vcr.Options{Mode: vcr.ReplayOnly, Ignore: []string{"params.arguments.message"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := session(t, r, "other"); got != "Echo: hi" {
+		t.Errorf("replay with the message ignored: %q, expected the recorded %q", got, "Echo: hi")
+	}
+	if err := r.Stop(); err != nil {
+		t.Errorf("a call differing only in an ignored member: %v", err)
 	}
 }
 
@@ -216,6 +249,9 @@ func newEpisodes(t *testing.T, real func() mcp.Transport) {
 	data, _ := os.ReadFile(path)
 	if !strings.Contains(string(data), `"message":"new"`) || !strings.Contains(string(data), `Echo: new`) || !strings.Contains(string(data), `"episode":"new"`) {
 		t.Fatalf("the new episode is not on the tape:\n%s", data)
+	}
+	if n := strings.Count(string(data), `"method":"$transport/close","params":{"episode":"new"`); n != 1 {
+		t.Errorf("the new episode ends with %d $transport/close records, expected one (record.Session's):\n%s", n, data)
 	}
 	// The server gone, the tape answers both.
 	r, err = vcr.New(path, nil, vcr.Options{Mode: vcr.ReplayOnly, Match: replay.Keyed, Server: "gosrv"})

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tapedeck/tapedeck/replay"
+	"github.com/tapedeck/tapedeck/internal/jsonrpc"
 )
 
 func newAttachCmd(s streams) *cobra.Command {
@@ -75,7 +75,7 @@ func runAttach(ctx context.Context, s streams, addr string) error {
 // message from tapedeck debug), which it returns as the error instead.
 func relayDown(w io.Writer, r io.Reader) error {
 	first := true
-	return replay.ReadLines(r, 0, func(line []byte) error {
+	return jsonrpc.ReadLines(r, 0, func(line []byte) error {
 		if first {
 			first = false
 			if msg, ok := refusal(line); ok {
@@ -84,7 +84,7 @@ func relayDown(w io.Writer, r io.Reader) error {
 		}
 		_, err := w.Write(line)
 		return err
-	}, func() error { return fmt.Errorf("attach: the session sent a line over %d bytes", replay.MaxLine) })
+	}, func() error { return fmt.Errorf("attach: the session sent a line over %d bytes", jsonrpc.MaxLine) })
 }
 
 // refusal reports whether line is the session's refusal, and its reason.

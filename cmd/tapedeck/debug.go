@@ -18,6 +18,7 @@ import (
 	"github.com/tapedeck/tapedeck/rules"
 	"github.com/tapedeck/tapedeck/tape"
 	"github.com/tapedeck/tapedeck/tui"
+	"github.com/tapedeck/tapedeck/upstream"
 )
 
 // debugFlags are debug's options.
@@ -207,7 +208,7 @@ func runDebug(ctx context.Context, s streams, path string, f debugFlags, fallbac
 	if err != nil {
 		return fmt.Errorf("debug --listen %s: %w", f.listen, err)
 	}
-	var fb *replay.Fallback
+	var fb func() live.Fallthrough
 	if f.fallback {
 		dest := path
 		if f.output != "" {
@@ -221,10 +222,11 @@ func runDebug(ctx context.Context, s streams, path string, f debugFlags, fallbac
 		for _, n := range notes {
 			fmt.Fprintf(s.stderr, "tapedeck debug: %s\n", n)
 		}
-		fb = &replay.Fallback{URL: f.fallbackURL, Tape: out, Server: e.Server()}
+		up := &upstream.Fallback{URL: f.fallbackURL, Tape: out, Server: e.Server()}
 		if f.fallbackURL == "" {
-			fb.Command, fb.Args = fallbackCmd[0], fallbackCmd[1:]
+			up.Command, up.Args = fallbackCmd[0], fallbackCmd[1:]
 		}
+		fb = func() live.Fallthrough { return upstream.NewFallthrough(up) }
 	}
 	srv, err := live.NewServer(x, e, ln, live.Options{AllowHosts: hosts, AllowOrigins: f.origins, Fallback: fb, Rules: f.ruleSet})
 	if err != nil {

@@ -179,7 +179,11 @@ func TestImportRules(t *testing.T) {
 			return ui(dep) || (strings.HasPrefix(dep, mod) && !strings.HasPrefix(dep, mod+"tape"))
 		}},
 		{"record/...", func(dep string) bool { return ui(dep) || strings.HasPrefix(dep, mod+"replay") }},
-		{"replay/...", func(dep string) bool { return ui(dep) || strings.HasPrefix(dep, mod+"record") }},
+		// replay serves tapes; talking to live servers is upstream's, and
+		// recording record's.
+		{"replay/...", func(dep string) bool {
+			return ui(dep) || strings.HasPrefix(dep, mod+"record") || strings.HasPrefix(dep, mod+"upstream")
+		}},
 		// rules serves record and replay alike: it may import tape only.
 		{"rules", func(dep string) bool {
 			return ui(dep) || (strings.HasPrefix(dep, mod) && dep != mod+"rules" && !strings.HasPrefix(dep, mod+"tape"))
@@ -195,8 +199,15 @@ func TestImportRules(t *testing.T) {
 		// The go-sdk only in vcr (and the test helpers): the binary does not
 		// carry it.
 		{"cmd/tapedeck", func(dep string) bool { return strings.Contains(dep, "modelcontextprotocol/go-sdk") }},
+		// vcr records through record's Session, and talks to no live
+		// server but through the go-sdk's transport.
 		{"vcr", func(dep string) bool {
-			return ui(dep) || strings.HasPrefix(dep, mod+"record") || strings.HasPrefix(dep, mod+"cmd")
+			return ui(dep) || strings.HasPrefix(dep, mod+"cmd") || strings.HasPrefix(dep, mod+"upstream")
+		}},
+		// upstream talks to live servers and records what they answer
+		// through record; it is no UI and knows nothing of the debugger.
+		{"upstream", func(dep string) bool {
+			return ui(dep) || strings.HasPrefix(dep, mod+"cmd") || strings.HasPrefix(dep, mod+"replay/live")
 		}},
 	}
 	for _, r := range rules {

@@ -27,6 +27,7 @@ import (
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/rules"
 	"github.com/tapedeck/tapedeck/tape"
+	"github.com/tapedeck/tapedeck/upstream"
 )
 
 // replayFlags are the flags of replay.
@@ -579,14 +580,21 @@ func replayFallback(ctx context.Context, s streams, f *replayFlags, tapePath str
 	for _, n := range notes {
 		fmt.Fprintf(s.stderr, "tapedeck replay: %s\n", n)
 	}
-	fb := &replay.Fallback{URL: f.fallbackURL, Tape: out, Server: e.Server(), Stderr: s.stderr}
+	fb := &upstream.Fallback{URL: f.fallbackURL, Tape: out, Server: e.Server(), Stderr: s.stderr}
 	if f.fallbackURL == "" {
 		fb.Command, fb.Args = f.fallbackCmd[0], f.fallbackCmd[1:]
 	}
-	fell, err := replay.ServeStdioFallback(ctx, e, in, s.stdout, replay.StdioOptions{OnDivergence: onDiv}, fb)
+	ft := upstream.NewFallthrough(fb)
+	err = replay.ServeStdio(ctx, e, in, s.stdout, replay.StdioOptions{OnDivergence: onDiv, Miss: ft.Miss, Peek: ft.Peek})
+	if cerr := ft.Close(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("replay --fallback: writing the live exchanges to %s: %w", dest, cerr))
+	} else if err != nil && ctx.Err() != nil {
+		err = nil // the read ended because ctx closed the input
+	}
 	if err != nil {
 		return replay.Report{}, err
 	}
+	fell := ft.Fell()
 	rep := e.Report()
 	replay.FallbackReport(&rep, fell)
 	for _, x := range fell {

@@ -22,6 +22,7 @@ import (
 	"github.com/tapedeck/tapedeck/internal/text"
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
+	"github.com/tapedeck/tapedeck/upstream"
 )
 
 func newVerifyCmd(s streams) *cobra.Command {
@@ -92,15 +93,15 @@ is 1 when any call differs.`,
 			}
 			defer x.Close()
 
-			opts := replay.VerifyOptions{Server: server, Ignore: ignores, Timeout: timeout, Concurrent: concurrent}
-			onCall := func(c replay.CallResult) { printCall(s.stdout, c, paint) }
-			var rep replay.VerifyReport
+			opts := upstream.VerifyOptions{Server: server, Ignore: ignores, Timeout: timeout, Concurrent: concurrent}
+			onCall := func(c upstream.CallResult) { printCall(s.stdout, c, paint) }
+			var rep upstream.VerifyReport
 			if url != "" {
 				conn, err := dialURL(cmd.Context(), x, server, url)
 				if err != nil {
 					return err
 				}
-				rep, err = replay.Verify(cmd.Context(), x, conn, opts, onCall)
+				rep, err = upstream.Verify(cmd.Context(), x, conn, opts, onCall)
 				if cerr := conn.Close(); err == nil && cerr != nil {
 					fmt.Fprintf(s.stderr, "tapedeck verify: %v\n", cerr)
 				}
@@ -147,16 +148,16 @@ is 1 when any call differs.`,
 // verifyStdio runs the server argv and verifies it over its pipes. When
 // the exchange breaks because the server exited, the error says so, with
 // its exit status and the last lines of its stderr.
-func verifyStdio(ctx context.Context, s streams, x *tape.Index, argv []string, opts replay.VerifyOptions, onCall func(replay.CallResult)) (replay.VerifyReport, error) {
+func verifyStdio(ctx context.Context, s streams, x *tape.Index, argv []string, opts upstream.VerifyOptions, onCall func(upstream.CallResult)) (upstream.VerifyReport, error) {
 	p, err := startServer(argv)
 	if err != nil {
-		return replay.VerifyReport{}, err
+		return upstream.VerifyReport{}, err
 	}
 	defer p.stop()
-	conn := replay.NewStdioConn(p.stdin, p.stdout)
+	conn := upstream.NewStdioConn(p.stdin, p.stdout)
 	defer conn.Close() // before stop: the server is drained while it stops
-	rep, err := replay.Verify(ctx, x, conn, opts, onCall)
-	if err == nil || ctx.Err() != nil || errors.Is(err, replay.ErrNoRequests) {
+	rep, err := upstream.Verify(ctx, x, conn, opts, onCall)
+	if err == nil || ctx.Err() != nil || errors.Is(err, upstream.ErrNoRequests) {
 		return rep, err
 	}
 	// A broken pipe or the end of its stdout: most likely the server
@@ -168,7 +169,7 @@ func verifyStdio(ctx context.Context, s streams, x *tape.Index, argv []string, o
 }
 
 // whereStopped says how far verify got.
-func whereStopped(rep replay.VerifyReport) string {
+func whereStopped(rep upstream.VerifyReport) string {
 	if len(rep.Calls) == 0 {
 		return "before verify sent it a request"
 	}
@@ -319,7 +320,7 @@ func (t *tailBuffer) lastLines(n int) []string {
 
 // finishVerify prints the summary, writes the JUnit report if asked, and
 // returns the verdict.
-func finishVerify(s streams, rep *replay.VerifyReport, tapePath, junit string) error {
+func finishVerify(s streams, rep *upstream.VerifyReport, tapePath, junit string) error {
 	fail, skip := 0, 0
 	for _, c := range rep.Calls {
 		switch {
@@ -372,7 +373,7 @@ const (
 	ansiReset  = "\x1b[0m"
 )
 
-func printCall(w io.Writer, c replay.CallResult, paint bool) {
+func printCall(w io.Writer, c upstream.CallResult, paint bool) {
 	verdict, col := "PASS", ansiGreen
 	switch {
 	case !c.Pass:
@@ -442,7 +443,7 @@ type junitFailure struct {
 	Text    string `xml:",chardata"`
 }
 
-func writeJUnit(path, tapeName string, rep *replay.VerifyReport) error {
+func writeJUnit(path, tapeName string, rep *upstream.VerifyReport) error {
 	suite := junitSuite{Name: "tapedeck verify " + tapeName + " (" + rep.Server + ")", Tests: len(rep.Calls)}
 	for _, c := range rep.Calls {
 		name := fmt.Sprintf("line %d %s", c.Line, c.Method)
@@ -480,7 +481,7 @@ func writeJUnit(path, tapeName string, rep *replay.VerifyReport) error {
 // the legacy HTTP+SSE transport for a tape with $http/endpoint records,
 // Streamable HTTP otherwise.
 func dialURL(ctx context.Context, x *tape.Index, server, url string) (interface {
-	replay.Conn
+	upstream.Conn
 	Close() error
 }, error) {
 	name := server
@@ -488,16 +489,16 @@ func dialURL(ctx context.Context, x *tape.Index, server, url string) (interface 
 		name = x.Servers()[0]
 	}
 	if _, legacy := replay.IsLegacySSE(x, name); legacy {
-		return replay.DialLegacy(ctx, url, nil)
+		return upstream.DialLegacy(ctx, url, nil)
 	}
-	return replay.NewHTTPConn(url, nil), nil
+	return upstream.NewHTTPConn(url, nil), nil
 }
 
 // updateTape writes tape src to dst with each recorded answer that
 // differed from the live server's replaced by the live one: its recorded
 // id and _meta kept, every other line as recorded. dst may be src (then
 // src is kept as src.bak).
-func updateTape(stderr io.Writer, src, dst string, x *tape.Index, rep replay.VerifyReport) error {
+func updateTape(stderr io.Writer, src, dst string, x *tape.Index, rep upstream.VerifyReport) error {
 	repl := map[int][]byte{} // line number → the new line
 	for _, c := range rep.Calls {
 		if c.Pass || c.Answer == nil || c.Response < 0 {
@@ -560,7 +561,7 @@ func updateTape(stderr io.Writer, src, dst string, x *tape.Index, rep replay.Ver
 
 // verifyBaseline fails when the definitions in the live server's answers
 // to the tape's list requests drifted from the baseline.
-func verifyBaseline(w io.Writer, path string, rep replay.VerifyReport) error {
+func verifyBaseline(w io.Writer, path string, rep upstream.VerifyReport) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("--baseline: %w", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/tapedeck/tapedeck/internal/mcptest"
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
+	"github.com/tapedeck/tapedeck/upstream"
 )
 
 // TestVerifySDKServer drives the real sdkserver with a tape recorded from
@@ -65,7 +66,7 @@ func TestVerifySDKServer(t *testing.T) {
 
 // logConn records the order of what is sent and received.
 type logConn struct {
-	replay.Conn
+	upstream.Conn
 	mu  sync.Mutex
 	log []string
 }
@@ -125,9 +126,9 @@ func TestVerifyConcurrent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stdio := replay.NewStdioConn(p.stdin, p.stdout)
+		stdio := upstream.NewStdioConn(p.stdin, p.stdout)
 		conn := &logConn{Conn: stdio}
-		rep, err := replay.Verify(context.Background(), x, conn, replay.VerifyOptions{Concurrent: concurrent, Timeout: 10 * time.Second}, nil)
+		rep, err := upstream.Verify(context.Background(), x, conn, upstream.VerifyOptions{Concurrent: concurrent, Timeout: 10 * time.Second}, nil)
 		stdio.Close()
 		p.stop()
 		if err != nil || rep.Err() != nil {

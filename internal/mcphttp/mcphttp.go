@@ -31,6 +31,17 @@ const (
 	ModernVersion = "2026-07-28"
 )
 
+// CarriesName reports whether a request of method names its target in the
+// Mcp-Name header (2026-07-28): tools/call, prompts/get and resources/read,
+// whose target is tape.Target's.
+func CarriesName(method string) bool {
+	switch method {
+	case "tools/call", "prompts/get", "resources/read":
+		return true
+	}
+	return false
+}
+
 // versions are the MCP versions tapedeck knows, oldest first.
 var versions = []string{"2024-11-05", "2025-03-26", "2025-06-18", PrimingVersion, ModernVersion}
 

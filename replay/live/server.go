@@ -100,8 +100,8 @@ type Server struct {
 	done     chan struct{}
 	once     sync.Once
 	wg       sync.WaitGroup
-	fallback *replay.Fallback
-	ft       *replay.Fallthrough // the stdio client's, while one is attached (mu)
+	fallback func() Fallthrough
+	ft       Fallthrough // the stdio client's, while one is attached (mu)
 	rules    *rules.Set
 }
 
@@ -133,14 +133,24 @@ type Options struct {
 	// last recorded client message before its run ends; 0 means
 	// DefaultRunIdle.
 	RunIdle time.Duration
-	// Fallback, if set, answers what the tape cannot for an attached
-	// stdio client from a live server (replay.Fallthrough), started for
-	// each client run, instead of holding the divergence.
-	Fallback *replay.Fallback
+	// Fallback, if set, makes for each attached stdio client what answers
+	// what the tape cannot from a live server (upstream.Fallthrough),
+	// instead of holding the divergence.
+	Fallback func() Fallthrough
 	// Rules, if set, fault an attached stdio client's session as replay
 	// --rules does (replay.RuleEdge); what they did is told as Notes. A
 	// delay is not applied: playback times the answers here.
 	Rules *rules.Set
+}
+
+// Fallthrough answers from a live server the requests the tape lacks,
+// for one attached stdio client: upstream.Fallthrough, as a serving
+// edge's hooks (replay.StdioOptions.Peek and Miss).
+type Fallthrough interface {
+	Peek(line []byte) bool
+	Miss(req []byte, d *replay.Divergence, client func(msgs ...[]byte) error) bool
+	Fell() []replay.FellThrough
+	Close() error // the first error writing the tape
 }
 
 // DefaultProbeTimeout is Options.ProbeTimeout's default.

@@ -1,13 +1,13 @@
 package live
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"time"
 
+	"github.com/tapedeck/tapedeck/internal/jsonrpc"
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 )
@@ -31,21 +31,17 @@ func (s *Server) serveStdio(c *peekedConn) {
 	s.transport, s.conn, s.dead = "stdio", c, false
 	run := s.startRun()
 	if s.fallback != nil {
-		s.ft = replay.NewFallthrough(s.fallback, func(msgs ...[]byte) error {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			for _, m := range msgs {
-				s.write(m)
-			}
-			return nil
-		})
+		s.ft = s.fallback()
 	}
 	ft := s.ft
 	edge := replay.NewRuleEdge(s.rules, s.opts.Server, func(line string) { s.emit(Event{Kind: Note, Note: line}) })
 	s.mu.Unlock()
 	defer func() {
-		if ft != nil {
-			ft.Close()
+		if ft == nil {
+			return
+		}
+		if err := ft.Close(); err != nil {
+			s.emit(Event{Kind: Failed, Err: fmt.Errorf("debug --fallback: the live exchange's tape: %w", err)})
 		}
 	}()
 	s.emit(Event{Kind: Connected, Transport: "stdio", RunNo: run})
@@ -63,8 +59,8 @@ func (s *Server) serveStdio(c *peekedConn) {
 		s.mu.Unlock()
 		after()
 	}()
-	err := replay.ReadLines(c.r, 0, func(line []byte) error {
-		if ft != nil && ft.Observe(line) {
+	err := jsonrpc.ReadLines(c.r, 0, func(line []byte) error {
+		if ft != nil && ft.Peek(line) {
 			return nil // the client's reply to the live server
 		}
 		s.mu.Lock()
@@ -87,7 +83,7 @@ func (s *Server) serveStdio(c *peekedConn) {
 		return nil
 	}, func() error {
 		s.mu.Lock()
-		s.write(replay.LineTooLong(replay.MaxLine))
+		s.write(jsonrpc.LineTooLong("tapedeck replay", jsonrpc.MaxLine))
 		s.mu.Unlock()
 		return nil
 	})
@@ -125,7 +121,7 @@ func (s *Server) dropClient() (answers, divergences int) {
 // handle sends or queues the stdio path's outputs; mu is held.
 func (s *Server) handle(outs []replay.Output) {
 	for _, o := range outs {
-		if d := o.Divergence; d != nil && d.Resolution == replay.Pending && s.ft != nil && replay.Takes(d) && !s.dead {
+		if d := o.Divergence; d != nil && d.Resolution == replay.Pending && s.ft != nil && replay.IsMiss(d) && !s.dead {
 			s.fallThrough(*d)
 			continue
 		}
@@ -185,13 +181,15 @@ func (s *Server) fallThrough(d replay.Divergence) {
 	}
 	ft, raw := s.ft, d.Raw
 	s.emit(Event{Kind: Note, Note: fmt.Sprintf("%s (id %s) is not on the tape (%s): the live server answers it", d.Method, d.RequestID, d.Reason)})
-	go func() {
-		if err := ft.Take(context.Background(), &d, raw); err != nil {
-			s.mu.Lock()
-			s.write(replay.ErrorResponse(d.RequestID, replay.CodeDiverged, d.Message+" (the live server could not be started: "+err.Error()+")"))
-			s.mu.Unlock()
+	client := func(msgs ...[]byte) error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, m := range msgs {
+			s.write(m)
 		}
-	}()
+		return nil
+	}
+	go ft.Miss(raw, &d, client) // it answers the client itself when no live server starts
 }
 
 // isErrorTo reports whether msg is an error response to id.

@@ -1,4 +1,4 @@
-package replay
+package upstream
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -16,20 +17,20 @@ import (
 // real peers): verify passes, a second client starts from the top, and
 // what is not the legacy protocol gets a status that says so.
 func TestLegacyHandler(t *testing.T) {
-	x := buildIndex(t,
-		line{life, 0, tape.MethodHTTPEndpoint},
-		line{send, 1, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`},
-		line{recv, 2, `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2024-11-05","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}`},
-		line{send, 3, `{"jsonrpc":"2.0","method":"notifications/initialized"}`},
-		line{send, 4, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`},
-		line{recv, 5, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"echoing"}}`},
-		line{recv, 6, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}`},
+	x := buildIndex(t, nil,
+		hline{tape.MethodHTTPEndpoint, "", nil},
+		hline{"send", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, nil},
+		hline{"recv", `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2024-11-05","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}`, nil},
+		hline{"send", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil},
+		hline{"send", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`, nil},
+		hline{"recv", `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"echoing"}}`, nil},
+		hline{"recv", `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}`, nil},
 	)
-	post, ok := IsLegacySSE(x, "s")
+	post, ok := replay.IsLegacySSE(x, "s")
 	if !ok || post != "/message" {
 		t.Fatalf("IsLegacySSE = %q, %v", post, ok)
 	}
-	h, err := NewLegacyHandler(x, EngineOptions{}, LegacyOptions{PostPath: post})
+	h, err := replay.NewLegacyHandler(x, replay.EngineOptions{}, replay.LegacyOptions{PostPath: post})
 	if err != nil {
 		t.Fatal(err)
 	}

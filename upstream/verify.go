@@ -1,4 +1,4 @@
-package replay
+package upstream
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tapedeck/tapedeck/internal/jsonrpc"
+	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -48,10 +50,10 @@ type CallResult struct {
 	Line   int    `json:"line"`
 	Method string `json:"method"`
 	// Name is the tool, prompt or resource the call names, if any.
-	Name    string   `json:"name,omitempty"`
-	Pass    bool     `json:"pass"`
-	Diff    []DiffOp `json:"diff,omitempty"`
-	Problem string   `json:"problem,omitempty"` // no response, a transport error
+	Name    string          `json:"name,omitempty"`
+	Pass    bool            `json:"pass"`
+	Diff    []replay.DiffOp `json:"diff,omitempty"`
+	Problem string          `json:"problem,omitempty"` // no response, a transport error
 	// Skipped says why the call was sent but not checked: the tape holds no
 	// answer to compare with (the recorded client cancelled it, or the
 	// server never answered). A skipped call passes.
@@ -74,7 +76,7 @@ type VerifyReport struct {
 	Calls  []CallResult `json:"calls"`
 }
 
-// Err returns nil when every call passed, else an error wrapping ErrDiverged.
+// Err returns nil when every call passed, else an error wrapping replay.ErrDiverged.
 func (r *VerifyReport) Err() error {
 	n := 0
 	for _, c := range r.Calls {
@@ -85,7 +87,7 @@ func (r *VerifyReport) Err() error {
 	if n == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: server '%s': %d of %d calls answered differently", ErrDiverged, r.Server, n, len(r.Calls))
+	return fmt.Errorf("%w: server '%s': %d of %d calls answered differently", replay.ErrDiverged, r.Server, n, len(r.Calls))
 }
 
 // Verify sends the client side of the tape's server to a live server over
@@ -97,7 +99,7 @@ func (r *VerifyReport) Err() error {
 // without waiting for it, and answers are matched by id. onCall, if not
 // nil, sees each result in recorded order as it is decided.
 func Verify(ctx context.Context, x *tape.Index, conn Conn, opts VerifyOptions, onCall func(CallResult)) (VerifyReport, error) {
-	server, err := pickServer(x, opts.Server)
+	server, err := replay.PickServer(x, opts.Server)
 	if err != nil {
 		return VerifyReport{}, err
 	}
@@ -249,13 +251,13 @@ func (v *verifier) send(ctx context.Context, seq int) error {
 	live := tape.ID(strconv.Itoa(v.next))
 	v.liveIDs[m.ID] = live
 	c.start = v.opts.Now()
-	if err := v.conn.Send(ctx, spliceID(tape.StripMeta(m.Raw), []byte(live))); err != nil {
+	if err := v.conn.Send(ctx, jsonrpc.SpliceID(tape.StripMeta(m.Raw), []byte(live))); err != nil {
 		c.res.Problem, c.decided = "not sent: "+err.Error(), true
 		return err
 	}
 	c.want = p.Partner
 	if c.want < 0 && !p.Cancelled {
-		c.want = rejection(v.x, v.server, seq) // an HTTP 400 with "id":null
+		c.want = replay.Rejection(v.x, v.server, seq) // an HTTP 400 with "id":null
 	}
 	if p.Cancelled || c.want < 0 {
 		// Cancelled or never answered on the tape: nothing to wait for.
@@ -358,7 +360,7 @@ func (v *verifier) judge(c *call, e tape.Entry) error {
 		c.res.Problem = fmt.Sprintf("undecodable response: %v", errors.Join(err1, err2))
 		return nil
 	}
-	c.res.Diff = Diff(want, got)
+	c.res.Diff = replay.Diff(want, got)
 	c.res.Pass = len(c.res.Diff) == 0
 	return nil
 }
@@ -374,12 +376,12 @@ func (v *verifier) answer(ctx context.Context, req tape.Entry) error {
 		v.used[i] = true
 		if reply := v.x.Pair(i).Partner; reply >= 0 {
 			if m, err := v.x.Message(reply); err == nil {
-				return v.conn.Send(ctx, spliceID(tape.StripMeta(m.Raw), []byte(req.ID)))
+				return v.conn.Send(ctx, jsonrpc.SpliceID(tape.StripMeta(m.Raw), []byte(req.ID)))
 			}
 		}
 		break
 	}
-	return v.conn.Send(ctx, errorResponse([]byte(req.ID), CodeNotRecorded, "tapedeck verify: the tape holds no reply to "+req.Method, nil))
+	return v.conn.Send(ctx, jsonrpc.ErrorResponse([]byte(req.ID), replay.CodeNotRecorded, "tapedeck verify: the tape holds no reply to "+req.Method, nil))
 }
 
 // StdioConn is a Conn over a stdio server's pipes: one message a line.
@@ -406,9 +408,9 @@ func NewStdioConn(w io.Writer, r io.Reader) *StdioConn {
 			}
 			return nil
 		}
-		// A server line over MaxLine is skipped; what verify is told
+		// A server line over jsonrpc.MaxLine is skipped; what verify is told
 		// instead is an error response it cannot match, so the call fails.
-		_ = ReadLines(r, 0, deliver, func() error { return deliver(LineTooLong(MaxLine)) })
+		_ = jsonrpc.ReadLines(r, 0, deliver, func() error { return deliver(jsonrpc.LineTooLong("tapedeck replay", jsonrpc.MaxLine)) })
 	}()
 	return c
 }

@@ -1,4 +1,4 @@
-package replay
+package upstream
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tapedeck/tapedeck/internal/jsonrpc"
 	"github.com/tapedeck/tapedeck/internal/mcphttp"
 	"github.com/tapedeck/tapedeck/internal/sse"
 	"github.com/tapedeck/tapedeck/tape"
@@ -183,8 +184,8 @@ func (c *HTTPConn) newRequest(ctx context.Context, method string, body []byte, m
 	}
 	if version >= mcphttp.ModernVersion && m.Kind == tape.KindRequest {
 		req.Header.Set(mcphttp.HeaderMethod, m.Method)
-		if name, ok := requestName(m.Method, body); ok {
-			req.Header.Set(mcphttp.HeaderName, name)
+		if mcphttp.CarriesName(m.Method) {
+			req.Header.Set(mcphttp.HeaderName, tape.Target(m.Method, body))
 		}
 	}
 	return req, nil
@@ -239,7 +240,7 @@ func (c *HTTPConn) roundTrip(req *http.Request, m tape.Entry) {
 // httpError makes up the error response for an HTTP error without a
 // JSON-RPC message.
 func httpError(id tape.ID, status string, body []byte) []byte {
-	return errorResponse([]byte(id), CodeHTTPStatus, fmt.Sprintf("HTTP %s: %s", status, strings.TrimSpace(string(body))), nil)
+	return jsonrpc.ErrorResponse([]byte(id), CodeHTTPStatus, fmt.Sprintf("HTTP %s: %s", status, strings.TrimSpace(string(body))), nil)
 }
 
 // httpStatusOf returns the HTTP status of an error response httpError
@@ -261,7 +262,7 @@ func httpStatusOf(msg []byte) int {
 func (c *HTTPConn) deliverMessage(msg []byte, m tape.Entry) {
 	msg = bytes.TrimSpace(msg)
 	if r := gjson.GetBytes(msg, "id"); r.Type == gjson.Null && r.Index > 0 && !gjson.GetBytes(msg, "method").Exists() {
-		msg = spliceID(msg, []byte(m.ID))
+		msg = jsonrpc.SpliceID(msg, []byte(m.ID))
 	}
 	if m.Method == "initialize" {
 		if v := gjson.GetBytes(msg, "result.protocolVersion"); v.Type == gjson.String {

@@ -1,11 +1,12 @@
-package replay
+package upstream
 
 // Fall through to the live server
 //
-// ServeStdioFallback is ServeStdio where the tape answers while the client
-// follows it, and a request the tape cannot answer (a strict mismatch or
-// the end of the tape, a keyed call never recorded or repeated more often)
-// goes to the live server instead of a divergence error: the server is
+// A Fallthrough is the Miss hook of a serving edge (replay.StdioOptions):
+// the tape answers while the client follows it, and a request the tape
+// cannot answer (a strict mismatch or the end of the tape, a keyed call
+// never recorded or repeated more often: replay.IsMiss) goes to the live
+// server instead of a divergence error: the server is
 // started on the first such request and opened with the client's own
 // initialize (a 2026-07-28 client's requests need none), the server's
 // answers, notifications and requests reach the client, the client's
@@ -20,7 +21,6 @@ package replay
 // what its own start and the client's initialize give it.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -31,6 +31,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tapedeck/tapedeck/internal/jsonrpc"
+	"github.com/tapedeck/tapedeck/record"
+	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -42,31 +45,15 @@ type Fallback struct {
 	Args    []string
 	URL     string
 	// Tape receives the live episodes' lines (the replayed tape opened to
-	// append, or a new file).
+	// append, or a new file), recorded through a record.Session.
 	Tape io.Writer
+	// Redact, if set, redacts the episodes' copy of each message.
+	Redact *tape.Redactor
 	// Server names the server on the tape (the replayed server's name, so
 	// that a later replay serves the new episodes too).
 	Server string
 	// Stderr receives the live server's stderr; nil discards it.
 	Stderr io.Writer
-}
-
-// FellThrough says a request went to the live server.
-type FellThrough struct {
-	Method string          `json:"method"`
-	ID     json.RawMessage `json:"id"`
-	Reason Reason          `json:"reason"` // why the tape could not answer
-}
-
-// fellThroughReason reports whether a divergence means the tape lacks the
-// request (which the live server may answer) rather than a reply gone
-// wrong.
-func fellThroughReason(r Reason) bool {
-	switch r {
-	case ReasonMismatch, ReasonUnknown, ReasonRepeat, ReasonBeyondEnd:
-		return true
-	}
-	return false
 }
 
 // liveInitID is the id of the client's initialize sent again to the live
@@ -78,50 +65,34 @@ const liveInitID = `"tapedeck-fallback-initialize"`
 // the live server's messages go to out.
 type Fallthrough struct {
 	fb      *Fallback
-	out     func(msgs ...[]byte) error
-	w       *tape.Writer
+	rec     *record.Session // from the live server's start (mu)
+	ctx     context.Context // ends at Close
+	cancel  context.CancelFunc
 	initMsg []byte
 
 	mu        sync.Mutex
+	out       func(msgs ...[]byte) error // to the client, from Miss or Take
 	conn      Conn
 	closeConn func()
 	started   bool
 	startErr  error
 	liveAsks  map[string]bool // ids of the live server's requests to the client
-	fell      []FellThrough
+	fell      []replay.FellThrough
 	readerEnd chan struct{}
 }
 
-// lockedLines writes whole lines to the client from several goroutines.
-type lockedLines struct {
-	mu  sync.Mutex
-	w   *bufio.Writer
-	err error
+// NewFallthrough returns the fall-through to fb's live server, for one
+// client: install Peek and Miss as a serving edge's hooks
+// (replay.StdioOptions), and Close it when the client is gone.
+func NewFallthrough(fb *Fallback) *Fallthrough {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Fallthrough{fb: fb, ctx: ctx, cancel: cancel, liveAsks: map[string]bool{}}
 }
 
-func (l *lockedLines) write(msgs ...[]byte) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, m := range msgs {
-		l.w.Write(m)
-		l.w.WriteByte('\n')
-	}
-	if err := l.w.Flush(); err != nil && l.err == nil {
-		l.err = err
-	}
-	return l.err
-}
-
-// NewFallthrough returns the fallback to fb's live server; out writes
-// messages to the client.
-func NewFallthrough(fb *Fallback, out func(msgs ...[]byte) error) *Fallthrough {
-	return &Fallthrough{fb: fb, out: out, w: tape.NewWriter(fb.Tape), liveAsks: map[string]bool{}}
-}
-
-// Observe looks at a client's message before the engine does: it keeps
-// the client's initialize (the live server is opened with it), and sends a
+// Peek looks at a client's message before the engine does: it keeps the
+// client's initialize (the live server is opened with it), and sends a
 // reply to the live server's own request to it, reporting handled.
-func (s *Fallthrough) Observe(line []byte) (handled bool) {
+func (s *Fallthrough) Peek(line []byte) (handled bool) {
 	msg := bytes.TrimSpace(line)
 	es := tape.Classify(msg)
 	if len(es) != 1 {
@@ -145,93 +116,66 @@ func (s *Fallthrough) Observe(line []byte) (handled bool) {
 	return live
 }
 
-// Takes reports whether d is a divergence the live server answers: a
-// request the tape lacks.
-func Takes(d *Divergence) bool {
-	return d != nil && len(d.RequestID) > 0 && fellThroughReason(d.Reason)
+// Miss is a serving edge's hook (replay.StdioOptions.Miss): it sends req,
+// the request behind miss d, to the live server, starting the server
+// first; its messages reach the client through client. It takes every
+// miss: when the live server cannot be started, it answers the client
+// the divergence error with the reason.
+func (s *Fallthrough) Miss(req []byte, d *replay.Divergence, client func(msgs ...[]byte) error) bool {
+	if err := s.take(d, req, client); err != nil {
+		// No live server: the client gets the divergence, and a word why.
+		msg := fmt.Sprintf("%s (the live server could not be started: %v)", d.Message, err)
+		_ = client(jsonrpc.ErrorResponse(d.RequestID, replay.CodeDiverged, msg, nil))
+	}
+	return true
 }
 
-// Take sends the request behind divergence d (Takes(d)) to the live
-// server, starting it first; an error says it could not be started, and
-// the client should get the divergence instead.
-func (s *Fallthrough) Take(ctx context.Context, d *Divergence, raw []byte) error {
-	if err := s.start(ctx); err != nil {
+// take sends the request behind miss d to the live server, starting it
+// first; an error says it could not be started.
+func (s *Fallthrough) take(d *replay.Divergence, raw []byte, client func(msgs ...[]byte) error) error {
+	s.mu.Lock()
+	if s.out == nil {
+		s.out = client
+	}
+	s.mu.Unlock()
+	if err := s.start(s.ctx); err != nil {
 		return err
 	}
 	s.mu.Lock()
-	s.fell = append(s.fell, FellThrough{Method: d.Method, ID: d.RequestID, Reason: d.Reason})
+	s.fell = append(s.fell, replay.FellThrough{Method: d.Method, ID: d.RequestID, Reason: d.Reason})
 	s.mu.Unlock()
 	return s.toLive(bytes.TrimSpace(raw))
 }
 
 // Fell lists the requests that went to the live server.
-func (s *Fallthrough) Fell() []FellThrough {
+func (s *Fallthrough) Fell() []replay.FellThrough {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]FellThrough(nil), s.fell...)
+	return append([]replay.FellThrough(nil), s.fell...)
 }
 
-// Close stops the live server, if one ran.
-func (s *Fallthrough) Close() { s.stop() }
-
-// ServeStdioFallback serves e over stdio as ServeStdio does at speed 0,
-// falling through to fb's live server for what the tape cannot answer (see
-// the comment at the top of this file). It returns the requests that fell
-// through; FallbackReport takes them out of the engine's report's
-// divergences.
-func ServeStdioFallback(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o StdioOptions, fb *Fallback) ([]FellThrough, error) {
-	if c, ok := r.(io.Closer); ok {
-		stop := context.AfterFunc(ctx, func() { c.Close() })
-		defer stop()
-	}
-	out := &lockedLines{w: bufio.NewWriterSize(w, 64<<10)}
-	ft := NewFallthrough(fb, out.write)
-	err := ReadLines(r, 0, func(line []byte) error {
-		if ft.Observe(line) {
-			return nil
-		}
-		var msgs [][]byte
-		var fell *Divergence
-		for _, o2 := range e.Receive(line, time.Now()) {
-			if d := o2.Divergence; Takes(d) {
-				fell = d
-				continue
-			}
-			if d := o2.Divergence; d != nil && o.OnDivergence != nil && d.Resolution != Pending {
-				o.OnDivergence(*d)
-			}
-			if o2.Msg != nil {
-				msgs = append(msgs, o2.Msg)
-			}
-		}
-		if len(msgs) > 0 {
-			if err := out.write(msgs...); err != nil {
-				return err
-			}
-		}
-		if fell == nil {
-			return nil
-		}
-		if err := ft.Take(ctx, fell, line); err != nil {
-			// No live server: the client gets the divergence, and a word why.
-			msg := fmt.Sprintf("%s (tapedeck replay --fallback: the live server could not be started: %v)", fell.Message, err)
-			return out.write(errorResponse(fell.RequestID, CodeDiverged, msg, nil))
-		}
+// Close stops the live server, if one ran, and returns the first error
+// writing its episode to the tape.
+func (s *Fallthrough) Close() error {
+	s.cancel()
+	s.stop()
+	s.mu.Lock()
+	rec := s.rec
+	s.mu.Unlock()
+	if rec == nil {
 		return nil
-	}, func() error { return out.write(LineTooLong(MaxLine)) })
-	ft.Close()
-	if err != nil && ctx.Err() != nil {
-		err = nil
 	}
-	return ft.Fell(), err
+	return rec.Close()
 }
 
 // toLive sends a message to the live server and appends it to the tape.
 func (s *Fallthrough) toLive(msg []byte) error {
-	_ = s.w.Write(msg, tape.Meta{Dir: tape.DirSend, Server: s.fb.Server, Time: time.Now()})
 	s.mu.Lock()
-	c := s.conn
+	c, rec := s.conn, s.rec
 	s.mu.Unlock()
+	if rec != nil {
+		rec.Message(tape.DirSend, msg)
+	}
 	if c == nil {
 		return nil
 	}
@@ -278,11 +222,12 @@ func (s *Fallthrough) launch(ctx context.Context) error {
 		s.conn, s.closeConn = c, func() { in.Close(); stopProcess(cmd); _ = c.Close() }
 		params["transport"], params["command"], params["args"], params["pid"] = "stdio", s.fb.Command, s.fb.Args, cmd.Process.Pid
 	}
-	_ = s.w.WriteLifecycle(tape.MethodStart, params, tape.Meta{Server: s.fb.Server, Time: time.Now()})
+	s.rec = record.NewSession(record.SessionOptions{Tape: s.fb.Tape, Server: s.fb.Server, Redact: s.fb.Redact,
+		Start: params, CloseReason: "the client closed stdin"})
 	if s.initMsg != nil {
 		if err := s.initialise(ctx); err != nil {
 			s.closeConn()
-			s.conn = nil
+			s.conn, s.closeConn = nil, nil
 			return err
 		}
 	}
@@ -341,13 +286,19 @@ func (s *Fallthrough) readLive(c Conn) {
 		if len(msg) == 0 {
 			continue
 		}
-		_ = s.w.Write(msg, tape.Meta{Dir: tape.DirRecv, Server: s.fb.Server, Time: time.Now()})
+		s.mu.Lock()
+		rec := s.rec
+		s.mu.Unlock()
+		rec.Message(tape.DirRecv, msg)
 		if es := tape.Classify(msg); len(es) == 1 && es[0].Kind == tape.KindRequest {
 			s.mu.Lock()
 			s.liveAsks[string(es[0].ID)] = true
 			s.mu.Unlock()
 		}
-		_ = s.out(msg)
+		s.mu.Lock()
+		out := s.out
+		s.mu.Unlock()
+		_ = out(msg)
 	}
 }
 
@@ -380,32 +331,4 @@ func (s *Fallthrough) stop() {
 	if end != nil {
 		<-end
 	}
-	_ = s.w.WriteLifecycle(tape.MethodClose, map[string]any{"episode": "new", "reason": "the client closed stdin"}, tape.Meta{Server: s.fb.Server, Time: time.Now()})
-}
-
-// FallbackReport takes the divergences that fell through to the live
-// server out of rep: they were answered, by the server instead of the
-// tape.
-func FallbackReport(rep *Report, fell []FellThrough) {
-	rep.FellThrough = fell
-	if len(fell) == 0 {
-		return
-	}
-	ids := map[string]bool{}
-	for _, f := range fell {
-		ids[string(f.ID)] = true
-	}
-	kept := rep.Divergences[:0]
-	for _, d := range rep.Divergences {
-		if fellThroughReason(d.Reason) && ids[string(d.RequestID)] {
-			continue
-		}
-		kept = append(kept, d)
-	}
-	rep.Divergences = kept
-}
-
-// ErrorResponse is a JSON-RPC error answer to id (its JSON text).
-func ErrorResponse(id []byte, code int, msg string) []byte {
-	return errorResponse(id, code, msg, nil)
 }
