@@ -84,7 +84,7 @@ type Entry struct {
 	// Dropped marks a recorded message a rule (or the debugger) stopped:
 	// it never reached its peer, and replay does not send it.
 	Dropped bool
-	Batch    int // messages that travelled in one JSON array share a batch number (from 1); 0 otherwise
+	Batch   int // messages that travelled in one JSON array share a batch number (from 1); 0 otherwise
 	// Problem says why an invalid entry is invalid; empty otherwise.
 	Problem string
 }
