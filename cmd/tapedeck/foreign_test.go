@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tapedeck/tapedeck/assets"
+	"github.com/tapedeck/tapedeck/internal/mcptest"
 )
 
 // TestForeignFiles gives every command that reads a tape a file that is
@@ -99,4 +102,30 @@ func TestEmptyTapeStillATape(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "half.jsonl holds no tape records: line 1 is") {
 		t.Errorf("open of a lone half line: exit %d, stderr %q", code, stderr)
 	}
+}
+
+// TestTmuxFollowFromNothing: open --follow on a tape whose recording has
+// just started, holding half of its first line (which is no record yet),
+// shows it and follows it as lines come, in a real terminal.
+func TestTmuxFollowFromNothing(t *testing.T) {
+	bin := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	path := filepath.Join(t.TempDir(), "live.jsonl")
+	lines := bytes.SplitAfter(assets.DemoTape, []byte("\n"))
+	half := lines[0][:len(lines[0])/2]
+	if err := os.WriteFile(path, half, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tt := startTmux(t, bin, "open", "--follow", path)
+	tt.waitFor(5*time.Second, "0 messages", "following")
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(append(lines[0][len(half):], lines[1]...)); err != nil {
+		t.Fatal(err)
+	}
+	tt.waitFor(3*time.Second, "2 messages")
+	tt.keys("q")
+	tt.waitExit(5 * time.Second)
 }
