@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -15,6 +16,7 @@ import (
 type checkFlags struct {
 	failOn, format, baseline string
 	expect, forbid           []string
+	baselineServers          []string
 	maxDuration              time.Duration
 }
 
@@ -25,7 +27,7 @@ func newCheckCmd(s streams) *cobra.Command {
 		rules = append(rules, fmt.Sprintf("  %-20s %s", r.ID, r.Help))
 	}
 	cmd := &cobra.Command{
-		Use:   "check TAPE... [--fail-on LIST] [--expect-tool NAME]... [--forbid-tool NAME]... [--max-duration D] [--baseline FILE] [--format text|junit|sarif|github]",
+		Use:   "check TAPE... [--fail-on LIST] [--expect-tool NAME]... [--forbid-tool NAME]... [--max-duration D] [--baseline FILE [--baseline-server [TAPE_SERVER=]BASELINE_SERVER]...] [--format text|junit|sarif|github]",
 		Short: "Assert things about recorded sessions, for CI",
 		Long: `check reads tapes and reports what it finds, each finding with its tape,
 line and message; it exits 1 when a finding's rule is in --fail-on (the
@@ -42,12 +44,21 @@ Rules:
 
 --fail-on takes a comma-separated list of rules (default ` + strings.Join(check.DefaultFailOn, ",") + `).
 --baseline FILE (from tapedeck baseline save) finds drift: a tool, prompt or
-resource added, removed or changed, field by field. --format junit writes
-JUnit XML, sarif SARIF 2.1.0 (for code scanning), github workflow
-annotations.`,
+resource added, removed or changed, field by field, on each server of the
+tape the baseline has, by name. A tape none of whose servers the baseline
+has is a drift finding of its own, which names the servers of both: the
+baseline does not apply. To check a server named otherwise (an HTTP
+recording is named after its host, an imported one after its command),
+--baseline-server TAPE_SERVER=BASELINE_SERVER (repeatable) checks the tape's
+server against the baseline's; --baseline-server BASELINE_SERVER checks the
+only server of each tape (a tape with one server) against it.
+
+--format junit writes JUnit XML, sarif SARIF 2.1.0 (for code scanning),
+github workflow annotations.`,
 		Example: `  tapedeck check session.jsonl
   tapedeck check --fail-on error,tool-error,pending --expect-tool search tapes/*.jsonl
   tapedeck check --baseline tools.baseline.json --format sarif session.jsonl > check.sarif
+  tapedeck check --baseline tools.baseline.json --baseline-server 127.0.0.1=everything http-session.jsonl
   tapedeck check --format github session.jsonl      # in a GitHub Actions step`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -59,6 +70,7 @@ annotations.`,
 	cmd.Flags().StringArrayVar(&f.forbid, "forbid-tool", nil, "fail when the tool `NAME` was called (repeatable)")
 	cmd.Flags().DurationVar(&f.maxDuration, "max-duration", 0, "fail on a call slower than `D`")
 	cmd.Flags().StringVar(&f.baseline, "baseline", "", "find drift from the definitions in `FILE` (tapedeck baseline save)")
+	cmd.Flags().StringArrayVar(&f.baselineServers, "baseline-server", nil, "check the tape's server TAPE_SERVER (without it, a tape's only server) against the baseline's server BASELINE_SERVER: `[TAPE_SERVER=]BASELINE_SERVER` (repeatable)")
 	cmd.Flags().StringVar(&f.format, "format", "text", "the report's `FORMAT`: text, junit, sarif or github")
 	return cmd
 }
@@ -88,6 +100,9 @@ func runCheck(s streams, tapes []string, f checkFlags) error {
 		if err != nil {
 			return fmt.Errorf("--baseline %s: %w", f.baseline, err)
 		}
+	}
+	if err := parseBaselineServers(&o, f.baselineServers); err != nil {
+		return err
 	}
 	switch f.format {
 	case "text", "junit", "sarif", "github":
@@ -119,6 +134,42 @@ func runCheck(s streams, tapes []string, f checkFlags) error {
 	}
 	if check.Failed(all) {
 		return &exitError{code: 1}
+	}
+	return nil
+}
+
+// parseBaselineServers reads --baseline-server into o: TAPE=BASELINE
+// pairs, or one BASELINE for a tape's only server; each BASELINE must be
+// a server of o.Baseline.
+func parseBaselineServers(o *check.Options, specs []string) error {
+	if len(specs) == 0 {
+		return nil
+	}
+	if o.Baseline == nil {
+		return errors.New("--baseline-server: expected --baseline FILE as well, the baseline whose servers it names")
+	}
+	o.BaselineAs = map[string]string{}
+	for _, spec := range specs {
+		t, b, pair := strings.Cut(spec, "=")
+		if !pair {
+			t, b = "", spec
+		}
+		if b == "" || pair && t == "" {
+			return fmt.Errorf("--baseline-server %q: expected TAPE_SERVER=BASELINE_SERVER or BASELINE_SERVER", spec)
+		}
+		if _, ok := o.Baseline.Servers[b]; !ok {
+			return fmt.Errorf("--baseline-server %q: the baseline has no server %q; it has %s", spec, b, serverList(o.Baseline.ServerNames()))
+		}
+		switch {
+		case !pair && o.BaselineOnly != "" && o.BaselineOnly != b:
+			return fmt.Errorf("--baseline-server %q: a tape's only server is already checked against %q", spec, o.BaselineOnly)
+		case !pair:
+			o.BaselineOnly = b
+		case o.BaselineAs[t] != "" && o.BaselineAs[t] != b:
+			return fmt.Errorf("--baseline-server %q: the tape's server %q is already checked against %q", spec, t, o.BaselineAs[t])
+		default:
+			o.BaselineAs[t] = b
+		}
 	}
 	return nil
 }

@@ -163,3 +163,40 @@ func TestVerifyBaseline(t *testing.T) {
 		t.Errorf("a revised description: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// check --baseline on an HTTP recording (named after its host, 127.0.0.1)
+// with a baseline of the same server recorded over stdio (named
+// everything): the baseline does not apply, and check fails saying which
+// servers each has, until --baseline-server maps the names.
+func TestCheckBaselineServerNames(t *testing.T) {
+	const httpTape = "../../testdata/import/har/everything-http.tape.jsonl" // server 127.0.0.1
+	const stdioTape = "../../testdata/sdk-everything-http.tape.jsonl"       // server everything, the same tools
+	base := filepath.Join(t.TempDir(), "tools.baseline.json")
+	if _, errOut, code := runCLI(t, "baseline", "save", stdioTape, "-o", base); code != 0 {
+		t.Fatalf("baseline save: exit %d: %s", code, errOut)
+	}
+	out, _, code := runCLI(t, "check", "--fail-on", "drift", "--baseline", base, httpTape)
+	want := "FAIL " + httpTape + `: drift: the baseline does not apply: it has server "everything", the tape has server "127.0.0.1"; check a tape's server against a baseline's server of another name with --baseline-server TAPE_SERVER=BASELINE_SERVER`
+	if code != 1 || !strings.Contains(out, want+"\n") {
+		t.Errorf("a baseline of another server: exit %d\n%s\nwant exit 1 and %s", code, out, want)
+	}
+	for _, flag := range []string{"127.0.0.1=everything", "everything"} {
+		out, _, code := runCLI(t, "check", "--fail-on", "drift", "--baseline", base, "--baseline-server", flag, httpTape)
+		if code != 0 || !strings.HasSuffix(out, ": pass\n") || strings.Contains(out, "drift") {
+			t.Errorf("--baseline-server %s: exit %d\n%s", flag, code, out)
+		}
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--baseline-server", "a=b", httpTape}, "--baseline-server: expected --baseline FILE as well"},
+		{[]string{"--baseline", base, "--baseline-server", "127.0.0.1=nope", httpTape}, `--baseline-server "127.0.0.1=nope": the baseline has no server "nope"; it has "everything"`},
+		{[]string{"--baseline", base, "--baseline-server", "=everything", httpTape}, `--baseline-server "=everything": expected TAPE_SERVER=BASELINE_SERVER or BASELINE_SERVER`},
+	} {
+		_, errOut, code := runCLI(t, append([]string{"check"}, tt.args...)...)
+		if code != 1 || !strings.Contains(errOut, tt.want) {
+			t.Errorf("check %s: exit %d, %q; want %q", strings.Join(tt.args, " "), code, errOut, tt.want)
+		}
+	}
+}

@@ -200,6 +200,9 @@ func runDebug(ctx context.Context, s streams, path string, f debugFlags, fallbac
 		return err
 	}
 	defer x.Close()
+	if err := x.CheckRecords(); err != nil {
+		return noTape(path, err)
+	}
 	e, err := replay.NewEngine(x, replay.EngineOptions{Server: f.server, Mode: m, Hold: true})
 	if err != nil {
 		return err

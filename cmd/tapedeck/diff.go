@@ -71,6 +71,20 @@ report for scripts; --exit-code exits 1 when anything differs.`,
 	return cmd
 }
 
+// openSide opens the tape at path for a comparison, refusing a file with
+// no tape record (see noTape).
+func openSide(path string) (compare.Side, error) {
+	sd, err := compare.OpenSide(path)
+	if err != nil {
+		return sd, err
+	}
+	if err := sd.Index.CheckRecords(); err != nil {
+		sd.Index.Close()
+		return compare.Side{}, noTape(path, err)
+	}
+	return sd, nil
+}
+
 func runDiff(s streams, pa, pb string, f diffFlags) error {
 	o := compare.Options{Server: f.server, LatencyAbs: f.latencyAbs, LatencyRatio: f.latencyRatio}
 	for _, p := range f.ignore {
@@ -87,11 +101,11 @@ func runDiff(s streams, pa, pb string, f diffFlags) error {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(35)
 	}
-	a, err := compare.OpenSide(pa)
+	a, err := openSide(pa)
 	var b compare.Side
 	var errB error
 	if err == nil {
-		b, errB = compare.OpenSide(pb)
+		b, errB = openSide(pb)
 	}
 	for _, sd := range []compare.Side{a, b} {
 		if sd.Index != nil {

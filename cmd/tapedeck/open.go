@@ -146,6 +146,13 @@ func runOpen(ctx context.Context, s streams, path string, opts tui.Options) erro
 			f.Close()
 			return err
 		}
+		// A file with lines but no tape record is refused before the
+		// debugger starts; a followed tape's unfinished last line is
+		// not read (its recorder may be writing it).
+		if err := tape.FindRecord(f, st.Size(), follow); err != nil {
+			f.Close()
+			return noTape(path, err)
+		}
 		x = tape.NewIndex(f)
 		opts.Name, opts.Path, opts.Size = filepath.Base(path), path, st.Size()
 	}
@@ -155,12 +162,12 @@ func runOpen(ctx context.Context, s streams, path string, opts tui.Options) erro
 
 // runOpenDiff shows tapes a and b side by side.
 func runOpenDiff(ctx context.Context, s streams, pa, pb string, light bool) error {
-	a, err := compare.OpenSide(pa)
+	a, err := openSide(pa)
 	if err != nil {
 		return err
 	}
 	defer a.Index.Close()
-	b, err := compare.OpenSide(pb)
+	b, err := openSide(pb)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tapedeck/tapedeck/internal/importer"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -88,12 +90,40 @@ func serverList(servers []string) string {
 	return out
 }
 
-// indexTape indexes the tape at path and prints its first warnings on
+// noTape says that the file at path is no tape when err is a
+// tape.NoRecordsError, and how to import it when it is a log another tool
+// wrote; it returns other errors as they are.
+func noTape(path string, err error) error {
+	var nr *tape.NoRecordsError
+	if !errors.As(err, &nr) {
+		return err
+	}
+	if format, ok := importer.Detect(nr.Head); ok {
+		return fmt.Errorf("%s %w: it is %s; run \"tapedeck import --from %s %s -o TAPE\" to make a tape of it",
+			path, tape.ErrNoRecords, importer.Describe(format), format, shellArg(path))
+	}
+	return fmt.Errorf("%s %w", path, err)
+}
+
+// shellArg quotes s for a shell when it needs it.
+func shellArg(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:@%+=,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// indexTape indexes the tape at path (refusing a file with lines but no
+// tape record: see noTape) and prints its first warnings on
 // stderr, then how many more there were.
 func indexTape(stderr io.Writer, path string, opts ...tape.ReaderOption) (*tape.Index, error) {
 	x, err := tape.OpenIndex(path, opts...)
 	if err != nil {
 		return nil, err
+	}
+	if err := x.CheckRecords(); err != nil {
+		x.Close()
+		return nil, noTape(path, err)
 	}
 	const shown = 20
 	for i, wr := range x.Warnings() {

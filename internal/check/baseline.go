@@ -98,14 +98,21 @@ func ReadBaseline(r io.Reader) (*Baseline, error) {
 // DriftItem is one definition that is not as in the baseline.
 type DriftItem struct {
 	Server, Kind, Name string
-	Change             string // added, removed, changed
-	Diff               []replay.DiffOp
-	Seq, Line          int // the listing on the tape
+	// Baseline is the baseline's server the tape's Server was compared
+	// with, when its name is another (--baseline-server).
+	Baseline  string
+	Change    string // added, removed, changed
+	Diff      []replay.DiffOp
+	Seq, Line int // the listing on the tape
 }
 
 func (d DriftItem) String() string {
 	kind := strings.TrimSuffix(d.Kind, "s")
-	s := fmt.Sprintf("%s %s %s (server %s)", kind, d.Name, d.Change, d.Server)
+	server := d.Server
+	if d.Baseline != "" && d.Baseline != d.Server {
+		server += ", baseline server " + d.Baseline
+	}
+	s := fmt.Sprintf("%s %s %s (server %s)", kind, d.Name, d.Change, server)
 	if len(d.Diff) > 0 {
 		var parts []string
 		for _, op := range d.Diff {
@@ -116,12 +123,32 @@ func (d DriftItem) String() string {
 	return s
 }
 
+// ServerNames returns the baseline's servers, sorted.
+func (b Baseline) ServerNames() []string {
+	names := make([]string, 0, len(b.Servers))
+	for s := range b.Servers {
+		names = append(names, s)
+	}
+	sort.Strings(names)
+	return names
+}
+
 // Drift compares the definitions tape x last listed with the baseline's:
-// for each server and kind the baseline has and the tape listed, what was
-// added, removed or changed, field by field.
-func (b Baseline) Drift(x *tape.Index) []DriftItem {
+// for each server of the tape the baseline has, and each kind both
+// listed, what was added, removed or changed, field by field. as maps a
+// tape's server to the baseline's server it is compared with; a server
+// not in it is compared with the baseline's server of its own name.
+func (b Baseline) Drift(x *tape.Index, as map[string]string) []DriftItem {
 	now, at := definitions(x)
-	return b.drift(now, at)
+	var pairs []serverPair
+	for s := range now {
+		base := s
+		if n, ok := as[s]; ok {
+			base = n
+		}
+		pairs = append(pairs, serverPair{tape: s, base: base})
+	}
+	return b.drift(pairs, now, at)
 }
 
 // DriftOfAnswers compares the definitions in a live server's answers to
@@ -142,19 +169,25 @@ func (b Baseline) DriftOfAnswers(server string, answers map[string][]byte) []Dri
 		}
 		now[server][l.member] = defs
 	}
-	return b.drift(now, map[string]where{})
+	return b.drift([]serverPair{{server, server}}, now, map[string]where{})
 }
 
-func (b Baseline) drift(now map[string]map[string]map[string]json.RawMessage, at map[string]where) []DriftItem {
+// serverPair is a tape's server and the baseline's server it is compared
+// with.
+type serverPair struct{ tape, base string }
+
+func (b Baseline) drift(pairs []serverPair, now map[string]map[string]map[string]json.RawMessage, at map[string]where) []DriftItem {
 	var out []DriftItem
-	servers := make([]string, 0, len(b.Servers))
-	for s := range b.Servers {
-		servers = append(servers, s)
-	}
-	sort.Strings(servers)
-	for _, s := range servers {
+	sort.Slice(pairs, func(i, j int) bool {
+		if pairs[i].base != pairs[j].base {
+			return pairs[i].base < pairs[j].base
+		}
+		return pairs[i].tape < pairs[j].tape
+	})
+	for _, p := range pairs {
+		s := p.tape
 		for _, l := range baselineLists {
-			was, ok1 := b.Servers[s][l.member]
+			was, ok1 := b.Servers[p.base][l.member]
 			is, ok2 := now[s][l.member]
 			if !ok1 || !ok2 {
 				continue // not listed on one side: nothing to compare
@@ -175,7 +208,7 @@ func (b Baseline) drift(now map[string]map[string]map[string]json.RawMessage, at
 			for _, n := range sorted {
 				a, inA := was[n]
 				c, inC := is[n]
-				d := DriftItem{Server: s, Kind: l.member, Name: n, Seq: w.seq, Line: w.line}
+				d := DriftItem{Server: s, Baseline: p.base, Kind: l.member, Name: n, Seq: w.seq, Line: w.line}
 				switch {
 				case !inC:
 					d.Change = "removed"

@@ -25,7 +25,7 @@ const (
 	RuleLate       = "late"       // an answer after its cancellation
 	RuleCancelled  = "cancelled"  // a request the client cancelled
 	RuleStderr     = "stderr"     // a line the server wrote on stderr
-	RuleDrift      = "drift"      // a definition changed from the baseline
+	RuleDrift      = "drift"      // a definition changed from the baseline, or a baseline of other servers
 	RuleDeprecated = "deprecated-protocol"
 	RuleExpectTool = "expect-tool" // a tool that should have been called was not
 	RuleForbidTool = "forbid-tool" // a tool that should not have been called was
@@ -42,7 +42,7 @@ var Rules = []struct{ ID, Help string }{
 	{RuleLate, "an answer that came after its request was cancelled"},
 	{RuleCancelled, "a request the client cancelled"},
 	{RuleStderr, "a line the server wrote on stderr"},
-	{RuleDrift, "a tool, prompt or resource definition that changed from the baseline"},
+	{RuleDrift, "a tool, prompt or resource definition that changed from the baseline, or a baseline that has none of the tape's servers"},
 	{RuleDeprecated, "a session that negotiated a protocol version older than 2025-06-18"},
 	{RuleExpectTool, "a tool --expect-tool names that was never called"},
 	{RuleForbidTool, "a tool --forbid-tool names that was called"},
@@ -62,6 +62,13 @@ type Options struct {
 	ForbidTools []string
 	MaxDuration time.Duration // 0: no limit
 	Baseline    *Baseline     // nil: no drift check
+	// BaselineAs maps a tape's server to the baseline's server it is
+	// checked against (--baseline-server TAPE=BASELINE); a server not in
+	// it is checked against the baseline's server of its own name.
+	BaselineAs map[string]string
+	// BaselineOnly, if not "", is the baseline's server a tape's only
+	// server is checked against (--baseline-server BASELINE).
+	BaselineOnly string
 }
 
 // Finding is one thing found on a tape.
@@ -174,11 +181,79 @@ func Tape(name string, x *tape.Index, o Options) []Finding {
 		}
 	}
 	if o.Baseline != nil {
-		for _, d := range o.Baseline.Drift(x) {
+		for _, d := range o.Baseline.Drift(x, baselineNames(x, o)) {
 			out = append(out, Finding{Rule: RuleDrift, Tape: name, Line: d.Line, Seq: d.Seq, Server: d.Server, Message: d.String(), Fail: slices.Contains(o.FailOn, RuleDrift)})
+		}
+		if msg := baselineMismatch(x, o); msg != "" {
+			add(RuleDrift, -1, "", msg)
 		}
 	}
 	return out
+}
+
+// tapeServers returns the servers tape x names, without "" (lines with no
+// _meta.server).
+func tapeServers(x *tape.Index) []string {
+	var out []string
+	for _, s := range x.Servers() {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// baselineNames maps each server of tape x to the baseline's server it is
+// checked against, where the names differ.
+func baselineNames(x *tape.Index, o Options) map[string]string {
+	as := map[string]string{}
+	servers := tapeServers(x)
+	if o.BaselineOnly != "" && len(servers) == 1 {
+		as[servers[0]] = o.BaselineOnly
+	}
+	for t, b := range o.BaselineAs {
+		as[t] = b
+	}
+	return as
+}
+
+// baselineMismatch says why the baseline does not apply to tape x: no
+// server of the tape is one of the baseline's (after --baseline-server),
+// so nothing on it could drift. It returns "" when one is.
+func baselineMismatch(x *tape.Index, o Options) string {
+	servers := tapeServers(x)
+	as := baselineNames(x, o)
+	for _, s := range servers {
+		base := s
+		if n, ok := as[s]; ok {
+			base = n
+		}
+		if _, ok := o.Baseline.Servers[base]; ok {
+			return ""
+		}
+	}
+	if o.BaselineOnly != "" && len(servers) != 1 {
+		return fmt.Sprintf("the baseline does not apply: --baseline-server %s names the baseline's server for a tape's only server, and the tape has %s; give --baseline-server TAPE_SERVER=%s",
+			o.BaselineOnly, quoted(servers), o.BaselineOnly)
+	}
+	return fmt.Sprintf("the baseline does not apply: it has %s, the tape has %s; check a tape's server against a baseline's server of another name with --baseline-server TAPE_SERVER=BASELINE_SERVER",
+		quoted(o.Baseline.ServerNames()), quoted(servers))
+}
+
+// quoted lists servers for a message: server "a", servers "a", "b", or no
+// servers.
+func quoted(servers []string) string {
+	if len(servers) == 0 {
+		return "no servers"
+	}
+	q := make([]string, len(servers))
+	for i, s := range servers {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	if len(q) == 1 {
+		return "server " + q[0]
+	}
+	return "servers " + strings.Join(q, ", ")
 }
 
 func firstLine(s string) string {
