@@ -14,6 +14,13 @@ package replay
 // ($transport/start with "episode": "new"), as go-vcr's
 // ModeReplayWithNewEpisodes does.
 //
+// A live server that ends (exits, or its URL stops answering) leaves no
+// request unanswered: each one it had not answered gets a JSON-RPC error
+// at once, and so does every later one that falls through; one that does
+// not answer within Fallback.Timeout gets the error then (a late answer
+// goes on the tape, not to the client). The tape records each such request
+// ($transport/unanswered) and FellThrough.Outcome says what happened.
+//
 // What a server started halfway cannot have: the state the recorded
 // calls built (files written, a cart filled, a subscription made), since
 // the tape answered those and the live server never saw them; it has only
@@ -24,9 +31,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
+	"sort"
 	"sync"
 	"syscall"
 	"time"
@@ -49,14 +58,32 @@ type Fallback struct {
 	Server string
 	// Stderr receives the live server's stderr; nil discards it.
 	Stderr io.Writer
+	// Timeout bounds the wait for each answer of the live server (its
+	// initialize's too); zero means DefaultLiveTimeout.
+	Timeout time.Duration
 }
+
+// DefaultLiveTimeout is how long a live server may take to answer.
+const DefaultLiveTimeout = 30 * time.Second
+
+// Outcomes of a request that fell through, besides an answer.
+const (
+	// OutcomeAnswered: the live server answered it.
+	OutcomeAnswered = "answered"
+)
 
 // FellThrough says a request went to the live server.
 type FellThrough struct {
 	Method string          `json:"method"`
 	ID     json.RawMessage `json:"id"`
 	Reason Reason          `json:"reason"` // why the tape could not answer
+	// Outcome is OutcomeAnswered, or why the live server did not answer
+	// (the client got an error saying so); empty while it is awaited.
+	Outcome string `json:"outcome,omitempty"`
 }
+
+// Answered reports whether the live server answered f.
+func (f FellThrough) Answered() bool { return f.Outcome == OutcomeAnswered }
 
 // fellThroughReason reports whether a divergence means the tape lacks the
 // request (which the live server may answer) rather than a reply gone
@@ -90,6 +117,16 @@ type Fallthrough struct {
 	liveAsks  map[string]bool // ids of the live server's requests to the client
 	fell      []FellThrough
 	readerEnd chan struct{}
+	pending   map[string]*awaited // requests sent to the live server, by id
+	expired   map[string]bool     // ids answered with a timeout error
+	gone      string              // why the live server answers no more
+	closing   bool                // Close was called
+}
+
+// awaited is a request the live server has not answered yet.
+type awaited struct {
+	fell  int // its index in fell
+	timer *time.Timer
 }
 
 // lockedLines writes whole lines to the client from several goroutines.
@@ -115,7 +152,15 @@ func (l *lockedLines) write(msgs ...[]byte) error {
 // NewFallthrough returns the fallback to fb's live server; out writes
 // messages to the client.
 func NewFallthrough(fb *Fallback, out func(msgs ...[]byte) error) *Fallthrough {
-	return &Fallthrough{fb: fb, out: out, w: tape.NewWriter(fb.Tape), liveAsks: map[string]bool{}}
+	return &Fallthrough{fb: fb, out: out, w: tape.NewWriter(fb.Tape), liveAsks: map[string]bool{},
+		pending: map[string]*awaited{}, expired: map[string]bool{}}
+}
+
+func (s *Fallthrough) timeout() time.Duration {
+	if s.fb.Timeout > 0 {
+		return s.fb.Timeout
+	}
+	return DefaultLiveTimeout
 }
 
 // Observe looks at a client's message before the engine does: it keeps
@@ -153,15 +198,59 @@ func Takes(d *Divergence) bool {
 
 // Take sends the request behind divergence d (Takes(d)) to the live
 // server, starting it first; an error says it could not be started, and
-// the client should get the divergence instead.
+// the client should get the divergence instead. A live server that has
+// ended, or that does not answer within the timeout, gets the client an
+// error from Take (through out) instead of an answer.
 func (s *Fallthrough) Take(ctx context.Context, d *Divergence, raw []byte) error {
 	if err := s.start(ctx); err != nil {
 		return err
 	}
+	id := string(d.RequestID)
 	s.mu.Lock()
 	s.fell = append(s.fell, FellThrough{Method: d.Method, ID: d.RequestID, Reason: d.Reason})
+	a := &awaited{fell: len(s.fell) - 1}
+	if gone := s.gone; gone != "" {
+		s.mu.Unlock()
+		s.unanswered(id, a, gone)
+		return nil
+	}
+	s.pending[id] = a
+	a.timer = time.AfterFunc(s.timeout(), func() {
+		s.mu.Lock()
+		if s.pending[id] != a {
+			s.mu.Unlock()
+			return
+		}
+		delete(s.pending, id)
+		s.expired[id] = true
+		s.mu.Unlock()
+		s.unanswered(id, a, fmt.Sprintf("the live server did not answer in %s", s.timeout()))
+	})
 	s.mu.Unlock()
-	return s.toLive(bytes.TrimSpace(raw))
+	if err := s.toLive(bytes.TrimSpace(raw)); err != nil {
+		s.mu.Lock()
+		mine := s.pending[id] == a
+		delete(s.pending, id)
+		s.mu.Unlock()
+		if mine {
+			a.timer.Stop()
+			s.unanswered(id, a, "the live server could not be sent it: "+err.Error())
+		}
+	}
+	return nil
+}
+
+// unanswered answers the client's request id, which the live server will
+// not answer, with an error saying why, and records it on the tape.
+func (s *Fallthrough) unanswered(id string, a *awaited, why string) {
+	s.mu.Lock()
+	f := &s.fell[a.fell]
+	f.Outcome = why
+	method := f.Method
+	s.mu.Unlock()
+	_ = s.w.WriteLifecycle(tape.MethodUnanswered, map[string]any{"method": method, "id": json.RawMessage(id), "reason": why},
+		tape.Meta{Server: s.fb.Server, Time: time.Now()})
+	_ = s.out(errorResponse([]byte(id), CodeNoAnswer, "tapedeck replay --fallback: "+why, nil))
 }
 
 // Fell lists the requests that went to the live server.
@@ -214,7 +303,7 @@ func ServeStdioFallback(ctx context.Context, e *Engine, r io.Reader, w io.Writer
 		}
 		if err := ft.Take(ctx, fell, line); err != nil {
 			// No live server: the client gets the divergence, and a word why.
-			msg := fmt.Sprintf("%s (tapedeck replay --fallback: the live server could not be started: %v)", fell.Message, err)
+			msg := fmt.Sprintf("tapedeck replay --fallback: the live server could not be started: %v; and the tape cannot answer it: %s", err, fell.Message)
 			return out.write(errorResponse(fell.RequestID, CodeDiverged, msg, nil))
 		}
 		return nil
@@ -226,17 +315,19 @@ func ServeStdioFallback(ctx context.Context, e *Engine, r io.Reader, w io.Writer
 	return ft.Fell(), err
 }
 
-// toLive sends a message to the live server and appends it to the tape.
+// toLive sends a message to the live server and appends it to the tape;
+// the error says the server could not be sent it.
 func (s *Fallthrough) toLive(msg []byte) error {
 	_ = s.w.Write(msg, tape.Meta{Dir: tape.DirSend, Server: s.fb.Server, Time: time.Now()})
 	s.mu.Lock()
 	c := s.conn
 	s.mu.Unlock()
 	if c == nil {
-		return nil
+		return errors.New("no live server")
 	}
-	_ = c.Send(context.Background(), bytes.Clone(msg)) // a server gone: the client waits as it would
-	return nil
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout())
+	defer cancel()
+	return c.Send(ctx, bytes.Clone(msg))
 }
 
 // start runs the live server once and opens it with the client's
@@ -298,13 +389,16 @@ func (s *Fallthrough) initialise(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ictx, cancel := context.WithTimeout(ctx, s.timeout())
 	defer cancel()
 	if err := s.conn.Send(ictx, init); err != nil {
-		return err
+		return fmt.Errorf("the live server could not be sent initialize: %w", err)
 	}
 	for {
 		msg, err := s.conn.Recv(ictx)
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return fmt.Errorf("the live server did not answer initialize in %s", s.timeout())
+		}
 		if err != nil {
 			return fmt.Errorf("the live server did not answer initialize: %w", err)
 		}
@@ -330,11 +424,14 @@ func withID(req []byte, id string) ([]byte, error) {
 }
 
 // readLive hands the live server's messages to the client and the tape.
+// When the server's messages end, before Close, every request it had not
+// answered gets an error.
 func (s *Fallthrough) readLive(c Conn) {
 	defer close(s.readerEnd)
 	for {
 		msg, err := c.Recv(context.Background())
 		if err != nil {
+			s.ended(err)
 			return
 		}
 		msg = bytes.TrimSpace(msg)
@@ -342,12 +439,53 @@ func (s *Fallthrough) readLive(c Conn) {
 			continue
 		}
 		_ = s.w.Write(msg, tape.Meta{Dir: tape.DirRecv, Server: s.fb.Server, Time: time.Now()})
-		if es := tape.Classify(msg); len(es) == 1 && es[0].Kind == tape.KindRequest {
+		forward := true
+		if es := tape.Classify(msg); len(es) == 1 {
+			id := string(es[0].ID)
 			s.mu.Lock()
-			s.liveAsks[string(es[0].ID)] = true
+			switch es[0].Kind {
+			case tape.KindRequest:
+				s.liveAsks[id] = true
+			case tape.KindResponse:
+				if a := s.pending[id]; a != nil {
+					a.timer.Stop()
+					delete(s.pending, id)
+					s.fell[a.fell].Outcome = OutcomeAnswered
+				} else if s.expired[id] {
+					forward = false // the client already got the timeout's error
+				}
+			}
 			s.mu.Unlock()
 		}
-		_ = s.out(msg)
+		if forward {
+			_ = s.out(msg)
+		}
+	}
+}
+
+// ended marks the live server gone (unless Close ended it) and answers
+// each request it had not answered.
+func (s *Fallthrough) ended(err error) {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return
+	}
+	s.gone = "the live server ended before answering"
+	if err != nil && !errors.Is(err, io.EOF) {
+		s.gone += " (" + err.Error() + ")"
+	}
+	left := s.pending
+	s.pending = map[string]*awaited{}
+	s.mu.Unlock()
+	ids := make([]string, 0, len(left))
+	for id := range left {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return left[ids[i]].fell < left[ids[j]].fell })
+	for _, id := range ids {
+		left[id].timer.Stop()
+		s.unanswered(id, left[id], s.gone)
 	}
 }
 
@@ -372,6 +510,11 @@ func stopProcess(cmd *exec.Cmd) {
 func (s *Fallthrough) stop() {
 	s.mu.Lock()
 	closeConn, end := s.closeConn, s.readerEnd
+	s.closing = true
+	gone := s.gone
+	for _, a := range s.pending {
+		a.timer.Stop()
+	}
 	s.mu.Unlock()
 	if closeConn == nil {
 		return
@@ -380,7 +523,11 @@ func (s *Fallthrough) stop() {
 	if end != nil {
 		<-end
 	}
-	_ = s.w.WriteLifecycle(tape.MethodClose, map[string]any{"episode": "new", "reason": "the client closed stdin"}, tape.Meta{Server: s.fb.Server, Time: time.Now()})
+	why := "the client closed stdin"
+	if gone != "" {
+		why = gone
+	}
+	_ = s.w.WriteLifecycle(tape.MethodClose, map[string]any{"episode": "new", "reason": why}, tape.Meta{Server: s.fb.Server, Time: time.Now()})
 }
 
 // FallbackReport takes the divergences that fell through to the live
@@ -393,7 +540,9 @@ func FallbackReport(rep *Report, fell []FellThrough) {
 	}
 	ids := map[string]bool{}
 	for _, f := range fell {
-		ids[string(f.ID)] = true
+		if f.Answered() {
+			ids[string(f.ID)] = true
+		}
 	}
 	kept := rep.Divergences[:0]
 	for _, d := range rep.Divergences {

@@ -188,7 +188,7 @@ func (s *Server) fallThrough(d replay.Divergence) {
 	go func() {
 		if err := ft.Take(context.Background(), &d, raw); err != nil {
 			s.mu.Lock()
-			s.write(replay.ErrorResponse(d.RequestID, replay.CodeDiverged, d.Message+" (the live server could not be started: "+err.Error()+")"))
+			s.write(replay.ErrorResponse(d.RequestID, replay.CodeDiverged, "the live server could not be started: "+err.Error()+"; and the tape cannot answer it: "+d.Message))
 			s.mu.Unlock()
 		}
 	}()
