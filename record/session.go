@@ -12,8 +12,8 @@ import (
 // core as the shim and the proxy (redaction, the lost-record line after a
 // failed write, the first write error kept): the recording of every writer
 // of live traffic that is neither, such as upstream's fall-through and
-// vcr. NewSession writes $transport/start; Message records each message;
-// Close writes $transport/close and returns the first error writing the
+// vcr. NewSession writes $transport/start; Message records each message,
+// Lifecycle any other record; Close writes $transport/close and returns the first error writing the
 // tape. It is safe for concurrent use.
 type Session struct {
 	rec  *recorder
@@ -64,6 +64,27 @@ func (s *Session) Message(dir tape.Dir, raw []byte) {
 		return
 	}
 	s.rec.note(s.sk.message(raw, dir, nil))
+}
+
+// Lifecycle records a lifecycle record, method (such as
+// tape.MethodUnanswered) with params, between the start and the close. An
+// error writing the tape is kept for Close.
+func (s *Session) Lifecycle(method string, params any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		return
+	}
+	s.rec.note(s.sk.lifecycle(method, params, nil))
+}
+
+// SetCloseReason replaces SessionOptions.CloseReason: the reason the
+// $transport/close record will give, when the session ended otherwise
+// than foreseen at its start.
+func (s *Session) SetCloseReason(reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.o.CloseReason = reason
 }
 
 // Close writes $transport/close (once) and returns the first error

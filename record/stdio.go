@@ -83,6 +83,8 @@ type Stdio struct {
 	// child of the process: set it only where the shim is the process's
 	// one job (tapedeck record does).
 	ReapOrphans bool
+
+	stuckWrite time.Duration // tests: stuckWrite, shorter
 }
 
 // ExitStatus is how the server ended.
@@ -160,6 +162,10 @@ type stdioRun struct {
 	reason     string         // why the shim stopped the server, if it did
 	abandoned  bool           // the server's output was still open after it exited
 	status     ExitStatus
+	// reading counts the output relays blocked reading the server's pipes:
+	// once the server has gone, only a grandchild can hold them open.
+	reading atomic.Int32
+	stuck   time.Duration // stuckWrite, or a test's shorter bound
 }
 
 func (s *Stdio) newRun() *stdioRun {
@@ -170,12 +176,16 @@ func (s *Stdio) newRun() *stdioRun {
 	rec := newRecorder(s.Tape, server, s.Redact, s.Now)
 	rec.dest.warn = s.Warn
 	r := &stdioRun{s: s, rec: rec, sk: rec.direct(), grace: s.Grace, kill: s.KillAfter, client: &watchedWriter{},
-		inputDone: make(chan struct{}), clientGone: make(chan struct{}), exited: make(chan struct{}), ending: make(chan struct{})}
+		inputDone: make(chan struct{}), clientGone: make(chan struct{}), exited: make(chan struct{}), ending: make(chan struct{}),
+		stuck: s.stuckWrite}
 	if r.grace <= 0 {
 		r.grace = DefaultGrace
 	}
 	if r.kill <= 0 {
 		r.kill = DefaultKillAfter
+	}
+	if r.stuck <= 0 {
+		r.stuck = stuckWrite
 	}
 	cwd := s.Dir
 	if cwd == "" {
@@ -257,12 +267,12 @@ func (r *stdioRun) relay(stdin io.Reader, stdout, stderr io.Writer) {
 		defer r.outputs.Done()
 		w := r.client
 		w.w, w.broken = stdout, func() { close(r.clientGone) }
-		_ = relayLines(r.outR, w, func(line []byte) { note(recvSink.message(line, tape.DirRecv, nil)) },
+		_ = relayLines(r.watchRead(r.outR), w, func(line []byte) { note(recvSink.message(line, tape.DirRecv, nil)) },
 			func() { note(recvBatch.flush()) }, r.oversize(tape.DirRecv))
 	}()
 	go func() {
 		defer r.outputs.Done()
-		_ = relayLines(r.errR, stderr, func(line []byte) { note(errSink.stderr(line)) },
+		_ = relayLines(r.watchRead(r.errR), stderr, func(line []byte) { note(errSink.stderr(line)) },
 			func() { note(errBatch.flush()) }, r.oversize("stderr"))
 	}()
 }
@@ -316,14 +326,14 @@ func (r *stdioRun) relayRules(stdin io.Reader, stdout, stderr io.Writer) {
 	r.outputs.Add(2)
 	go func() {
 		defer r.outputs.Done()
-		_ = relayOwnLines(r.outR, toClient, recv.line, recv.flush, r.oversize(tape.DirRecv))
+		_ = relayOwnLines(r.watchRead(r.outR), toClient, recv.line, recv.flush, r.oversize(tape.DirRecv))
 		recv.flush()
 	}()
 	errBatch := &lineBatch{dest: r.rec.dest}
 	errSink := &sink{rc: r.rec, w: tape.NewWriter(errBatch)}
 	go func() {
 		defer r.outputs.Done()
-		_ = relayLines(r.errR, stderr, func(line []byte) { note(errSink.stderr(line)) },
+		_ = relayLines(r.watchRead(r.errR), stderr, func(line []byte) { note(errSink.stderr(line)) },
 			func() { note(errBatch.flush()) }, r.oversize("stderr"))
 	}()
 }
@@ -406,13 +416,30 @@ func (r *stdioRun) signalGroup(sig syscall.Signal) {
 	}
 }
 
+// watchRead counts the time a relay spends blocked reading the server's
+// pipe f in r.reading.
+func (r *stdioRun) watchRead(f *os.File) io.Reader { return &watchedReader{f: f, n: &r.reading} }
+
+type watchedReader struct {
+	f *os.File
+	n *atomic.Int32
+}
+
+func (w *watchedReader) Read(b []byte) (int, error) {
+	w.n.Add(1)
+	defer w.n.Add(-1)
+	return w.f.Read(b)
+}
+
 // drain waits for the server's output to end. The server is gone; its
 // output pipes close unless a grandchild holds them, which then goes the
-// way of the server. Meanwhile the relay may still be delivering what the
-// server wrote to a client that reads slowly: that is waited for as long as
-// the client keeps reading (stuckWrite without progress means it stopped).
-// A relay blocked on a pipe a grandchild outside the process group holds
-// open is given up on: abandoned.
+// way of the server. Meanwhile the relay may still be recording and
+// delivering what the server wrote to a client that reads slowly: that is
+// waited for as long as the relay makes progress (stuckWrite without any
+// means the client stopped reading; what it never got is then counted in
+// the close record). Only a relay blocked reading a pipe that a grandchild
+// outside the process group holds open, with nothing left to deliver, is
+// given up on at once: abandoned.
 func (r *stdioRun) drain() {
 	drained := make(chan struct{})
 	go func() { r.outputs.Wait(); close(drained) }()
@@ -427,23 +454,28 @@ func (r *stdioRun) drain() {
 		case <-time.After(drainTimeout):
 		}
 		writing, written := r.client.progress()
+		blocked := !writing && r.reading.Load() > 0
 		switch {
-		case writing && written != last:
-			last, stuckSince = written, time.Time{}
-			continue // the client is reading: let it have the rest
-		case writing && stuckSince.IsZero():
-			stuckSince = time.Now()
-			continue
-		case writing && time.Since(stuckSince) < stuckWrite:
-			continue
-		case writing:
-			r.abandoned = true // the client stopped reading
-			return
-		case !killed:
+		case blocked && !killed:
+			// Everything read so far is delivered, and a pipe is still
+			// open: kill whatever of the group holds it.
 			killed = true
 			_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
-		default:
+		case blocked:
 			r.abandoned = true
+			return
+		case written != last:
+			last, stuckSince = written, time.Time{}
+			continue // the client is reading: let it have the rest
+		case stuckSince.IsZero():
+			// A write without progress, or a relay between reading and
+			// writing (recording what it read).
+			stuckSince = time.Now()
+			continue
+		case time.Since(stuckSince) < r.stuck:
+			continue
+		default:
+			r.abandoned = true // the client stopped reading
 			return
 		}
 	}
@@ -472,9 +504,12 @@ func (r *stdioRun) close() {
 	if r.orphans > 0 {
 		params["orphans_killed"] = r.orphans
 	}
-	if n := r.client.undeliveredBytes(); n > 0 {
-		// The tape holds these messages, but the client never got them.
+	if n, lines := r.client.undeliveredBytes(); n > 0 {
+		// The tape holds these messages, but the client was not seen to
+		// take them (a line cut short counts as not delivered; a write cut
+		// short may have passed part of its last piece unseen).
 		params["undelivered"] = n
+		params["undelivered_lines"] = lines
 	}
 	if r.status.Signal != 0 {
 		params["signal"] = unix.SignalName(r.status.Signal)
@@ -503,8 +538,11 @@ func exitStatus(ps *os.ProcessState) ExitStatus {
 
 // watchedWriter is the client's stdout as the relay sees it: it calls
 // broken once, on the first write error, after which (that write included)
-// it takes writes without writing them and counts them as undelivered; it tells drain
-// whether a write is in progress and how much was written.
+// it takes writes without writing them and counts them as undelivered; it
+// tells drain whether a write is in progress and how much was written,
+// piece by piece, so a slow client's progress shows within a long write.
+// What a write in progress has not yet written counts as undelivered too:
+// it is what the client lacks if the shim gives up on it.
 type watchedWriter struct {
 	w      io.Writer
 	broken func()
@@ -514,26 +552,41 @@ type watchedWriter struct {
 	written     int64
 	failed      bool
 	undelivered int64
+	lines       int64  // lines in undelivered (one cut short counts)
+	pending     []byte // what the write in progress has not written yet
 }
+
+// writePiece is how much of a write goes to the client at a time.
+const writePiece = 64 << 10
 
 func (w *watchedWriter) Write(b []byte) (int, error) {
 	w.mu.Lock()
 	if w.failed {
 		w.undelivered += int64(len(b))
+		w.lines += int64(bytes.Count(b, newline))
 		w.mu.Unlock()
 		return len(b), nil
 	}
-	w.writing = true
+	w.writing, w.pending = true, b
 	w.mu.Unlock()
-	n, err := w.w.Write(b)
+	var err error
+	for rest := b; len(rest) > 0 && err == nil; {
+		var n int
+		n, err = w.w.Write(rest[:min(len(rest), writePiece)])
+		rest = rest[n:]
+		w.mu.Lock()
+		w.written += int64(n)
+		w.pending = rest
+		w.mu.Unlock()
+	}
 	w.mu.Lock()
-	w.writing = false
-	w.written += int64(n)
 	first := err != nil && !w.failed
 	if err != nil {
 		w.failed = true
-		w.undelivered += int64(len(b) - n)
+		w.undelivered += int64(len(w.pending))
+		w.lines += int64(bytes.Count(w.pending, newline))
 	}
+	w.writing, w.pending = false, nil
 	w.mu.Unlock()
 	if first {
 		w.broken()
@@ -544,16 +597,20 @@ func (w *watchedWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
+var newline = []byte{'\n'}
+
 func (w *watchedWriter) progress() (writing bool, written int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.writing, w.written
 }
 
-func (w *watchedWriter) undeliveredBytes() int64 {
+// undeliveredBytes is what the client did not get: after a write error,
+// and what a write still in progress has not written.
+func (w *watchedWriter) undeliveredBytes() (n, lines int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.undelivered
+	return w.undelivered + int64(len(w.pending)), w.lines + int64(bytes.Count(w.pending, newline))
 }
 
 func closeAll(files ...*os.File) {

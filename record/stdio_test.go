@@ -3,6 +3,7 @@ package record
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -451,5 +452,109 @@ func TestStdioDiskFull(t *testing.T) {
 		if !strings.Contains(w.Error(), "kept as an invalid entry") {
 			t.Errorf("warning %v: a record glued to another?", w)
 		}
+	}
+}
+
+// slowRecvTape is a tape on which each record of the server's output takes
+// a while to write (a slow disk).
+type slowRecvTape struct {
+	syncBuffer
+	delay time.Duration
+}
+
+func (s *slowRecvTape) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(`"dir":"recv"`)) {
+		time.Sleep(s.delay)
+	}
+	return s.syncBuffer.Write(p)
+}
+
+// Once the server has gone, a relay still recording what it read is not
+// abandoned: every message on the tape reaches the client before Run
+// returns (the shim gave up 1 s after the server exited whenever it found
+// the relay between two writes to the client twice in a row, and the
+// process exited with messages on the tape the client never got).
+func TestStdioSlowTapeDeliversEverything(t *testing.T) {
+	tp := &slowRecvTape{delay: 700 * time.Millisecond}
+	line := `{"jsonrpc":"2.0","method":"n"}`
+	script := `for i in 1 2 3 4; do echo '` + line + `'; sleep 0.05; done`
+	var out syncBuffer
+	s := &Stdio{Command: "sh", Args: []string{"-c", script}, Tape: tp}
+	if _, err := s.Run(context.Background(), strings.NewReader(""), &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	got := bytes.Count(out.Bytes(), []byte("\n"))
+	onTape := bytes.Count(tp.Bytes(), []byte(`"method":"n"`))
+	if got != 4 || onTape != 4 {
+		t.Errorf("the client got %d lines and the tape holds %d messages when Run returned, want 4 and 4", got, onTape)
+	}
+	if bytes.Contains(tp.Bytes(), []byte("abandoned")) {
+		t.Errorf("the close record says the output was abandoned:\n%s", tp.Bytes())
+	}
+}
+
+// A client that stops reading is given up on once its write has made no
+// progress for stuckWrite, and the close record says how many bytes and
+// lines of what the tape holds it never got.
+func TestStdioClientStopsReadingUndelivered(t *testing.T) {
+	line := `{"jsonrpc":"2.0","method":"n","params":{"x":"` + strings.Repeat("x", 50_000) + `"}}`
+	script := `i=0; while [ $i -lt 20 ]; do echo '` + line + `'; i=$((i+1)); done`
+	pr, pw := io.Pipe()
+	defer pr.Close()
+	tp := &syncBuffer{}
+	s := &Stdio{Command: "sh", Args: []string{"-c", script}, Tape: tp, stuckWrite: 300 * time.Millisecond}
+	var received int
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		buf := make([]byte, writePiece)
+		for range 2 { // two pieces, then it stops reading
+			n, err := io.ReadFull(pr, buf)
+			received += n
+			if err != nil {
+				return
+			}
+		}
+	}()
+	if _, err := s.Run(context.Background(), strings.NewReader(""), pw, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	<-read
+	b := tp.Bytes()
+	var closeParams struct {
+		Undelivered      int64  `json:"undelivered"`
+		UndeliveredLines int64  `json:"undelivered_lines"`
+		Abandoned        string `json:"abandoned"`
+	}
+	messages := 0
+	for _, e := range readTape(t, b) {
+		switch {
+		case e.Method == "n":
+			messages++
+		case e.Method == tape.MethodClose:
+			var rec struct {
+				Params json.RawMessage `json:"params"`
+			}
+			if err := json.Unmarshal(e.Raw, &rec); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(rec.Params, &closeParams); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	total := int64(messages * (len(line) + 1))
+	if messages == 0 || closeParams.Abandoned == "" {
+		t.Fatalf("tape holds %d messages, close record %+v: want some, and the output abandoned", messages, closeParams)
+	}
+	// A write cut short may have passed part of its piece unseen: the count
+	// is what the shim did not see delivered.
+	if u := closeParams.Undelivered; u < total-int64(received) || u >= total-int64(received)+writePiece {
+		t.Errorf("close record says %d bytes undelivered; the tape holds %d bytes of messages, the client got %d",
+			u, total, received)
+	}
+	if whole := int64(received / (len(line) + 1)); closeParams.UndeliveredLines != int64(messages)-whole {
+		t.Errorf("close record says %d lines undelivered; the tape holds %d messages, the client got %d whole",
+			closeParams.UndeliveredLines, messages, whole)
 	}
 }

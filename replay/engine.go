@@ -289,14 +289,25 @@ func (e *Engine) end() int {
 // drives): the one named, or the tape's only server.
 func PickServer(x *tape.Index, want string) (string, error) {
 	var names []string
-	for _, s := range x.Servers() {
+	servers := x.Servers()
+	limit, over := x.ServersOverflow()
+	if over {
+		servers = servers[:len(servers)-1] // "(more)": the names past the limit
+	}
+	for _, s := range servers {
 		if s != "" {
 			names = append(names, s)
 		}
 	}
+	if over && want == "" {
+		return "", fmt.Errorf("the tape holds more than %d servers (%s): choose one with --server", limit, quoteList(names))
+	}
 	if want != "" {
 		if slices.Contains(names, want) {
 			return want, nil
+		}
+		if over {
+			return "", fmt.Errorf("server %q is not among the tape's first %d servers (%s), the ones replay can serve", want, limit, quoteList(names))
 		}
 		return "", fmt.Errorf("server %q is not on the tape: expected one of %s", want, quoteList(names))
 	}

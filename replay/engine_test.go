@@ -952,3 +952,27 @@ func TestEngineRuleAnswered(t *testing.T) {
 		})
 	}
 }
+
+// A tape with more servers than the index tells apart says "more than":
+// replay said "65536 servers" of 200,000.
+func TestPickServerOverflow(t *testing.T) {
+	var buf bytes.Buffer
+	const n = 70_000
+	for i := range n {
+		fmt.Fprintf(&buf, `{"jsonrpc":"2.0","method":"x","_meta":{"dir":"send","server":"s%d","ts":"2026-01-01T00:00:00.000Z"}}`+"\n", i)
+	}
+	x := tape.NewIndex(bytes.NewReader(buf.Bytes()))
+	if err := x.Extend(int64(buf.Len()), nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err := NewEngine(x, EngineOptions{})
+	if err == nil || !strings.Contains(err.Error(), "the tape holds more than 65535 servers") || strings.Contains(err.Error(), `"(more)"`) {
+		t.Errorf("got %v, want \"the tape holds more than 65535 servers\" without the index's \"(more)\"", err)
+	}
+	if _, err := NewEngine(x, EngineOptions{Server: "s69999"}); err == nil || !strings.Contains(err.Error(), "not among the tape's first 65535 servers") {
+		t.Errorf("a server past the limit: got %v, want it said not among the first 65535", err)
+	}
+	if _, err := NewEngine(x, EngineOptions{Server: "s7"}); err != nil {
+		t.Errorf("a server within the limit: %v", err)
+	}
+}

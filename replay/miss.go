@@ -8,16 +8,29 @@ package replay
 // (StdioOptions.Miss, go-vcr's passthrough predicate) the edge offers it
 // the request first, and a hook that takes it answers it itself: package
 // upstream's Fallthrough sends it to a live server and records the
-// exchange. What the hook answered is no divergence (FallbackReport).
+// exchange. What the live server answered is no divergence (FallbackReport).
 
 import "encoding/json"
+
+// Outcomes of a request that fell through, besides why it was not
+// answered.
+const (
+	// OutcomeAnswered: the live server answered it.
+	OutcomeAnswered = "answered"
+)
 
 // FellThrough says a request went to the live server.
 type FellThrough struct {
 	Method string          `json:"method"`
 	ID     json.RawMessage `json:"id"`
 	Reason Reason          `json:"reason"` // why the tape could not answer
+	// Outcome is OutcomeAnswered, or why the live server did not answer
+	// (the client got an error saying so); empty while it is awaited.
+	Outcome string `json:"outcome,omitempty"`
 }
+
+// Answered reports whether the live server answered f.
+func (f FellThrough) Answered() bool { return f.Outcome == OutcomeAnswered }
 
 // missReason reports whether a divergence's reason means the tape lacks
 // the request (which a live server may answer) rather than a reply gone
@@ -36,9 +49,10 @@ func IsMiss(d *Divergence) bool {
 	return d != nil && len(d.RequestID) > 0 && missReason(d.Reason)
 }
 
-// FallbackReport takes the divergences that fell through to the live
-// server out of rep: they were answered, by the server instead of the
-// tape.
+// FallbackReport takes the divergences the live server answered out of
+// rep: they were answered, by the server instead of the tape. A request
+// that fell through and got the client an error instead (the live server
+// ended, or did not answer in time) stays a divergence.
 func FallbackReport(rep *Report, fell []FellThrough) {
 	rep.FellThrough = fell
 	if len(fell) == 0 {
@@ -46,7 +60,9 @@ func FallbackReport(rep *Report, fell []FellThrough) {
 	}
 	ids := map[string]bool{}
 	for _, f := range fell {
-		ids[string(f.ID)] = true
+		if f.Answered() {
+			ids[string(f.ID)] = true
+		}
 	}
 	kept := rep.Divergences[:0]
 	for _, d := range rep.Divergences {

@@ -520,6 +520,16 @@ func (x *Index) Servers() []string {
 	return append([]string(nil), x.servers.names...)
 }
 
+// ServersOverflow reports whether the tape names more servers than the
+// index tells apart: Servers then ends with "(more)", which stands for
+// every name past the first limit ones.
+func (x *Index) ServersOverflow() (limit int, over bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	_, named := x.servers.index["(more)"] // a server of that name
+	return x.servers.limit - 1, len(x.servers.names) == x.servers.limit && !named
+}
+
 // MemoryPerMessage estimates the index's bytes a message: its record plus
 // its share of the tables and maps.
 func (x *Index) MemoryPerMessage() float64 {

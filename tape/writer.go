@@ -202,6 +202,10 @@ const (
 	// MethodLost records that writing the tape failed and records are
 	// missing before it: params bytes, writes and reason.
 	MethodLost = "$transport/lost"
+	// MethodUnanswered records a request a live server (replay's fallback)
+	// did not answer, whose client got an error instead: params method,
+	// id and reason.
+	MethodUnanswered = "$transport/unanswered"
 )
 
 // WriteInvalid records a frame that is not a JSON-RPC message (a stray line

@@ -15,6 +15,14 @@ package upstream
 // ($transport/start with "episode": "new"), as go-vcr's
 // ModeReplayWithNewEpisodes does.
 //
+// A live server that ends (exits, or its URL stops answering) leaves no
+// request unanswered: each one it had not answered gets a JSON-RPC error
+// (replay.CodeNoAnswer) at once, and so does every later one that falls
+// through; one that does not answer within Fallback.Timeout gets the
+// error then (a late answer goes on the tape, not to the client). The tape
+// records each such request ($transport/unanswered) and
+// replay.FellThrough.Outcome says what happened.
+//
 // What a server started halfway cannot have: the state the recorded
 // calls built (files written, a cart filled, a subscription made), since
 // the tape answered those and the live server never saw them; it has only
@@ -24,9 +32,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
+	"sort"
 	"sync"
 	"syscall"
 	"time"
@@ -54,15 +64,21 @@ type Fallback struct {
 	Server string
 	// Stderr receives the live server's stderr; nil discards it.
 	Stderr io.Writer
+	// Timeout bounds the wait for each answer of the live server (its
+	// initialize's too); zero means DefaultLiveTimeout.
+	Timeout time.Duration
 }
+
+// DefaultLiveTimeout is how long a live server may take to answer.
+const DefaultLiveTimeout = 30 * time.Second
 
 // liveInitID is the id of the client's initialize sent again to the live
 // server: its answer is not the client's business.
 const liveInitID = `"tapedeck-fallback-initialize"`
 
 // Fallthrough is the live server of a fallback, for an edge that serves a
-// tape: Observe each client message first, and hand Take each divergence;
-// the live server's messages go to out.
+// tape: its Peek sees each client message first, and its Miss takes each
+// miss; the live server's messages go to the client Miss was given.
 type Fallthrough struct {
 	fb      *Fallback
 	rec     *record.Session // from the live server's start (mu)
@@ -79,6 +95,16 @@ type Fallthrough struct {
 	liveAsks  map[string]bool // ids of the live server's requests to the client
 	fell      []replay.FellThrough
 	readerEnd chan struct{}
+	pending   map[string]*awaited // requests sent to the live server, by id
+	expired   map[string]bool     // ids answered with a timeout error
+	gone      string              // why the live server answers no more
+	closing   bool                // Close was called
+}
+
+// awaited is a request the live server has not answered yet.
+type awaited struct {
+	fell  int // its index in fell
+	timer *time.Timer
 }
 
 // NewFallthrough returns the fall-through to fb's live server, for one
@@ -86,7 +112,15 @@ type Fallthrough struct {
 // (replay.StdioOptions), and Close it when the client is gone.
 func NewFallthrough(fb *Fallback) *Fallthrough {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Fallthrough{fb: fb, ctx: ctx, cancel: cancel, liveAsks: map[string]bool{}}
+	return &Fallthrough{fb: fb, ctx: ctx, cancel: cancel, liveAsks: map[string]bool{},
+		pending: map[string]*awaited{}, expired: map[string]bool{}}
+}
+
+func (s *Fallthrough) timeout() time.Duration {
+	if s.fb.Timeout > 0 {
+		return s.fb.Timeout
+	}
+	return DefaultLiveTimeout
 }
 
 // Peek looks at a client's message before the engine does: it keeps the
@@ -120,18 +154,22 @@ func (s *Fallthrough) Peek(line []byte) (handled bool) {
 // the request behind miss d, to the live server, starting the server
 // first; its messages reach the client through client. It takes every
 // miss: when the live server cannot be started, it answers the client
-// the divergence error with the reason.
+// the divergence error, the reason first; when the live server has ended,
+// or does not answer within the timeout, it answers the client an error
+// (replay.CodeNoAnswer) saying so.
 func (s *Fallthrough) Miss(req []byte, d *replay.Divergence, client func(msgs ...[]byte) error) bool {
 	if err := s.take(d, req, client); err != nil {
 		// No live server: the client gets the divergence, and a word why.
-		msg := fmt.Sprintf("%s (the live server could not be started: %v)", d.Message, err)
+		msg := fmt.Sprintf("the live server could not be started: %v; and the tape cannot answer it: %s", err, d.Message)
 		_ = client(jsonrpc.ErrorResponse(d.RequestID, replay.CodeDiverged, msg, nil))
 	}
 	return true
 }
 
 // take sends the request behind miss d to the live server, starting it
-// first; an error says it could not be started.
+// first; an error says it could not be started. A live server that has
+// ended, or that does not answer within the timeout, gets the client an
+// error (unanswered) instead of an answer.
 func (s *Fallthrough) take(d *replay.Divergence, raw []byte, client func(msgs ...[]byte) error) error {
 	s.mu.Lock()
 	if s.out == nil {
@@ -141,10 +179,54 @@ func (s *Fallthrough) take(d *replay.Divergence, raw []byte, client func(msgs ..
 	if err := s.start(s.ctx); err != nil {
 		return err
 	}
+	id := string(d.RequestID)
 	s.mu.Lock()
 	s.fell = append(s.fell, replay.FellThrough{Method: d.Method, ID: d.RequestID, Reason: d.Reason})
+	a := &awaited{fell: len(s.fell) - 1}
+	if gone := s.gone; gone != "" {
+		s.mu.Unlock()
+		s.unanswered(id, a, gone)
+		return nil
+	}
+	s.pending[id] = a
+	a.timer = time.AfterFunc(s.timeout(), func() {
+		s.mu.Lock()
+		if s.closing || s.pending[id] != a {
+			s.mu.Unlock()
+			return
+		}
+		delete(s.pending, id)
+		s.expired[id] = true
+		s.mu.Unlock()
+		s.unanswered(id, a, fmt.Sprintf("the live server did not answer in %s", s.timeout()))
+	})
 	s.mu.Unlock()
-	return s.toLive(bytes.TrimSpace(raw))
+	if err := s.toLive(bytes.TrimSpace(raw)); err != nil {
+		s.mu.Lock()
+		mine := s.pending[id] == a
+		delete(s.pending, id)
+		s.mu.Unlock()
+		if mine {
+			a.timer.Stop()
+			s.unanswered(id, a, "the live server could not be sent it: "+err.Error())
+		}
+	}
+	return nil
+}
+
+// unanswered answers the client's request id, which the live server will
+// not answer, with an error saying why, and records it on the tape.
+func (s *Fallthrough) unanswered(id string, a *awaited, why string) {
+	s.mu.Lock()
+	f := &s.fell[a.fell]
+	f.Outcome = why
+	method := f.Method
+	rec, out := s.rec, s.out
+	s.mu.Unlock()
+	if rec != nil {
+		rec.Lifecycle(tape.MethodUnanswered, map[string]any{"method": method, "id": json.RawMessage(id), "reason": why})
+	}
+	_ = out(jsonrpc.ErrorResponse([]byte(id), replay.CodeNoAnswer, why, nil))
 }
 
 // Fell lists the requests that went to the live server.
@@ -168,7 +250,8 @@ func (s *Fallthrough) Close() error {
 	return rec.Close()
 }
 
-// toLive sends a message to the live server and appends it to the tape.
+// toLive sends a message to the live server and appends it to the tape;
+// the error says the server could not be sent it.
 func (s *Fallthrough) toLive(msg []byte) error {
 	s.mu.Lock()
 	c, rec := s.conn, s.rec
@@ -177,10 +260,11 @@ func (s *Fallthrough) toLive(msg []byte) error {
 		rec.Message(tape.DirSend, msg)
 	}
 	if c == nil {
-		return nil
+		return errors.New("no live server")
 	}
-	_ = c.Send(context.Background(), bytes.Clone(msg)) // a server gone: the client waits as it would
-	return nil
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout())
+	defer cancel()
+	return c.Send(ctx, bytes.Clone(msg))
 }
 
 // start runs the live server once and opens it with the client's
@@ -243,13 +327,16 @@ func (s *Fallthrough) initialise(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ictx, cancel := context.WithTimeout(ctx, s.timeout())
 	defer cancel()
 	if err := s.conn.Send(ictx, init); err != nil {
-		return err
+		return fmt.Errorf("the live server could not be sent initialize: %w", err)
 	}
 	for {
 		msg, err := s.conn.Recv(ictx)
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return fmt.Errorf("the live server did not answer initialize in %s", s.timeout())
+		}
 		if err != nil {
 			return fmt.Errorf("the live server did not answer initialize: %w", err)
 		}
@@ -275,11 +362,14 @@ func withID(req []byte, id string) ([]byte, error) {
 }
 
 // readLive hands the live server's messages to the client and the tape.
+// When the server's messages end, before Close, every request it had not
+// answered gets an error.
 func (s *Fallthrough) readLive(c Conn) {
 	defer close(s.readerEnd)
 	for {
 		msg, err := c.Recv(context.Background())
 		if err != nil {
+			s.ended(err)
 			return
 		}
 		msg = bytes.TrimSpace(msg)
@@ -290,15 +380,56 @@ func (s *Fallthrough) readLive(c Conn) {
 		rec := s.rec
 		s.mu.Unlock()
 		rec.Message(tape.DirRecv, msg)
-		if es := tape.Classify(msg); len(es) == 1 && es[0].Kind == tape.KindRequest {
+		forward := true
+		if es := tape.Classify(msg); len(es) == 1 {
+			id := string(es[0].ID)
 			s.mu.Lock()
-			s.liveAsks[string(es[0].ID)] = true
+			switch es[0].Kind {
+			case tape.KindRequest:
+				s.liveAsks[id] = true
+			case tape.KindResponse:
+				if a := s.pending[id]; a != nil {
+					a.timer.Stop()
+					delete(s.pending, id)
+					s.fell[a.fell].Outcome = replay.OutcomeAnswered
+				} else if s.expired[id] {
+					forward = false // the client already got the timeout's error
+				}
+			}
 			s.mu.Unlock()
 		}
-		s.mu.Lock()
-		out := s.out
+		if forward {
+			s.mu.Lock()
+			out := s.out
+			s.mu.Unlock()
+			_ = out(msg)
+		}
+	}
+}
+
+// ended marks the live server gone (unless Close ended it) and answers
+// each request it had not answered.
+func (s *Fallthrough) ended(err error) {
+	s.mu.Lock()
+	if s.closing {
 		s.mu.Unlock()
-		_ = out(msg)
+		return
+	}
+	s.gone = "the live server ended before answering"
+	if err != nil && !errors.Is(err, io.EOF) {
+		s.gone += " (" + err.Error() + ")"
+	}
+	left := s.pending
+	s.pending = map[string]*awaited{}
+	s.mu.Unlock()
+	ids := make([]string, 0, len(left))
+	for id := range left {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return left[ids[i]].fell < left[ids[j]].fell })
+	for _, id := range ids {
+		left[id].timer.Stop()
+		s.unanswered(id, left[id], s.gone)
 	}
 }
 
@@ -319,10 +450,15 @@ func stopProcess(cmd *exec.Cmd) {
 	}
 }
 
-// stop ends the live server, if one ran.
+// stop ends the live server, if one ran; the episode's close record says
+// why the live server ended, if it ended first.
 func (s *Fallthrough) stop() {
 	s.mu.Lock()
-	closeConn, end := s.closeConn, s.readerEnd
+	closeConn, end, rec := s.closeConn, s.readerEnd, s.rec
+	s.closing = true
+	for _, a := range s.pending {
+		a.timer.Stop()
+	}
 	s.mu.Unlock()
 	if closeConn == nil {
 		return
@@ -330,5 +466,11 @@ func (s *Fallthrough) stop() {
 	closeConn()
 	if end != nil {
 		<-end
+	}
+	s.mu.Lock()
+	gone := s.gone
+	s.mu.Unlock()
+	if gone != "" && rec != nil {
+		rec.SetCloseReason(gone)
 	}
 }

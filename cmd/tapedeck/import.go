@@ -70,7 +70,7 @@ func runImport(s streams, path string, f importFlags) error {
 	}
 	var in io.Reader = s.stdin
 	if path != "-" {
-		file, err := os.Open(path)
+		file, err := tape.Open(path) // devices refused, a pipe without a writer an error at once
 		if err != nil {
 			return fmt.Errorf("import: %w", err)
 		}

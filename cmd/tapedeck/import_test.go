@@ -233,3 +233,16 @@ func TestImportCassettesReplay(t *testing.T) {
 		})
 	}
 }
+
+// import refuses a device as its input at once, with what it is (it read
+// /dev/zero until the kernel ended it).
+func TestImportRefusesDevice(t *testing.T) {
+	for _, format := range []string{"mcpsnoop", "har", "mcp-recorder", "agent-vcr"} {
+		var stdout, stderr bytes.Buffer
+		out := filepath.Join(t.TempDir(), "t.jsonl")
+		err := run(context.Background(), []string{"import", "--from", format, "-o", out, "/dev/zero"}, strings.NewReader(""), &stdout, &stderr)
+		if err == nil || !strings.Contains(err.Error(), "is a device") {
+			t.Errorf("import --from %s /dev/zero: got %v, want it refused as a device", format, err)
+		}
+	}
+}

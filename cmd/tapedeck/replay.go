@@ -213,7 +213,11 @@ no server. A server started halfway has only what its own start and the
 client's initialize give it: none of the state the recorded calls built
 (files written, items created, subscriptions), since the tape answered
 those and the server never saw them. Calls that fell through are listed,
-and are not divergences.`,
+and those the live server answered are not divergences. A live server that
+ends gets each call it had not answered, and each later one, a JSON-RPC
+error at once; one that does not answer in 30 s gets the client the error
+then; such calls are listed as not answered, stay divergences, and are
+recorded on the tape ($transport/unanswered).`,
 		Example: `  # mcporter, with the tape in place of the real server
   mcporter call --stdio "tapedeck replay session.jsonl" echo message=hi
 
@@ -598,7 +602,11 @@ func replayFallback(ctx context.Context, s streams, f *replayFlags, tapePath str
 	rep := e.Report()
 	replay.FallbackReport(&rep, fell)
 	for _, x := range fell {
-		fmt.Fprintf(s.stderr, "tapedeck replay: %s (id %s) was not on the tape (%s): the live server answered it; appended to %s\n", x.Method, x.ID, x.Reason, dest)
+		if x.Answered() {
+			fmt.Fprintf(s.stderr, "tapedeck replay: %s (id %s) was not on the tape (%s): the live server answered it; appended to %s\n", x.Method, x.ID, x.Reason, dest)
+			continue
+		}
+		fmt.Fprintf(s.stderr, "tapedeck replay: %s (id %s) was not on the tape (%s), and %s: the client got an error; recorded in %s\n", x.Method, x.ID, x.Reason, x.Outcome, dest)
 	}
 	if len(fell) > 0 {
 		// The new episode follows the whole recorded session on the tape,

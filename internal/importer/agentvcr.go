@@ -35,7 +35,7 @@ const formatAgentVCR = "agent-vcr"
 
 // AgentVCR imports an agent-vcr .vcr recording.
 func AgentVCR(r io.Reader, w *tape.Writer, o Options) (Result, error) {
-	doc, err := readAll(formatAgentVCR, r)
+	doc, err := readAll(formatAgentVCR, r, o.maxDocument())
 	if err != nil {
 		return Result{}, err
 	}

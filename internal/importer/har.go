@@ -84,7 +84,7 @@ type harImport struct {
 
 // HAR imports a HAR 1.2 log of MCP traffic.
 func HAR(r io.Reader, w *tape.Writer, o Options) (Result, error) {
-	doc, err := readAll(formatHAR, r)
+	doc, err := readAll(formatHAR, r, o.maxDocument())
 	if err != nil {
 		return Result{}, err
 	}

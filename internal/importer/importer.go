@@ -38,6 +38,31 @@ type Options struct {
 	// gives (mcpsnoop's server_label, a cassette's server_info.name, the
 	// HAR's host or stdio://NAME/).
 	Server string
+	// MaxLine bounds a line of a format read by lines (mcpsnoop), and
+	// MaxDocument a whole JSON document (cassettes, HAR); zero means
+	// DefaultMaxLine and DefaultMaxDocument. Past them the import fails
+	// with an error naming the line, instead of reading without end.
+	MaxLine, MaxDocument int64
+}
+
+// Default bounds of an import's input.
+const (
+	DefaultMaxLine     = 64 << 20
+	DefaultMaxDocument = 512 << 20
+)
+
+func (o Options) maxLine() int64 {
+	if o.MaxLine > 0 {
+		return o.MaxLine
+	}
+	return DefaultMaxLine
+}
+
+func (o Options) maxDocument() int64 {
+	if o.MaxDocument > 0 {
+		return o.MaxDocument
+	}
+	return DefaultMaxDocument
 }
 
 // Result says what an import wrote.
@@ -394,11 +419,15 @@ func ms(n node, def float64) (time.Duration, error) {
 	return time.Duration(f * float64(time.Millisecond)), nil
 }
 
-// readAll reads a whole document, refusing an empty one.
-func readAll(format string, r io.Reader) ([]byte, error) {
-	doc, err := io.ReadAll(r)
+// readAll reads a whole document of at most max bytes, refusing an empty
+// one.
+func readAll(format string, r io.Reader, max int64) ([]byte, error) {
+	doc, err := io.ReadAll(io.LimitReader(r, max+1))
 	if err != nil {
 		return nil, err
+	}
+	if int64(len(doc)) > max {
+		return nil, &Error{Format: format, Err: fmt.Errorf("expected a JSON document of at most %d bytes, found a longer one", max)}
 	}
 	if len(bytes.TrimSpace(doc)) == 0 {
 		return nil, &Error{Format: format, Err: errors.New("expected a JSON document, found an empty input")}

@@ -43,7 +43,7 @@ const formatMCPRecorder = "mcp-recorder"
 
 // MCPRecorder imports an mcp-recorder cassette.
 func MCPRecorder(r io.Reader, w *tape.Writer, o Options) (Result, error) {
-	doc, err := readAll(formatMCPRecorder, r)
+	doc, err := readAll(formatMCPRecorder, r, o.maxDocument())
 	if err != nil {
 		return Result{}, err
 	}

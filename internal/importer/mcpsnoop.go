@@ -34,6 +34,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/tapedeck/tapedeck/tape"
@@ -47,8 +48,12 @@ func MCPSnoop(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	out := newOut(w)
 	started := map[string]bool{} // session_id → $transport/start written
 	lines := 0
+	max := o.maxLine()
 	for n := 1; ; n++ {
-		line, err := br.ReadBytes('\n')
+		line, err := readLine(br, max)
+		if errors.Is(err, errLineTooLong) {
+			return out.result(), &Error{Format: formatMCPSnoop, Line: n, Err: fmt.Errorf("expected a line of at most %d bytes, found a longer one", max)}
+		}
 		if len(line) == 0 && errors.Is(err, io.EOF) {
 			break
 		}
@@ -266,4 +271,22 @@ func snoopMeta(raw node) (map[string]any, error) {
 	}
 	p["cwd"] = cwd
 	return p, nil
+}
+
+var errLineTooLong = errors.New("line too long")
+
+// readLine reads a line (with its newline) of at most max bytes; a longer
+// one is errLineTooLong, found without holding more than max bytes.
+func readLine(br *bufio.Reader, max int64) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if int64(len(line)+len(chunk)) > max {
+			return nil, errLineTooLong
+		}
+		line = append(line, chunk...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, err
+		}
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -187,3 +189,24 @@ func FuzzImportMCPSnoop(f *testing.F) {
 		checkFuzzResult(t, "mcpsnoop", data)
 	})
 }
+
+// Inputs past the bounds are refused with an error naming the line, not
+// read without end (import from /dev/zero read 24 GB).
+func TestImportBounds(t *testing.T) {
+	var out bytes.Buffer
+	_, err := Import("mcpsnoop", io.LimitReader(zeros{}, 1<<20), &out, Options{MaxLine: 4 << 10})
+	var ie *Error
+	if !errors.As(err, &ie) || ie.Line != 1 || !strings.Contains(err.Error(), "at most 4096 bytes") {
+		t.Errorf("mcpsnoop, a 1 MiB line over a 4 KiB limit: got %v, want an error at line 1 naming the limit", err)
+	}
+	for _, format := range []string{"har", "mcp-recorder", "agent-vcr"} {
+		_, err := Import(format, io.LimitReader(zeros{}, 1<<20), &out, Options{MaxDocument: 4 << 10})
+		if err == nil || !strings.Contains(err.Error(), "at most 4096 bytes") {
+			t.Errorf("%s, a 1 MiB document over a 4 KiB limit: got %v, want the limit named", format, err)
+		}
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(b []byte) (int, error) { clear(b); return len(b), nil }
