@@ -126,10 +126,13 @@ type Proxy struct {
 	guard   mcphttp.Guard
 	pathsMu sync.Mutex
 	paths   map[string]bool // the paths served: the MCP endpoint, legacy endpoints
-	rec     *recorder
-	sink    *sink // lifecycle records
-	rp      *httputil.ReverseProxy
-	streams atomic.Int64
+	// metaSources maps a protected resource metadata path the proxy
+	// serves to the URL an upstream challenge named for it (auth.go).
+	metaSources map[string]string
+	rec         *recorder
+	sink        *sink // lifecycle records
+	rp          *httputil.ReverseProxy
+	streams     atomic.Int64
 	// exchanges numbers the POSTs that carry no session, so that their
 	// requests pair with their answers even when two clients use one id
 	// at once (two initializes).
@@ -258,8 +261,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "tapedeck: Origin "+origin+" is not allowed: expected a loopback origin or one given with --allow-origin (a web page must not reach the server with the upstream's credentials)", http.StatusForbidden)
 		return
 	}
+	if p.serveResourceMetadata(w, r) {
+		return
+	}
 	if !p.served(r.URL.Path) {
-		http.Error(w, "tapedeck: the recording proxy serves only the MCP endpoint "+p.Upstream.Path+", not "+r.URL.Path, http.StatusNotFound)
+		http.Error(w, "tapedeck: the recording proxy serves only the MCP endpoint "+p.Upstream.Path+" and its protected resource metadata ("+WellKnownResourceMetadata+"[/PATH]), not "+r.URL.Path, http.StatusNotFound)
 		return
 	}
 	ex := &exchange{
@@ -343,6 +349,9 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	// recorded as _meta.newSession.
 	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" && sid != ex.session {
 		ex.newSession = sid
+	}
+	if done, err := p.challenge(resp, ex); done {
+		return err
 	}
 	switch mediaType := mediaType(resp.Header.Get("Content-Type")); {
 	case mediaType == "text/event-stream":

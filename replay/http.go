@@ -32,6 +32,7 @@ import (
 
 	"github.com/tapedeck/tapedeck/internal/jsonrpc"
 	"github.com/tapedeck/tapedeck/internal/mcphttp"
+	"github.com/tapedeck/tapedeck/internal/oauth"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -106,6 +107,14 @@ type HTTPOptions struct {
 	// NewSessionID makes Mcp-Session-Id values; nil means 128 random bits
 	// in hex.
 	NewSessionID func() string
+	// Auth is how an OAuth-protected server's tape is replayed
+	// (http_auth.go): AuthMock serves a mock authorization server and
+	// requires its tokens, answering without one with the recorded
+	// challenge; AuthNone requires nothing; AuthAuto (or "") is AuthMock
+	// when the tape recorded a challenge, AuthNone otherwise. Either way
+	// the recorded protected resource metadata is served, and requests a
+	// challenge refused are left out of the recorded sessions.
+	Auth string
 }
 
 // HTTPHandler serves an Engine's tape over MCP's Streamable HTTP transport
@@ -168,6 +177,12 @@ type HTTPHandler struct {
 	spans     []span // the recorded sessions
 	preInit   []bool // spans[i] has client traffic before its initialize
 
+	// OAuth (http_auth.go), found once.
+	authDocs   map[string][]byte  // protected resource metadata by path
+	challenge  *recordedChallenge // the first 401 recorded
+	challenged map[int]bool       // requests a challenge refused
+	mock       *oauth.Mock        // the mock authorization server, AuthMock
+
 	mu         sync.Mutex
 	notes      []func()            // callbacks to run once mu is released, in order
 	delivering bool                // a goroutine is running notes: others leave theirs to it
@@ -213,9 +228,12 @@ func NewHTTPHandler(x *tape.Index, eo EngineOptions, o HTTPOptions) (*HTTPHandle
 	if h.now == nil {
 		h.now = time.Now
 	}
+	if err := h.learnAuth(); err != nil {
+		return nil, err
+	}
 	h.learnTape()
 	h.first = first
-	if len(h.spans) > 1 {
+	if len(h.spans) > 1 || h.spans[0].lo > 0 {
 		h.first = h.engine(0)
 	}
 	if !h.sessions {
@@ -352,6 +370,9 @@ func (h *HTTPHandler) Dropped() int {
 // ServeHTTP implements http.Handler.
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != h.path {
+		if h.guard.HostAllowed(r.Host) && h.guard.OriginAllowed(r.Header.Get("Origin")) && h.serveAuth(w, r) {
+			return
+		}
 		http.Error(w, fmt.Sprintf("tapedeck replay: no MCP endpoint at %s: expected %s", r.URL.Path, h.path), http.StatusNotFound)
 		return
 	}
@@ -366,6 +387,9 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if v := r.Header.Get(mcphttp.HeaderProtocol); v != "" && !mcphttp.KnownVersion(v) {
 		msg := fmt.Sprintf("tapedeck replay: unsupported MCP-Protocol-Version %q: expected one of %s", v, strings.Join(mcphttp.Versions(), ", "))
 		writeJSON(w, http.StatusBadRequest, jsonrpc.ErrorResponse([]byte("null"), CodeInvalidRequest, msg, nil))
+		return
+	}
+	if !h.authorized(w, r) {
 		return
 	}
 	if h.opts.Admit != nil && slices.Contains(strings.Split(h.allow(), ", "), r.Method) {

@@ -40,10 +40,21 @@ func (h *HTTPHandler) learnTape() {
 	pre := []bool{false}
 	reqs := []int{0}
 	wire, inited := false, false
+	firstReq, lastRefused := -1, -1
 	for i := range x.Len() {
 		en := x.Entry(i)
 		if en.Server != server {
 			continue
+		}
+		if h.challenged[i] {
+			// Refused by an auth challenge: not part of a session served.
+			if firstReq < 0 {
+				lastRefused = i
+			}
+			continue
+		}
+		if firstReq < 0 && en.Kind == tape.KindRequest && en.Dir == tape.DirSend {
+			firstReq = i
 		}
 		switch {
 		case en.Kind == tape.KindLifecycle && (en.Method == tape.MethodStart || h.isDelete(i, en)):
@@ -134,6 +145,10 @@ func (h *HTTPHandler) learnTape() {
 		h.spans = slices.Delete(h.spans, 0, 1)
 		h.preInit = slices.Delete(h.preInit, 0, 1)
 		h.spans[0].lo = 0
+	}
+	if lastRefused >= 0 && h.spans[0].lo <= lastRefused {
+		// The first session starts after the requests refused before it.
+		h.spans[0].lo = lastRefused + 1
 	}
 }
 

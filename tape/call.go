@@ -29,8 +29,10 @@ type Call struct {
 	// Status is "ok", "error" (a JSON-RPC error), "tool-error"
 	// (result.isError), "negotiation" (a server/discover probe rejected
 	// before initialize: not a failure, see Negotiation), "pending" (no
-	// answer on the tape), "cancelled" (and no late answer) or "late"
-	// (answered after its cancellation).
+	// answer on the tape), "cancelled" (and no late answer), "late"
+	// (answered after its cancellation) or "challenged" (refused over HTTP
+	// with a 401 or 403 authorization challenge, a $http/exchange that
+	// carried no message; the client retried with a token).
 	Status string
 	// ErrorCode and ErrorMessage are the JSON-RPC error's, when Status is
 	// "error" or "negotiation".
@@ -97,6 +99,8 @@ func ReadCalls(r io.Reader, x *Index, server string, fn func(Call) error) error 
 				c.Status = "cancelled"
 			case p.Partner < 0:
 				c.Status = "pending"
+			case x.Entry(p.Partner).Kind == KindLifecycle:
+				c.Status = "challenged"
 			}
 			if p.Partner >= 0 && p.Partner < e.Seq {
 				// Answered before it was recorded (Reordered): the answer

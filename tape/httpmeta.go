@@ -27,7 +27,16 @@ package tape
 //     202, an error status with a plain body, a GET stream opened, a
 //     DELETE), with params method, status and, for a stream, stream;
 //     MethodHTTPEndpoint for a legacy endpoint event; MethodHTTPRejected
-//     for a request the proxy refused.
+//     for a request the proxy refused;
+//   - a 401 or 403 with a WWW-Authenticate challenge (OAuth): a
+//     MethodHTTPExchange with params method, status, ParamWWWAuthenticate
+//     (the header's values as the client got them, resource_metadata
+//     naming the proxy), contentType and body, and MetaInReplyTo the id of
+//     the request it refused, with which it pairs;
+//   - MethodHTTPMetadata for a protected resource metadata document
+//     (RFC 9728) the proxy served: params path, source (where it was
+//     fetched), status, document (as served: "resource" names the proxy),
+//     upstreamResource (the upstream's "resource").
 //
 // Read as well, for tapes written before the dialect was one (the fixture
 // recorder of internal/mcptest wrote them): MetaSSE true on a message that
@@ -40,10 +49,15 @@ const (
 	MethodHTTPExchange = "$http/exchange"
 	MethodHTTPEndpoint = "$http/endpoint"
 	MethodHTTPRejected = "$http/rejected"
+	MethodHTTPMetadata = "$http/metadata"
 	// Read only: the older dialect's.
 	MethodHTTPGet    = "$http/get"
 	MethodHTTPDelete = "$http/delete"
 )
+
+// ParamWWWAuthenticate is the params member of a challenge's
+// MethodHTTPExchange that holds its WWW-Authenticate values.
+const ParamWWWAuthenticate = "wwwAuthenticate"
 
 // Tape metadata members of the HTTP dialect.
 const (

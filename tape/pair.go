@@ -15,7 +15,8 @@ package tape
 // _meta.inReplyTo, or, on a tape recorded before the proxy wrote it, when
 // it is an error with an HTTP 4xx or 5xx status and the client's last
 // message on its connection was a request still unanswered, not in a batch
-// (the request its POST carried).
+// (the request its POST carried). A $http/exchange record with
+// _meta.inReplyTo (a 401 or 403 challenge) answers the request it names.
 
 import (
 	"bytes"
@@ -156,6 +157,26 @@ func (p *pairer) add(recs *recTable, warnings *warningList, seq int32, m *msgInf
 		if m.inputReq && rp.partner >= 0 {
 			req := recs.at(int(rp.partner))
 			p.inputReq[chainKey{r.server, r.conn, req.method}] = seq
+		}
+	case KindLifecycle:
+		// An HTTP answer that carried no message but refused a request (a
+		// 401 or 403 challenge) names it in _meta.inReplyTo: it answers
+		// that request, which is so no longer pending. The record keeps
+		// its own method.
+		if !m.replyTo.ok() || string(m.method.in(line)) != `"`+MethodHTTPExchange+`"` {
+			break
+		}
+		k := pairKey{r.server, 1, r.conn, p.idHash(normalizeID(m.replyTo.in(line)))}
+		req, ok := p.ofExchange(k, p.exchangeOf(true, m, line))
+		if !ok {
+			if req, ok = p.pending[k]; ok {
+				delete(p.exch, req)
+				p.unpend(k)
+			}
+		}
+		if ok {
+			recs.at(int(req)).partner = seq
+			rp.partner = req
 		}
 	case KindNotification:
 		if m.cancels.ok() {

@@ -441,12 +441,16 @@ func pathString(p []string) string {
 // IsCredentialHeader reports whether an HTTP header carries credentials and
 // must never be written to a tape: Authorization, Proxy-Authorization,
 // Cookie, Set-Cookie, and any header whose name mentions a key, token,
-// secret, password or auth (X-Api-Key, X-Auth-Token, Api-Key, ...).
+// secret, password or auth (X-Api-Key, X-Auth-Token, Api-Key, ...). A
+// challenge (WWW-Authenticate, Proxy-Authenticate) carries none: a scheme,
+// a realm, scopes, the resource metadata URL, which replay needs.
 func IsCredentialHeader(name string) bool {
 	n := strings.ToLower(name)
 	switch n {
-	case "authorization", "proxy-authorization", "cookie", "set-cookie", "www-authenticate", "proxy-authenticate":
+	case "authorization", "proxy-authorization", "cookie", "set-cookie":
 		return true
+	case "www-authenticate", "proxy-authenticate":
+		return false
 	}
 	for _, s := range []string{"api-key", "apikey", "api_key", "token", "secret", "password", "auth", "credential", "signature"} {
 		if strings.Contains(n, s) {

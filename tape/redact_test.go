@@ -115,6 +115,8 @@ func TestIsCredentialHeader(t *testing.T) {
 		"Authorization": true, "cookie": true, "Set-Cookie": true, "Proxy-Authorization": true,
 		"X-Api-Key": true, "X-Auth-Token": true, "Api-Key": true, "X-Goog-Api-Key": true,
 		"Mcp-Session-Id": false, "Content-Type": false, "Mcp-Protocol-Version": false, "Last-Event-ID": false,
+		// A challenge carries no secret, and replay needs it.
+		"WWW-Authenticate": false, "Proxy-Authenticate": false,
 	} {
 		if got := IsCredentialHeader(name); got != want {
 			t.Errorf("IsCredentialHeader(%q) = %v, want %v", name, got, want)

@@ -53,6 +53,7 @@ type replayFlags struct {
 	reorderSet bool
 
 	listen      string
+	auth        string
 	path        string
 	pathSet     bool // --path was given (a legacy tape's stream is at /sse otherwise)
 	allowRemote bool
@@ -187,6 +188,21 @@ header must name a loopback host, the --listen host, or one given with
 --allow-origin (403 otherwise, against DNS rebinding); bodies over
 --max-body get 413; an MCP-Protocol-Version the replay does not know gets
 400 naming the supported ones.
+
+OAuth (--auth MODE, over HTTP): a tape recorded through "tapedeck record
+--upstream" in front of an OAuth-protected server holds the 401 challenges
+and the protected resource metadata the proxy served. The replay serves
+those documents at their recorded paths with "resource" naming the replay's
+URL, and leaves the requests a challenge refused out of the sessions it
+serves. --auth mock (the default, auto, when the tape recorded a challenge)
+also serves a mock authorization server on the same address (metadata at
+/.well-known/oauth-authorization-server, dynamic registration, an authorize
+step that approves at once and redirects with a code, a token endpoint that
+checks PKCE), names it in the documents' authorization_servers, and requires
+its bearer tokens on the MCP endpoint: a request without one gets the
+recorded 401 with its WWW-Authenticate, resource_metadata naming the
+replay, so a client's whole OAuth path runs offline. --auth none (auto's
+choice for a tape with no challenge) requires no token.
 
 Rules (--rules FILE): faults on the recorded answers. A client's message
 goes to the rules before the tape's matcher sees it (a rule may answer it
@@ -345,6 +361,7 @@ recorded on the tape ($transport/unanswered).`,
 	cmd.Flags().StringVar(&f.report, "report", "", "write a JSON report of divergences and unused requests to `FILE`")
 	cmd.Flags().IntVar(&f.reorder, "reorder", 0, "strict mode: let a request match one of the `N` recorded requests after the next expected one (4 over HTTP unless given)")
 	cmd.Flags().StringVar(&f.listen, "listen", "", "serve Streamable HTTP on `ADDR` (host:port, port 0 picks one) instead of stdio")
+	cmd.Flags().StringVar(&f.auth, "auth", replay.AuthAuto, "with --listen: OAuth `MODE`: auto (mock when the tape recorded a 401 challenge, else none), mock (a mock authorization server whose tokens are required) or none")
 	cmd.Flags().StringVar(&f.path, "path", "/mcp", "with --listen: serve the MCP endpoint at `PATH`")
 	cmd.Flags().BoolVar(&f.allowRemote, "allow-remote", false, "with --listen: allow an address other than loopback")
 	cmd.Flags().StringArrayVar(&f.origins, "allow-origin", nil, "with --listen: accept `ORIGIN` besides loopback ones, e.g. https://app.example.com (repeatable)")
@@ -436,12 +453,15 @@ func serveReplayHTTP(ctx context.Context, s streams, f *replayFlags, tapePath st
 		opts.Server = e.Server()
 		return serveReplayLegacy(ctx, s, f, tapePath, x, opts, ln, post, hosts, maxBody, onDiv)
 	}
-	h, err := replay.NewHTTPHandler(x, opts, replay.HTTPOptions{Path: f.path, OnDivergence: onDiv, AllowOrigins: f.origins, AllowHosts: hosts, MaxBody: maxBody})
+	h, err := replay.NewHTTPHandler(x, opts, replay.HTTPOptions{Path: f.path, OnDivergence: onDiv, AllowOrigins: f.origins, AllowHosts: hosts, MaxBody: maxBody, Auth: f.auth})
 	if err != nil {
 		ln.Close()
 		return none, err
 	}
 	fmt.Fprintf(s.stderr, "tapedeck replay: serving %s (server '%s') at http://%s%s\n", tapePath, e.Server(), ln.Addr(), f.path)
+	if h.AuthMode() == replay.AuthMock {
+		fmt.Fprintf(s.stderr, "tapedeck replay: OAuth: a mock authorization server at http://%s; the MCP endpoint requires its tokens (--auth none: no token)\n", ln.Addr())
+	}
 	if f.ruleSet != nil {
 		err = serveHTTPWithRules(ctx, s, f, ln, h, e.Server(), hosts, maxBody)
 	} else {

@@ -30,6 +30,9 @@ const (
 	RuleExpectTool = "expect-tool" // a tool that should have been called was not
 	RuleForbidTool = "forbid-tool" // a tool that should not have been called was
 	RuleSlow       = "max-duration"
+	// RuleChallenge: a 401 whose WWW-Authenticate has no resource_metadata,
+	// which MCP's authorization (RFC 9728) requires of a protected server.
+	RuleChallenge = "auth-challenge"
 )
 
 // Rules lists every rule with what it finds.
@@ -47,6 +50,7 @@ var Rules = []struct{ ID, Help string }{
 	{RuleExpectTool, "a tool --expect-tool names that was never called"},
 	{RuleForbidTool, "a tool --forbid-tool names that was called"},
 	{RuleSlow, "a call slower than --max-duration"},
+	{RuleChallenge, "a 401 whose WWW-Authenticate names no resource_metadata (MCP authorization requires it; a note unless --fail-on names it)"},
 }
 
 // DefaultFailOn is --fail-on's default.
@@ -104,6 +108,14 @@ func Tape(name string, x *tape.Index, o Options) []Finding {
 			}
 			add(RuleInvalid, i, e.Server, msg)
 		case tape.KindLifecycle:
+			if e.Method == tape.MethodHTTPExchange {
+				if m, err := x.Message(i); err == nil {
+					if pr := gjson.GetBytes(m.Raw, "params"); pr.Get("status").Int() == 401 && pr.Get(tape.ParamWWWAuthenticate).Exists() &&
+						!strings.Contains(strings.ToLower(pr.Get(tape.ParamWWWAuthenticate).Raw), "resource_metadata") {
+						add(RuleChallenge, i, e.Server, "a 401 whose WWW-Authenticate names no resource_metadata: "+firstLine(pr.Get(tape.ParamWWWAuthenticate+".0").String()))
+					}
+				}
+			}
 			if e.Method == tape.MethodStderr {
 				if m, err := x.Message(i); err == nil {
 					add(RuleStderr, i, e.Server, "the server wrote: "+firstLine(gjson.GetBytes(m.Raw, "params.text").String()))
