@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -158,5 +160,44 @@ func TestArchitectureImports(t *testing.T) {
 		if !seen[p] && !strings.HasPrefix(p, "internal/mcptest/cmd/") {
 			t.Errorf("package %s has no row in ARCHITECTURE.md's package table", p)
 		}
+	}
+}
+
+// maxSourceLines is the length past which a non-test source file is
+// several concepts that want files of their own.
+const maxSourceLines = 800
+
+// TestSourceFileLength: no non-test .go file of the module is over
+// maxSourceLines lines.
+func TestSourceFileLength(t *testing.T) {
+	n := 0
+	err := filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != "../.." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		n++
+		if lines := strings.Count(string(b), "\n"); lines > maxSourceLines {
+			t.Errorf("%s has %d lines, over %d: split it by concept", strings.TrimPrefix(path, "../../"), lines, maxSourceLines)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 50 {
+		t.Fatalf("found %d source files, expected the module's", n)
 	}
 }
