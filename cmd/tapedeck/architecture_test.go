@@ -201,3 +201,27 @@ func TestSourceFileLength(t *testing.T) {
 		t.Fatalf("found %d source files, expected the module's", n)
 	}
 }
+
+// TestArchitectureImportantFiles: each file ARCHITECTURE.md's "Important
+// files" names exists, so a move that forgets the guide fails here.
+func TestArchitectureImportantFiles(t *testing.T) {
+	b, err := os.ReadFile("../../ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "\n## Important files\n")
+	if !ok {
+		t.Fatal(`ARCHITECTURE.md has no "## Important files" section`)
+	}
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	item := regexp.MustCompile("(?m)^- `([^`]+)`:")
+	files := item.FindAllStringSubmatch(sec, -1)
+	if len(files) < 5 {
+		t.Fatalf(`found %d files in "Important files", expected a list of them ("- `+"`path`"+`: why")`, len(files))
+	}
+	for _, f := range files {
+		if _, err := os.Stat(filepath.Join("../..", f[1])); err != nil {
+			t.Errorf("ARCHITECTURE.md's important file %s: %v", f[1], err)
+		}
+	}
+}
