@@ -151,68 +151,56 @@ type Engine struct {
 	server string
 	norm   tape.Normalizer
 
-	scanned scanState   // what the scanner has read of the tape
-	pos     position    // where the engine stands on the tape and in time
-	order   strictState // strict mode's expected request and resyncs
-	keys    keyState    // keyed and loose mode's requests by key
-	emit    emitState   // what goes out: queued outputs, server requests, held answers
-	report  reportState // what the replay did, for Unused, Divergences and the summary
-}
-
-// scanState is the scanner's: it walks the tape once, in order, on demand.
-type scanState struct {
-	next    int   // next tape seq not yet scanned
+	// The scanner walks the tape once, in order, on demand.
+	scan    int   // next tape seq not yet scanned
 	reqs    []int // the server's recorded client requests, in order
+	ri      int   // strict: index in reqs of the next expected request
+	used    map[int]bool
 	skipped int
-	methods map[string]int // recorded request count per method (scanned so far)
-	answers map[int][]byte // recorded responses, stripped, by seq: repeats skip the file read
-	// unreadable holds the recorded requests that could not be read or
-	// keyed, by seq, with why: a live request they might have matched
-	// diverges naming them instead of being "not on the tape".
-	unreadable map[int]error
-}
 
-// position is where the engine stands.
-type position struct {
+	// Keyed mode: key → recorded requests not yet served, in order.
+	keyed    map[[16]byte][]int
+	keyedN   int              // reqs[:keyedN] are in keyed
+	keyedAll map[[16]byte]int // key → the last recorded request with it
+	served   map[[16]byte]int // loose: key → the last request whose response was sent
+	methods  map[string]int   // recorded request count per method (scanned so far)
+	memo     map[uint64]memoKey
+	answers  map[int][]byte // recorded responses, stripped, by seq: repeats skip the file read
+
 	frontier int // recv messages before it were emitted or passed
 	lo, hi   int // the span of the tape served, [lo, hi); hi 0 is the tape's end
 	refTape  int64
 	refSeq   int // the recorded client message the latest live one matched, or -1
 	now      time.Time
-	// started: a live message was received (the episode is chosen).
-	started bool
-}
 
-// strictState is strict mode's: requests are expected in recorded order.
-type strictState struct {
-	next int // index in scanned.reqs of the next expected request
+	outstanding map[tape.ID]int // live id of a server request sent → its tape seq
+	srvIDs      int
+	awaitCancel map[tape.ID]int // live id → late response to send once cancelled
+	queue       []Output
+
+	// unreadable holds the recorded requests that could not be read or
+	// keyed, by seq, with why: a live request they might have matched
+	// diverges naming them instead of being "not on the tape".
+	unreadable map[int]error
+
+	divs       []*Divergence
+	held       map[int]heldRequest
+	requests   int
+	matched    int
+	unanswered []Unused     // matched requests with no answer on the tape
+	ruled      []RuleAnswer // client requests a rule answered or dropped at the edge
+
 	// passed are recorded requests a strict replay moved past without a
 	// match (the client changed or skipped them): never expected again,
 	// still reported unused.
 	passed  map[int]bool
 	resyncs []Resync
-	lost    bool // the last request diverged; the next may re-synchronise
-}
-
-// keyState is keyed and loose mode's: requests matched by their key.
-type keyState struct {
-	pending map[[16]byte][]int // key → recorded requests not yet served, in order
-	n       int                // scanned.reqs[:n] are in pending
-	last    map[[16]byte]int   // key → the last recorded request with it
-	served  map[[16]byte]int   // loose: key → the last request whose response was sent
-	memo    map[uint64]memoKey
-	// window is the recorded request being answered and its response:
-	// only the server requests between them belong to the live call and
-	// are sent.
-	window [2]int
-}
-
-// emitState is what goes out, and what waits to go out.
-type emitState struct {
-	queue       []Output
-	outstanding map[tape.ID]int // live id of a server request sent → its tape seq
-	srvIDs      int
-	awaitCancel map[tape.ID]int // live id → late response to send once cancelled
+	lost    bool // strict: the last request diverged; the next may re-synchronise
+	// liveToken holds, by recorded request, the progressToken of the live
+	// request that matched it, when it had one: recorded progress
+	// notifications carry the live token, or are dropped when the live
+	// request asked for none.
+	liveToken map[int][]byte
 	// waiting holds recorded answers that followed server requests the
 	// recording's client replied to first: each goes out once the live
 	// client has replied too.
@@ -221,28 +209,17 @@ type emitState struct {
 	// ids of the batch's members matched so far: the rejection goes out
 	// once, with id null, when the last member is matched.
 	batchIDs map[int][]tape.ID
-	// liveToken holds, by recorded request, the progressToken of the live
-	// request that matched it, when it had one: recorded progress
-	// notifications carry the live token, or are dropped when the live
-	// request asked for none.
-	liveToken map[int][]byte
+	// window is, in keyed and loose mode, the recorded request being
+	// answered and its response: only the server requests between them
+	// belong to the live call and are sent.
+	window [2]int
+	// started: a live message was received (the episode is chosen).
+	started bool
 	// early holds recorded server notifications sent ahead of the
 	// frontier, because the tape had them on the answer's own HTTP stream
 	// (see streamMates): the frontier passes them without sending them
 	// again.
 	early map[int]bool
-}
-
-// reportState is what the replay did: matches, divergences, answers a rule
-// gave, recorded requests used.
-type reportState struct {
-	used       map[int]bool // recorded requests matched
-	divs       []*Divergence
-	held       map[int]heldRequest
-	requests   int
-	matched    int
-	unanswered []Unused     // matched requests with no answer on the tape
-	ruled      []RuleAnswer // client requests a rule answered or dropped at the edge
 }
 
 // NewEngine returns an engine serving x's server opts.Server (or its only
@@ -254,38 +231,30 @@ func NewEngine(x *tape.Index, opts EngineOptions) (*Engine, error) {
 	}
 	e := &Engine{
 		x: x, opts: opts, server: server,
-		norm: tape.Normalizer{Ignore: opts.Ignore, Exact: opts.Exact},
-		scanned: scanState{
-			methods:    map[string]int{},
-			answers:    map[int][]byte{},
-			unreadable: map[int]error{},
-		},
-		pos:   position{refSeq: -1},
-		order: strictState{passed: map[int]bool{}},
-		keys: keyState{
-			pending: map[[16]byte][]int{},
-			last:    map[[16]byte]int{},
-			served:  map[[16]byte]int{},
-			memo:    map[uint64]memoKey{},
-		},
-		emit: emitState{
-			outstanding: map[tape.ID]int{},
-			awaitCancel: map[tape.ID]int{},
-			batchIDs:    map[int][]tape.ID{},
-			liveToken:   map[int][]byte{},
-			early:       map[int]bool{},
-		},
-		report: reportState{
-			used: map[int]bool{},
-			held: map[int]heldRequest{},
-		},
+		norm:        tape.Normalizer{Ignore: opts.Ignore, Exact: opts.Exact},
+		used:        map[int]bool{},
+		keyed:       map[[16]byte][]int{},
+		keyedAll:    map[[16]byte]int{},
+		served:      map[[16]byte]int{},
+		methods:     map[string]int{},
+		memo:        map[uint64]memoKey{},
+		answers:     map[int][]byte{},
+		batchIDs:    map[int][]tape.ID{},
+		outstanding: map[tape.ID]int{},
+		awaitCancel: map[tape.ID]int{},
+		held:        map[int]heldRequest{},
+		refSeq:      -1,
+		unreadable:  map[int]error{},
+		passed:      map[int]bool{},
+		liveToken:   map[int][]byte{},
+		early:       map[int]bool{},
 	}
 	if sp := opts.Span; sp != (Span{}) {
 		if sp.Lo < 0 || sp.Hi < sp.Lo || sp.Hi > x.Len() {
 			return nil, fmt.Errorf("engine span [%d, %d): expected 0 <= Lo <= Hi <= %d, the tape's length", sp.Lo, sp.Hi, x.Len())
 		}
-		e.pos.lo, e.pos.hi = sp.Lo, sp.Hi
-		e.scanned.next, e.pos.frontier = sp.Lo, sp.Lo
+		e.lo, e.hi = sp.Lo, sp.Hi
+		e.scan, e.frontier = sp.Lo, sp.Lo
 	}
 	return e, nil
 }
@@ -300,8 +269,8 @@ func (e *Engine) chooseEpisode(method string) {
 	}
 	for _, ep := range eps {
 		if ep.First >= 0 && e.x.Entry(ep.First).Method == method {
-			e.pos.lo, e.pos.hi = ep.Lo, ep.Hi
-			e.scanned.next, e.pos.frontier = ep.Lo, ep.Lo
+			e.lo, e.hi = ep.Lo, ep.Hi
+			e.scan, e.frontier = ep.Lo, ep.Lo
 			return
 		}
 	}
@@ -309,8 +278,8 @@ func (e *Engine) chooseEpisode(method string) {
 
 // end is the tape position after the last message e serves.
 func (e *Engine) end() int {
-	if e.pos.hi > 0 {
-		return e.pos.hi
+	if e.hi > 0 {
+		return e.hi
 	}
 	return e.x.Len()
 }
@@ -374,7 +343,7 @@ func (e *Engine) Mode() Mode { return e.opts.Mode }
 // array) at now and returns the outputs due by now. Later outputs (at a
 // speed > 0) wait for Poll.
 func (e *Engine) Receive(msg []byte, now time.Time) []Output {
-	e.pos.now = now
+	e.now = now
 	entries := tape.Classify(msg)
 	for _, m := range entries {
 		e.receive(m)
@@ -383,15 +352,15 @@ func (e *Engine) Receive(msg []byte, now time.Time) []Output {
 }
 
 func (e *Engine) receive(m tape.Entry) {
-	if !e.pos.started {
-		e.pos.started = true
+	if !e.started {
+		e.started = true
 		if m.Kind == tape.KindRequest && e.opts.Episodes && e.opts.Span == (Span{}) {
 			e.chooseEpisode(m.Method)
 		}
 	}
 	switch m.Kind {
 	case tape.KindRequest:
-		e.report.requests++
+		e.requests++
 		e.request(m)
 	case tape.KindNotification:
 		e.notification(m)
@@ -404,30 +373,30 @@ func (e *Engine) receive(m tape.Entry) {
 		if id.Exists() && (id.Type == gjson.Number || id.Type == gjson.String) && json.Valid([]byte(id.Raw)) {
 			raw = []byte(id.Raw)
 		}
-		e.push(errorResponse(raw, CodeParseError, "tapedeck replay: "+m.Problem, nil), e.pos.now, -1, "", nil)
+		e.push(errorResponse(raw, CodeParseError, "tapedeck replay: "+m.Problem, nil), e.now, -1, "", nil)
 	}
 }
 
 // Poll returns the outputs due by now, in order.
 func (e *Engine) Poll(now time.Time) []Output {
 	n := 0
-	for n < len(e.emit.queue) && !e.emit.queue[n].At.After(now) {
+	for n < len(e.queue) && !e.queue[n].At.After(now) {
 		n++
 	}
 	if n == 0 {
 		return nil
 	}
-	out := slices.Clone(e.emit.queue[:n])
-	e.emit.queue = slices.Delete(e.emit.queue, 0, n)
+	out := slices.Clone(e.queue[:n])
+	e.queue = slices.Delete(e.queue, 0, n)
 	return out
 }
 
 // NextDue returns when the next queued output falls due.
 func (e *Engine) NextDue() (time.Time, bool) {
-	if len(e.emit.queue) == 0 {
+	if len(e.queue) == 0 {
 		return time.Time{}, false
 	}
-	return e.emit.queue[0].At, true
+	return e.queue[0].At, true
 }
 
 // push queues an output at its time, after outputs due at the same time.
@@ -437,24 +406,24 @@ func (e *Engine) push(msg []byte, at time.Time, seq int, reqID tape.ID, d *Diver
 
 // pushOutput queues o at its time, after outputs due at the same time.
 func (e *Engine) pushOutput(o Output) {
-	i := len(e.emit.queue)
-	for i > 0 && e.emit.queue[i-1].At.After(o.At) {
+	i := len(e.queue)
+	for i > 0 && e.queue[i-1].At.After(o.At) {
 		i--
 	}
-	e.emit.queue = slices.Insert(e.emit.queue, i, o)
+	e.queue = slices.Insert(e.queue, i, o)
 }
 
 // at returns when recorded message seq falls due: now plus its recorded
 // gap after the live message being handled, divided by the speed.
 func (e *Engine) at(seq int) time.Time {
-	if e.opts.Speed <= 0 || e.pos.refTape == 0 {
-		return e.pos.now
+	if e.opts.Speed <= 0 || e.refTape == 0 {
+		return e.now
 	}
 	t := e.x.Entry(seq).Time
-	if t.IsZero() || t.UnixNano() <= e.pos.refTape {
-		return e.pos.now
+	if t.IsZero() || t.UnixNano() <= e.refTape {
+		return e.now
 	}
-	wait := time.Duration(float64(t.UnixNano()-e.pos.refTape) / e.opts.Speed)
+	wait := time.Duration(float64(t.UnixNano()-e.refTape) / e.opts.Speed)
 	limit := e.opts.MaxWait
 	if limit == 0 {
 		limit = DefaultMaxWait
@@ -464,7 +433,7 @@ func (e *Engine) at(seq int) time.Time {
 		// reproducing: the client would give up first.
 		wait = limit
 	}
-	return e.pos.now.Add(wait)
+	return e.now.Add(wait)
 }
 
 // DefaultMaxWait caps a timed replay's wait for one recorded message when
@@ -472,9 +441,9 @@ func (e *Engine) at(seq int) time.Time {
 const DefaultMaxWait = time.Minute
 
 func (e *Engine) setRef(seq int) {
-	e.pos.refSeq = seq
+	e.refSeq = seq
 	if t := e.x.Entry(seq).Time; !t.IsZero() {
-		e.pos.refTape = t.UnixNano()
+		e.refTape = t.UnixNano()
 	}
 }
 
@@ -482,13 +451,13 @@ func (e *Engine) setRef(seq int) {
 // found; it reports false at the end of the tape.
 func (e *Engine) scanNext() bool {
 	n := e.end()
-	for e.scanned.next < n {
-		i := e.scanned.next
-		e.scanned.next++
+	for e.scan < n {
+		i := e.scan
+		e.scan++
 		en := e.x.Entry(i)
 		if en.Server == e.server && en.Kind == tape.KindRequest && en.Dir == tape.DirSend {
-			e.scanned.reqs = append(e.scanned.reqs, i)
-			e.scanned.methods[en.Method]++
+			e.reqs = append(e.reqs, i)
+			e.methods[en.Method]++
 			return true
 		}
 	}
@@ -508,13 +477,13 @@ func (e *Engine) scanAll() {
 // awaiting, timed from when reached arrived.
 func (e *Engine) Progress() (reached, awaiting int) {
 	n := e.x.Len()
-	for i := e.pos.frontier; i < n; i++ {
+	for i := e.frontier; i < n; i++ {
 		en := e.x.Entry(i)
-		if en.Server == e.server && en.IsWire() && en.Dir == tape.DirSend && !e.report.used[i] {
-			return e.pos.refSeq, i
+		if en.Server == e.server && en.IsWire() && en.Dir == tape.DirSend && !e.used[i] {
+			return e.refSeq, i
 		}
 	}
-	return e.pos.refSeq, n
+	return e.refSeq, n
 }
 
 // Report sums up the replay so far; the recorded requests not yet used are
@@ -523,16 +492,16 @@ func (e *Engine) Report() Report {
 	e.scanAll()
 	r := Report{
 		Server: e.server, Mode: e.opts.Mode.String(),
-		Requests: e.report.requests, Matched: e.report.matched,
+		Requests: e.requests, Matched: e.matched,
 		Divergences:     e.Divergences(),
 		Unused:          []Unused{},
 		UnusedTolerated: e.opts.Mode == Loose,
-		Unanswered:      append([]Unused(nil), e.report.unanswered...),
-		RuleAnswered:    slices.Clone(e.report.ruled),
-		Resyncs:         slices.Clone(e.order.resyncs),
+		Unanswered:      append([]Unused(nil), e.unanswered...),
+		RuleAnswered:    slices.Clone(e.ruled),
+		Resyncs:         slices.Clone(e.resyncs),
 	}
-	for _, seq := range e.scanned.reqs {
-		if e.report.used[seq] {
+	for _, seq := range e.reqs {
+		if e.used[seq] {
 			continue
 		}
 		en := e.x.Entry(seq)

@@ -29,11 +29,11 @@ type waitingAnswer struct {
 // consume marks recorded request seq as matched by live request m and
 // answers it.
 func (e *Engine) consume(m tape.Entry, seq int) {
-	e.report.matched++
-	e.order.lost = false
-	e.report.used[seq] = true
+	e.matched++
+	e.lost = false
+	e.used[seq] = true
 	if t := field(m.Raw, "params._meta.progressToken"); t != nil {
-		e.emit.liveToken[seq] = bytes.Clone(t) // m.Raw is the caller's buffer
+		e.liveToken[seq] = bytes.Clone(t) // m.Raw is the caller's buffer
 	}
 	e.setRef(seq)
 	e.pass(seq)
@@ -51,27 +51,27 @@ func (e *Engine) consume(m tape.Entry, seq int) {
 // divergence: the client was answered. Notifications and replies are not counted. It returns the
 // outputs due by now: the recorded server messages before that request.
 func (e *Engine) RuleAnswered(msg []byte, rule, action string, now time.Time) []Output {
-	e.pos.now = now
+	e.now = now
 	es := tape.Classify(msg)
 	if len(es) != 1 || es[0].Kind != tape.KindRequest {
 		return e.Poll(now)
 	}
 	m := es[0]
-	e.report.requests++
+	e.requests++
 	ra := RuleAnswer{Rule: rule, Action: action, Seq: -1, Method: m.Method}
 	if p := field(m.Raw, "params"); p != nil {
 		ra.Params = json.RawMessage(bytes.Clone(p))
 	}
 	if seq := e.standsFor(m); seq >= 0 {
 		ra.Seq, ra.Line = seq, e.x.Entry(seq).Line
-		e.report.matched++
-		e.order.lost = false
-		e.report.used[seq] = true
+		e.matched++
+		e.lost = false
+		e.used[seq] = true
 		e.setRef(seq)
 		e.pass(seq)
 		e.advance()
 	}
-	e.report.ruled = append(e.report.ruled, ra)
+	e.ruled = append(e.ruled, ra)
 	return e.Poll(now)
 }
 
@@ -86,7 +86,7 @@ func (e *Engine) standsFor(m tape.Entry) int {
 		}
 		seq := e.lookup(k)
 		if seq >= 0 {
-			e.keys.served[k] = seq
+			e.served[k] = seq
 		}
 		return seq
 	}
@@ -107,7 +107,7 @@ func (e *Engine) respond(m tape.Entry, seq int) {
 	if p.Cancelled {
 		// The client cancelled it while recording: wait for the live
 		// cancellation, then send the late response if there was one.
-		e.emit.awaitCancel[m.ID] = resp
+		e.awaitCancel[m.ID] = resp
 		return
 	}
 	if resp < 0 {
@@ -119,13 +119,13 @@ func (e *Engine) respond(m tape.Entry, seq int) {
 			// Never answered on the tape: say so rather than leave the
 			// client waiting for an answer that will not come.
 			en := e.x.Entry(seq)
-			e.report.unanswered = append(e.report.unanswered, Unused{Seq: seq, Line: en.Line, Method: en.Method})
+			e.unanswered = append(e.unanswered, Unused{Seq: seq, Line: en.Line, Method: en.Method})
 			why := "the recording ended before the server answered"
 			if later := e.laterLine(seq); later > 0 {
 				why = fmt.Sprintf("the server never answered it, though the tape goes on to line %d", later)
 			}
 			msg := fmt.Sprintf("tapedeck replay: the tape holds no answer to %s (tape line %d): %s", en.Method, en.Line, why)
-			e.push(errorResponse([]byte(m.ID), CodeNoAnswer, msg, nil), e.pos.now, -1, m.ID, nil)
+			e.push(errorResponse([]byte(m.ID), CodeNoAnswer, msg, nil), e.now, -1, m.ID, nil)
 			return
 		}
 	}
@@ -133,29 +133,29 @@ func (e *Engine) respond(m tape.Entry, seq int) {
 		// A rule stopped the server's answer when recording: the client
 		// never got it then; say so now rather than send it.
 		en := e.x.Entry(seq)
-		e.report.unanswered = append(e.report.unanswered, Unused{Seq: seq, Line: en.Line, Method: en.Method})
+		e.unanswered = append(e.unanswered, Unused{Seq: seq, Line: en.Line, Method: en.Method})
 		msg := fmt.Sprintf("tapedeck replay: the answer to %s (tape line %d) was dropped by a rule when recording: the client never got it", en.Method, en.Line)
-		e.push(errorResponse([]byte(m.ID), CodeNoAnswer, msg, nil), e.pos.now, -1, m.ID, nil)
+		e.push(errorResponse([]byte(m.ID), CodeNoAnswer, msg, nil), e.now, -1, m.ID, nil)
 		return
 	}
-	e.keys.window = [2]int{seq, resp}
+	e.window = [2]int{seq, resp}
 	e.advanceTo(resp)
-	if e.pos.frontier < resp {
+	if e.frontier < resp {
 		e.streamMates(resp)
 	}
-	e.keys.window = [2]int{}
-	body, ok := e.scanned.answers[resp]
+	e.window = [2]int{}
+	body, ok := e.answers[resp]
 	if !ok {
 		rec, err := e.x.Message(resp)
 		if err != nil {
-			e.push(errorResponse([]byte(m.ID), CodeDiverged, fmt.Sprintf("tapedeck replay: read recorded response: %v", err), nil), e.pos.now, resp, m.ID, nil)
+			e.push(errorResponse([]byte(m.ID), CodeDiverged, fmt.Sprintf("tapedeck replay: read recorded response: %v", err), nil), e.now, resp, m.ID, nil)
 			return
 		}
 		body = tape.StripMeta(rec.Raw)
-		if len(e.scanned.answers) >= memoSize {
-			clear(e.scanned.answers)
+		if len(e.answers) >= memoSize {
+			clear(e.answers)
 		}
-		e.scanned.answers[resp] = body
+		e.answers[resp] = body
 	}
 	out := spliceID(body, []byte(m.ID))
 	if m.Method == "initialize" {
@@ -172,7 +172,7 @@ func (e *Engine) respond(m tape.Entry, seq int) {
 		// The recorded server asked the client something (roots,
 		// sampling, elicitation) and answered after the reply: so does
 		// the replay, whose answer must not reach the client first.
-		e.emit.waiting = append(e.emit.waiting, waitingAnswer{out: out, seq: resp, reqID: m.ID, replies: replies})
+		e.waiting = append(e.waiting, waitingAnswer{out: out, seq: resp, reqID: m.ID, replies: replies})
 		return
 	}
 	e.push(out, e.at(resp), resp, m.ID, nil)
@@ -183,7 +183,7 @@ func (e *Engine) respond(m tape.Entry, seq int) {
 // replies came before resp.
 func (e *Engine) repliesAwaited(seq, resp int) []tape.ID {
 	var ids []tape.ID
-	for id, q := range e.emit.outstanding {
+	for id, q := range e.outstanding {
 		if q > seq && q < resp {
 			if r := e.x.Pair(q).Partner; r >= 0 && r < resp {
 				ids = append(ids, id)
@@ -196,8 +196,8 @@ func (e *Engine) repliesAwaited(seq, resp int) []tape.ID {
 
 // releaseWaiting sends the held answers no longer waiting for a reply.
 func (e *Engine) releaseWaiting(replied tape.ID) {
-	kept := e.emit.waiting[:0]
-	for _, w := range e.emit.waiting {
+	kept := e.waiting[:0]
+	for _, w := range e.waiting {
 		w.replies = slices.DeleteFunc(w.replies, func(id tape.ID) bool { return id == replied })
 		if len(w.replies) == 0 {
 			e.push(w.out, e.at(w.seq), w.seq, w.reqID, nil)
@@ -205,8 +205,8 @@ func (e *Engine) releaseWaiting(replied tape.ID) {
 		}
 		kept = append(kept, w)
 	}
-	clear(e.emit.waiting[len(kept):])
-	e.emit.waiting = kept
+	clear(e.waiting[len(kept):])
+	e.waiting = kept
 }
 
 // laterLine returns the line of the server's next wire message after seq,
@@ -287,15 +287,15 @@ func batchRejection(x *tape.Index, server string, seq int) (int, bool) {
 // member, then the recorded rejection, once, with its id null.
 func (e *Engine) rejectBatch(m tape.Entry, rej int, last bool) {
 	if !last {
-		e.emit.batchIDs[rej] = append(e.emit.batchIDs[rej], m.ID)
+		e.batchIDs[rej] = append(e.batchIDs[rej], m.ID)
 		return
 	}
-	also := e.emit.batchIDs[rej]
-	delete(e.emit.batchIDs, rej)
+	also := e.batchIDs[rej]
+	delete(e.batchIDs, rej)
 	e.advanceTo(rej)
 	rec, err := e.x.Message(rej)
 	if err != nil {
-		e.push(errorResponse([]byte(m.ID), CodeDiverged, fmt.Sprintf("tapedeck replay: read recorded response: %v", err), nil), e.pos.now, rej, m.ID, nil)
+		e.push(errorResponse([]byte(m.ID), CodeDiverged, fmt.Sprintf("tapedeck replay: read recorded response: %v", err), nil), e.now, rej, m.ID, nil)
 		return
 	}
 	e.pushOutput(Output{Msg: tape.StripMeta(rec.Raw), At: e.at(rej), Seq: rej, reqID: m.ID, also: also})
@@ -350,14 +350,14 @@ func (e *Engine) streamMates(resp int) {
 	if stream == 0 {
 		return // not recorded over HTTP, or not on a stream
 	}
-	for i := e.pos.frontier + 1; i < resp; i++ {
+	for i := e.frontier + 1; i < resp; i++ {
 		en := e.x.Entry(i)
-		if en.Server != e.server || en.Dir != tape.DirRecv || en.Kind != tape.KindNotification || e.emit.early[i] {
+		if en.Server != e.server || en.Dir != tape.DirRecv || en.Kind != tape.KindNotification || e.early[i] {
 			continue
 		}
 		if m, err := e.x.Message(i); err == nil && tape.ParseHTTPMeta(m.Raw).Stream == stream {
 			e.visit(i)
-			e.emit.early[i] = true
+			e.early[i] = true
 		}
 	}
 }
@@ -365,9 +365,9 @@ func (e *Engine) streamMates(resp int) {
 // pass moves the frontier past recorded message seq: the recorded server
 // messages before it are emitted, the client messages before it passed.
 func (e *Engine) pass(seq int) {
-	for e.pos.frontier <= seq {
-		e.visit(e.pos.frontier)
-		e.pos.frontier++
+	for e.frontier <= seq {
+		e.visit(e.frontier)
+		e.frontier++
 	}
 }
 
@@ -377,20 +377,20 @@ func (e *Engine) advance() { e.advanceTo(e.end()) }
 
 func (e *Engine) advanceTo(limit int) {
 	limit = min(limit, e.end())
-	for e.pos.frontier < limit {
-		en := e.x.Entry(e.pos.frontier)
-		if en.Server == e.server && en.IsWire() && en.Dir == tape.DirSend && !e.report.used[e.pos.frontier] {
+	for e.frontier < limit {
+		en := e.x.Entry(e.frontier)
+		if en.Server == e.server && en.IsWire() && en.Dir == tape.DirSend && !e.used[e.frontier] {
 			return
 		}
-		e.visit(e.pos.frontier)
-		e.pos.frontier++
+		e.visit(e.frontier)
+		e.frontier++
 	}
 }
 
 // visit emits recorded message seq if it is a server notification or request.
 func (e *Engine) visit(seq int) {
-	if e.emit.early[seq] {
-		delete(e.emit.early, seq) // sent already (streamMates)
+	if e.early[seq] {
+		delete(e.early, seq) // sent already (streamMates)
 		return
 	}
 	en := e.x.Entry(seq)
@@ -410,12 +410,12 @@ func (e *Engine) visit(seq int) {
 				return
 			}
 			e.push(body, e.at(seq), seq, "", nil)
-			e.emit.queue[len(e.emit.queue)-1].progress = true
+			e.queue[len(e.queue)-1].progress = true
 			return
 		}
 		e.push(body, e.at(seq), seq, "", nil)
 	case tape.KindRequest:
-		if e.opts.Mode != Strict && !(e.keys.window[0] < seq && seq < e.keys.window[1]) {
+		if e.opts.Mode != Strict && !(e.window[0] < seq && seq < e.window[1]) {
 			return // a server request of a call the live client did not make (yet)
 		}
 		rec, err := e.x.Message(seq)
@@ -423,11 +423,11 @@ func (e *Engine) visit(seq int) {
 			return
 		}
 		id := rec.ID
-		if _, taken := e.emit.outstanding[id]; taken {
-			e.emit.srvIDs++
-			id = tape.ID(strconv.Quote(fmt.Sprintf("tapedeck-%d", e.emit.srvIDs)))
+		if _, taken := e.outstanding[id]; taken {
+			e.srvIDs++
+			id = tape.ID(strconv.Quote(fmt.Sprintf("tapedeck-%d", e.srvIDs)))
 		}
-		e.emit.outstanding[id] = seq
+		e.outstanding[id] = seq
 		e.push(spliceID(tape.StripMeta(rec.Raw), []byte(id)), e.at(seq), seq, "", nil)
 	}
 }
@@ -442,18 +442,18 @@ func (e *Engine) progressFor(seq int, body []byte) ([]byte, bool) {
 	if token == nil {
 		return body, true
 	}
-	i, _ := slices.BinarySearch(e.scanned.reqs, seq)
+	i, _ := slices.BinarySearch(e.reqs, seq)
 	for looked := 0; i > 0 && looked < 64; looked++ {
 		i--
-		r := e.scanned.reqs[i]
-		if !e.report.used[r] {
+		r := e.reqs[i]
+		if !e.used[r] {
 			continue
 		}
 		rec, err := e.recorded(r)
 		if err != nil || !bytes.Equal(field(rec.Raw, "params._meta.progressToken"), token) {
 			continue
 		}
-		live, ok := e.emit.liveToken[r]
+		live, ok := e.liveToken[r]
 		if !ok {
 			return nil, false
 		}
@@ -467,28 +467,28 @@ func (e *Engine) progressFor(seq int, body []byte) ([]byte, bool) {
 func (e *Engine) notification(m tape.Entry) {
 	if m.Method == "notifications/cancelled" {
 		id := tape.ID(gjson.GetBytes(m.Raw, "params.requestId").Raw)
-		e.emit.queue = slices.DeleteFunc(e.emit.queue, func(o Output) bool { return o.reqID == id && o.Seq >= 0 })
-		if late, ok := e.emit.awaitCancel[id]; ok {
-			delete(e.emit.awaitCancel, id)
+		e.queue = slices.DeleteFunc(e.queue, func(o Output) bool { return o.reqID == id && o.Seq >= 0 })
+		if late, ok := e.awaitCancel[id]; ok {
+			delete(e.awaitCancel, id)
 			if late >= 0 {
 				if rec, err := e.x.Message(late); err == nil {
-					e.push(spliceID(tape.StripMeta(rec.Raw), []byte(id)), e.pos.now, late, id, nil)
+					e.push(spliceID(tape.StripMeta(rec.Raw), []byte(id)), e.now, late, id, nil)
 				}
 			}
 		}
 	}
 	// Look for it among the client messages the tape waits for next.
 	n := e.end()
-	for i := e.pos.frontier; i < n; i++ {
+	for i := e.frontier; i < n; i++ {
 		en := e.x.Entry(i)
-		if en.Server != e.server || en.Dir != tape.DirSend || !en.IsWire() || e.report.used[i] {
+		if en.Server != e.server || en.Dir != tape.DirSend || !en.IsWire() || e.used[i] {
 			continue
 		}
 		if en.Kind == tape.KindRequest {
 			break
 		}
 		if en.Kind == tape.KindNotification && en.Method == m.Method {
-			e.report.used[i] = true
+			e.used[i] = true
 			e.setRef(i)
 			break
 		}
@@ -498,19 +498,19 @@ func (e *Engine) notification(m tape.Entry) {
 
 // reply handles the client's response to a server request sent from the tape.
 func (e *Engine) reply(m tape.Entry) {
-	q, ok := e.emit.outstanding[m.ID]
+	q, ok := e.outstanding[m.ID]
 	if !ok {
 		d := e.newDivergence(m, -1, ReasonUnexpected)
 		d.Message = fmt.Sprintf("replay mismatch for server '%s': response id %s answers no request the replay sent", e.server, m.ID)
 		d.Resolution = NotAnswered
-		e.push(nil, e.pos.now, -1, "", d)
+		e.push(nil, e.now, -1, "", d)
 		return
 	}
-	delete(e.emit.outstanding, m.ID)
+	delete(e.outstanding, m.ID)
 	defer e.releaseWaiting(m.ID)
 	rec := e.x.Pair(q).Partner
 	if rec >= 0 {
-		e.report.used[rec] = true
+		e.used[rec] = true
 		e.setRef(rec)
 		method := e.x.Entry(q).Method
 		r, err := e.recorded(rec)
@@ -531,13 +531,13 @@ func (e *Engine) reply(m tape.Entry) {
 			d := e.newDivergence(m, rec, ReasonReply)
 			d.Resolution = NotAnswered
 			d.Message = fmt.Sprintf("replay mismatch for server '%s': the reply to %s %s cannot be checked: %s", e.server, method, m.ID, problem)
-			e.push(nil, e.pos.now, -1, "", d)
+			e.push(nil, e.now, -1, "", d)
 		} else if diff := Diff(want, got); len(diff) > 0 {
 			d := e.newDivergence(m, rec, ReasonReply)
 			d.Diff = diff
 			d.Resolution = NotAnswered
 			d.Message = fmt.Sprintf("replay mismatch for server '%s': reply to %s %s differs from the recorded reply (%s)", e.server, method, m.ID, diffSummary(diff))
-			e.push(nil, e.pos.now, -1, "", d)
+			e.push(nil, e.now, -1, "", d)
 		}
 	}
 	e.advance()

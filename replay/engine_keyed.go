@@ -34,17 +34,17 @@ func (e *Engine) key(method string, raw []byte) ([16]byte, error) {
 	h.WriteByte(0)
 	h.Write(params)
 	mh := h.Sum64()
-	if m, ok := e.keys.memo[mh]; ok && m.method == method && bytes.Equal(m.params, params) {
+	if m, ok := e.memo[mh]; ok && m.method == method && bytes.Equal(m.params, params) {
 		return m.key, nil
 	}
 	k, err := e.computeKey(method, params)
 	if err != nil {
 		return k, err
 	}
-	if len(e.keys.memo) >= memoSize {
-		clear(e.keys.memo)
+	if len(e.memo) >= memoSize {
+		clear(e.memo)
 	}
-	e.keys.memo[mh] = memoKey{method: method, params: bytes.Clone(params), key: k}
+	e.memo[mh] = memoKey{method: method, params: bytes.Clone(params), key: k}
 	return k, nil
 }
 
@@ -68,32 +68,32 @@ func (e *Engine) computeKey(method string, params []byte) ([16]byte, error) {
 // index from the tape as far as needed; -1 when none is left.
 func (e *Engine) lookup(k [16]byte) int {
 	for {
-		if q := e.keys.pending[k]; len(q) > 0 {
-			for len(q) > 0 && e.report.used[q[0]] {
+		if q := e.keyed[k]; len(q) > 0 {
+			for len(q) > 0 && e.used[q[0]] {
 				q = q[1:]
 			}
-			e.keys.pending[k] = q
+			e.keyed[k] = q
 			if len(q) > 0 {
 				return q[0]
 			}
 		}
-		if e.keys.n == len(e.scanned.reqs) && !e.scanNext() {
+		if e.keyedN == len(e.reqs) && !e.scanNext() {
 			return -1
 		}
-		seq := e.scanned.reqs[e.keys.n]
-		e.keys.n++
+		seq := e.reqs[e.keyedN]
+		e.keyedN++
 		rec, err := e.recorded(seq)
 		if err != nil {
-			e.scanned.unreadable[seq] = err
+			e.unreadable[seq] = err
 			continue
 		}
 		rk, err := e.computeKey(rec.Method, field(rec.Raw, "params"))
 		if err != nil {
-			e.scanned.unreadable[seq] = fmt.Errorf("its params: %w", err)
+			e.unreadable[seq] = fmt.Errorf("its params: %w", err)
 			continue
 		}
-		e.keys.pending[rk] = append(e.keys.pending[rk], seq)
-		e.keys.last[rk] = seq
+		e.keyed[rk] = append(e.keyed[rk], seq)
+		e.keyedAll[rk] = seq
 	}
 }
 
@@ -108,24 +108,24 @@ func (e *Engine) keyedRequest(m tape.Entry) {
 		seq = e.lookup(k)
 	}
 	if seq >= 0 {
-		e.keys.served[k] = seq
+		e.served[k] = seq
 		e.consume(m, seq)
 		return
 	}
 	switch {
 	case m.Method == "server/discover":
-		e.push(errorResponse([]byte(m.ID), CodeMethodNotFound, "Method not found: server/discover", nil), e.pos.now, -1, m.ID, nil)
+		e.push(errorResponse([]byte(m.ID), CodeMethodNotFound, "Method not found: server/discover", nil), e.now, -1, m.ID, nil)
 	case m.Method == "ping":
-		e.push([]byte(`{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{}}`), e.pos.now, -1, m.ID, nil)
+		e.push([]byte(`{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{}}`), e.now, -1, m.ID, nil)
 	case e.opts.Mode == Loose:
-		if last, ok := e.keys.served[k]; ok {
-			e.report.matched++
+		if last, ok := e.served[k]; ok {
+			e.matched++
 			e.respond(m, last)
 			return
 		}
 		e.unknown(m)
 	default:
-		if last, ok := e.keys.last[k]; ok {
+		if last, ok := e.keyedAll[k]; ok {
 			e.diverge(m, last, ReasonRepeat)
 		} else {
 			e.unknown(m)
@@ -158,7 +158,7 @@ func (e *Engine) nearest(m tape.Entry) int {
 	}
 	e.scanAll()
 	best, fewest, n := -1, 0, 0
-	for _, seq := range e.scanned.reqs {
+	for _, seq := range e.reqs {
 		if e.x.Entry(seq).Method != m.Method {
 			continue
 		}
