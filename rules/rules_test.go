@@ -33,32 +33,34 @@ func send(raw string) Message { return Message{Raw: []byte(raw), Dir: tape.DirSe
 func recv(raw string) Message { return Message{Raw: []byte(raw), Dir: tape.DirRecv, Server: "s"} }
 
 func TestParseErrorsSayFileLineAndWhatWasExpected(t *testing.T) {
-	cases := []struct{ src, want string }{
-		{"", "empty rules file"},
-		{"rules: []\n", "no rules"},
-		{"rules:\n  - name: a\n    action: explode\n", `rules.yaml:2: rule "a": action "explode": expected one of block, error`},
-		{"rules:\n  - name: a\n    action: block\n  - name: b\n    action: delay\n    delay: soon\n", `rules.yaml:4: rule "b": delay: "soon": expected a duration`},
-		{"rules:\n  - name: a\n    action: block\n    colour: red\n", "line 4: field colour not found"},
-		{"rules:\n  - name: a\n    action: block\n  - name: slow\n    action: delay\n    delay: 87600h\n", `rules.yaml:4: rule "slow": delay: "87600h": expected at most 10m0s`},
-		{"rules:\n  - name: a\n    action: delay\n    delay: 1s..11m\n", `rules.yaml:2: rule "a": delay: "1s..11m": expected at most 10m0s`},
-		{"rules:\n  - name: a\n    match: 'method ==='\n    action: block\n", `rules.yaml:2: rule "a": match: expression`},
-		{"rules:\n  - name: a\n    match: {phase: sometimes}\n    action: block\n", `phase "sometimes": expected request, response, notification or server_request`},
-		{"rules:\n  - name: a\n    action: block\n    schedule: {first: 1, every: 2}\n", "expected exactly one of first"},
-		{"rules:\n  - name: a\n    action: block\n    schedule: {probability: 2}\n", "expected a number in (0, 1]"},
-		{"rules:\n  - name: a\n    action: modify\n", "expected patch:"},
-		{"rules:\n  - name: a\n    action: modify\n    set: {params/x: 1}\n", "expected a JSON pointer"},
-		{"rules:\n  - name: a\n    action: block\n    delay: 1s\n", "delay: is for another action than block"},
-		{"rules:\n  - name: a\n    action: respond\n", "expected result:"},
-		{"rules:\n  - name: a\n    match: {phase: notification}\n    action: error\n", "a notification has nobody to answer"},
-		{"rules:\n  - name: a\n    action: block\n  - name: a\n    action: log\n", `rule name "a" is already used at line 2`},
-		{"rules:\n  - block\n", "a rule must be a mapping"},
-		{"rules: [\n", "rules.yaml:"},
+	cases := []struct{ name, src, want string }{
+		{"empty file", "", "empty rules file"},
+		{"no rules", "rules: []\n", "no rules"},
+		{"unknown action", "rules:\n  - name: a\n    action: explode\n", `rules.yaml:2: rule "a": action "explode": expected one of block, error`},
+		{"delay not a duration", "rules:\n  - name: a\n    action: block\n  - name: b\n    action: delay\n    delay: soon\n", `rules.yaml:4: rule "b": delay: "soon": expected a duration`},
+		{"unknown field", "rules:\n  - name: a\n    action: block\n    colour: red\n", "line 4: field colour not found"},
+		{"delay over the cap", "rules:\n  - name: a\n    action: block\n  - name: slow\n    action: delay\n    delay: 87600h\n", `rules.yaml:4: rule "slow": delay: "87600h": expected at most 10m0s`},
+		{"delay range over the cap", "rules:\n  - name: a\n    action: delay\n    delay: 1s..11m\n", `rules.yaml:2: rule "a": delay: "1s..11m": expected at most 10m0s`},
+		{"expression that does not compile", "rules:\n  - name: a\n    match: 'method ==='\n    action: block\n", `rules.yaml:2: rule "a": match: expression`},
+		{"unknown phase", "rules:\n  - name: a\n    match: {phase: sometimes}\n    action: block\n", `phase "sometimes": expected request, response, notification or server_request`},
+		{"two schedules", "rules:\n  - name: a\n    action: block\n    schedule: {first: 1, every: 2}\n", "expected exactly one of first"},
+		{"probability over 1", "rules:\n  - name: a\n    action: block\n    schedule: {probability: 2}\n", "expected a number in (0, 1]"},
+		{"modify without a change", "rules:\n  - name: a\n    action: modify\n", "expected patch:"},
+		{"set path not a pointer", "rules:\n  - name: a\n    action: modify\n    set: {params/x: 1}\n", "expected a JSON pointer"},
+		{"delay on block", "rules:\n  - name: a\n    action: block\n    delay: 1s\n", "delay: is for another action than block"},
+		{"respond without result", "rules:\n  - name: a\n    action: respond\n", "expected result:"},
+		{"error on a notification", "rules:\n  - name: a\n    match: {phase: notification}\n    action: error\n", "a notification has nobody to answer"},
+		{"duplicate name", "rules:\n  - name: a\n    action: block\n  - name: a\n    action: log\n", `rule name "a" is already used at line 2`},
+		{"rule not a mapping", "rules:\n  - block\n", "a rule must be a mapping"},
+		{"broken YAML", "rules: [\n", "rules.yaml:"},
 	}
 	for _, c := range cases {
-		_, err := Parse("rules.yaml", []byte(c.src))
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("Parse(%q):\n got %v\nwant it to say %q", c.src, err, c.want)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse("rules.yaml", []byte(c.src))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Parse(%q):\n got %v\nwant it to say %q", c.src, err, c.want)
+			}
+		})
 	}
 }
 
@@ -161,15 +163,17 @@ func TestSchedules(t *testing.T) {
 		}
 		return string(out)
 	}
-	for sched, want := range map[string]string{
-		"always":     "xxxxxx",
-		"{first: 2}": "xx....",
-		"{every: 3}": "..x..x",
-		"{after: 4}": "....xx",
+	for _, c := range []struct{ sched, want string }{
+		{"always", "xxxxxx"},
+		{"{first: 2}", "xx...."},
+		{"{every: 3}", "..x..x"},
+		{"{after: 4}", "....xx"},
 	} {
-		if got := fires(sched, 6); got != want {
-			t.Errorf("%s: %s, want %s", sched, got, want)
-		}
+		t.Run(c.sched, func(t *testing.T) {
+			if got := fires(c.sched, 6); got != c.want {
+				t.Errorf("%s: %s, want %s", c.sched, got, c.want)
+			}
+		})
 	}
 	// A probability schedule under one seed fires on the same messages.
 	p := func(seed int64) string {
@@ -314,10 +318,16 @@ func TestNilSetAndNonMessages(t *testing.T) {
 		t.Error("nil set matched")
 	}
 	c := mustParse(t, "rules:\n  - name: all\n    action: block\n").Conn()
-	for _, raw := range []string{`not json`, `[` + callEcho + `]`, `{"jsonrpc":"2.0"}`} {
-		if d := c.Apply(send(raw)); d.Matched {
-			t.Errorf("%s matched", raw)
-		}
+	for _, m := range []struct{ name, raw string }{
+		{"not JSON", `not json`},
+		{"a batch", `[` + callEcho + `]`},
+		{"no method, id or result", `{"jsonrpc":"2.0"}`},
+	} {
+		t.Run(m.name, func(t *testing.T) {
+			if d := c.Apply(send(m.raw)); d.Matched {
+				t.Errorf("%s matched", m.raw)
+			}
+		})
 	}
 }
 
@@ -363,10 +373,12 @@ func TestREADMEExample(t *testing.T) {
 // both bounds and fired every time.
 func TestParseRefusesNaNProbability(t *testing.T) {
 	for _, p := range []string{".nan", ".NaN", ".inf", "-.inf", "0", "1.5"} {
-		_, err := Parse("rules.yaml", []byte("rules:\n  - name: a\n    action: block\n    schedule: {probability: "+p+"}\n"))
-		if err == nil || !strings.Contains(err.Error(), "expected a number in (0, 1]") {
-			t.Errorf("probability %s: %v, want it refused", p, err)
-		}
+		t.Run(p, func(t *testing.T) {
+			_, err := Parse("rules.yaml", []byte("rules:\n  - name: a\n    action: block\n    schedule: {probability: "+p+"}\n"))
+			if err == nil || !strings.Contains(err.Error(), "expected a number in (0, 1]") {
+				t.Errorf("probability %s: %v, want it refused", p, err)
+			}
+		})
 	}
 }
 
@@ -462,5 +474,56 @@ func TestParseContextStops(t *testing.T) {
 	_, err := ParseContext(ctx, "rules.yaml", manyRules(5000))
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err %v, want context.Canceled", err)
+	}
+}
+
+// TestMatch holds each field of a rule's match to the messages it picks out
+// of one connection's traffic: a call to echo and its answer, a call to
+// get-sum (unanswered), a progress notification, a server request, and a
+// ping to another server. Each want marks the matched messages x.
+func TestMatch(t *testing.T) {
+	srvReq := `{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{}}`
+	ping := Message{Raw: []byte(`{"jsonrpc":"2.0","id":9,"method":"ping"}`), Dir: tape.DirSend, Server: "other"}
+	traffic := []Message{send(callEcho), recv(ansEcho), send(callSum), recv(progress), recv(srvReq), ping}
+	tests := []struct{ name, match, want string }{
+		{"no match: every message", "", "xxxxxx"},
+		{"phase request", "{phase: request}", "x.x..x"},
+		{"phase response", "{phase: response}", ".x...."},
+		{"phase notification", "{phase: notification}", "...x.."},
+		{"phase server_request", "{phase: server_request}", "....x."},
+		{"phases, a list", "{phase: [request, response]}", "xxx..x"},
+		{"dir recv", "{dir: recv}", ".x.xx."},
+		{"dir send", "{dir: send}", "x.x..x"},
+		{"method, its answer by pairing", "{method: tools/call}", "xxx..."},
+		{"methods, a list", "{method: [ping, notifications/progress]}", "...x.x"},
+		{"tool, its answer by pairing", "{tool: echo}", "xx...."},
+		{"target", "{target: get-sum}", "..x..."},
+		{"server", "{server: other}", ".....x"},
+		{"every field must hold", "{phase: request, method: tools/call, tool: echo}", "x....."},
+		{"when, a member of the message", `{when: 'params.name == "get-sum"'}`, "..x..."},
+		{"when, after the fields", `{method: tools/call, when: 'params.arguments.message == "hi"'}`, "x....."},
+		{"when alone, a string", `'method == "ping" && server == "other"'`, ".....x"},
+		{"when on the id", `'id == "s1"'`, "....x."},
+		{"when on phase and tool", `'phase == "response" && tool == "echo"'`, ".x...."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "rules:\n  - name: r\n    action: log\n"
+			if tt.match != "" {
+				src += "    match: " + tt.match + "\n"
+			}
+			c := mustParse(t, src).Conn()
+			var got []byte
+			for _, m := range traffic {
+				if c.Apply(m).Matched {
+					got = append(got, 'x')
+				} else {
+					got = append(got, '.')
+				}
+			}
+			if string(got) != tt.want {
+				t.Errorf("match %s: matched %s, want %s", tt.match, got, tt.want)
+			}
+		})
 	}
 }

@@ -100,24 +100,28 @@ func exportToJaeger(t *testing.T, otlp, query, tapePath string) {
 		}
 	}
 	var spans []span
-	deadline := time.Now().Add(20 * time.Second)
-	for len(spans) < 14 && time.Now().Before(deadline) {
+	waitFor(t, 20*time.Second, func() error {
 		resp, err := http.Get(jaegerTraces(query, service, first.Add(-time.Minute), last.Add(time.Minute)))
-		if err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			var r struct {
-				Data []struct{ Spans []span }
-			}
-			if json.Unmarshal(body, &r) == nil {
-				spans = spans[:0]
-				for _, tr := range r.Data {
-					spans = append(spans, tr.Spans...)
-				}
-			}
+		if err != nil {
+			return err
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var r struct {
+			Data []struct{ Spans []span }
+		}
+		if err := json.Unmarshal(body, &r); err != nil {
+			return fmt.Errorf("the query's answer is not JSON: %v", err)
+		}
+		spans = spans[:0]
+		for _, tr := range r.Data {
+			spans = append(spans, tr.Spans...)
+		}
+		if len(spans) < 14 {
+			return fmt.Errorf("Jaeger holds %d spans", len(spans))
+		}
+		return nil
+	}, "Jaeger to hold the tape's 14 calls as spans of service "+service)
 	if len(spans) != 14 {
 		t.Fatalf("Jaeger holds %d spans of service %s, want the tape's 14 calls", len(spans), service)
 	}
@@ -161,28 +165,32 @@ func TestRecordOTLPLive(t *testing.T) {
 		t.Fatalf("recording: %v\n%s", err, out)
 	}
 	var names []string
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	waitFor(t, 20*time.Second, func() error {
 		resp, err := http.Get(jaegerTraces(query, "tapedeck", from, time.Now().Add(time.Minute)))
 		if err != nil {
-			continue
+			return err
 		}
 		var r struct {
 			Data []struct {
 				Spans []struct{ OperationName string }
 			}
 		}
-		json.NewDecoder(resp.Body).Decode(&r)
+		err = json.NewDecoder(resp.Body).Decode(&r)
 		resp.Body.Close()
+		if err != nil {
+			return fmt.Errorf("the query's answer is not JSON: %v", err)
+		}
 		names = names[:0]
 		for _, tr := range r.Data {
 			for _, s := range tr.Spans {
 				names = append(names, s.OperationName)
 			}
 		}
-		if len(names) >= 4 {
-			break
+		if len(names) < 4 {
+			return fmt.Errorf("Jaeger holds the spans %v", names)
 		}
-	}
+		return nil
+	}, "Jaeger to hold the recording's 4 calls as spans of service tapedeck")
 	got := strings.Join(names, ",")
 	for _, want := range []string{"server/discover", "tools/list", "tools/call echo", "tools/call answer"} {
 		if !strings.Contains(got, want) {

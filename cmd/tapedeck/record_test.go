@@ -183,13 +183,14 @@ func TestRecordUpstreamQueryNotPrinted(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stdout.String(), "http://"); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("no URL printed: %s", stderr.String())
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("record's stderr: %s", stderr.String())
 		}
-	}
+	})
+	waitFor(t, 10*time.Second, printed(&stdout, "http://"), "record to print the proxy's URL")
 	cmd.Process.Signal(syscall.SIGINT)
 	cmd.Wait()
 	tapeBytes, _ := os.ReadFile(tapePath)

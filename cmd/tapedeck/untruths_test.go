@@ -165,13 +165,14 @@ func TestRecordHTTPSummary(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stdout.String(), "\n"); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				cmd.Process.Kill()
-				cmd.Wait()
-				t.Fatalf("no URL printed: %s", stderr.String())
+		t.Cleanup(func() {
+			cmd.Process.Kill()
+			cmd.Wait()
+			if t.Failed() {
+				t.Logf("record's stderr: %s", stderr.String())
 			}
-		}
+		})
+		waitFor(t, 10*time.Second, printed(&stdout, "\n"), "record to print the proxy's URL")
 		proxy := strings.TrimSpace(stdout.String())
 		for _, msg := range []string{`{"jsonrpc":"2.0","id":1,"method":"ping"}`, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}`} {
 			resp, err := http.Post(proxy, "application/json", strings.NewReader(msg))
