@@ -11,7 +11,7 @@ import (
 
 // listing is a tape on which each server lists its tools once: "echo",
 // whose description is desc.
-func listing(t *testing.T, desc string, servers ...string) *tape.Index {
+func serverListing(t *testing.T, desc string, servers ...string) *tape.Index {
 	t.Helper()
 	var b strings.Builder
 	for i, s := range servers {
@@ -32,7 +32,7 @@ func listing(t *testing.T, desc string, servers ...string) *tape.Index {
 // --baseline-server (BaselineAs, BaselineOnly) checks a server named
 // otherwise against the baseline's, and then drift is found as by name.
 func TestBaselineApplies(t *testing.T) {
-	base := NewBaseline(listing(t, "Echoes", "everything"))
+	base := NewBaseline(serverListing(t, "Echoes", "everything"))
 	if got := base.ServerNames(); len(got) != 1 || got[0] != "everything" {
 		t.Fatalf("baseline servers %v, want [everything]", got)
 	}
@@ -46,24 +46,24 @@ func TestBaselineApplies(t *testing.T) {
 		fail    bool
 		servers []string // each finding's Server
 	}{
-		{name: "same name, same tools", x: listing(t, "Echoes", "everything")},
-		{name: "same name, drift", x: listing(t, "Echoes twice", "everything"),
+		{name: "same name, same tools", x: serverListing(t, "Echoes", "everything")},
+		{name: "same name, drift", x: serverListing(t, "Echoes twice", "everything"),
 			want: []string{`tool echo changed (server everything): /description: expected "Echoes", got "Echoes twice"`}, fail: true, servers: []string{"everything"}},
-		{name: "another name", x: listing(t, "Echoes", "127.0.0.1"),
+		{name: "another name", x: serverListing(t, "Echoes", "127.0.0.1"),
 			want: []string{`the baseline does not apply: it has server "everything", the tape has server "127.0.0.1"; check a tape's server against a baseline's server of another name with --baseline-server TAPE_SERVER=BASELINE_SERVER`}, fail: true, servers: []string{""}},
-		{name: "another name, drift not in --fail-on", x: listing(t, "Echoes", "index.js"), failOn: []string{RuleError},
+		{name: "another name, drift not in --fail-on", x: serverListing(t, "Echoes", "index.js"), failOn: []string{RuleError},
 			want: []string{`the baseline does not apply: it has server "everything", the tape has server "index.js"; check a tape's server against a baseline's server of another name with --baseline-server TAPE_SERVER=BASELINE_SERVER`}, servers: []string{""}},
-		{name: "another name mapped", x: listing(t, "Echoes", "127.0.0.1"), as: map[string]string{"127.0.0.1": "everything"}},
-		{name: "another name mapped, drift", x: listing(t, "Echoes twice", "127.0.0.1"), as: map[string]string{"127.0.0.1": "everything"},
+		{name: "another name mapped", x: serverListing(t, "Echoes", "127.0.0.1"), as: map[string]string{"127.0.0.1": "everything"}},
+		{name: "another name mapped, drift", x: serverListing(t, "Echoes twice", "127.0.0.1"), as: map[string]string{"127.0.0.1": "everything"},
 			want: []string{`tool echo changed (server 127.0.0.1, baseline server everything): /description: expected "Echoes", got "Echoes twice"`}, fail: true, servers: []string{"127.0.0.1"}},
-		{name: "mapping of another server", x: listing(t, "Echoes", "127.0.0.1"), as: map[string]string{"index.js": "everything"},
+		{name: "mapping of another server", x: serverListing(t, "Echoes", "127.0.0.1"), as: map[string]string{"index.js": "everything"},
 			want: []string{`the baseline does not apply: it has server "everything", the tape has server "127.0.0.1"; check a tape's server against a baseline's server of another name with --baseline-server TAPE_SERVER=BASELINE_SERVER`}, fail: true, servers: []string{""}},
-		{name: "only server", x: listing(t, "Echoes twice", "index.js"), only: "everything",
+		{name: "only server", x: serverListing(t, "Echoes twice", "index.js"), only: "everything",
 			want: []string{`tool echo changed (server index.js, baseline server everything): /description: expected "Echoes", got "Echoes twice"`}, fail: true, servers: []string{"index.js"}},
-		{name: "only server, two on the tape", x: listing(t, "Echoes", "a", "b"), only: "everything",
+		{name: "only server, two on the tape", x: serverListing(t, "Echoes", "a", "b"), only: "everything",
 			want: []string{`the baseline does not apply: --baseline-server everything names the baseline's server for a tape's only server, and the tape has servers "a", "b"; give --baseline-server TAPE_SERVER=everything`}, fail: true, servers: []string{""}},
-		{name: "one of two servers in the baseline", x: listing(t, "Echoes", "everything", "other")},
-		{name: "no servers", x: listing(t, "Echoes"),
+		{name: "one of two servers in the baseline", x: serverListing(t, "Echoes", "everything", "other")},
+		{name: "no servers", x: serverListing(t, "Echoes"),
 			want: []string{`the baseline does not apply: it has server "everything", the tape has no servers; check a tape's server against a baseline's server of another name with --baseline-server TAPE_SERVER=BASELINE_SERVER`}, fail: true, servers: []string{""}},
 	}
 	for _, tt := range tests {
@@ -96,7 +96,7 @@ func TestBaselineApplies(t *testing.T) {
 // TestBaselineRoundTrip: a baseline written and read back is the same, and
 // a file that is none is refused saying what was expected.
 func TestBaselineRoundTrip(t *testing.T) {
-	base := NewBaseline(listing(t, "Echoes", "b", "a"))
+	base := NewBaseline(serverListing(t, "Echoes", "b", "a"))
 	var buf bytes.Buffer
 	if err := base.Write(&buf); err != nil {
 		t.Fatal(err)
@@ -108,7 +108,7 @@ func TestBaselineRoundTrip(t *testing.T) {
 	if got := back.ServerNames(); strings.Join(got, ",") != "a,b" {
 		t.Errorf("servers %v, want [a b]", got)
 	}
-	if d := back.Drift(listing(t, "Echoes", "a", "b"), nil); len(d) != 0 {
+	if d := back.Drift(serverListing(t, "Echoes", "a", "b"), nil); len(d) != 0 {
 		t.Errorf("drift of the baseline's own tape: %v", d)
 	}
 	if _, err := ReadBaseline(strings.NewReader(`{"version":2,"servers":{}}`)); err == nil || !strings.Contains(err.Error(), "expected version 1 with servers, found version 2") {

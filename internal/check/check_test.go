@@ -222,7 +222,7 @@ func TestBaselineDrift(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			x := index(t, tt.lines...)
 			var got []string
-			for _, d := range read.Drift(x) {
+			for _, d := range read.Drift(x, nil) {
 				got = append(got, fmt.Sprintf("%d: %s", d.Line, d))
 			}
 			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
