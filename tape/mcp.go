@@ -1,6 +1,9 @@
 package tape
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // MCP vocabulary
 //
@@ -237,4 +240,37 @@ func (x *Index) HasMethod(m string) bool {
 	defer x.mu.RUnlock()
 	_, ok := x.methods.index[m]
 	return ok
+}
+
+// List is one of MCP's list methods: what a server lists, where the answer
+// holds the items, what names an item, and the notification that says the
+// list changed. The state pane, check's baseline, diff's definitions and
+// the context cost all read this one table.
+type List struct {
+	Method  string // the request: "tools/list"
+	Member  string // the result member that holds the items: "tools"
+	Key     string // the item member that names an item: "name", "uri"
+	Kind    string // what one item is, for people: "tool"
+	Changed string // the list_changed notification it answers to
+}
+
+var lists = [...]List{
+	{"tools/list", "tools", "name", "tool", "notifications/tools/list_changed"},
+	{"prompts/list", "prompts", "name", "prompt", "notifications/prompts/list_changed"},
+	{"resources/list", "resources", "uri", "resource", "notifications/resources/list_changed"},
+	{"resources/templates/list", "resourceTemplates", "uriTemplate", "resource template", "notifications/resources/list_changed"},
+}
+
+// Lists returns MCP's list methods, in the order people read them: tools,
+// prompts, resources, resource templates.
+func Lists() []List { return slices.Clone(lists[:]) }
+
+// ListOf returns the list method's entry of Lists, and whether method is one.
+func ListOf(method string) (List, bool) {
+	for _, l := range lists {
+		if l.Method == method {
+			return l, true
+		}
+	}
+	return List{}, false
 }

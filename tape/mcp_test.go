@@ -212,3 +212,33 @@ func TestIndexNegotiationHTTP(t *testing.T) {
 		t.Errorf("%d warnings, want none (no orphan)", n)
 	}
 }
+
+// TestListOf checks the table of list methods: every list method is found
+// with its result member, item key and list_changed notification, and other
+// methods are not lists.
+func TestListOf(t *testing.T) {
+	want := map[string][3]string{
+		"tools/list":               {"tools", "name", "notifications/tools/list_changed"},
+		"prompts/list":             {"prompts", "name", "notifications/prompts/list_changed"},
+		"resources/list":           {"resources", "uri", "notifications/resources/list_changed"},
+		"resources/templates/list": {"resourceTemplates", "uriTemplate", "notifications/resources/list_changed"},
+	}
+	if n := len(Lists()); n != len(want) {
+		t.Fatalf("Lists() has %d entries, want %d", n, len(want))
+	}
+	for m, w := range want {
+		l, ok := ListOf(m)
+		if !ok || [3]string{l.Member, l.Key, l.Changed} != w {
+			t.Errorf("ListOf(%q) = %+v, %v; want %v", m, l, ok, w)
+		}
+	}
+	for _, m := range []string{"tools/call", "roots/list", ""} {
+		if _, ok := ListOf(m); ok {
+			t.Errorf("ListOf(%q) says it is a list method of a server", m)
+		}
+	}
+	Lists()[0].Method = "changed"
+	if Lists()[0].Method != "tools/list" {
+		t.Error("changing what Lists returned changed the table")
+	}
+}
