@@ -179,11 +179,7 @@ func headerMismatch(hd http.Header, m tape.Entry) string {
 
 // requestName is what the Mcp-Name header carries for a method.
 func requestName(method string, msg []byte) (string, bool) {
-	switch method {
-	case "tools/call", "prompts/get", "resources/read":
-		return tape.Target(method, msg), true
-	}
-	return "", false
+	return tape.NameHeader(method, msg)
 }
 
 // dispatch routes the engine's outputs to the streams that carry them; the

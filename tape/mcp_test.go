@@ -242,3 +242,35 @@ func TestListOf(t *testing.T) {
 		t.Error("changing what Lists returned changed the table")
 	}
 }
+
+// TestTargetMethods checks that the methods that name a target, what they
+// name, the Mcp-Name header's methods and Target agree.
+func TestTargetMethods(t *testing.T) {
+	kinds := map[string]string{
+		"tools/call": TargetTool, "prompts/get": TargetPrompt, "resources/read": TargetResource,
+		"resources/subscribe": TargetResource, "resources/unsubscribe": TargetResource, "completion/complete": TargetRef,
+	}
+	if got := TargetMethods(); len(got) != len(kinds) {
+		t.Fatalf("TargetMethods() = %v, want the %d of %v", got, len(kinds), kinds)
+	}
+	for _, m := range TargetMethods() {
+		if TargetKind(m) != kinds[m] || !NamesTarget(m) {
+			t.Errorf("TargetKind(%q) = %q, want %q", m, TargetKind(m), kinds[m])
+		}
+	}
+	for _, m := range []string{"tools/list", "initialize", ""} {
+		if NamesTarget(m) || Target(m, []byte(`{"params":{"name":"x","uri":"y"}}`)) != "" {
+			t.Errorf("%q names a target", m)
+		}
+	}
+	msg := []byte(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///a"}}`)
+	if v, ok := NameHeader("resources/read", msg); !ok || v != "file:///a" {
+		t.Errorf("NameHeader(resources/read) = %q, %v", v, ok)
+	}
+	if _, ok := NameHeader("resources/subscribe", msg); ok {
+		t.Error("resources/subscribe has no Mcp-Name header")
+	}
+	if v := Target("completion/complete", []byte(`{"ref":{"type":"ref/prompt","name":"p"}}`)); v != "p" {
+		t.Errorf("Target(completion/complete) = %q, want p", v)
+	}
+}

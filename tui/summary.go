@@ -95,16 +95,17 @@ func firstText(res gjson.Result) string {
 
 func requestSummary(raw []byte, method string) string {
 	p := gjson.GetBytes(raw, "params")
-	switch method {
-	case "tools/call", "prompts/get":
+	switch tape.TargetKind(method) {
+	case tape.TargetTool, tape.TargetPrompt:
 		if a := p.Get("arguments"); a.Exists() {
 			return compact(a.Raw)
 		}
 		return ""
-	case "initialize":
-		return oneLine(strings.TrimSpace(p.Get("clientInfo.name").String()+" "+p.Get("clientInfo.version").String()) + " · " + p.Get("protocolVersion").String())
-	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+	case tape.TargetResource:
 		return "" // the target column has the URI
+	}
+	if method == "initialize" {
+		return oneLine(strings.TrimSpace(p.Get("clientInfo.name").String()+" "+p.Get("clientInfo.version").String()) + " · " + p.Get("protocolVersion").String())
 	}
 	if !p.Exists() {
 		return ""
