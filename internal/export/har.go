@@ -15,7 +15,6 @@ package export
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -111,17 +110,7 @@ func HAR(w io.Writer, src Source, version string) error {
 	defer r.Close()
 	h := harBuilder{x: src.Index, server: src.Server, streams: map[int64]*harEntry{}, open: map[int]*harEntry{}}
 	rd := tape.NewReader(r)
-	for {
-		e, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			if errors.Is(err, tape.ErrTorn) || errors.Is(err, tape.ErrMalformed) {
-				continue
-			}
-			return err
-		}
+	for e := range rd.Entries() {
 		if e.Seq >= src.Index.Len() {
 			break
 		}
@@ -129,6 +118,9 @@ func HAR(w io.Writer, src Source, version string) error {
 			continue
 		}
 		h.add(e)
+	}
+	if err := rd.Err(); err != nil {
+		return err
 	}
 	h.flush()
 	var out harLog
