@@ -23,6 +23,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tapedeck/tapedeck/internal/sse"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -333,12 +334,7 @@ func (h *harBuilder) flush() {
 }
 
 func sseEvent(id, data string) string {
-	var b strings.Builder
-	if id != "" {
-		b.WriteString("id: " + id + "\n")
-	}
-	b.WriteString("event: message\ndata: " + data + "\n\n")
-	return b.String()
+	return string(sse.Append(nil, sse.Event{ID: id, HasID: id != "", Event: "message", Data: []byte(data), Retry: -1}))
 }
 
 func describe(e tape.Entry) string {
