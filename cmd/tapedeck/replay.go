@@ -401,12 +401,9 @@ func pollableStdin(r io.Reader) (io.Reader, func()) {
 // done.
 func serveReplayHTTP(ctx context.Context, s streams, f *replayFlags, tapePath string, x *tape.Index, opts replay.EngineOptions, e *replay.Engine, onDiv func(replay.Divergence)) (replay.Report, error) {
 	var none replay.Report
-	host, _, err := net.SplitHostPort(f.listen)
+	hosts, err := mcphttp.ListenHosts(f.listen, f.allowRemote, f.hosts, "the replay")
 	if err != nil {
-		return none, fmt.Errorf("--listen %q: expected HOST:PORT, e.g. 127.0.0.1:8808: %w", f.listen, err)
-	}
-	if !mcphttp.IsLoopbackHost(host) && !f.allowRemote {
-		return none, fmt.Errorf("--listen %q is not a loopback address: the replay would be reachable from other machines; use 127.0.0.1 or add --allow-remote", f.listen)
+		return none, err
 	}
 	if !strings.HasPrefix(f.path, "/") {
 		return none, fmt.Errorf("--path %q: expected a path starting with /", f.path)
@@ -414,10 +411,6 @@ func serveReplayHTTP(ctx context.Context, s streams, f *replayFlags, tapePath st
 	maxBody, err := parseSize(f.maxBody)
 	if err != nil {
 		return none, fmt.Errorf("--max-body: %w", err)
-	}
-	hosts := f.hosts
-	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
-		hosts = append(hosts, host) // the address served is a name clients use
 	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
