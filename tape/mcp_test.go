@@ -274,3 +274,27 @@ func TestTargetMethods(t *testing.T) {
 		t.Errorf("Target(completion/complete) = %q, want p", v)
 	}
 }
+
+// TestParamsLine checks the one-line params summary: _meta dropped wherever
+// it stands, compacted, control characters folded, cut with "…", empty
+// params saying nothing.
+func TestParamsLine(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{`{"_meta":{"protocolVersion":"2026-07-28"}, "name": "echo",` + "\n" + `"arguments":{"a":1}}`, 200, `{"name":"echo","arguments":{"a":1}}`},
+		{`{"name":"echo","_meta":{"x":1}}`, 200, `{"name":"echo"}`},
+		{`{"_meta":{"x":1}}`, 200, ""},
+		{` {} `, 200, ""},
+		{``, 200, ""},
+		{`{"text":"abcdefghij"}`, 10, `{"text":"a…`},
+		{`{"a":1}`, 7, `{"a":1}`},
+		{"not json\x1b[2J\nat all", 200, "not json [2J at all"},
+	} {
+		if got := ParamsLine([]byte(c.in), c.max); got != c.want {
+			t.Errorf("ParamsLine(%q, %d) = %q, want %q", c.in, c.max, got, c.want)
+		}
+	}
+}

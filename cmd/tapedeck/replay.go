@@ -19,7 +19,6 @@ import (
 
 	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
-	"github.com/tidwall/sjson"
 
 	"github.com/tapedeck/tapedeck/internal/mcphttp"
 	"github.com/tapedeck/tapedeck/internal/text"
@@ -512,17 +511,10 @@ func finishReport(stderr io.Writer, rep *replay.Report, path string) error {
 // (2026-07-28 requests open with a volatile protocol version and client
 // info, which pushed the tool's name past the cut).
 func compactParams(p json.RawMessage) string {
-	if len(p) == 0 {
-		return "{}"
+	if s := tape.ParamsLine(p, 200); s != "" {
+		return s
 	}
-	if q, err := sjson.DeleteBytes(p, "_meta"); err == nil {
-		p = q
-	}
-	s := string(p)
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
+	return "{}"
 }
 
 // serveReplayLegacy serves a tape recorded over the legacy HTTP+SSE
