@@ -1,11 +1,10 @@
 package record
 
 import (
-	"bytes"
-	"encoding/json"
 	"io"
-	"strconv"
 	"sync"
+
+	"github.com/tapedeck/tapedeck/tape"
 )
 
 // recordMeta is the _meta of one record of an exchange besides dir, server
@@ -21,100 +20,26 @@ type recordMeta struct {
 	inReplyTo string // JSON text of the request id an id-null answer replies to
 }
 
-// appendJSON appends the members as `,"key":value` in key order, as
-// tape.Writer orders Meta.Extra.
-func (m recordMeta) appendJSON(b []byte) []byte {
+// http is the record's HTTP dialect members (tape.HTTPMeta, which writes
+// them): a request's own record (status 0) carries its Mcp-Method and
+// Mcp-Name headers, an answer its status and the session it assigned.
+func (m recordMeta) http() tape.HTTPMeta {
 	ex := m.ex
-	if m.hasEvent {
-		b = appendMember(b, "event", m.event)
-	}
-	if ex.no != 0 {
-		b = strconv.AppendInt(append(b, `,"exchange":`...), ex.no, 10)
-	}
-	b = appendMember(b, "http", ex.method)
-	if m.inReplyTo != "" {
-		b = append(append(b, `,"inReplyTo":`...), m.inReplyTo...)
-	}
+	h := tape.HTTPMeta{HTTP: true, Method: ex.method, Session: ex.session, Protocol: ex.protocolVersion, Status: m.status,
+		Stream: m.stream, Event: m.event, HasEvent: m.hasEvent, InReplyTo: m.inReplyTo, Exchange: ex.no}
 	if m.status == 0 {
-		b = appendMember(b, "mcpMethod", ex.mcpMethod)
-		b = appendMember(b, "mcpName", ex.mcpName)
+		h.MCPMethod, h.MCPName = ex.mcpMethod, ex.mcpName
 	} else {
-		b = appendMember(b, "newSession", ex.newSession)
+		h.NewSession = ex.newSession
 	}
-	b = appendMember(b, "protocolVersion", ex.protocolVersion)
-	b = appendMember(b, "session", ex.session)
-	if m.status != 0 {
-		b = strconv.AppendInt(append(b, `,"status":`...), int64(m.status), 10)
-	}
-	if m.stream != 0 {
-		b = strconv.AppendInt(append(b, `,"stream":`...), m.stream, 10)
-	}
-	return append(b, `,"transport":"http"`...)
+	return h
 }
+
+// appendJSON appends the members as `,"key":value` in key order.
+func (m recordMeta) appendJSON(b []byte) []byte { return m.http().AppendJSON(b) }
 
 // fields returns the members as a map, for tape.Meta.Extra.
-func (m recordMeta) fields() map[string]any {
-	ex := m.ex
-	f := map[string]any{"transport": "http", "http": ex.method}
-	set := func(k, v string) {
-		if v != "" {
-			f[k] = v
-		}
-	}
-	if m.hasEvent {
-		f["event"] = m.event
-	}
-	if ex.no != 0 {
-		f["exchange"] = ex.no
-	}
-	if m.inReplyTo != "" {
-		f["inReplyTo"] = json.RawMessage(m.inReplyTo)
-	}
-	if m.status == 0 {
-		set("mcpMethod", ex.mcpMethod)
-		set("mcpName", ex.mcpName)
-	} else {
-		set("newSession", ex.newSession)
-		f["status"] = m.status
-	}
-	set("protocolVersion", ex.protocolVersion)
-	set("session", ex.session)
-	if m.stream != 0 {
-		f["stream"] = m.stream
-	}
-	return f
-}
-
-// appendMember appends `,"key":"value"` unless value is empty (an event id
-// may be empty: appendJSON calls it only when the event has one).
-func appendMember(b []byte, key, value string) []byte {
-	if value == "" && key != "event" {
-		return b
-	}
-	b = append(append(append(b, `,"`...), key...), `":`...)
-	return appendJSONString(b, value)
-}
-
-// appendJSONString appends s as a JSON string, as tape.Writer encodes it
-// (encoding/json without HTML escaping); plain printable ASCII, what header
-// values and event ids nearly always are, is copied as it is.
-func appendJSONString(b []byte, s string) []byte {
-	plain := true
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return append(append(append(b, '"'), s...), '"')
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
-}
+func (m recordMeta) fields() map[string]any { return m.http().Fields() }
 
 // readBody reads a request body whole; size, the declared length, sizes
 // the buffer so that a body is read without growing it.

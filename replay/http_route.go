@@ -170,8 +170,8 @@ func headerMismatch(hd http.Header, m tape.Entry) string {
 	if got != m.Method {
 		return fmt.Sprintf("Mcp-Method header %q does not match the body's method %q", got, m.Method)
 	}
-	if mcphttp.CarriesName(m.Method) {
-		if h, name := hd.Get(mcphttp.HeaderName), tape.Target(m.Method, m.Raw); h != name {
+	if name, ok := tape.NameHeader(m.Method, m.Raw); ok {
+		if h := hd.Get(mcphttp.HeaderName); h != name {
 			return fmt.Sprintf("Mcp-Name header %q does not match the body's %q", h, name)
 		}
 	}

@@ -646,11 +646,7 @@ func loadAnswers(file, path string) (*answerBook, error) {
 	book := &answerBook{exact: map[string][]byte{}, loose: map[string][]byte{}}
 	pending := map[tape.ID][2]string{}
 	rd := tape.NewReader(f)
-	for {
-		e, err := rd.Next()
-		if err != nil {
-			break
-		}
+	for e := range rd.Entries() {
 		switch {
 		case e.Kind == tape.KindRequest && e.Dir == tape.DirSend:
 			var m struct {
@@ -681,6 +677,9 @@ func loadAnswers(file, path string) (*answerBook, error) {
 				book.loose[keys[1]] = ans
 			}
 		}
+	}
+	if err := rd.Err(); err != nil {
+		return nil, fmt.Errorf("tape %s: %w", path, err)
 	}
 	if len(book.exact) == 0 {
 		return nil, fmt.Errorf("tape %s: no answered requests to respond with", path)

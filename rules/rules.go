@@ -72,9 +72,6 @@ type Set struct {
 	anyMethod []*rule
 }
 
-// targetMethods are the methods whose calls name a tool, prompt or resource.
-var targetMethods = []string{"tools/call", "prompts/get", "resources/read", "resources/subscribe", "resources/unsubscribe", "completion/complete"}
-
 var commonMethods = []string{"initialize", "notifications/initialized", "ping", "tools/list", "prompts/list",
 	"resources/list", "resources/templates/list", "notifications/progress", "notifications/cancelled",
 	"notifications/message", "logging/setLevel", "roots/list", "sampling/createMessage", "elicitation/create",
@@ -86,7 +83,7 @@ var commonMethods = []string{"initialize", "notifications/initialized", "ping", 
 func (s *Set) plan() {
 	s.trackMethods = map[string]bool{}
 	s.names = map[string]string{}
-	for _, m := range append(append([]string{}, targetMethods...), commonMethods...) {
+	for _, m := range append(tape.TargetMethods(), commonMethods...) {
 		s.names[m] = m
 	}
 	s.byMethod = map[string][]*rule{}
@@ -100,7 +97,7 @@ func (s *Set) plan() {
 				}
 			}
 		case len(r.targets) > 0:
-			for _, m := range targetMethods {
+			for _, m := range tape.TargetMethods() {
 				s.byMethod[m] = append(s.byMethod[m], r)
 			}
 		default:
@@ -120,7 +117,7 @@ func (s *Set) plan() {
 				s.trackMethods[m] = true
 			}
 		case len(r.targets) > 0:
-			for _, m := range targetMethods {
+			for _, m := range tape.TargetMethods() {
 				s.trackMethods[m] = true
 			}
 		case r.usesCall:

@@ -4,7 +4,6 @@ package tape
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -61,17 +60,7 @@ func ReadCalls(r io.Reader, x *Index, server string, fn func(Call) error) error 
 	rd := NewReader(r)
 	open := map[int]Call{} // request seq → call awaiting its response
 	var order []int        // requests in recorded order, to flush the unanswered ones
-	for {
-		e, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			if errors.Is(err, ErrTorn) || errors.Is(err, ErrMalformed) {
-				continue
-			}
-			return err
-		}
+	for e := range rd.Entries() {
 		if server != "" && e.Server != server {
 			continue
 		}
@@ -132,6 +121,9 @@ func ReadCalls(r io.Reader, x *Index, server string, fn func(Call) error) error 
 				return err
 			}
 		}
+	}
+	if err := rd.Err(); err != nil {
+		return err
 	}
 	for _, seq := range order {
 		if c, ok := open[seq]; ok {

@@ -295,18 +295,7 @@ func StripMeta(msg []byte) []byte {
 	if !ok {
 		return msg
 	}
-	out := make([]byte, 0, len(msg))
-	out = append(out, msg[:cut.start]...)
-	rest := msg[cut.end:]
-	// Not first: the cut starts just after the previous value, so the comma
-	// before the key goes with it. First: drop the comma after it instead.
-	if first {
-		j := skipWS(rest, 0)
-		if j < len(rest) && rest[j] == ',' {
-			rest = rest[j+1:]
-		}
-	}
-	return append(out, rest...)
+	return spliceOut(msg, cut, first)
 }
 
 // RecordMeta returns the tape's metadata object of a record ({dir, server,

@@ -18,13 +18,6 @@ type ListCost struct {
 	Seq          int `json:"seq"` // the answer measured
 }
 
-var listMembers = []struct{ method, member string }{
-	{"tools/list", "tools"},
-	{"prompts/list", "prompts"},
-	{"resources/list", "resources"},
-	{"resources/templates/list", "resourceTemplates"},
-}
-
 // AddContextCosts fills in each server's Context: the size of the last
 // answer to each list method it was asked (all pages of a paginated list
 // are not summed: the last page is measured).
@@ -35,20 +28,17 @@ func AddContextCosts(st *Stats, x *Index) {
 		if e.Kind != KindResponse || e.Dir != DirRecv || e.Error {
 			continue
 		}
-		m := x.MethodOf(i)
-		for _, l := range listMembers {
-			if m == l.method {
-				if last[e.Server] == nil {
-					last[e.Server] = map[string]int{}
-				}
-				last[e.Server][m] = i
+		if l, ok := ListOf(x.MethodOf(i)); ok {
+			if last[e.Server] == nil {
+				last[e.Server] = map[string]int{}
 			}
+			last[e.Server][l.Method] = i
 		}
 	}
 	for si := range st.Servers {
 		ss := &st.Servers[si]
-		for _, l := range listMembers {
-			seq, ok := last[ss.Server][l.method]
+		for _, l := range Lists() {
+			seq, ok := last[ss.Server][l.Method]
 			if !ok {
 				continue
 			}
@@ -57,7 +47,7 @@ func AddContextCosts(st *Stats, x *Index) {
 				continue
 			}
 			res := gjson.GetBytes(msg.Raw, "result")
-			c := ListCost{Method: l.method, Items: len(res.Get(l.member).Array()), Bytes: len(res.Raw), Seq: seq}
+			c := ListCost{Method: l.Method, Items: len(res.Get(l.Member).Array()), Bytes: len(res.Raw), Seq: seq}
 			c.ApproxTokens = (c.Bytes + 3) / 4
 			ss.Context = append(ss.Context, c)
 		}

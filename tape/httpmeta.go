@@ -1,5 +1,10 @@
 package tape
 
+import (
+	"encoding/json"
+	"strconv"
+)
+
 // The HTTP dialect of a tape
 //
 // A tape recorded over HTTP says, in each record's tape metadata, how the
@@ -94,6 +99,7 @@ type HTTPMeta struct {
 	HasEvent   bool
 	SSE        bool   // it came on an SSE stream (MetaStream, or the older MetaSSE)
 	InReplyTo  string // the JSON text of the request id an id-null answer replies to
+	Exchange   int64  // the POST a record of a sessionless exchange belongs to, 0 if none
 }
 
 // ParseHTTPMeta reads the HTTP members of a tape line's metadata (see
@@ -136,7 +142,99 @@ func ParseHTTPMeta(line []byte) HTTPMeta {
 			m.SSE = m.SSE || string(raw) == "true"
 		case MetaInReplyTo:
 			m.InReplyTo = string(raw)
+		case MetaExchange:
+			if n, ok := digits(raw); ok {
+				m.Exchange = int64(n)
+			}
 		}
 	})
 	return m
+}
+
+// AppendJSON appends m's members as `,"key":value` in key order, as Writer
+// orders Meta.Extra, for Encoder.AppendLineMeta: the recording proxy's hot
+// path. m is a record recorded over HTTP (MetaTransport is written whatever
+// m.HTTP says); empty strings and zero numbers are left out, but an event
+// id is written when HasEvent, even empty.
+func (m HTTPMeta) AppendJSON(b []byte) []byte {
+	if m.HasEvent {
+		b = appendMetaString(b, MetaEvent, m.Event)
+	}
+	if m.Exchange != 0 {
+		b = strconv.AppendInt(appendMetaKey(b, MetaExchange), m.Exchange, 10)
+	}
+	b = appendMetaString(b, MetaHTTP, m.Method)
+	if m.InReplyTo != "" {
+		b = append(appendMetaKey(b, MetaInReplyTo), m.InReplyTo...)
+	}
+	b = appendMetaString(b, MetaMCPMethod, m.MCPMethod)
+	b = appendMetaString(b, MetaMCPName, m.MCPName)
+	b = appendMetaString(b, MetaNewSession, m.NewSession)
+	b = appendMetaString(b, MetaProtocol, m.Protocol)
+	b = appendMetaString(b, MetaSession, m.Session)
+	if m.Status != 0 {
+		b = strconv.AppendInt(appendMetaKey(b, MetaStatus), int64(m.Status), 10)
+	}
+	if m.Stream != 0 {
+		b = strconv.AppendInt(appendMetaKey(b, MetaStream), m.Stream, 10)
+	}
+	return append(appendMetaKey(b, MetaTransport), `"http"`...)
+}
+
+// Fields returns the members AppendJSON writes as a map, for Meta.Extra
+// (the slow paths: redaction, batches, lifecycle records).
+func (m HTTPMeta) Fields() map[string]any {
+	f := map[string]any{MetaTransport: "http"}
+	set := func(k, v string) {
+		if v != "" {
+			f[k] = v
+		}
+	}
+	if m.HasEvent {
+		f[MetaEvent] = m.Event
+	}
+	if m.Exchange != 0 {
+		f[MetaExchange] = m.Exchange
+	}
+	if m.InReplyTo != "" {
+		f[MetaInReplyTo] = json.RawMessage(m.InReplyTo)
+	}
+	set(MetaHTTP, m.Method)
+	set(MetaMCPMethod, m.MCPMethod)
+	set(MetaMCPName, m.MCPName)
+	set(MetaNewSession, m.NewSession)
+	set(MetaProtocol, m.Protocol)
+	set(MetaSession, m.Session)
+	if m.Status != 0 {
+		f[MetaStatus] = m.Status
+	}
+	if m.Stream != 0 {
+		f[MetaStream] = m.Stream
+	}
+	return f
+}
+
+func appendMetaKey(b []byte, key string) []byte {
+	return append(append(append(b, `,"`...), key...), `":`...)
+}
+
+// appendMetaString appends `,"key":"value"` unless value is empty (an event
+// id may be empty: AppendJSON calls it then only when the event has one).
+func appendMetaString(b []byte, key, value string) []byte {
+	if value == "" && key != MetaEvent {
+		return b
+	}
+	return appendJSONString(appendMetaKey(b, key), value)
+}
+
+// appendJSONString appends s as a JSON string, as Writer encodes it
+// (encoding/json without HTML escaping); plain printable ASCII, what header
+// values and event ids nearly always are, is copied as it is.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return appendString(b, s)
+		}
+	}
+	return append(append(append(b, '"'), s...), '"')
 }

@@ -1,6 +1,10 @@
 package tape
 
-import "testing"
+import (
+	"bytes"
+	"testing"
+	"time"
+)
 
 // Both dialects read the same: the proxy's (stream, newSession) and the
 // older fixture recorder's (sse).
@@ -20,5 +24,37 @@ func TestParseHTTPMeta(t *testing.T) {
 	own := `{"jsonrpc":"2.0","id":1,"result":{},"_meta":{"http":"nope"},"_tapedeck":{"dir":"recv","server":"s","http":"POST","transport":"http"}}`
 	if m := ParseHTTPMeta([]byte(own)); m.Method != "POST" {
 		t.Errorf("a message with its own _meta: %+v, want the tape's members", m)
+	}
+}
+
+// TestHTTPMetaWriter checks the HTTP dialect's writer against its reader and
+// the slow path: AppendJSON's members are the line Writer writes with
+// Fields, and ParseHTTPMeta reads back what was written.
+func TestHTTPMetaWriter(t *testing.T) {
+	cases := []HTTPMeta{
+		{HTTP: true, Method: "POST", Session: "s-1", Protocol: "2025-06-18", MCPMethod: "tools/call", MCPName: "echo"},
+		{HTTP: true, Method: "POST", Session: "s-1", Status: 200, NewSession: "s-2", Stream: 7, Event: "ev-1", HasEvent: true, SSE: true},
+		{HTTP: true, Method: "GET", Status: 200, Stream: 3, Event: "", HasEvent: true, SSE: true},
+		{HTTP: true, Method: "POST", Status: 400, InReplyTo: `"abc"`},
+		{HTTP: true, Method: "POST", Exchange: 12},
+		{HTTP: true, Method: "GET", Session: "a\"b\\c\u2028<&>\x01é", Status: 200, Stream: 1, Event: "<é>", HasEvent: true, SSE: true},
+	}
+	msg := []byte(`{"jsonrpc":"2.0","id":1,"result":{"x":"<&>"}}`)
+	ts := time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC)
+	for i, m := range cases {
+		var want bytes.Buffer
+		if err := NewWriter(&want).Write(msg, Meta{Dir: DirRecv, Server: "srv", Time: ts, Extra: m.Fields()}); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := NewEncoder(DirRecv, "srv").AppendLineMeta(nil, msg, ts, m.AppendJSON(nil))
+		if !ok {
+			t.Fatalf("case %d: the fast path refused a plain message", i)
+		}
+		if string(got) != want.String() {
+			t.Errorf("case %d:\ngot  %s\nwant %s", i, got, want.String())
+		}
+		if back := ParseHTTPMeta(got); back != m {
+			t.Errorf("case %d: read back %+v, wrote %+v", i, back, m)
+		}
 	}
 }

@@ -1,6 +1,9 @@
 package tape
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // MCP vocabulary
 //
@@ -12,19 +15,78 @@ import "strings"
 // tool failure is a failure everywhere, and a rejected server/discover
 // probe (Negotiation) is a failure nowhere.
 
-// Target returns the tool, prompt or resource a call names: params.name of
-// tools/call and prompts/get, params.uri of resources/read, subscribe and
-// unsubscribe, and params.ref's name or uri of completion/complete. It
+// A call's target: the tool, prompt or resource it names. The methods whose
+// calls name one, what they name and where: params.name of tools/call and
+// prompts/get, params.uri of resources/read, subscribe and unsubscribe, and
+// params.ref's name or uri of completion/complete. header marks the methods
+// whose target a 2026-07-28 client sends in the Mcp-Name header.
+var targets = [...]struct {
+	method, kind string
+	header       bool
+}{
+	{"tools/call", TargetTool, true},
+	{"prompts/get", TargetPrompt, true},
+	{"resources/read", TargetResource, true},
+	{"resources/subscribe", TargetResource, false},
+	{"resources/unsubscribe", TargetResource, false},
+	{"completion/complete", TargetRef, false},
+}
+
+// What a call's target is (TargetKind).
+const (
+	TargetTool     = "tool"
+	TargetPrompt   = "prompt"
+	TargetResource = "resource"
+	TargetRef      = "ref" // completion/complete: a prompt or a resource (params.ref)
+)
+
+// TargetKind returns what a method's calls name (TargetTool, TargetPrompt,
+// TargetResource, TargetRef), or "" when its calls name no target.
+func TargetKind(method string) string {
+	for _, t := range targets {
+		if t.method == method {
+			return t.kind
+		}
+	}
+	return ""
+}
+
+// NamesTarget reports whether a method's calls name a tool, prompt or
+// resource (see Target).
+func NamesTarget(method string) bool { return TargetKind(method) != "" }
+
+// TargetMethods returns the methods whose calls name a target.
+func TargetMethods() []string {
+	out := make([]string, len(targets))
+	for i, t := range targets {
+		out[i] = t.method
+	}
+	return out
+}
+
+// NameHeader returns what a call's Mcp-Name header carries (its Target),
+// and whether the method has that header at all: tools/call, prompts/get
+// and resources/read.
+func NameHeader(method string, raw []byte) (string, bool) {
+	for _, t := range targets {
+		if t.method == method && t.header {
+			return Target(method, raw), true
+		}
+	}
+	return "", false
+}
+
+// Target returns the tool, prompt or resource a call names (see targets). It
 // returns "" for other methods, or when the call names nothing readable.
 // raw is the message, or just its params.
 func Target(method string, raw []byte) string {
 	var path []string
-	switch method {
-	case "tools/call", "prompts/get":
+	switch TargetKind(method) {
+	case TargetTool, TargetPrompt:
 		path = []string{"name"}
-	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+	case TargetResource:
 		path = []string{"uri"}
-	case "completion/complete":
+	case TargetRef:
 		path = []string{"ref", "name", "uri"}
 	default:
 		return ""
@@ -237,4 +299,37 @@ func (x *Index) HasMethod(m string) bool {
 	defer x.mu.RUnlock()
 	_, ok := x.methods.index[m]
 	return ok
+}
+
+// List is one of MCP's list methods: what a server lists, where the answer
+// holds the items, what names an item, and the notification that says the
+// list changed. The state pane, check's baseline, diff's definitions and
+// the context cost all read this one table.
+type List struct {
+	Method  string // the request: "tools/list"
+	Member  string // the result member that holds the items: "tools"
+	Key     string // the item member that names an item: "name", "uri"
+	Kind    string // what one item is, for people: "tool"
+	Changed string // the list_changed notification it answers to
+}
+
+var lists = [...]List{
+	{"tools/list", "tools", "name", "tool", "notifications/tools/list_changed"},
+	{"prompts/list", "prompts", "name", "prompt", "notifications/prompts/list_changed"},
+	{"resources/list", "resources", "uri", "resource", "notifications/resources/list_changed"},
+	{"resources/templates/list", "resourceTemplates", "uriTemplate", "resource template", "notifications/resources/list_changed"},
+}
+
+// Lists returns MCP's list methods, in the order people read them: tools,
+// prompts, resources, resource templates.
+func Lists() []List { return slices.Clone(lists[:]) }
+
+// ListOf returns the list method's entry of Lists, and whether method is one.
+func ListOf(method string) (List, bool) {
+	for _, l := range lists {
+		if l.Method == method {
+			return l, true
+		}
+	}
+	return List{}, false
 }

@@ -212,3 +212,89 @@ func TestIndexNegotiationHTTP(t *testing.T) {
 		t.Errorf("%d warnings, want none (no orphan)", n)
 	}
 }
+
+// TestListOf checks the table of list methods: every list method is found
+// with its result member, item key and list_changed notification, and other
+// methods are not lists.
+func TestListOf(t *testing.T) {
+	want := map[string][3]string{
+		"tools/list":               {"tools", "name", "notifications/tools/list_changed"},
+		"prompts/list":             {"prompts", "name", "notifications/prompts/list_changed"},
+		"resources/list":           {"resources", "uri", "notifications/resources/list_changed"},
+		"resources/templates/list": {"resourceTemplates", "uriTemplate", "notifications/resources/list_changed"},
+	}
+	if n := len(Lists()); n != len(want) {
+		t.Fatalf("Lists() has %d entries, want %d", n, len(want))
+	}
+	for m, w := range want {
+		l, ok := ListOf(m)
+		if !ok || [3]string{l.Member, l.Key, l.Changed} != w {
+			t.Errorf("ListOf(%q) = %+v, %v; want %v", m, l, ok, w)
+		}
+	}
+	for _, m := range []string{"tools/call", "roots/list", ""} {
+		if _, ok := ListOf(m); ok {
+			t.Errorf("ListOf(%q) says it is a list method of a server", m)
+		}
+	}
+	Lists()[0].Method = "changed"
+	if Lists()[0].Method != "tools/list" {
+		t.Error("changing what Lists returned changed the table")
+	}
+}
+
+// TestTargetMethods checks that the methods that name a target, what they
+// name, the Mcp-Name header's methods and Target agree.
+func TestTargetMethods(t *testing.T) {
+	kinds := map[string]string{
+		"tools/call": TargetTool, "prompts/get": TargetPrompt, "resources/read": TargetResource,
+		"resources/subscribe": TargetResource, "resources/unsubscribe": TargetResource, "completion/complete": TargetRef,
+	}
+	if got := TargetMethods(); len(got) != len(kinds) {
+		t.Fatalf("TargetMethods() = %v, want the %d of %v", got, len(kinds), kinds)
+	}
+	for _, m := range TargetMethods() {
+		if TargetKind(m) != kinds[m] || !NamesTarget(m) {
+			t.Errorf("TargetKind(%q) = %q, want %q", m, TargetKind(m), kinds[m])
+		}
+	}
+	for _, m := range []string{"tools/list", "initialize", ""} {
+		if NamesTarget(m) || Target(m, []byte(`{"params":{"name":"x","uri":"y"}}`)) != "" {
+			t.Errorf("%q names a target", m)
+		}
+	}
+	msg := []byte(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///a"}}`)
+	if v, ok := NameHeader("resources/read", msg); !ok || v != "file:///a" {
+		t.Errorf("NameHeader(resources/read) = %q, %v", v, ok)
+	}
+	if _, ok := NameHeader("resources/subscribe", msg); ok {
+		t.Error("resources/subscribe has no Mcp-Name header")
+	}
+	if v := Target("completion/complete", []byte(`{"ref":{"type":"ref/prompt","name":"p"}}`)); v != "p" {
+		t.Errorf("Target(completion/complete) = %q, want p", v)
+	}
+}
+
+// TestParamsLine checks the one-line params summary: _meta dropped wherever
+// it stands, compacted, control characters folded, cut with "…", empty
+// params saying nothing.
+func TestParamsLine(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{`{"_meta":{"protocolVersion":"2026-07-28"}, "name": "echo",` + "\n" + `"arguments":{"a":1}}`, 200, `{"name":"echo","arguments":{"a":1}}`},
+		{`{"name":"echo","_meta":{"x":1}}`, 200, `{"name":"echo"}`},
+		{`{"_meta":{"x":1}}`, 200, ""},
+		{` {} `, 200, ""},
+		{``, 200, ""},
+		{`{"text":"abcdefghij"}`, 10, `{"text":"a…`},
+		{`{"a":1}`, 7, `{"a":1}`},
+		{"not json\x1b[2J\nat all", 200, "not json [2J at all"},
+	} {
+		if got := ParamsLine([]byte(c.in), c.max); got != c.want {
+			t.Errorf("ParamsLine(%q, %d) = %q, want %q", c.in, c.max, got, c.want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"slices"
 	"strings"
 )
@@ -120,6 +121,7 @@ type Reader struct {
 	line     []byte   // the line of the entry Next returned last
 	torn     bool     // the last line had no newline and was no message
 	warnings warningList
+	err      error // what stopped Entries, if not the end of the input
 }
 
 // NewReader returns a Reader of the tape in r. It reads lines of any length,
@@ -167,6 +169,35 @@ func (r *Reader) Next() (Entry, error) {
 	r.queue, r.line, r.lines = r.queue[1:], r.lines[0], r.lines[1:]
 	return e, nil
 }
+
+// Entries returns the tape's entries in order, for a range loop: the one
+// read loop of every whole-tape pass. A line that is torn or malformed is
+// skipped (it is among the Warnings; in Strict mode Next's error for it).
+// The loop ends at the end of the input, or at an error that stops the
+// reading, which Err then returns.
+func (r *Reader) Entries() iter.Seq[Entry] {
+	return func(yield func(Entry) bool) {
+		for {
+			e, err := r.Next()
+			switch {
+			case errors.Is(err, io.EOF):
+				return
+			case errors.Is(err, ErrTorn), errors.Is(err, ErrMalformed):
+				continue
+			case err != nil:
+				r.err = err
+				return
+			}
+			if !yield(e) {
+				return
+			}
+		}
+	}
+}
+
+// Err returns the error that ended Entries' loop early, or nil when it
+// reached the end of the input (or its caller stopped it).
+func (r *Reader) Err() error { return r.err }
 
 // Line returns the whole line, without its line ending, of the entry Next
 // returned last: for a message of a batch, the array it travelled in. The

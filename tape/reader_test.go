@@ -170,3 +170,48 @@ func TestReaderOddMetaAndResponse(t *testing.T) {
 		t.Errorf("warnings %q", ws)
 	}
 }
+
+// TestReaderEntries checks the one read loop: a malformed line (an invalid
+// entry, or skipped in strict mode) and a torn last line do not end it, a
+// read error ends it and is Err, and breaking out of it is no error.
+func TestReaderEntries(t *testing.T) {
+	tp := `{"jsonrpc":"2.0","id":1,"method":"ping","_meta":{"dir":"send","server":"s"}}` + "\n" +
+		"{not json\n" +
+		`{"jsonrpc":"2.0","id":1,"result":{},"_meta":{"dir":"recv","server":"s"}}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"meth`
+	for _, strict := range []bool{false, true} {
+		var opts []ReaderOption
+		if strict {
+			opts = append(opts, Strict())
+		}
+		rd := NewReader(strings.NewReader(tp), opts...)
+		var kinds []Kind
+		for e := range rd.Entries() {
+			if e.Kind != KindInvalid {
+				kinds = append(kinds, e.Kind)
+			}
+		}
+		if rd.Err() != nil || len(kinds) != 2 || kinds[0] != KindRequest || kinds[1] != KindResponse {
+			t.Errorf("strict %v: entries %v, err %v; want a request and a response and no error", strict, kinds, rd.Err())
+		}
+		if rd.WarningCount() == 0 {
+			t.Errorf("strict %v: the torn last line left no warning", strict)
+		}
+	}
+	boom := errors.New("disk gone")
+	rd := NewReader(io.MultiReader(strings.NewReader(tp[:strings.IndexByte(tp, '\n')+1]), iotest.ErrReader(boom)))
+	n := 0
+	for range rd.Entries() {
+		n++
+	}
+	if n != 1 || !errors.Is(rd.Err(), boom) {
+		t.Errorf("after a read error: %d entries, Err %v; want 1 and %v", n, rd.Err(), boom)
+	}
+	rd = NewReader(strings.NewReader(tp))
+	for range rd.Entries() {
+		break
+	}
+	if rd.Err() != nil {
+		t.Errorf("a loop broken off: Err %v, want nil", rd.Err())
+	}
+}

@@ -45,7 +45,7 @@ func (c *rowCache) get(i int) row {
 	method := r.entry.Method
 	switch {
 	case r.entry.Kind == tape.KindRequest:
-		if namesTarget(method) {
+		if tape.NamesTarget(method) {
 			r.tool = tape.Target(method, raw)
 		}
 	case r.entry.Kind == tape.KindResponse && r.pair.Partner >= 0:
@@ -86,7 +86,7 @@ func (c *rowCache) forget() { clear(c.rows) }
 // callName is the tool, prompt or resource request i (of method) names,
 // read only for the methods that name one.
 func callName(x *tape.Index, i int, method string) string {
-	if !namesTarget(method) {
+	if !tape.NamesTarget(method) {
 		return ""
 	}
 	e, err := x.Message(i)
@@ -94,16 +94,6 @@ func callName(x *tape.Index, i int, method string) string {
 		return ""
 	}
 	return tape.Target(method, e.Raw)
-}
-
-// namesTarget reports whether a method's calls name a tool, prompt or
-// resource (see tape.Target).
-func namesTarget(method string) bool {
-	switch method {
-	case "tools/call", "prompts/get", "resources/read", "resources/subscribe", "resources/unsubscribe", "completion/complete":
-		return true
-	}
-	return false
 }
 
 func rowStatus(e tape.Entry, p tape.Pair) (string, bool) {

@@ -465,20 +465,7 @@ func (m Sessions) keyLine() string {
 	if m.inHits {
 		hints = [][2]string{{"enter", "open at the message"}, {"esc", "tapes"}, {"/", "search"}, {"d", "demo"}, {"?", "keys"}, {"q", "quit"}}
 	}
-	st := m.styles.Help
-	var b strings.Builder
-	b.WriteString(" ")
-	for i, h := range hints {
-		part := st.ShortKey.Render(h[0]) + " " + st.ShortDesc.Render(h[1])
-		if i > 0 {
-			part = st.ShortSeparator.Render(" · ") + part
-		}
-		if ansi.StringWidth(b.String()+part) > m.width {
-			break
-		}
-		b.WriteString(part)
-	}
-	return padANSI(b.String(), m.width)
+	return hintLine(m.styles, hints, m.width)
 }
 
 // helpView is the key overlay, with the search's syntax.

@@ -29,16 +29,6 @@ import (
 // (or never) are kept in stateIndex.long.
 const pendingWindow = 4096
 
-// listMethods are the list requests whose answers the state shows, with
-// the result member that holds the list and the notification that says it
-// changed.
-var listMethods = []struct{ method, member, changed string }{
-	{"tools/list", "tools", "notifications/tools/list_changed"},
-	{"prompts/list", "prompts", "notifications/prompts/list_changed"},
-	{"resources/list", "resources", "notifications/resources/list_changed"},
-	{"resources/templates/list", "resourceTemplates", "notifications/resources/list_changed"},
-}
-
 // stateIndex is the forward scan.
 type stateIndex struct {
 	x       *tape.Index
@@ -75,12 +65,9 @@ func (s *stateIndex) extend() {
 				s.long = append(s.long, i)
 			}
 		case e.Kind == tape.KindResponse && e.Dir == tape.DirRecv:
-			p := s.x.Pair(i)
-			for _, l := range listMethods {
-				if p.Method == l.method {
-					k := e.Server + "\x00" + l.method
-					s.lists[k] = append(s.lists[k], i)
-				}
+			if l, ok := tape.ListOf(s.x.MethodOf(i)); ok {
+				k := e.Server + "\x00" + l.Method
+				s.lists[k] = append(s.lists[k], i)
 			}
 		case e.Kind == tape.KindNotification && strings.HasSuffix(e.Method, "/list_changed"):
 			k := e.Server + "\x00" + e.Method
@@ -171,17 +158,17 @@ func (s *stateIndex) stateAt(seq int) protoState {
 			st.serverCaps = capsText(r.Get("capabilities"))
 		}
 	}
-	for _, l := range listMethods {
-		ls := listState{method: l.method, member: l.member, changedBetween: -1, changedSince: -1}
-		answers := s.lists[server+"\x00"+l.method]
+	for _, l := range tape.Lists() {
+		ls := listState{method: l.Method, member: l.Member, changedBetween: -1, changedSince: -1}
+		answers := s.lists[server+"\x00"+l.Method]
 		last, i := lastAtOrBefore(answers, seq)
 		if last >= 0 {
-			ls.last = &listing{seq: last, names: s.names(last, l.member)}
+			ls.last = &listing{seq: last, names: s.names(last, l)}
 			if i > 0 {
-				ls.prev = &listing{seq: answers[i-1], names: s.names(answers[i-1], l.member)}
+				ls.prev = &listing{seq: answers[i-1], names: s.names(answers[i-1], l)}
 			}
 		}
-		changes := s.changed[server+"\x00"+l.changed]
+		changes := s.changed[server+"\x00"+l.Changed]
 		if c, _ := lastAtOrBefore(changes, seq); c >= 0 {
 			switch {
 			case ls.last != nil && c > ls.last.seq:
@@ -208,17 +195,10 @@ func (s *stateIndex) body0(seq int) []byte {
 }
 
 // names returns the names (or URIs) of a list answer's items.
-func (s *stateIndex) names(seq int, member string) []string {
+func (s *stateIndex) names(seq int, l tape.List) []string {
 	var out []string
-	for _, it := range gjson.GetBytes(s.body(seq), "result."+member).Array() {
-		n := it.Get("name").String()
-		if n == "" {
-			n = it.Get("uri").String()
-		}
-		if n == "" {
-			n = it.Get("uriTemplate").String()
-		}
-		out = append(out, n)
+	for _, it := range gjson.GetBytes(s.body(seq), "result."+l.Member).Array() {
+		out = append(out, it.Get(l.Key).String())
 	}
 	return out
 }

@@ -73,7 +73,7 @@ func responseSummary(raw []byte, method string) string {
 	if v := res.Get("protocolVersion"); v.Exists() && method == "initialize" {
 		return oneLine(strings.TrimSpace(res.Get("serverInfo.name").String()+" "+res.Get("serverInfo.version").String()) + " · " + v.String())
 	}
-	return compact(stripMeta(res.Raw))
+	return tape.ParamsLine([]byte(res.Raw), summaryMax)
 }
 
 // firstText returns the first text of a result's content, or its
@@ -95,21 +95,22 @@ func firstText(res gjson.Result) string {
 
 func requestSummary(raw []byte, method string) string {
 	p := gjson.GetBytes(raw, "params")
-	switch method {
-	case "tools/call", "prompts/get":
+	switch tape.TargetKind(method) {
+	case tape.TargetTool, tape.TargetPrompt:
 		if a := p.Get("arguments"); a.Exists() {
 			return compact(a.Raw)
 		}
 		return ""
-	case "initialize":
-		return oneLine(strings.TrimSpace(p.Get("clientInfo.name").String()+" "+p.Get("clientInfo.version").String()) + " · " + p.Get("protocolVersion").String())
-	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+	case tape.TargetResource:
 		return "" // the target column has the URI
+	}
+	if method == "initialize" {
+		return oneLine(strings.TrimSpace(p.Get("clientInfo.name").String()+" "+p.Get("clientInfo.version").String()) + " · " + p.Get("protocolVersion").String())
 	}
 	if !p.Exists() {
 		return ""
 	}
-	return compact(stripMeta(p.Raw))
+	return tape.ParamsLine([]byte(p.Raw), summaryMax)
 }
 
 func notificationSummary(raw []byte, method string) string {
@@ -137,7 +138,7 @@ func notificationSummary(raw []byte, method string) string {
 	if !p.Exists() {
 		return ""
 	}
-	return compact(stripMeta(p.Raw))
+	return tape.ParamsLine([]byte(p.Raw), summaryMax)
 }
 
 func lifecycleSummary(raw []byte, method string) string {
@@ -206,26 +207,6 @@ func compact(s string) string {
 		return oneLine(s)
 	}
 	return oneLine(b.String())
-}
-
-// stripMeta drops a top-level "_meta" member from an object's JSON.
-func stripMeta(obj string) string {
-	if !gjson.Get(obj, "_meta").Exists() {
-		return obj
-	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal([]byte(obj), &m) != nil {
-		return obj
-	}
-	delete(m, "_meta")
-	if len(m) == 0 {
-		return ""
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return obj
-	}
-	return string(b)
 }
 
 func firstLine(s string) string {

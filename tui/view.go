@@ -211,6 +211,25 @@ func (m Model) helpView() string {
 	return m.styles.App.Overlay.Render(body)
 }
 
+// hintLine draws a key hint bar: each key and what it does, as many as
+// fit in width, padded to it.
+func hintLine(s *Styles, hints [][2]string, width int) string {
+	st := s.Help
+	var b strings.Builder
+	b.WriteString(" ")
+	for i, h := range hints {
+		part := st.ShortKey.Render(h[0]) + " " + st.ShortDesc.Render(h[1])
+		if i > 0 {
+			part = st.ShortSeparator.Render(" · ") + part
+		}
+		if ansi.StringWidth(b.String()+part) > width {
+			break
+		}
+		b.WriteString(part)
+	}
+	return padANSI(b.String(), width)
+}
+
 // hintView is the key hint bar: the keys that matter now.
 func (m Model) hintView() string {
 	var hints [][2]string
@@ -230,20 +249,7 @@ func (m Model) hintView() string {
 		}
 		hints = [][2]string{{"space", "play"}, {"l/h", "step"}, {"e/E", "failures"}, {"/", "filter"}, {"b", "break"}, {"x", "partner"}, {"tab", "pane"}, {":", "command"}, {"?", "help"}, {"q", quit}}
 	}
-	st := m.styles.Help
-	var b strings.Builder
-	b.WriteString(" ")
-	for i, h := range hints {
-		part := st.ShortKey.Render(h[0]) + " " + st.ShortDesc.Render(h[1])
-		if i > 0 {
-			part = st.ShortSeparator.Render(" · ") + part
-		}
-		if ansi.StringWidth(b.String()+part) > m.width {
-			break
-		}
-		b.WriteString(part)
-	}
-	return padANSI(b.String(), m.width)
+	return hintLine(m.styles, hints, m.width)
 }
 
 // plural writes "1 message", "2 messages".

@@ -184,8 +184,8 @@ func (c *HTTPConn) newRequest(ctx context.Context, method string, body []byte, m
 	}
 	if version >= mcphttp.ModernVersion && m.Kind == tape.KindRequest {
 		req.Header.Set(mcphttp.HeaderMethod, m.Method)
-		if mcphttp.CarriesName(m.Method) {
-			req.Header.Set(mcphttp.HeaderName, tape.Target(m.Method, body))
+		if name, ok := tape.NameHeader(m.Method, body); ok {
+			req.Header.Set(mcphttp.HeaderName, name)
 		}
 	}
 	return req, nil

@@ -176,16 +176,9 @@ wire, with _meta.injected naming what the debugger did (rule "debugger").`,
 }
 
 func runDebug(ctx context.Context, s streams, path string, f debugFlags, fallbackCmd []string) error {
-	host, _, err := net.SplitHostPort(f.listen)
+	hosts, err := mcphttp.ListenHosts(f.listen, f.allowRemote, f.hosts, "the session")
 	if err != nil {
-		return fmt.Errorf("debug --listen %q: expected HOST:PORT, e.g. 127.0.0.1:7788: %w", f.listen, err)
-	}
-	if !mcphttp.IsLoopbackHost(host) && !f.allowRemote {
-		return fmt.Errorf("debug --listen %q is not a loopback address: the session would be reachable from other machines; use 127.0.0.1 or add --allow-remote", f.listen)
-	}
-	hosts := f.hosts
-	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
-		hosts = append(hosts, host) // the address served is a name clients use
+		return fmt.Errorf("debug %w", err)
 	}
 	m, err := replay.ParseMode(f.mode)
 	if err != nil {

@@ -217,12 +217,9 @@ func (ic *interceptor) Close() error {
 // runDebugIntercept is "tapedeck debug -- SERVER" and "debug --upstream
 // URL": the debugger between a live client and a live server.
 func runDebugIntercept(ctx context.Context, s streams, f debugFlags, server []string, rs *rules.Set) error {
-	host, _, err := net.SplitHostPort(f.listen)
+	hosts, err := mcphttp.ListenHosts(f.listen, f.allowRemote, f.hosts, "the session")
 	if err != nil {
-		return fmt.Errorf("debug --listen %q: expected HOST:PORT, e.g. 127.0.0.1:7788: %w", f.listen, err)
-	}
-	if !mcphttp.IsLoopbackHost(host) && !f.allowRemote {
-		return fmt.Errorf("debug --listen %q is not a loopback address: the session would be reachable from other machines; use 127.0.0.1 or add --allow-remote", f.listen)
+		return fmt.Errorf("debug %w", err)
 	}
 	bps, err := parseBreaks(f.breaks)
 	if err != nil {
@@ -260,7 +257,7 @@ func runDebugIntercept(ctx context.Context, s streams, f debugFlags, server []st
 	sctx, stop := context.WithCancel(ctx)
 	defer func() { stop(); ln.Close(); ic.Close(); wg.Wait() }()
 	if up != nil {
-		p := &record.Proxy{Upstream: up, Tape: file, Server: name, AllowHosts: append(f.hosts, host), AllowOrigins: f.origins, Intercept: ic, Rules: rs, Logf: ic.info}
+		p := &record.Proxy{Upstream: up, Tape: file, Server: name, AllowHosts: hosts, AllowOrigins: f.origins, Intercept: ic, Rules: rs, Logf: ic.info}
 		if err := p.Start(addr, buildVersion()); err != nil {
 			return err
 		}

@@ -33,20 +33,13 @@ func runRecordHTTP(ctx context.Context, s streams, o *recordOptions, rs *rules.S
 	if server == "" {
 		server = record.DefaultHTTPServerName(up)
 	}
-	host, _, err := net.SplitHostPort(o.listen)
+	hosts, err := mcphttp.ListenHosts(o.listen, o.allowRemote, o.allowHosts, "the session (and the upstream's credentials the proxy adds)")
 	if err != nil {
-		return fmt.Errorf("record: --listen %q: expected HOST:PORT, e.g. 127.0.0.1:8808: %w", o.listen, err)
-	}
-	if !mcphttp.IsLoopbackHost(host) && !o.allowRemote {
-		return fmt.Errorf("record: --listen %q is not a loopback address: the session (and the upstream's credentials the proxy adds) would be reachable from other machines; use 127.0.0.1 or add --allow-remote", o.listen)
+		return fmt.Errorf("record: %w", err)
 	}
 	maxBody, err := parseSize(o.maxBody)
 	if err != nil {
 		return fmt.Errorf("record: --max-body: %w", err)
-	}
-	hosts := o.allowHosts
-	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
-		hosts = append(hosts, host) // the address served is a name clients use
 	}
 	if o.allowAnyOrigins {
 		o.allowOrigins = append(o.allowOrigins, "*")

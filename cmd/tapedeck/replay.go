@@ -19,7 +19,6 @@ import (
 
 	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
-	"github.com/tidwall/sjson"
 
 	"github.com/tapedeck/tapedeck/internal/mcphttp"
 	"github.com/tapedeck/tapedeck/internal/text"
@@ -423,12 +422,9 @@ func pollableStdin(r io.Reader) (io.Reader, func()) {
 // done.
 func serveReplayHTTP(ctx context.Context, s streams, f *replayFlags, tapePath string, x *tape.Index, opts replay.EngineOptions, e *replay.Engine, onDiv func(replay.Divergence)) (replay.Report, error) {
 	var none replay.Report
-	host, _, err := net.SplitHostPort(f.listen)
+	hosts, err := mcphttp.ListenHosts(f.listen, f.allowRemote, f.hosts, "the replay")
 	if err != nil {
-		return none, fmt.Errorf("--listen %q: expected HOST:PORT, e.g. 127.0.0.1:8808: %w", f.listen, err)
-	}
-	if !mcphttp.IsLoopbackHost(host) && !f.allowRemote {
-		return none, fmt.Errorf("--listen %q is not a loopback address: the replay would be reachable from other machines; use 127.0.0.1 or add --allow-remote", f.listen)
+		return none, err
 	}
 	if !strings.HasPrefix(f.path, "/") {
 		return none, fmt.Errorf("--path %q: expected a path starting with /", f.path)
@@ -436,10 +432,6 @@ func serveReplayHTTP(ctx context.Context, s streams, f *replayFlags, tapePath st
 	maxBody, err := parseSize(f.maxBody)
 	if err != nil {
 		return none, fmt.Errorf("--max-body: %w", err)
-	}
-	hosts := f.hosts
-	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
-		hosts = append(hosts, host) // the address served is a name clients use
 	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
@@ -544,17 +536,10 @@ func finishReport(stderr io.Writer, rep *replay.Report, path string) error {
 // (2026-07-28 requests open with a volatile protocol version and client
 // info, which pushed the tool's name past the cut).
 func compactParams(p json.RawMessage) string {
-	if len(p) == 0 {
-		return "{}"
+	if s := tape.ParamsLine(p, 200); s != "" {
+		return s
 	}
-	if q, err := sjson.DeleteBytes(p, "_meta"); err == nil {
-		p = q
-	}
-	s := string(p)
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
+	return "{}"
 }
 
 // serveReplayLegacy serves a tape recorded over the legacy HTTP+SSE

@@ -25,13 +25,6 @@ type Baseline struct {
 	Servers map[string]map[string]map[string]json.RawMessage `json:"servers"`
 }
 
-var baselineLists = []struct{ method, member, key string }{
-	{"tools/list", "tools", "name"},
-	{"prompts/list", "prompts", "name"},
-	{"resources/list", "resources", "uri"},
-	{"resources/templates/list", "resourceTemplates", "uriTemplate"},
-}
-
 // where is where a definition was listed on a tape.
 type where struct{ seq, line int }
 
@@ -44,29 +37,32 @@ func definitions(x *tape.Index) (map[string]map[string]map[string]json.RawMessag
 		if e.Kind != tape.KindResponse || e.Dir != tape.DirRecv || e.Error {
 			continue
 		}
-		method := x.MethodOf(i)
-		for _, l := range baselineLists {
-			if method != l.method {
-				continue
-			}
+		if l, ok := tape.ListOf(x.MethodOf(i)); ok {
 			m, err := x.Message(i)
 			if err != nil {
 				continue
 			}
-			defs := map[string]json.RawMessage{}
-			for _, it := range gjson.GetBytes(m.Raw, "result."+l.member).Array() {
-				if c, err := tape.Canonical([]byte(it.Raw)); err == nil {
-					defs[it.Get(l.key).String()] = c
-				}
-			}
+			defs := listed(m.Raw, l)
 			if out[e.Server] == nil {
 				out[e.Server] = map[string]map[string]json.RawMessage{}
 			}
-			out[e.Server][l.member] = defs
-			at[e.Server+"\x00"+l.member] = where{i, e.Line}
+			out[e.Server][l.Member] = defs
+			at[e.Server+"\x00"+l.Member] = where{i, e.Line}
 		}
 	}
 	return out, at
+}
+
+// listed returns the definitions an answer to list l holds, in canonical
+// JSON, by name (or URI).
+func listed(answer []byte, l tape.List) map[string]json.RawMessage {
+	defs := map[string]json.RawMessage{}
+	for _, it := range gjson.GetBytes(answer, "result."+l.Member).Array() {
+		if c, err := tape.Canonical([]byte(it.Raw)); err == nil {
+			defs[it.Get(l.Key).String()] = c
+		}
+	}
+	return defs
 }
 
 // NewBaseline fingerprints the definitions tape x last listed.
@@ -156,18 +152,12 @@ func (b Baseline) Drift(x *tape.Index, as map[string]string) []DriftItem {
 // server: verify --baseline.
 func (b Baseline) DriftOfAnswers(server string, answers map[string][]byte) []DriftItem {
 	now := map[string]map[string]map[string]json.RawMessage{server: {}}
-	for _, l := range baselineLists {
-		raw, ok := answers[l.method]
+	for _, l := range tape.Lists() {
+		raw, ok := answers[l.Method]
 		if !ok {
 			continue
 		}
-		defs := map[string]json.RawMessage{}
-		for _, it := range gjson.GetBytes(raw, "result."+l.member).Array() {
-			if c, err := tape.Canonical([]byte(it.Raw)); err == nil {
-				defs[it.Get(l.key).String()] = c
-			}
-		}
-		now[server][l.member] = defs
+		now[server][l.Member] = listed(raw, l)
 	}
 	return b.drift([]serverPair{{server, server}}, now, map[string]where{})
 }
@@ -186,13 +176,13 @@ func (b Baseline) drift(pairs []serverPair, now map[string]map[string]map[string
 	})
 	for _, p := range pairs {
 		s := p.tape
-		for _, l := range baselineLists {
-			was, ok1 := b.Servers[p.base][l.member]
-			is, ok2 := now[s][l.member]
+		for _, l := range tape.Lists() {
+			was, ok1 := b.Servers[p.base][l.Member]
+			is, ok2 := now[s][l.Member]
 			if !ok1 || !ok2 {
 				continue // not listed on one side: nothing to compare
 			}
-			w := at[s+"\x00"+l.member]
+			w := at[s+"\x00"+l.Member]
 			names := map[string]bool{}
 			for n := range was {
 				names[n] = true
@@ -208,7 +198,7 @@ func (b Baseline) drift(pairs []serverPair, now map[string]map[string]map[string
 			for _, n := range sorted {
 				a, inA := was[n]
 				c, inC := is[n]
-				d := DriftItem{Server: s, Baseline: p.base, Kind: l.member, Name: n, Seq: w.seq, Line: w.line}
+				d := DriftItem{Server: s, Baseline: p.base, Kind: l.Member, Name: n, Seq: w.seq, Line: w.line}
 				switch {
 				case !inC:
 					d.Change = "removed"

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -542,13 +541,5 @@ func paramsText(x *tape.Index, seq int) string {
 	if err != nil {
 		return ""
 	}
-	p := gjson.GetBytes(tape.StripMeta(m.Raw), "params")
-	if !p.Exists() {
-		return ""
-	}
-	s := strings.Join(strings.Fields(p.Raw), " ")
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
+	return tape.ParamsLine([]byte(gjson.GetBytes(tape.StripMeta(m.Raw), "params").Raw), 200)
 }

@@ -82,21 +82,16 @@ func lastAnswer(x *tape.Index, s, method string) []byte {
 // server can do between runs (a description or an input schema changed).
 func definitions(xa, xb *tape.Index, sa, sb string, n *tape.Normalizer) []Definition {
 	var out []Definition
-	for _, l := range []struct{ method, member, kind, name string }{
-		{"tools/list", "tools", "tool", "name"},
-		{"prompts/list", "prompts", "prompt", "name"},
-		{"resources/list", "resources", "resource", "uri"},
-		{"resources/templates/list", "resourceTemplates", "resource template", "uriTemplate"},
-	} {
-		ra, rb := lastAnswer(xa, sa, l.method), lastAnswer(xb, sb, l.method)
+	for _, l := range tape.Lists() {
+		ra, rb := lastAnswer(xa, sa, l.Method), lastAnswer(xb, sb, l.Method)
 		if ra == nil || rb == nil {
 			continue
 		}
 		items := func(r []byte) (map[string]string, []string) {
 			m := map[string]string{}
 			var order []string
-			for _, it := range gjson.GetBytes(r, "result."+l.member).Array() {
-				k := it.Get(l.name).String()
+			for _, it := range gjson.GetBytes(r, "result."+l.Member).Array() {
+				k := it.Get(l.Key).String()
 				m[k] = it.Raw
 				order = append(order, k)
 			}
@@ -107,7 +102,7 @@ func definitions(xa, xb *tape.Index, sa, sb string, n *tape.Normalizer) []Defini
 		for _, k := range oa {
 			b, ok := mb[k]
 			if !ok {
-				out = append(out, Definition{Kind: l.kind, Name: k, Change: "removed"})
+				out = append(out, Definition{Kind: l.Kind, Name: k, Change: "removed"})
 				continue
 			}
 			va, err1 := tape.Decode([]byte(ma[k]))
@@ -116,12 +111,12 @@ func definitions(xa, xb *tape.Index, sa, sb string, n *tape.Normalizer) []Defini
 				continue
 			}
 			if ops := replay.Diff(va, vb); len(ops) > 0 {
-				out = append(out, Definition{Kind: l.kind, Name: k, Change: "changed", Diff: ops})
+				out = append(out, Definition{Kind: l.Kind, Name: k, Change: "changed", Diff: ops})
 			}
 		}
 		for _, k := range ob {
 			if _, ok := ma[k]; !ok {
-				out = append(out, Definition{Kind: l.kind, Name: k, Change: "added"})
+				out = append(out, Definition{Kind: l.Kind, Name: k, Change: "added"})
 			}
 		}
 	}

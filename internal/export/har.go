@@ -15,7 +15,6 @@ package export
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tapedeck/tapedeck/internal/sse"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -111,17 +111,7 @@ func HAR(w io.Writer, src Source, version string) error {
 	defer r.Close()
 	h := harBuilder{x: src.Index, server: src.Server, streams: map[int64]*harEntry{}, open: map[int]*harEntry{}}
 	rd := tape.NewReader(r)
-	for {
-		e, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			if errors.Is(err, tape.ErrTorn) || errors.Is(err, tape.ErrMalformed) {
-				continue
-			}
-			return err
-		}
+	for e := range rd.Entries() {
 		if e.Seq >= src.Index.Len() {
 			break
 		}
@@ -129,6 +119,9 @@ func HAR(w io.Writer, src Source, version string) error {
 			continue
 		}
 		h.add(e)
+	}
+	if err := rd.Err(); err != nil {
+		return err
 	}
 	h.flush()
 	var out harLog
@@ -341,12 +334,7 @@ func (h *harBuilder) flush() {
 }
 
 func sseEvent(id, data string) string {
-	var b strings.Builder
-	if id != "" {
-		b.WriteString("id: " + id + "\n")
-	}
-	b.WriteString("event: message\ndata: " + data + "\n\n")
-	return b.String()
+	return string(sse.Append(nil, sse.Event{ID: id, HasID: id != "", Event: "message", Data: []byte(data), Retry: -1}))
 }
 
 func describe(e tape.Entry) string {

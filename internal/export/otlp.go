@@ -294,12 +294,12 @@ func (t *Tracer) spec(c tape.Call, version string) spec {
 	if c.Session != "" {
 		sp.attrs = append(sp.attrs, attribute.String("mcp.session.id", c.Session))
 	}
-	switch c.Method {
-	case "tools/call":
+	switch tape.TargetKind(c.Method) {
+	case tape.TargetTool:
 		sp.attrs = append(sp.attrs, attribute.String("gen_ai.tool.name", c.Target), attribute.String("gen_ai.operation.name", "execute_tool"))
-	case "prompts/get":
+	case tape.TargetPrompt:
 		sp.attrs = append(sp.attrs, attribute.String("gen_ai.prompt.name", c.Target))
-	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+	case tape.TargetResource:
 		sp.attrs = append(sp.attrs, attribute.String("mcp.resource.uri", c.Target))
 	}
 	if o.WithBodies {

@@ -48,6 +48,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tapedeck/tapedeck/internal/sse"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -458,63 +459,21 @@ func (h *harImport) answer(i int, content node, end time.Time, text []byte, sse 
 
 // events records the events of an SSE body, each data a message.
 func (h *harImport) events(at node, text []byte, t time.Time, stream, entry int, meta func(map[string]any) tape.Meta) error {
-	for k, ev := range parseSSE(text) {
-		if len(bytes.TrimSpace(ev.data)) == 0 {
+	for k, ev := range sse.Events(text) {
+		if len(bytes.TrimSpace(ev.Data)) == 0 {
 			continue // a priming event, no message
 		}
-		if err := checkMessage(ev.data); err != nil {
-			return at.errorf("SSE event %d (data %s): %v", k+1, quoteStart(ev.data), err)
+		if err := checkMessage(ev.Data); err != nil {
+			return at.errorf("SSE event %d (data %s): %v", k+1, quoteStart(ev.Data), err)
 		}
 		more := map[string]any{tape.MetaStream: stream}
-		if ev.id != "" {
-			more[tape.MetaEvent] = ev.id
+		if ev.HasID {
+			more[tape.MetaEvent] = ev.ID
 		}
-		rec := h.add(&harRec{t: t, msg: bytes.TrimSpace(ev.data), m: meta(more), stream: stream, entry: entry, answer: true})
-		rec.requestID = requestID(ev.data)
+		rec := h.add(&harRec{t: t, msg: bytes.TrimSpace(ev.Data), m: meta(more), stream: stream, entry: entry, answer: true})
+		rec.requestID = requestID(ev.Data)
 	}
 	return nil
-}
-
-type sseEvent struct {
-	id   string
-	data []byte
-}
-
-// parseSSE splits an event-stream body into its events (the fields id and
-// data; comments and other fields are ignored).
-func parseSSE(b []byte) []sseEvent {
-	var out []sseEvent
-	var cur sseEvent
-	var data [][]byte
-	has := false
-	lines := strings.Split(strings.ReplaceAll(strings.ReplaceAll(string(b), "\r\n", "\n"), "\r", "\n"), "\n")
-	for _, line := range lines {
-		if line == "" {
-			if has {
-				cur.data = bytes.Join(data, []byte("\n"))
-				out = append(out, cur)
-			}
-			cur, data, has = sseEvent{id: cur.id}, nil, false
-			continue
-		}
-		if line[0] == ':' {
-			continue
-		}
-		field, value, _ := strings.Cut(line, ":")
-		value = strings.TrimPrefix(value, " ")
-		switch field {
-		case "data":
-			data = append(data, []byte(value))
-			has = true
-		case "id":
-			cur.id = value
-		}
-	}
-	if has {
-		cur.data = bytes.Join(data, []byte("\n"))
-		out = append(out, cur)
-	}
-	return out
 }
 
 // stdioEntry reads an entry of tapedeck's stdio mapping.

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"os"
 	"time"
@@ -112,17 +111,7 @@ func readTape(ctx context.Context, t *tapeRows) error {
 		return nil
 	}
 	var initSeq = -1
-	for {
-		e, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			if errors.Is(err, tape.ErrTorn) || errors.Is(err, tape.ErrMalformed) {
-				continue
-			}
-			return err
-		}
+	for e := range rd.Entries() {
 		if e.Seq >= n {
 			break // the file changed between the two reads
 		}
@@ -188,6 +177,9 @@ func readTape(ctx context.Context, t *tapeRows) error {
 				return err
 			}
 		}
+	}
+	if err := rd.Err(); err != nil {
+		return err
 	}
 	return send()
 }

@@ -6,6 +6,7 @@
 package mcphttp
 
 import (
+	"fmt"
 	"net"
 	"net/url"
 	"slices"
@@ -30,17 +31,6 @@ const (
 	// their method and target in headers.
 	ModernVersion = "2026-07-28"
 )
-
-// CarriesName reports whether a request of method names its target in the
-// Mcp-Name header (2026-07-28): tools/call, prompts/get and resources/read,
-// whose target is tape.Target's.
-func CarriesName(method string) bool {
-	switch method {
-	case "tools/call", "prompts/get", "resources/read":
-		return true
-	}
-	return false
-}
 
 // versions are the MCP versions tapedeck knows, oldest first.
 var versions = []string{"2024-11-05", "2025-03-26", "2025-06-18", PrimingVersion, ModernVersion}
@@ -103,4 +93,25 @@ func (g Guard) OriginAllowed(origin string) bool {
 		return false
 	}
 	return IsLoopbackHost(u.Hostname())
+}
+
+// ListenHosts is the --listen guard every listener's command applies: addr
+// must be HOST:PORT, and its host loopback unless allowRemote (what says
+// what would be reachable, for the error: "the session"). It returns the
+// Host header values a Guard accepts besides loopback ones: allow, and the
+// listen host when it is a name or an address clients use (not 0.0.0.0 or
+// ::, which name no host).
+func ListenHosts(addr string, allowRemote bool, allow []string, what string) ([]string, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("--listen %q: expected HOST:PORT, e.g. 127.0.0.1:7788: %w", addr, err)
+	}
+	if !IsLoopbackHost(host) && !allowRemote {
+		return nil, fmt.Errorf("--listen %q is not a loopback address: %s would be reachable from other machines; use 127.0.0.1 or add --allow-remote", addr, what)
+	}
+	hosts := slices.Clone(allow)
+	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
+		hosts = append(hosts, host) // the address served is a name clients use
+	}
+	return hosts, nil
 }

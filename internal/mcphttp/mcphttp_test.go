@@ -1,6 +1,10 @@
 package mcphttp
 
-import "testing"
+import (
+	"slices"
+	"strings"
+	"testing"
+)
 
 func TestGuard(t *testing.T) {
 	g := Guard{AllowHosts: []string{"replay.internal"}, AllowOrigins: []string{"https://app.example"}}
@@ -28,5 +32,36 @@ func TestGuard(t *testing.T) {
 	}
 	if (Guard{AllowHosts: []string{"*"}}).HostAllowed("anything:1") != true {
 		t.Error("* accepts any host")
+	}
+}
+
+// TestListenHosts checks the --listen guard: the address's form, loopback
+// unless allowed, and the hosts a Guard then accepts.
+func TestListenHosts(t *testing.T) {
+	for _, c := range []struct {
+		addr   string
+		remote bool
+		want   []string
+		err    string
+	}{
+		{"127.0.0.1:0", false, []string{"a", "127.0.0.1"}, ""},
+		{"localhost:7788", false, []string{"a", "localhost"}, ""},
+		{"[::1]:1", false, []string{"a", "::1"}, ""},
+		{"0.0.0.0:0", false, nil, `--listen "0.0.0.0:0" is not a loopback address: the thing would be reachable`},
+		{"0.0.0.0:0", true, []string{"a"}, ""},
+		{"devbox:80", true, []string{"a", "devbox"}, ""},
+		{"7788", false, nil, `--listen "7788": expected HOST:PORT`},
+	} {
+		allow := []string{"a"}
+		got, err := ListenHosts(c.addr, c.remote, allow, "the thing")
+		switch {
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("ListenHosts(%q, %v): error %v, want one saying %q", c.addr, c.remote, err, c.err)
+		case c.err == "" && (err != nil || !slices.Equal(got, c.want)):
+			t.Errorf("ListenHosts(%q, %v) = %q, %v; want %q", c.addr, c.remote, got, err, c.want)
+		}
+		if len(allow) != 1 {
+			t.Errorf("ListenHosts(%q) changed the caller's list: %q", c.addr, allow)
+		}
 	}
 }

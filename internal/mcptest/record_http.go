@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+
+	"github.com/tapedeck/tapedeck/internal/sse"
 )
 
 // RecordingRoundTripper is an [http.RoundTripper] that records the MCP
@@ -124,9 +126,7 @@ type sseTee struct {
 	extra map[string]any
 
 	mu      sync.Mutex
-	pending []byte   // bytes of an unfinished line
-	data    []string // data lines of the current event
-	id      string
+	pending []byte // bytes of an unfinished event
 }
 
 func (s *sseTee) Read(p []byte) (int, error) {
@@ -143,43 +143,25 @@ func (s *sseTee) feed(b []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pending = append(s.pending, b...)
+	rd := sse.NewReader(bytes.NewReader(s.pending))
 	consumed := 0
 	for {
-		i := bytes.IndexByte(s.pending[consumed:], '\n')
-		if i < 0 {
-			break
+		ev, err := rd.Next()
+		if err != nil {
+			break // the end of what came so far: an unfinished event waits for the rest
 		}
-		line := strings.TrimSuffix(string(s.pending[consumed:consumed+i]), "\r")
-		consumed += i + 1
-		s.line(line)
+		consumed += len(ev.Raw)
+		if ev.Data == nil || len(bytes.TrimSpace(ev.Data)) == 0 {
+			continue // priming events carry empty data
+		}
+		e := map[string]any{}
+		for k, v := range s.extra {
+			e[k] = v
+		}
+		if ev.ID != "" {
+			e["event"] = ev.ID
+		}
+		s.rt.writeMessages(DirRecv, ev.Data, e)
 	}
 	s.pending = append(s.pending[:0], s.pending[consumed:]...)
-}
-
-func (s *sseTee) line(line string) {
-	if line == "" { // end of event
-		if len(s.data) > 0 {
-			e := map[string]any{}
-			for k, v := range s.extra {
-				e[k] = v
-			}
-			if s.id != "" {
-				e["event"] = s.id
-			}
-			data := strings.Join(s.data, "\n")
-			if strings.TrimSpace(data) != "" { // priming events carry empty data
-				s.rt.writeMessages(DirRecv, []byte(data), e)
-			}
-		}
-		s.data, s.id = nil, ""
-		return
-	}
-	field, value, _ := strings.Cut(line, ":")
-	value = strings.TrimPrefix(value, " ")
-	switch field {
-	case "data":
-		s.data = append(s.data, value)
-	case "id":
-		s.id = value
-	}
 }

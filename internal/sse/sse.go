@@ -308,3 +308,20 @@ func Each(r io.Reader, fn func(Event) bool) error {
 		}
 	}
 }
+
+// Events returns the events that carry data of a whole stream held in
+// memory (an HTTP body as a HAR file keeps it), an event cut off by the end
+// of the text included: there the text ends, not a connection.
+func Events(b []byte) []Event {
+	rd := NewReader(bytes.NewReader(b))
+	var out []Event
+	for {
+		e, err := rd.Next()
+		if e.Data != nil && (err == nil || errors.Is(err, io.ErrUnexpectedEOF)) {
+			out = append(out, e)
+		}
+		if err != nil {
+			return out
+		}
+	}
+}

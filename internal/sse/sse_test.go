@@ -182,3 +182,29 @@ func TestReaderMax(t *testing.T) {
 		t.Errorf("next event %q, %v", e.Data, err)
 	}
 }
+
+// TestEvents reads a whole body: the events with data, in order, with their
+// ids; comments, priming events without data and a last event cut off by
+// the end of the text.
+func TestEvents(t *testing.T) {
+	body := ": hi\n\nid: 0\n\nid: 7\r\nevent: message\r\ndata: {\"a\":\r\ndata: 1}\r\n\r\ndata: x\n\nid: 9\ndata: cut"
+	evs := Events([]byte(body))
+	type ev struct {
+		id    string
+		hasID bool
+		data  string
+	}
+	var got []ev
+	for _, e := range evs {
+		got = append(got, ev{e.ID, e.HasID, string(e.Data)})
+	}
+	want := []ev{{"7", true, "{\"a\":\n1}"}, {"", false, "x"}, {"9", true, "cut"}}
+	if len(got) != len(want) {
+		t.Fatalf("Events = %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("event %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
