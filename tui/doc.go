@@ -8,7 +8,7 @@
 // stats (3) or a live divergence (diff); the status line (playback state,
 // position N/M, tape time, speed, breakpoints and hits, the live client).
 //
-// Playback: a replay.Player's position splits the tape. Messages before
+// Playback: a debug.Player's position splits the tape. Messages before
 // it are delivered; the one at it (▶) and those after are not yet and are
 // drawn dimmed, not hidden, so the user can look ahead and set breakpoints
 // there. Stepping and playing move the position; the cursor follows the

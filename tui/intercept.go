@@ -23,7 +23,7 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/tapedeck/tapedeck/replay"
+	"github.com/tapedeck/tapedeck/debug"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -38,7 +38,7 @@ type Intercept interface {
 	// the session's own); its answer comes back as an InterceptResent event.
 	Resend(raw []byte) error
 	// SetBreakpoints sets which messages are held.
-	SetBreakpoints(bs []replay.Breakpoint)
+	SetBreakpoints(bs []debug.Breakpoint)
 	// Close ends the session.
 	Close() error
 }

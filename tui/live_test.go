@@ -12,6 +12,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/tapedeck/tapedeck/assets"
+	"github.com/tapedeck/tapedeck/debug"
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/replay/live"
 	"github.com/tapedeck/tapedeck/tape"
@@ -90,7 +91,7 @@ func TestLiveStatusStates(t *testing.T) {
 		t.Errorf("after #3: position %d, delivered up to #%d; want 11 and #10", m.player.Position(), f.last())
 	}
 	// A breakpoint on tools/call holds the first call once the client sends it.
-	if _, err := m.player.AddBreakpoint(replay.Breakpoint{Method: "tools/call"}); err != nil {
+	if _, err := m.player.AddBreakpoint(debug.Breakpoint{Method: "tools/call"}); err != nil {
 		t.Fatal(err)
 	}
 	m = send(t, m, liveEv(live.Event{Kind: live.Progress, Reached: 11, Awaiting: 19}))

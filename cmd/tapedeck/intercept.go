@@ -14,9 +14,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tapedeck/tapedeck/debug"
 	"github.com/tapedeck/tapedeck/internal/mcphttp"
 	"github.com/tapedeck/tapedeck/record"
-	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/rules"
 	"github.com/tapedeck/tapedeck/tape"
 	"github.com/tapedeck/tapedeck/tui"
@@ -32,7 +32,7 @@ type interceptor struct {
 	once   sync.Once
 
 	mu      sync.Mutex
-	breaks  []replay.Breakpoint
+	breaks  []debug.Breakpoint
 	pending map[int]chan tui.Verdict
 	next    int
 	resends map[string][]byte // the id of a re-sent request → the request as the client sent it
@@ -67,10 +67,10 @@ func (ic *interceptor) Next() tui.InterceptEvent {
 }
 
 // SetBreakpoints implements tui.Intercept.
-func (ic *interceptor) SetBreakpoints(bs []replay.Breakpoint) {
+func (ic *interceptor) SetBreakpoints(bs []debug.Breakpoint) {
 	ic.mu.Lock()
 	defer ic.mu.Unlock()
-	ic.breaks = append([]replay.Breakpoint(nil), bs...)
+	ic.breaks = append([]debug.Breakpoint(nil), bs...)
 }
 
 // Holds implements record.Interceptor.
