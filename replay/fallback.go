@@ -31,6 +31,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tapedeck/tapedeck/debug"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -52,11 +53,7 @@ type Fallback struct {
 }
 
 // FellThrough says a request went to the live server.
-type FellThrough struct {
-	Method string          `json:"method"`
-	ID     json.RawMessage `json:"id"`
-	Reason Reason          `json:"reason"` // why the tape could not answer
-}
+type FellThrough = debug.FellThrough
 
 // fellThroughReason reports whether a divergence means the tape lacks the
 // request (which the live server may answer) rather than a reply gone

@@ -7,8 +7,8 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/tapedeck/tapedeck/debug"
 	"github.com/tapedeck/tapedeck/internal/text"
-	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/replay/live"
 )
 
@@ -182,17 +182,17 @@ func (m Model) liveDiverged(d *live.Divergence) Model {
 // divergenceKey handles a, e and s while a divergence waits for a choice.
 func (m Model) divergenceKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 	k := DefaultDivergenceKeyMap()
-	var r replay.Resolution
+	var r debug.Resolution
 	var done string // the notice once chosen
 	switch {
 	case key.Matches(msg, k.Answer):
-		r, done = replay.AnswerRecorded, "answered with the recorded response"
+		r, done = debug.AnswerRecorded, "answered with the recorded response"
 	case key.Matches(msg, k.Error):
-		r, done = replay.SendError, "sent the divergence error; the recorded request is passed (reported unused)"
+		r, done = debug.SendError, "sent the divergence error; the recorded request is passed (reported unused)"
 	case key.Matches(msg, k.ErrorKeep):
-		r, done = replay.SendErrorKeep, "sent the divergence error; the recorded request is still expected"
+		r, done = debug.SendErrorKeep, "sent the divergence error; the recorded request is still expected"
 	case key.Matches(msg, k.Skip):
-		r, done = replay.SkipRecorded, "skipped the recorded request"
+		r, done = debug.SkipRecorded, "skipped the recorded request"
 	default:
 		return m, nil, false
 	}
@@ -202,14 +202,14 @@ func (m Model) divergenceKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 		// is no recorded answer to send and nothing to skip, so every
 		// choice answers the client with the divergence error.
 		switch r {
-		case replay.AnswerRecorded:
+		case debug.AnswerRecorded:
 			done = "nothing recorded to answer with " + where(d) + ": sent the divergence error instead"
-		case replay.SkipRecorded:
+		case debug.SkipRecorded:
 			done = "nothing recorded to skip " + where(d) + ": sent the divergence error instead"
 		default:
 			done = "sent the divergence error"
 		}
-		r = replay.SendError
+		r = debug.SendError
 	}
 	m.live.pending = nil
 	resolve := func() tea.Msg { s.Resolve(d, r); return nil }

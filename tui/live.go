@@ -5,7 +5,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/tapedeck/tapedeck/replay"
+	"github.com/tapedeck/tapedeck/debug"
 	"github.com/tapedeck/tapedeck/replay/live"
 )
 
@@ -20,9 +20,9 @@ type Live interface {
 	// client of run run (the RunNo it connected with).
 	Deliver(run int, seqs []int)
 	// Resolve answers divergence d, one the session reported, with
-	// replay.AnswerRecorded, replay.SendError, replay.SendErrorKeep or
-	// replay.SkipRecorded.
-	Resolve(d *live.Divergence, r replay.Resolution)
+	// debug.AnswerRecorded, debug.SendError, debug.SendErrorKeep or
+	// debug.SkipRecorded.
+	Resolve(d *live.Divergence, r debug.Resolution)
 	// Restart ends the client run under way: the next client starts at
 	// the top of the tape.
 	Restart()

@@ -13,7 +13,6 @@ import (
 
 	"github.com/tapedeck/tapedeck/assets"
 	"github.com/tapedeck/tapedeck/debug"
-	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/replay/live"
 	"github.com/tapedeck/tapedeck/tape"
 )
@@ -23,7 +22,7 @@ import (
 type fakeLive struct {
 	mu        sync.Mutex
 	delivered []int
-	resolved  []replay.Resolution
+	resolved  []debug.Resolution
 	restarts  int
 }
 
@@ -39,7 +38,7 @@ func (f *fakeLive) Deliver(_ int, seqs []int) {
 	f.delivered = append(f.delivered, seqs...)
 	f.mu.Unlock()
 }
-func (f *fakeLive) Resolve(_ *live.Divergence, r replay.Resolution) {
+func (f *fakeLive) Resolve(_ *live.Divergence, r debug.Resolution) {
 	f.mu.Lock()
 	f.resolved = append(f.resolved, r)
 	f.mu.Unlock()
@@ -118,7 +117,7 @@ func TestLiveStatusStates(t *testing.T) {
 	}
 	golden(t, "live-diverged", screen(m))
 	m = send(t, m, keys("e")...)
-	if !slices.Equal(f.resolved, []replay.Resolution{replay.SendError}) || m.live.diverged() || !m.player.Playing() {
+	if !slices.Equal(f.resolved, []debug.Resolution{debug.SendError}) || m.live.diverged() || !m.player.Playing() {
 		t.Errorf("after e: resolved %v, still diverged %v, playing %v", f.resolved, m.live.diverged(), m.player.Playing())
 	}
 	if st := statusLine(m); !strings.Contains(st, "client: connected (http) · tape waits for its #19") {
@@ -337,7 +336,7 @@ func TestLiveDivergencePastTheEnd(t *testing.T) {
 				t.Errorf("notice %q, want it to say a and s cannot answer from the tape", m.notice)
 			}
 			m = send(t, m, keys(k)...)
-			if !slices.Equal(f.resolved, []replay.Resolution{replay.SendError}) || m.live.diverged() {
+			if !slices.Equal(f.resolved, []debug.Resolution{debug.SendError}) || m.live.diverged() {
 				t.Fatalf("after %s: resolved %v, still diverged %v; want the divergence error sent", k, f.resolved, m.live.diverged())
 			}
 			want := map[string]string{
