@@ -35,10 +35,10 @@ type Options struct {
 	// Now is the clock; nil means time.Now. Tests inject a fake one.
 	Now func() time.Time
 	// Live, when set, is a live client session (tapedeck debug).
-	Live Live
+	Live debug.Live
 	// Intercept, when set, is a live intercept session (tapedeck debug --
 	// SERVER): give Path and Follow the tape it records.
-	Intercept Intercept
+	Intercept debug.Intercept
 	// Breakpoints are set from the start (open and debug --break).
 	Breakpoints []debug.Breakpoint
 	// MaxGap cuts recorded pauses longer than it when playing (open and

@@ -29,7 +29,7 @@
 // overlays, global keys, then the focused pane), mouse, app messages.
 // I/O (indexing, following, filtering, stats, the live session) runs in
 // tea.Cmds, and errors come back as messages. The live session's network
-// side is replay/live's Server, reached through the Live interface: this
+// side is debug/serve's Server, reached through debug.Live: this
 // package imports no net.
 //
 // Goals: a tape of a million messages opens at once (indexed in background

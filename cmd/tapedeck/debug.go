@@ -11,10 +11,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tapedeck/tapedeck/debug"
+	"github.com/tapedeck/tapedeck/debug/serve"
 	"github.com/tapedeck/tapedeck/internal/mcphttp"
 	"github.com/tapedeck/tapedeck/internal/text"
 	"github.com/tapedeck/tapedeck/replay"
-	"github.com/tapedeck/tapedeck/replay/live"
 	"github.com/tapedeck/tapedeck/rules"
 	"github.com/tapedeck/tapedeck/tape"
 	"github.com/tapedeck/tapedeck/tui"
@@ -226,7 +227,7 @@ func runDebug(ctx context.Context, s streams, path string, f debugFlags, fallbac
 			fb.Command, fb.Args = fallbackCmd[0], fallbackCmd[1:]
 		}
 	}
-	srv, err := live.NewServer(x, e, ln, live.Options{AllowHosts: hosts, AllowOrigins: f.origins, Fallback: fb, Rules: f.ruleSet})
+	srv, err := serve.NewServer(x, e, ln, serve.Options{AllowHosts: hosts, AllowOrigins: f.origins, Fallback: fb, Rules: f.ruleSet})
 	if err != nil {
 		ln.Close()
 		return err
@@ -242,7 +243,7 @@ func runDebug(ctx context.Context, s streams, path string, f debugFlags, fallbac
 
 // debugSummary prints what each client run did on tape x and fails (exit
 // 1) when one departed from the tape.
-func debugSummary(w io.Writer, runs []live.RunReport, x *tape.Index) error {
+func debugSummary(w io.Writer, runs []debug.RunReport, x *tape.Index) error {
 	if len(runs) == 0 {
 		fmt.Fprintln(w, "tapedeck debug: no client connected")
 		return nil
@@ -261,7 +262,7 @@ func debugSummary(w io.Writer, runs []live.RunReport, x *tape.Index) error {
 		}
 		fmt.Fprintln(w)
 		for _, d := range r.Report.Divergences {
-			fmt.Fprintf(w, "    diverged %s: %s\n", live.Where(d, x), d.Message)
+			fmt.Fprintf(w, "    diverged %s: %s\n", debug.Where(d, x), d.Message)
 		}
 	}
 	if failed > 0 {

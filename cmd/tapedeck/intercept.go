@@ -27,13 +27,13 @@ import (
 // holds those a breakpoint matches until the debugger's verdict
 // (tui.Intercept), and it sends requests again for the debugger.
 type interceptor struct {
-	events chan tui.InterceptEvent
+	events chan debug.InterceptEvent
 	closed chan struct{}
 	once   sync.Once
 
 	mu      sync.Mutex
 	breaks  []debug.Breakpoint
-	pending map[int]chan tui.Verdict
+	pending map[int]chan debug.Verdict
 	next    int
 	resends map[string][]byte // the id of a re-sent request → the request as the client sent it
 	nresend int
@@ -42,14 +42,14 @@ type interceptor struct {
 }
 
 func newInterceptor() *interceptor {
-	return &interceptor{events: make(chan tui.InterceptEvent, 64), closed: make(chan struct{}),
-		pending: map[int]chan tui.Verdict{}, resends: map[string][]byte{}}
+	return &interceptor{events: make(chan debug.InterceptEvent, 64), closed: make(chan struct{}),
+		pending: map[int]chan debug.Verdict{}, resends: map[string][]byte{}}
 }
 
 // debuggerRule names the debugger in _meta.injected.
 const debuggerRule = "debugger"
 
-func (ic *interceptor) emit(ev tui.InterceptEvent) {
+func (ic *interceptor) emit(ev debug.InterceptEvent) {
 	select {
 	case ic.events <- ev:
 	case <-ic.closed:
@@ -57,12 +57,12 @@ func (ic *interceptor) emit(ev tui.InterceptEvent) {
 }
 
 // Next implements tui.Intercept.
-func (ic *interceptor) Next() tui.InterceptEvent {
+func (ic *interceptor) Next() debug.InterceptEvent {
 	select {
 	case ev := <-ic.events:
 		return ev
 	case <-ic.closed:
-		return tui.InterceptEvent{Kind: tui.InterceptClosed}
+		return debug.InterceptEvent{Kind: debug.InterceptClosed}
 	}
 }
 
@@ -109,22 +109,22 @@ func (ic *interceptor) Decide(m rules.Message) rules.Decision {
 	if req, ok := ic.resends[string(e.ID)]; ok && m.Dir == tape.DirRecv && e.Kind == tape.KindResponse {
 		delete(ic.resends, string(e.ID))
 		ic.mu.Unlock()
-		ic.emit(tui.InterceptEvent{Kind: tui.InterceptResent, Request: req, Raw: m.Raw})
+		ic.emit(debug.InterceptEvent{Kind: debug.InterceptResent, Request: req, Raw: m.Raw})
 		return rules.Decision{Matched: true, Out: [][]byte{}, Injections: []rules.Injection{{Rule: debuggerRule, Action: "resend", Dropped: true,
 			Note: "the answer to a request the debugger sent again: shown in the debugger, not forwarded to the client"}}}
 	}
 	bp := ic.matching(m)
 	id := ic.next + 1
 	ic.next = id
-	ch := make(chan tui.Verdict, 1)
+	ch := make(chan debug.Verdict, 1)
 	ic.pending[id] = ch
 	ic.mu.Unlock()
-	ic.emit(tui.InterceptEvent{Kind: tui.InterceptHeld, ID: id, Dir: m.Dir, Raw: m.Raw, Breakpoint: bp})
-	var v tui.Verdict
+	ic.emit(debug.InterceptEvent{Kind: debug.InterceptHeld, ID: id, Dir: m.Dir, Raw: m.Raw, Breakpoint: bp})
+	var v debug.Verdict
 	select {
 	case v = <-ch:
 	case <-ic.closed:
-		v = tui.Verdict{Action: tui.Forward}
+		v = debug.Verdict{Action: debug.Forward}
 	}
 	ic.mu.Lock()
 	delete(ic.pending, id)
@@ -133,13 +133,13 @@ func (ic *interceptor) Decide(m rules.Message) rules.Decision {
 }
 
 // verdictDecision turns the debugger's verdict into what the recorder does.
-func verdictDecision(v tui.Verdict, e tape.Entry, m rules.Message) rules.Decision {
+func verdictDecision(v debug.Verdict, e tape.Entry, m rules.Message) rules.Decision {
 	switch v.Action {
-	case tui.Drop:
+	case debug.Drop:
 		return rules.Decision{Matched: true, Out: [][]byte{}, Injections: []rules.Injection{{Rule: debuggerRule, Action: string(rules.Block), Dropped: true}}}
-	case tui.Edited:
+	case debug.Edited:
 		return rules.Decision{Matched: true, Out: [][]byte{v.Raw}, Injections: []rules.Injection{{Rule: debuggerRule, Action: string(rules.Modify), Original: json.RawMessage(m.Raw)}}}
-	case tui.AnswerError:
+	case debug.AnswerError:
 		answer := []byte(`{"jsonrpc":"2.0","id":` + string(e.ID) + `,"error":{"code":-32000,"message":"answered with an error in the tapedeck debugger"}}`)
 		switch e.Kind {
 		case tape.KindRequest:
@@ -155,7 +155,7 @@ func verdictDecision(v tui.Verdict, e tape.Entry, m rules.Message) rules.Decisio
 }
 
 // Settle implements tui.Intercept.
-func (ic *interceptor) Settle(id int, v tui.Verdict) {
+func (ic *interceptor) Settle(id int, v debug.Verdict) {
 	ic.mu.Lock()
 	ch := ic.pending[id]
 	ic.mu.Unlock()
@@ -199,13 +199,13 @@ func (ic *interceptor) Resend(raw []byte) error {
 	if err != nil {
 		return err
 	}
-	ic.emit(tui.InterceptEvent{Kind: tui.InterceptResent, Request: raw, Raw: answer})
+	ic.emit(debug.InterceptEvent{Kind: debug.InterceptResent, Request: raw, Raw: answer})
 	return nil
 }
 
 // info shows a line (a rule's log) in the debugger.
 func (ic *interceptor) info(text string) {
-	ic.emit(tui.InterceptEvent{Kind: tui.InterceptInfo, Text: text})
+	ic.emit(debug.InterceptEvent{Kind: debug.InterceptInfo, Text: text})
 }
 
 // Close implements tui.Intercept: held messages go on.
@@ -297,7 +297,7 @@ func serveIntercept(ctx context.Context, ln net.Listener, ic *interceptor, tapeW
 		ic.mu.Lock()
 		ic.send = shim.Send
 		ic.mu.Unlock()
-		ic.emit(tui.InterceptEvent{Kind: tui.InterceptInfo, Text: "a client attached: " + server[0] + " started for it"})
+		ic.emit(debug.InterceptEvent{Kind: debug.InterceptInfo, Text: "a client attached: " + server[0] + " started for it"})
 		st, err := shim.Run(ctx, c, c, io.Discard)
 		c.Close()
 		ic.mu.Lock()
@@ -307,7 +307,7 @@ func serveIntercept(ctx context.Context, ln net.Listener, ic *interceptor, tapeW
 		if err != nil {
 			text += ": " + err.Error()
 		}
-		ic.emit(tui.InterceptEvent{Kind: tui.InterceptInfo, Text: text + "; attach again for another run"})
+		ic.emit(debug.InterceptEvent{Kind: debug.InterceptInfo, Text: text + "; attach again for another run"})
 	}
 }
 

@@ -1,4 +1,4 @@
-package live
+package serve
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/tapedeck/tapedeck/debug"
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 )
@@ -41,19 +42,19 @@ func (s *Server) serveStdio(c *peekedConn) {
 		})
 	}
 	ft := s.ft
-	edge := replay.NewRuleEdge(s.rules, s.opts.Server, func(line string) { s.emit(Event{Kind: Note, Note: line}) })
+	edge := replay.NewRuleEdge(s.rules, s.opts.Server, func(line string) { s.emit(debug.Event{Kind: debug.Note, Note: line}) })
 	s.mu.Unlock()
 	defer func() {
 		if ft != nil {
 			ft.Close()
 		}
 	}()
-	s.emit(Event{Kind: Connected, Transport: "stdio", RunNo: run})
+	s.emit(debug.Event{Kind: debug.Connected, Transport: "stdio", RunNo: run})
 	defer func() {
 		s.mu.Lock()
 		answers, divs := s.dropClient()
 		s.conn = nil
-		s.emit(Event{Kind: Disconnected, Dropped: answers, Abandoned: divs})
+		s.emit(debug.Event{Kind: debug.Disconnected, Dropped: answers, Abandoned: divs})
 		why := "the client disconnected"
 		if s.restarting {
 			why, s.restarting = "restarted", false
@@ -92,11 +93,11 @@ func (s *Server) serveStdio(c *peekedConn) {
 		return nil
 	})
 	if errors.Is(err, replay.ErrDisconnected) {
-		s.emit(Event{Kind: Note, Note: "a rule disconnected the client"})
+		s.emit(debug.Event{Kind: debug.Note, Note: "a rule disconnected the client"})
 		err = nil
 	}
 	if err != nil && !errors.Is(err, net.ErrClosed) {
-		s.emit(Event{Kind: Failed, Err: fmt.Errorf("debug client: %w", err)})
+		s.emit(debug.Event{Kind: debug.Failed, Err: fmt.Errorf("debug client: %w", err)})
 	}
 }
 
@@ -131,7 +132,7 @@ func (s *Server) handle(outs []replay.Output) {
 		}
 		if d := o.Divergence; d != nil && d.Resolution == replay.Pending {
 			s.held = append(s.held, heldDivergence{id: d.ID})
-			s.emit(Event{Kind: Diverged, Divergence: s.divergence(*d)})
+			s.emit(debug.Event{Kind: debug.Diverged, Divergence: s.divergence(*d)})
 		}
 		if o.Msg == nil {
 			continue
@@ -160,7 +161,7 @@ func (s *Server) write(msg []byte) bool {
 		s.dead = true
 		s.conn.Close()
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			s.emit(Event{Kind: Failed, Err: fmt.Errorf("debug client: it read nothing for %v: dropped as disconnected", s.writeTimeout)})
+			s.emit(debug.Event{Kind: debug.Failed, Err: fmt.Errorf("debug client: it read nothing for %v: dropped as disconnected", s.writeTimeout)})
 		}
 		return false
 	}
@@ -184,7 +185,7 @@ func (s *Server) fallThrough(d replay.Divergence) {
 		s.handle(rest)
 	}
 	ft, raw := s.ft, d.Raw
-	s.emit(Event{Kind: Note, Note: fmt.Sprintf("%s (id %s) is not on the tape (%s): the live server answers it", d.Method, d.RequestID, d.Reason)})
+	s.emit(debug.Event{Kind: debug.Note, Note: fmt.Sprintf("%s (id %s) is not on the tape (%s): the live server answers it", d.Method, d.RequestID, d.Reason)})
 	go func() {
 		if err := ft.Take(context.Background(), &d, raw); err != nil {
 			s.mu.Lock()
