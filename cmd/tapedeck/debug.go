@@ -204,10 +204,6 @@ func runDebug(ctx context.Context, s streams, path string, f debugFlags, fallbac
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", f.listen)
-	if err != nil {
-		return fmt.Errorf("debug --listen %s: %w", f.listen, err)
-	}
 	var fb *replay.Fallback
 	if f.fallback {
 		dest := path
@@ -227,9 +223,8 @@ func runDebug(ctx context.Context, s streams, path string, f debugFlags, fallbac
 			fb.Command, fb.Args = fallbackCmd[0], fallbackCmd[1:]
 		}
 	}
-	srv, err := serve.NewServer(x, e, ln, serve.Options{AllowHosts: hosts, AllowOrigins: f.origins, Fallback: fb, Rules: f.ruleSet})
+	srv, err := serve.Listen(x, e, f.listen, serve.Options{AllowHosts: hosts, AllowOrigins: f.origins, Fallback: fb, Rules: f.ruleSet})
 	if err != nil {
-		ln.Close()
 		return err
 	}
 	defer srv.Close()

@@ -151,6 +151,21 @@ const DefaultProbeTimeout = 10 * time.Second
 // server's answers unread before it is dropped.
 const DefaultWriteTimeout = 5 * time.Second
 
+// Listen listens on addr (HOST:PORT; port 0 picks one) and serves e there
+// (NewServer).
+func Listen(x *tape.Index, e *replay.Engine, addr string, o Options) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("debug --listen %s: %w", addr, err)
+	}
+	s, err := NewServer(x, e, ln, o)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
 // NewServer serves e, an engine created with replay.EngineOptions.Hold
 // over the tape x, on ln, over stdio lines and Streamable HTTP. Call Close
 // to stop.
