@@ -117,14 +117,7 @@ func (rr *ruleRelay) line(raw []byte) {
 	}
 	h := rr.peek.Peek(msg)
 	m := rules.Message{Raw: msg, Dir: rr.dir, Server: rr.server, Head: &h}
-	d := rr.conn.Apply(m)
-	if !d.Matched && rr.icpt != nil && rr.icpt.Holds(m) {
-		rr.flush() // what came before it goes on
-		audit := d
-		d = rr.icpt.Decide(m)
-		d.Logs = append(audit.Logs, d.Logs...)
-		d.Injections = append(audit.Injections, d.Injections...)
-	}
+	d := rules.Decide(rr.conn, rr.icpt, m, rr.flush) // what came before a held message goes on
 	for _, l := range d.Logs {
 		rr.logf(l)
 	}
@@ -432,11 +425,9 @@ func (rr *ruleRelay) flush() {
 // Interceptor holds messages for a person to decide on (the debugger's
 // live intercept): each message the rules left alone is offered to Holds,
 // and one it holds waits in Decide, the messages before it forwarded, its
-// direction stopped, until the decision, which is applied as a rule's.
-type Interceptor interface {
-	Holds(m rules.Message) bool
-	Decide(m rules.Message) rules.Decision
-}
+// direction stopped, until the decision, which is applied as a rule's
+// (rules.Decide, rules first, then the person).
+type Interceptor = rules.Person
 
 // errDisconnect is how a rule's disconnect reaches the reverse proxy's
 // error handler, which aborts the client's connection.
@@ -449,13 +440,7 @@ func (p *Proxy) decide(msg []byte, dir tape.Dir, session string) (rules.Decision
 		return rules.Decision{}, false
 	}
 	m := rules.Message{Raw: msg, Dir: dir, Server: p.rec.server, Session: session}
-	d := p.rules.Apply(m)
-	if !d.Matched && p.Intercept != nil && p.Intercept.Holds(m) {
-		audit := d
-		d = p.Intercept.Decide(m)
-		d.Logs = append(audit.Logs, d.Logs...)
-		d.Injections = append(audit.Injections, d.Injections...)
-	}
+	d := rules.Decide(p.rules, p.Intercept, m, nil)
 	for _, l := range d.Logs {
 		if p.Logf != nil {
 			p.Logf(l)

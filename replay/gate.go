@@ -5,7 +5,7 @@ package replay
 // breakpoint holds a live client's answers; what the engine makes itself
 // (Output.Seq < 0: divergence errors, pings) is never held. Both edges of
 // "tapedeck debug" gate through it: HTTPHandler (HTTPOptions.Gated) and
-// the stdio path of replay/live. T is what an edge keeps with a held
+// the stdio path of debug/serve. T is what an edge keeps with a held
 // output. A Gate is guarded by its edge's lock; its zero value lets
 // nothing recorded through.
 type Gate[T any] struct {

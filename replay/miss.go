@@ -10,27 +10,13 @@ package replay
 // upstream's Fallthrough sends it to a live server and records the
 // exchange. What the live server answered is no divergence (FallbackReport).
 
-import "encoding/json"
+import "github.com/tapedeck/tapedeck/debug"
 
-// Outcomes of a request that fell through, besides why it was not
-// answered.
-const (
-	// OutcomeAnswered: the live server answered it.
-	OutcomeAnswered = "answered"
-)
+// OutcomeAnswered is FellThrough.Outcome when the live server answered.
+const OutcomeAnswered = debug.OutcomeAnswered
 
-// FellThrough says a request went to the live server.
-type FellThrough struct {
-	Method string          `json:"method"`
-	ID     json.RawMessage `json:"id"`
-	Reason Reason          `json:"reason"` // why the tape could not answer
-	// Outcome is OutcomeAnswered, or why the live server did not answer
-	// (the client got an error saying so); empty while it is awaited.
-	Outcome string `json:"outcome,omitempty"`
-}
-
-// Answered reports whether the live server answered f.
-func (f FellThrough) Answered() bool { return f.Outcome == OutcomeAnswered }
+// FellThrough says a request went to the live server (debug's type).
+type FellThrough = debug.FellThrough
 
 // missReason reports whether a divergence's reason means the tape lacks
 // the request (which a live server may answer) rather than a reply gone

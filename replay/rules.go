@@ -49,7 +49,10 @@ func NewRuleEdge(set *rules.Set, server string, logf func(string)) *RuleEdge {
 
 func (r *RuleEdge) decide(msg []byte, dir tape.Dir) (rules.Decision, bool) {
 	msg = bytes.TrimSpace(msg)
-	d := r.conn.Apply(rules.Message{Raw: msg, Dir: dir, Server: r.server})
+	// Rules first, then a person (rules.Decide): at a tape's edge nobody
+	// holds a message here; the debugger's breakpoints hold the engine's
+	// answers instead (debug.Player, replay.Gate).
+	d := rules.Decide(r.conn, nil, rules.Message{Raw: msg, Dir: dir, Server: r.server}, nil)
 	for _, l := range d.Logs {
 		r.logf(l)
 	}

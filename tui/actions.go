@@ -12,8 +12,8 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/tapedeck/tapedeck/debug"
 	"github.com/tapedeck/tapedeck/internal/text"
-	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -257,7 +257,7 @@ func (m Model) runCommand(c command) (tea.Model, tea.Cmd) {
 	case "write":
 		return m.writeSelection(c.arg, c.force), nil
 	case "break":
-		b, err := replay.ParseBreakpoint(c.arg)
+		b, err := debug.ParseBreakpoint(c.arg)
 		if err != nil {
 			m.notice, m.noticeOK = err.Error(), false
 			return m, nil

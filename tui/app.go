@@ -13,7 +13,7 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/fsnotify/fsnotify"
 
-	"github.com/tapedeck/tapedeck/replay"
+	"github.com/tapedeck/tapedeck/debug"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -35,12 +35,12 @@ type Options struct {
 	// Now is the clock; nil means time.Now. Tests inject a fake one.
 	Now func() time.Time
 	// Live, when set, is a live client session (tapedeck debug).
-	Live Live
+	Live debug.Live
 	// Intercept, when set, is a live intercept session (tapedeck debug --
 	// SERVER): give Path and Follow the tape it records.
-	Intercept Intercept
+	Intercept debug.Intercept
 	// Breakpoints are set from the start (open and debug --break).
-	Breakpoints []replay.Breakpoint
+	Breakpoints []debug.Breakpoint
 	// MaxGap cuts recorded pauses longer than it when playing (open and
 	// debug --max-gap); 0 plays every gap as recorded.
 	MaxGap time.Duration
@@ -89,7 +89,7 @@ type Model struct {
 	opts   Options
 	styles *Styles
 	x      *tape.Index
-	player *replay.Player
+	player *debug.Player
 	now    func() time.Time
 	tick   func(time.Duration, func(time.Time) tea.Msg) tea.Cmd // tea.Tick; tests fake it
 
@@ -152,7 +152,7 @@ type filterState struct {
 type playState struct {
 	gen     int
 	hits    int
-	lastHit *replay.BreakpointHit
+	lastHit *debug.BreakpointHit
 	// started is false until the user plays, steps or seeks: a tape
 	// opened is shown post-mortem, every message as delivered, and only
 	// playback dims what lies ahead. A live session starts started.
@@ -191,7 +191,7 @@ func New(x *tape.Index, opts Options) Model {
 		tail:     followState{knownLen: x.Len()},
 	}
 	m.help.Styles = s.Help
-	m.player = replay.NewPlayer(x)
+	m.player = debug.NewPlayer(x)
 	m.player.SetSpeed(1, now())
 	m.player.SetMaxGap(opts.MaxGap)
 	for _, b := range opts.Breakpoints {

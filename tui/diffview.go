@@ -7,7 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/tapedeck/tapedeck/replay/live"
+	"github.com/tapedeck/tapedeck/debug"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -17,7 +17,7 @@ import (
 type DiffView struct {
 	scrollPane
 
-	d *live.Divergence
+	d *debug.LiveDivergence
 }
 
 // NewDiffView returns an empty diff pane.
@@ -35,7 +35,7 @@ func (v *DiffView) SetSize(w, h int) {
 func (v *DiffView) SetStyles(s *Styles) { v.styles = s; v.refresh() }
 
 // Show displays d, scrolled to its first changed line.
-func (v *DiffView) Show(d live.Divergence) {
+func (v *DiffView) Show(d debug.LiveDivergence) {
 	v.d = &d
 	first := v.refresh()
 	v.vp.GotoTop()
@@ -54,12 +54,12 @@ func (v *DiffView) header() string {
 	d := *v.d
 	colW := max((v.width-3)/2, 10)
 	var b strings.Builder
-	b.WriteString(s.Timeline.Error.Render(ansi.Truncate("divergence: "+d.Reason, v.width, "…")))
-	if len(d.Paths) > 0 {
-		b.WriteString("\n" + ansi.Truncate(s.Detail.Key.Render("changed: ")+s.Detail.Changed.Render(strings.Join(d.Paths, ", ")), v.width, "…"))
+	b.WriteString(s.Timeline.Error.Render(ansi.Truncate("divergence: "+d.Message, v.width, "…")))
+	if len(d.Paths()) > 0 {
+		b.WriteString("\n" + ansi.Truncate(s.Detail.Key.Render("changed: ")+s.Detail.Changed.Render(strings.Join(d.Paths(), ", ")), v.width, "…"))
 	}
-	exp := "expected (recorded) #" + strconv.Itoa(d.Seq)
-	if d.Seq < 0 {
+	exp := "expected (recorded) #" + strconv.Itoa(d.Expected)
+	if d.Expected < 0 {
 		exp = "expected (recorded): none"
 	}
 	b.WriteString("\n" + padANSI(s.Detail.Header.Render(exp), colW) + s.Detail.Separate.Render(" │ ") + s.Detail.Header.Render("actual (client)"))
@@ -81,9 +81,9 @@ func (v *DiffView) refresh() int {
 
 // renderDiff draws expected and actual side by side and returns the first
 // line with a change.
-func renderDiff(d live.Divergence, width int, s *Styles) (string, int) {
+func renderDiff(d debug.LiveDivergence, width int, s *Styles) (string, int) {
 	changed := map[string]bool{}
-	for _, p := range d.Paths {
+	for _, p := range d.Paths() {
 		changed[strings.TrimPrefix(p, "$.")] = true
 	}
 	mark := func(path []string) bool {
@@ -123,11 +123,11 @@ func renderDiff(d live.Divergence, width int, s *Styles) (string, int) {
 	// The recorded side loses the recorder's _meta; the client's side is
 	// the bytes it sent, its own _meta and key order included.
 	none := "(no recorded request)"
-	if d.Seq < 0 && d.Where != "" {
+	if d.Expected < 0 && d.Where != "" {
 		none = "(no recorded request: " + d.Where + ")"
 	}
-	left := side(tape.StripMeta(d.Expected), none, s.Detail.Removed.Render)
-	right := side(d.Actual, "(nothing)", s.Detail.Added.Render)
+	left := side(tape.StripMeta(d.Recorded), none, s.Detail.Removed.Render)
+	right := side(d.Raw, "(nothing)", s.Detail.Added.Render)
 	var b strings.Builder
 	sep := s.Detail.Separate.Render(" │ ")
 	for i := range max(len(left), len(right)) {

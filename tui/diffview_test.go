@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/charmbracelet/x/ansi"
-
-	"github.com/tapedeck/tapedeck/replay/live"
+	"github.com/tapedeck/tapedeck/debug"
+	"github.com/tapedeck/tapedeck/tape"
 )
 
 // TestDiffViewShowsClientBytes: the client's side of the diff is the
@@ -16,13 +16,7 @@ import (
 func TestDiffViewShowsClientBytes(t *testing.T) {
 	v := NewDiffView(NewStyles(true))
 	v.SetSize(160, 60)
-	v.Show(live.Divergence{
-		Seq:      2,
-		Reason:   "replay mismatch",
-		Expected: []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"},"_meta":{"dir":"send","server":"s","ts":"2026-01-01T00:00:00.000Z"}}`),
-		Actual:   []byte(`{"params":{"name":"y"},"method":"tools/call","_meta":{"trace":"t1"},"id":"b","jsonrpc":"2.0"}`),
-		Paths:    []string{"params.name"},
-	})
+	v.Show(debug.LiveDivergence{Divergence: debug.Divergence{Expected: 2, Message: "replay mismatch", Raw: []byte(`{"params":{"name":"y"},"method":"tools/call","_meta":{"trace":"t1"},"id":"b","jsonrpc":"2.0"}`), Diff: []tape.DiffOp{{Op: "replace", Path: "/params/name"}}}, Recorded: []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"},"_meta":{"dir":"send","server":"s","ts":"2026-01-01T00:00:00.000Z"}}`)})
 	var right []string // the client's column, one key a line
 	for _, l := range strings.Split(ansi.Strip(v.View()), "\n") {
 		if _, r, ok := strings.Cut(l, " │ "); ok {
@@ -58,7 +52,7 @@ func TestDiffViewScrollsToChange(t *testing.T) {
 	}
 	v := NewDiffView(NewStyles(true))
 	v.SetSize(120, 15)
-	v.Show(live.Divergence{Seq: 5, Reason: "replay mismatch", Expected: msg("hi"), Actual: msg("bye"), Paths: []string{"params.arguments.message"}})
+	v.Show(debug.LiveDivergence{Divergence: debug.Divergence{Expected: 5, Message: "replay mismatch", Raw: msg("bye"), Diff: []tape.DiffOp{{Op: "replace", Path: "/params/arguments/message"}}}, Recorded: msg("hi")})
 	s := ansi.Strip(v.View())
 	for _, want := range []string{"divergence: replay mismatch", "changed: params.arguments.message", `"message": "hi"`, `"message": "bye"`} {
 		if !strings.Contains(s, want) {

@@ -7,9 +7,8 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/tapedeck/tapedeck/debug"
 	"github.com/tapedeck/tapedeck/internal/text"
-	"github.com/tapedeck/tapedeck/replay"
-	"github.com/tapedeck/tapedeck/replay/live"
 )
 
 // liveEvent takes what the live session reported and waits for more.
@@ -18,23 +17,23 @@ func (m Model) liveEvent(msg liveMsg) (tea.Model, tea.Cmd) {
 	var mm tea.Model = m
 	var cmd tea.Cmd
 	switch ev.Kind {
-	case live.Connected:
+	case debug.Connected:
 		mm, cmd = m.liveConnected(ev)
-	case live.Progress:
+	case debug.Progress:
 		mm, cmd = m.liveProgress(ev)
-	case live.Diverged:
+	case debug.Diverged:
 		mm, cmd = m.liveDiverged(ev.Divergence), nil
-	case live.Disconnected:
+	case debug.Disconnected:
 		mm = m.liveDisconnected(ev)
-	case live.Failed:
+	case debug.Failed:
 		m.notice, m.noticeOK = ev.Err.Error(), false
 		mm = m
-	case live.Note:
+	case debug.Note:
 		m.notice, m.noticeOK = ev.Note, true
 		mm = m
-	case live.RunEnded:
+	case debug.RunEnded:
 		mm = m.liveRunEnded(ev.Run)
-	case live.Closed:
+	case debug.Closed:
 		m.live.client = clientClosed
 		return m, nil
 	}
@@ -44,7 +43,7 @@ func (m Model) liveEvent(msg liveMsg) (tea.Model, tea.Cmd) {
 // liveDisconnected says what went away with the client: the session
 // dropped its queued answers and its divergences, so they no longer wait
 // for a choice.
-func (m Model) liveDisconnected(ev live.Event) Model {
+func (m Model) liveDisconnected(ev debug.Event) Model {
 	m.live.client = clientDisconnected
 	m.notice, m.noticeOK = "the client disconnected", true
 	var lost []string
@@ -68,7 +67,7 @@ func (m Model) liveDisconnected(ev live.Event) Model {
 // the status line, and the screen keeps showing how it went (position,
 // divergence marks) until the next client connects, which starts from the
 // top of the tape with the breakpoints kept.
-func (m Model) liveRunEnded(r *live.RunReport) Model {
+func (m Model) liveRunEnded(r *debug.RunReport) Model {
 	if r == nil {
 		return m
 	}
@@ -111,7 +110,7 @@ func (m Model) newRun() Model {
 }
 
 // liveConnected starts playback: from now on it follows the client.
-func (m Model) liveConnected(ev live.Event) (tea.Model, tea.Cmd) {
+func (m Model) liveConnected(ev debug.Event) (tea.Model, tea.Cmd) {
 	m.live.client, m.live.transport = clientConnected, ev.Transport
 	if ev.RunNo > 0 {
 		m.live.run = ev.RunNo
@@ -131,7 +130,7 @@ func (m Model) liveConnected(ev live.Event) (tea.Model, tea.Cmd) {
 // liveProgress lets playback go up to the recorded client message the tape
 // now waits for, timing what follows the message the client just sent from
 // its arrival.
-func (m Model) liveProgress(ev live.Event) (tea.Model, tea.Cmd) {
+func (m Model) liveProgress(ev debug.Event) (tea.Model, tea.Cmd) {
 	m.live.awaiting = ev.Awaiting
 	if m.live.between {
 		return m, nil // the next run's start: applied when its client connects
@@ -151,12 +150,12 @@ func (m Model) liveProgress(ev live.Event) (tea.Model, tea.Cmd) {
 
 // liveDiverged pauses playback and shows the divergence until the user
 // chooses a, e or s.
-func (m Model) liveDiverged(d *live.Divergence) Model {
+func (m Model) liveDiverged(d *debug.LiveDivergence) Model {
 	if m.live.pending != nil {
 		// One choice at a time: it waits its turn, in order.
 		m.live.waiting = append(m.live.waiting, d)
-		if d.Seq >= 0 {
-			m.timeline.MarkDiverged(d.Seq)
+		if d.Expected >= 0 {
+			m.timeline.MarkDiverged(d.Expected)
 		}
 		return m
 	}
@@ -164,13 +163,13 @@ func (m Model) liveDiverged(d *live.Divergence) Model {
 	m.live.resume = m.player.Playing()
 	m.player.Pause(m.now())
 	m.play.gen++
-	if d.Seq >= 0 {
-		m.timeline.MarkDiverged(d.Seq)
-		m.selectSeq(d.Seq)
+	if d.Expected >= 0 {
+		m.timeline.MarkDiverged(d.Expected)
+		m.selectSeq(d.Expected)
 	}
 	m.diff.Show(*d)
 	m.lower = viewDiff
-	if d.Seq < 0 {
+	if d.Expected < 0 {
 		m.notice, m.noticeOK = fmt.Sprintf("client diverged %s: nothing recorded to answer with or skip: a, e, E or s send the divergence error", where(d)), false
 	} else {
 		m.notice, m.noticeOK = fmt.Sprintf("client diverged %s: a answer anyway · e send the error · E the error, still expecting it · s skip the recorded request", where(d)), false
@@ -182,34 +181,34 @@ func (m Model) liveDiverged(d *live.Divergence) Model {
 // divergenceKey handles a, e and s while a divergence waits for a choice.
 func (m Model) divergenceKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 	k := DefaultDivergenceKeyMap()
-	var r replay.Resolution
+	var r debug.Resolution
 	var done string // the notice once chosen
 	switch {
 	case key.Matches(msg, k.Answer):
-		r, done = replay.AnswerRecorded, "answered with the recorded response"
+		r, done = debug.AnswerRecorded, "answered with the recorded response"
 	case key.Matches(msg, k.Error):
-		r, done = replay.SendError, "sent the divergence error; the recorded request is passed (reported unused)"
+		r, done = debug.SendError, "sent the divergence error; the recorded request is passed (reported unused)"
 	case key.Matches(msg, k.ErrorKeep):
-		r, done = replay.SendErrorKeep, "sent the divergence error; the recorded request is still expected"
+		r, done = debug.SendErrorKeep, "sent the divergence error; the recorded request is still expected"
 	case key.Matches(msg, k.Skip):
-		r, done = replay.SkipRecorded, "skipped the recorded request"
+		r, done = debug.SkipRecorded, "skipped the recorded request"
 	default:
 		return m, nil, false
 	}
 	s, d := m.live.s, m.live.pending
-	if d.Seq < 0 {
+	if d.Expected < 0 {
 		// No recorded request was expected (past the tape's end): there
 		// is no recorded answer to send and nothing to skip, so every
 		// choice answers the client with the divergence error.
 		switch r {
-		case replay.AnswerRecorded:
+		case debug.AnswerRecorded:
 			done = "nothing recorded to answer with " + where(d) + ": sent the divergence error instead"
-		case replay.SkipRecorded:
+		case debug.SkipRecorded:
 			done = "nothing recorded to skip " + where(d) + ": sent the divergence error instead"
 		default:
 			done = "sent the divergence error"
 		}
-		r = replay.SendError
+		r = debug.SendError
 	}
 	m.live.pending = nil
 	resolve := func() tea.Msg { s.Resolve(d, r); return nil }
@@ -237,12 +236,12 @@ func (m Model) divergenceKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 
 // where says where divergence d happened: "at #5", or past the tape's end
 // naming its last request; never "#-1".
-func where(d *live.Divergence) string {
+func where(d *debug.LiveDivergence) string {
 	switch {
 	case d.Where != "":
 		return d.Where
-	case d.Seq >= 0:
-		return fmt.Sprintf("at #%d", d.Seq)
+	case d.Expected >= 0:
+		return fmt.Sprintf("at #%d", d.Expected)
 	}
 	return "where the tape holds no request to match"
 }

@@ -8,7 +8,7 @@
 // stats (3) or a live divergence (diff); the status line (playback state,
 // position N/M, tape time, speed, breakpoints and hits, the live client).
 //
-// Playback: a replay.Player's position splits the tape. Messages before
+// Playback: a debug.Player's position splits the tape. Messages before
 // it are delivered; the one at it (▶) and those after are not yet and are
 // drawn dimmed, not hidden, so the user can look ahead and set breakpoints
 // there. Stepping and playing move the position; the cursor follows the
@@ -29,7 +29,7 @@
 // overlays, global keys, then the focused pane), mouse, app messages.
 // I/O (indexing, following, filtering, stats, the live session) runs in
 // tea.Cmds, and errors come back as messages. The live session's network
-// side is replay/live's Server, reached through the Live interface: this
+// side is debug/serve's Server, reached through debug.Live: this
 // package imports no net.
 //
 // Goals: a tape of a million messages opens at once (indexed in background

@@ -23,62 +23,9 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/tapedeck/tapedeck/replay"
+	"github.com/tapedeck/tapedeck/debug"
 	"github.com/tapedeck/tapedeck/tape"
 )
-
-// Intercept is a live intercept session; the command that starts one
-// implements it over the recorders.
-type Intercept interface {
-	// Next blocks until the session has something to report.
-	Next() InterceptEvent
-	// Settle settles held message id.
-	Settle(id int, v Verdict)
-	// Resend sends a client's request to the server again (with an id of
-	// the session's own); its answer comes back as an InterceptResent event.
-	Resend(raw []byte) error
-	// SetBreakpoints sets which messages are held.
-	SetBreakpoints(bs []replay.Breakpoint)
-	// Close ends the session.
-	Close() error
-}
-
-// InterceptEventKind says what an InterceptEvent reports.
-type InterceptEventKind int
-
-const (
-	InterceptHeld   InterceptEventKind = iota + 1 // a message is held: ID, Dir, Raw, Breakpoint
-	InterceptResent                               // a re-sent request was answered: Request, Raw
-	InterceptInfo                                 // something to say: Text
-	InterceptClosed                               // the session ended
-)
-
-// InterceptEvent is what an Intercept reports.
-type InterceptEvent struct {
-	Kind       InterceptEventKind
-	ID         int
-	Dir        tape.Dir
-	Raw        []byte
-	Breakpoint string
-	Request    []byte
-	Text       string
-}
-
-// VerdictAction is what the user decided about a held message.
-type VerdictAction int
-
-const (
-	Forward     VerdictAction = iota // send it on as it is
-	Drop                             // send nothing
-	AnswerError                      // a request: answer it with an error; a response: turn it into one
-	Edited                           // send Raw, the edited message, instead
-)
-
-// Verdict settles a held message.
-type Verdict struct {
-	Action VerdictAction
-	Raw    []byte // Edited
-}
 
 // InterceptKeyMap are the keys of the intercept mode.
 type InterceptKeyMap struct {
@@ -96,8 +43,8 @@ func DefaultInterceptKeyMap() InterceptKeyMap {
 	}
 }
 
-// interceptMsg carries an InterceptEvent into Update.
-type interceptMsg struct{ ev InterceptEvent }
+// interceptMsg carries a debug.InterceptEvent into Update.
+type interceptMsg struct{ ev debug.InterceptEvent }
 
 // editedMsg is the editor's return.
 type editedMsg struct {
@@ -108,10 +55,10 @@ type editedMsg struct {
 
 // interceptState is the app's view of the intercept session, if any.
 type interceptState struct {
-	s      Intercept
-	held   *InterceptEvent   // the message on show, awaiting a verdict
-	queue  []*InterceptEvent // more held messages, in order
-	resent *InterceptEvent   // the last re-sent request's answer, on show
+	s      debug.Intercept
+	held   *debug.InterceptEvent   // the message on show, awaiting a verdict
+	queue  []*debug.InterceptEvent // more held messages, in order
+	resent *debug.InterceptEvent   // the last re-sent request's answer, on show
 	closed bool
 	bps    string // the breakpoints last given to the session
 }
@@ -130,7 +77,7 @@ func (c interceptState) nextCmd() tea.Cmd {
 func (m Model) interceptEvent(msg interceptMsg) (tea.Model, tea.Cmd) {
 	ev := msg.ev
 	switch ev.Kind {
-	case InterceptHeld:
+	case debug.InterceptHeld:
 		e := ev
 		if m.icpt.held == nil {
 			m.icpt.held = &e
@@ -138,13 +85,13 @@ func (m Model) interceptEvent(msg interceptMsg) (tea.Model, tea.Cmd) {
 		} else {
 			m.icpt.queue = append(m.icpt.queue, &e)
 		}
-	case InterceptResent:
+	case debug.InterceptResent:
 		e := ev
 		m.icpt.resent = &e
 		m.notice, m.noticeOK = "the re-sent request was answered: the new answer is beside the recorded one", true
-	case InterceptInfo:
+	case debug.InterceptInfo:
 		m.notice, m.noticeOK = ev.Text, true
-	case InterceptClosed:
+	case debug.InterceptClosed:
 		m.icpt.closed = true
 		return m, nil
 	}
@@ -183,11 +130,11 @@ func (m Model) interceptKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 	case h == nil:
 		return m, nil, false
 	case key.Matches(msg, k.Forward):
-		return m.settle(Verdict{Action: Forward}, "forwarded")
+		return m.settle(debug.Verdict{Action: debug.Forward}, "forwarded")
 	case key.Matches(msg, k.Drop):
-		return m.settle(Verdict{Action: Drop}, "dropped")
+		return m.settle(debug.Verdict{Action: debug.Drop}, "dropped")
 	case key.Matches(msg, k.Error):
-		return m.settle(Verdict{Action: AnswerError}, "answered with an error")
+		return m.settle(debug.Verdict{Action: debug.AnswerError}, "answered with an error")
 	case key.Matches(msg, k.Edit):
 		return m.edit()
 	}
@@ -195,7 +142,7 @@ func (m Model) interceptKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 }
 
 // settle gives the held message its verdict and shows the next one.
-func (m Model) settle(v Verdict, done string) (tea.Model, tea.Cmd, bool) {
+func (m Model) settle(v debug.Verdict, done string) (tea.Model, tea.Cmd, bool) {
 	h, s := m.icpt.held, m.icpt.s
 	m.icpt.held = nil
 	if len(m.icpt.queue) > 0 {
@@ -263,7 +210,7 @@ func (m Model) edited(msg editedMsg) (tea.Model, tea.Cmd) {
 		m.notice, m.noticeOK = "edit refused, the message is still held: "+problem, false
 		return m, nil
 	}
-	mm, cmd, _ := m.settle(Verdict{Action: Edited, Raw: raw}, "edited and sent")
+	mm, cmd, _ := m.settle(debug.Verdict{Action: debug.Edited, Raw: raw}, "edited and sent")
 	return mm, cmd
 }
 
@@ -329,7 +276,7 @@ func (m Model) resend() (Model, tea.Cmd) {
 }
 
 // describeHeld names a held message: "send tools/call echo id 3".
-func describeHeld(h *InterceptEvent) string {
+func describeHeld(h *debug.InterceptEvent) string {
 	es := tape.Classify(h.Raw)
 	if len(es) != 1 {
 		return string(h.Dir) + " message"

@@ -5,33 +5,11 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/tapedeck/tapedeck/replay"
-	"github.com/tapedeck/tapedeck/replay/live"
+	"github.com/tapedeck/tapedeck/debug"
 )
 
-// Live is a live client session for "tapedeck debug": a client connected to
-// the replay engine, whose messages the debugger delivers under its
-// breakpoints and whose divergences it shows. It is defined here, where it
-// is used; live.Server implements it over the network.
-type Live interface {
-	// Next blocks until the session has something to report.
-	Next() live.Event
-	// Deliver lets the engine send the recorded messages seqs to the
-	// client of run run (the RunNo it connected with).
-	Deliver(run int, seqs []int)
-	// Resolve answers divergence d, one the session reported, with
-	// replay.AnswerRecorded, replay.SendError, replay.SendErrorKeep or
-	// replay.SkipRecorded.
-	Resolve(d *live.Divergence, r replay.Resolution)
-	// Restart ends the client run under way: the next client starts at
-	// the top of the tape.
-	Restart()
-	// Close ends the session.
-	Close() error
-}
-
-// liveMsg carries a live.Event into Update.
-type liveMsg struct{ ev live.Event }
+// liveMsg carries a debug.Event into Update.
+type liveMsg struct{ ev debug.Event }
 
 // clientState is where the live client is.
 type clientState int
@@ -45,21 +23,21 @@ const (
 
 // liveState is the app's view of the live session, if any.
 type liveState struct {
-	s         Live
+	s         debug.Live
 	client    clientState
 	transport string
-	reached   int                // the recorded client message last reached, or -1
-	awaiting  int                // the recorded client message the tape waits for
-	pending   *live.Divergence   // the divergence shown, awaiting a choice
-	waiting   []*live.Divergence // more divergences after it, in order
-	any       bool               // a divergence happened (the diff view is available)
-	resume    bool               // playback was on when the divergence paused it
-	run       int                // the client run under way or last, from 1
-	runs      []live.RunReport   // the runs that ended
-	between   bool               // a run ended; the next client starts from the top
+	reached   int                     // the recorded client message last reached, or -1
+	awaiting  int                     // the recorded client message the tape waits for
+	pending   *debug.LiveDivergence   // the divergence shown, awaiting a choice
+	waiting   []*debug.LiveDivergence // more divergences after it, in order
+	any       bool                    // a divergence happened (the diff view is available)
+	resume    bool                    // playback was on when the divergence paused it
+	run       int                     // the client run under way or last, from 1
+	runs      []debug.RunReport       // the runs that ended
+	between   bool                    // a run ended; the next client starts from the top
 }
 
-func (l *liveState) init(s Live) { l.s, l.reached = s, -1 }
+func (l *liveState) init(s debug.Live) { l.s, l.reached = s, -1 }
 
 func (l liveState) active() bool        { return l.s != nil }
 func (l liveState) diverged() bool      { return l.pending != nil }

@@ -12,8 +12,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/tapedeck/tapedeck/assets"
-	"github.com/tapedeck/tapedeck/replay"
-	"github.com/tapedeck/tapedeck/replay/live"
+	"github.com/tapedeck/tapedeck/debug"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -22,7 +21,7 @@ import (
 type fakeLive struct {
 	mu        sync.Mutex
 	delivered []int
-	resolved  []replay.Resolution
+	resolved  []debug.Resolution
 	restarts  int
 }
 
@@ -32,13 +31,13 @@ func (f *fakeLive) Restart() {
 	f.mu.Unlock()
 }
 
-func (f *fakeLive) Next() live.Event { return live.Event{} }
+func (f *fakeLive) Next() debug.Event { return debug.Event{} }
 func (f *fakeLive) Deliver(_ int, seqs []int) {
 	f.mu.Lock()
 	f.delivered = append(f.delivered, seqs...)
 	f.mu.Unlock()
 }
-func (f *fakeLive) Resolve(_ *live.Divergence, r replay.Resolution) {
+func (f *fakeLive) Resolve(_ *debug.LiveDivergence, r debug.Resolution) {
 	f.mu.Lock()
 	f.resolved = append(f.resolved, r)
 	f.mu.Unlock()
@@ -60,7 +59,7 @@ func statusLine(m Model) string {
 	return lines[len(lines)-2]
 }
 
-func liveEv(ev live.Event) liveMsg { return liveMsg{ev} }
+func liveEv(ev debug.Event) liveMsg { return liveMsg{ev} }
 
 // TestLiveStatusStates walks a live client through its states and checks
 // the status bar and the playback position at each: waiting, connected
@@ -73,11 +72,11 @@ func TestLiveStatusStates(t *testing.T) {
 	if st := statusLine(m); !strings.Contains(st, "client: waiting for a client") || !strings.Contains(st, "0/79") {
 		t.Fatalf("before the client: status %q", st)
 	}
-	m = send(t, m, liveEv(live.Event{Kind: live.Progress, Reached: -1, Awaiting: 3}))
+	m = send(t, m, liveEv(debug.Event{Kind: debug.Progress, Reached: -1, Awaiting: 3}))
 	if m.player.Position() != 0 {
 		t.Fatalf("playback moved before the client connected: position %d", m.player.Position())
 	}
-	m = send(t, m, liveEv(live.Event{Kind: live.Connected, Transport: "http"}))
+	m = send(t, m, liveEv(debug.Event{Kind: debug.Connected, Transport: "http"}))
 	if st := statusLine(m); !strings.Contains(st, "client: connected (http) · tape waits for its #3 initialize") || !strings.Contains(st, "3/79") {
 		t.Errorf("connected: status %q, want the tape waiting for #3 at 3/79", st)
 	}
@@ -85,15 +84,15 @@ func TestLiveStatusStates(t *testing.T) {
 		t.Errorf("delivered up to #%d, want #2 (before the awaited #3)", f.last())
 	}
 	// The client sends #3: the tape plays up to its next awaited message.
-	m = send(t, m, liveEv(live.Event{Kind: live.Progress, Reached: 3, Awaiting: 11}))
+	m = send(t, m, liveEv(debug.Event{Kind: debug.Progress, Reached: 3, Awaiting: 11}))
 	if m.player.Position() != 11 || f.last() != 10 {
 		t.Errorf("after #3: position %d, delivered up to #%d; want 11 and #10", m.player.Position(), f.last())
 	}
 	// A breakpoint on tools/call holds the first call once the client sends it.
-	if _, err := m.player.AddBreakpoint(replay.Breakpoint{Method: "tools/call"}); err != nil {
+	if _, err := m.player.AddBreakpoint(debug.Breakpoint{Method: "tools/call"}); err != nil {
 		t.Fatal(err)
 	}
-	m = send(t, m, liveEv(live.Event{Kind: live.Progress, Reached: 11, Awaiting: 19}))
+	m = send(t, m, liveEv(debug.Event{Kind: debug.Progress, Reached: 11, Awaiting: 19}))
 	if st := statusLine(m); !strings.Contains(st, "client: held at breakpoint 1 before #15") {
 		t.Errorf("at the breakpoint: status %q", st)
 	}
@@ -107,7 +106,7 @@ func TestLiveStatusStates(t *testing.T) {
 	m.player.RemoveBreakpoint(1)
 	m = send(t, m, keys("space")...)
 	// A divergence stops playback and waits for a, e or s.
-	m = send(t, m, liveEv(live.Event{Kind: live.Diverged, Divergence: &live.Divergence{Seq: 19, Reason: "replay mismatch", Expected: []byte(`{"id":1}`), Actual: []byte(`{"id":2}`), Paths: []string{"id"}}}))
+	m = send(t, m, liveEv(debug.Event{Kind: debug.Diverged, Divergence: &debug.LiveDivergence{Divergence: debug.Divergence{Expected: 19, Message: "replay mismatch", Raw: []byte(`{"id":2}`), Diff: []tape.DiffOp{{Op: "replace", Path: "/id"}}}, Recorded: []byte(`{"id":1}`)}}))
 	st := statusLine(m)
 	if !strings.Contains(st, "client: DIVERGED at #19") || m.player.Playing() || m.lower != viewDiff {
 		t.Errorf("diverged: status %q, playing %v, lower pane %v", st, m.player.Playing(), m.lower)
@@ -117,13 +116,13 @@ func TestLiveStatusStates(t *testing.T) {
 	}
 	golden(t, "live-diverged", screen(m))
 	m = send(t, m, keys("e")...)
-	if !slices.Equal(f.resolved, []replay.Resolution{replay.SendError}) || m.live.diverged() || !m.player.Playing() {
+	if !slices.Equal(f.resolved, []debug.Resolution{debug.SendError}) || m.live.diverged() || !m.player.Playing() {
 		t.Errorf("after e: resolved %v, still diverged %v, playing %v", f.resolved, m.live.diverged(), m.player.Playing())
 	}
 	if st := statusLine(m); !strings.Contains(st, "client: connected (http) · tape waits for its #19") {
 		t.Errorf("after e: status %q", st)
 	}
-	m = send(t, m, liveEv(live.Event{Kind: live.Disconnected}))
+	m = send(t, m, liveEv(debug.Event{Kind: debug.Disconnected}))
 	if st := statusLine(m); !strings.Contains(st, "client: disconnected") {
 		t.Errorf("disconnected: status %q", st)
 	}
@@ -147,13 +146,13 @@ func rowOf(s string, seq int) string {
 func TestLiveTimingFollowsClient(t *testing.T) {
 	f := &fakeLive{}
 	m, clock := newTestModel(t, Options{Live: f})
-	m = send(t, m, liveEv(live.Event{Kind: live.Progress, Reached: -1, Awaiting: 27}), liveEv(live.Event{Kind: live.Connected, Transport: "stdio"}))
+	m = send(t, m, liveEv(debug.Event{Kind: debug.Progress, Reached: -1, Awaiting: 27}), liveEv(debug.Event{Kind: debug.Connected, Transport: "stdio"}))
 	if m.player.Position() != 27 {
 		t.Fatalf("position %d, want 27 (waiting for the client's call)", m.player.Position())
 	}
 	clock.t = clock.t.Add(time.Minute) // the client thinks for a minute
 	start := clock.t
-	m = send(t, m, liveEv(live.Event{Kind: live.Progress, Reached: 27, Awaiting: 32}))
+	m = send(t, m, liveEv(debug.Event{Kind: debug.Progress, Reached: 27, Awaiting: 32}))
 	want := m.x.Entry(31).Time.Sub(m.x.Entry(27).Time)
 	if got := clock.t.Sub(start); got < want || got > want+time.Millisecond {
 		t.Errorf("the response came %v after the client's call, want its recorded %v", got, want)
@@ -220,8 +219,8 @@ func TestFilterGrowMatchesFullFilter(t *testing.T) {
 func TestLiveDivergencesQueue(t *testing.T) {
 	m, _ := newTestModel(t, Options{})
 	m.live.init(&fakeLive{})
-	m = m.liveDiverged(&live.Divergence{Seq: 3})
-	m = m.liveDiverged(&live.Divergence{Seq: 5})
+	m = m.liveDiverged(&debug.LiveDivergence{Divergence: debug.Divergence{Expected: 3}})
+	m = m.liveDiverged(&debug.LiveDivergence{Divergence: debug.Divergence{Expected: 5}})
 	if st, _ := m.liveStatus(); st != "DIVERGED at #3: a/e/s (1 more waiting)" {
 		t.Fatalf("status %q", st)
 	}
@@ -241,9 +240,9 @@ func TestLiveDivergencesQueue(t *testing.T) {
 func TestLiveDisconnectDropsDivergences(t *testing.T) {
 	m, _ := newTestModel(t, Options{})
 	m.live.init(&fakeLive{})
-	m = m.liveDiverged(&live.Divergence{Seq: 3})
-	m = m.liveDiverged(&live.Divergence{Seq: 5})
-	mm, _ := m.liveEvent(liveEv(live.Event{Kind: live.Disconnected, Dropped: 1, Abandoned: 2}))
+	m = m.liveDiverged(&debug.LiveDivergence{Divergence: debug.Divergence{Expected: 3}})
+	m = m.liveDiverged(&debug.LiveDivergence{Divergence: debug.Divergence{Expected: 5}})
+	mm, _ := m.liveEvent(liveEv(debug.Event{Kind: debug.Disconnected, Dropped: 1, Abandoned: 2}))
 	m = mm.(Model)
 	if m.live.diverged() || len(m.live.waiting) != 0 {
 		t.Fatalf("after the disconnect: pending %v, waiting %d, want none", m.live.pending, len(m.live.waiting))
@@ -265,9 +264,9 @@ func TestLiveRuns(t *testing.T) {
 	m, _ := newTestModel(t, Options{Live: f})
 	m.player.SetSpeed(0, m.now())
 	m = send(t, m, keys(":break tools/call", "enter")...)
-	m = send(t, m, liveEv(live.Event{Kind: live.Connected, Transport: "stdio", RunNo: 1}))
-	m = send(t, m, liveEv(live.Event{Kind: live.Progress, Reached: 3, Awaiting: 19}))
-	m = send(t, m, liveEv(live.Event{Kind: live.Diverged, Divergence: &live.Divergence{Seq: 19, Reason: "replay mismatch"}}))
+	m = send(t, m, liveEv(debug.Event{Kind: debug.Connected, Transport: "stdio", RunNo: 1}))
+	m = send(t, m, liveEv(debug.Event{Kind: debug.Progress, Reached: 3, Awaiting: 19}))
+	m = send(t, m, liveEv(debug.Event{Kind: debug.Diverged, Divergence: &debug.LiveDivergence{Divergence: debug.Divergence{Expected: 19, Message: "replay mismatch"}}}))
 	if !m.timeline.diverged[19] {
 		t.Fatal("the divergence is not marked")
 	}
@@ -285,9 +284,9 @@ func TestLiveRuns(t *testing.T) {
 	if f.restarts != 1 {
 		t.Errorf("r restarted the session %d times, want 1", f.restarts)
 	}
-	m = send(t, m, liveEv(live.Event{Kind: live.Disconnected}))
-	m = send(t, m, liveEv(live.Event{Kind: live.RunEnded, Run: &live.RunReport{Run: 1, Transport: "stdio", Ended: "restarted", Requests: 5, Matched: 4, Divergences: 1, Unused: 2}}))
-	m = send(t, m, liveEv(live.Event{Kind: live.Progress, Reached: -1, Awaiting: 3}))
+	m = send(t, m, liveEv(debug.Event{Kind: debug.Disconnected}))
+	m = send(t, m, liveEv(debug.Event{Kind: debug.RunEnded, Run: &debug.RunReport{Run: 1, Transport: "stdio", Ended: "restarted", Requests: 5, Matched: 4, Divergences: 1, Unused: 2}}))
+	m = send(t, m, liveEv(debug.Event{Kind: debug.Progress, Reached: -1, Awaiting: 3}))
 	if m.player.Position() == 0 || !m.timeline.diverged[19] {
 		t.Errorf("after the run: position %d, marks %v; want the run's end still on show", m.player.Position(), m.timeline.diverged)
 	}
@@ -297,7 +296,7 @@ func TestLiveRuns(t *testing.T) {
 	if st := statusLine(m); !strings.Contains(st, "run 1 · before: 0 ✓ 1 ✗") {
 		t.Errorf("status after run 1: %q", st)
 	}
-	m = send(t, m, liveEv(live.Event{Kind: live.Connected, Transport: "http", RunNo: 2}))
+	m = send(t, m, liveEv(debug.Event{Kind: debug.Connected, Transport: "http", RunNo: 2}))
 	if m.player.Position() > 3 || len(m.timeline.diverged) != 0 {
 		t.Errorf("run 2 connected: position %d, marks %v; want from the top up to #3 and no marks", m.player.Position(), m.timeline.diverged)
 	}
@@ -320,9 +319,9 @@ func TestLiveDivergencePastTheEnd(t *testing.T) {
 		t.Run(k, func(t *testing.T) {
 			f := &fakeLive{}
 			m, _ := newTestModel(t, Options{Live: f})
-			m = send(t, m, liveEv(live.Event{Kind: live.Connected, Transport: "stdio"}))
-			d := &live.Divergence{Seq: -1, Where: "after the tape's end (its last request is #77 tools/call)", Reason: "replay mismatch: request tools/call came after the last recorded request", Actual: []byte(`{"jsonrpc":"2.0","id":9,"method":"tools/call"}`)}
-			m = send(t, m, liveEv(live.Event{Kind: live.Diverged, Divergence: d}))
+			m = send(t, m, liveEv(debug.Event{Kind: debug.Connected, Transport: "stdio"}))
+			d := &debug.LiveDivergence{Divergence: debug.Divergence{Expected: -1, Message: "replay mismatch: request tools/call came after the last recorded request", Raw: []byte(`{"jsonrpc":"2.0","id":9,"method":"tools/call"}`)}, Where: "after the tape's end (its last request is #77 tools/call)"}
+			m = send(t, m, liveEv(debug.Event{Kind: debug.Diverged, Divergence: d}))
 			s := screen(m)
 			if strings.Contains(s, "#-1") {
 				t.Errorf("the screen shows #-1:\n%s", s)
@@ -336,7 +335,7 @@ func TestLiveDivergencePastTheEnd(t *testing.T) {
 				t.Errorf("notice %q, want it to say a and s cannot answer from the tape", m.notice)
 			}
 			m = send(t, m, keys(k)...)
-			if !slices.Equal(f.resolved, []replay.Resolution{replay.SendError}) || m.live.diverged() {
+			if !slices.Equal(f.resolved, []debug.Resolution{debug.SendError}) || m.live.diverged() {
 				t.Fatalf("after %s: resolved %v, still diverged %v; want the divergence error sent", k, f.resolved, m.live.diverged())
 			}
 			want := map[string]string{
@@ -352,7 +351,7 @@ func TestLiveDivergencePastTheEnd(t *testing.T) {
 	// A divergence reported without Where still never says #-1.
 	m, _ := newTestModel(t, Options{})
 	m.live.init(&fakeLive{})
-	m = m.liveDiverged(&live.Divergence{Seq: -1})
+	m = m.liveDiverged(&debug.LiveDivergence{Divergence: debug.Divergence{Expected: -1}})
 	if st, _ := m.liveStatus(); strings.Contains(st, "#-1") || strings.Contains(m.notice, "#-1") {
 		t.Errorf("status %q, notice %q: #-1 shown", st, m.notice)
 	}

@@ -11,7 +11,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/fsnotify/fsnotify"
 
-	"github.com/tapedeck/tapedeck/replay"
+	"github.com/tapedeck/tapedeck/debug"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -275,7 +275,7 @@ func (m Model) reloaded(msg reloadedMsg) (tea.Model, tea.Cmd) {
 	bps := m.player.Breakpoints()
 	m.x = msg.x
 	m.tail.info = msg.fi
-	m.player = replay.NewPlayer(m.x)
+	m.player = debug.NewPlayer(m.x)
 	m.player.SetSpeed(1, m.now())
 	m.player.SetMaxGap(m.opts.MaxGap)
 	var lost []string

@@ -8,7 +8,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
-	"github.com/tapedeck/tapedeck/replay"
+	"github.com/tapedeck/tapedeck/debug"
 )
 
 // BreakpointList is the breakpoint overlay (B): the breakpoints with their
@@ -17,7 +17,7 @@ type BreakpointList struct {
 	KeyMap BreakpointsKeyMap
 
 	styles *Styles
-	bps    []replay.Breakpoint
+	bps    []debug.Breakpoint
 	cursor int
 	open   bool
 }
@@ -28,7 +28,7 @@ func NewBreakpointList(s *Styles) BreakpointList {
 }
 
 // Open shows bps.
-func (l *BreakpointList) Open(bps []replay.Breakpoint) {
+func (l *BreakpointList) Open(bps []debug.Breakpoint) {
 	l.bps, l.open = bps, true
 	l.cursor = min(l.cursor, max(len(bps)-1, 0))
 }
@@ -40,11 +40,11 @@ func (l *BreakpointList) Close() { l.open = false }
 func (l BreakpointList) IsOpen() bool { return l.open }
 
 // Selected returns the breakpoint under the cursor.
-func (l BreakpointList) Selected() (replay.Breakpoint, bool) {
+func (l BreakpointList) Selected() (debug.Breakpoint, bool) {
 	if l.cursor < len(l.bps) {
 		return l.bps[l.cursor], true
 	}
-	return replay.Breakpoint{}, false
+	return debug.Breakpoint{}, false
 }
 
 // Update moves the selection.

@@ -6,11 +6,11 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/tapedeck/tapedeck/replay"
+	"github.com/tapedeck/tapedeck/debug"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
-// Playback semantics: the replay.Player's position splits the tape in
+// Playback semantics: the debug.Player's position splits the tape in
 // two. Messages before it are delivered and drawn normally; the message at
 // it (marked ▶) and everything after are not delivered yet and are drawn
 // dimmed, never hidden, so the user can look ahead and set breakpoints
@@ -218,7 +218,7 @@ func (m Model) breakChoiceKey(msg tea.KeyPressMsg) Model {
 				return m
 			}
 		}
-		if _, err := m.player.AddBreakpoint(replay.Breakpoint{Tool: c.tool}); err != nil {
+		if _, err := m.player.AddBreakpoint(debug.Breakpoint{Tool: c.tool}); err != nil {
 			m.notice, m.noticeOK = err.Error(), false
 			return m
 		}

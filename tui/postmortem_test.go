@@ -13,7 +13,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/tapedeck/tapedeck/assets"
-	"github.com/tapedeck/tapedeck/replay"
+	"github.com/tapedeck/tapedeck/debug"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -169,11 +169,11 @@ func TestFilterMarksMatchInMessage(t *testing.T) {
 
 // --break sets breakpoints from the start: playing stops on the first.
 func TestBreakpointsFromOptions(t *testing.T) {
-	b, err := replay.ParseBreakpoint("tool=echo")
+	b, err := debug.ParseBreakpoint("tool=echo")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, _ := newTestModel(t, Options{Breakpoints: []replay.Breakpoint{b}})
+	m, _ := newTestModel(t, Options{Breakpoints: []debug.Breakpoint{b}})
 	m = send(t, m, keys("space")...)
 	echo := findSeq(t, m.x, func(e tape.Entry, p tape.Pair) bool { return e.Kind == tape.KindRequest && e.Method == "tools/call" })
 	if m.play.lastHit == nil || m.play.lastHit.Seq != echo {

@@ -5,16 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/tapedeck/tapedeck/debug"
+	"github.com/tapedeck/tapedeck/debug/serve"
 	"github.com/tapedeck/tapedeck/internal/mcphttp"
 	"github.com/tapedeck/tapedeck/internal/text"
 	"github.com/tapedeck/tapedeck/replay"
-	"github.com/tapedeck/tapedeck/replay/live"
 	"github.com/tapedeck/tapedeck/rules"
 	"github.com/tapedeck/tapedeck/tape"
 	"github.com/tapedeck/tapedeck/tui"
@@ -200,11 +200,7 @@ func runDebug(ctx context.Context, s streams, path string, f debugFlags, fallbac
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", f.listen)
-	if err != nil {
-		return fmt.Errorf("debug --listen %s: %w", f.listen, err)
-	}
-	var fb func() live.Fallthrough
+	var fb func() serve.Fallthrough
 	if f.fallback {
 		dest := path
 		if f.output != "" {
@@ -222,11 +218,10 @@ func runDebug(ctx context.Context, s streams, path string, f debugFlags, fallbac
 		if f.fallbackURL == "" {
 			up.Command, up.Args = fallbackCmd[0], fallbackCmd[1:]
 		}
-		fb = func() live.Fallthrough { return upstream.NewFallthrough(up) }
+		fb = func() serve.Fallthrough { return upstream.NewFallthrough(up) }
 	}
-	srv, err := live.NewServer(x, e, ln, live.Options{AllowHosts: hosts, AllowOrigins: f.origins, Fallback: fb, Rules: f.ruleSet})
+	srv, err := serve.Listen(x, e, f.listen, serve.Options{AllowHosts: hosts, AllowOrigins: f.origins, Fallback: fb, Rules: f.ruleSet})
 	if err != nil {
-		ln.Close()
 		return err
 	}
 	defer srv.Close()
@@ -240,7 +235,7 @@ func runDebug(ctx context.Context, s streams, path string, f debugFlags, fallbac
 
 // debugSummary prints what each client run did on tape x and fails (exit
 // 1) when one departed from the tape.
-func debugSummary(w io.Writer, runs []live.RunReport, x *tape.Index) error {
+func debugSummary(w io.Writer, runs []debug.RunReport, x *tape.Index) error {
 	if len(runs) == 0 {
 		fmt.Fprintln(w, "tapedeck debug: no client connected")
 		return nil
@@ -259,7 +254,7 @@ func debugSummary(w io.Writer, runs []live.RunReport, x *tape.Index) error {
 		}
 		fmt.Fprintln(w)
 		for _, d := range r.Report.Divergences {
-			fmt.Fprintf(w, "    diverged %s: %s\n", live.Where(d, x), d.Message)
+			fmt.Fprintf(w, "    diverged %s: %s\n", debug.Where(d, x), d.Message)
 		}
 	}
 	if failed > 0 {

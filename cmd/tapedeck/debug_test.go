@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tapedeck/tapedeck/debug"
+	"github.com/tapedeck/tapedeck/debug/serve"
 	"github.com/tapedeck/tapedeck/replay"
-	"github.com/tapedeck/tapedeck/replay/live"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -41,7 +42,7 @@ func TestAttachRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := live.NewServer(x, e, ln, live.Options{})
+	s, err := serve.NewServer(x, e, ln, serve.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestAttachRefused(t *testing.T) {
 	}
 	defer first.Close()
 	io.WriteString(first, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`+"\n")
-	for deadline := time.Now().Add(5 * time.Second); s.Next().Kind != live.Connected; {
+	for deadline := time.Now().Add(5 * time.Second); s.Next().Kind != debug.Connected; {
 		if time.Now().After(deadline) {
 			t.Fatal("the first client did not connect within 5 s")
 		}
@@ -117,18 +118,18 @@ func TestAttachCutOff(t *testing.T) {
 // departed from the tape.
 func TestDebugSummary(t *testing.T) {
 	var b bytes.Buffer
-	ok := live.RunReport{Run: 1, Transport: "stdio", Ended: "the client disconnected", Requests: 4, Matched: 4}
+	ok := debug.RunReport{Run: 1, Transport: "stdio", Ended: "the client disconnected", Requests: 4, Matched: 4}
 	x := demoIndex(t)
-	if err := debugSummary(&b, []live.RunReport{ok}, x); err != nil || !strings.Contains(b.String(), "run 1 (stdio; the client disconnected): followed the tape; 4 of 4 requests matched") {
+	if err := debugSummary(&b, []debug.RunReport{ok}, x); err != nil || !strings.Contains(b.String(), "run 1 (stdio; the client disconnected): followed the tape; 4 of 4 requests matched") {
 		t.Errorf("one good run: %v\n%s", err, b.String())
 	}
 	b.Reset()
-	bad := live.RunReport{Run: 2, Transport: "http", Ended: "restarted", Requests: 3, Matched: 2, Divergences: 1, Unused: 1,
+	bad := debug.RunReport{Run: 2, Transport: "http", Ended: "restarted", Requests: 3, Matched: 2, Divergences: 1, Unused: 1,
 		Report: replay.Report{Divergences: []replay.Divergence{
 			{Expected: 5, Reason: replay.ReasonMismatch, Message: "replay mismatch for tools/call"},
 			{Expected: -1, Reason: replay.ReasonBeyondEnd, Message: "replay mismatch: came after the last recorded request"},
 		}}}
-	err := debugSummary(&b, []live.RunReport{ok, bad}, x)
+	err := debugSummary(&b, []debug.RunReport{ok, bad}, x)
 	if code := exitCode(err, &b); code != 1 || !strings.Contains(b.String(), "run 2 (http; restarted): 1 divergence") || !strings.Contains(b.String(), "diverged at #5: replay mismatch") || !strings.Contains(b.String(), "1 client run of 2 departed") {
 		t.Errorf("a diverged run: exit %d\n%s", code, b.String())
 	}

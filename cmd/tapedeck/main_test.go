@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"os"
 	"os/exec"
@@ -162,8 +165,9 @@ func TestVersionAndHelp(t *testing.T) {
 // TestImportRules checks the one-way import flow (ARCHITECTURE.md, rule 1):
 // tape imports no other tapedeck package; record and replay import tape and
 // internal/ packages but not each other; none of them imports Bubble Tea;
-// tui imports no network package (the live debug server is replay/live)
-// and not the library's index;
+// tui depends on no network package, even indirectly (the debugger's
+// services are debug/serve and debug/intercept), and not on the library's
+// index; debug, their shared vocabulary, imports neither them nor tui;
 // rules imports only tape; the go-sdk reaches only vcr, not the binary.
 func TestImportRules(t *testing.T) {
 	const mod = "github.com/tapedeck/tapedeck/"
@@ -189,9 +193,20 @@ func TestImportRules(t *testing.T) {
 			return ui(dep) || (strings.HasPrefix(dep, mod) && dep != mod+"rules" && !strings.HasPrefix(dep, mod+"tape"))
 		}},
 		{"internal/sse", func(dep string) bool { return strings.HasPrefix(dep, mod) && dep != mod+"internal/sse" }},
-		// tui is given rows and functions (Live, SessionSearch), not the
-		// library's index.
-		{"tui", func(dep string) bool { return dep == "net" || dep == "net/http" || dep == mod+"internal/library" }},
+		// tui is given rows and functions (debug.Live, SessionSearch), not
+		// the library's index, and holds no network code, even through a
+		// dependency: the debugger's services are debug/serve and
+		// debug/intercept, reached through debug's interfaces.
+		{"tui", func(dep string) bool {
+			return dep == "net" || dep == "net/http" || dep == mod+"internal/library" ||
+				strings.HasPrefix(dep, mod+"debug/") || strings.HasPrefix(dep, mod+"replay") || strings.HasPrefix(dep, mod+"record")
+		}},
+		// debug is the vocabulary the services and the UI share: neither's.
+		{"debug", func(dep string) bool {
+			return ui(dep) || dep == "net" || dep == "net/http" || strings.HasPrefix(dep, mod+"debug/") || strings.HasPrefix(dep, mod+"replay") || strings.HasPrefix(dep, mod+"record")
+		}},
+		{"debug/serve", func(dep string) bool { return ui(dep) }},
+		{"debug/intercept", func(dep string) bool { return ui(dep) }},
 		// The library of tapes reads them through tape only.
 		{"internal/library", func(dep string) bool {
 			return ui(dep) || (strings.HasPrefix(dep, mod) && !strings.HasPrefix(dep, mod+"tape") && dep != mod+"internal/library")
@@ -211,14 +226,8 @@ func TestImportRules(t *testing.T) {
 		}},
 	}
 	for _, r := range rules {
-		// -deps on the package itself: net may reach tui only through a
-		// dependency, which is fine (e.g. a library's own use); what tui's own
-		// files import is what -f {{.Imports}} lists.
 		format := "{{.ImportPath}}"
 		args := []string{"list", "-deps", "-f", format, "../../" + r.pkg}
-		if r.pkg == "tui" {
-			args = []string{"list", "-f", "{{join .Imports \"\\n\"}}", "../../" + r.pkg}
-		}
 		out, err := exec.Command("go", args...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list %s: %v\n%s", r.pkg, err, out)
@@ -232,6 +241,37 @@ func TestImportRules(t *testing.T) {
 				t.Errorf("%s depends on %s", r.pkg, dep)
 			}
 		}
+	}
+}
+
+// The debug command only wires: its files start no goroutine, open no
+// listener and handle no JSON; debug/serve and debug/intercept do.
+func TestImportRulesDebugCommandWiresOnly(t *testing.T) {
+	for _, name := range []string{"debug.go", "intercept.go"} {
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, src, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, im := range f.Imports {
+			if p := strings.Trim(im.Path.Value, `"`); p == "encoding/json" || p == "net/http" {
+				t.Errorf("%s imports %s", name, p)
+			}
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.GoStmt:
+				t.Errorf("%s starts a goroutine (line %d)", name, bytes.Count(src[:n.Pos()], []byte("\n"))+1)
+			case *ast.SelectorExpr:
+				if x, ok := n.X.(*ast.Ident); ok && x.Name == "net" && strings.HasPrefix(n.Sel.Name, "Listen") {
+					t.Errorf("%s opens a listener (net.%s)", name, n.Sel.Name)
+				}
+			}
+			return true
+		})
 	}
 }
 

@@ -17,8 +17,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tapedeck/tapedeck/assets"
+	"github.com/tapedeck/tapedeck/debug"
 	"github.com/tapedeck/tapedeck/internal/compare"
-	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 	"github.com/tapedeck/tapedeck/tui"
 )
@@ -186,10 +186,10 @@ const maxGapUsage = "play recorded pauses longer than `D` (e.g. 2s) as D; 0 keep
 const breakUsage = "set a breakpoint from the start: a `SPEC` as :break takes it (tools/call, tool=NAME, error, when EXPR) (repeatable)"
 
 // parseBreaks reads --break specs.
-func parseBreaks(specs []string) ([]replay.Breakpoint, error) {
-	var bps []replay.Breakpoint
+func parseBreaks(specs []string) ([]debug.Breakpoint, error) {
+	var bps []debug.Breakpoint
 	for _, s := range specs {
-		b, err := replay.ParseBreakpoint(s)
+		b, err := debug.ParseBreakpoint(s)
 		if err != nil {
 			return nil, fmt.Errorf("--break %q: %w", s, err)
 		}

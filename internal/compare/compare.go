@@ -21,7 +21,6 @@ import (
 	"github.com/sergi/go-diff/diffmatchpatch"
 	"github.com/tidwall/gjson"
 
-	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -134,23 +133,23 @@ type Change struct {
 // Definition is a tool, prompt or resource added, removed or changed
 // between the two sessions' last listings.
 type Definition struct {
-	Kind   string          `json:"kind"` // tool, prompt, resource, resource template
-	Name   string          `json:"name"`
-	Change string          `json:"change"` // added, removed, changed
-	Diff   []replay.DiffOp `json:"diff,omitempty"`
+	Kind   string        `json:"kind"` // tool, prompt, resource, resource template
+	Name   string        `json:"name"`
+	Change string        `json:"change"` // added, removed, changed
+	Diff   []tape.DiffOp `json:"diff,omitempty"`
 }
 
 // CallDiff is a call on one side only, or an aligned pair that differs.
 type CallDiff struct {
-	Kind    string          `json:"kind"` // onlyA, onlyB, params, status, result, latency
-	A       int             `json:"a"`    // the request's seq in A, or -1
-	B       int             `json:"b"`
-	Method  string          `json:"method"`
-	Target  string          `json:"target,omitempty"`
-	Params  string          `json:"params,omitempty"` // for a call on one side: its params, compact
-	StatusA string          `json:"statusA,omitempty"`
-	StatusB string          `json:"statusB,omitempty"`
-	Diff    []replay.DiffOp `json:"diff,omitempty"`
+	Kind    string        `json:"kind"` // onlyA, onlyB, params, status, result, latency
+	A       int           `json:"a"`    // the request's seq in A, or -1
+	B       int           `json:"b"`
+	Method  string        `json:"method"`
+	Target  string        `json:"target,omitempty"`
+	Params  string        `json:"params,omitempty"` // for a call on one side: its params, compact
+	StatusA string        `json:"statusA,omitempty"`
+	StatusB string        `json:"statusB,omitempty"`
+	Diff    []tape.DiffOp `json:"diff,omitempty"`
 	// LatencyA and LatencyB are the two answers' latencies (kind latency).
 	LatencyA time.Duration `json:"latencyA,omitempty"`
 	LatencyB time.Duration `json:"latencyB,omitempty"`
@@ -447,7 +446,7 @@ func replaced(dels, ins []call, xa, xb *tape.Index, n *tape.Normalizer) []CallDi
 			}
 			used[k], paired = true, true
 			pa, pb := params(xa, int(d.req), n), params(xb, int(c.req), n)
-			out = append(out, CallDiff{Kind: "params", A: int(d.req), B: int(c.req), Method: d.method, Target: d.target, Diff: replay.Diff(pa, pb)})
+			out = append(out, CallDiff{Kind: "params", A: int(d.req), B: int(c.req), Method: d.method, Target: d.target, Diff: tape.Diff(pa, pb)})
 			break
 		}
 		if !paired {
@@ -472,7 +471,7 @@ func answerDiffs(a, b call, xa, xb *tape.Index, n *tape.Normalizer, o Options) [
 		out = append(out, d)
 	} else if a.resp >= 0 && b.resp >= 0 && (a.answer != b.answer || len(o.Ignore) > 0) {
 		ra, rb := answer(xa, int(a.resp), n), answer(xb, int(b.resp), n)
-		if ops := replay.Diff(ra, rb); len(ops) > 0 {
+		if ops := tape.Diff(ra, rb); len(ops) > 0 {
 			d := base
 			d.Kind, d.Diff = "result", ops
 			out = append(out, d)

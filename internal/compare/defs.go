@@ -6,7 +6,6 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -110,7 +109,7 @@ func definitions(xa, xb *tape.Index, sa, sb string, n *tape.Normalizer) []Defini
 			if err1 != nil || err2 != nil {
 				continue
 			}
-			if ops := replay.Diff(va, vb); len(ops) > 0 {
+			if ops := tape.Diff(va, vb); len(ops) > 0 {
 				out = append(out, Definition{Kind: l.Kind, Name: k, Change: "changed", Diff: ops})
 			}
 		}

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/tapedeck/tapedeck/internal/text"
-	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -80,7 +79,7 @@ func (r Report) WriteText(w io.Writer) error {
 	return err
 }
 
-func writeOps(b *strings.Builder, ops []replay.DiffOp) {
+func writeOps(b *strings.Builder, ops []tape.DiffOp) {
 	const most = 20
 	for i, op := range ops {
 		if i == most {

@@ -1,4 +1,4 @@
-// Package live is the server side of "tapedeck debug": a replay.Engine
+// Package serve is the server side of "tapedeck debug": a replay.Engine
 // serving one live client over the network while a debugger decides when
 // the engine's answers go out (Deliver) and how each divergence is
 // answered (Resolve). The debugger talks to it only through Next, Deliver,
@@ -36,7 +36,7 @@
 // HTTP, so Close can close them without waiting for mu. The HTTP handler
 // calls the server's hooks after releasing its own lock, so no order
 // between the two packages' locks needs keeping.
-package live
+package serve
 
 import (
 	"bufio"
@@ -48,6 +48,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tapedeck/tapedeck/debug"
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/rules"
 	"github.com/tapedeck/tapedeck/tape"
@@ -86,16 +87,16 @@ type Server struct {
 	held      []heldDivergence           // the divergences awaiting Resolve, oldest first
 
 	// Runs (run.go).
-	run        int         // the current or last run's number, from 1
-	runOn      bool        // a run is under way
-	runs       []RunReport // the runs that ended
-	inits      int         // HTTP: initializes the run served
-	inflight   int         // HTTP: requests being served, GET streams aside
-	idle       *time.Timer // HTTP: ends a run quiet after the tape's end
-	restarting bool        // stdio: Restart closed the client
+	run        int               // the current or last run's number, from 1
+	runOn      bool              // a run is under way
+	runs       []debug.RunReport // the runs that ended
+	inits      int               // HTTP: initializes the run served
+	inflight   int               // HTTP: requests being served, GET streams aside
+	idle       *time.Timer       // HTTP: ends a run quiet after the tape's end
+	restarting bool              // stdio: Restart closed the client
 
 	evMu     sync.Mutex
-	events   []Event
+	events   []debug.Event
 	signal   chan struct{}
 	done     chan struct{}
 	once     sync.Once
@@ -160,6 +161,21 @@ const DefaultProbeTimeout = 10 * time.Second
 // server's answers unread before it is dropped.
 const DefaultWriteTimeout = 5 * time.Second
 
+// Listen listens on addr (HOST:PORT; port 0 picks one) and serves e there
+// (NewServer).
+func Listen(x *tape.Index, e *replay.Engine, addr string, o Options) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("debug --listen %s: %w", addr, err)
+	}
+	s, err := NewServer(x, e, ln, o)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
 // NewServer serves e, an engine created with replay.EngineOptions.Hold
 // over the tape x, on ln, over stdio lines and Streamable HTTP. Call Close
 // to stop.
@@ -192,7 +208,7 @@ func NewServer(x *tape.Index, e *replay.Engine, ln net.Listener, o Options) (*Se
 	s.h = h
 	s.srv = &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ReadHeaderTimeout: 10 * time.Second}
 	reached, awaiting := e.Progress()
-	s.emit(Event{Kind: Progress, Reached: reached, Awaiting: awaiting})
+	s.emit(debug.Event{Kind: debug.Progress, Reached: reached, Awaiting: awaiting})
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.accept() }()
 	go func() { defer s.wg.Done(); _ = s.srv.Serve(s.hl) }()
@@ -216,7 +232,7 @@ func (s *Server) Addr() string {
 func (s *Server) URL() string { return "http://" + s.Addr() + "/mcp" }
 
 // emit queues ev for Next; it never blocks, so any path can call it.
-func (s *Server) emit(ev Event) {
+func (s *Server) emit(ev debug.Event) {
 	s.evMu.Lock()
 	s.events = append(s.events, ev)
 	s.evMu.Unlock()
@@ -228,7 +244,7 @@ func (s *Server) emit(ev Event) {
 
 // Next blocks until the server has something to report; after Close it
 // reports Closed.
-func (s *Server) Next() Event {
+func (s *Server) Next() debug.Event {
 	for {
 		s.evMu.Lock()
 		if len(s.events) > 0 {
@@ -241,7 +257,7 @@ func (s *Server) Next() Event {
 		select {
 		case <-s.signal:
 		case <-s.done:
-			return Event{Kind: Closed}
+			return debug.Event{Kind: debug.Closed}
 		}
 	}
 }
@@ -253,7 +269,7 @@ func (s *Server) accept() {
 			select {
 			case <-s.done:
 			default:
-				s.emit(Event{Kind: Failed, Err: fmt.Errorf("debug listener: %w", err)})
+				s.emit(debug.Event{Kind: debug.Failed, Err: fmt.Errorf("debug listener: %w", err)})
 			}
 			return
 		}
@@ -322,18 +338,12 @@ func (s *Server) route(c net.Conn) {
 // progressed reports the engine's progress. The stdio path calls it with
 // mu held: it takes no lock but evMu.
 func (s *Server) progressed(reached, awaiting int) {
-	s.emit(Event{Kind: Progress, Reached: reached, Awaiting: awaiting})
+	s.emit(debug.Event{Kind: debug.Progress, Reached: reached, Awaiting: awaiting})
 }
 
 // divergence turns the engine's divergence into the one reported.
-func (s *Server) divergence(d replay.Divergence) *Divergence {
-	var expected []byte
-	if d.Expected >= 0 {
-		if e, err := s.x.Message(d.Expected); err == nil {
-			expected = e.Raw
-		}
-	}
-	return divergence(d, expected, Where(d, s.x))
+func (s *Server) divergence(d replay.Divergence) *debug.LiveDivergence {
+	return debug.NewLiveDivergence(d, s.x)
 }
 
 // Deliver releases the engine's answers that replay tape messages seqs or
@@ -363,9 +373,9 @@ func (s *Server) Deliver(run int, seqs []int) {
 // replay.AnswerRecorded, replay.SendError or replay.SkipRecorded. Over
 // HTTP, d names the divergence of d's session (each session numbers its
 // divergences from 1). A failure is reported as a Failed event.
-func (s *Server) Resolve(d *Divergence, r replay.Resolution) {
+func (s *Server) Resolve(d *debug.LiveDivergence, r replay.Resolution) {
 	if r != replay.AnswerRecorded && r != replay.SendError && r != replay.SendErrorKeep && r != replay.SkipRecorded {
-		s.emit(Event{Kind: Failed, Err: fmt.Errorf("the divergence at #%d: expected a resolution of recorded, error, error-keep or skip, got %s", d.Seq, r)})
+		s.emit(debug.Event{Kind: debug.Failed, Err: fmt.Errorf("the divergence at #%d: expected a resolution of recorded, error, error-keep or skip, got %s", d.Expected, r)})
 		return
 	}
 	key := heldDivergence{session: d.Session, id: d.ID}
@@ -373,14 +383,14 @@ func (s *Server) Resolve(d *Divergence, r replay.Resolution) {
 	i := slices.Index(s.held, key)
 	if i < 0 {
 		s.mu.Unlock()
-		s.emit(Event{Kind: Failed, Err: fmt.Errorf("the divergence at #%d no longer awaits a choice: its client went away", d.Seq)})
+		s.emit(debug.Event{Kind: debug.Failed, Err: fmt.Errorf("the divergence at #%d no longer awaits a choice: its client went away", d.Expected)})
 		return
 	}
 	s.held = slices.Delete(s.held, i, i+1)
 	if s.transport == "http" {
 		s.mu.Unlock()
 		if err := s.handler().Resolve(key.session, key.id, r); err != nil {
-			s.emit(Event{Kind: Failed, Err: err})
+			s.emit(debug.Event{Kind: debug.Failed, Err: err})
 		}
 		return
 	}
@@ -391,7 +401,7 @@ func (s *Server) Resolve(d *Divergence, r replay.Resolution) {
 	}
 	s.mu.Unlock()
 	if err != nil {
-		s.emit(Event{Kind: Failed, Err: err})
+		s.emit(debug.Event{Kind: debug.Failed, Err: err})
 	}
 }
 

@@ -1,4 +1,4 @@
-package live
+package serve
 
 import (
 	"bufio"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tapedeck/tapedeck/debug"
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 )
@@ -106,10 +107,10 @@ func TestServerResolveNamesSession(t *testing.T) {
 		sids[i], _, _ = strings.Cut(rest, " ")
 	}
 	var calls [2]chan string
-	var divs [2]*Divergence
+	var divs [2]*debug.LiveDivergence
 	for i, sid := range sids {
 		calls[i] = httpPost(s.URL(), "", sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"m":"wrong"}}}`)
-		divs[i] = nextEvent(t, s, Diverged).Divergence
+		divs[i] = nextEvent(t, s, debug.Diverged).Divergence
 	}
 	if divs[0].Session != sids[0] || divs[1].Session != sids[1] || divs[0].ID != 1 || divs[1].ID != 1 {
 		t.Fatalf("divergences %q#%d, %q#%d; want %q#1, %q#1", divs[0].Session, divs[0].ID, divs[1].Session, divs[1].ID, sids[0], sids[1])
@@ -150,7 +151,7 @@ func TestServerRefusedHTTPClaimsNothing(t *testing.T) {
 	io.WriteString(c, initLine+"\n")
 	// The first connection reported is this one: the refused POSTs
 	// connected nothing.
-	if ev := nextEvent(t, s, Connected); ev.Transport != "stdio" {
+	if ev := nextEvent(t, s, debug.Connected); ev.Transport != "stdio" {
 		t.Fatalf("connected over %q, want stdio", ev.Transport)
 	}
 	// Now HTTP is refused, even a request the handler would accept.
@@ -170,11 +171,11 @@ func TestServerDropsDeadClientsOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	io.WriteString(c1, `{"jsonrpc":"2.0","id":"client1-init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`+"\n")
-	nextEvent(t, s, Progress)
+	nextEvent(t, s, debug.Progress)
 	io.WriteString(c1, `{"jsonrpc":"2.0","id":"client1-call","method":"tools/call","params":{"name":"nope"}}`+"\n")
-	nextEvent(t, s, Diverged)
+	nextEvent(t, s, debug.Diverged)
 	c1.Close() // client 1 dies before playback delivered its answer
-	ev := nextEvent(t, s, Disconnected)
+	ev := nextEvent(t, s, debug.Disconnected)
 	if ev.Dropped != 1 || ev.Abandoned != 1 {
 		t.Errorf("disconnect dropped %d answers and %d divergences, want 1 and 1", ev.Dropped, ev.Abandoned)
 	}
@@ -185,7 +186,7 @@ func TestServerDropsDeadClientsOutputs(t *testing.T) {
 	}
 	defer c2.Close()
 	io.WriteString(c2, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
-	nextEvent(t, s, Connected)
+	nextEvent(t, s, debug.Connected)
 	s.Deliver(0, []int{100})
 	c2.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
 	if l, err := bufio.NewReader(c2).ReadString('\n'); err == nil {
@@ -219,7 +220,7 @@ func stuckClient(t *testing.T, s *Server, n int) net.Conn {
 		fmt.Fprintf(c, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"img","arguments":{"i":%d}}}`+"\n", i, i)
 	}
 	for {
-		if ev := nextEvent(t, s, Progress); ev.Reached == 2*n-1 {
+		if ev := nextEvent(t, s, debug.Progress); ev.Reached == 2*n-1 {
 			break
 		}
 	}
@@ -247,10 +248,10 @@ func TestServerCloseWithStuckClient(t *testing.T) {
 func TestServerDropsClientNotReading(t *testing.T) {
 	s := textServer(t, bigAnswersTape(40), "127.0.0.1:0", Options{WriteTimeout: 200 * time.Millisecond})
 	stuckClient(t, s, 40)
-	if ev := nextEvent(t, s, Failed); !strings.Contains(ev.Err.Error(), "read nothing for 200ms") {
+	if ev := nextEvent(t, s, debug.Failed); !strings.Contains(ev.Err.Error(), "read nothing for 200ms") {
 		t.Errorf("failure %v, want one saying the client read nothing", ev.Err)
 	}
-	if ev := nextEvent(t, s, Disconnected); ev.Dropped == 0 {
+	if ev := nextEvent(t, s, debug.Disconnected); ev.Dropped == 0 {
 		t.Errorf("disconnect dropped no answers, want the ones not written")
 	}
 }
@@ -319,12 +320,12 @@ func newServer(t *testing.T) *Server {
 }
 
 // nextEvent waits for the session's next event of kind k, skipping others.
-func nextEvent(t *testing.T, s *Server, k EventKind) Event {
+func nextEvent(t *testing.T, s *Server, k debug.EventKind) debug.Event {
 	t.Helper()
-	c := make(chan Event, 1)
+	c := make(chan debug.Event, 1)
 	go func() {
 		for {
-			if ev := s.Next(); ev.Kind == k || ev.Kind == Closed {
+			if ev := s.Next(); ev.Kind == k || ev.Kind == debug.Closed {
 				c <- ev
 				return
 			}
@@ -338,7 +339,7 @@ func nextEvent(t *testing.T, s *Server, k EventKind) Event {
 		return ev
 	case <-time.After(5 * time.Second):
 		t.Fatalf("no event %d within 5 s", k)
-		return Event{}
+		return debug.Event{}
 	}
 }
 
@@ -346,7 +347,7 @@ func nextEvent(t *testing.T, s *Server, k EventKind) Event {
 // answer only once delivered; an HTTP client is refused meanwhile.
 func TestServerStdio(t *testing.T) {
 	s := newServer(t)
-	if ev := nextEvent(t, s, Progress); ev.Reached != -1 || ev.Awaiting != 0 {
+	if ev := nextEvent(t, s, debug.Progress); ev.Reached != -1 || ev.Awaiting != 0 {
 		t.Fatalf("initial progress %+v, want -1, 0", ev)
 	}
 	c, err := net.Dial("tcp", s.Addr())
@@ -357,10 +358,10 @@ func TestServerStdio(t *testing.T) {
 	if _, err := io.WriteString(c, `{"jsonrpc":"2.0","id":"a","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"live","version":"1"}}}`+"\n"); err != nil {
 		t.Fatal(err)
 	}
-	if ev := nextEvent(t, s, Connected); ev.Transport != "stdio" {
+	if ev := nextEvent(t, s, debug.Connected); ev.Transport != "stdio" {
 		t.Fatalf("connected over %q, want stdio", ev.Transport)
 	}
-	if ev := nextEvent(t, s, Progress); ev.Reached != 0 || ev.Awaiting != 2 {
+	if ev := nextEvent(t, s, debug.Progress); ev.Reached != 0 || ev.Awaiting != 2 {
 		t.Fatalf("progress %+v, want reached 0, awaiting 2", ev)
 	}
 	lines := make(chan string, 4)
@@ -432,10 +433,10 @@ func TestServerHTTP(t *testing.T) {
 		}
 	}
 	init := post(`{"jsonrpc":"2.0","id":"a","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"live","version":"1"}}}`, "")
-	if ev := nextEvent(t, s, Connected); ev.Transport != "http" {
+	if ev := nextEvent(t, s, debug.Connected); ev.Transport != "http" {
 		t.Fatalf("connected over %q, want http", ev.Transport)
 	}
-	if ev := nextEvent(t, s, Progress); ev.Reached != 0 || ev.Awaiting != 2 {
+	if ev := nextEvent(t, s, debug.Progress); ev.Reached != 0 || ev.Awaiting != 2 {
 		t.Fatalf("progress %+v, want reached 0, awaiting 2", ev)
 	}
 	c, err := net.Dial("tcp", s.Addr())
@@ -455,8 +456,8 @@ func TestServerHTTP(t *testing.T) {
 		t.Fatalf("initialize answer %q", got)
 	}
 	call := post(`{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"x"}}`, sid)
-	ev := nextEvent(t, s, Diverged)
-	if ev.Divergence.Seq != 2 || !strings.Contains(ev.Divergence.Reason, "did not match") {
+	ev := nextEvent(t, s, debug.Diverged)
+	if ev.Divergence.Expected != 2 || !strings.Contains(ev.Divergence.Message, "did not match") {
 		t.Fatalf("divergence %+v", ev.Divergence)
 	}
 	s.Resolve(ev.Divergence, replay.SendError)
@@ -485,12 +486,12 @@ func TestServerTwoDivergences(t *testing.T) {
 			lines <- l
 		}
 	}()
-	var divs []*Divergence
+	var divs []*debug.LiveDivergence
 	for _, id := range []string{"101", "102"} {
 		if _, err := io.WriteString(c, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"nope"}}`+"\n"); err != nil {
 			t.Fatal(err)
 		}
-		ev := nextEvent(t, s, Diverged)
+		ev := nextEvent(t, s, debug.Diverged)
 		if ev.Divergence == nil {
 			t.Fatalf("divergence event without a divergence")
 		}
@@ -527,7 +528,7 @@ func TestServerDivergenceShowsClientBytes(t *testing.T) {
 		defer c.Close()
 		io.WriteString(c, `{"jsonrpc":"2.0","id":"a","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"live","version":"1"}}}`+"\n")
 		io.WriteString(c, sent+"\n")
-		if got := nextEvent(t, s, Diverged).Divergence.Actual; string(got) != sent {
+		if got := nextEvent(t, s, debug.Diverged).Divergence.Raw; string(got) != sent {
 			t.Errorf("the divergence shows\n%s\nwant the bytes sent\n%s", got, sent)
 		}
 	})
@@ -537,9 +538,9 @@ func TestServerDivergenceShowsClientBytes(t *testing.T) {
 		_, rest, _ := strings.Cut(waitAnswer(t, httpPost(s.URL(), "", "", initLine)), " ")
 		sid, _, _ := strings.Cut(rest, " ")
 		call := httpPost(s.URL(), "", sid, sent)
-		d := nextEvent(t, s, Diverged).Divergence
-		if string(d.Actual) != sent {
-			t.Errorf("the divergence shows\n%s\nwant the bytes sent\n%s", d.Actual, sent)
+		d := nextEvent(t, s, debug.Diverged).Divergence
+		if string(d.Raw) != sent {
+			t.Errorf("the divergence shows\n%s\nwant the bytes sent\n%s", d.Raw, sent)
 		}
 		s.Resolve(d, replay.SendError)
 		waitAnswer(t, call)
@@ -558,14 +559,14 @@ func TestServerAnswerPastTheEnd(t *testing.T) {
 	// tape's end and answers it as recorded.
 	resolve := func(t *testing.T, s *Server) {
 		t.Helper()
-		d := nextEvent(t, s, Diverged).Divergence
-		if d.Seq != 3 || d.Where != "at #3" {
-			t.Fatalf("first divergence at %d (%q), want the recorded call #3", d.Seq, d.Where)
+		d := nextEvent(t, s, debug.Diverged).Divergence
+		if d.Expected != 3 || d.Where != "at #3" {
+			t.Fatalf("first divergence at %d (%q), want the recorded call #3", d.Expected, d.Where)
 		}
 		s.Resolve(d, replay.SkipRecorded)
-		d = nextEvent(t, s, Diverged).Divergence
-		if want := "after the tape's end (its last request is #3 tools/call)"; d.Seq != -1 || d.Where != want {
-			t.Fatalf("after the skip: divergence at %d (%q), want -1 (%q)", d.Seq, d.Where, want)
+		d = nextEvent(t, s, debug.Diverged).Divergence
+		if want := "after the tape's end (its last request is #3 tools/call)"; d.Expected != -1 || d.Where != want {
+			t.Fatalf("after the skip: divergence at %d (%q), want -1 (%q)", d.Expected, d.Where, want)
 		}
 		s.Resolve(d, replay.AnswerRecorded)
 	}

@@ -1,10 +1,12 @@
-package live
+package debug
+
+// Events: what a live debug session (debug/serve) reports to the debugger,
+// the client runs it serves, and the interface the debugger holds it by.
 
 import (
 	"fmt"
 	"strings"
 
-	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -53,34 +55,39 @@ type Event struct {
 	// Abandoned its divergences that awaited a choice, on Disconnected:
 	// they never reach another client.
 	Dropped, Abandoned int
-	Divergence         *Divergence
+	Divergence         *LiveDivergence
 	Err                error
 	Note               string
 }
 
-// Divergence is a live client's request that did not match the tape, as a
-// debugger shows it and names it back to Server.Resolve.
-type Divergence struct {
-	Seq      int      // the recorded message expected next, or -1
-	Where    string   // where on the tape, for people: "at #5", "after the tape's end (…)" (see Where)
-	Reason   string   // why it did not match
-	Expected []byte   // the recorded request, as on the tape
-	Actual   []byte   // the client's request, the bytes it sent
-	Paths    []string // the changed JSON paths, e.g. params.arguments.limit
-	// Session is the HTTP session the divergence happened in ("" over
-	// stdio) and ID its engine's number for it: together they name it to
-	// Resolve.
-	Session string
-	ID      int
+// LiveDivergence is a divergence a live session holds for the debugger: the
+// engine's (its Session and ID name it back to Live.Resolve; Raw is the
+// client's request as sent, Expected the recorded message's seq or -1),
+// with where it happened for people and the recorded request it departed
+// from.
+type LiveDivergence struct {
+	Divergence
+	Where    string // "at #5", "after the tape's end (…)" (see Where)
+	Recorded []byte // the recorded request Expected names, as on the tape
 }
 
-// divergence turns the engine's divergence into what a debugger shows;
-// expected is the recorded message d.Expected, if any, and where says
-// where it happened (Where).
-func divergence(d replay.Divergence, expected []byte, where string) *Divergence {
-	out := &Divergence{Seq: d.Expected, Where: where, Reason: d.Message, Session: d.Session, ID: d.ID, Expected: expected, Actual: d.Raw}
+// NewLiveDivergence gives the engine's divergence d on tape x what a
+// debugger shows with it.
+func NewLiveDivergence(d Divergence, x *tape.Index) *LiveDivergence {
+	out := &LiveDivergence{Divergence: d, Where: Where(d, x)}
+	if d.Expected >= 0 {
+		if e, err := x.Message(d.Expected); err == nil {
+			out.Recorded = e.Raw
+		}
+	}
+	return out
+}
+
+// Paths lists the changed JSON paths, dotted: params.arguments.limit.
+func (d *LiveDivergence) Paths() []string {
+	var out []string
 	for _, op := range d.Diff {
-		out.Paths = append(out.Paths, pointerPath(op.Path))
+		out = append(out, pointerPath(op.Path))
 	}
 	return out
 }
@@ -100,11 +107,11 @@ func pointerPath(p string) string {
 // "after the tape's end" naming the last request the tape records for d's
 // server (the client went on past it), or "on a call the tape does not
 // hold" for one matched with nothing in keyed or loose mode.
-func Where(d replay.Divergence, x *tape.Index) string {
+func Where(d Divergence, x *tape.Index) string {
 	if d.Expected >= 0 {
 		return fmt.Sprintf("at #%d", d.Expected)
 	}
-	if d.Reason != replay.ReasonBeyondEnd {
+	if d.Reason != ReasonBeyondEnd {
 		return "on a call the tape does not hold"
 	}
 	for i := x.Len() - 1; i >= 0; i-- {
@@ -114,4 +121,43 @@ func Where(d replay.Divergence, x *tape.Index) string {
 		}
 	}
 	return "after the tape's end (it records no request)"
+}
+
+// RunReport is one client run, in brief.
+type RunReport struct {
+	Run       int    // from 1
+	Transport string // "stdio" or "http"
+	// Ended says how the run ended: the client disconnected, ended its
+	// session (DELETE), started a new one, went quiet after the tape's
+	// end, was restarted by the user, or the session closed.
+	Ended       string
+	Requests    int // client requests received
+	Matched     int // of them, matched on the tape
+	Divergences int // the client departed from the tape
+	Unused      int // recorded requests the client never sent
+	Dropped     int // recorded server messages that never reached the client
+	Report      Report
+}
+
+// Failed reports whether the run departed from the tape.
+func (r RunReport) Failed() bool { return r.Divergences > 0 }
+
+// Live is a live client session for "tapedeck debug TAPE": a client
+// connected to the replay engine, whose messages the debugger delivers
+// under its breakpoints and whose divergences it shows. debug/serve's
+// Server implements it over the network; the TUI holds only this.
+type Live interface {
+	// Next blocks until the session has something to report.
+	Next() Event
+	// Deliver lets the engine send the recorded messages seqs to the
+	// client of run run (the RunNo it connected with).
+	Deliver(run int, seqs []int)
+	// Resolve answers divergence d, one the session reported, with
+	// AnswerRecorded, SendError, SendErrorKeep or SkipRecorded.
+	Resolve(d *LiveDivergence, r Resolution)
+	// Restart ends the client run under way: the next client starts at
+	// the top of the tape.
+	Restart()
+	// Close ends the session.
+	Close() error
 }

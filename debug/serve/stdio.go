@@ -1,4 +1,4 @@
-package live
+package serve
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/tapedeck/tapedeck/debug"
 	"github.com/tapedeck/tapedeck/internal/jsonrpc"
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
@@ -34,22 +35,22 @@ func (s *Server) serveStdio(c *peekedConn) {
 		s.ft = s.fallback()
 	}
 	ft := s.ft
-	edge := replay.NewRuleEdge(s.rules, s.opts.Server, func(line string) { s.emit(Event{Kind: Note, Note: line}) })
+	edge := replay.NewRuleEdge(s.rules, s.opts.Server, func(line string) { s.emit(debug.Event{Kind: debug.Note, Note: line}) })
 	s.mu.Unlock()
 	defer func() {
 		if ft == nil {
 			return
 		}
 		if err := ft.Close(); err != nil {
-			s.emit(Event{Kind: Failed, Err: fmt.Errorf("debug --fallback: the live exchange's tape: %w", err)})
+			s.emit(debug.Event{Kind: debug.Failed, Err: fmt.Errorf("debug --fallback: the live exchange's tape: %w", err)})
 		}
 	}()
-	s.emit(Event{Kind: Connected, Transport: "stdio", RunNo: run})
+	s.emit(debug.Event{Kind: debug.Connected, Transport: "stdio", RunNo: run})
 	defer func() {
 		s.mu.Lock()
 		answers, divs := s.dropClient()
 		s.conn = nil
-		s.emit(Event{Kind: Disconnected, Dropped: answers, Abandoned: divs})
+		s.emit(debug.Event{Kind: debug.Disconnected, Dropped: answers, Abandoned: divs})
 		why := "the client disconnected"
 		if s.restarting {
 			why, s.restarting = "restarted", false
@@ -88,11 +89,11 @@ func (s *Server) serveStdio(c *peekedConn) {
 		return nil
 	})
 	if errors.Is(err, replay.ErrDisconnected) {
-		s.emit(Event{Kind: Note, Note: "a rule disconnected the client"})
+		s.emit(debug.Event{Kind: debug.Note, Note: "a rule disconnected the client"})
 		err = nil
 	}
 	if err != nil && !errors.Is(err, net.ErrClosed) {
-		s.emit(Event{Kind: Failed, Err: fmt.Errorf("debug client: %w", err)})
+		s.emit(debug.Event{Kind: debug.Failed, Err: fmt.Errorf("debug client: %w", err)})
 	}
 }
 
@@ -127,7 +128,7 @@ func (s *Server) handle(outs []replay.Output) {
 		}
 		if d := o.Divergence; d != nil && d.Resolution == replay.Pending {
 			s.held = append(s.held, heldDivergence{id: d.ID})
-			s.emit(Event{Kind: Diverged, Divergence: s.divergence(*d)})
+			s.emit(debug.Event{Kind: debug.Diverged, Divergence: s.divergence(*d)})
 		}
 		if o.Msg == nil {
 			continue
@@ -156,7 +157,7 @@ func (s *Server) write(msg []byte) bool {
 		s.dead = true
 		s.conn.Close()
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			s.emit(Event{Kind: Failed, Err: fmt.Errorf("debug client: it read nothing for %v: dropped as disconnected", s.writeTimeout)})
+			s.emit(debug.Event{Kind: debug.Failed, Err: fmt.Errorf("debug client: it read nothing for %v: dropped as disconnected", s.writeTimeout)})
 		}
 		return false
 	}
@@ -180,7 +181,7 @@ func (s *Server) fallThrough(d replay.Divergence) {
 		s.handle(rest)
 	}
 	ft, raw := s.ft, d.Raw
-	s.emit(Event{Kind: Note, Note: fmt.Sprintf("%s (id %s) is not on the tape (%s): the live server answers it", d.Method, d.RequestID, d.Reason)})
+	s.emit(debug.Event{Kind: debug.Note, Note: fmt.Sprintf("%s (id %s) is not on the tape (%s): the live server answers it", d.Method, d.RequestID, d.Reason)})
 	client := func(msgs ...[]byte) error {
 		s.mu.Lock()
 		defer s.mu.Unlock()

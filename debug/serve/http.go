@@ -1,9 +1,10 @@
-package live
+package serve
 
 import (
 	"errors"
 	"net/http"
 
+	"github.com/tapedeck/tapedeck/debug"
 	"github.com/tapedeck/tapedeck/replay"
 )
 
@@ -18,7 +19,7 @@ func (s *Server) httpDivergence(d replay.Divergence) {
 	s.mu.Lock()
 	s.held = append(s.held, heldDivergence{session: d.Session, id: d.ID})
 	s.mu.Unlock()
-	s.emit(Event{Kind: Diverged, Divergence: s.divergence(d)})
+	s.emit(debug.Event{Kind: debug.Diverged, Divergence: s.divergence(d)})
 }
 
 // httpProgressed reports the progress an HTTP client's message made; the
@@ -41,7 +42,7 @@ func (s *Server) httpSeen() {
 	run := s.startRun()
 	s.mu.Unlock()
 	if connect {
-		s.emit(Event{Kind: Connected, Transport: "http", RunNo: run})
+		s.emit(debug.Event{Kind: debug.Connected, Transport: "http", RunNo: run})
 	}
 }
 
@@ -98,7 +99,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if sw.status < 300 {
 		s.mu.Lock()
 		if s.httpOn {
-			s.emit(Event{Kind: Disconnected})
+			s.emit(debug.Event{Kind: debug.Disconnected})
 		}
 		s.httpOn = false
 		end := func() {}

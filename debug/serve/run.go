@@ -1,4 +1,4 @@
-package live
+package serve
 
 // Runs: a debug session serves its client again and again. Each client run
 // (stdio: a connection; HTTP: from the first message to a DELETE, to a
@@ -14,29 +14,11 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/tapedeck/tapedeck/debug"
 	"github.com/tapedeck/tapedeck/internal/mcphttp"
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 )
-
-// RunReport is one client run, in brief.
-type RunReport struct {
-	Run       int    // from 1
-	Transport string // "stdio" or "http"
-	// Ended says how the run ended: the client disconnected, ended its
-	// session (DELETE), started a new one, went quiet after the tape's
-	// end, was restarted by the user, or the session closed.
-	Ended       string
-	Requests    int // client requests received
-	Matched     int // of them, matched on the tape
-	Divergences int // the client departed from the tape
-	Unused      int // recorded requests the client never sent
-	Dropped     int // recorded server messages that never reached the client
-	Report      replay.Report
-}
-
-// Failed reports whether the run departed from the tape.
-func (r RunReport) Failed() bool { return r.Divergences > 0 }
 
 // DefaultRunIdle is how long an HTTP client may stay quiet after the tape's
 // last recorded client message before its run is over (Options.RunIdle).
@@ -65,7 +47,7 @@ func (s *Server) endRun(why string) func() {
 		s.idle.Stop()
 		s.idle = nil
 	}
-	rr := RunReport{Run: s.run, Transport: s.transport, Ended: why}
+	rr := debug.RunReport{Run: s.run, Transport: s.transport, Ended: why}
 	if s.transport == "http" {
 		rr.Report = s.handler().Report()
 	} else {
@@ -78,7 +60,7 @@ func (s *Server) endRun(why string) func() {
 	rr.Requests, rr.Matched = rr.Report.Requests, rr.Report.Matched
 	rr.Divergences, rr.Unused, rr.Dropped = len(rr.Report.Divergences), len(rr.Report.Unused), rr.Report.Dropped
 	s.runs = append(s.runs, rr)
-	s.emit(Event{Kind: RunEnded, Run: &rr})
+	s.emit(debug.Event{Kind: debug.RunEnded, Run: &rr})
 
 	// A fresh engine for stdio and a fresh handler for HTTP: every
 	// recorded session unserved again.
@@ -86,14 +68,14 @@ func (s *Server) endRun(why string) func() {
 	if e, err := replay.NewEngine(s.x, s.opts); err == nil {
 		s.e = e
 	} else {
-		s.emit(Event{Kind: Failed, Err: err})
+		s.emit(debug.Event{Kind: debug.Failed, Err: err})
 	}
 	if h, err := s.newHandler(); err == nil {
 		s.hmu.Lock()
 		s.h = h
 		s.hmu.Unlock()
 	} else {
-		s.emit(Event{Kind: Failed, Err: err})
+		s.emit(debug.Event{Kind: debug.Failed, Err: err})
 		old = nil
 	}
 	s.gate = replay.Gate[replay.Output]{}
@@ -127,12 +109,12 @@ func (s *Server) Restart() {
 
 // Runs returns the client runs so far, the one under way last (its Ended
 // empty).
-func (s *Server) Runs() []RunReport {
+func (s *Server) Runs() []debug.RunReport {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := append([]RunReport(nil), s.runs...)
+	out := append([]debug.RunReport(nil), s.runs...)
 	if s.runOn {
-		rr := RunReport{Run: s.run, Transport: s.transport}
+		rr := debug.RunReport{Run: s.run, Transport: s.transport}
 		if s.transport == "http" {
 			rr.Report = s.handler().Report()
 		} else {

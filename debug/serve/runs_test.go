@@ -1,4 +1,4 @@
-package live
+package serve
 
 import (
 	"bufio"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tapedeck/tapedeck/debug"
 	"github.com/tapedeck/tapedeck/replay"
 )
 
@@ -17,7 +18,7 @@ import (
 // kind without another wait swallowing it.
 type events struct {
 	mu  sync.Mutex
-	all []Event
+	all []debug.Event
 }
 
 func collect(s *Server) *events {
@@ -28,7 +29,7 @@ func collect(s *Server) *events {
 			ev.mu.Lock()
 			ev.all = append(ev.all, e)
 			ev.mu.Unlock()
-			if e.Kind == Closed {
+			if e.Kind == debug.Closed {
 				return
 			}
 		}
@@ -37,7 +38,7 @@ func collect(s *Server) *events {
 }
 
 // wait returns the n-th event of kind k (from 1), waiting up to 5 s.
-func (ev *events) wait(t *testing.T, k EventKind, n int) Event {
+func (ev *events) wait(t *testing.T, k debug.EventKind, n int) debug.Event {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -60,7 +61,7 @@ func (ev *events) wait(t *testing.T, k EventKind, n int) Event {
 }
 
 // count returns how many events of kind k came so far.
-func (ev *events) count(k EventKind) int {
+func (ev *events) count(k debug.EventKind) int {
 	ev.mu.Lock()
 	defer ev.mu.Unlock()
 	n := 0
@@ -104,7 +105,7 @@ func stdioRun(t *testing.T, s *Server, id string) string {
 	if _, err := io.WriteString(c, `{"jsonrpc":"2.0","id":`+id+`,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"live","version":"1"}}}`+"\n"); err != nil {
 		t.Fatal(err)
 	}
-	nextEvent(t, s, Progress)
+	nextEvent(t, s, debug.Progress)
 	s.Deliver(0, []int{0, 1})
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	l, err := bufio.NewReader(c).ReadString('\n')
@@ -125,7 +126,7 @@ func TestServerStdioRuns(t *testing.T) {
 		if !strings.Contains(got, `"id":`+id) || !strings.Contains(got, `"serverInfo"`) {
 			t.Fatalf("run %d: the answer to initialize is %s", run, got)
 		}
-		ev := nextEvent(t, s, RunEnded)
+		ev := nextEvent(t, s, debug.RunEnded)
 		if r := ev.Run; r == nil || r.Run != run || r.Transport != "stdio" || r.Matched != 1 || r.Unused != 1 || r.Divergences != 0 {
 			t.Fatalf("run %d ended: %+v, want run %d over stdio, 1 matched, 1 unused (tools/list)", run, ev.Run, run)
 		}
@@ -156,7 +157,7 @@ func TestServerProbeClaimsNothing(t *testing.T) {
 		t.Errorf("a connection that sent nothing is still open after the probe timeout")
 	}
 	c := httpPost(s.URL(), "", "", initLine)
-	nextEvent(t, s, Progress)
+	nextEvent(t, s, debug.Progress)
 	s.Deliver(0, []int{0, 1})
 	if got := waitAnswer(t, c); !strings.HasPrefix(got, "200 ") {
 		t.Fatalf("HTTP client after the probes: %q, want 200", got)
@@ -172,9 +173,9 @@ func TestServerHTTPRuns(t *testing.T) {
 	ev := collect(s)
 	initialize := func() (sid string) {
 		t.Helper()
-		before := ev.count(Progress)
+		before := ev.count(debug.Progress)
 		c := httpPost(s.URL(), "", "", initLine)
-		ev.wait(t, Progress, before+1)
+		ev.wait(t, debug.Progress, before+1)
 		s.Deliver(0, []int{0, 1})
 		got := waitAnswer(t, c)
 		f := strings.Fields(got)
@@ -192,27 +193,27 @@ func TestServerHTTPRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if e := ev.wait(t, RunEnded, 1); e.Run.Run != 1 || e.Run.Ended != "the client ended its session" {
+	if e := ev.wait(t, debug.RunEnded, 1); e.Run.Run != 1 || e.Run.Ended != "the client ended its session" {
 		t.Fatalf("after DELETE: %+v", e.Run)
 	}
 	// Run 2 ends when a new initialize comes, which starts run 3.
 	initialize()
 	sid = initialize()
-	if e := ev.wait(t, RunEnded, 2); e.Run.Run != 2 || e.Run.Ended != "the client started a new session" {
+	if e := ev.wait(t, debug.RunEnded, 2); e.Run.Run != 2 || e.Run.Ended != "the client started a new session" {
 		t.Fatalf("after a second initialize: %+v", e.Run)
 	}
-	if e := ev.wait(t, Connected, 3); e.RunNo != 3 {
+	if e := ev.wait(t, debug.Connected, 3); e.RunNo != 3 {
 		t.Fatalf("the client after run 2 joined run %d, want 3", e.RunNo)
 	}
 	// Run 3: the whole tape, then quiet.
-	before := ev.count(Progress)
+	before := ev.count(debug.Progress)
 	c := httpPost(s.URL(), "", sid, `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`)
-	ev.wait(t, Progress, before+1)
+	ev.wait(t, debug.Progress, before+1)
 	s.Deliver(0, []int{2, 3})
 	if got := waitAnswer(t, c); !strings.Contains(got, `"tools":[]`) {
 		t.Fatalf("tools/list: %q", got)
 	}
-	e := ev.wait(t, RunEnded, 3)
+	e := ev.wait(t, debug.RunEnded, 3)
 	if e.Run.Run != 3 || e.Run.Ended != "the client went quiet after the tape's end" || e.Run.Matched != 2 || e.Run.Unused != 0 {
 		t.Fatalf("after the tape's end: %+v", e.Run)
 	}
