@@ -57,6 +57,7 @@ var formats = map[string]Func{
 	"mcp-recorder": MCPRecorder,
 	"agent-vcr":    AgentVCR,
 	"har":          HAR,
+	"otlp":         OTLP,
 }
 
 // Formats returns the names Import accepts, sorted.
