@@ -127,7 +127,7 @@ func OTLP(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 		}
 	}
 	if len(spans) == 0 {
-		return Result{}, &Error{Format: "otlp", Err: errors.New("expected OTLP JSON spans, found none")}
+		return Result{}, &Error{Format: "otlp", Path: "$.resourceSpans[*].scopeSpans[*].spans", Err: errors.New("expected OTLP JSON spans, found none (an empty input or no spans)")}
 	}
 	return writeSpans("otlp", spans, w, o)
 }
@@ -221,7 +221,7 @@ func writeSpans(format string, spans []traceSpan, w *tape.Writer, o Options) (Re
 		}
 	}
 	if err := writeSkeleton(format, rest, out, o); err != nil {
-		return Result{}, err
+		return Result{}, &Error{Format: format, Path: "spans", Err: err}
 	}
 	return out.result(), nil
 }
