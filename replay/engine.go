@@ -257,6 +257,9 @@ func NewEngine(x *tape.Index, opts EngineOptions) (*Engine, error) {
 		e.lo, e.hi = sp.Lo, sp.Hi
 		e.scan, e.frontier = sp.Lo, sp.Lo
 	}
+	if err := refuseSkeleton(x, server, e.lo, e.end()); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 

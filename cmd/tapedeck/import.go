@@ -16,6 +16,7 @@ import (
 // importFlags are import's options.
 type importFlags struct {
 	from, out, server string
+	jaeger            jaegerFlags // --from jaeger
 }
 
 func newImportCmd(s streams) *cobra.Command {
@@ -39,6 +40,19 @@ Formats (--from):
   har           a HAR 1.2 file of Streamable HTTP traffic (POSTed JSON-RPC
                 messages, JSON or SSE answers, GET streams, DELETE), or
                 one tapedeck export --format har wrote of a stdio tape
+  otlp          OTLP JSON traces, one ExportTraceServiceRequest a line (the
+                OpenTelemetry collector's file exporter, or tapedeck export
+                --format otlp -o)
+  jaeger        FILE is a Jaeger query URL (http://host:16686): the traces
+                of --service between now - --since and now (sent as an
+                explicit start and end), or the one --trace ID
+
+Traces exported with --with-bodies come back whole and replay. Spans
+without bodies (another emitter's, after the OpenTelemetry MCP
+conventions) make a skeleton tape: each call's method, target, id, status
+and times, marked _meta.skeleton; stats, open, check and diff read it,
+replay refuses it. A tools/call span with gen_ai.tool.call.arguments and
+result becomes that exchange.
 
 Messages keep their bytes, direction and time. A malformed input is
 refused with its line or JSON path, saying what was expected and found.
@@ -48,17 +62,21 @@ The tape is not overwritten if it exists.`,
   tapedeck import --from agent-vcr calculator.vcr --server calc -o calc.jsonl`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.from == "jaeger" {
+				return runImportJaeger(cmd.Context(), s, args[0], f)
+			}
 			return runImport(s, args[0], f)
 		},
 	}
-	cmd.Flags().StringVar(&f.from, "from", "", "the `FORMAT` of FILE: "+strings.Join(importer.Formats(), ", "))
+	cmd.Flags().StringVar(&f.from, "from", "", "the `FORMAT` of FILE: "+strings.Join(importFormats(), ", "))
 	cmd.Flags().StringVarP(&f.out, "output", "o", "", "write the tape to `TAPE` (- for standard output)")
 	cmd.Flags().StringVar(&f.server, "server", "", "name the server `NAME` on the tape (default: the name the input gives)")
+	f.jaeger.register(cmd)
 	return cmd
 }
 
 func runImport(s streams, path string, f importFlags) error {
-	formats := strings.Join(importer.Formats(), ", ")
+	formats := strings.Join(importFormats(), ", ")
 	if f.from == "" {
 		return fmt.Errorf("import: expected --from, one of %s", formats)
 	}

@@ -62,8 +62,8 @@ func TestImportCommandErrors(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"no --from", []string{"import", bad, "-o", filepath.Join(dir, "a.jsonl")}, []string{"expected --from", "agent-vcr, har, mcp-recorder, mcpsnoop"}},
-		{"unknown --from", []string{"import", "--from", "pcap", bad, "-o", filepath.Join(dir, "a.jsonl")}, []string{`--from "pcap"`, "expected one of agent-vcr, har, mcp-recorder, mcpsnoop"}},
+		{"no --from", []string{"import", bad, "-o", filepath.Join(dir, "a.jsonl")}, []string{"expected --from", "agent-vcr, har, jaeger, mcp-recorder, mcpsnoop, otlp"}},
+		{"unknown --from", []string{"import", "--from", "pcap", bad, "-o", filepath.Join(dir, "a.jsonl")}, []string{`--from "pcap"`, "expected one of agent-vcr, har, jaeger, mcp-recorder, mcpsnoop, otlp"}},
 		{"no -o", []string{"import", "--from", "mcpsnoop", bad}, []string{"expected -o TAPE"}},
 		{"missing file", []string{"import", "--from", "mcpsnoop", filepath.Join(dir, "nope"), "-o", filepath.Join(dir, "a.jsonl")}, []string{"no such file"}},
 		{"tape exists", []string{"import", "--from", "mcpsnoop", bad, "-o", exists}, []string{"exists"}},

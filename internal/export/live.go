@@ -20,6 +20,12 @@ type LiveCalls struct {
 	seq  int
 	line int
 	open map[liveKey]tape.Call
+	// With bodies: the records each open call carries, the open calls in
+	// the order they started, and the records waiting for a server's next
+	// call (see otlp_bodies.go).
+	recs    map[liveKey][]carried
+	order   []liveKey
+	waiting map[string][]carried
 }
 
 type liveKey struct {
@@ -29,7 +35,7 @@ type liveKey struct {
 
 // NewLiveCalls tees the tape written to w into t.
 func NewLiveCalls(w io.Writer, t *Tracer) *LiveCalls {
-	return &LiveCalls{w: w, t: t, open: map[liveKey]tape.Call{}}
+	return &LiveCalls{w: w, t: t, open: map[liveKey]tape.Call{}, recs: map[liveKey][]carried{}, waiting: map[string][]carried{}}
 }
 
 // Write writes p to the tape, then follows the calls in it.
@@ -43,6 +49,9 @@ func (l *LiveCalls) Write(p []byte) (int, error) {
 		}
 		l.line++
 		for _, e := range tape.Classify(line) {
+			if l.t.opts.WithBodies {
+				e.Seq, e.Raw = l.seq, append([]byte(nil), e.Raw...)
+			}
 			l.follow(e)
 			l.seq++
 		}
@@ -60,7 +69,13 @@ func (l *LiveCalls) follow(e tape.Entry) {
 		if tp := gjson.GetBytes(c.RequestRaw, "params._meta.traceparent"); tp.Type == gjson.String {
 			c.TraceParent = tp.String()
 		}
-		l.open[liveKey{e.Server, hm.Session, string(e.ID), e.Dir}] = c
+		k := liveKey{e.Server, hm.Session, string(e.ID), e.Dir}
+		l.open[k] = c
+		if l.t.opts.WithBodies {
+			l.recs[k] = append(append(l.recs[k], l.waiting[e.Server]...), carried{seq: l.seq, time: e.Time, line: e.Raw})
+			delete(l.waiting, e.Server)
+			l.order = append(l.order, k)
+		}
 	case tape.KindResponse:
 		reqDir := tape.DirSend
 		if e.Dir == tape.DirSend {
@@ -73,6 +88,7 @@ func (l *LiveCalls) follow(e tape.Entry) {
 		k := liveKey{e.Server, hm.Session, id, reqDir}
 		c, ok := l.open[k]
 		if !ok {
+			l.carry(e)
 			return
 		}
 		delete(l.open, k)
@@ -90,16 +106,52 @@ func (l *LiveCalls) follow(e tape.Entry) {
 		default:
 			c.Status = "ok"
 		}
-		l.t.Add(c)
+		var recs []carried
+		if l.t.opts.WithBodies {
+			recs = append(l.recs[k], carried{seq: l.seq, time: e.Time, line: e.Raw})
+			delete(l.recs, k)
+			for i, o := range l.order {
+				if o == k {
+					l.order = append(l.order[:i:i], l.order[i+1:]...)
+					break
+				}
+			}
+		}
+		l.t.add(c, recs)
+	default:
+		l.carry(e)
 	}
+}
+
+// carry puts a record that is no request or answer of a call on the
+// innermost open call of its server, or keeps it for the next.
+func (l *LiveCalls) carry(e tape.Entry) {
+	if !l.t.opts.WithBodies {
+		return
+	}
+	rec := carried{seq: l.seq, time: e.Time, line: e.Raw}
+	for i := len(l.order) - 1; i >= 0; i-- {
+		if k := l.order[i]; k.server == e.Server {
+			l.recs[k] = append(l.recs[k], rec)
+			return
+		}
+	}
+	l.waiting[e.Server] = append(l.waiting[e.Server], rec)
 }
 
 // Flush sends the calls never answered as pending spans.
 func (l *LiveCalls) Flush() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for k, c := range l.open {
-		l.t.Add(c)
+	for _, k := range l.order {
+		l.t.add(l.open[k], l.recs[k])
 		delete(l.open, k)
 	}
+	for k, c := range l.open {
+		l.t.add(c, nil)
+		delete(l.open, k)
+	}
+	l.order, l.recs = nil, map[liveKey][]carried{}
+	l.t.addRecords(l.waiting)
+	l.waiting = map[string][]carried{}
 }

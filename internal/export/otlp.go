@@ -43,7 +43,10 @@ type OTLPOptions struct {
 	Endpoint string
 	// Headers go with each push (authentication).
 	Headers map[string]string
-	// WithBodies adds each call's params and result to its span.
+	// WithBodies adds each call's params and result to its span, the
+	// tool calls' as gen_ai.tool.call.arguments and result (structured),
+	// and carries every record of the tape as a span event (see
+	// otlp_bodies.go), so that import --from otlp or jaeger rebuilds it.
 	WithBodies bool
 	// Service is the resource's service.name; empty is "tapedeck".
 	Service string
@@ -140,12 +143,16 @@ func NewTracer(ctx context.Context, w io.Writer, name string, o OTLPOptions) (*T
 	exp := &countingExporter{SpanExporter: inner, onError: o.OnError}
 	t.exp = exp
 	res := resource.NewSchemaless(attribute.String("service.name", o.Service), attribute.String("tapedeck.tape", name))
+	limits := sdktrace.SpanLimits{AttributeCountLimit: 64, AttributeValueLengthLimit: 64 << 10}
+	if o.WithBodies {
+		limits = bodyLimits() // nothing cut: the records must come back whole
+	}
 	t.tp = sdktrace.NewTracerProvider(
 		sdktrace.WithBatcher(exp, sdktrace.WithMaxExportBatchSize(2048), sdktrace.WithMaxQueueSize(8192), sdktrace.WithBlocking()),
 		sdktrace.WithIDGenerator(idGenerator{}),
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.AlwaysSample()),
-		sdktrace.WithRawSpanLimits(sdktrace.SpanLimits{AttributeCountLimit: 64, AttributeValueLengthLimit: 64 << 10}),
+		sdktrace.WithRawSpanLimits(limits),
 	)
 	t.tracer = t.tp.Tracer("github.com/tapedeck/tapedeck")
 	return t, nil
@@ -190,10 +197,20 @@ func OTLP(ctx context.Context, w io.Writer, src Source, o OTLPOptions) (int, err
 		return 0, err
 	}
 	defer r.Close()
+	var carried *carriedRecords
+	if o.WithBodies {
+		if carried, err = carryRecords(src); err != nil {
+			t.Close(ctx)
+			return 0, err
+		}
+	}
 	err = tape.ReadCalls(r, src.Index, src.Server, func(c tape.Call) error {
-		t.Add(c)
+		t.add(c, carried.of(c.Request))
 		return nil
 	})
+	if err == nil && carried != nil {
+		t.addRecords(carried.rest)
+	}
 	n, cerr := t.Close(ctx)
 	if err == nil {
 		err = cerr
@@ -215,17 +232,27 @@ type spec struct {
 	parent  trace.SpanID // zero: a root span
 	failed  bool
 	message string
+	events  []carried // the tape's records this span carries (WithBodies)
 }
 
 // Add makes the span of call c.
-func (t *Tracer) Add(c tape.Call) {
+func (t *Tracer) Add(c tape.Call) { t.add(c, nil) }
+
+// add makes the span of call c, carrying the records recs.
+func (t *Tracer) add(c tape.Call, recs []carried) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if c.Method == "initialize" && c.ResponseRaw != nil {
 		t.versions[c.Server] = gjson.GetBytes(c.ResponseRaw, "result.protocolVersion").String()
 	}
-	t.n++
 	sp := t.spec(c, t.versions[c.Server])
+	sp.events = recs
+	t.emit(sp)
+}
+
+// emit sends or writes the span sp.
+func (t *Tracer) emit(sp spec) {
+	t.n++
 	if t.file != nil {
 		t.file.add(sp)
 		return
@@ -242,6 +269,9 @@ func (t *Tracer) Add(c tape.Call) {
 		opts = append(opts, trace.WithTimestamp(sp.start))
 	}
 	_, span := t.tracer.Start(cctx, sp.name, opts...)
+	for _, ev := range sp.events {
+		span.AddEvent(RecordEvent, trace.WithTimestamp(ev.at(sp.start)), trace.WithAttributes(ev.attrs()...))
+	}
 	if sp.failed {
 		span.SetStatus(codes.Error, sp.message)
 	}
@@ -309,6 +339,7 @@ func (t *Tracer) spec(c tape.Call, version string) spec {
 		if res := gjson.GetBytes(c.ResponseRaw, "result"); res.Exists() {
 			sp.attrs = append(sp.attrs, attribute.String("mcp.response.result", res.Raw))
 		}
+		sp.attrs = append(sp.attrs, toolPayload(c)...)
 	}
 	switch c.Status {
 	case "error":
@@ -380,6 +411,8 @@ func (f *pdataFile) add(sp spec) {
 	s.SetName(sp.name)
 	if sp.kind == trace.SpanKindServer {
 		s.SetKind(ptrace.SpanKindServer)
+	} else if sp.kind == trace.SpanKindInternal {
+		s.SetKind(ptrace.SpanKindInternal)
 	} else {
 		s.SetKind(ptrace.SpanKindClient)
 	}
@@ -388,15 +421,14 @@ func (f *pdataFile) add(sp spec) {
 	attrs := s.Attributes()
 	attrs.EnsureCapacity(len(sp.attrs))
 	for _, a := range sp.attrs {
-		switch a.Value.Type() {
-		case attribute.INT64:
-			attrs.PutInt(string(a.Key), a.Value.AsInt64())
-		case attribute.BOOL:
-			attrs.PutBool(string(a.Key), a.Value.AsBool())
-		case attribute.FLOAT64:
-			attrs.PutDouble(string(a.Key), a.Value.AsFloat64())
-		default:
-			attrs.PutStr(string(a.Key), a.Value.Emit())
+		putValue(attrs.PutEmpty(string(a.Key)), a.Value)
+	}
+	for _, ev := range sp.events {
+		e := s.Events().AppendEmpty()
+		e.SetName(RecordEvent)
+		e.SetTimestamp(pcommon.NewTimestampFromTime(ev.at(sp.start)))
+		for _, a := range ev.attrs() {
+			putValue(e.Attributes().PutEmpty(string(a.Key)), a.Value)
 		}
 	}
 	if sp.failed {

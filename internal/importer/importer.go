@@ -82,6 +82,7 @@ var formats = map[string]Func{
 	"mcp-recorder": MCPRecorder,
 	"agent-vcr":    AgentVCR,
 	"har":          HAR,
+	"otlp":         OTLP,
 }
 
 // Formats returns the names Import accepts, sorted.
