@@ -269,6 +269,7 @@ type Pair struct {
 	Cancelled bool          // a request cancelled by notifications/cancelled
 	Late      bool          // a response that came after its request was cancelled
 	Reordered bool          // a pair whose response was recorded before its request
+	Duplicate bool          // a request whose id was already in flight on its connection
 	// ChainPrev is, for a 2026-07-28 retry request (params.inputResponses),
 	// the input_required response it answers, or -1: together the requests
 	// of a chain are one logical call.
@@ -289,6 +290,7 @@ func (x *Index) pairOf(i int) Pair {
 	p.Cancelled = r.flags&flagCancelled != 0
 	p.Late = r.flags&flagLate != 0
 	p.Reordered = r.flags&flagReordered != 0
+	p.Duplicate = r.flags&flagDuplicate != 0
 	p.Pending = r.kind == KindRequest && r.partner < 0 && !p.Cancelled
 	if r.partner >= 0 {
 		o := x.recs.at(int(r.partner))

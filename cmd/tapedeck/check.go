@@ -18,6 +18,7 @@ type checkFlags struct {
 	expect, forbid           []string
 	baselineServers          []string
 	maxDuration              time.Duration
+	spec                     bool
 }
 
 func newCheckCmd(s streams) *cobra.Command {
@@ -53,13 +54,22 @@ recording is named after its host, an imported one after its command),
 server against the baseline's; --baseline-server BASELINE_SERVER checks the
 only server of each tape (a tape with one server) against it.
 
+--spec also holds each session to the MCP specification of the protocol
+version it negotiated (the initialize result, or a 2026-07-28 request's
+own _meta), on both sides: a client that breaks it is reported as a server
+is. Its findings fail the check (the rule group spec, added to --fail-on
+unless --fail-on is given; name spec or single spec/ rules there). Each
+rule has its section of the specification (in SARIF, helpUri and help):
+` + strings.Join(specRules(), "\n") + `
+
 --format junit writes JUnit XML, sarif SARIF 2.1.0 (for code scanning),
 github workflow annotations.`,
 		Example: `  tapedeck check session.jsonl
   tapedeck check --fail-on error,tool-error,pending --expect-tool search tapes/*.jsonl
   tapedeck check --baseline tools.baseline.json --format sarif session.jsonl > check.sarif
   tapedeck check --baseline tools.baseline.json --baseline-server 127.0.0.1=everything http-session.jsonl
-  tapedeck check --format github session.jsonl      # in a GitHub Actions step`,
+  tapedeck check --format github session.jsonl      # in a GitHub Actions step
+  tapedeck check --spec --format sarif session.jsonl > spec.sarif`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runCheck(s, args, f)
@@ -71,15 +81,34 @@ github workflow annotations.`,
 	cmd.Flags().DurationVar(&f.maxDuration, "max-duration", 0, "fail on a call slower than `D`")
 	cmd.Flags().StringVar(&f.baseline, "baseline", "", "find drift from the definitions in `FILE` (tapedeck baseline save)")
 	cmd.Flags().StringArrayVar(&f.baselineServers, "baseline-server", nil, "check the tape's server TAPE_SERVER (without it, a tape's only server) against the baseline's server BASELINE_SERVER: `[TAPE_SERVER=]BASELINE_SERVER` (repeatable)")
+	cmd.Flags().BoolVar(&f.spec, "spec", false, "check each session against the MCP specification of its negotiated version (rules spec/…)")
 	cmd.Flags().StringVar(&f.format, "format", "text", "the report's `FORMAT`: text, junit, sarif or github")
 	return cmd
 }
 
+// specRules lists check --spec's rules for --help.
+func specRules() []string {
+	var out []string
+	for _, r := range check.SpecRules {
+		out = append(out, fmt.Sprintf("  %-24s %s (%s %s)", r.ID, r.Help, r.Since, r.Path))
+	}
+	return out
+}
+
 func runCheck(s streams, tapes []string, f checkFlags) error {
-	o := check.Options{ExpectTools: f.expect, ForbidTools: f.forbid, MaxDuration: f.maxDuration}
+	o := check.Options{ExpectTools: f.expect, ForbidTools: f.forbid, MaxDuration: f.maxDuration, Spec: f.spec}
 	known := make([]string, 0, len(check.Rules))
 	for _, r := range check.Rules {
 		known = append(known, r.ID)
+	}
+	for _, r := range check.SpecRules {
+		if !slices.Contains(known, r.ID) {
+			known = append(known, r.ID)
+		}
+	}
+	known = append(known, check.RuleSpec)
+	if f.spec && f.failOn == strings.Join(check.DefaultFailOn, ",") {
+		f.failOn += "," + check.RuleSpec
 	}
 	for _, r := range strings.Split(f.failOn, ",") {
 		if r = strings.TrimSpace(r); r == "" {

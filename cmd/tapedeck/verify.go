@@ -26,14 +26,14 @@ import (
 )
 
 func newVerifyCmd(s streams) *cobra.Command {
-	var server, junit, color, url string
+	var server, junit, color, url, instances string
 	var ignore []string
 	var timeout time.Duration
 	var concurrent bool
 	var update, baselinePath string
 	var inPlace bool
 	cmd := &cobra.Command{
-		Use:   "verify TAPE [flags] (-- CMD [ARGS...] | --url URL)",
+		Use:   "verify TAPE [flags] (-- CMD [ARGS...] | --url URL | --instances URL1,URL2,…)",
 		Short: "Drive a live server with a tape's client side and compare its answers",
 		Long: `verify starts the server CMD over stdio, or connects to the Streamable HTTP
 server at --url, and sends it the client messages of the tape's server, in
@@ -58,7 +58,14 @@ verify prints PASS or FAIL per call with the latency against the recorded
 one, and for a failure the differences as JSON pointers with the expected
 and the actual values (in colour when stdout is a terminal, or with
 --color=always). --junit writes a JUnit XML report for CI. The exit status
-is 1 when any call differs.`,
+is 1 when any call differs.
+
+--instances URL1,URL2,… drives several Streamable HTTP instances of a
+server at once, each on its own session: it prints each instance's verdict
+against the tape, then each call the instances answered differently from
+one another (SPLIT), with the instances that answered alike (the largest
+group first) and how each other group differs from them. The exit status is
+1 when any instance differs from the tape or the instances disagree.`,
 		Example: `  # is the server still answering as recorded?
   tapedeck verify session.jsonl -- node dist/index.js stdio
 
@@ -68,12 +75,18 @@ is 1 when any call differs.`,
   # a Streamable HTTP server already running
   tapedeck verify session.jsonl --url http://127.0.0.1:8080/mcp
 
+  # three instances at once: which one answers differently, and on what?
+  tapedeck verify session.jsonl --instances http://a:8080/mcp,http://b:8080/mcp,http://c:8080/mcp
+
   # send the calls the client made in parallel in parallel again
   tapedeck verify --concurrent session.jsonl -- ./my-server`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
 			switch {
+			case instances != "" && (url != "" || dash >= 0 || len(args) != 1):
+				return fmt.Errorf("expected TAPE --instances URL1,URL2,…, found %d arguments, a command or --url: give --instances alone", len(args))
+			case instances != "":
 			case url != "" && (dash >= 0 || len(args) != 1):
 				return fmt.Errorf("expected TAPE --url URL, found %d arguments and a command: give --url or -- CMD, not both", len(args))
 			case url == "" && (dash != 1 || len(args) < 2):
@@ -94,6 +107,13 @@ is 1 when any call differs.`,
 			defer x.Close()
 
 			opts := upstream.VerifyOptions{Server: server, Ignore: ignores, Timeout: timeout, Concurrent: concurrent}
+			if instances != "" {
+				urls, err := parseInstances(instances)
+				if err != nil {
+					return err
+				}
+				return verifyInstances(cmd.Context(), s, x, server, urls, opts)
+			}
 			onCall := func(c upstream.CallResult) { printCall(s.stdout, c, paint) }
 			var rep upstream.VerifyReport
 			if url != "" {
@@ -141,6 +161,7 @@ is 1 when any call differs.`,
 	cmd.Flags().StringVar(&color, "color", "auto", "colour the diffs: `MODE` is auto (when stdout is a terminal), always or never")
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait for each response")
 	cmd.Flags().BoolVar(&concurrent, "concurrent", false, "send requests recorded as overlapping without waiting for the earlier answers")
+	cmd.Flags().StringVar(&instances, "instances", "", "verify the Streamable HTTP servers at the endpoints `URL1,URL2,…` at once, each against the tape and against each other")
 	cmd.Flags().StringVar(&url, "url", "", "verify the Streamable HTTP server at the endpoint `URL` instead of a command")
 	return cmd
 }

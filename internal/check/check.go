@@ -73,6 +73,9 @@ type Options struct {
 	// BaselineOnly, if not "", is the baseline's server a tape's only
 	// server is checked against (--baseline-server BASELINE).
 	BaselineOnly string
+	// Spec runs the rules of SpecRules (check --spec); "spec" in FailOn
+	// fails on any of them.
+	Spec bool
 }
 
 // Finding is one thing found on a tape.
@@ -94,8 +97,9 @@ func Tape(name string, x *tape.Index, o Options) []Finding {
 		if seq >= 0 {
 			line = x.Entry(seq).Line
 		}
-		out = append(out, Finding{Rule: rule, Tape: name, Line: line, Seq: seq, Server: server, Message: msg, Fail: slices.Contains(o.FailOn, rule)})
+		out = append(out, Finding{Rule: rule, Tape: name, Line: line, Seq: seq, Server: server, Message: msg, Fail: o.fails(rule)})
 	}
+
 	called := map[string]bool{}
 	for i := range x.Len() {
 		e := x.Entry(i)
@@ -122,8 +126,11 @@ func Tape(name string, x *tape.Index, o Options) []Finding {
 				}
 			}
 		case tape.KindRequest:
+			slow := o.MaxDuration > 0 && p.Partner >= 0 && p.Timed && p.Latency > o.MaxDuration
+			// The tool a call names costs a read of the message: only
+			// for --expect-tool, --forbid-tool or a finding's text.
 			target := ""
-			if e.Method == "tools/call" {
+			if e.Method == "tools/call" && (len(o.ExpectTools)+len(o.ForbidTools) > 0 || p.Cancelled || p.Pending || slow) {
 				if m, err := x.Message(i); err == nil {
 					target = tape.Target(e.Method, m.Raw)
 					called[target] = true
@@ -139,7 +146,7 @@ func Tape(name string, x *tape.Index, o Options) []Finding {
 			case p.Pending:
 				add(RulePending, i, e.Server, what+": no answer on the tape")
 			}
-			if o.MaxDuration > 0 && p.Partner >= 0 && p.Timed && p.Latency > o.MaxDuration {
+			if slow {
 				add(RuleSlow, i, e.Server, fmt.Sprintf("%s took %s, over %s", what, tape.FormatLatency(1, p.Latency), o.MaxDuration))
 			}
 		case tape.KindResponse:
@@ -199,6 +206,9 @@ func Tape(name string, x *tape.Index, o Options) []Finding {
 		if msg := baselineMismatch(x, o); msg != "" {
 			add(RuleDrift, -1, "", msg)
 		}
+	}
+	if o.Spec {
+		specCheck(x, add)
 	}
 	return out
 }
@@ -276,6 +286,11 @@ func firstLine(s string) string {
 		s = s[:200] + "…"
 	}
 	return s
+}
+
+// fails reports whether rule's findings fail the check.
+func (o Options) fails(rule string) bool {
+	return slices.Contains(o.FailOn, rule) || o.Spec && isSpecRule(rule) && slices.Contains(o.FailOn, RuleSpec)
 }
 
 // Failed reports whether a finding fails the check.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/tapedeck/tapedeck/internal/text"
@@ -143,8 +144,10 @@ func WriteSARIF(w io.Writer, fs []Finding, version string) error {
 		Locations []location `json:"locations"`
 	}
 	type rule struct {
-		ID               string  `json:"id"`
-		ShortDescription message `json:"shortDescription"`
+		ID               string   `json:"id"`
+		ShortDescription message  `json:"shortDescription"`
+		HelpURI          string   `json:"helpUri,omitempty"`
+		Help             *message `json:"help,omitempty"`
 	}
 	type driver struct {
 		Name           string `json:"name"`
@@ -167,6 +170,18 @@ func WriteSARIF(w io.Writer, fs []Finding, version string) error {
 	r.Tool.Driver = driver{Name: "tapedeck", Version: version}
 	for _, ru := range Rules {
 		r.Tool.Driver.Rules = append(r.Tool.Driver.Rules, rule{ID: ru.ID, ShortDescription: message{Text: ru.Help}})
+	}
+	// check --spec's rules carry the section of the specification they
+	// hold a session to (auth-challenge is already listed: it gains its
+	// section).
+	for _, sr := range SpecRules {
+		ru := rule{ID: sr.ID, ShortDescription: message{Text: sr.Help}, HelpURI: sr.URL(),
+			Help: &message{Text: sr.Help + " (MCP " + sr.Since + ", " + sr.Path + ": " + sr.URL() + ")"}}
+		if k := slices.IndexFunc(r.Tool.Driver.Rules, func(x rule) bool { return x.ID == sr.ID }); k >= 0 {
+			r.Tool.Driver.Rules[k].HelpURI, r.Tool.Driver.Rules[k].Help = ru.HelpURI, ru.Help
+			continue
+		}
+		r.Tool.Driver.Rules = append(r.Tool.Driver.Rules, ru)
 	}
 	r.Results = []result{}
 	for _, f := range fs {

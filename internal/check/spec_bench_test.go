@@ -1,0 +1,58 @@
+package check
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// BenchmarkSpecVsStats times what `tapedeck check --spec` does on a large
+// synthetic tape (index, then every check and spec rule) against what
+// `tapedeck stats` does (index, then ComputeStats), and reports the ratio
+// (budget: 3). Run: go test ./internal/check -run '^$' -bench SpecVsStats
+// -benchtime 1x.
+func BenchmarkSpecVsStats(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "synth.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := tape.Synthesize(f, tape.SynthOptions{Messages: 200_000, Seed: 1, Servers: []string{"a", "b"}}); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	best := func(run func(x *tape.Index)) time.Duration {
+		d := time.Duration(1 << 62)
+		for range 3 {
+			start := time.Now()
+			x, err := tape.OpenIndex(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			run(x)
+			x.Close()
+			d = min(d, time.Since(start))
+		}
+		return d
+	}
+	b.ResetTimer()
+	for range b.N {
+		stats := best(func(x *tape.Index) { tape.ComputeStats(x, "") })
+		plain := best(func(x *tape.Index) { Tape(path, x, Options{FailOn: DefaultFailOn}) })
+		findings := 0
+		spec := best(func(x *tape.Index) {
+			findings = len(Tape(path, x, Options{Spec: true, FailOn: DefaultFailOn}))
+		})
+		ratio := float64(spec) / float64(stats)
+		b.ReportMetric(ratio, "spec/stats")
+		b.Logf("200,000 messages: stats %s, check %s, check --spec %s (%d findings): %.2f× stats (budget 3×)", stats, plain, spec, findings, ratio)
+		if ratio > 3 {
+			b.Errorf("check --spec took %.2f× stats, over the 3× budget", ratio)
+		}
+	}
+}
