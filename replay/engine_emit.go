@@ -39,6 +39,7 @@ func (e *Engine) consume(m tape.Entry, seq int) {
 	e.setRef(seq)
 	e.pass(seq)
 	e.respond(m, seq)
+	e.taskCreated(seq)
 	e.advance()
 }
 
