@@ -224,6 +224,9 @@ type Engine struct {
 	// tasks are the recorded tasks served from their status timelines
 	// (engine_tasks.go).
 	tasks taskBook
+	// clientTasks maps the recorded ids of tasks the client runs to the
+	// live client's (quoted JSON strings).
+	clientTasks map[string][]byte
 }
 
 // NewEngine returns an engine serving x's server opts.Server (or its only

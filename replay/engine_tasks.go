@@ -20,6 +20,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tapedeck/tapedeck/internal/jsonrpc"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -215,5 +216,64 @@ func (e *Engine) notBefore(id tape.ID, at time.Time) {
 			e.pushOutput(o)
 			return
 		}
+	}
+}
+
+// noteClientTask maps the recorded id of a task the client runs (its
+// recorded reply rec was a CreateTaskResult) to the live client's id
+// (live): the server's recorded polls of it go out with the live id, as
+// progress notifications carry the live progressToken.
+func (e *Engine) noteClientTask(rec, live []byte) {
+	r, l := gjson.GetBytes(rec, "result.task.taskId"), gjson.GetBytes(live, "result.task.taskId")
+	if r.Type != gjson.String || l.Type != gjson.String || r.Str == l.Str {
+		return
+	}
+	if e.clientTasks == nil {
+		e.clientTasks = map[string][]byte{}
+	}
+	e.clientTasks[r.Str] = []byte(l.Raw)
+}
+
+// liveTaskID gives a recorded server request about a task the client runs
+// (tasks/get, tasks/result, tasks/cancel) the live client's task id.
+func (e *Engine) liveTaskID(method string, body []byte) []byte {
+	if len(e.clientTasks) == 0 || (method != "tasks/get" && method != "tasks/result" && method != "tasks/cancel") {
+		return body
+	}
+	if live, ok := e.clientTasks[gjson.GetBytes(body, "params.taskId").String()]; ok {
+		return jsonrpc.Splice(body, "params.taskId", live)
+	}
+	return body
+}
+
+// dropVolatileTask removes from a normalized reply what a task's runner
+// chooses afresh each run: its id and timestamps (in a CreateTaskResult,
+// a tasks/get answer, and a result's related-task _meta). The status a
+// tasks/get reply reports is a snapshot of when the poll came, which
+// replay's pace sets: it goes too.
+func dropVolatileTask(method string, v any) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return
+	}
+	res, ok := m["result"].(map[string]any)
+	if !ok {
+		return
+	}
+	for _, obj := range []any{res, res["task"]} {
+		if o, ok := obj.(map[string]any); ok {
+			delete(o, "taskId")
+			delete(o, "createdAt")
+			delete(o, "lastUpdatedAt")
+		}
+	}
+	if meta, ok := res["_meta"].(map[string]any); ok {
+		if rt, ok := meta["io.modelcontextprotocol/related-task"].(map[string]any); ok {
+			delete(rt, "taskId")
+		}
+	}
+	if method == "tasks/get" {
+		delete(res, "status")
+		delete(res, "statusMessage")
 	}
 }

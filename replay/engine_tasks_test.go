@@ -140,3 +140,73 @@ func TestEngineTaskClock(t *testing.T) {
 		t.Errorf("a poll after the run got %q, want completed", s)
 	}
 }
+
+// TestEngineClientTask: replaying trigger-sampling-request-async, whose
+// server had the client run the sampling as a task and polled it
+// (tasks/get, tasks/result) before answering the tool call: the replay
+// sends each recorded poll with the live client's task id, holds the
+// tool's answer until all were answered, and takes the client's own task
+// id and times for what they are (no divergence). Before, the answer went
+// out after the first reply, the polls never, and the reply diverged on
+// taskId, createdAt and lastUpdatedAt.
+func TestEngineClientTask(t *testing.T) {
+	x, err := tape.OpenIndex(filepath.Join("..", "testdata", "ts-everything-task-sampling.tape.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	for _, mode := range []Mode{Strict, Keyed} {
+		t.Run(mode.String(), func(t *testing.T) {
+			e := mustEngine(t, x, EngineOptions{Mode: mode})
+			var out []Output
+			var sent []string
+			for i := range x.Len() {
+				en := x.Entry(i)
+				if en.Dir != tape.DirSend || en.Kind == tape.KindResponse || !en.IsWire() {
+					continue
+				}
+				m, _ := x.Message(i)
+				out = append(out, feed(t, e, string(tape.StripMeta(m.Raw)))...)
+			}
+			const live = "0123456789abcdef0123456789abcdef"
+			for range 5 { // answer the server's requests as a client whose task id is live
+				var next []Output
+				for _, o := range out {
+					if o.Divergence != nil {
+						t.Fatalf("divergence: %s", o.Divergence.Message)
+					}
+					method := gjson.GetBytes(o.Msg, "method").String()
+					id := gjson.GetBytes(o.Msg, "id").Raw
+					var reply string
+					switch method {
+					case "sampling/createMessage":
+						reply = `{"jsonrpc":"2.0","id":` + id + `,"result":{"task":{"taskId":"` + live + `","status":"working","ttl":300000,"createdAt":"2030-01-01T00:00:00Z","lastUpdatedAt":"2030-01-01T00:00:00Z","pollInterval":1000}}}`
+					case "tasks/get", "tasks/result":
+						sent = append(sent, method)
+						if got := gjson.GetBytes(o.Msg, "params.taskId").String(); got != live {
+							t.Errorf("%s asked about task %q, want the live client's %q", method, got, live)
+						}
+						if method == "tasks/get" {
+							reply = `{"jsonrpc":"2.0","id":` + id + `,"result":{"taskId":"` + live + `","status":"working","ttl":300000,"createdAt":"2030-01-01T00:00:00Z","lastUpdatedAt":"2030-01-01T00:00:01Z","pollInterval":1000}}`
+						} else {
+							reply = `{"jsonrpc":"2.0","id":` + id + `,"result":{"role":"assistant","content":{"type":"text","text":"sampled: 1 message(s)"},"model":"scripted","_meta":{"io.modelcontextprotocol/related-task":{"taskId":"` + live + `"}}}}`
+						}
+					default:
+						if gjson.GetBytes(o.Msg, "result.content").Exists() {
+							sent = append(sent, "answer")
+						}
+						continue
+					}
+					next = append(next, feed(t, e, reply)...)
+				}
+				out = next
+			}
+			if got := strings.Join(sent, " "); got != "tasks/get tasks/result answer" {
+				t.Errorf("the replay sent %q, want the recorded polls, then the tool's answer", got)
+			}
+			if r := e.Report(); len(r.Divergences) != 0 {
+				t.Errorf("divergences: %v", r.Divergences)
+			}
+		})
+	}
+}

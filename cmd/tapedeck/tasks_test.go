@@ -84,3 +84,39 @@ func TestReplayTaskPolledDifferently(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayClientTask: trigger-sampling-request-async, where the server
+// has the client run the sampling as a task and polls it, recorded through
+// "tapedeck record", replays with the server gone to the TypeScript SDK's
+// client finishing its task sooner and later than recorded: the same
+// transcript (task ids masked), a clean report. Before, the client's own
+// task id and times were divergences (exit 1).
+func TestReplayClientTask(t *testing.T) {
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	peers := mcptest.Peers(t)
+	tapePath := filepath.Join(t.TempDir(), "sampling.jsonl")
+	live := taskClient(t, append([]string{"--scenario", "sampling", "--interval", "500", "--stdio", tapedeck, "record", "-o", tapePath, "--"}, peers.EverythingStdio()...)...)
+	if !strings.Contains(live, "[COMPLETED]") {
+		t.Fatalf("the live run did not complete:\n%s", live)
+	}
+	for _, interval := range []string{"50", "1500"} {
+		t.Run(interval, func(t *testing.T) {
+			report := filepath.Join(t.TempDir(), "report.json")
+			got := taskClient(t, "--scenario", "sampling", "--interval", interval, "--stdio", tapedeck, "replay", "--report", report, tapePath)
+			if got != live {
+				t.Errorf("replayed transcript:\n%s\nlive:\n%s", got, live)
+			}
+			data, err := os.ReadFile(report)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r struct {
+				Divergences []json.RawMessage
+				Unused      []json.RawMessage
+			}
+			if err := json.Unmarshal(data, &r); err != nil || len(r.Divergences) != 0 || len(r.Unused) != 0 {
+				t.Errorf("report not clean (%v): %s", err, data)
+			}
+		})
+	}
+}
