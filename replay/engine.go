@@ -221,6 +221,12 @@ type Engine struct {
 	// (see streamMates): the frontier passes them without sending them
 	// again.
 	early map[int]bool
+	// tasks are the recorded tasks served from their status timelines
+	// (engine_tasks.go).
+	tasks taskBook
+	// clientTasks maps the recorded ids of tasks the client runs to the
+	// live client's (quoted JSON strings).
+	clientTasks map[string][]byte
 }
 
 // NewEngine returns an engine serving x's server opts.Server (or its only
@@ -494,7 +500,7 @@ func (e *Engine) Progress() (reached, awaiting int) {
 	n := e.x.Len()
 	for i := e.frontier; i < n; i++ {
 		en := e.x.Entry(i)
-		if en.Server == e.server && en.IsWire() && en.Dir == tape.DirSend && !e.used[i] {
+		if en.Server == e.server && en.IsWire() && en.Dir == tape.DirSend && !e.used[i] && !(en.Kind == tape.KindRequest && e.isTaskRead(i)) {
 			return e.refSeq, i
 		}
 	}
@@ -516,8 +522,8 @@ func (e *Engine) Report() Report {
 		Resyncs:         slices.Clone(e.resyncs),
 	}
 	for _, seq := range e.reqs {
-		if e.used[seq] {
-			continue
+		if e.used[seq] || e.isTaskRead(seq) {
+			continue // a task's reads are not one for one (engine_tasks.go)
 		}
 		en := e.x.Entry(seq)
 		if en.Method == "ping" || en.Method == "server/discover" {

@@ -21,10 +21,10 @@ import (
 // waitingAnswer is a recorded answer held for the client's replies to the
 // server requests sent before it (their live ids).
 type waitingAnswer struct {
-	out     []byte
-	seq     int
-	reqID   tape.ID
-	replies []tape.ID
+	out   []byte
+	req   int // the recorded request answered
+	seq   int // its recorded answer
+	reqID tape.ID
 }
 
 // consume marks recorded request seq as matched by live request m and
@@ -39,6 +39,7 @@ func (e *Engine) consume(m tape.Entry, seq int) {
 	e.setRef(seq)
 	e.pass(seq)
 	e.respond(m, seq)
+	e.taskCreated(seq)
 	e.advance()
 }
 
@@ -169,11 +170,14 @@ func (e *Engine) respond(m tape.Entry, seq int) {
 			}
 		}
 	}
-	if replies := e.repliesAwaited(seq, resp); len(replies) > 0 {
+	if len(e.repliesAwaited(seq, resp)) > 0 {
 		// The recorded server asked the client something (roots,
 		// sampling, elicitation) and answered after the reply: so does
 		// the replay, whose answer must not reach the client first.
-		e.waiting = append(e.waiting, waitingAnswer{out: out, seq: resp, reqID: m.ID, replies: replies})
+		// It waits until every server request recorded inside the call
+		// was sent and answered, not only those sent so far: a server that
+		// polls a task the client runs asks several times in a row.
+		e.waiting = append(e.waiting, waitingAnswer{out: out, req: seq, seq: resp, reqID: m.ID})
 		return
 	}
 	e.push(out, e.at(resp), resp, m.ID, nil)
@@ -195,12 +199,42 @@ func (e *Engine) repliesAwaited(seq, resp int) []tape.ID {
 	return ids
 }
 
+// allReplied reports whether every server request recorded between
+// request seq and its answer resp, and replied to before resp, has had
+// the live client's reply.
+func (e *Engine) allReplied(seq, resp int) bool {
+	for q := seq + 1; q < resp; q++ {
+		en := e.x.Entry(q)
+		if en.Server != e.server || en.Dir != tape.DirRecv || en.Kind != tape.KindRequest || en.Dropped {
+			continue
+		}
+		if r := e.x.Pair(q).Partner; r >= 0 && r < resp && !e.used[r] {
+			return false
+		}
+	}
+	return true
+}
+
+// inWindow reports whether recorded message seq lies inside a call the
+// live client made and is being answered: the one being answered now, or
+// one whose answer waits for the client's replies.
+func (e *Engine) inWindow(seq int) bool {
+	if e.window[0] < seq && seq < e.window[1] {
+		return true
+	}
+	for _, w := range e.waiting {
+		if w.req < seq && seq < w.seq {
+			return true
+		}
+	}
+	return false
+}
+
 // releaseWaiting sends the held answers no longer waiting for a reply.
-func (e *Engine) releaseWaiting(replied tape.ID) {
+func (e *Engine) releaseWaiting() {
 	kept := e.waiting[:0]
 	for _, w := range e.waiting {
-		w.replies = slices.DeleteFunc(w.replies, func(id tape.ID) bool { return id == replied })
-		if len(w.replies) == 0 {
+		if e.allReplied(w.req, w.seq) {
 			e.push(w.out, e.at(w.seq), w.seq, w.reqID, nil)
 			continue
 		}
@@ -399,7 +433,7 @@ func (e *Engine) visit(seq int) {
 		}
 		e.push(body, e.at(seq), seq, "", nil)
 	case tape.KindRequest:
-		if e.opts.Mode != Strict && !(e.window[0] < seq && seq < e.window[1]) {
+		if e.opts.Mode != Strict && !e.inWindow(seq) {
 			return // a server request of a call the live client did not make (yet)
 		}
 		rec, err := e.x.Message(seq)
@@ -412,7 +446,7 @@ func (e *Engine) visit(seq int) {
 			id = tape.ID(strconv.Quote(fmt.Sprintf("tapedeck-%d", e.srvIDs)))
 		}
 		e.outstanding[id] = seq
-		e.push(jsonrpc.SpliceID(tape.StripMeta(rec.Raw), []byte(id)), e.at(seq), seq, "", nil)
+		e.push(jsonrpc.SpliceID(e.liveTaskID(en.Method, tape.StripMeta(rec.Raw)), []byte(id)), e.at(seq), seq, "", nil)
 	}
 }
 
@@ -491,7 +525,7 @@ func (e *Engine) reply(m tape.Entry) {
 		return
 	}
 	delete(e.outstanding, m.ID)
-	defer e.releaseWaiting(m.ID)
+	defer e.releaseWaiting()
 	rec := e.x.Pair(q).Partner
 	if rec >= 0 {
 		e.used[rec] = true
@@ -510,6 +544,11 @@ func (e *Engine) reply(m tape.Entry) {
 			if got, err = e.norm.Normalize(m.Raw); err != nil {
 				problem = fmt.Sprintf("the reply received could not be decoded: %v", err)
 			}
+		}
+		if problem == "" {
+			e.noteClientTask(r.Raw, m.Raw)
+			dropVolatileTask(method, want)
+			dropVolatileTask(method, got)
 		}
 		if problem != "" {
 			d := e.newDivergence(m, rec, ReasonReply)

@@ -11,6 +11,9 @@ import (
 
 // request handles a live request.
 func (e *Engine) request(m tape.Entry) {
+	if e.taskRead(m) {
+		return
+	}
 	if e.opts.Mode == Strict {
 		e.strict(m)
 	} else {

@@ -10,7 +10,7 @@ import (
 // nextExpected returns the next unused recorded request in strict order, or -1.
 func (e *Engine) nextExpected() int {
 	for {
-		for e.ri < len(e.reqs) && (e.used[e.reqs[e.ri]] || e.passed[e.reqs[e.ri]]) {
+		for e.ri < len(e.reqs) && (e.used[e.reqs[e.ri]] || e.passed[e.reqs[e.ri]] || e.isTaskRead(e.reqs[e.ri])) {
 			e.ri++
 		}
 		if e.ri < len(e.reqs) {

@@ -149,7 +149,11 @@ structured diff (JSON pointers with expected and actual values). Every
 divergence is printed on stderr and, with --report, written to a JSON file
 with the recorded requests left unused. The exit status is 1 when any
 divergence or unused request remains (a request a rule answered counts as
-sent: see Rules).
+sent: see Rules). A task's tasks/get polls and its tasks/result are not
+matched one for one: poll k gets the k-th recorded status (the last once
+they run out; with --speed, the status recorded at that point of the run),
+tasks/result is answered whenever it comes, and polls made more or fewer
+times than recorded are neither divergences nor unused.
 
 Over HTTP (--listen ADDR) the tape is served at http://ADDR/mcp (--path)
 until SIGINT or SIGTERM, then the verdict is given as above. The URL is

@@ -47,6 +47,8 @@ func fixtures() []fixture {
 		{"sdk-sdkserver-http-stateless", sdkFixture(func(t *testing.T) []string {
 			return []string{"--name", "sdk", "--roots", "--url", mcptest.StartSDKServerHTTP(t, "--stateless")}
 		})},
+		{"ts-everything-task", taskFixture("--scenario", "research", "--polls", "3", "--interval", "300")},
+		{"ts-everything-task-sampling", taskFixture("--scenario", "sampling", "--interval", "500")},
 		{"sdk-multi-server", sdkFixture(func(t *testing.T) []string {
 			return []string{"--roots",
 				"--server", "everything=" + strings.Join(mcptest.Peers(t).EverythingStdio(), " "),
@@ -92,6 +94,29 @@ func sdkFixture(args func(t *testing.T) []string) func(t *testing.T, path string
 	return func(t *testing.T, path string) []byte {
 		bin := mcptest.BuildBinary(t, mcptest.SDKClientPackage)
 		return runClient(t, bin, append([]string{"--tape", path}, args(t)...)...)
+	}
+}
+
+// taskFixture records internal/mcptest/ts/taskclient.mjs (the TypeScript
+// SDK's task APIs) against server-everything over stdio through
+// "tapedeck record", and returns the client's transcript.
+func taskFixture(args ...string) func(t *testing.T, path string) []byte {
+	return func(t *testing.T, path string) []byte {
+		peers := mcptest.Peers(t)
+		root := mcptest.RepoRoot(t)
+		tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+		argv := append([]string{filepath.Join(root, "internal", "mcptest", "ts", "taskclient.mjs")}, args...)
+		argv = append(argv, "--stdio", tapedeck, "record", "--server", "everything", "-o", path, "--")
+		argv = append(argv, peers.EverythingStdio()...)
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command(peers.Node, argv...)
+		cmd.Env = append(os.Environ(), "TAPEDECK_PEERS="+filepath.Join(root, ".peers"))
+		cmd.Dir = t.TempDir()
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("taskclient %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.Bytes(), stderr.Bytes())
+		}
+		return stdout.Bytes()
 	}
 }
 
