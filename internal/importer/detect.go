@@ -44,6 +44,8 @@ func Describe(format string) string {
 		return "an agent-vcr recording"
 	case formatMCPRecorder:
 		return "an mcp-recorder cassette"
+	case "otlp":
+		return "an OTLP JSON trace file"
 	}
 	return "a " + format + " file"
 }
