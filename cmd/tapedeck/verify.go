@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/tidwall/sjson"
 
 	"github.com/tapedeck/tapedeck/internal/check"
 	"github.com/tapedeck/tapedeck/internal/proc"
@@ -286,41 +283,16 @@ func printCall(w io.Writer, c upstream.CallResult, paint bool) {
 	}
 }
 
-type junitSuite struct {
-	XMLName  xml.Name    `xml:"testsuite"`
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Time     float64     `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Time      float64       `xml:"time,attr"`
-	Failure   *junitFailure `xml:"failure,omitempty"`
-	Skipped   *junitSkipped `xml:"skipped,omitempty"`
-}
-
-type junitSkipped struct {
-	Message string `xml:"message,attr"`
-}
-
-type junitFailure struct {
-	Message string `xml:"message,attr"`
-	Text    string `xml:",chardata"`
-}
-
+// writeJUnit writes verify's JUnit report: one suite for the server, a
+// case a call.
 func writeJUnit(path, tapeName string, rep *upstream.VerifyReport) error {
-	suite := junitSuite{Name: "tapedeck verify " + tapeName + " (" + rep.Server + ")", Tests: len(rep.Calls)}
+	suite := check.JUnitSuite{Name: "tapedeck verify " + tapeName + " (" + rep.Server + ")", Tests: len(rep.Calls)}
 	for _, c := range rep.Calls {
 		name := fmt.Sprintf("line %d %s", c.Line, c.Method)
 		if c.Name != "" {
 			name += " " + c.Name
 		}
-		jc := junitCase{Name: name, Classname: rep.Server, Time: c.Live.Seconds()}
+		jc := check.JUnitCase{Name: name, Classname: rep.Server, Time: c.Live.Seconds()}
 		suite.Time += c.Live.Seconds()
 		if !c.Pass {
 			suite.Failures++
@@ -330,18 +302,18 @@ func writeJUnit(path, tapeName string, rep *upstream.VerifyReport) error {
 			if msg == "" {
 				msg = fmt.Sprintf("%d differences from the recorded response", len(c.Diff))
 			}
-			jc.Failure = &junitFailure{Message: msg, Text: b.String()}
+			jc.Failure = &check.JUnitFailure{Message: msg, Text: b.String()}
 		} else if c.Skipped != "" {
 			suite.Skipped++
-			jc.Skipped = &junitSkipped{Message: c.Skipped}
+			jc.Skipped = &check.JUnitSkipped{Message: c.Skipped}
 		}
 		suite.Cases = append(suite.Cases, jc)
 	}
-	b, err := xml.MarshalIndent(suite, "", "  ")
-	if err != nil {
+	var b bytes.Buffer
+	if err := check.EncodeJUnit(&b, []check.JUnitSuite{suite}); err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, append([]byte(xml.Header), append(b, '\n')...), 0o644); err != nil {
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("write JUnit report: %w", err)
 	}
 	return nil
@@ -364,68 +336,25 @@ func dialURL(ctx context.Context, x *tape.Index, server, url string) (interface 
 	return upstream.NewHTTPConn(url, nil), nil
 }
 
-// updateTape writes tape src to dst with each recorded answer that
-// differed from the live server's replaced by the live one: its recorded
-// id and _meta kept, every other line as recorded. dst may be src (then
-// src is kept as src.bak).
+// updateTape writes tape src to dst with the live answers that differed
+// (upstream.UpdateTape) and says what it did.
 func updateTape(stderr io.Writer, src, dst string, x *tape.Index, rep upstream.VerifyReport) error {
-	repl := map[int][]byte{} // line number → the new line
-	for _, c := range rep.Calls {
-		if c.Pass || c.Answer == nil || c.Response < 0 {
-			continue
-		}
-		m, err := x.Message(c.Response)
-		if err != nil {
-			return err
-		}
-		e := x.Entry(c.Response)
-		answer := tape.StripMeta(c.Answer)
-		if id, err := json.Marshal(json.RawMessage(m.ID)); err == nil && len(m.ID) > 0 {
-			if a, err := sjson.SetRawBytes(answer, "id", id); err == nil {
-				answer = a
-			}
-		}
-		meta := tape.RecordMeta(m.Raw)
-		line := answer
-		if len(meta) > 0 {
-			if l, err := sjson.SetRawBytes(answer, "_meta", meta); err == nil {
-				line = l
-			}
-		}
-		repl[e.Line] = line
+	res, err := upstream.UpdateTape(src, dst, x, rep)
+	for _, line := range res.Batches {
+		fmt.Fprintf(stderr, "tapedeck verify: line %d holds a batch; its answer is left as recorded\n", line)
 	}
-	if len(repl) == 0 {
-		fmt.Fprintf(stderr, "tapedeck verify: every answer was as recorded; %s not written\n", dst)
-		return nil
-	}
-	data, err := os.ReadFile(src)
 	if err != nil {
 		return err
 	}
-	var out bytes.Buffer
-	for i, l := range bytes.SplitAfter(data, []byte("\n")) {
-		if nl, ok := repl[i+1]; ok && bytes.HasPrefix(bytes.TrimSpace(l), []byte("[")) {
-			fmt.Fprintf(stderr, "tapedeck verify: line %d holds a batch; its answer is left as recorded\n", i+1)
-		} else if ok {
-			out.Write(nl)
-			out.WriteByte('\n')
-			continue
-		}
-		out.Write(l)
+	switch {
+	case res.Replaced == 0 && len(res.Batches) > 0:
+		fmt.Fprintf(stderr, "tapedeck verify: no answer that differed could be replaced; %s not written\n", dst)
+		return nil
+	case res.Replaced == 0:
+		fmt.Fprintf(stderr, "tapedeck verify: every answer was as recorded; %s not written\n", dst)
+		return nil
 	}
-	if dst == src {
-		if err := os.WriteFile(src+".bak", data, 0o600); err != nil {
-			return fmt.Errorf("--in-place: keep %s.bak: %w", src, err)
-		}
-	}
-	tmp := dst + ".tmp"
-	if err := os.WriteFile(tmp, out.Bytes(), 0o600); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, dst); err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "tapedeck verify: wrote %s with %s from the live server\n", dst, text.Plural(len(repl), "new answer"))
+	fmt.Fprintf(stderr, "tapedeck verify: wrote %s with %s from the live server\n", dst, text.Plural(res.Replaced, "new answer"))
 	return nil
 }
 
