@@ -8,8 +8,6 @@ import (
 	"io"
 	"math"
 	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -441,7 +439,7 @@ func serveReplayHTTP(ctx context.Context, s streams, f *replayFlags, tapePath st
 	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
 		hosts = append(hosts, host) // the address served is a name clients use
 	}
-	ln, err := net.Listen("tcp", f.listen)
+	ln, err := mcphttp.Listen(f.listen)
 	if err != nil {
 		return none, fmt.Errorf("--listen: %w", err)
 	}
@@ -571,21 +569,7 @@ func serveReplayLegacy(ctx context.Context, s streams, f *replayFlags, tapePath 
 		return replay.Report{}, err
 	}
 	fmt.Fprintf(s.stderr, "tapedeck replay: serving %s (server '%s', legacy HTTP+SSE) at http://%s%s\n", tapePath, opts.Server, ln.Addr(), ssePath)
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err = <-errc:
-	case <-ctx.Done():
-		h.Close()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err = srv.Shutdown(sctx)
-		cancel()
-		if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) {
-			err = errors.Join(err, serr)
-		}
-	}
-	h.Close()
+	err = replay.ServeLegacy(ctx, ln, h)
 	return h.Report(), err
 }
 
@@ -638,26 +622,10 @@ func replayFallback(ctx context.Context, s streams, f *replayFlags, tapePath str
 }
 
 // serveHTTPWithRules serves the HTTP replay behind the recording proxy's
-// rules relay (its tape discarded): the client talks to the proxy on ln,
-// the proxy to the replay on a loopback port of its own, so the rules see
-// and fault every message both ways as they do when recording.
+// rules relay (its tape discarded), so the rules see and fault every
+// message both ways as they do when recording.
 func serveHTTPWithRules(ctx context.Context, s streams, f *replayFlags, ln net.Listener, h *replay.HTTPHandler, server string, hosts []string, maxBody int64) error {
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- replay.ServeHTTP(ctx, inner, h) }()
-	up := &url.URL{Scheme: "http", Host: inner.Addr().String(), Path: f.path}
-	p := &record.Proxy{Upstream: up, Tape: io.Discard, Server: server, Rules: f.ruleSet, Logf: ruleLog(s.stderr), AllowHosts: hosts, AllowOrigins: f.origins, MaxBody: maxBody,
+	p := &record.Proxy{Tape: io.Discard, Server: server, Rules: f.ruleSet, Logf: ruleLog(s.stderr), AllowHosts: hosts, AllowOrigins: f.origins, MaxBody: maxBody,
 		RuleAnswered: h.RuleAnswered}
-	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(sctx)
-	srv.Close()
-	return <-errc
+	return record.ServeInFront(ctx, ln, p, f.path, func(ctx context.Context, inner net.Listener) error { return replay.ServeHTTP(ctx, inner, h) })
 }
