@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tapedeck/tapedeck/internal/proc"
 	"github.com/tapedeck/tapedeck/rules"
 	"github.com/tapedeck/tapedeck/tape"
 )
@@ -126,7 +127,7 @@ func (s *Stdio) Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writ
 	r.drain()
 	r.waitHeld()
 	if r.s.ReapOrphans {
-		r.orphans = killOrphans()
+		r.orphans = proc.KillOrphans()
 	}
 	r.close()
 	return r.status, r.rec.Err()
@@ -139,11 +140,9 @@ type stdioRun struct {
 	sk          *sink // lifecycle records
 	grace, kill time.Duration
 	startParams map[string]any
-	cmd         *exec.Cmd
-	inR, inW    *os.File // the server's stdin
-	outR, outW  *os.File // its stdout
-	errR, errW  *os.File // its stderr
-	closeIn     sync.Once
+	proc        *proc.Process // the server, its pipes' ends
+	inW         *os.File      // the server's stdin
+	outR, errR  *os.File      // its stdout and stderr
 	inputDone   chan struct{} // the client closed stdin
 	// Under rules: inputEnded is closed when stdin was seen to end while a
 	// delay rule held a message (the relay not done yet); ending when the
@@ -155,12 +154,11 @@ type stdioRun struct {
 	holding    atomic.Int32  // messages a delay rule holds (ruleRelay.holding)
 	clientGone chan struct{} // the client's stdout broke
 	outputs    sync.WaitGroup
-	exited     chan struct{}
-	waitErr    error
-	client     *watchedWriter // the client's stdout, watched
-	orphans    int            // descendants left behind, killed (ReapOrphans)
-	reason     string         // why the shim stopped the server, if it did
-	abandoned  bool           // the server's output was still open after it exited
+	exited     <-chan struct{} // the server was waited for
+	client     *watchedWriter  // the client's stdout, watched
+	orphans    int             // descendants left behind, killed (ReapOrphans)
+	reason     string          // why the shim stopped the server, if it did
+	abandoned  bool            // the server's output was still open after it exited
 	status     ExitStatus
 	// reading counts the output relays blocked reading the server's pipes:
 	// once the server has gone, only a grandchild can hold them open.
@@ -176,7 +174,7 @@ func (s *Stdio) newRun() *stdioRun {
 	rec := newRecorder(s.Tape, server, s.Redact, s.Now)
 	rec.dest.warn = s.Warn
 	r := &stdioRun{s: s, rec: rec, sk: rec.direct(), grace: s.Grace, kill: s.KillAfter, client: &watchedWriter{},
-		inputDone: make(chan struct{}), clientGone: make(chan struct{}), exited: make(chan struct{}), ending: make(chan struct{}),
+		inputDone: make(chan struct{}), clientGone: make(chan struct{}), ending: make(chan struct{}),
 		stuck: s.stuckWrite}
 	if r.grace <= 0 {
 		r.grace = DefaultGrace
@@ -208,41 +206,28 @@ func (s *Stdio) newRun() *stdioRun {
 // $transport/start and $transport/close naming the error.
 func (r *stdioRun) start(stdin io.Reader, stdout io.Writer) (ExitStatus, error) {
 	if r.s.ReapOrphans {
-		_ = becomeSubreaper() // best effort: without it, a setsid grandchild outlives the shim
+		_ = proc.BecomeSubreaper() // best effort: without it, a setsid grandchild outlives the shim
 	}
-	growPipe(stdin)
-	growPipe(stdout)
-	r.cmd = exec.Command(r.s.Command, r.s.Args...)
-	r.cmd.Dir, r.cmd.Env = r.s.Dir, r.s.Env
-	r.cmd.SysProcAttr = sysProcAttr()
-	var err1, err2, err3 error
-	r.inR, r.inW, err1 = pipe()
-	r.outR, r.outW, err2 = pipe()
-	r.errR, r.errW, err3 = pipe()
-	if err := errors.Join(err1, err2, err3); err != nil {
-		closeAll(r.inR, r.inW, r.outR, r.outW, r.errR, r.errW)
-		return ExitStatus{Code: -1}, fmt.Errorf("record: pipes for the server: %w", err)
+	proc.GrowPipe(stdin)
+	proc.GrowPipe(stdout)
+	p, err := proc.Start(proc.Spec{Command: r.s.Command, Args: r.s.Args, Dir: r.s.Dir, Env: r.s.Env, FastPipes: true})
+	if errors.Is(err, proc.ErrPipes) {
+		return ExitStatus{Code: -1}, fmt.Errorf("record: %w", err)
 	}
-	r.cmd.Stdin, r.cmd.Stdout, r.cmd.Stderr = r.inR, r.outW, r.errW
-	if err := r.cmd.Start(); err != nil {
-		closeAll(r.inR, r.inW, r.outR, r.outW, r.errR, r.errW)
+	if err != nil {
 		startErr := fmt.Errorf("record: start server %s: %w", r.s.Command, err)
 		r.startParams["error"] = err.Error()
 		werr := errors.Join(r.sk.lifecycle(tape.MethodStart, r.startParams, nil),
 			r.sk.lifecycle(tape.MethodClose, map[string]any{"error": err.Error()}, nil))
 		return ExitStatus{Code: 127}, errors.Join(startErr, werr)
 	}
-	closeAll(r.inR, r.outW, r.errW) // the server holds its ends now
-	r.startParams["pid"] = r.cmd.Process.Pid
+	r.proc, r.inW, r.outR, r.errR, r.exited = p, p.Stdin, p.Stdout, p.Stderr, p.Exited()
+	r.startParams["pid"] = p.Pid()
 	r.rec.note(r.sk.lifecycle(tape.MethodStart, r.startParams, nil))
-	go func() {
-		r.waitErr = r.cmd.Wait()
-		close(r.exited)
-	}()
 	return ExitStatus{}, nil
 }
 
-func (r *stdioRun) closeServerStdin() { r.closeIn.Do(func() { r.inW.Close() }) }
+func (r *stdioRun) closeServerStdin() { r.proc.CloseStdin() }
 
 // relay copies the client's stdin to the server and the server's stdout
 // and stderr back, each line on the tape before it is forwarded.
@@ -410,11 +395,7 @@ func (r *stdioRun) wait(ctx context.Context, signals <-chan os.Signal) {
 
 // signalGroup signals the server's process group, or the server alone when
 // the group is gone.
-func (r *stdioRun) signalGroup(sig syscall.Signal) {
-	if err := syscall.Kill(-r.cmd.Process.Pid, sig); err != nil {
-		_ = r.cmd.Process.Signal(sig)
-	}
-}
+func (r *stdioRun) signalGroup(sig syscall.Signal) { r.proc.Signal(sig) }
 
 // watchRead counts the time a relay spends blocked reading the server's
 // pipe f in r.reading.
@@ -460,7 +441,7 @@ func (r *stdioRun) drain() {
 			// Everything read so far is delivered, and a pipe is still
 			// open: kill whatever of the group holds it.
 			killed = true
-			_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+			r.signalGroup(syscall.SIGKILL)
 		case blocked:
 			r.abandoned = true
 			return
@@ -496,7 +477,7 @@ const stuckWrite = 30 * time.Second
 // close writes $transport/close: the exit status, why the shim stopped
 // the server, and what went wrong.
 func (r *stdioRun) close() {
-	r.status = exitStatus(r.cmd.ProcessState)
+	r.status = exitStatus(r.proc.State())
 	params := map[string]any{"code": r.status.Code}
 	if r.abandoned {
 		params["abandoned"] = "the server's output was still open after it exited, or the client stopped reading it"
@@ -520,8 +501,8 @@ func (r *stdioRun) close() {
 		params["reason"] = "server exited"
 	}
 	var ee *exec.ExitError
-	if r.waitErr != nil && !errors.As(r.waitErr, &ee) {
-		params["error"] = r.waitErr.Error()
+	if werr := r.proc.WaitErr(); werr != nil && !errors.As(werr, &ee) {
+		params["error"] = werr.Error()
 	}
 	r.rec.note(r.sk.lifecycle(tape.MethodClose, params, nil))
 }

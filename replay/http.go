@@ -425,21 +425,11 @@ func (h *HTTPHandler) allow() string {
 // ServeHTTP serves h on ln until ctx is done, then ends h's streams and
 // shuts the server down, waiting up to five seconds for requests in flight.
 func ServeHTTP(ctx context.Context, ln net.Listener, h *HTTPHandler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		h.Close()
-		return err
-	case <-ctx.Done():
-	}
-	h.Close()
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err := srv.Shutdown(sctx)
-	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) {
-		err = errors.Join(err, serr)
-	}
-	return err
+	return mcphttp.Serve(ctx, ln, h, mcphttp.ServeOptions{Stop: h.Close})
+}
+
+// ServeLegacy serves the legacy HTTP+SSE handler h on ln as ServeHTTP
+// serves a Streamable HTTP one.
+func ServeLegacy(ctx context.Context, ln net.Listener, h *LegacyHandler) error {
+	return mcphttp.Serve(ctx, ln, h, mcphttp.ServeOptions{Stop: h.Close})
 }

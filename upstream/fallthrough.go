@@ -35,13 +35,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/exec"
 	"sort"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/tapedeck/tapedeck/internal/jsonrpc"
+	"github.com/tapedeck/tapedeck/internal/proc"
 	"github.com/tapedeck/tapedeck/record"
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
@@ -288,23 +287,17 @@ func (s *Fallthrough) launch(ctx context.Context) error {
 		s.conn, s.closeConn = c, func() { _ = c.Close() }
 		params["transport"], params["upstream"] = "http", s.fb.URL
 	} else {
-		cmd := exec.Command(s.fb.Command, s.fb.Args...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.Stderr = s.fb.Stderr
-		in, err := cmd.StdinPipe()
+		stderr := s.fb.Stderr
+		if stderr == nil {
+			stderr = io.Discard
+		}
+		p, err := proc.Start(proc.Spec{Command: s.fb.Command, Args: s.fb.Args, Stderr: stderr})
 		if err != nil {
 			return err
 		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			return err
-		}
-		if err := cmd.Start(); err != nil {
-			return err
-		}
-		c := NewStdioConn(in, out)
-		s.conn, s.closeConn = c, func() { in.Close(); stopProcess(cmd); _ = c.Close() }
-		params["transport"], params["command"], params["args"], params["pid"] = "stdio", s.fb.Command, s.fb.Args, cmd.Process.Pid
+		c := NewStdioConn(p.Stdin, p.Stdout)
+		s.conn, s.closeConn = c, func() { p.Stop(stopGrace, stopGrace); _ = c.Close() }
+		params["transport"], params["command"], params["args"], params["pid"] = "stdio", s.fb.Command, s.fb.Args, p.Pid()
 	}
 	s.rec = record.NewSession(record.SessionOptions{Tape: s.fb.Tape, Server: s.fb.Server, Redact: s.fb.Redact,
 		Start: params, CloseReason: "the client closed stdin"})
@@ -433,22 +426,9 @@ func (s *Fallthrough) ended(err error) {
 	}
 }
 
-// stopProcess waits for a server whose stdin is closed, then signals it.
-func stopProcess(cmd *exec.Cmd) {
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	select {
-	case <-exited:
-	case <-time.After(2 * time.Second):
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(2 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-	}
-}
+// stopGrace is how long the live server has to exit once its stdin is
+// closed, and then after SIGTERM, before SIGKILL.
+const stopGrace = 2 * time.Second
 
 // stop ends the live server, if one ran; the episode's close record says
 // why the live server ended, if it ended first.

@@ -51,7 +51,7 @@ func runDebugIntercept(ctx context.Context, s streams, f debugFlags, server []st
 	path := file.Name()
 	svc := intercept.New()
 	defer svc.Close()
-	addr, err := svc.Serve(ctx, o)
+	addr, err := svc.Start(ctx, o)
 	if err != nil {
 		return err
 	}

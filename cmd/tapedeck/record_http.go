@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"time"
 
 	"github.com/tapedeck/tapedeck/internal/mcphttp"
 	"github.com/tapedeck/tapedeck/internal/text"
@@ -44,7 +42,7 @@ func runRecordHTTP(ctx context.Context, s streams, o *recordOptions, rs *rules.S
 	if o.allowAnyOrigins {
 		o.allowOrigins = append(o.allowOrigins, "*")
 	}
-	ln, err := net.Listen("tcp", o.listen)
+	ln, err := mcphttp.Listen(o.listen)
 	if err != nil {
 		return fmt.Errorf("record: listen on %s: %w", o.listen, err)
 	}
@@ -79,20 +77,9 @@ func runRecordHTTP(ctx context.Context, s streams, o *recordOptions, rs *rules.S
 	fmt.Fprintln(s.stdout, proxied.String())
 	fmt.Fprintf(s.stderr, "tapedeck: proxying %s to %s; stop with Ctrl-C\n", proxied.String(), record.SafeURL(up))
 
-	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
 	reason := "interrupted"
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
+	if err := record.ServeProxy(ctx, ln, p); err != nil {
 		reason = "server error: " + err.Error()
-	}
-	// Open SSE streams never finish by themselves: give them a moment.
-	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	if srv.Shutdown(sctx) != nil {
-		srv.Close()
 	}
 	err = p.Close(reason)
 	if cerr := f.Close(); err == nil && cerr != nil {

@@ -8,8 +8,6 @@ import (
 	"io"
 	"math"
 	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -109,9 +107,23 @@ func parseIgnores(specs []string) ([]tape.Path, error) {
 func newReplayCmd(s streams) *cobra.Command {
 	var f replayFlags
 	cmd := &cobra.Command{
-		Use:   "replay TAPE",
-		Short: "Serve a tape as an MCP server, failing loudly where the client departs from it",
-		Long: `replay serves the server side of a tape to a live MCP client, over stdio (the
+		Use:     "replay TAPE",
+		Short:   "Serve a tape as an MCP server, failing loudly where the client departs from it",
+		Long:    replayLong,
+		Example: replayExample,
+		Args:    f.args,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.resolve(cmd); err != nil {
+				return err
+			}
+			return runReplay(cmd.Context(), s, &f, args[0])
+		},
+	}
+	f.add(cmd)
+	return cmd
+}
+
+const replayLong = `replay serves the server side of a tape to a live MCP client, over stdio (the
 client launches "tapedeck replay TAPE" in place of the real server), or over
 Streamable HTTP with --listen. No live server is contacted.
 
@@ -236,8 +248,9 @@ and those the live server answered are not divergences. A live server that
 ends gets each call it had not answered, and each later one, a JSON-RPC
 error at once; one that does not answer in 30 s gets the client the error
 then; such calls are listed as not answered, stay divergences, and are
-recorded on the tape ($transport/unanswered).`,
-		Example: `  # mcporter, with the tape in place of the real server
+recorded on the tape ($transport/unanswered).`
+
+const replayExample = `  # mcporter, with the tape in place of the real server
   mcporter call --stdio "tapedeck replay session.jsonl" echo message=hi
 
   # a multi-server tape: choose the server; ignore a field that varies
@@ -257,104 +270,37 @@ recorded on the tape ($transport/unanswered).`,
   tapedeck replay --rules faults.yaml session.jsonl
 
   # in a container, reached as http://replay:8808/mcp by another one
-  tapedeck replay --listen 0.0.0.0:8808 --allow-remote --allow-host replay session.jsonl`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			dash := cmd.ArgsLenAtDash()
-			if f.fallbackURL != "" {
-				f.fallback = true
-				if dash >= 0 {
-					return errors.New("replay --fallback-url: the live server is at the URL; expected no command after --")
-				}
-				return cobra.ExactArgs(1)(cmd, args)
-			}
-			switch {
-			case dash < 0 && f.fallback:
-				return errors.New("replay --fallback: expected the live server's command after --, e.g. tapedeck replay --fallback TAPE -- node server.js")
-			case dash < 0:
-				return cobra.ExactArgs(1)(cmd, args)
-			case !f.fallback:
-				return fmt.Errorf("replay: a command after -- (%s) is the live server of --fallback; add --fallback, or leave it out", args[dash])
-			case dash != 1:
-				return fmt.Errorf("replay --fallback: expected one TAPE before --, found %d", dash)
-			case dash == len(args):
-				return errors.New("replay --fallback: expected the live server's command after --")
-			}
-			f.fallbackCmd = args[dash:]
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			f.reorderSet = cmd.Flags().Changed("reorder")
-			if f.fallback {
-				if f.listen != "" {
-					return errors.New("replay --fallback serves stdio; over HTTP it is not available yet (record the live server with tapedeck record --upstream instead)")
-				}
-				if f.speed > 0 {
-					return errors.New("replay --fallback answers at once: leave out --speed")
-				}
-				if !cmd.Flags().Changed("match") {
-					f.match = "keyed" // a call the tape lacks, wherever it comes
-				}
-			}
-			opts, err := f.options()
-			if err != nil {
-				return err
-			}
-			rs, err := f.rules.load(cmd)
-			if err != nil {
-				return err
-			}
-			f.ruleSet = rs
-			x, err := indexTape(s.stderr, args[0])
-			if err != nil {
-				return err
-			}
-			defer x.Close()
-			onDiv := func(d replay.Divergence) { fmt.Fprintf(s.stderr, "tapedeck replay: %s\n", d.Message) }
-			// Over stdio each process the client starts serves the episode
-			// (recorder run) its first request opens.
-			opts.Episodes = f.listen == ""
-			e, err := replay.NewEngine(x, opts)
-			if err != nil {
-				return err
-			}
-			var rep replay.Report
-			if f.listen != "" {
-				f.pathSet = cmd.Flags().Changed("path")
-				if rep, err = serveReplayHTTP(cmd.Context(), s, &f, args[0], x, opts, e, onDiv); err != nil {
-					return err
-				}
-			} else {
-				if fi, ok := s.stdin.(interface{ Fd() uintptr }); ok && term.IsTerminal(fi.Fd()) {
-					// Run by hand: say what it waits for instead of looking hung.
-					fmt.Fprintf(s.stderr, "tapedeck replay: serving %s on stdio: it answers the JSON-RPC lines an MCP client writes on its stdin.\n"+
-						"  Point a client at it by making \"tapedeck replay %s\" its server command (in place of the recorded one),\n"+
-						"  or serve it over HTTP with \"tapedeck replay --listen 127.0.0.1:8808 %s\". Ctrl-C stops it.\n", text.Safe(args[0]), text.Safe(args[0]), text.Safe(args[0]))
-				}
-				in, restore := pollableStdin(s.stdin)
-				defer restore() // also after a panic: the pipe is shared
-				if f.fallback {
-					rep, err = replayFallback(cmd.Context(), s, &f, args[0], e, in, onDiv)
-					if err != nil {
-						return err
-					}
-					rep.Tape = args[0]
-					return finishReport(s.stderr, &rep, f.report)
-				}
-				err := replay.ServeStdio(cmd.Context(), e, in, s.stdout, replay.StdioOptions{OnDivergence: onDiv,
-					Rules: rs, Logf: ruleLog(s.stderr), Server: e.Server()})
-				if errors.Is(err, replay.ErrDisconnected) {
-					fmt.Fprintf(s.stderr, "tapedeck replay: %v\n", err)
-					err = nil
-				}
-				if err != nil {
-					return err
-				}
-				rep = e.Report()
-			}
-			rep.Tape = args[0]
-			return finishReport(s.stderr, &rep, f.report)
-		},
+  tapedeck replay --listen 0.0.0.0:8808 --allow-remote --allow-host replay session.jsonl`
+
+// args checks replay's arguments: TAPE, and the live server's command
+// after -- with --fallback.
+func (f *replayFlags) args(cmd *cobra.Command, args []string) error {
+	dash := cmd.ArgsLenAtDash()
+	if f.fallbackURL != "" {
+		f.fallback = true
+		if dash >= 0 {
+			return errors.New("replay --fallback-url: the live server is at the URL; expected no command after --")
+		}
+		return cobra.ExactArgs(1)(cmd, args)
 	}
+	switch {
+	case dash < 0 && f.fallback:
+		return errors.New("replay --fallback: expected the live server's command after --, e.g. tapedeck replay --fallback TAPE -- node server.js")
+	case dash < 0:
+		return cobra.ExactArgs(1)(cmd, args)
+	case !f.fallback:
+		return fmt.Errorf("replay: a command after -- (%s) is the live server of --fallback; add --fallback, or leave it out", args[dash])
+	case dash != 1:
+		return fmt.Errorf("replay --fallback: expected one TAPE before --, found %d", dash)
+	case dash == len(args):
+		return errors.New("replay --fallback: expected the live server's command after --")
+	}
+	f.fallbackCmd = args[dash:]
+	return nil
+}
+
+// add registers replay's flags on cmd.
+func (f *replayFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.server, "server", "", "serve the tape's server `NAME` (needed when it holds several)")
 	cmd.Flags().StringVar(&f.match, "match", "strict", "matching `MODE`: strict, keyed or loose")
 	cmd.Flags().Float64Var(&f.speed, "speed", 0, "reproduce recorded latencies divided by `X` (0: instant)")
@@ -374,7 +320,89 @@ recorded on the tape ($transport/unanswered).`,
 	cmd.Flags().BoolVar(&f.fallback, "fallback", false, "answer what the tape cannot from the live server whose command follows --, started on demand, and append those exchanges to the tape (or to -o)")
 	cmd.Flags().StringVar(&f.fallbackURL, "fallback-url", "", "as --fallback, with the live server at the Streamable HTTP endpoint `URL`")
 	cmd.Flags().StringVarP(&f.episodes, "output", "o", "", "with --fallback: append the live exchanges to `TAPE` instead of the replayed one")
-	return cmd
+}
+
+// resolve completes the flags from what the command line gave (which
+// flags were set) and checks the combinations: the options run takes.
+func (f *replayFlags) resolve(cmd *cobra.Command) error {
+	f.reorderSet = cmd.Flags().Changed("reorder")
+	f.pathSet = cmd.Flags().Changed("path")
+	if f.fallback {
+		if f.listen != "" {
+			return errors.New("replay --fallback serves stdio; over HTTP it is not available yet (record the live server with tapedeck record --upstream instead)")
+		}
+		if f.speed > 0 {
+			return errors.New("replay --fallback answers at once: leave out --speed")
+		}
+		if !cmd.Flags().Changed("match") {
+			f.match = "keyed" // a call the tape lacks, wherever it comes
+		}
+	}
+	rs, err := f.rules.load(cmd)
+	if err != nil {
+		return err
+	}
+	f.ruleSet = rs
+	return nil
+}
+
+// runReplay serves tapePath as f says, over stdio or HTTP, and gives the
+// verdict.
+func runReplay(ctx context.Context, s streams, f *replayFlags, tapePath string) error {
+	opts, err := f.options()
+	if err != nil {
+		return err
+	}
+	x, err := indexTape(s.stderr, tapePath)
+	if err != nil {
+		return err
+	}
+	defer x.Close()
+	onDiv := func(d replay.Divergence) { fmt.Fprintf(s.stderr, "tapedeck replay: %s\n", d.Message) }
+	// Over stdio each process the client starts serves the episode
+	// (recorder run) its first request opens.
+	opts.Episodes = f.listen == ""
+	e, err := replay.NewEngine(x, opts)
+	if err != nil {
+		return err
+	}
+	var rep replay.Report
+	if f.listen != "" {
+		rep, err = serveReplayHTTP(ctx, s, f, tapePath, x, opts, e, onDiv)
+	} else {
+		rep, err = serveReplayStdio(ctx, s, f, tapePath, e, onDiv)
+	}
+	if err != nil {
+		return err
+	}
+	rep.Tape = tapePath
+	return finishReport(s.stderr, &rep, f.report)
+}
+
+// serveReplayStdio serves e on stdio (with --fallback, falling through
+// to the live server) until the client closes stdin or ctx is done.
+func serveReplayStdio(ctx context.Context, s streams, f *replayFlags, tapePath string, e *replay.Engine, onDiv func(replay.Divergence)) (replay.Report, error) {
+	if fi, ok := s.stdin.(interface{ Fd() uintptr }); ok && term.IsTerminal(fi.Fd()) {
+		// Run by hand: say what it waits for instead of looking hung.
+		fmt.Fprintf(s.stderr, "tapedeck replay: serving %s on stdio: it answers the JSON-RPC lines an MCP client writes on its stdin.\n"+
+			"  Point a client at it by making \"tapedeck replay %s\" its server command (in place of the recorded one),\n"+
+			"  or serve it over HTTP with \"tapedeck replay --listen 127.0.0.1:8808 %s\". Ctrl-C stops it.\n", text.Safe(tapePath), text.Safe(tapePath), text.Safe(tapePath))
+	}
+	in, restore := pollableStdin(s.stdin)
+	defer restore() // also after a panic: the pipe is shared
+	if f.fallback {
+		return replayFallback(ctx, s, f, tapePath, e, in, onDiv)
+	}
+	err := replay.ServeStdio(ctx, e, in, s.stdout, replay.StdioOptions{OnDivergence: onDiv,
+		Rules: f.ruleSet, Logf: ruleLog(s.stderr), Server: e.Server()})
+	if errors.Is(err, replay.ErrDisconnected) {
+		fmt.Fprintf(s.stderr, "tapedeck replay: %v\n", err)
+		err = nil
+	}
+	if err != nil {
+		return replay.Report{}, err
+	}
+	return e.Report(), nil
 }
 
 // pollableStdin returns stdin in non-blocking mode when it is a pipe or a
@@ -437,7 +465,7 @@ func serveReplayHTTP(ctx context.Context, s streams, f *replayFlags, tapePath st
 	if err != nil {
 		return none, fmt.Errorf("--max-body: %w", err)
 	}
-	ln, err := net.Listen("tcp", f.listen)
+	ln, err := mcphttp.Listen(f.listen)
 	if err != nil {
 		return none, fmt.Errorf("--listen: %w", err)
 	}
@@ -560,21 +588,7 @@ func serveReplayLegacy(ctx context.Context, s streams, f *replayFlags, tapePath 
 		return replay.Report{}, err
 	}
 	fmt.Fprintf(s.stderr, "tapedeck replay: serving %s (server '%s', legacy HTTP+SSE) at http://%s%s\n", tapePath, opts.Server, ln.Addr(), ssePath)
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err = <-errc:
-	case <-ctx.Done():
-		h.Close()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err = srv.Shutdown(sctx)
-		cancel()
-		if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) {
-			err = errors.Join(err, serr)
-		}
-	}
-	h.Close()
+	err = replay.ServeLegacy(ctx, ln, h)
 	return h.Report(), err
 }
 
@@ -627,26 +641,10 @@ func replayFallback(ctx context.Context, s streams, f *replayFlags, tapePath str
 }
 
 // serveHTTPWithRules serves the HTTP replay behind the recording proxy's
-// rules relay (its tape discarded): the client talks to the proxy on ln,
-// the proxy to the replay on a loopback port of its own, so the rules see
-// and fault every message both ways as they do when recording.
+// rules relay (its tape discarded), so the rules see and fault every
+// message both ways as they do when recording.
 func serveHTTPWithRules(ctx context.Context, s streams, f *replayFlags, ln net.Listener, h *replay.HTTPHandler, server string, hosts []string, maxBody int64) error {
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- replay.ServeHTTP(ctx, inner, h) }()
-	up := &url.URL{Scheme: "http", Host: inner.Addr().String(), Path: f.path}
-	p := &record.Proxy{Upstream: up, Tape: io.Discard, Server: server, Rules: f.ruleSet, Logf: ruleLog(s.stderr), AllowHosts: hosts, AllowOrigins: f.origins, MaxBody: maxBody,
+	p := &record.Proxy{Tape: io.Discard, Server: server, Rules: f.ruleSet, Logf: ruleLog(s.stderr), AllowHosts: hosts, AllowOrigins: f.origins, MaxBody: maxBody,
 		RuleAnswered: h.RuleAnswered}
-	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(sctx)
-	srv.Close()
-	return <-errc
+	return record.ServeInFront(ctx, ln, p, f.path, func(ctx context.Context, inner net.Listener) error { return replay.ServeHTTP(ctx, inner, h) })
 }

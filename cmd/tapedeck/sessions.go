@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -127,7 +124,7 @@ const searchLimit = 500
 
 // searchLibrary runs the sessions view's search line over the library.
 func searchLibrary(l *library.Library, line string, now time.Time) ([]tui.SessionHit, error) {
-	q, err := parseSearchLine(line, now)
+	q, err := library.ParseSearchLine(line, now)
 	if err != nil {
 		return nil, err
 	}
@@ -144,45 +141,6 @@ func searchLibrary(l *library.Library, line string, now time.Time) ([]tui.Sessio
 		}
 	}
 	return out, nil
-}
-
-// parseSearchLine reads the sessions view's search line: tapedeck search's
-// QUERY, with its flags written as tool:NAME, method:M, status:S and
-// since:D among the words (outside quotes).
-func parseSearchLine(line string, now time.Time) (library.Query, error) {
-	var q library.Query
-	var words []string
-	for _, tok := range library.SplitQuery(line) {
-		if k, v, ok := strings.Cut(tok, ":"); ok && v != "" && !strings.HasPrefix(tok, `"`) {
-			switch k {
-			case "tool":
-				q.Tool = v
-				continue
-			case "method":
-				q.Method = v
-				continue
-			case "status":
-				if !contains(library.Statuses, v) {
-					return q, fmt.Errorf("status:%s: expected one of %s", v, strings.Join(library.Statuses, ", "))
-				}
-				q.Status = v
-				continue
-			case "since":
-				t, err := library.ParseAge(v, now)
-				if err != nil {
-					return q, fmt.Errorf("since:%w", err)
-				}
-				q.Since = t
-				continue
-			}
-		}
-		words = append(words, tok)
-	}
-	q.Text = strings.Join(words, " ")
-	if strings.TrimSpace(q.Text) == "" && q.Tool == "" && q.Method == "" && q.Status == "" && q.Since.IsZero() {
-		return q, errors.New("expected words to look for, or a filter (tool:NAME, method:M, status:S, since:D)")
-	}
-	return q, nil
 }
 
 func newDemoCmd(s streams) *cobra.Command {

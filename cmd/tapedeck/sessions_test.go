@@ -95,23 +95,3 @@ func TestTmuxBareOpensDemoWithoutTapes(t *testing.T) {
 		}
 	}
 }
-
-func TestParseSearchLine(t *testing.T) {
-	now := time.Date(2026, 5, 16, 12, 0, 0, 0, time.UTC)
-	q, err := parseSearchLine(`"card declined" tool:create_invoice status:error since:24h acme*  method:tools/call url:x`, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if q.Text != `"card declined" acme* url:x` || q.Tool != "create_invoice" || q.Status != "error" || q.Method != "tools/call" || !q.Since.Equal(now.Add(-24*time.Hour)) {
-		t.Errorf("parsed %+v", q)
-	}
-	q, err = parseSearchLine(`"tool:x in quotes"`, now)
-	if err != nil || q.Text != `"tool:x in quotes"` || q.Tool != "" {
-		t.Errorf("quoted: %+v %v", q, err)
-	}
-	for _, bad := range []string{"status:bad", "since:yesterday", "   "} {
-		if _, err := parseSearchLine(bad, now); err == nil {
-			t.Errorf("%q: no error", bad)
-		}
-	}
-}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tapedeck/tapedeck/assets"
 	"github.com/tapedeck/tapedeck/internal/mcptest"
+	"github.com/tapedeck/tapedeck/internal/proc"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -375,7 +376,7 @@ func TestTmuxDebugLiveDivergence(t *testing.T) {
 
 	// Read while the client runs: a guarded buffer, not a bytes.Buffer
 	// os/exec writes from its own goroutine.
-	transcript := newTailBuffer(1 << 20)
+	transcript := proc.NewTailBuffer(1 << 20)
 	cmd := exec.Command(client, "--message", "bye", steps, "--timeout", "30s", "--", bin, "attach", addr)
 	cmd.Stdout, cmd.Stderr = transcript, transcript
 	p := mcptest.Start(t, cmd)
@@ -543,7 +544,7 @@ func TestTmuxDebugRunsTwice(t *testing.T) {
 
 	run := func(n int, argv ...string) {
 		t.Helper()
-		transcript := newTailBuffer(1 << 20)
+		transcript := proc.NewTailBuffer(1 << 20)
 		cmd := exec.Command(client, append([]string{steps, "--timeout", "30s"}, argv...)...)
 		cmd.Stdout, cmd.Stderr = transcript, transcript
 		p := mcptest.Start(t, cmd)
@@ -618,7 +619,7 @@ func TestTmuxDebugIntercept(t *testing.T) {
 	if m == nil {
 		t.Fatalf("the debugger does not show its address:\n%s", s)
 	}
-	transcript := newTailBuffer(1 << 20)
+	transcript := proc.NewTailBuffer(1 << 20)
 	cmd := exec.Command(client, "--steps=init,tools,echo,answer", "--timeout", "30s", "--", bin, "attach", m[1])
 	cmd.Stdout, cmd.Stderr = transcript, transcript
 	p := mcptest.Start(t, cmd)
@@ -669,7 +670,7 @@ func TestTmuxDebugInterceptHTTP(t *testing.T) {
 	}
 	peers := mcptest.Peers(t)
 	script := filepath.Join(mcptest.RepoRoot(t), "internal", "mcptest", "ts", "client.mjs")
-	transcript := newTailBuffer(1 << 20)
+	transcript := proc.NewTailBuffer(1 << 20)
 	cmd := exec.Command(peers.Node, script, "--url", m[1])
 	cmd.Env = append(os.Environ(), "TAPEDECK_PEERS="+filepath.Join(mcptest.RepoRoot(t), ".peers"))
 	cmd.Stdout, cmd.Stderr = transcript, transcript
@@ -838,7 +839,7 @@ func TestTmuxDebugPastTheEnd(t *testing.T) {
 
 	tt := startTmux(t, bin, "debug", rec, "--listen", "127.0.0.1:0")
 	addr := tt.debugAddr()
-	transcript := newTailBuffer(1 << 20)
+	transcript := proc.NewTailBuffer(1 << 20)
 	cmd := exec.Command(client, "--message", "bye", "--codes", steps, "--timeout", "30s", "--", bin, "attach", addr)
 	cmd.Stdout, cmd.Stderr = transcript, transcript
 	p := mcptest.Start(t, cmd)

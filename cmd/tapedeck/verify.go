@@ -3,22 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/tidwall/sjson"
 
 	"github.com/tapedeck/tapedeck/internal/check"
+	"github.com/tapedeck/tapedeck/internal/proc"
 	"github.com/tapedeck/tapedeck/internal/text"
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
@@ -170,23 +165,23 @@ group first) and how each other group differs from them. The exit status is
 // the exchange breaks because the server exited, the error says so, with
 // its exit status and the last lines of its stderr.
 func verifyStdio(ctx context.Context, s streams, x *tape.Index, argv []string, opts upstream.VerifyOptions, onCall func(upstream.CallResult)) (upstream.VerifyReport, error) {
-	p, err := startServer(argv)
+	p, err := proc.Start(proc.Spec{Command: argv[0], Args: argv[1:], Tail: 64 << 10})
 	if err != nil {
-		return upstream.VerifyReport{}, err
+		return upstream.VerifyReport{}, fmt.Errorf("start server %s: %w", argv[0], err)
 	}
-	defer p.stop()
-	conn := upstream.NewStdioConn(p.stdin, p.stdout)
-	defer conn.Close() // before stop: the server is drained while it stops
+	defer p.Stop(2*time.Second, 2*time.Second)
+	conn := upstream.NewStdioConn(p.Stdin, p.Stdout)
+	defer conn.Close() // before Stop: the server is drained while it stops
 	rep, err := upstream.Verify(ctx, x, conn, opts, onCall)
 	if err == nil || ctx.Err() != nil || errors.Is(err, upstream.ErrNoRequests) {
 		return rep, err
 	}
 	// A broken pipe or the end of its stdout: most likely the server
 	// exited. Give it a moment to be reaped.
-	if p.exitedWithin(2 * time.Second) {
-		return rep, fmt.Errorf("the server exited (%s) %s%s", p.cmd.ProcessState, whereStopped(rep), p.stderrTail())
+	if p.ExitedWithin(2 * time.Second) {
+		return rep, fmt.Errorf("the server exited (%s) %s%s", p.State(), whereStopped(rep), stderrTail(p))
 	}
-	return rep, fmt.Errorf("%w%s", err, p.stderrTail())
+	return rep, fmt.Errorf("%w%s", err, stderrTail(p))
 }
 
 // whereStopped says how far verify got.
@@ -201,142 +196,14 @@ func whereStopped(rep upstream.VerifyReport) string {
 // stderrLines is how many of the server's last stderr lines an error shows.
 const stderrLines = 20
 
-// serverProcess is a stdio server started by verify, in its own process
-// group.
-type serverProcess struct {
-	cmd    *exec.Cmd
-	stdin  *os.File
-	stdout *os.File
-	stderr *tailBuffer
-	exited chan struct{} // closed once the process was waited for
-}
-
-// startServer starts argv with pipes for stdin and stdout, keeping the end
-// of its stderr.
-func startServer(argv []string) (*serverProcess, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	p := &serverProcess{cmd: cmd, stderr: newTailBuffer(64 << 10), exited: make(chan struct{})}
-	cmd.Stderr = p.stderr
-	// Pipes of our own, not StdinPipe and StdoutPipe: Wait closes those as
-	// soon as the process exits, losing what it wrote last, and turning a
-	// write to a server that exited into "file already closed".
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, err
-	}
-	cmd.Stdin, cmd.Stdout = inR, outW
-	err = cmd.Start()
-	inR.Close()
-	outW.Close()
-	if err != nil {
-		inW.Close()
-		outR.Close()
-		return nil, fmt.Errorf("start server %s: %w", argv[0], err)
-	}
-	p.stdin, p.stdout = inW, outR
-	go func() {
-		cmd.Wait()
-		close(p.exited)
-	}()
-	return p, nil
-}
-
-// exitedWithin reports whether the process exits within d.
-func (p *serverProcess) exitedWithin(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-p.exited:
-		return true
-	case <-t.C:
-		return false
-	}
-}
-
 // stderrTail returns the last lines of the server's stderr, introduced
 // for an error message, or "" when it wrote none.
-func (p *serverProcess) stderrTail() string {
-	lines := p.stderr.lastLines(stderrLines)
+func stderrTail(p *proc.Process) string {
+	lines := p.StderrTail(stderrLines)
 	if len(lines) == 0 {
 		return "; it wrote nothing on stderr"
 	}
 	return "; the last lines of its stderr:\n    " + strings.Join(lines, "\n    ")
-}
-
-// stop closes the server's stdin, waits, then signals its process group:
-// SIGTERM, then SIGKILL.
-func (p *serverProcess) stop() {
-	p.stdin.Close()
-	for _, sig := range []syscall.Signal{0, syscall.SIGTERM, syscall.SIGKILL} {
-		if sig != 0 {
-			syscall.Kill(-p.cmd.Process.Pid, sig)
-		}
-		if p.exitedWithin(2 * time.Second) {
-			break
-		}
-	}
-	p.stdout.Close()
-}
-
-// tailBuffer is an io.Writer that keeps the last max bytes written to it,
-// safe for the goroutine os/exec copies a process's stderr with and a
-// reader at once.
-type tailBuffer struct {
-	mu        sync.Mutex
-	max       int
-	buf       []byte
-	truncated bool
-}
-
-func newTailBuffer(max int) *tailBuffer { return &tailBuffer{max: max} }
-
-func (t *tailBuffer) Write(b []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, b...)
-	if len(t.buf) > 2*t.max {
-		// Drop the front now and then, not on every write.
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
-		t.truncated = true
-	}
-	return len(b), nil
-}
-
-// String returns what is kept.
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
-}
-
-// lastLines returns up to n of the last complete or final lines kept,
-// without a line the size limit cut at its start.
-func (t *tailBuffer) lastLines(n int) []string {
-	t.mu.Lock()
-	b, truncated := t.buf, t.truncated
-	if len(b) > t.max {
-		b, truncated = b[len(b)-t.max:], true
-	}
-	text := string(b)
-	t.mu.Unlock()
-	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
-	if truncated && len(lines) > 0 {
-		lines = lines[1:] // cut at its start
-	}
-	if len(lines) == 1 && lines[0] == "" {
-		return nil
-	}
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return lines
 }
 
 // finishVerify prints the summary, writes the JUnit report if asked, and
@@ -437,41 +304,16 @@ func printCall(w io.Writer, c upstream.CallResult, paint bool) {
 	}
 }
 
-type junitSuite struct {
-	XMLName  xml.Name    `xml:"testsuite"`
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Time     float64     `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Time      float64       `xml:"time,attr"`
-	Failure   *junitFailure `xml:"failure,omitempty"`
-	Skipped   *junitSkipped `xml:"skipped,omitempty"`
-}
-
-type junitSkipped struct {
-	Message string `xml:"message,attr"`
-}
-
-type junitFailure struct {
-	Message string `xml:"message,attr"`
-	Text    string `xml:",chardata"`
-}
-
+// writeJUnit writes verify's JUnit report: one suite for the server, a
+// case a call.
 func writeJUnit(path, tapeName string, rep *upstream.VerifyReport) error {
-	suite := junitSuite{Name: "tapedeck verify " + tapeName + " (" + rep.Server + ")", Tests: len(rep.Calls)}
+	suite := check.JUnitSuite{Name: "tapedeck verify " + tapeName + " (" + rep.Server + ")", Tests: len(rep.Calls)}
 	for _, c := range rep.Calls {
 		name := fmt.Sprintf("line %d %s", c.Line, c.Method)
 		if c.Name != "" {
 			name += " " + c.Name
 		}
-		jc := junitCase{Name: name, Classname: rep.Server, Time: c.Live.Seconds()}
+		jc := check.JUnitCase{Name: name, Classname: rep.Server, Time: c.Live.Seconds()}
 		suite.Time += c.Live.Seconds()
 		if !c.Pass {
 			suite.Failures++
@@ -481,18 +323,18 @@ func writeJUnit(path, tapeName string, rep *upstream.VerifyReport) error {
 			if msg == "" {
 				msg = fmt.Sprintf("%d differences from the recorded response", len(c.Diff))
 			}
-			jc.Failure = &junitFailure{Message: msg, Text: b.String()}
+			jc.Failure = &check.JUnitFailure{Message: msg, Text: b.String()}
 		} else if c.Skipped != "" {
 			suite.Skipped++
-			jc.Skipped = &junitSkipped{Message: c.Skipped}
+			jc.Skipped = &check.JUnitSkipped{Message: c.Skipped}
 		}
 		suite.Cases = append(suite.Cases, jc)
 	}
-	b, err := xml.MarshalIndent(suite, "", "  ")
-	if err != nil {
+	var b bytes.Buffer
+	if err := check.EncodeJUnit(&b, []check.JUnitSuite{suite}); err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, append([]byte(xml.Header), append(b, '\n')...), 0o644); err != nil {
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("write JUnit report: %w", err)
 	}
 	return nil
@@ -515,68 +357,25 @@ func dialURL(ctx context.Context, x *tape.Index, server, url string) (interface 
 	return upstream.NewHTTPConn(url, nil), nil
 }
 
-// updateTape writes tape src to dst with each recorded answer that
-// differed from the live server's replaced by the live one: its recorded
-// id and _meta kept, every other line as recorded. dst may be src (then
-// src is kept as src.bak).
+// updateTape writes tape src to dst with the live answers that differed
+// (upstream.UpdateTape) and says what it did.
 func updateTape(stderr io.Writer, src, dst string, x *tape.Index, rep upstream.VerifyReport) error {
-	repl := map[int][]byte{} // line number → the new line
-	for _, c := range rep.Calls {
-		if c.Pass || c.Answer == nil || c.Response < 0 {
-			continue
-		}
-		m, err := x.Message(c.Response)
-		if err != nil {
-			return err
-		}
-		e := x.Entry(c.Response)
-		answer := tape.StripMeta(c.Answer)
-		if id, err := json.Marshal(json.RawMessage(m.ID)); err == nil && len(m.ID) > 0 {
-			if a, err := sjson.SetRawBytes(answer, "id", id); err == nil {
-				answer = a
-			}
-		}
-		meta := tape.RecordMeta(m.Raw)
-		line := answer
-		if len(meta) > 0 {
-			if l, err := sjson.SetRawBytes(answer, "_meta", meta); err == nil {
-				line = l
-			}
-		}
-		repl[e.Line] = line
+	res, err := upstream.UpdateTape(src, dst, x, rep)
+	for _, line := range res.Batches {
+		fmt.Fprintf(stderr, "tapedeck verify: line %d holds a batch; its answer is left as recorded\n", line)
 	}
-	if len(repl) == 0 {
-		fmt.Fprintf(stderr, "tapedeck verify: every answer was as recorded; %s not written\n", dst)
-		return nil
-	}
-	data, err := os.ReadFile(src)
 	if err != nil {
 		return err
 	}
-	var out bytes.Buffer
-	for i, l := range bytes.SplitAfter(data, []byte("\n")) {
-		if nl, ok := repl[i+1]; ok && bytes.HasPrefix(bytes.TrimSpace(l), []byte("[")) {
-			fmt.Fprintf(stderr, "tapedeck verify: line %d holds a batch; its answer is left as recorded\n", i+1)
-		} else if ok {
-			out.Write(nl)
-			out.WriteByte('\n')
-			continue
-		}
-		out.Write(l)
+	switch {
+	case res.Replaced == 0 && len(res.Batches) > 0:
+		fmt.Fprintf(stderr, "tapedeck verify: no answer that differed could be replaced; %s not written\n", dst)
+		return nil
+	case res.Replaced == 0:
+		fmt.Fprintf(stderr, "tapedeck verify: every answer was as recorded; %s not written\n", dst)
+		return nil
 	}
-	if dst == src {
-		if err := os.WriteFile(src+".bak", data, 0o600); err != nil {
-			return fmt.Errorf("--in-place: keep %s.bak: %w", src, err)
-		}
-	}
-	tmp := dst + ".tmp"
-	if err := os.WriteFile(tmp, out.Bytes(), 0o600); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, dst); err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "tapedeck verify: wrote %s with %s from the live server\n", dst, text.Plural(len(repl), "new answer"))
+	fmt.Fprintf(stderr, "tapedeck verify: wrote %s with %s from the live server\n", dst, text.Plural(res.Replaced, "new answer"))
 	return nil
 }
 

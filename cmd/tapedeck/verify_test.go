@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/internal/mcptest"
+	"github.com/tapedeck/tapedeck/internal/proc"
 	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 	"github.com/tapedeck/tapedeck/upstream"
@@ -122,15 +123,15 @@ func TestVerifyConcurrent(t *testing.T) {
 	}
 	defer x.Close()
 	for _, concurrent := range []bool{true, false} {
-		p, err := startServer([]string{server})
+		p, err := proc.Start(proc.Spec{Command: server})
 		if err != nil {
 			t.Fatal(err)
 		}
-		stdio := upstream.NewStdioConn(p.stdin, p.stdout)
+		stdio := upstream.NewStdioConn(p.Stdin, p.Stdout)
 		conn := &logConn{Conn: stdio}
 		rep, err := upstream.Verify(context.Background(), x, conn, upstream.VerifyOptions{Concurrent: concurrent, Timeout: 10 * time.Second}, nil)
 		stdio.Close()
-		p.stop()
+		p.Stop(2*time.Second, 2*time.Second)
 		if err != nil || rep.Err() != nil {
 			t.Fatalf("concurrent=%v: %v %v", concurrent, err, rep.Err())
 		}
@@ -188,29 +189,6 @@ func TestVerifyNoRequestsForServer(t *testing.T) {
 	out, errOut, code = runCLI(t, "verify", alone, "--", "true")
 	if code != 1 || !strings.Contains(errOut, `the tape holds no client requests for server 'quiet': it holds none for any server`) {
 		t.Errorf("a tape of one quiet server: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
-	}
-}
-
-// tailBuffer keeps at most twice its size in memory and returns the last
-// whole lines, never one cut at its start.
-func TestTailBuffer(t *testing.T) {
-	b := newTailBuffer(100)
-	for i := range 1000 {
-		fmt.Fprintf(b, "line %d\n", i)
-		if len(b.buf) > 200 {
-			t.Fatalf("after %d lines the buffer holds %d bytes, want at most 200", i+1, len(b.buf))
-		}
-	}
-	got := b.lastLines(3)
-	if strings.Join(got, "|") != "line 997|line 998|line 999" {
-		t.Errorf("lastLines(3) = %q", got)
-	}
-	all := b.lastLines(1000)
-	if len(all) == 0 || len(all) > 100/8+1 || !strings.HasPrefix(all[0], "line ") || len(all[0]) != len("line 999") {
-		t.Errorf("lastLines(1000) = %q: want only whole lines from the last 100 bytes", all)
-	}
-	if got := newTailBuffer(10).lastLines(5); got != nil {
-		t.Errorf("empty: %q", got)
 	}
 }
 

@@ -44,11 +44,11 @@ type served struct {
 	stop func()
 }
 
-// Serve listens on o.Listen and serves the intercept there until Close:
+// Start listens on o.Listen and serves the intercept there until Close:
 // one attached stdio client at a time, each with its own run of
 // o.Command, or HTTP clients through the recording proxy to o.Upstream.
 // It returns the address it listens on.
-func (s *Service) Serve(ctx context.Context, o Options) (string, error) {
+func (s *Service) Start(ctx context.Context, o Options) (string, error) {
 	if (o.Command == "") == (o.Upstream == nil) {
 		return "", fmt.Errorf("intercept: expected a server command or an upstream URL, found %s", given(o))
 	}

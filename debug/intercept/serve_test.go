@@ -30,7 +30,7 @@ func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return 
 func TestServeStdioHoldsAndRecords(t *testing.T) {
 	s := breaking(t, "tools/call")
 	var tp syncBuffer
-	addr, err := s.Serve(context.Background(), Options{Listen: "127.0.0.1:0", Command: "cat", Tape: &tp, Server: "cat", Version: "test"})
+	addr, err := s.Start(context.Background(), Options{Listen: "127.0.0.1:0", Command: "cat", Tape: &tp, Server: "cat", Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestServeStdioHoldsAndRecords(t *testing.T) {
 func TestServeNeedsOneServer(t *testing.T) {
 	s := New()
 	defer s.Close()
-	if _, err := s.Serve(context.Background(), Options{Listen: "127.0.0.1:0"}); err == nil || !strings.Contains(err.Error(), "found neither") {
+	if _, err := s.Start(context.Background(), Options{Listen: "127.0.0.1:0"}); err == nil || !strings.Contains(err.Error(), "found neither") {
 		t.Errorf("Serve without a server: %v", err)
 	}
 }

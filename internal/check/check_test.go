@@ -410,3 +410,36 @@ func TestWriteSARIF(t *testing.T) {
 		t.Errorf("no findings: results is not []:\n%s", b.String())
 	}
 }
+
+// EncodeJUnit is the one JUnit writer (check's and verify's reports): a
+// skipped case, times and failures survive a round trip.
+func TestEncodeJUnit(t *testing.T) {
+	var b bytes.Buffer
+	suites := []JUnitSuite{{Name: "tapedeck verify t.jsonl (s)", Tests: 3, Failures: 1, Skipped: 1, Time: 1.5, Cases: []JUnitCase{
+		{Name: "line 3 ping", Classname: "s", Time: 0.5},
+		{Name: "line 5 tools/call echo", Classname: "s", Time: 1, Failure: &JUnitFailure{Message: "1 differences", Text: "a & <b>"}},
+		{Name: "line 7 tools/call slow", Classname: "s", Skipped: &JUnitSkipped{Message: "no answer on the tape"}},
+	}}}
+	if err := EncodeJUnit(&b, suites); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(b.String(), xml.Header+"<testsuites>") || !strings.HasSuffix(b.String(), "</testsuites>\n") {
+		t.Errorf("expected an XML header and a <testsuites> root ending in a newline:\n%s", b.String())
+	}
+	var doc struct {
+		Suites []JUnitSuite `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatalf("not XML: %v\n%s", err, b.String())
+	}
+	if len(doc.Suites) != 1 {
+		t.Fatalf("%d suites, expected 1\n%s", len(doc.Suites), b.String())
+	}
+	got := doc.Suites[0]
+	if got.Tests != 3 || got.Failures != 1 || got.Skipped != 1 || got.Time != 1.5 || len(got.Cases) != 3 {
+		t.Fatalf("suite read back as %+v", got)
+	}
+	if f := got.Cases[1].Failure; f == nil || f.Text != "a & <b>" || got.Cases[2].Skipped == nil || got.Cases[2].Skipped.Message != "no answer on the tape" || got.Cases[0].Time != 0.5 {
+		t.Errorf("cases read back as %+v", got.Cases)
+	}
+}

@@ -2,7 +2,6 @@ package check
 
 import (
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -61,27 +60,9 @@ func WriteGitHub(w io.Writer, fs []Finding) error {
 // WriteJUnit writes a JUnit XML report: a test suite a tape, a test case
 // a rule that failed with its findings, or one passing case.
 func WriteJUnit(w io.Writer, fs []Finding, tapes []string) error {
-	type failure struct {
-		Message string `xml:"message,attr"`
-		Text    string `xml:",chardata"`
-	}
-	type testcase struct {
-		Name      string   `xml:"name,attr"`
-		Classname string   `xml:"classname,attr"`
-		Failure   *failure `xml:"failure,omitempty"`
-	}
-	type suite struct {
-		Name     string     `xml:"name,attr"`
-		Tests    int        `xml:"tests,attr"`
-		Failures int        `xml:"failures,attr"`
-		Cases    []testcase `xml:"testcase"`
-	}
-	var suites struct {
-		XMLName xml.Name `xml:"testsuites"`
-		Suites  []suite  `xml:"testsuite"`
-	}
+	var suites []JUnitSuite
 	for _, t := range tapes {
-		s := suite{Name: t}
+		s := JUnitSuite{Name: t}
 		byRule := map[string][]string{}
 		var order []string
 		for _, f := range fs {
@@ -98,24 +79,15 @@ func WriteJUnit(w io.Writer, fs []Finding, tapes []string) error {
 			byRule[f.Rule] = append(byRule[f.Rule], loc+f.Message)
 		}
 		for _, r := range order {
-			s.Cases = append(s.Cases, testcase{Name: r, Classname: "tapedeck.check", Failure: &failure{Message: fmt.Sprintf("%d %s findings", len(byRule[r]), r), Text: strings.Join(byRule[r], "\n")}})
+			s.Cases = append(s.Cases, JUnitCase{Name: r, Classname: "tapedeck.check", Failure: &JUnitFailure{Message: fmt.Sprintf("%d %s findings", len(byRule[r]), r), Text: strings.Join(byRule[r], "\n")}})
 		}
 		if len(s.Cases) == 0 {
-			s.Cases = append(s.Cases, testcase{Name: "check", Classname: "tapedeck.check"})
+			s.Cases = append(s.Cases, JUnitCase{Name: "check", Classname: "tapedeck.check"})
 		}
 		s.Tests, s.Failures = len(s.Cases), len(order)
-		suites.Suites = append(suites.Suites, s)
+		suites = append(suites, s)
 	}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(suites); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return EncodeJUnit(w, suites)
 }
 
 // WriteSARIF writes a SARIF 2.1.0 log: one run, the rules as the tool's

@@ -697,3 +697,25 @@ func TestIndexIsPrivate(t *testing.T) {
 		t.Errorf("an index left 0644, opened again: %v %v, want 0600", fi.Mode().Perm(), err)
 	}
 }
+
+// The sessions view's search line: search's QUERY with its flags as
+// words (tool:, method:, status:, since:), quoted words left alone.
+func TestParseSearchLine(t *testing.T) {
+	now := time.Date(2026, 5, 16, 12, 0, 0, 0, time.UTC)
+	q, err := ParseSearchLine(`"card declined" tool:create_invoice status:error since:24h acme*  method:tools/call url:x`, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Text != `"card declined" acme* url:x` || q.Tool != "create_invoice" || q.Status != "error" || q.Method != "tools/call" || !q.Since.Equal(now.Add(-24*time.Hour)) {
+		t.Errorf("parsed %+v", q)
+	}
+	q, err = ParseSearchLine(`"tool:x in quotes"`, now)
+	if err != nil || q.Text != `"tool:x in quotes"` || q.Tool != "" {
+		t.Errorf("quoted: %+v %v", q, err)
+	}
+	for _, bad := range []string{"status:bad", "since:yesterday", "   "} {
+		if _, err := ParseSearchLine(bad, now); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}

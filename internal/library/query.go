@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -317,6 +318,45 @@ func SplitQuery(s string) []string {
 		out = append(out, cur.String())
 	}
 	return out
+}
+
+// ParseSearchLine reads the sessions view's search line: tapedeck search's
+// QUERY, with its flags written as tool:NAME, method:M, status:S and
+// since:D among the words (outside quotes).
+func ParseSearchLine(line string, now time.Time) (Query, error) {
+	var q Query
+	var words []string
+	for _, tok := range SplitQuery(line) {
+		if k, v, ok := strings.Cut(tok, ":"); ok && v != "" && !strings.HasPrefix(tok, `"`) {
+			switch k {
+			case "tool":
+				q.Tool = v
+				continue
+			case "method":
+				q.Method = v
+				continue
+			case "status":
+				if !slices.Contains(Statuses, v) {
+					return q, fmt.Errorf("status:%s: expected one of %s", v, strings.Join(Statuses, ", "))
+				}
+				q.Status = v
+				continue
+			case "since":
+				t, err := ParseAge(v, now)
+				if err != nil {
+					return q, fmt.Errorf("since:%w", err)
+				}
+				q.Since = t
+				continue
+			}
+		}
+		words = append(words, tok)
+	}
+	q.Text = strings.Join(words, " ")
+	if strings.TrimSpace(q.Text) == "" && q.Tool == "" && q.Method == "" && q.Status == "" && q.Since.IsZero() {
+		return q, errors.New("expected words to look for, or a filter (tool:NAME, method:M, status:S, since:D)")
+	}
+	return q, nil
 }
 
 // Older returns the tapes whose last message (or, without timestamps,

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package record
+package proc
 
 import (
 	"os"
@@ -15,8 +15,11 @@ func sysProcAttr() *syscall.SysProcAttr {
 
 func pipe() (r, w *os.File, err error) { return os.Pipe() }
 
-func growPipe(f any) {}
+// GrowPipe does nothing outside Linux.
+func GrowPipe(f any) {}
 
-func becomeSubreaper() error { return nil }
+// BecomeSubreaper does nothing outside Linux.
+func BecomeSubreaper() error { return nil }
 
-func killOrphans() int { return 0 }
+// KillOrphans does nothing outside Linux.
+func KillOrphans() int { return 0 }

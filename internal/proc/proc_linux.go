@@ -1,4 +1,4 @@
-package record
+package proc
 
 import (
 	"bytes"
@@ -10,15 +10,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// growPipe enlarges f's pipe buffer if f is a pipe.
-func growPipe(f any) {
+// GrowPipe enlarges f's pipe buffer to 1 MiB if f is a pipe.
+func GrowPipe(f any) {
 	if x, ok := f.(*os.File); ok {
 		_, _ = unix.FcntlInt(x.Fd(), unix.F_SETPIPE_SZ, 1<<20)
 	}
 }
 
 // sysProcAttr puts the server in its own process group (signals reach its
-// children too) and has the kernel kill it if the shim dies, even by
+// children too) and has the kernel kill it if its parent dies, even by
 // SIGKILL, so no server is ever orphaned.
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -26,7 +26,7 @@ func sysProcAttr() *syscall.SysProcAttr {
 
 // pipe returns a pipe with blocking ends: a blocked read wakes as soon as
 // data arrives, without a round through the runtime's poller, which halves
-// the latency the shim adds.
+// the latency a recording shim adds.
 func pipe() (r, w *os.File, err error) {
 	var p [2]int
 	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
@@ -36,16 +36,16 @@ func pipe() (r, w *os.File, err error) {
 	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
 }
 
-// becomeSubreaper makes the process adopt its orphaned descendants (a
+// BecomeSubreaper makes the process adopt its orphaned descendants (a
 // server's grandchild that left its process group with setsid), so that
-// killOrphans can find them.
-func becomeSubreaper() error { return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) }
+// KillOrphans can find them.
+func BecomeSubreaper() error { return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) }
 
-// killOrphans kills and reaps the process's adopted orphans: children in
+// KillOrphans kills and reaps the process's adopted orphans: children in
 // a session other than the process's own (a server's grandchild that left
 // with setsid; the servers the process started itself share its session),
 // and theirs as they are adopted in turn. It returns how many it killed.
-func killOrphans() int {
+func KillOrphans() int {
 	own, err := unix.Getsid(0)
 	if err != nil {
 		return 0
