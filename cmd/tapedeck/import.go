@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -42,13 +43,16 @@ Formats (--from):
 
 Messages keep their bytes, direction and time. A malformed input is
 refused with its line or JSON path, saying what was expected and found.
-The tape is not overwritten if it exists.`,
+The tape is not overwritten if it exists. Input is bounded: a line of
+mcpsnoop at 64 MiB, a cassette or recording at 512 MiB, each HAR entry at
+512 MiB (a HAR is streamed entry by entry), a pipe at 4 GiB; devices are
+refused; SIGINT or SIGTERM stops the reading (no tape is left).`,
 		Example: `  tapedeck import --from mcpsnoop ~/.local/state/mcpsnoop/sessions/ID.jsonl -o session.jsonl
   tapedeck import --from har session.har -o session.jsonl && tapedeck replay session.jsonl
   tapedeck import --from agent-vcr calculator.vcr --server calc -o calc.jsonl`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runImport(s, args[0], f)
+			return runImport(cmd.Context(), s, args[0], f)
 		},
 	}
 	cmd.Flags().StringVar(&f.from, "from", "", "the `FORMAT` of FILE: "+strings.Join(importer.Formats(), ", "))
@@ -57,7 +61,7 @@ The tape is not overwritten if it exists.`,
 	return cmd
 }
 
-func runImport(s streams, path string, f importFlags) error {
+func runImport(ctx context.Context, s streams, path string, f importFlags) error {
 	formats := strings.Join(importer.Formats(), ", ")
 	if f.from == "" {
 		return fmt.Errorf("import: expected --from, one of %s", formats)
@@ -70,7 +74,7 @@ func runImport(s streams, path string, f importFlags) error {
 	}
 	var in io.Reader = s.stdin
 	if path != "-" {
-		file, err := tape.Open(path) // devices refused, a pipe without a writer an error at once
+		file, err := tape.OpenContext(ctx, path, 0) // devices refused, a pipe without a writer an error at once, a pipe bounded
 		if err != nil {
 			return fmt.Errorf("import: %w", err)
 		}
@@ -90,7 +94,7 @@ func runImport(s streams, path string, f importFlags) error {
 		}
 		w = file
 	}
-	res, err := importer.Import(f.from, in, w, importer.Options{Server: f.server})
+	res, err := importer.ImportContext(ctx, f.from, in, w, importer.Options{Server: f.server})
 	if file != nil {
 		if cerr := file.Close(); err == nil {
 			err = cerr
