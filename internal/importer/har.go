@@ -255,10 +255,9 @@ func (h *harImport) read(r io.Reader) (int, error) {
 	if _, err := dec.Token(); err != nil { // the closing brace
 		return 0, h.fail(b, "$", err)
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		if err == nil {
-			err = errors.New("expected the end of the document, found more")
-		}
+	if _, err := dec.Token(); err == nil {
+		return 0, errorf(formatHAR, "$", "invalid JSON: expected the end of the document, found more")
+	} else if !errors.Is(err, io.EOF) {
 		return 0, h.fail(b, "$", err)
 	}
 	if !sawLog {
