@@ -7,9 +7,11 @@ package rules
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/tidwall/sjson"
 
 	"github.com/tapedeck/tapedeck/tape"
@@ -162,10 +164,37 @@ func MarshalInjections(in []Injection) json.RawMessage {
 	return b
 }
 
-// modify applies the rule's change to msg.
+// MaxMessage is the longest message a modify rule may make: the line
+// limit of the stdio edges and of a tape (64 MiB). A patch whose result
+// would be longer (a copy op that doubles the document again and again) is
+// stopped as it is applied, and the message goes on unchanged with the
+// rule's failure logged and recorded.
+const MaxMessage = 64 << 20
+
+// modify applies the rule's change to msg, refusing a result over r.maxOut.
 func (r *rule) modify(msg []byte) ([]byte, error) {
+	out, err := r.change(msg)
+	if err != nil {
+		return nil, err
+	}
+	if r.maxOut > 0 && len(out) > r.maxOut {
+		return nil, fmt.Errorf("the modified message would be %d bytes, over the limit of %d", len(out), r.maxOut)
+	}
+	return out, nil
+}
+
+func (r *rule) change(msg []byte) ([]byte, error) {
 	if r.fast == nil {
-		return r.patch.Apply(msg)
+		o := jsonpatch.NewApplyOptions()
+		// Copies are counted as they are made: a self-copying patch stops at
+		// the bound instead of doubling a document into gigabytes.
+		o.AccumulatedCopySizeLimit = int64(r.maxOut)
+		out, err := r.patch.ApplyWithOptions(msg, o)
+		var ce *jsonpatch.AccumulatedCopySizeError
+		if errors.As(err, &ce) {
+			return nil, fmt.Errorf("the patch's copies would add more than %d bytes, the limit of a message", r.maxOut)
+		}
+		return out, err
 	}
 	out := msg
 	var err error

@@ -335,7 +335,7 @@ func ParseContext(ctx context.Context, name string, data []byte) (*Set, error) {
 			}
 		}
 		n := &doc.Rules[i]
-		r, err := compileRule(name, n, doc.Mode)
+		r, err := compileRule(ctx, name, n, doc.Mode)
 		if err != nil {
 			return nil, err
 		}
@@ -369,12 +369,12 @@ const (
 
 var actions = []Action{Block, Error, Modify, Delay, Respond, Duplicate, Disconnect, Log}
 
-func compileRule(file string, n *ruleNode, mode string) (*rule, error) {
+func compileRule(ctx context.Context, file string, n *ruleNode, mode string) (*rule, error) {
 	sp := n.spec
 	at := func(format string, a ...any) error {
 		return fmt.Errorf("%s:%d: rule %s: %s", file, n.line, quoteName(sp.Name), fmt.Sprintf(format, a...))
 	}
-	r := &rule{name: sp.Name, line: n.line, cont: sp.Continue, audit: mode == "audit"}
+	r := &rule{name: sp.Name, line: n.line, cont: sp.Continue, audit: mode == "audit", maxOut: MaxMessage}
 	switch sp.Mode {
 	case "":
 	case "audit":
@@ -439,7 +439,7 @@ func compileRule(file string, n *ruleNode, mode string) (*rule, error) {
 		}
 		r.delayMin, r.delayMax = lo, hi
 	case Respond:
-		if err := r.compileRespond(file, sp.Respond); err != nil {
+		if err := r.compileRespond(ctx, file, sp.Respond); err != nil {
 			return nil, at("respond: %v", err)
 		}
 		if !r.phaseAllows(phaseRequest) && !r.phaseAllows(phaseServerRequest) {
@@ -552,7 +552,7 @@ func (r *rule) compilePatch(patch []map[string]any, set map[string]any, del []st
 	return nil
 }
 
-func (r *rule) compileRespond(file string, sp *respondSpec) error {
+func (r *rule) compileRespond(ctx context.Context, file string, sp *respondSpec) error {
 	if sp == nil || (sp.Result == nil && sp.Tape == "") {
 		return fmt.Errorf("expected result: (the answer's result) or tape: (a tape whose recorded answer to the same call is sent)")
 	}
@@ -567,7 +567,7 @@ func (r *rule) compileRespond(file string, sp *respondSpec) error {
 		r.result = b
 		return nil
 	}
-	answers, err := loadAnswers(file, sp.Tape)
+	answers, err := loadAnswers(ctx, file, sp.Tape)
 	if err != nil {
 		return err
 	}
@@ -630,23 +630,38 @@ func jsonable(v any) any {
 	return v
 }
 
+// MaxAnswerTape bounds the tape a respond: tape: reads its answers from,
+// and MaxAnswerLine each of its lines: a tape past them is refused at load
+// time, as is a device or a named pipe that no one writes to (a FIFO or
+// /dev/zero used to hang the load or fill the memory).
+const (
+	MaxAnswerTape = 256 << 20
+	MaxAnswerLine = 64 << 20
+)
+
 // loadAnswers reads a tape's answered calls for respond: tape:, keyed by
 // method and canonical params (and by method and target as a fallback).
-func loadAnswers(file, path string) (*answerBook, error) {
+func loadAnswers(ctx context.Context, file, path string) (*answerBook, error) {
 	if !strings.HasPrefix(path, "/") {
 		if k := strings.LastIndexByte(file, '/'); k >= 0 {
 			path = file[:k+1] + path
 		}
 	}
-	f, err := os.Open(path)
+	f, err := tape.OpenContext(ctx, path, MaxAnswerTape)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("respond: tape: %w", err)
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > MaxAnswerTape {
+		return nil, fmt.Errorf("respond: tape: %s: expected a tape of at most %d bytes, found %d", path, MaxAnswerTape, st.Size())
+	}
 	book := &answerBook{exact: map[string][]byte{}, loose: map[string][]byte{}}
 	pending := map[tape.ID][2]string{}
-	rd := tape.NewReader(f)
+	rd := tape.NewReader(io.LimitReader(f, MaxAnswerTape), tape.MaxLine(MaxAnswerLine))
 	for e := range rd.Entries() {
+		if e.Seq%4096 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		switch {
 		case e.Kind == tape.KindRequest && e.Dir == tape.DirSend:
 			var m struct {
@@ -679,7 +694,7 @@ func loadAnswers(file, path string) (*answerBook, error) {
 		}
 	}
 	if err := rd.Err(); err != nil {
-		return nil, fmt.Errorf("tape %s: %w", path, err)
+		return nil, fmt.Errorf("respond: tape: %s: %w", path, err)
 	}
 	if len(book.exact) == 0 {
 		return nil, fmt.Errorf("tape %s: no answered requests to respond with", path)

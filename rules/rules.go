@@ -196,6 +196,7 @@ type rule struct {
 	result    []byte      // respond: result:
 	answers   *answerBook // respond: tape:
 	logText   string
+	maxOut    int // the longest message a modify may make (MaxMessage)
 }
 
 // candidates are the rules a message of method m can match, in file

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -526,4 +528,80 @@ func TestMatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// respond: tape: gets the tapes' guards at load time: a device is refused,
+// a named pipe no one writes to is an error at once (both used to hang the
+// load or fill the memory), and a line over the limit is refused.
+func TestRespondTapeGuarded(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "answers.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.jsonl") // sparse: 300 MiB of zeros on no disk
+	if err := os.WriteFile(big, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, 300<<20); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ tape, want string }{
+		{"/dev/zero", "is a device"},
+		{fifo, "no writer"},
+		{big, "at most 268435456 bytes"},
+	} {
+		rf := filepath.Join(dir, "rules.yaml")
+		os.WriteFile(rf, []byte("rules:\n  - name: r\n    action: respond\n    respond: {tape: "+c.tape+"}\n"), 0o600)
+		done := make(chan error, 1)
+		go func() { _, err := Load(rf); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "respond: tape:") {
+				t.Errorf("respond: {tape: %s}: Load = %v, want an error saying %q", c.tape, err, c.want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("respond: {tape: %s}: Load still running after 5s", c.tape)
+		}
+	}
+}
+
+// A modify whose result would pass the message limit is refused: a
+// self-copying JSON Patch (each copy doubling the document) is stopped as
+// it is applied instead of making gigabytes, and a set that makes the
+// message too long is refused too. The original goes on, and the rule's
+// failure is logged and recorded.
+func TestModifyBoundedByMessageLimit(t *testing.T) {
+	var ops strings.Builder
+	for i := 0; i < 8; i++ { // 2^8 times the params: 1 MiB from 4 KB (2^40 times in the attack)
+		fmt.Fprintf(&ops, "      - {op: copy, from: /params, path: /params/c%d}\n", i)
+	}
+	for _, c := range []struct{ name, change, want string }{
+		{"self-copying patch", "    patch:\n" + ops.String(), "the patch's copies would add more than"},
+		{"set past the limit", "    set: {/params/big: " + strings.Repeat("y", 300<<10) + "}\n", "over the limit of"},
+	} {
+		s := mustParse(t, "rules:\n  - name: grow\n    match: {method: tools/call}\n    action: modify\n"+c.change)
+		for _, r := range s.rules {
+			r.maxOut = 256 << 10 // the rule of MaxMessage, at a size a test can afford
+		}
+		msg := strings.Replace(callEcho, `"hi"`, `"`+strings.Repeat("x", 4<<10)+`"`, 1)
+		d := s.Conn().Apply(send(msg))
+		if len(d.Out) != 0 || len(d.Injections) != 1 || !strings.Contains(d.Injections[0].Note, c.want) {
+			t.Errorf("%s: Out %d messages (first %d bytes), injections %+v; want none (the original goes on) and a note saying %q",
+				c.name, len(d.Out), lenFirst(d.Out), d.Injections, c.want)
+		}
+		if len(d.Logs) != 1 || !strings.Contains(d.Logs[0], "rule grow") {
+			t.Errorf("%s: logs %q, want the rule's failure", c.name, d.Logs)
+		}
+	}
+	if MaxMessage != 64<<20 {
+		t.Errorf("MaxMessage = %d, want the 64 MiB line limit", MaxMessage)
+	}
+}
+
+func lenFirst(out [][]byte) int {
+	if len(out) == 0 {
+		return 0
+	}
+	return len(out[0])
 }

@@ -11,6 +11,8 @@ var (
 	ErrMalformed = errors.New("malformed tape line")
 	// ErrTorn reports a last line cut off mid-message (a recorder killed mid-write).
 	ErrTorn = errors.New("torn last line")
+	// ErrLineTooLong reports a line over a Reader's MaxLine.
+	ErrLineTooLong = errors.New("line too long")
 )
 
 // Dir is the direction of a message, seen from the client.

@@ -1,11 +1,18 @@
 package tape
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"time"
 )
+
+// DefaultMaxPipe is the most Open reads from a pipe: past it the pipe is
+// refused (a writer that never stops, "cat /dev/zero |"), instead of
+// filling the temporary directory.
+const DefaultMaxPipe = 4 << 30
 
 // Open opens a tape for reading. A regular file is opened as it is. A pipe
 // (a named pipe, "<(cat t)", "/dev/stdin" fed by "cat t |") is read to its
@@ -13,8 +20,20 @@ import (
 // an Index reads its tape at random; the pipe is opened without blocking, so
 // a named pipe no one writes to is an error at once instead of a hang in
 // open(2) that no signal ends. Directories, devices and sockets are refused
-// with a message that says what the path is.
+// with a message that says what the path is. A pipe is read up to
+// DefaultMaxPipe bytes; OpenContext sets another bound and stops reading
+// when its context is done.
 func Open(path string) (*os.File, error) {
+	return OpenContext(context.Background(), path, DefaultMaxPipe)
+}
+
+// OpenContext is Open with a pipe read up to maxPipe bytes (0 means
+// DefaultMaxPipe), and its reading stopped with ctx's error when ctx is
+// done (a writer that writes slowly, or not at all, does not hold it).
+func OpenContext(ctx context.Context, path string, maxPipe int64) (*os.File, error) {
+	if maxPipe <= 0 {
+		maxPipe = DefaultMaxPipe
+	}
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -23,7 +42,7 @@ func Open(path string) (*os.File, error) {
 	case m.IsRegular():
 		return os.Open(path)
 	case m&os.ModeNamedPipe != 0:
-		return spool(path)
+		return spool(ctx, path, maxPipe)
 	case m.IsDir():
 		return nil, fmt.Errorf("open %s: is a directory, expected a tape file", path)
 	default:
@@ -31,13 +50,18 @@ func Open(path string) (*os.File, error) {
 	}
 }
 
-// spool copies the pipe at path into an unlinked temporary file.
-func spool(path string) (*os.File, error) {
+// spool copies the pipe at path, at most max bytes of it, into an
+// unlinked temporary file.
+func spool(ctx context.Context, path string, max int64) (*os.File, error) {
 	p, err := os.OpenFile(path, os.O_RDONLY|oNonBlock, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer p.Close()
+	// A pipe opened without blocking is read through the runtime's poller,
+	// so a deadline ends a read that waits: the way ctx stops it.
+	stop := context.AfterFunc(ctx, func() { p.SetReadDeadline(time.Now()) })
+	defer stop()
 	tmp, err := os.CreateTemp("", "tapedeck-pipe-*")
 	if err != nil {
 		return nil, fmt.Errorf("open %s: a pipe is read into a temporary file first: %w", path, err)
@@ -48,7 +72,13 @@ func spool(path string) (*os.File, error) {
 		tmp.Close()
 		return nil, err
 	}
-	n, err := io.Copy(tmp, p)
+	n, err := io.Copy(tmp, io.LimitReader(p, max+1))
+	if ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	if err == nil && n > max {
+		err = fmt.Errorf("expected at most %d bytes, found more (a pipe is copied into a temporary file, and bounded)", max)
+	}
 	if err == nil && n == 0 {
 		err = errors.New("the pipe had no writer, or its writer wrote nothing")
 	}

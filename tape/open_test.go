@@ -1,6 +1,8 @@
 package tape
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -61,5 +63,78 @@ func TestOpenRefusesDevicesAndDirectories(t *testing.T) {
 		if _, err := Open(path); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Open(%s) = %v, want an error saying it %s", path, err, want)
 		}
+	}
+}
+
+// A pipe is copied into a temporary file up to a bound (a writer that never
+// stops used to fill the temporary directory), and its reading stops when
+// the context is done (a writer that writes nothing used to hold it).
+func TestOpenContextBoundsAndStopsPipe(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "tape.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The writer end, opened read-write so that it does not wait for a reader.
+	w, err := os.OpenFile(fifo, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	stopWriting := make(chan struct{})
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		line := []byte(strings.Repeat("x", 1023) + "\n")
+		for {
+			select {
+			case <-stopWriting:
+				return
+			default:
+			}
+			if _, err := w.Write(line); err != nil {
+				return
+			}
+		}
+	}()
+	_, err = OpenContext(context.Background(), fifo, 1<<20)
+	close(stopWriting)
+	if err == nil || !strings.Contains(err.Error(), "at most 1048576 bytes") {
+		t.Errorf("OpenContext(endless pipe, 1 MiB) = %v, want an error naming the bound", err)
+	}
+	// Unblock the writer (the pipe may be full) and wait for it.
+	go func() {
+		buf := make([]byte, 1<<16)
+		r, err := os.OpenFile(fifo, os.O_RDONLY|oNonBlock, 0)
+		if err != nil {
+			return
+		}
+		defer r.Close()
+		for {
+			select {
+			case <-wrote:
+				return
+			default:
+			}
+			r.Read(buf)
+		}
+	}()
+	<-wrote
+
+	// A writer that holds the pipe open and writes nothing: the context ends it.
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := OpenContext(ctx, fifo, 0)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("OpenContext(silent pipe) = %v, want the context's error", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("OpenContext(silent pipe) still reading 5s after its context ended")
 	}
 }

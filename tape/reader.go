@@ -21,7 +21,8 @@ type lineReader struct {
 	off     int64 // stream offset of buf[start]
 	eof     bool
 	err     error
-	line    int // number of the last line returned, from 1
+	line    int   // number of the last line returned, from 1
+	max     int64 // the longest line it reads (MaxLine), 0 for no bound
 }
 
 const minBuffer = 256 << 10
@@ -46,6 +47,9 @@ func (lr *lineReader) next() (line []byte, off int64, nl bool, err error) {
 			return lr.finish(line, off, true)
 		}
 		lr.scanned = lr.end - lr.start
+		if lr.max > 0 && int64(lr.scanned) > lr.max {
+			return nil, lr.off, false, fmt.Errorf("line %d: %w: expected at most %d bytes, found more", lr.line+1, ErrLineTooLong, lr.max)
+		}
 		if lr.err != nil {
 			return nil, lr.off, false, lr.err // not the end of the tape: no last line
 		}
@@ -97,8 +101,9 @@ func (lr *lineReader) fill() {
 type ReaderOption func(*readerConfig)
 
 type readerConfig struct {
-	strict bool
-	buffer int
+	strict  bool
+	buffer  int
+	maxLine int64
 }
 
 // Strict makes a malformed line an error (wrapping ErrMalformed, with its line
@@ -108,6 +113,12 @@ func Strict() ReaderOption { return func(c *readerConfig) { c.strict = true } }
 
 // BufferSize sets the initial read buffer; lines longer than it grow it.
 func BufferSize(n int) ReaderOption { return func(c *readerConfig) { c.buffer = n } }
+
+// MaxLine bounds the lines a Reader reads: a line longer than n bytes is
+// an error wrapping ErrLineTooLong that names the line, instead of a buffer
+// that grows without end (a tape from /dev/zero, a hostile file). Zero
+// means no bound, as a Reader has by default.
+func MaxLine(n int64) ReaderOption { return func(c *readerConfig) { c.maxLine = n } }
 
 // Reader streams the entries of a tape.
 type Reader struct {
@@ -132,6 +143,7 @@ func NewReader(r io.Reader, opts ...ReaderOption) *Reader {
 		o(&rd.cfg)
 	}
 	rd.lr = newLineReader(r, rd.cfg.buffer)
+	rd.lr.max = rd.cfg.maxLine
 	return rd
 }
 

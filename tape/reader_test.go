@@ -215,3 +215,24 @@ func TestReaderEntries(t *testing.T) {
 		t.Errorf("a loop broken off: Err %v, want nil", rd.Err())
 	}
 }
+
+// MaxLine bounds a line (a tape from /dev/zero used to grow the buffer
+// until the kernel ended the process), with an error naming the line.
+func TestReaderMaxLine(t *testing.T) {
+	in := `{"jsonrpc":"2.0","id":1,"method":"ping","_meta":{"dir":"send","server":"s","ts":"2026-05-16T12:00:00.000Z"}}` + "\n" +
+		strings.Repeat("x", 10000) + "\n"
+	rd := NewReader(strings.NewReader(in), MaxLine(4096), BufferSize(4096))
+	if _, err := rd.Next(); err != nil {
+		t.Fatalf("first line: %v", err)
+	}
+	_, err := rd.Next()
+	if !errors.Is(err, ErrLineTooLong) || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("Next() on a 10000-byte line with MaxLine(4096) = %v, want ErrLineTooLong naming line 2", err)
+	}
+	// Without MaxLine, the line is read (as a malformed one).
+	rd = NewReader(strings.NewReader(in))
+	rd.Next()
+	if _, err := rd.Next(); err != nil {
+		t.Errorf("Next() without MaxLine = %v, want the line read", err)
+	}
+}

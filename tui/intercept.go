@@ -12,11 +12,15 @@ package tui
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
@@ -185,24 +189,78 @@ func (m Model) edit() (tea.Model, tea.Cmd, bool) {
 	if editor == "" {
 		editor = "vi"
 	}
-	args := append(strings.Fields(editor), f.Name())
 	id, path := h.ID, f.Name()
-	return m, tea.ExecProcess(exec.Command(args[0], args[1:]...), func(err error) tea.Msg {
+	cmd, ctx, cancel := editorCommand(editor, path, maxEditTime)
+	return m, tea.ExecProcess(cmd, func(err error) tea.Msg {
+		cancel()
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("the editor did not exit in %s and was stopped", maxEditTime)
+		}
 		return editedMsg{id: id, path: path, err: err}
 	}), true
+}
+
+// maxEditTime bounds an edit: the editor runs while the whole debugger
+// waits (the terminal is its), so an $EDITOR that never exits is stopped
+// after it, and the message stays held. A rule's delay has the same bound
+// (rules.MaxDelay): a message held longer is held past any session.
+const maxEditTime = 10 * time.Minute
+
+// maxEdit bounds an edited message: the line limit of the stdio edges and
+// of a tape (64 MiB). An edit past it is refused, read no further.
+const maxEdit = 64 << 20
+
+// editorCommand runs editor (a command line, as $EDITOR holds) on path,
+// killed after limit (ctx then says context.DeadlineExceeded); cancel
+// releases its timer once it has ended.
+func editorCommand(editor, path string, limit time.Duration) (*exec.Cmd, context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	args := append(strings.Fields(editor), path)
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.WaitDelay = time.Second
+	return cmd, ctx, cancel
+}
+
+// readEdit reads the edited file: a regular file of at most max bytes (an
+// editor may have put anything at the path).
+func readEdit(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("expected the edited file, found a %s at %s", st.Mode().Type(), path)
+	}
+	if st.Size() > max {
+		return nil, fmt.Errorf("expected an edit of at most %d bytes (the line limit), found %d", max, st.Size())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err == nil && int64(len(data)) > max {
+		err = fmt.Errorf("expected an edit of at most %d bytes (the line limit), found more", max)
+	}
+	return data, err
 }
 
 // edited checks the edit and, when it is a message of the same kind and
 // id, sends it instead of the held one; otherwise it stays held.
 func (m Model) edited(msg editedMsg) (tea.Model, tea.Cmd) {
-	data, rerr := os.ReadFile(msg.path)
+	data, rerr := readEdit(msg.path, maxEdit)
 	os.Remove(msg.path)
 	h := m.icpt.held
 	if h == nil || h.ID != msg.id {
 		return m, nil
 	}
-	if msg.err != nil || rerr != nil {
-		m.notice, m.noticeOK = fmt.Sprintf("edit: the editor failed (%v %v); the message is still held", msg.err, rerr), false
+	if msg.err != nil {
+		m.notice, m.noticeOK = fmt.Sprintf("edit: the editor failed (%v); the message is still held", msg.err), false
+		return m, nil
+	}
+	if rerr != nil {
+		m.notice, m.noticeOK = "edit refused, the message is still held: "+rerr.Error(), false
 		return m, nil
 	}
 	raw, problem := checkEdit(h.Raw, data)
@@ -217,6 +275,9 @@ func (m Model) edited(msg editedMsg) (tea.Model, tea.Cmd) {
 // checkEdit returns the edited message compacted, or what is wrong with
 // it: it must be one JSON-RPC message of the held one's kind and id.
 func checkEdit(held, edited []byte) ([]byte, string) {
+	if len(edited) > maxEdit {
+		return nil, fmt.Sprintf("expected at most %d bytes (the line limit), found %d", maxEdit, len(edited))
+	}
 	var c bytes.Buffer
 	if err := json.Compact(&c, bytes.TrimSpace(edited)); err != nil {
 		return nil, "expected JSON, found: " + err.Error()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -56,7 +57,10 @@ result becomes that exchange.
 
 Messages keep their bytes, direction and time. A malformed input is
 refused with its line or JSON path, saying what was expected and found.
-The tape is not overwritten if it exists.`,
+The tape is not overwritten if it exists. Input is bounded: a line of
+mcpsnoop at 64 MiB, a cassette or recording at 512 MiB, each HAR entry at
+512 MiB (a HAR is streamed entry by entry), a pipe at 4 GiB; devices are
+refused; SIGINT or SIGTERM stops the reading (no tape is left).`,
 		Example: `  tapedeck import --from mcpsnoop ~/.local/state/mcpsnoop/sessions/ID.jsonl -o session.jsonl
   tapedeck import --from har session.har -o session.jsonl && tapedeck replay session.jsonl
   tapedeck import --from agent-vcr calculator.vcr --server calc -o calc.jsonl`,
@@ -65,7 +69,7 @@ The tape is not overwritten if it exists.`,
 			if f.from == "jaeger" {
 				return runImportJaeger(cmd.Context(), s, args[0], f)
 			}
-			return runImport(s, args[0], f)
+			return runImport(cmd.Context(), s, args[0], f)
 		},
 	}
 	cmd.Flags().StringVar(&f.from, "from", "", "the `FORMAT` of FILE: "+strings.Join(importFormats(), ", "))
@@ -75,7 +79,7 @@ The tape is not overwritten if it exists.`,
 	return cmd
 }
 
-func runImport(s streams, path string, f importFlags) error {
+func runImport(ctx context.Context, s streams, path string, f importFlags) error {
 	formats := strings.Join(importFormats(), ", ")
 	if f.from == "" {
 		return fmt.Errorf("import: expected --from, one of %s", formats)
@@ -88,7 +92,7 @@ func runImport(s streams, path string, f importFlags) error {
 	}
 	var in io.Reader = s.stdin
 	if path != "-" {
-		file, err := tape.Open(path) // devices refused, a pipe without a writer an error at once
+		file, err := tape.OpenContext(ctx, path, 0) // devices refused, a pipe without a writer an error at once, a pipe bounded
 		if err != nil {
 			return fmt.Errorf("import: %w", err)
 		}
@@ -108,7 +112,7 @@ func runImport(s streams, path string, f importFlags) error {
 		}
 		w = file
 	}
-	res, err := importer.Import(f.from, in, w, importer.Options{Server: f.server})
+	res, err := importer.ImportContext(ctx, f.from, in, w, importer.Options{Server: f.server})
 	if file != nil {
 		if cerr := file.Close(); err == nil {
 			err = cerr

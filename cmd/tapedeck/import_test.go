@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -244,5 +246,38 @@ func TestImportRefusesDevice(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "is a device") {
 			t.Errorf("import --from %s /dev/zero: got %v, want it refused as a device", format, err)
 		}
+	}
+}
+
+// import of a named pipe whose writer holds it open and writes nothing
+// stops when the command's context ends (SIGTERM): the pipe's copy used to
+// wait for ever, deaf to signals; no tape is left.
+func TestImportPipeObeysContext(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "in.har")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w, err := os.OpenFile(fifo, os.O_RDWR, 0) // a writer that writes nothing
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	out := filepath.Join(dir, "out.jsonl")
+	done := make(chan string, 1)
+	go func() {
+		_, errOut, code := runCLIFor(t, 200*time.Millisecond, "import", "--from", "har", fifo, "-o", out)
+		done <- fmt.Sprintf("%d %s", code, errOut)
+	}()
+	select {
+	case got := <-done:
+		if strings.HasPrefix(got, "0 ") || !strings.Contains(got, "context deadline exceeded") {
+			t.Errorf("import of a silent pipe under an ending context: %s; want a failure naming the context", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("import of a silent pipe still running 10s after its context ended")
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a tape was left at %s (%v)", out, err)
 	}
 }

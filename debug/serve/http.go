@@ -46,16 +46,21 @@ func (s *Server) httpSeen() {
 	}
 }
 
-// admit claims the session for HTTP when the handler accepts a request
-// (a request it refuses, from a port scan or a rebinding page, claims
-// nothing), unless a stdio client has it.
-func (s *Server) admit(*http.Request) error {
+// admit claims the session for HTTP when the handler accepts a POST (a
+// request it refuses, from a port scan or a rebinding page, claims
+// nothing), unless a stdio client has it. A GET or DELETE claims nothing:
+// it serves only a session a POST opened (and so claimed), and the handler
+// may still refuse it after admit (a GET with no session used to claim the
+// session, turning a later attach away).
+func (s *Server) admit(r *http.Request) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.transport == "stdio" {
 		return errors.New("tapedeck debug: this session serves a client attached over stdio (tapedeck attach); one kind of client a session")
 	}
-	s.transport = "http"
+	if r.Method == http.MethodPost {
+		s.transport = "http"
+	}
 	return nil
 }
 

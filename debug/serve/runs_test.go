@@ -218,3 +218,31 @@ func TestServerHTTPRuns(t *testing.T) {
 		t.Fatalf("after the tape's end: %+v", e.Run)
 	}
 }
+
+// A GET the handler refuses (no session to stream) claims nothing: a stdio
+// client attaches after it (it used to claim the session for HTTP, and the
+// attach was turned away).
+func TestServerRefusedGetClaimsNothing(t *testing.T) {
+	s := serverWith(t, Options{})
+	resp, err := http.Get(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode < 400 {
+		t.Fatalf("GET without a session: %s, want it refused", resp.Status)
+	}
+	c, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, initLine+"\n")
+	if ev := nextEvent(t, s, debug.Connected); ev.Transport != "stdio" {
+		t.Fatalf("connected over %q, want stdio", ev.Transport)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if b, _ := io.ReadAll(c); strings.Contains(string(b), "one kind of client") {
+		t.Fatalf("the attached client was turned away: %q", b)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -64,4 +65,18 @@ func TestDetect(t *testing.T) {
 			t.Errorf("Describe(%q) = %q, want a name of its own", f, d)
 		}
 	}
+}
+
+// FuzzDetect feeds the first bytes of a file to Detect: a format it names
+// is one Import knows, and no input panics.
+func FuzzDetect(f *testing.F) {
+	for _, s := range []string{`{"log":{"entries":[]}}`, `{"metadata":{},"interactions":[]}`, `{"ts":"x","direction":"c2s"}` + "\n", `{"session":{}}`, `[`, ``, "\xef\xbb\xbf{"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, head []byte) {
+		format, ok := Detect(head)
+		if ok && !slices.Contains(Formats(), format) {
+			t.Fatalf("Detect(%q) = %q, not a format Import knows", head, format)
+		}
+	})
 }

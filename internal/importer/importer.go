@@ -20,6 +20,7 @@ package importer
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -97,11 +98,35 @@ func Formats() []string {
 
 // Import reads format from r and writes the tape to w.
 func Import(format string, r io.Reader, w io.Writer, o Options) (Result, error) {
+	return ImportContext(context.Background(), format, r, w, o)
+}
+
+// ImportContext is Import stopped with ctx's error when ctx is done: each
+// read of r (between lines, and within a document or a HAR's entries)
+// checks it first, so SIGTERM ends an import of a long or slow input.
+func ImportContext(ctx context.Context, format string, r io.Reader, w io.Writer, o Options) (Result, error) {
 	f, ok := formats[format]
 	if !ok {
 		return Result{}, fmt.Errorf("unknown format %q: expected one of %s", format, strings.Join(Formats(), ", "))
 	}
-	return f(r, tape.NewWriter(w), o)
+	res, err := f(ctxReader{ctx, r}, tape.NewWriter(w), o)
+	if cerr := ctx.Err(); cerr != nil && err != nil {
+		return res, fmt.Errorf("%s: stopped while reading: %w", format, cerr)
+	}
+	return res, err
+}
+
+// ctxReader fails its reads once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // Error is a malformed input: where, and what was expected and found.

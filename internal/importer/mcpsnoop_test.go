@@ -3,6 +3,7 @@ package importer
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -199,7 +200,12 @@ func TestImportBounds(t *testing.T) {
 	if !errors.As(err, &ie) || ie.Line != 1 || !strings.Contains(err.Error(), "at most 4096 bytes") {
 		t.Errorf("mcpsnoop, a 1 MiB line over a 4 KiB limit: got %v, want an error at line 1 naming the limit", err)
 	}
-	for _, format := range []string{"har", "mcp-recorder", "agent-vcr"} {
+	// A HAR is streamed: its bound is each entry's.
+	long := io.MultiReader(strings.NewReader(`{"log":{"entries":[{"x":"`), io.LimitReader(letters{}, 1<<20))
+	if _, err := Import("har", long, &out, Options{MaxDocument: 4 << 10}); err == nil || !strings.Contains(err.Error(), "$.log.entries[0]") || !strings.Contains(err.Error(), "at most 4096 bytes") {
+		t.Errorf("har, a 1 MiB entry over a 4 KiB limit: got %v, want the entry and the limit named", err)
+	}
+	for _, format := range []string{"mcp-recorder", "agent-vcr"} {
 		_, err := Import(format, io.LimitReader(zeros{}, 1<<20), &out, Options{MaxDocument: 4 << 10})
 		if err == nil || !strings.Contains(err.Error(), "at most 4096 bytes") {
 			t.Errorf("%s, a 1 MiB document over a 4 KiB limit: got %v, want the limit named", format, err)
@@ -209,4 +215,50 @@ func TestImportBounds(t *testing.T) {
 
 type zeros struct{}
 
+type letters struct{}
+
+func (letters) Read(b []byte) (int, error) {
+	for i := range b {
+		b[i] = 'a'
+	}
+	return len(b), nil
+}
+
 func (zeros) Read(b []byte) (int, error) { clear(b); return len(b), nil }
+
+// An import stops when its context is done, whatever the format: each read
+// checks it (SIGTERM used to be ignored while an endless input was read).
+func TestImportContextStops(t *testing.T) {
+	line := `{"ts":"2026-01-02T03:04:05Z","direction":"c2s","raw":{"jsonrpc":"2.0","id":1,"method":"ping"}}` + "\n"
+	for format, in := range map[string]func() io.Reader{
+		"mcpsnoop":     func() io.Reader { return &chunkReader{next: func() []byte { return []byte(line) }} },
+		"har":          func() io.Reader { return harOf(1 << 40) },
+		"mcp-recorder": func() io.Reader { return io.MultiReader(strings.NewReader("{"), spaces{}) },
+		"agent-vcr":    func() io.Reader { return io.MultiReader(strings.NewReader("{"), spaces{}) },
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		done := make(chan error, 1)
+		go func() {
+			_, err := ImportContext(ctx, format, in(), io.Discard, Options{})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "stopped while reading") {
+				t.Errorf("%s: ImportContext of an endless input = %v, want the context's error", format, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: ImportContext still reading 10s after its context ended", format)
+		}
+		cancel()
+	}
+}
+
+type spaces struct{}
+
+func (spaces) Read(b []byte) (int, error) {
+	for i := range b {
+		b[i] = ' '
+	}
+	return len(b), nil
+}

@@ -269,7 +269,8 @@ func ftsQuery(s string) (string, []string) {
 	var parts, terms []string
 	for _, tok := range SplitQuery(s) {
 		if tok == "OR" || tok == "NOT" || tok == "AND" {
-			if len(parts) > 0 {
+			// Only between phrases: "a OR OR b" was an FTS5 syntax error.
+			if len(parts) > 0 && !isOperator(parts[len(parts)-1]) {
 				parts = append(parts, tok)
 			}
 			continue
