@@ -698,13 +698,15 @@ func (p *Peeker) Peek(msg []byte) Head {
 		}
 	}
 	if id.ok() {
-		switch v := id.in(msg); v[0] {
-		case '{', '[', 't', 'f':
+		// As the classifier reads an id: a string, a number, or null
+		// in a response.
+		switch v := id.in(msg); {
+		case v[0] == '{' || v[0] == '[' || v[0] == 't' || v[0] == 'f':
 			return Head{}
-		case 'n':
-			if method.ok() {
-				return Head{}
-			}
+		case v[0] == 'n' && method.ok():
+			return Head{}
+		case v[0] != '"' && string(v) != "null" && !jsonNumber(v):
+			return Head{}
 		}
 		h.ID = id.in(msg)
 	}
