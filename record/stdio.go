@@ -267,7 +267,10 @@ func (r *stdioRun) relay(stdin io.Reader, stdout, stderr io.Writer) {
 	errBatch := &lineBatch{dest: r.rec.dest}
 	errSink := &sink{rc: r.rec, w: tape.NewWriter(errBatch)}
 	go func() {
-		_ = relayLines(stdin, r.inW, func(line []byte) { note(sendSink.message(line, tape.DirSend, nil)); r.shadow.offer(shadowItem{msg: line}) },
+		_ = relayLines(stdin, r.inW, func(line []byte) {
+			note(sendSink.message(line, tape.DirSend, nil))
+			r.shadow.offer(shadowItem{msg: line})
+		},
 			func() { note(sendBatch.flush()) }, r.oversize(tape.DirSend))
 		r.closeServerStdin()
 		close(r.inputDone)
