@@ -33,7 +33,12 @@ func Shadow(side Side, o Options) (Report, error) {
 			return r, fmt.Errorf("%s: %w", side.Name, err)
 		}
 		ca, err := calls(side, s, n, func(c tape.Call) bool {
-			return copied[shadowKey(tape.ParseHTTPMeta(c.RequestRaw).Session, gjson.GetBytes(c.RequestRaw, "id").Raw)]
+			// The session is tape metadata: the recorded line has it.
+			session := ""
+			if m, err := x.Message(c.Request); err == nil {
+				session = tape.ParseHTTPMeta(m.Raw).Session
+			}
+			return copied[shadowKey(session, string(c.ID))]
 		})
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", side.Name, err)
