@@ -181,4 +181,3 @@ func TestShadowHTTP(t *testing.T) {
 		})
 	}
 }
-
