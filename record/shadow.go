@@ -417,7 +417,7 @@ func (s *shadow) fromB(l *shadowLane, msg []byte, hm tape.HTTPMeta) {
 			s.recordHTTP(e.Raw, tape.DirRecv, l, nil, client, hm)
 			answer := jsonrpc.ErrorResponse([]byte(e.ID), -32601, "tapedeck: the shadow server's requests are not forwarded to the client", nil)
 			s.record(answer, tape.DirSend, l, nil, client)
-			if err := s.tr.send(s, l, shadowItem{protocol: l.protocol}, answer, false); err != nil {
+			if err := s.tr.send(s, l, shadowItem{protocol: l.proto()}, answer, false); err != nil {
 				s.fail(l, answer, err)
 			}
 			continue
@@ -472,13 +472,20 @@ func (j jsonText) MarshalJSON() ([]byte, error) { return j, nil }
 func (s *shadow) record(msg []byte, dir tape.Dir, l *shadowLane, of []byte, client string) {
 	var hm tape.HTTPMeta
 	if s.o.URL != nil {
-		hm = tape.HTTPMeta{HTTP: true, Method: http.MethodPost, Session: l.bSession(), Protocol: l.protocol}
+		hm = tape.HTTPMeta{HTTP: true, Method: http.MethodPost, Session: l.bSession(), Protocol: l.proto()}
 	}
 	s.recordHTTP(msg, dir, l, of, client, hm)
 }
 
 func (s *shadow) recordHTTP(msg []byte, dir tape.Dir, _ *shadowLane, of []byte, client string, hm tape.HTTPMeta) {
 	s.note(s.sk.message(msg, dir, shadowMeta{http: hm, of: of, client: client}))
+}
+
+// proto is the client's latest protocol version on the lane.
+func (l *shadowLane) proto() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.protocol
 }
 
 func (l *shadowLane) bSession() string {
@@ -675,7 +682,7 @@ func (t *httpShadow) post(s *shadow, l *shadowLane, it shadowItem, msg []byte) e
 	}
 	proto := it.protocol
 	if proto == "" {
-		proto = l.protocol
+		proto = l.proto()
 	}
 	if proto != "" {
 		req.Header.Set("Mcp-Protocol-Version", proto)
