@@ -121,6 +121,11 @@ type Proxy struct {
 	// rule and its action. replay --listen --rules tells the replay behind
 	// the proxy, whose recorded request the client did send.
 	RuleAnswered func(session string, msg []byte, rule, action string)
+	// Shadow, if set, sends a copy of every client message to a second
+	// server (ShadowOptions.URL), one session of its own a client session,
+	// recorded as a shadow lane and never forwarded (shadow.go). Not with
+	// Rules or Intercept.
+	Shadow *ShadowOptions
 
 	once    sync.Once
 	guard   mcphttp.Guard
@@ -139,6 +144,8 @@ type Proxy struct {
 	exchanges atomic.Int64
 	readers   sync.Pool // of *sse.Reader, with their buffers
 	rules     *rules.Conn
+	shadow    *shadow // nil: no shadow
+	shadowErr error
 
 	// The latest client request's session and protocol version, for
 	// Resend.
@@ -186,6 +193,7 @@ func (p *Proxy) init() {
 		p.sink = p.rec.direct()
 		p.send, p.sendBatch = p.rec.stream(tape.DirSend)
 		p.recv, p.recvBatch = p.rec.stream(tape.DirRecv)
+		p.shadow, p.shadowErr = p.newShadow()
 		transport := p.Transport
 		if transport == nil {
 			t := http.DefaultTransport.(*http.Transport).Clone()
@@ -235,14 +243,20 @@ func (p *Proxy) note(err error) { p.rec.note(err) }
 // Start writes the $transport/start record; listen is the proxy's address.
 func (p *Proxy) Start(listen, version string) error {
 	p.init()
-	return p.sink.lifecycle(tape.MethodStart, map[string]any{
+	if p.shadowErr != nil {
+		return p.shadowErr
+	}
+	err := p.sink.lifecycle(tape.MethodStart, map[string]any{
 		"transport": "http", "upstream": SafeURL(p.Upstream), "listen": listen, "version": version,
 	}, map[string]any{"transport": "http"})
+	p.shadow.begin()
+	return err
 }
 
 // Close writes the $transport/close record.
 func (p *Proxy) Close(reason string) error {
 	p.init()
+	p.shadow.close()
 	return errors.Join(p.sink.lifecycle(tape.MethodClose, map[string]any{"reason": reason}, map[string]any{"transport": "http"}), p.Err())
 }
 
@@ -316,6 +330,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} else {
 			// The tape first, then the server.
 			p.note(p.message(body, tape.DirSend, recordMeta{ex: ex}))
+			p.shadow.offer(shadowItem{msg: body, session: ex.session, exchange: ex.no,
+				protocol: ex.protocolVersion, mcpMethod: ex.mcpMethod, mcpName: ex.mcpName})
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
@@ -349,6 +365,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	// recorded as _meta.newSession.
 	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" && sid != ex.session {
 		ex.newSession = sid
+		p.shadow.bind(ex.no, sid)
 	}
 	if done, err := p.challenge(resp, ex); done {
 		return err

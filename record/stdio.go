@@ -62,6 +62,10 @@ type Stdio struct {
 	// Intercept, if set, may hold messages for a person's decision (see
 	// Interceptor).
 	Intercept Interceptor
+	// Shadow, if set, sends a copy of the client's messages to a second
+	// server, recorded as a shadow lane and never forwarded (shadow.go).
+	// Not with Rules or Intercept.
+	Shadow *ShadowOptions
 
 	runMu sync.Mutex
 	run   *injector // while Run runs: what Send writes with
@@ -119,9 +123,13 @@ func (s *Stdio) Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writ
 		return ExitStatus{Code: -1}, errors.New("record: Stdio.Tape is nil")
 	}
 	r := s.newRun()
+	if err := r.newShadow(); err != nil {
+		return ExitStatus{Code: -1}, err
+	}
 	if st, err := r.start(stdin, stdout); err != nil {
 		return st, err
 	}
+	r.shadow.begin()
 	r.relay(stdin, stdout, stderr)
 	r.wait(ctx, s.Signals)
 	r.drain()
@@ -129,6 +137,7 @@ func (s *Stdio) Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writ
 	if r.s.ReapOrphans {
 		r.orphans = proc.KillOrphans()
 	}
+	r.shadow.close()
 	r.close()
 	return r.status, r.rec.Err()
 }
@@ -164,6 +173,7 @@ type stdioRun struct {
 	// once the server has gone, only a grandchild can hold them open.
 	reading atomic.Int32
 	stuck   time.Duration // stuckWrite, or a test's shorter bound
+	shadow  *shadow       // nil: no shadow
 }
 
 func (s *Stdio) newRun() *stdioRun {
@@ -242,7 +252,10 @@ func (r *stdioRun) relay(stdin io.Reader, stdout, stderr io.Writer) {
 	errBatch := &lineBatch{dest: r.rec.dest}
 	errSink := &sink{rc: r.rec, w: tape.NewWriter(errBatch)}
 	go func() {
-		_ = relayLines(stdin, r.inW, func(line []byte) { note(sendSink.message(line, tape.DirSend, nil)) },
+		_ = relayLines(stdin, r.inW, func(line []byte) {
+			note(sendSink.message(line, tape.DirSend, nil))
+			r.shadow.offer(shadowItem{msg: line})
+		},
 			func() { note(sendBatch.flush()) }, r.oversize(tape.DirSend))
 		r.closeServerStdin()
 		close(r.inputDone)

@@ -304,8 +304,8 @@ func PickServer(x *tape.Index, want string) (string, error) {
 		servers = servers[:len(servers)-1] // "(more)": the names past the limit
 	}
 	for _, s := range servers {
-		if s != "" {
-			names = append(names, s)
+		if _, lane := tape.ShadowOf(s); s != "" && (!lane || want == s) {
+			names = append(names, s) // a shadow lane (record --shadow) is served only when named
 		}
 	}
 	if over && want == "" {

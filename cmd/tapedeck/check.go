@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tapedeck/tapedeck/internal/check"
+	"github.com/tapedeck/tapedeck/internal/compare"
+	"github.com/tapedeck/tapedeck/tape"
 )
 
 type checkFlags struct {
@@ -53,6 +56,12 @@ recording is named after its host, an imported one after its command),
 --baseline-server TAPE_SERVER=BASELINE_SERVER (repeatable) checks the tape's
 server against the baseline's; --baseline-server BASELINE_SERVER checks the
 only server of each tape (a tape with one server) against it.
+
+A tape with a shadow lane (record --shadow, --shadow-cmd: the server
+NAME~shadow) is checked on the recorded server's side only: the shadow's
+own errors are not the session's. What the shadow answered otherwise than
+the recorded server, by diff --shadow's rules, is the rule shadow: notes,
+failures with --fail-on shadow.
 
 --spec also holds each session to the MCP specification of the protocol
 version it negotiated (the initialize result, or a 2026-07-28 request's
@@ -145,6 +154,15 @@ func runCheck(s streams, tapes []string, f checkFlags) error {
 			return err
 		}
 		all = append(all, check.Tape(p, x, o)...)
+		if check.HasShadow(x) {
+			path := p
+			fs, err := check.Shadow(compare.Side{Name: p, Index: x, Open: func() (io.ReadCloser, error) { return tape.Open(path) }}, o)
+			if err != nil {
+				x.Close()
+				return fmt.Errorf("check %s: the shadow lane: %w", p, err)
+			}
+			all = append(all, fs...)
+		}
 		x.Close()
 	}
 	var err error

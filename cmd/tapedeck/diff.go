@@ -20,12 +20,13 @@ type diffFlags struct {
 	ignore           []string
 	latencyAbs       time.Duration
 	latencyRatio     float64
+	shadow           bool
 }
 
 func newDiffCmd(s streams) *cobra.Command {
 	var f diffFlags
 	cmd := &cobra.Command{
-		Use:   "diff A B",
+		Use:   "diff A B\n  tapedeck diff --shadow TAPE",
 		Short: "Compare two sessions: calls, answers, latencies and tool definitions",
 		Long: `diff compares two tapes of the same server (a run before and after a change,
 a working session and a failing one). Per server it aligns the client's
@@ -52,17 +53,36 @@ difference counted (per server, in the total, for --exit-code) is one line
 marked - (A only), + (B only) or ~ (changed); a server on one tape only is
 one such line, besides its calls.
 
+--shadow TAPE compares, by the same rules, each server of one tape with
+its shadow lane (recorded by record --shadow or --shadow-cmd: the server
+NAME~shadow): A is what the client got, B what the shadow server answered
+to the same calls. Only the calls the shadow was sent count; a call it
+never answered (slow, crashed) is a changed status (pending).
+
 --ignore PATH leaves a path out (as replay's --ignore). --json prints the
 report for scripts; --exit-code exits 1 when anything differs.`,
 		Example: `  tapedeck diff before.jsonl after.jsonl
   tapedeck diff --ignore result.content.0.text --exit-code ok.jsonl failing.jsonl
-  tapedeck diff --json a.jsonl b.jsonl | jq '.servers[].calls[] | select(.kind == "status")'`,
-		Args: cobra.ExactArgs(2),
+  tapedeck diff --json a.jsonl b.jsonl | jq '.servers[].calls[] | select(.kind == "status")'
+  tapedeck diff --shadow --exit-code shadowed.jsonl`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if f.shadow {
+				if len(args) != 1 {
+					return fmt.Errorf("diff --shadow: expected one tape, found %d arguments", len(args))
+				}
+				return nil
+			}
+			return cobra.ExactArgs(2)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.shadow {
+				return runDiff(s, args[0], "", f)
+			}
 			return runDiff(s, args[0], args[1], f)
 		},
 	}
 	cmd.Flags().StringVar(&f.server, "server", "", "only server `NAME`")
+	cmd.Flags().BoolVar(&f.shadow, "shadow", false, "compare each server of one tape with its shadow lane (record --shadow)")
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the report as JSON (durations in nanoseconds)")
 	cmd.Flags().BoolVar(&f.exitCode, "exit-code", false, "exit 1 when the sessions differ")
 	cmd.Flags().StringArrayVar(&f.ignore, "ignore", nil, "leave `PATH` out of every comparison, e.g. result.content.0.text (repeatable)")
@@ -104,7 +124,7 @@ func runDiff(s streams, pa, pb string, f diffFlags) error {
 	a, err := openSide(pa)
 	var b compare.Side
 	var errB error
-	if err == nil {
+	if err == nil && !f.shadow {
 		b, errB = openSide(pb)
 	}
 	for _, sd := range []compare.Side{a, b} {
@@ -119,11 +139,19 @@ func runDiff(s streams, pa, pb string, f diffFlags) error {
 		return errB
 	}
 	for _, sd := range []compare.Side{a, b} {
+		if sd.Index == nil {
+			continue
+		}
 		for _, w := range sd.Index.Warnings() {
 			fmt.Fprintf(s.stderr, "warning: %s: %v\n", sd.Name, w)
 		}
 	}
-	r, err := compare.Compare(a, b, o)
+	var r compare.Report
+	if f.shadow {
+		r, err = compare.Shadow(a, o)
+	} else {
+		r, err = compare.Compare(a, b, o)
+	}
 	if err != nil {
 		return fmt.Errorf("diff: %w", err)
 	}

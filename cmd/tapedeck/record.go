@@ -73,6 +73,9 @@ type recordOptions struct {
 	otlpHeaders     []string
 	otlpBodies      bool
 	rules           rulesFlags
+	shadow          string  // HTTP: B's URL
+	shadowCmd       string  // stdio: B's command line
+	shadowSample    float64 // the share of requests B gets
 	// afterProbe: a stdio run may append to a tape that ends with its
 	// server's probe (record.AfterProbe).
 	afterProbe bool
@@ -179,6 +182,18 @@ doing it. The README's "Injecting faults" section has every key.
 			if o.upstream == "" && len(args) == 0 {
 				return errors.New("record: expected a server command after --, or --upstream URL")
 			}
+			if o.shadow != "" && o.upstream == "" {
+				return errors.New("record: --shadow URL goes with --upstream URL; over stdio give --shadow-cmd \"COMMAND ARGS\"")
+			}
+			if o.shadowCmd != "" && o.upstream != "" {
+				return errors.New("record: --shadow-cmd goes with a stdio server command; with --upstream give --shadow URL")
+			}
+			if !(o.shadowSample > 0 && o.shadowSample <= 1) {
+				return fmt.Errorf("record: --shadow-sample %v: expected a share in (0, 1], e.g. 0.1 for one request in ten", o.shadowSample)
+			}
+			if (o.shadow != "" || o.shadowCmd != "") && o.rules.file != "" {
+				return errors.New("record: --shadow and --shadow-cmd cannot be used with --rules")
+			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -209,6 +224,9 @@ doing it. The README's "Injecting faults" section has every key.
 	f.StringArrayVar(&o.allowHosts, "allow-host", nil, "HTTP: accept the Host header `HOST` besides loopback ones and the --listen host; * accepts any (repeatable)")
 	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "HTTP: accept the Origin header `ORIGIN` besides loopback ones, e.g. https://app.example.com; * accepts any, to test a server's own Origin check (repeatable)")
 	f.BoolVar(&o.allowAnyOrigins, "allow-any-origin", false, "HTTP: the same as --allow-origin '*'")
+	f.StringVar(&o.shadow, "shadow", "", "HTTP: also send a copy of the client's traffic to the MCP endpoint `URL` (server B), in a session of its own; its answers are recorded as a shadow lane, never forwarded (see Shadow traffic below)")
+	f.StringVar(&o.shadowCmd, "shadow-cmd", "", "stdio: also start `\"COMMAND ARGS\"` (split on spaces) as server B and send it a copy of the client's traffic, as --shadow")
+	f.Float64Var(&o.shadowSample, "shadow-sample", 1, "the share `P` of the client's requests B gets, in (0, 1] (the handshake and notifications always go)")
 	o.redact.add(cmd)
 	o.rules.add(cmd)
 	return cmd
@@ -366,6 +384,13 @@ func runRecordStdio(ctx context.Context, s streams, o *recordOptions, args []str
 		Signals: sigs, Grace: o.grace, KillAfter: o.kill,
 		Warn: tapeWarning(s.stderr, f.Name()), ReapOrphans: true,
 		Rules: rs, Logf: ruleLog(s.stderr),
+	}
+	if o.shadowCmd != "" {
+		parts := strings.Fields(o.shadowCmd)
+		if len(parts) == 0 {
+			return errors.New("record: --shadow-cmd: expected a command line, found only spaces")
+		}
+		shim.Shadow = &record.ShadowOptions{Command: parts[0], Args: parts[1:], Sample: o.shadowSample}
 	}
 	st, err := shim.Run(ctx, s.stdin, s.stdout, s.stderr)
 	if cerr := f.Close(); err == nil && cerr != nil {

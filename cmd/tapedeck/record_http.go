@@ -68,6 +68,13 @@ func runRecordHTTP(ctx context.Context, s streams, o *recordOptions, rs *rules.S
 		Warn:  tapeWarning(s.stderr, f.Name()),
 		Rules: rs, Logf: ruleLog(s.stderr),
 	}
+	if o.shadow != "" {
+		b, err := url.Parse(o.shadow)
+		if err != nil || (b.Scheme != "http" && b.Scheme != "https") || b.Host == "" {
+			return fmt.Errorf("record: --shadow %q: expected an http:// or https:// URL", o.shadow)
+		}
+		p.Shadow = &record.ShadowOptions{URL: b, Sample: o.shadowSample}
+	}
 	if err := p.Start(ln.Addr().String(), buildVersion()); err != nil {
 		return fmt.Errorf("record: write tape: %w", err)
 	}

@@ -33,6 +33,9 @@ const (
 	// RuleChallenge: a 401 whose WWW-Authenticate has no resource_metadata,
 	// which MCP's authorization (RFC 9728) requires of a protected server.
 	RuleChallenge = "auth-challenge"
+	// RuleShadow: a call the shadow server (record --shadow) answered
+	// otherwise than the recorded server, by diff's rules (shadow.go).
+	RuleShadow = "shadow"
 )
 
 // Rules lists every rule with what it finds.
@@ -50,6 +53,7 @@ var Rules = []struct{ ID, Help string }{
 	{RuleExpectTool, "a tool --expect-tool names that was never called"},
 	{RuleForbidTool, "a tool --forbid-tool names that was called"},
 	{RuleSlow, "a call slower than --max-duration"},
+	{RuleShadow, "a call the shadow server (record --shadow, --shadow-cmd) answered otherwise than the recorded one, by diff --shadow's rules (a note unless --fail-on names it)"},
 	{RuleChallenge, "a 401 whose WWW-Authenticate names no resource_metadata (MCP authorization requires it; a note unless --fail-on names it)"},
 }
 
@@ -93,6 +97,9 @@ type Finding struct {
 func Tape(name string, x *tape.Index, o Options) []Finding {
 	var out []Finding
 	add := func(rule string, seq int, server, msg string) {
+		if _, lane := tape.ShadowOf(server); lane {
+			return // a shadow lane's exchanges are B's, not the recorded server's (RuleShadow)
+		}
 		line := 0
 		if seq >= 0 {
 			line = x.Entry(seq).Line

@@ -191,11 +191,11 @@ func Compare(a, b Side, o Options) (Report, error) {
 		go func() {
 			defer close(done)
 			if p.inB {
-				cb, errB = calls(b, p.b, &tape.Normalizer{Ignore: o.Ignore})
+				cb, errB = calls(b, p.b, &tape.Normalizer{Ignore: o.Ignore}, nil)
 			}
 		}()
 		if p.inA {
-			ca, err = calls(a, p.a, n)
+			ca, err = calls(a, p.a, n, nil)
 		}
 		<-done
 		if err != nil {
@@ -290,8 +290,9 @@ func selfName(x *tape.Index, s string) string {
 	return ""
 }
 
-// calls reads the client's calls of server s, in recorded order.
-func calls(side Side, s string, n *tape.Normalizer) ([]call, error) {
+// calls reads the client's calls of server s, in recorded order; keep, if
+// not nil, chooses among them.
+func calls(side Side, s string, n *tape.Normalizer, keep func(tape.Call) bool) ([]call, error) {
 	r, err := side.Open()
 	if err != nil {
 		return nil, err
@@ -319,6 +320,9 @@ func calls(side Side, s string, n *tape.Normalizer) ([]call, error) {
 	err = tape.ReadCalls(r, side.Index, s, func(c tape.Call) error {
 		if c.Dir != tape.DirSend {
 			return nil // the server's own requests follow from the client's calls
+		}
+		if keep != nil && !keep(c) {
+			return nil
 		}
 		k := call{req: int32(c.Request), resp: int32(c.Response), method: intern(c.Method), target: intern(c.Target), status: intern(c.Status), code: int32(c.ErrorCode)}
 		if c.Response >= 0 && !c.Start.IsZero() && !c.End.IsZero() {

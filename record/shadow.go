@@ -1,0 +1,760 @@
+package record
+
+// Shadow traffic
+//
+// A shadow sends a copy of the client's messages to a second server, B,
+// and records B's side on the same tape as a lane of its own (tape's
+// vocabulary: tape.ShadowServer, _meta.shadow, _meta.shadowOf), never
+// forwarding anything of B's to the client. The path to A pays for one
+// copy of the message and one non-blocking channel send (offer); the rest
+// happens off it:
+//
+//   - a dispatcher takes the copies in order, samples the client's
+//     requests (ShadowOptions.Sample), and hands each to its lane: over
+//     stdio the one B process, over HTTP one B session a client session
+//     (B's session opened by the client's own initialize, its
+//     Mcp-Session-Id B's own);
+//   - a lane gives each request an id of B's own (mapped back to the
+//     client's in _meta.shadowOf, and in a notifications/cancelled),
+//     records it, and sends it to B through its transport;
+//   - B's answers are recorded as they come; B's own requests are answered
+//     with an error, since the client never sees B.
+//
+// A full queue (B slower than the client, or gone) drops the copy and
+// counts it: the lane's close record and its $shadow/dropped records say
+// how many were dropped and why. Nothing ever waits for B on the client's
+// path; at the end, B's pending answers are waited for no longer than
+// ShadowOptions.Drain.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tapedeck/tapedeck/internal/jsonrpc"
+	"github.com/tapedeck/tapedeck/internal/proc"
+	"github.com/tapedeck/tapedeck/internal/sse"
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// ShadowOptions configure the shadow of a recording (Stdio.Shadow,
+// Proxy.Shadow): where B is, and how much of the traffic it gets.
+type ShadowOptions struct {
+	// URL is B's Streamable HTTP endpoint (the proxy's shadow).
+	URL *url.URL
+	// Command and Args start B over stdio (the shim's shadow).
+	Command string
+	Args    []string
+	// Sample is the share of the client's requests B gets, in (0, 1]; 0
+	// means 1. The handshake (initialize, server/discover) and
+	// notifications always go. The choice is deterministic: with 0.25,
+	// every fourth request.
+	Sample float64
+	// Queue bounds the copies waiting for B; a copy that finds it full is
+	// dropped. 0 means DefaultShadowQueue.
+	Queue int
+	// Drain bounds the wait for B's pending answers when the recording
+	// ends; 0 means DefaultShadowDrain.
+	Drain time.Duration
+	// Transport does the HTTP requests to B; nil means a clone of
+	// http.DefaultTransport.
+	Transport http.RoundTripper
+	// Stderr receives B's stderr over stdio; nil discards it.
+	Stderr io.Writer
+}
+
+// Defaults of ShadowOptions.
+const (
+	DefaultShadowQueue = 1024
+	DefaultShadowDrain = 2 * time.Second
+	// shadowInFlight bounds the HTTP requests to B at once; a copy beyond
+	// it is dropped.
+	shadowInFlight = 64
+	// laneQueue bounds the copies a lane holds while its B handles earlier
+	// ones.
+	laneQueue = 256
+)
+
+// shadowItem is one copy on its way to B: a client message, or (over
+// HTTP) the session A gave the client's initialize (bind).
+type shadowItem struct {
+	msg      []byte
+	session  string // the client's Mcp-Session-Id ("" before one)
+	exchange int64  // the proxy's number of a POST with no session
+	bind     string // not empty: the session A's answer to exchange gave
+	// The request's headers B gets as the client sent them.
+	protocol, mcpMethod, mcpName string
+}
+
+// shadowTransport is how the shadow reaches B.
+type shadowTransport interface {
+	// start makes B reachable (starts its process).
+	start(s *shadow) error
+	// send delivers a lane's message to B; B's answers go to s.fromB. It
+	// may block (it runs off the client's path); sync asks it to return
+	// only once B answered (an initialize, which opens B's session).
+	send(s *shadow, l *shadowLane, it shadowItem, msg []byte, sync bool) error
+	// stop ends B's part: its process, its requests in flight.
+	stop()
+	// describe names B in the lane's start record.
+	describe() map[string]any
+}
+
+// shadow is one recording's shadow.
+type shadow struct {
+	o    ShadowOptions
+	rec  *recorder // the lane's: A's tape, the lane's name
+	main *recorder // A's: the first write error goes there
+	sk   *sink
+	tr   shadowTransport
+
+	q       chan shadowItem
+	closing atomic.Bool
+	stopped chan struct{} // the dispatcher ended
+	dropped atomic.Int64  // copies that found the queue full, not yet noted
+
+	mu      sync.Mutex
+	nextID  int64
+	pending map[string]pendingCall // by B's id (JSON text)
+	lanes   map[string]*shadowLane
+	seen    int64 // the client's requests offered to the sample
+	gone    string
+	counts  struct{ sent, answered, dropped int64 }
+	lanesWG sync.WaitGroup
+	flight  sync.WaitGroup
+}
+
+type pendingCall struct {
+	of      []byte // the client's id
+	lane    *shadowLane
+	session string // the client's session
+}
+
+// shadowLane is one B session: over stdio the process's, over HTTP one a
+// client session.
+type shadowLane struct {
+	in        chan shadowItem
+	closed    bool              // in is closed (under shadow.mu)
+	session   string            // B's Mcp-Session-Id
+	byClient  map[string]string // the client's request id -> B's, for cancellations
+	client    string            // the client's session
+	protocol  string            // the client's protocol version, for B's requests of the lane's own
+	sem       chan struct{}     // HTTP requests in flight
+	mu        sync.Mutex
+	sessionMu sync.Mutex
+}
+
+func newShadow(o ShadowOptions, main *recorder) (*shadow, error) {
+	if o.Sample < 0 || o.Sample > 1 || math.IsNaN(o.Sample) {
+		return nil, fmt.Errorf("record: shadow sample %v: expected a share in (0, 1]", o.Sample)
+	}
+	if o.Sample == 0 {
+		o.Sample = 1
+	}
+	if o.Queue <= 0 {
+		o.Queue = DefaultShadowQueue
+	}
+	if o.Drain <= 0 {
+		o.Drain = DefaultShadowDrain
+	}
+	rec := &recorder{dest: main.dest, server: tape.ShadowServer(main.server), redact: main.redact, now: main.now}
+	s := &shadow{o: o, rec: rec, main: main, sk: rec.direct(), q: make(chan shadowItem, o.Queue),
+		stopped: make(chan struct{}), pending: map[string]pendingCall{}, lanes: map[string]*shadowLane{}}
+	switch {
+	case o.URL != nil:
+		s.tr = newHTTPShadow(o)
+	case o.Command != "":
+		s.tr = &stdioShadow{o: o}
+	default:
+		return nil, errors.New("record: a shadow needs a URL or a command")
+	}
+	return s, nil
+}
+
+// begin writes the lane's start record and starts B and the dispatcher.
+// A B that cannot start is noted on the lane; the recording goes on.
+func (s *shadow) begin() {
+	if s == nil {
+		return
+	}
+	params := s.tr.describe()
+	params["shadowOf"] = s.main.server
+	err := s.tr.start(s)
+	if err != nil {
+		params["error"] = err.Error()
+		s.gone = "B did not start: " + err.Error()
+	}
+	s.note(s.sk.lifecycle(tape.MethodStart, params, map[string]any{tape.MetaShadow: true}))
+	go s.dispatch()
+}
+
+func (s *shadow) note(err error) { s.main.note(err) }
+
+// offer hands a copy of a client message to the shadow, without ever
+// blocking: a full queue drops it (counted, noted later).
+func (s *shadow) offer(it shadowItem) {
+	if s == nil || s.closing.Load() {
+		return
+	}
+	it.msg = bytes.Clone(it.msg)
+	select {
+	case s.q <- it:
+	default:
+		s.dropped.Add(1)
+	}
+}
+
+// bind tells the shadow the session A's answer gave the client's
+// initialize (exchange no): the lane it opened serves that session.
+func (s *shadow) bind(no int64, session string) {
+	if s == nil || session == "" || no == 0 {
+		return
+	}
+	s.offer(shadowItem{exchange: no, bind: session})
+}
+
+// dispatch routes the copies to their lanes, in order.
+func (s *shadow) dispatch() {
+	defer close(s.stopped)
+	var peek tape.Peeker
+	for it := range s.q {
+		s.noteDropped("the shadow's queue was full (B slower than the client)")
+		if it.bind != "" {
+			s.mu.Lock()
+			if l, ok := s.lanes["#"+strconv.FormatInt(it.exchange, 10)]; ok {
+				s.lanes[it.bind] = l
+				l.client = it.bind
+			}
+			s.mu.Unlock()
+			continue
+		}
+		for _, e := range tape.Classify(bytes.TrimSpace(it.msg)) {
+			msg := e.Raw
+			if e.Kind == tape.KindResponse || e.Kind == tape.KindInvalid {
+				continue // answers to A's requests are A's
+			}
+			h := peek.Peek(msg)
+			method := string(h.Method)
+			handshake := method == "initialize" || method == tape.MethodDiscover
+			if e.Kind == tape.KindRequest && !handshake && !s.sampled() {
+				continue
+			}
+			l := s.lane(it, method == "initialize")
+			one := it
+			one.msg = msg
+			select {
+			case l.in <- one:
+			default:
+				s.drop(one, "B's lane was full (B slower than the client)")
+			}
+		}
+	}
+	s.noteDropped("the shadow's queue was full (B slower than the client)")
+}
+
+// sampled says whether the next client request goes to B.
+func (s *shadow) sampled() bool {
+	s.seen++
+	p := s.o.Sample
+	return p >= 1 || math.Floor(float64(s.seen)*p) != math.Floor(float64(s.seen-1)*p)
+}
+
+// lane returns the lane of it's client session, opening one: an
+// initialize with no session opens a lane of its own, found later by the
+// session A gave it (bind).
+func (s *shadow) lane(it shadowItem, initialize bool) *shadowLane {
+	key := it.session
+	if key == "" && initialize && it.exchange != 0 {
+		key = "#" + strconv.FormatInt(it.exchange, 10)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l, ok := s.lanes[key]; ok {
+		return l
+	}
+	l := &shadowLane{in: make(chan shadowItem, laneQueue), byClient: map[string]string{}, client: it.session,
+		sem: make(chan struct{}, shadowInFlight)}
+	s.lanes[key] = l
+	s.lanesWG.Add(1)
+	go s.runLane(l)
+	return l
+}
+
+// noteDropped writes a $shadow/dropped record for the copies the full
+// queue dropped since the last one.
+func (s *shadow) noteDropped(reason string) {
+	if n := s.dropped.Swap(0); n > 0 {
+		s.mu.Lock()
+		s.counts.dropped += n
+		s.mu.Unlock()
+		s.note(s.sk.lifecycle(tape.MethodShadowDropped, map[string]any{"reason": reason, "count": n},
+			map[string]any{tape.MetaShadow: true}))
+	}
+}
+
+// drop notes one copy that never reached B.
+func (s *shadow) drop(it shadowItem, reason string) {
+	params := map[string]any{"reason": reason, "count": 1}
+	var peek tape.Peeker
+	if h := peek.Peek(it.msg); h.Kind != tape.KindInvalid {
+		params["method"] = string(h.Method)
+		if len(h.ID) > 0 {
+			params["id"] = string(h.ID)
+		}
+	}
+	s.mu.Lock()
+	s.counts.dropped++
+	s.mu.Unlock()
+	s.note(s.sk.lifecycle(tape.MethodShadowDropped, params, map[string]any{tape.MetaShadow: true}))
+}
+
+// runLane sends a lane's copies to B in order.
+func (s *shadow) runLane(l *shadowLane) {
+	defer s.lanesWG.Done()
+	for it := range l.in {
+		s.mu.Lock()
+		gone := s.gone
+		s.mu.Unlock()
+		if gone != "" {
+			s.drop(it, gone)
+			continue
+		}
+		msg, of := it.msg, []byte(nil)
+		e := tape.Classify(msg)
+		if len(e) != 1 {
+			continue
+		}
+		l.mu.Lock()
+		if l.protocol == "" || it.protocol != "" {
+			l.protocol = it.protocol
+		}
+		switch e[0].Kind {
+		case tape.KindRequest:
+			s.mu.Lock()
+			s.nextID++
+			id := []byte(strconv.FormatInt(s.nextID, 10))
+			of = bytes.Clone([]byte(e[0].ID))
+			s.pending[string(id)] = pendingCall{of: of, lane: l, session: it.session}
+			s.counts.sent++
+			s.mu.Unlock()
+			l.byClient[string(e[0].ID)] = string(id)
+			msg = jsonrpc.SpliceID(msg, id)
+		case tape.KindNotification:
+			if e[0].Method == "notifications/cancelled" {
+				if rid := gjson.GetBytes(msg, "params.requestId"); rid.Exists() {
+					if id, ok := l.byClient[rid.Raw]; ok {
+						msg = jsonrpc.Splice(msg, "params.requestId", []byte(id))
+					}
+				}
+			}
+		}
+		l.mu.Unlock()
+		s.record(msg, tape.DirSend, l, of, it.session)
+		if err := s.tr.send(s, l, it, msg, e[0].Method == "initialize"); err != nil {
+			s.fail(l, msg, err)
+		}
+	}
+}
+
+// fail notes a copy B did not take.
+func (s *shadow) fail(l *shadowLane, msg []byte, err error) {
+	var peek tape.Peeker
+	h := peek.Peek(msg)
+	if h.Kind == tape.KindRequest {
+		s.mu.Lock()
+		delete(s.pending, string(h.ID))
+		s.mu.Unlock()
+	}
+	s.note(s.sk.lifecycle(tape.MethodShadowDropped, map[string]any{"reason": "sending to B failed: " + err.Error(),
+		"method": string(h.Method), "count": 1}, map[string]any{tape.MetaShadow: true}))
+}
+
+// ended says B is gone: later copies are dropped.
+func (s *shadow) ended(why string) {
+	if s.closing.Load() {
+		return // B stopped because the recording ended
+	}
+	s.mu.Lock()
+	first := s.gone == ""
+	if first {
+		s.gone = why
+	}
+	s.mu.Unlock()
+	if first {
+		s.note(s.sk.lifecycle(tape.MethodShadowDropped, map[string]any{"reason": why, "count": 0},
+			map[string]any{tape.MetaShadow: true}))
+	}
+}
+
+// fromB records one message B sent on lane l: answers paired with the
+// client's request they copy, B's own requests answered with an error.
+func (s *shadow) fromB(l *shadowLane, msg []byte, hm tape.HTTPMeta) {
+	for _, e := range tape.Classify(bytes.TrimSpace(msg)) {
+		var of []byte
+		client := l.client
+		switch e.Kind {
+		case tape.KindResponse:
+			s.mu.Lock()
+			if p, ok := s.pending[string(e.ID)]; ok {
+				of, client = p.of, p.session
+				delete(s.pending, string(e.ID))
+				s.counts.answered++
+			}
+			s.mu.Unlock()
+		case tape.KindRequest:
+			s.recordHTTP(e.Raw, tape.DirRecv, l, nil, client, hm)
+			answer := jsonrpc.ErrorResponse([]byte(e.ID), -32601, "tapedeck: the shadow server's requests are not forwarded to the client", nil)
+			s.record(answer, tape.DirSend, l, nil, client)
+			if err := s.tr.send(s, l, shadowItem{protocol: l.proto()}, answer, false); err != nil {
+				s.fail(l, answer, err)
+			}
+			continue
+		}
+		s.recordHTTP(e.Raw, tape.DirRecv, l, of, client, hm)
+	}
+}
+
+// shadowMeta is a lane record's _meta besides dir, server and ts.
+type shadowMeta struct {
+	http   tape.HTTPMeta
+	of     []byte
+	client string
+}
+
+func (m shadowMeta) appendJSON(b []byte) []byte {
+	if m.http.HTTP {
+		b = m.http.AppendJSON(b)
+	}
+	b = append(b, `,"shadow":true`...)
+	if len(m.of) > 0 {
+		b = append(b, `,"shadowOf":`...)
+		b = append(b, m.of...)
+	}
+	if m.client != "" {
+		b = append(b, `,"shadowSession":`...)
+		b = strconv.AppendQuote(b, m.client)
+	}
+	return b
+}
+
+func (m shadowMeta) fields() map[string]any {
+	f := map[string]any{}
+	if m.http.HTTP {
+		f = m.http.Fields()
+	}
+	f[tape.MetaShadow] = true
+	if len(m.of) > 0 {
+		f[tape.MetaShadowOf] = jsonText(m.of)
+	}
+	if m.client != "" {
+		f[tape.MetaShadowSession] = m.client
+	}
+	return f
+}
+
+// jsonText is a JSON value's text kept as it is in a map for tape.Writer.
+type jsonText []byte
+
+func (j jsonText) MarshalJSON() ([]byte, error) { return j, nil }
+
+func (s *shadow) record(msg []byte, dir tape.Dir, l *shadowLane, of []byte, client string) {
+	var hm tape.HTTPMeta
+	if s.o.URL != nil {
+		hm = tape.HTTPMeta{HTTP: true, Method: http.MethodPost, Session: l.bSession(), Protocol: l.proto()}
+	}
+	s.recordHTTP(msg, dir, l, of, client, hm)
+}
+
+func (s *shadow) recordHTTP(msg []byte, dir tape.Dir, _ *shadowLane, of []byte, client string, hm tape.HTTPMeta) {
+	s.note(s.sk.message(msg, dir, shadowMeta{http: hm, of: of, client: client}))
+}
+
+// proto is the client's latest protocol version on the lane.
+func (l *shadowLane) proto() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.protocol
+}
+
+func (l *shadowLane) bSession() string {
+	l.sessionMu.Lock()
+	defer l.sessionMu.Unlock()
+	return l.session
+}
+
+func (l *shadowLane) setSession(id string) (old string) {
+	l.sessionMu.Lock()
+	defer l.sessionMu.Unlock()
+	old = l.session
+	if id != "" {
+		l.session = id
+	}
+	return old
+}
+
+// close stops taking copies, lets B answer what it was sent for no longer
+// than Drain, stops B, and writes the lane's close record.
+func (s *shadow) close() {
+	if s == nil || !s.closing.CompareAndSwap(false, true) {
+		return
+	}
+	close(s.q)
+	<-s.stopped
+	s.mu.Lock()
+	for _, l := range s.lanes {
+		if !l.closed {
+			// A lane under two keys (an initialize's exchange and its
+			// session) is closed once.
+			l.closed = true
+			close(l.in)
+		}
+	}
+	s.mu.Unlock()
+	deadline := time.Now().Add(s.o.Drain)
+	waited := make(chan struct{})
+	go func() { s.lanesWG.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(s.o.Drain):
+	}
+	for time.Now().Before(deadline) {
+		s.mu.Lock()
+		n := len(s.pending)
+		s.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.tr.stop()
+	s.flight.Wait()
+	s.mu.Lock()
+	params := map[string]any{"reason": "the recording ended", "sent": s.counts.sent, "answered": s.counts.answered,
+		"unanswered": len(s.pending), "dropped": s.counts.dropped}
+	if s.gone != "" {
+		params["error"] = s.gone
+	}
+	s.mu.Unlock()
+	s.note(s.sk.lifecycle(tape.MethodClose, params, map[string]any{tape.MetaShadow: true}))
+}
+
+// stdioShadow is B as a process on pipes, one lane.
+type stdioShadow struct {
+	o    ShadowOptions
+	p    *proc.Process
+	mu   sync.Mutex
+	done chan struct{}
+}
+
+func (t *stdioShadow) describe() map[string]any {
+	return map[string]any{"transport": "stdio", "command": t.o.Command, "args": t.o.Args}
+}
+
+func (t *stdioShadow) start(s *shadow) error {
+	stderr := t.o.Stderr
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	p, err := proc.Start(proc.Spec{Command: t.o.Command, Args: t.o.Args, Stderr: stderr})
+	if err != nil {
+		return err
+	}
+	t.p, t.done = p, make(chan struct{})
+	// The one lane: B's process.
+	l := s.lane(shadowItem{}, false)
+	go func() {
+		defer close(t.done)
+		_ = jsonrpc.ReadLines(p.Stdout, jsonrpc.MaxLine, func(line []byte) error {
+			s.fromB(l, line, tape.HTTPMeta{})
+			return nil
+		}, func() error { return nil })
+		err := p.WaitErr()
+		why := "B exited"
+		if err != nil {
+			why = "B exited: " + err.Error()
+		}
+		s.ended(why)
+	}()
+	return nil
+}
+
+func (t *stdioShadow) send(_ *shadow, _ *shadowLane, _ shadowItem, msg []byte, _ bool) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, err := t.p.Stdin.Write(append(bytes.Clone(msg), '\n'))
+	return err
+}
+
+func (t *stdioShadow) stop() {
+	if t.p == nil {
+		return
+	}
+	t.mu.Lock()
+	t.p.CloseStdin()
+	t.mu.Unlock()
+	select {
+	case <-t.done:
+		return
+	case <-time.After(500 * time.Millisecond):
+	}
+	t.p.Stop(0, 0)
+	<-t.done
+}
+
+// httpShadow is B at a Streamable HTTP endpoint, a session a lane.
+type httpShadow struct {
+	o      ShadowOptions
+	client *http.Client
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func newHTTPShadow(o ShadowOptions) *httpShadow {
+	tr := o.Transport
+	if tr == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.DisableCompression = true
+		t.MaxIdleConnsPerHost = shadowInFlight
+		tr = t
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &httpShadow{o: o, client: &http.Client{Transport: tr}, ctx: ctx, cancel: cancel}
+}
+
+func (t *httpShadow) describe() map[string]any {
+	return map[string]any{"transport": "http", "upstream": SafeURL(t.o.URL)}
+}
+
+func (t *httpShadow) start(*shadow) error { return nil }
+
+func (t *httpShadow) stop() { t.cancel() }
+
+func (t *httpShadow) send(s *shadow, l *shadowLane, it shadowItem, msg []byte, sync bool) error {
+	if sync {
+		return t.post(s, l, it, msg)
+	}
+	select {
+	case l.sem <- struct{}{}:
+	default:
+		return errors.New("too many requests to B in flight (B slower than the client)")
+	}
+	s.flight.Add(1)
+	go func() {
+		defer s.flight.Done()
+		defer func() { <-l.sem }()
+		if err := t.post(s, l, it, msg); err != nil {
+			s.fail(l, msg, err)
+		}
+	}()
+	return nil
+}
+
+// post sends one message to B in l's session and records what comes back.
+func (t *httpShadow) post(s *shadow, l *shadowLane, it shadowItem, msg []byte) error {
+	req, err := http.NewRequestWithContext(t.ctx, http.MethodPost, t.o.URL.String(), bytes.NewReader(msg))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	sid := l.bSession()
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+	}
+	proto := it.protocol
+	if proto == "" {
+		proto = l.proto()
+	}
+	if proto != "" {
+		req.Header.Set("Mcp-Protocol-Version", proto)
+	}
+	if it.mcpMethod != "" {
+		req.Header.Set("Mcp-Method", it.mcpMethod)
+	}
+	if it.mcpName != "" {
+		req.Header.Set("Mcp-Name", it.mcpName)
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	hm := tape.HTTPMeta{HTTP: true, Method: http.MethodPost, Session: sid, Protocol: proto, Status: resp.StatusCode}
+	if id := resp.Header.Get("Mcp-Session-Id"); id != "" && id != sid {
+		l.setSession(id)
+		hm.NewSession = id
+	}
+	switch mediaType(resp.Header.Get("Content-Type")) {
+	case "text/event-stream":
+		r := sse.NewReader(resp.Body)
+		for {
+			ev, err := r.Next()
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					return nil
+				}
+				return err
+			}
+			if len(bytes.TrimSpace(ev.Data)) > 0 {
+				s.fromB(l, ev.Data, hm)
+			}
+		}
+	case "application/json":
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		if len(bytes.TrimSpace(body)) > 0 {
+			s.fromB(l, body, hm)
+		}
+		return nil
+	}
+	if resp.StatusCode >= 300 {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("B answered %s: %s", resp.Status, bytes.TrimSpace(body))
+	}
+	return nil
+}
+
+// newShadow prepares the shim's shadow, if it has one.
+func (r *stdioRun) newShadow() error {
+	o := r.s.Shadow
+	if o == nil {
+		return nil
+	}
+	if r.s.Rules != nil || r.s.Intercept != nil {
+		return errors.New("record: a shadow cannot be used with rules or the intercept")
+	}
+	if o.Command == "" {
+		return errors.New("record: the stdio shim's shadow needs a command")
+	}
+	sh, err := newShadow(*o, r.rec)
+	r.shadow = sh
+	return err
+}
+
+// newShadow prepares the proxy's shadow, if it has one.
+func (p *Proxy) newShadow() (*shadow, error) {
+	o := p.Shadow
+	if o == nil {
+		return nil, nil
+	}
+	if p.Rules != nil || p.Intercept != nil {
+		return nil, errors.New("record: a shadow cannot be used with rules or the intercept")
+	}
+	if o.URL == nil {
+		return nil, errors.New("record: the proxy's shadow needs a URL")
+	}
+	return newShadow(*o, p.rec)
+}
