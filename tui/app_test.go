@@ -51,6 +51,7 @@ func newTestModel(t testing.TB, opts Options) (Model, *fakeClock) {
 	m.tick = func(d time.Duration, fn func(time.Time) tea.Msg) tea.Cmd {
 		return func() tea.Msg { clock.t = clock.t.Add(d); return fn(clock.t) }
 	}
+	m.noticeAfter = func(time.Duration, func(time.Time) tea.Msg) tea.Cmd { return nil } // notices stay: tests read them
 	m = m.resize(120, 40)
 	return m, clock
 }

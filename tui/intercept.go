@@ -88,9 +88,9 @@ func (m Model) interceptEvent(msg interceptMsg) (tea.Model, tea.Cmd) {
 	case debug.InterceptResent:
 		e := ev
 		m.icpt.resent = &e
-		m.notice, m.noticeOK = "the re-sent request was answered: the new answer is beside the recorded one", true
+		m.notify(true, "the re-sent request was answered: the new answer is beside the recorded one")
 	case debug.InterceptInfo:
-		m.notice, m.noticeOK = ev.Text, true
+		m.notify(true, ev.Text)
 	case debug.InterceptClosed:
 		m.icpt.closed = true
 		return m, nil
@@ -125,7 +125,7 @@ func (m Model) interceptKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 		mm, cmd := m.resend()
 		return mm, cmd, true
 	case h == nil && key.Matches(msg, k.Forward, k.Drop, k.Error, k.Edit):
-		m.notice, m.noticeOK = "nothing is held: a breakpoint (b, :break) holds the messages it matches; failures are on } and {", true
+		m.notify(true, "nothing is held: a breakpoint (b, :break) holds the messages it matches; failures are on } and {")
 		return m, nil, true
 	case h == nil:
 		return m, nil, false
@@ -148,7 +148,7 @@ func (m Model) settle(v debug.Verdict, done string) (tea.Model, tea.Cmd, bool) {
 	if len(m.icpt.queue) > 0 {
 		m.icpt.held, m.icpt.queue = m.icpt.queue[0], m.icpt.queue[1:]
 	}
-	m.notice, m.noticeOK = fmt.Sprintf("%s %s", describeHeld(h), done), true
+	m.notify(true, fmt.Sprintf("%s %s", describeHeld(h), done))
 	return m, func() tea.Msg { s.Settle(h.ID, v); return nil }, true
 }
 
@@ -166,7 +166,7 @@ func (m Model) edit() (tea.Model, tea.Cmd, bool) {
 	}
 	f, err := os.CreateTemp(dir, "tapedeck-held-*.json")
 	if err != nil {
-		m.notice, m.noticeOK = "edit: "+err.Error(), false
+		m.notify(false, "edit: "+err.Error())
 		return m, nil, true
 	}
 	_, err = f.Write(pretty.Bytes())
@@ -175,7 +175,7 @@ func (m Model) edit() (tea.Model, tea.Cmd, bool) {
 	}
 	if err != nil {
 		os.Remove(f.Name())
-		m.notice, m.noticeOK = "edit: "+err.Error(), false
+		m.notify(false, "edit: "+err.Error())
 		return m, nil, true
 	}
 	editor := os.Getenv("VISUAL")
@@ -202,12 +202,12 @@ func (m Model) edited(msg editedMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	if msg.err != nil || rerr != nil {
-		m.notice, m.noticeOK = fmt.Sprintf("edit: the editor failed (%v %v); the message is still held", msg.err, rerr), false
+		m.notify(false, fmt.Sprintf("edit: the editor failed (%v %v); the message is still held", msg.err, rerr))
 		return m, nil
 	}
 	raw, problem := checkEdit(h.Raw, data)
 	if problem != "" {
-		m.notice, m.noticeOK = "edit refused, the message is still held: "+problem, false
+		m.notify(false, "edit refused: "+problem+"; the message is still held")
 		return m, nil
 	}
 	mm, cmd, _ := m.settle(debug.Verdict{Action: debug.Edited, Raw: raw}, "edited and sent")
@@ -256,17 +256,17 @@ func (m Model) resend() (Model, tea.Cmd) {
 	}
 	e := m.x.Entry(seq)
 	if e.Kind != tape.KindRequest || e.Dir != tape.DirSend {
-		m.notice, m.noticeOK = "r re-sends a client's request: put the cursor on one", false
+		m.notify(false, "r re-sends a client's request: put the cursor on one")
 		return m, nil
 	}
 	rec, err := m.x.Message(seq)
 	if err != nil {
-		m.notice, m.noticeOK = "re-send: "+err.Error(), false
+		m.notify(false, "re-send: "+err.Error())
 		return m, nil
 	}
 	raw := tape.StripMeta(rec.Raw)
 	s := m.icpt.s
-	m.notice, m.noticeOK = fmt.Sprintf("re-sent #%d %s to the server", seq, e.Method), true
+	m.notify(true, fmt.Sprintf("re-sent #%d %s to the server", seq, e.Method))
 	return m, func() tea.Msg {
 		if err := s.Resend(raw); err != nil {
 			return errMsg{fmt.Errorf("re-send: %w", err)}

@@ -34,16 +34,25 @@ func (m Model) View() tea.View {
 // render is the screen as a string; View wraps it and tests snapshot it.
 func (m Model) render() string {
 	_, lh := m.paneHeights()
+	status := m.statusView()
+	// A notice too long for the status line takes lines from the lower
+	// pane, which keeps at least one.
+	extra := min(strings.Count(status, "\n"), lh-1)
+	if extra < strings.Count(status, "\n") {
+		status = strings.Join(strings.Split(status, "\n")[strings.Count(status, "\n")-extra:], "\n")
+	}
 	parts := []string{
 		m.titleView(),
 		m.timeline.View(),
 		m.lowerTitleView(),
-		fitHeight(m.lowerView(), lh, m.width),
-		m.statusView(),
+		fitHeight(m.lowerView(), lh-extra, m.width),
+		status,
 		m.hintView(),
 	}
 	screen := strings.Join(parts, "\n")
 	switch {
+	case m.showLog:
+		screen = overlay(screen, m.messagesView(), m.width, m.height)
 	case m.showHelp:
 		screen = overlay(screen, m.helpView(), m.width, m.height)
 	case m.bplist.IsOpen():
