@@ -239,7 +239,7 @@ func (m Model) runCommand(c command) (tea.Model, tea.Cmd) {
 		return m.quit()
 	case "goto":
 		if m.live.active() && m.live.client == clientConnected {
-			m.notify(false, "in a debug session the client drives playback: r ends its run, and the next run starts at the top")
+			m.notify(false, "in a debug session the client drives playback: R ends its run, and the next run starts at the top")
 			return m, nil
 		}
 		if c.atSet {
@@ -343,7 +343,7 @@ func (m Model) statusView() string {
 		segs = append(segs, s.Status.Paused.Render("■ whole tape"), s.Status.Segment.Render(text.Plural(m.x.Len(), "message")))
 		rpc, tool := m.x.Failures()
 		if rpc+tool > 0 {
-			segs = append(segs, s.Status.Alert.Render(fmt.Sprintf("%s, %s (e next)", text.Plural(rpc, "error"), text.Plural(tool, "tool error"))))
+			segs = append(segs, s.Status.Alert.Render(fmt.Sprintf("%s, %s (} next)", text.Plural(rpc, "error"), text.Plural(tool, "tool error"))))
 		} else {
 			segs = append(segs, s.Status.Segment.Render("no failures"))
 		}
@@ -392,7 +392,7 @@ func (m Model) statusView() string {
 		segs = append(segs, s.Status.Segment.Render(fmt.Sprintf("/%s: %d", m.filter.q.Query, len(m.timeline.Matches()))))
 	}
 	line := strings.Join(segs, "")
-	right := s.Status.Info.Render("? help")
+	right := "" // ? help is on the hint bar, always
 	if m.notice == "" {
 		return padStatus(line, right, m.width, s)
 	}

@@ -427,7 +427,7 @@ func (m Model) handleKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.Quit):
 		return m.quit()
 	case key.Matches(msg, k.Help):
-		m.showHelp = true
+		m.showHelp, m.overlayTop = true, 0
 		return m, nil
 	case key.Matches(msg, k.SwitchPane):
 		return m.switchPane(), nil

@@ -75,6 +75,9 @@ func send(t testing.TB, m Model, msgs ...tea.Msg) Model {
 		if lm, ok := msg.(liveMsg); ok && lm.ev.Kind == 0 {
 			continue // a fakeLive with nothing to report: Next would block
 		}
+		if im, ok := msg.(interceptMsg); ok && im.ev.Kind == 0 {
+			continue // a fakeIntercept, likewise
+		}
 		if b, ok := msg.(tea.BatchMsg); ok {
 			for _, c := range b {
 				if c != nil {

@@ -150,7 +150,7 @@ func (m Model) liveProgress(ev debug.Event) (tea.Model, tea.Cmd) {
 }
 
 // liveDiverged pauses playback and shows the divergence until the user
-// chooses a, e or s.
+// chooses a, !, w or s.
 func (m Model) liveDiverged(d *debug.LiveDivergence) Model {
 	if m.live.pending != nil {
 		// One choice at a time: it waits its turn, in order.
@@ -171,15 +171,15 @@ func (m Model) liveDiverged(d *debug.LiveDivergence) Model {
 	m.diff.Show(*d)
 	m.lower = viewDiff
 	if d.Expected < 0 {
-		m.notify(false, fmt.Sprintf("client diverged %s: nothing recorded to answer with or skip: a, e, E or s send the divergence error", where(d)))
+		m.notify(false, fmt.Sprintf("client diverged %s: nothing recorded to answer with or skip: a, !, w or s send the divergence error", where(d)))
 	} else {
-		m.notify(false, fmt.Sprintf("client diverged %s: a answer anyway · e send the error · E the error, still expecting it · s skip the recorded request", where(d)))
+		m.notify(false, fmt.Sprintf("client diverged %s: a answer as recorded · ! send the error · w the error, still waiting for it · s skip the recorded request", where(d)))
 	}
 	m.syncPlayback()
 	return m
 }
 
-// divergenceKey handles a, e and s while a divergence waits for a choice.
+// divergenceKey handles a, !, w and s while a divergence waits for a choice.
 func (m Model) divergenceKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 	k := DefaultDivergenceKeyMap()
 	var r debug.Resolution

@@ -8,7 +8,8 @@ package tui
 // be a JSON-RPC message of the same kind and id). r sends the request at
 // the cursor to the server again and shows its new answer beside the
 // recorded one. The keys are mitmproxy's, which users of intercepting
-// proxies know; failures are on } and { in this mode.
+// proxies know. Every screen shares the failure keys } and { and restart
+// (R), so r, e and d mean one thing each.
 
 import (
 	"bytes"
@@ -35,13 +36,21 @@ type InterceptKeyMap struct {
 // DefaultInterceptKeyMap returns mitmproxy's keys.
 func DefaultInterceptKeyMap() InterceptKeyMap {
 	return InterceptKeyMap{
-		Forward: key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "forward held message")),
+		Forward: key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "accept: forward it")),
 		Drop:    key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "drop it")),
-		Error:   key.NewBinding(key.WithKeys("!"), key.WithHelp("!", "answer it with an error")),
-		Edit:    key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit it ($EDITOR)")),
-		Resend:  key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "re-send request at cursor")),
+		Error:   key.NewBinding(key.WithKeys("!"), key.WithHelp("!", "answer with an error")),
+		Edit:    key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit it and send it")),
+		Resend:  key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "re-send the request")),
 	}
 }
+
+// ShortHelp implements help.KeyMap.
+func (k InterceptKeyMap) ShortHelp() []key.Binding {
+	return []key.Binding{k.Forward, k.Drop, k.Error, k.Edit, k.Resend}
+}
+
+// FullHelp implements help.KeyMap.
+func (k InterceptKeyMap) FullHelp() [][]key.Binding { return [][]key.Binding{k.ShortHelp()} }
 
 // interceptMsg carries a debug.InterceptEvent into Update.
 type interceptMsg struct{ ev debug.InterceptEvent }
@@ -125,7 +134,7 @@ func (m Model) interceptKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 		mm, cmd := m.resend()
 		return mm, cmd, true
 	case h == nil && key.Matches(msg, k.Forward, k.Drop, k.Error, k.Edit):
-		m.notify(true, "nothing is held: a breakpoint (b, :break) holds the messages it matches; failures are on } and {")
+		m.notify(true, "nothing is held: a breakpoint (b, :break) holds the messages it matches")
 		return m, nil, true
 	case h == nil:
 		return m, nil, false

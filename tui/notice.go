@@ -114,10 +114,6 @@ func scrollBox(lines []string, top, h int) (string, int) {
 // overlayKey scrolls the help or the message log (j/k, the arrows, page
 // up and down); any other key closes it.
 func (m Model) overlayKey(msg tea.KeyPressMsg) Model {
-	if m.showHelp {
-		m.showHelp = false
-		return m
-	}
 	page := max(m.height-8, 1)
 	switch msg.String() {
 	case "j", "down":
@@ -133,7 +129,11 @@ func (m Model) overlayKey(msg tea.KeyPressMsg) Model {
 		return m
 	}
 	// Clamp to what the overlay shows, so scrolling back starts at once.
-	_, m.overlayTop = scrollBox(m.messagesLines(m.overlayInner()), m.overlayTop, m.overlayRows())
+	if m.showLog {
+		_, m.overlayTop = scrollBox(m.messagesLines(m.overlayInner()), m.overlayTop, m.overlayRows())
+	} else {
+		_, m.overlayTop = scrollBox(m.helpLines(), m.overlayTop, m.overlayRows())
+	}
 	return m
 }
 
