@@ -5,7 +5,8 @@ package tui
 // recorded to the tape it follows, and a message a breakpoint matches is
 // held, in either direction, until the user forwards it (a), drops it (d),
 // answers it with an error (!) or edits it (e, in $EDITOR; the edit must
-// be a JSON-RPC message of the same kind and id). r sends the request at
+// be a JSON-RPC message of the same kind and id, and a sends it, as in
+// mitmproxy). r sends the request at
 // the cursor to the server again and shows its new answer beside the
 // recorded one. The keys are mitmproxy's, which users of intercepting
 // proxies know. Every screen shares the failure keys } and { and restart
@@ -39,7 +40,7 @@ func DefaultInterceptKeyMap() InterceptKeyMap {
 		Forward: key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "accept: forward it")),
 		Drop:    key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "drop it")),
 		Error:   key.NewBinding(key.WithKeys("!"), key.WithHelp("!", "answer with an error")),
-		Edit:    key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit it and send it")),
+		Edit:    key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit it, then a sends")),
 		Resend:  key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "re-send the request")),
 	}
 }
@@ -66,6 +67,7 @@ type editedMsg struct {
 type interceptState struct {
 	s      debug.Intercept
 	held   *debug.InterceptEvent   // the message on show, awaiting a verdict
+	edited []byte                  // the held message as edited (e), sent by a; nil when unedited
 	queue  []*debug.InterceptEvent // more held messages, in order
 	resent *debug.InterceptEvent   // the last re-sent request's answer, on show
 	closed bool
@@ -88,6 +90,9 @@ func (m Model) interceptEvent(msg interceptMsg) (tea.Model, tea.Cmd) {
 	switch ev.Kind {
 	case debug.InterceptHeld:
 		e := ev
+		if e.Breakpoint != "" {
+			m.play.hits++ // the status's "bp N · hits M" counts holds as playback counts stops
+		}
 		if m.icpt.held == nil {
 			m.icpt.held = &e
 			m.icpt.resent = nil
@@ -138,6 +143,8 @@ func (m Model) interceptKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 		return m, nil, true
 	case h == nil:
 		return m, nil, false
+	case key.Matches(msg, k.Forward) && m.icpt.edited != nil:
+		return m.settle(debug.Verdict{Action: debug.Edited, Raw: m.icpt.edited}, "sent as edited")
 	case key.Matches(msg, k.Forward):
 		return m.settle(debug.Verdict{Action: debug.Forward}, "forwarded")
 	case key.Matches(msg, k.Drop):
@@ -153,7 +160,7 @@ func (m Model) interceptKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 // settle gives the held message its verdict and shows the next one.
 func (m Model) settle(v debug.Verdict, done string) (tea.Model, tea.Cmd, bool) {
 	h, s := m.icpt.held, m.icpt.s
-	m.icpt.held = nil
+	m.icpt.held, m.icpt.edited = nil, nil
 	if len(m.icpt.queue) > 0 {
 		m.icpt.held, m.icpt.queue = m.icpt.queue[0], m.icpt.queue[1:]
 	}
@@ -164,9 +171,13 @@ func (m Model) settle(v debug.Verdict, done string) (tea.Model, tea.Cmd, bool) {
 // edit opens the held message in $EDITOR (vi without one).
 func (m Model) edit() (tea.Model, tea.Cmd, bool) {
 	h := m.icpt.held
+	src := h.Raw
+	if m.icpt.edited != nil {
+		src = m.icpt.edited // editing again starts from the edit
+	}
 	var pretty bytes.Buffer
-	if json.Indent(&pretty, h.Raw, "", "  ") != nil {
-		pretty.Write(h.Raw)
+	if json.Indent(&pretty, src, "", "  ") != nil {
+		pretty.Write(src)
 	}
 	pretty.WriteByte('\n')
 	dir := m.opts.CopyDir
@@ -219,8 +230,11 @@ func (m Model) edited(msg editedMsg) (tea.Model, tea.Cmd) {
 		m.notify(false, "edit refused: "+problem+"; the message is still held")
 		return m, nil
 	}
-	mm, cmd, _ := m.settle(debug.Verdict{Action: debug.Edited, Raw: raw}, "edited and sent")
-	return mm, cmd
+	// As in mitmproxy, an edit is not sent until accepted: a sends it,
+	// e edits it again, d and ! drop it or answer with an error instead.
+	m.icpt.edited = raw
+	m.notify(true, describeHeld(h)+" edited: a sends the edit, e edits again, d drops it")
+	return m, nil
 }
 
 // checkEdit returns the edited message compacted, or what is wrong with
@@ -313,7 +327,11 @@ func (m Model) interceptStatus() (string, bool) {
 		if n := len(c.queue); n > 0 {
 			more = fmt.Sprintf(" (%d more)", n)
 		}
-		return fmt.Sprintf("HELD %s%s: a forward · d drop · ! error · e edit", describeHeld(c.held), more), true
+		// The verdicts' keys are on the hint bar.
+		if c.edited != nil {
+			return fmt.Sprintf("HELD %s%s, edited", describeHeld(c.held), more), true
+		}
+		return fmt.Sprintf("HELD %s%s", describeHeld(c.held), more), true
 	case c.closed:
 		return "intercept ended", false
 	}
@@ -329,6 +347,10 @@ func (m Model) interceptView() (string, bool) {
 		head := s.Status.Alert.Render(" HELD ") + " " + describeHeld(c.held)
 		if c.held.Breakpoint != "" {
 			head += s.App.Subtitle.Render(" · breakpoint " + c.held.Breakpoint)
+		}
+		if c.edited != nil {
+			head += s.Status.Alert.Render(" EDITED: a sends this ")
+			return head + "\n" + heldJSON(c.edited, w, s), true
 		}
 		return head + "\n" + heldJSON(c.held.Raw, w, s), true
 	case c.resent != nil:

@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/tapedeck/tapedeck/debug"
+	"github.com/tapedeck/tapedeck/tape"
 )
 
 // fakeIntercept is a debug.Intercept that records the verdicts; Next
@@ -139,4 +140,47 @@ func TestREADMEKeyTable(t *testing.T) {
 		return
 	}
 	t.Errorf("the README's key table differs from the key maps (go test ./tui -update rewrites it); want:\n%s", want)
+}
+
+// The intercept's bookkeeping: a hold counts as a breakpoint hit; an edit
+// waits for a, which sends it; a dropped request's row says so.
+func TestInterceptBookkeeping(t *testing.T) {
+	f := &fakeIntercept{}
+	m, _ := newTestModel(t, Options{Intercept: f, Breakpoints: []debug.Breakpoint{{Method: "tools/call"}}})
+	m = send(t, m, heldEv(7, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo"}}`))
+	if st := statusLine(m); !strings.Contains(st, "bp 1 · hits 1") {
+		t.Errorf("while held by breakpoint 1: status %q, want bp 1 · hits 1", st)
+	}
+	path := filepath.Join(t.TempDir(), "held.json")
+	edit := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"message":"edited"}}}`
+	if err := os.WriteFile(path, []byte(edit), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m = send(t, m, editedMsg{id: 7, path: path})
+	if len(f.settled) != 0 || m.icpt.held == nil {
+		t.Fatalf("the edit was sent before a: settled %v", f.settled)
+	}
+	if s := screen(m); !strings.Contains(s, "EDITED: a sends this") || !strings.Contains(s, `"message": "edited"`) {
+		t.Errorf("the held pane does not show the edit:\n%s", s)
+	}
+	m = send(t, m, keys("a")...)
+	if len(f.settled) != 1 || f.settled[0].Action != debug.Edited || string(f.settled[0].Raw) != edit {
+		t.Errorf("a after the edit settled %+v, want the edit sent", f.settled)
+	}
+	if st := statusLine(m); !strings.Contains(st, "bp 1 · hits 1") {
+		t.Errorf("after the verdict: status %q, want the hit still counted", st)
+	}
+
+	data := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"},"_meta":{"dir":"send","server":"s","ts":"2026-01-01T00:00:00.000Z","injected":[{"rule":"debugger","action":"block","dropped":true}]}}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"},"_meta":{"dir":"send","server":"s","ts":"2026-01-01T00:00:01.000Z"}}` + "\n"
+	x := tape.NewIndex(strings.NewReader(data))
+	if err := x.Extend(int64(len(data)), nil); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := rowStatus(x.Entry(0), x.Pair(0)); st != "dropped" {
+		t.Errorf("a dropped request's row says %q, want dropped", st)
+	}
+	if st, _ := rowStatus(x.Entry(1), x.Pair(1)); st != "pending" {
+		t.Errorf("an unanswered request's row says %q, want pending", st)
+	}
 }

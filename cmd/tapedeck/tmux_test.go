@@ -625,6 +625,8 @@ func TestTmuxDebugIntercept(t *testing.T) {
 
 	s = tt.waitFor(10*time.Second, "HELD send request tools/call echo", `"message": "hi"`)
 	tt.keys("e")
+	tt.waitFor(10*time.Second, "EDITED: a sends this")
+	tt.keys("a") // as in mitmproxy, the edit goes when accepted
 	tt.waitFor(10*time.Second, "HELD send request tools/call answer")
 	if !strings.Contains(transcript.String(), `echo: "Echo: edited"`) {
 		t.Errorf("the client did not get the answer to the edited call:\n%s", transcript.String())
