@@ -243,6 +243,10 @@ func (m Model) runCommand(c command) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		if c.atSet {
+			if end, ok := m.tapeLength(); ok && c.at > end {
+				m.notify(false, fmt.Sprintf("goto %s: past the tape's end at %s; :goto %d goes to the end", c.at, relTime(end), m.x.Len()-1))
+				return m, nil
+			}
 			m.player.SeekTime(c.at)
 		} else {
 			if c.seq >= m.x.Len() {

@@ -451,7 +451,9 @@ func (m Model) handleKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.bplist.Open(m.player.Breakpoints())
 		return m, nil
 	case key.Matches(msg, k.Search):
-		return m, m.prompt.Open(promptFilter, m.filter.q.Query)
+		// A new filter starts empty (typing does not append to the old
+		// one); the placeholder shows the one in force.
+		return m, m.prompt.OpenFilter(m.filter.q.Query)
 	case key.Matches(msg, k.Command):
 		return m, m.prompt.Open(promptCommand, "")
 	case key.Matches(msg, k.NextMatch):

@@ -256,6 +256,19 @@ func (m *Model) syncPlayback() {
 
 // tapeClock is the tape time reached: the last delivered message's offset
 // from the start.
+// tapeLength is the time from the tape's first timestamp to its last.
+func (m Model) tapeLength() (time.Duration, bool) {
+	if m.timeline.t0.IsZero() {
+		return 0, false
+	}
+	for i := m.x.Len() - 1; i >= 0; i-- {
+		if t := m.x.Entry(i).Time; !t.IsZero() {
+			return t.Sub(m.timeline.t0), true
+		}
+	}
+	return 0, false
+}
+
 func (m Model) tapeClock() string {
 	pos := m.player.Position()
 	if pos == 0 || m.timeline.t0.IsZero() {
