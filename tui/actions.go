@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"charm.land/bubbles/v2/key"
@@ -46,10 +47,10 @@ func (m Model) filterDone(msg filterDoneMsg) (tea.Model, tea.Cmd) {
 		return m, nil // the tape grew: keep the cursor and the notice
 	}
 	if len(msg.matches) == 0 {
-		m.notice, m.noticeOK = fmt.Sprintf("filter %q: no match", msg.filter.Query), false
+		m.notify(false, fmt.Sprintf("filter %q: no match", msg.filter.Query))
 		return m, nil
 	}
-	m.notice, m.noticeOK = fmt.Sprintf("filter %q: %d matches (n/N next/previous, f only matches, esc clears)", msg.filter.Query, len(msg.matches)), true
+	m.notify(true, fmt.Sprintf("filter %q: %d matches (n/N next/previous, f only matches, esc clears)", msg.filter.Query, len(msg.matches)))
 	if !m.timeline.isMatch(m.timeline.Cursor()) {
 		return m.nextMatch(1), nil
 	}
@@ -61,7 +62,7 @@ func (m Model) filterDone(msg filterDoneMsg) (tea.Model, tea.Cmd) {
 func (m Model) nextMatch(dir int) Model {
 	ms := m.timeline.Matches()
 	if len(ms) == 0 {
-		m.notice, m.noticeOK = "no filter: / sets one", false
+		m.notify(false, "no filter: / sets one")
 		return m
 	}
 	cur := m.timeline.Cursor()
@@ -85,7 +86,7 @@ func (m Model) nextMatch(dir int) Model {
 
 func (m Model) toggleOnlyMatches() Model {
 	if m.timeline.Matches() == nil {
-		m.notice, m.noticeOK = "no filter: / sets one", false
+		m.notify(false, "no filter: / sets one")
 		return m
 	}
 	m.timeline.SetOnlyMatches(!m.timeline.OnlyMatches())
@@ -104,7 +105,7 @@ func (m Model) clearFilter() Model {
 	cur := m.timeline.Cursor()
 	m.timeline.SetMatches(nil)
 	m.selectSeq(cur)
-	m.notice, m.noticeOK = "filter cleared", true
+	m.notify(true, "filter cleared")
 	return m
 }
 
@@ -116,7 +117,7 @@ func (m Model) jumpPartner() Model {
 	}
 	p := m.x.Pair(seq)
 	if p.Partner < 0 {
-		m.notice, m.noticeOK = fmt.Sprintf("#%d has no partner", seq), false
+		m.notify(false, fmt.Sprintf("#%d has no partner", seq))
 		return m
 	}
 	if m.timeline.OnlyMatches() && !m.timeline.isMatch(p.Partner) {
@@ -135,7 +136,7 @@ func (m Model) copyMessage() (tea.Model, tea.Cmd) {
 	}
 	e, err := m.x.Message(seq)
 	if err != nil {
-		m.notice, m.noticeOK = err.Error(), false
+		m.notify(false, err.Error())
 		return m, nil
 	}
 	body := e.Raw
@@ -151,10 +152,10 @@ func (m Model) copyMessage() (tea.Model, tea.Cmd) {
 	}
 	path := filepath.Join(dir, fmt.Sprintf("tapedeck-%d-%d.json", os.Getpid(), seq))
 	if err := os.WriteFile(path, append(body, '\n'), 0o600); err != nil {
-		m.notice, m.noticeOK = fmt.Sprintf("sent #%d (%s) to the clipboard (OSC 52, which some terminals and tmux drop); writing a copy failed: %v", seq, sizeText(len(body)), err), false
+		m.notify(false, fmt.Sprintf("writing a copy failed: %v; #%d (%s) went to the clipboard only (OSC 52, which some terminals and tmux drop)", err, seq, sizeText(len(body))))
 		return m, tea.SetClipboard(string(body))
 	}
-	m.notice, m.noticeOK = fmt.Sprintf("copied #%d (%s) to the clipboard (OSC 52) and to %s", seq, sizeText(len(body)), path), true
+	m.notify(true, fmt.Sprintf("%s: copied #%d (%s) there and to the clipboard (OSC 52)", path, seq, sizeText(len(body))))
 	return m, tea.SetClipboard(string(body))
 }
 
@@ -163,7 +164,7 @@ func (m Model) copyMessage() (tea.Model, tea.Cmd) {
 func (m Model) writeSelection(path string, force bool) Model {
 	seq := m.timeline.Cursor()
 	if seq < 0 {
-		m.notice, m.noticeOK = "write: no message selected", false
+		m.notify(false, "write: no message selected")
 		return m
 	}
 	seqs := []int{seq}
@@ -176,7 +177,7 @@ func (m Model) writeSelection(path string, force bool) Model {
 	for _, s := range seqs {
 		e, err := m.x.Message(s)
 		if err != nil {
-			m.notice, m.noticeOK = fmt.Sprintf("write: %v", err), false
+			m.notify(false, fmt.Sprintf("write: %v", err))
 			return m
 		}
 		body := e.Raw
@@ -191,7 +192,7 @@ func (m Model) writeSelection(path string, force bool) Model {
 	}
 	f, err := os.OpenFile(path, flags, 0o600)
 	if errors.Is(err, fs.ErrExist) {
-		m.notice, m.noticeOK = fmt.Sprintf("write %s: the file exists; write! %s replaces it", path, path), false
+		m.notify(false, fmt.Sprintf("write %s: the file exists; write! %s replaces it", path, path))
 		return m
 	}
 	if err == nil {
@@ -199,10 +200,10 @@ func (m Model) writeSelection(path string, force bool) Model {
 		err = errors.Join(err, f.Close())
 	}
 	if err != nil {
-		m.notice, m.noticeOK = fmt.Sprintf("write: %v", err), false
+		m.notify(false, fmt.Sprintf("write: %v", err))
 		return m
 	}
-	m.notice, m.noticeOK = fmt.Sprintf("wrote %s (%s) to %s", what, sizeText(len(out)), path), true
+	m.notify(true, fmt.Sprintf("%s: wrote %s (%s)", path, what, sizeText(len(out))))
 	return m
 }
 
@@ -212,7 +213,7 @@ func (m Model) promptSubmit(msg promptSubmitMsg) (tea.Model, tea.Cmd) {
 	}
 	c, err := parseCommand(msg.text)
 	if err != nil {
-		m.notice, m.noticeOK = err.Error(), false
+		m.notify(false, err.Error())
 		return m, nil
 	}
 	return m.runCommand(c)
@@ -221,13 +222,13 @@ func (m Model) promptSubmit(msg promptSubmitMsg) (tea.Model, tea.Cmd) {
 func (m Model) applyFilter(q string) (tea.Model, tea.Cmd) {
 	f, err := ParseFilter(q)
 	if err != nil {
-		m.notice, m.noticeOK = err.Error(), false
+		m.notify(false, err.Error())
 		return m, nil
 	}
 	if f.Empty() {
 		return m.clearFilter(), nil
 	}
-	m.notice, m.noticeOK = "filtering…", true
+	m.notify(true, "filtering…")
 	return m, m.runFilter(f)
 }
 
@@ -238,14 +239,18 @@ func (m Model) runCommand(c command) (tea.Model, tea.Cmd) {
 		return m.quit()
 	case "goto":
 		if m.live.active() && m.live.client == clientConnected {
-			m.notice, m.noticeOK = "in a debug session the client drives playback: r ends its run, and the next run starts at the top", false
+			m.notify(false, "in a debug session the client drives playback: R ends its run, and the next run starts at the top")
 			return m, nil
 		}
 		if c.atSet {
+			if end, ok := m.tapeLength(); ok && c.at > end {
+				m.notify(false, fmt.Sprintf("goto %s: past the tape's end at %s; :goto %d goes to the end", c.at, relTime(end), m.x.Len()-1))
+				return m, nil
+			}
 			m.player.SeekTime(c.at)
 		} else {
 			if c.seq >= m.x.Len() {
-				m.notice, m.noticeOK = fmt.Sprintf("goto %d: the tape has %d messages (0 to %d)", c.seq, m.x.Len(), m.x.Len()-1), false
+				m.notify(false, fmt.Sprintf("goto %d: the tape has %d messages (0 to %d)", c.seq, m.x.Len(), m.x.Len()-1))
 				return m, nil
 			}
 			m.player.Seek(c.seq)
@@ -259,32 +264,35 @@ func (m Model) runCommand(c command) (tea.Model, tea.Cmd) {
 	case "break":
 		b, err := debug.ParseBreakpoint(c.arg)
 		if err != nil {
-			m.notice, m.noticeOK = err.Error(), false
+			m.notify(false, err.Error())
 			return m, nil
 		}
 		id, err := m.player.AddBreakpoint(b)
 		if err != nil {
-			m.notice, m.noticeOK = err.Error(), false
+			m.notify(false, err.Error())
 			return m, nil
 		}
-		m.notice, m.noticeOK = fmt.Sprintf("breakpoint %d: %s", id, b), true
+		m.notify(true, fmt.Sprintf("breakpoint %d: %s", id, b))
 		m.syncPlayback()
 		return m, nil
 	case "delete":
 		for _, b := range m.player.Breakpoints() {
 			if b.ID == c.seq {
 				m.player.RemoveBreakpoint(c.seq)
-				m.notice, m.noticeOK = fmt.Sprintf("breakpoint %d deleted", c.seq), true
+				m.notify(true, fmt.Sprintf("breakpoint %d deleted", c.seq))
 				m.syncPlayback()
 				return m, nil
 			}
 		}
-		m.notice, m.noticeOK = fmt.Sprintf("delete %d: no such breakpoint (B lists them)", c.seq), false
+		m.notify(false, fmt.Sprintf("delete %d: no such breakpoint (B lists them)", c.seq))
 		return m, nil
 	case "speed":
 		return m.setSpeed(c.speed)
 	case "filter":
 		return m.applyFilter(c.arg)
+	case "messages":
+		m.showLog, m.overlayTop = true, len(m.notices)*4 // scrolled to the newest; scrollBox clamps
+		return m, nil
 	}
 	return m, nil
 }
@@ -339,7 +347,7 @@ func (m Model) statusView() string {
 		segs = append(segs, s.Status.Paused.Render("■ whole tape"), s.Status.Segment.Render(text.Plural(m.x.Len(), "message")))
 		rpc, tool := m.x.Failures()
 		if rpc+tool > 0 {
-			segs = append(segs, s.Status.Alert.Render(fmt.Sprintf("%s, %s (e next)", text.Plural(rpc, "error"), text.Plural(tool, "tool error"))))
+			segs = append(segs, s.Status.Alert.Render(fmt.Sprintf("%s, %s (} next)", text.Plural(rpc, "error"), text.Plural(tool, "tool error"))))
 		} else {
 			segs = append(segs, s.Status.Segment.Render("no failures"))
 		}
@@ -387,19 +395,24 @@ func (m Model) statusView() string {
 	if m.timeline.Matches() != nil {
 		segs = append(segs, s.Status.Segment.Render(fmt.Sprintf("/%s: %d", m.filter.q.Query, len(m.timeline.Matches()))))
 	}
-	if m.notice != "" {
-		st := s.Status.Info
-		if !m.noticeOK {
-			st = s.Status.Alert
-		}
-		segs = append(segs, st.Render(m.notice))
+	line := strings.Join(segs, "")
+	right := "" // ? help is on the hint bar, always
+	if m.notice == "" {
+		return padStatus(line, right, m.width, s)
 	}
-	line := ""
-	for _, seg := range segs {
-		line += seg
+	st := s.Status.Info
+	if !m.noticeOK {
+		st = s.Status.Alert
 	}
-	right := s.Status.Info.Render("? help")
-	return padStatus(line, right, m.width, s)
+	if one := line + st.Render(m.notice); lipglossWidth(one)+lipglossWidth(right) <= m.width {
+		return padStatus(one, right, m.width, s)
+	}
+	// Too long: the notice gets lines of its own, above the segments.
+	var out []string
+	for _, l := range noticeLines(m.notice, m.width) {
+		out = append(out, padANSI(st.Render(l), m.width))
+	}
+	return strings.Join(append(out, padStatus(line, right, m.width, s)), "\n")
 }
 
 func padStatus(left, right string, w int, s *Styles) string {

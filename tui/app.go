@@ -119,6 +119,11 @@ type Model struct {
 	statsN      int
 	notice      string
 	noticeOK    bool
+	noticeGen   int      // bumped by each notify: an expiry clears only its own notice
+	notices     []notice // the message log (:messages)
+	noticeAfter func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
+	showLog     bool // the message log is on show
+	overlayTop  int  // the first line shown of a scrolling overlay (help, log)
 	quitting    bool
 	quitConfirm bool // q was pressed with a client connected: q again quits
 }
@@ -169,26 +174,27 @@ func New(x *tape.Index, opts Options) Model {
 		now = time.Now
 	}
 	m := Model{
-		KeyMap:   DefaultKeyMap(),
-		opts:     opts,
-		styles:   s,
-		x:        x,
-		now:      now,
-		tick:     tea.Tick,
-		timeline: NewTimeline(x, s),
-		detail:   NewDetail(s),
-		pairing:  NewPairing(s),
-		stats:    NewStatsPane(s),
-		state:    NewStatePane(s),
-		prompt:   NewPrompt(s),
-		help:     help.New(),
-		bar:      progress.New(progress.WithWidth(24), progress.WithoutPercentage(), progress.WithColors(lipgloss.Color("#58a6ff"))),
-		bplist:   NewBreakpointList(s),
-		diff:     NewDiffView(s),
-		filter:   filterState{gen: new(atomic.Int64)},
-		load:     loadState{active: opts.Size > 0, total: opts.Size},
-		statsN:   -1,
-		tail:     followState{knownLen: x.Len()},
+		KeyMap:      DefaultKeyMap(),
+		opts:        opts,
+		styles:      s,
+		x:           x,
+		now:         now,
+		tick:        tea.Tick,
+		noticeAfter: tea.Tick,
+		timeline:    NewTimeline(x, s),
+		detail:      NewDetail(s),
+		pairing:     NewPairing(s),
+		stats:       NewStatsPane(s),
+		state:       NewStatePane(s),
+		prompt:      NewPrompt(s),
+		help:        help.New(),
+		bar:         progress.New(progress.WithWidth(24), progress.WithoutPercentage(), progress.WithColors(lipgloss.Color("#58a6ff"))),
+		bplist:      NewBreakpointList(s),
+		diff:        NewDiffView(s),
+		filter:      filterState{gen: new(atomic.Int64)},
+		load:        loadState{active: opts.Size > 0, total: opts.Size},
+		statsN:      -1,
+		tail:        followState{knownLen: x.Len()},
 	}
 	m.help.Styles = s.Help
 	m.player = debug.NewPlayer(x)
@@ -196,7 +202,7 @@ func New(x *tape.Index, opts Options) Model {
 	m.player.SetMaxGap(opts.MaxGap)
 	for _, b := range opts.Breakpoints {
 		if _, err := m.player.AddBreakpoint(b); err != nil {
-			m.notice, m.noticeOK = fmt.Sprintf("breakpoint %s: %v", b, err), false
+			m.notify(false, fmt.Sprintf("breakpoint %s: %v", b, err))
 		}
 	}
 	if opts.Follow {
@@ -228,7 +234,7 @@ func (m *Model) placeOnFailure() {
 			m.selectSeq(m.opts.Seq)
 		case !m.load.active:
 			m.load.placed = true
-			m.notice, m.noticeOK = fmt.Sprintf("message %d: the tape has %d messages (0 to %d)", m.opts.Seq, n, n-1), false
+			m.notify(false, fmt.Sprintf("message %d: the tape has %d messages (0 to %d)", m.opts.Seq, n, n-1))
 		}
 		return
 	}
@@ -260,10 +266,21 @@ func (m Model) Init() tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
-// Update routes a message in a fixed order: resize, theme, keys (prompt and
+// Update routes a message (see route) and, when it left a new notice,
+// adds the command that times the notice out.
+func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	gen := m.noticeGen
+	mm, cmd := m.route(msg)
+	if md, ok := mm.(Model); ok && md.noticeGen != gen && md.notice != "" {
+		return md, tea.Batch(cmd, md.expireNotice())
+	}
+	return mm, cmd
+}
+
+// route routes a message in a fixed order: resize, theme, keys (prompt and
 // overlays first, then global keys, then the focused pane), mouse, app
 // messages; anything else goes to the focused pane only.
-func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (m Model) route(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		return m.resize(msg.Width, msg.Height), nil
@@ -307,11 +324,13 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.edited(msg)
 	case promptCancelMsg:
 		return m, nil
+	case noticeExpiredMsg:
+		return m.noticeExpired(msg)
 	case errMsg:
-		m.notice, m.noticeOK = msg.err.Error(), false
+		m.notify(false, msg.err.Error())
 		return m, nil
 	case infoMsg:
-		m.notice, m.noticeOK = string(msg), true
+		m.notify(true, string(msg))
 		return m, nil
 	case liveMsg:
 		return m.liveEvent(msg)
@@ -374,9 +393,8 @@ func (m Model) handleKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.prompt, cmd = m.prompt.Update(msg)
 		return m, cmd
 	}
-	if m.showHelp {
-		m.showHelp = false
-		return m, nil
+	if m.showHelp || m.showLog {
+		return m.overlayKey(msg), nil
 	}
 	if m.bplist.IsOpen() {
 		return m.breakpointListKey(msg)
@@ -389,7 +407,7 @@ func (m Model) handleKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		if key.Matches(msg, m.KeyMap.Quit) {
 			return m.quitNow()
 		}
-		m.notice, m.noticeOK = "still here", true
+		m.notify(true, "still here")
 		return m, nil
 	}
 	if m.live.diverged() {
@@ -409,7 +427,7 @@ func (m Model) handleKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.Quit):
 		return m.quit()
 	case key.Matches(msg, k.Help):
-		m.showHelp = true
+		m.showHelp, m.overlayTop = true, 0
 		return m, nil
 	case key.Matches(msg, k.SwitchPane):
 		return m.switchPane(), nil
@@ -433,7 +451,9 @@ func (m Model) handleKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.bplist.Open(m.player.Breakpoints())
 		return m, nil
 	case key.Matches(msg, k.Search):
-		return m, m.prompt.Open(promptFilter, m.filter.q.Query)
+		// A new filter starts empty (typing does not append to the old
+		// one); the placeholder shows the one in force.
+		return m, m.prompt.OpenFilter(m.filter.q.Query)
 	case key.Matches(msg, k.Command):
 		return m, m.prompt.Open(promptCommand, "")
 	case key.Matches(msg, k.NextMatch):
@@ -506,7 +526,7 @@ func (m Model) updateLower(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (m Model) quit() (tea.Model, tea.Cmd) {
 	if m.live.active() && m.live.client == clientConnected {
 		m.quitConfirm = true
-		m.notice, m.noticeOK = "a client is connected and loses its session if you quit: q again quits, any other key stays", false
+		m.notify(false, "a client is connected and loses its session if you quit: q again quits, any other key stays")
 		return m, nil
 	}
 	return m.quitNow()
@@ -516,7 +536,7 @@ func (m Model) quit() (tea.Model, tea.Cmd) {
 // client run, so the next client starts a new one.
 func (m Model) restart() (tea.Model, tea.Cmd) {
 	if m.live.active() {
-		m.notice, m.noticeOK = fmt.Sprintf("restarting: run %d ends, the next client starts from the top", max(m.live.run, 1)), true
+		m.notify(true, fmt.Sprintf("restarting: run %d ends, the next client starts from the top", max(m.live.run, 1)))
 		return m, m.live.restartCmd()
 	}
 	m.player.Pause(m.now())
@@ -527,7 +547,7 @@ func (m Model) restart() (tea.Model, tea.Cmd) {
 	m.timeline.SetHit(-1)
 	m.selectSeq(0)
 	m.syncPlayback()
-	m.notice, m.noticeOK = "back at the top: space plays", true
+	m.notify(true, "back at the top: space plays")
 	return m, nil
 }
 

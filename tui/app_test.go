@@ -51,6 +51,7 @@ func newTestModel(t testing.TB, opts Options) (Model, *fakeClock) {
 	m.tick = func(d time.Duration, fn func(time.Time) tea.Msg) tea.Cmd {
 		return func() tea.Msg { clock.t = clock.t.Add(d); return fn(clock.t) }
 	}
+	m.noticeAfter = func(time.Duration, func(time.Time) tea.Msg) tea.Cmd { return nil } // notices stay: tests read them
 	m = m.resize(120, 40)
 	return m, clock
 }
@@ -73,6 +74,9 @@ func send(t testing.TB, m Model, msgs ...tea.Msg) Model {
 		}
 		if lm, ok := msg.(liveMsg); ok && lm.ev.Kind == 0 {
 			continue // a fakeLive with nothing to report: Next would block
+		}
+		if im, ok := msg.(interceptMsg); ok && im.ev.Kind == 0 {
+			continue // a fakeIntercept, likewise
 		}
 		if b, ok := msg.(tea.BatchMsg); ok {
 			for _, c := range b {

@@ -67,6 +67,8 @@ func parseCommand(line string) (command, error) {
 		return command{name: "speed", speed: x}, nil
 	case "filter":
 		return command{name: "filter", arg: rest}, nil
+	case "messages", "mes", "messages!":
+		return command{name: "messages"}, nil
 	case "write", "w", "write!", "w!":
 		if rest == "" {
 			return command{}, fmt.Errorf("%w: write needs a file name (write call.json); write! FILE replaces a file", ErrCommand)
@@ -75,5 +77,5 @@ func parseCommand(line string) (command, error) {
 	case "":
 		return command{}, fmt.Errorf("%w: empty command; try goto, break, speed, filter or q", ErrCommand)
 	}
-	return command{}, fmt.Errorf("%w: %q; expected goto, break, delete, speed, filter, write or q", ErrCommand, name)
+	return command{}, fmt.Errorf("%w: %q; expected goto, break, delete, speed, filter, write, messages or q", ErrCommand, name)
 }

@@ -12,6 +12,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/tapedeck/tapedeck/internal/compare"
@@ -224,22 +225,28 @@ func (m CompareModel) detailText() string {
 			}
 		}
 	}
-	// The answers themselves, side by side in turn.
+	// The answers themselves, side by side, as the pairing and divergence
+	// views show theirs.
+	half := max((m.width-3)/2, 10)
+	var cols []string
 	for _, side := range []struct {
 		name string
 		x    *tape.Index
 		seq  int
 	}{{"A", m.xa, r.a}, {"B", m.xb, r.b}} {
-		if side.seq < 0 {
-			continue
-		}
-		b.WriteString("\n" + s.Detail.Header.Render(fmt.Sprintf("%s #%d", side.name, side.seq)) + "\n")
-		if p := side.x.Pair(side.seq); p.Partner >= 0 {
-			if msg, err := side.x.Message(p.Partner); err == nil {
-				b.WriteString(prettyJSON(tape.StripMeta(msg.Raw), true) + "\n")
+		col := s.Detail.Header.Render(side.name + ": none")
+		if side.seq >= 0 {
+			col = s.Detail.Header.Render(fmt.Sprintf("%s #%d", side.name, side.seq))
+			if p := side.x.Pair(side.seq); p.Partner >= 0 {
+				if msg, err := side.x.Message(p.Partner); err == nil {
+					col += "\n" + ansi.Hardwrap(prettyJSON(tape.StripMeta(msg.Raw), true), half, true)
+				}
 			}
 		}
+		cols = append(cols, lipgloss.NewStyle().Width(half).Render(col))
 	}
+	sep := s.Detail.Separate.Render(strings.TrimSuffix(strings.Repeat(" │ \n", max(lipgloss.Height(cols[0]), lipgloss.Height(cols[1]))), "\n"))
+	b.WriteString("\n" + lipgloss.JoinHorizontal(lipgloss.Top, cols[0], sep, cols[1]))
 	return b.String()
 }
 

@@ -51,6 +51,18 @@ func TestCompareView(t *testing.T) {
 	if !strings.Contains(s, "›~ #4 tools/call answer") || !strings.Contains(s, `/result/content/0/text: "42" → "43"`) {
 		t.Errorf("n did not move to the next difference:\n%s", s)
 	}
+	// The two answers side by side: A's and B's headers and texts on one line.
+	for _, pair := range [][2]string{{"A #4", "B #4"}, {`"text": "42"`, `"text": "43"`}} {
+		found := false
+		for _, l := range strings.Split(s, "\n") {
+			if i, j := strings.Index(l, pair[0]), strings.Index(l, pair[1]); i >= 0 && j > i {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s and %s are not side by side:\n%s", pair[0], pair[1], s)
+		}
+	}
 	if n := strings.Count(s, "\n") + 1; n != 30 {
 		t.Errorf("the view is %d lines, the screen 30", n)
 	}

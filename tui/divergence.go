@@ -26,10 +26,10 @@ func (m Model) liveEvent(msg liveMsg) (tea.Model, tea.Cmd) {
 	case debug.Disconnected:
 		mm = m.liveDisconnected(ev)
 	case debug.Failed:
-		m.notice, m.noticeOK = ev.Err.Error(), false
+		m.notify(false, ev.Err.Error())
 		mm = m
 	case debug.Note:
-		m.notice, m.noticeOK = ev.Note, true
+		m.notify(true, ev.Note)
 		mm = m
 	case debug.RunEnded:
 		mm = m.liveRunEnded(ev.Run)
@@ -45,7 +45,6 @@ func (m Model) liveEvent(msg liveMsg) (tea.Model, tea.Cmd) {
 // for a choice.
 func (m Model) liveDisconnected(ev debug.Event) Model {
 	m.live.client = clientDisconnected
-	m.notice, m.noticeOK = "the client disconnected", true
 	var lost []string
 	if ev.Dropped > 0 {
 		lost = append(lost, text.Plural(ev.Dropped, "queued answer"))
@@ -58,7 +57,9 @@ func (m Model) liveDisconnected(ev debug.Event) Model {
 		m.syncPlayback()
 	}
 	if len(lost) > 0 {
-		m.notice += "; dropped " + strings.Join(lost, " and ")
+		m.notify(true, "the client disconnected; dropped "+strings.Join(lost, " and "))
+	} else {
+		m.notify(true, "the client disconnected")
 	}
 	return m
 }
@@ -88,7 +89,7 @@ func (m Model) liveRunEnded(r *debug.RunReport) Model {
 	if r.Failed() {
 		verdict = text.Plural(r.Divergences, "divergence")
 	}
-	m.notice, m.noticeOK = fmt.Sprintf("run %d ended (%s): %s, %d of %d requests matched, %d unused; the next client starts run %d from the top", r.Run, r.Ended, verdict, r.Matched, r.Requests, r.Unused, r.Run+1), !r.Failed()
+	m.notify(!r.Failed(), fmt.Sprintf("run %d ended (%s): %s, %d of %d requests matched, %d unused; the next client starts run %d from the top", r.Run, r.Ended, verdict, r.Matched, r.Requests, r.Unused, r.Run+1))
 	m.syncPlayback()
 	return m
 }
@@ -118,7 +119,7 @@ func (m Model) liveConnected(ev debug.Event) (tea.Model, tea.Cmd) {
 	if m.live.between {
 		m = m.newRun()
 	}
-	m.notice, m.noticeOK = fmt.Sprintf("a client connected over %s: run %d", ev.Transport, max(m.live.run, 1)), true
+	m.notify(true, fmt.Sprintf("a client connected over %s: run %d", ev.Transport, max(m.live.run, 1)))
 	if m.player.Playing() || m.live.pending != nil {
 		return m, nil
 	}
@@ -149,7 +150,7 @@ func (m Model) liveProgress(ev debug.Event) (tea.Model, tea.Cmd) {
 }
 
 // liveDiverged pauses playback and shows the divergence until the user
-// chooses a, e or s.
+// chooses a, !, w or s.
 func (m Model) liveDiverged(d *debug.LiveDivergence) Model {
 	if m.live.pending != nil {
 		// One choice at a time: it waits its turn, in order.
@@ -170,15 +171,15 @@ func (m Model) liveDiverged(d *debug.LiveDivergence) Model {
 	m.diff.Show(*d)
 	m.lower = viewDiff
 	if d.Expected < 0 {
-		m.notice, m.noticeOK = fmt.Sprintf("client diverged %s: nothing recorded to answer with or skip: a, e, E or s send the divergence error", where(d)), false
+		m.notify(false, fmt.Sprintf("client diverged %s: nothing recorded to answer with or skip: a, !, w or s send the divergence error", where(d)))
 	} else {
-		m.notice, m.noticeOK = fmt.Sprintf("client diverged %s: a answer anyway · e send the error · E the error, still expecting it · s skip the recorded request", where(d)), false
+		m.notify(false, fmt.Sprintf("client diverged %s: a answer as recorded · ! send the error · w the error, still waiting for it · s skip the recorded request", where(d)))
 	}
 	m.syncPlayback()
 	return m
 }
 
-// divergenceKey handles a, e and s while a divergence waits for a choice.
+// divergenceKey handles a, !, w and s while a divergence waits for a choice.
 func (m Model) divergenceKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 	k := DefaultDivergenceKeyMap()
 	var r debug.Resolution
@@ -221,7 +222,7 @@ func (m Model) divergenceKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 		m.live.resume = resume
 		return m, resolve, true
 	}
-	m.notice, m.noticeOK = done, true
+	m.notify(true, done)
 	m.lower = viewMessage
 	m.showCursor()
 	if m.live.resume {

@@ -5,10 +5,12 @@ package tui
 // recorded to the tape it follows, and a message a breakpoint matches is
 // held, in either direction, until the user forwards it (a), drops it (d),
 // answers it with an error (!) or edits it (e, in $EDITOR; the edit must
-// be a JSON-RPC message of the same kind and id). r sends the request at
+// be a JSON-RPC message of the same kind and id, and a sends it, as in
+// mitmproxy). r sends the request at
 // the cursor to the server again and shows its new answer beside the
 // recorded one. The keys are mitmproxy's, which users of intercepting
-// proxies know; failures are on } and { in this mode.
+// proxies know. Every screen shares the failure keys } and { and restart
+// (R), so r, e and d mean one thing each.
 
 import (
 	"bytes"
@@ -39,13 +41,21 @@ type InterceptKeyMap struct {
 // DefaultInterceptKeyMap returns mitmproxy's keys.
 func DefaultInterceptKeyMap() InterceptKeyMap {
 	return InterceptKeyMap{
-		Forward: key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "forward held message")),
+		Forward: key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "accept: forward it")),
 		Drop:    key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "drop it")),
-		Error:   key.NewBinding(key.WithKeys("!"), key.WithHelp("!", "answer it with an error")),
-		Edit:    key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit it ($EDITOR)")),
-		Resend:  key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "re-send request at cursor")),
+		Error:   key.NewBinding(key.WithKeys("!"), key.WithHelp("!", "answer with an error")),
+		Edit:    key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit it, then a sends")),
+		Resend:  key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "re-send the request")),
 	}
 }
+
+// ShortHelp implements help.KeyMap.
+func (k InterceptKeyMap) ShortHelp() []key.Binding {
+	return []key.Binding{k.Forward, k.Drop, k.Error, k.Edit, k.Resend}
+}
+
+// FullHelp implements help.KeyMap.
+func (k InterceptKeyMap) FullHelp() [][]key.Binding { return [][]key.Binding{k.ShortHelp()} }
 
 // interceptMsg carries a debug.InterceptEvent into Update.
 type interceptMsg struct{ ev debug.InterceptEvent }
@@ -61,6 +71,7 @@ type editedMsg struct {
 type interceptState struct {
 	s      debug.Intercept
 	held   *debug.InterceptEvent   // the message on show, awaiting a verdict
+	edited []byte                  // the held message as edited (e), sent by a; nil when unedited
 	queue  []*debug.InterceptEvent // more held messages, in order
 	resent *debug.InterceptEvent   // the last re-sent request's answer, on show
 	closed bool
@@ -83,6 +94,9 @@ func (m Model) interceptEvent(msg interceptMsg) (tea.Model, tea.Cmd) {
 	switch ev.Kind {
 	case debug.InterceptHeld:
 		e := ev
+		if e.Breakpoint != "" {
+			m.play.hits++ // the status's "bp N · hits M" counts holds as playback counts stops
+		}
 		if m.icpt.held == nil {
 			m.icpt.held = &e
 			m.icpt.resent = nil
@@ -92,9 +106,9 @@ func (m Model) interceptEvent(msg interceptMsg) (tea.Model, tea.Cmd) {
 	case debug.InterceptResent:
 		e := ev
 		m.icpt.resent = &e
-		m.notice, m.noticeOK = "the re-sent request was answered: the new answer is beside the recorded one", true
+		m.notify(true, "the re-sent request was answered: the new answer is beside the recorded one")
 	case debug.InterceptInfo:
-		m.notice, m.noticeOK = ev.Text, true
+		m.notify(true, ev.Text)
 	case debug.InterceptClosed:
 		m.icpt.closed = true
 		return m, nil
@@ -129,10 +143,12 @@ func (m Model) interceptKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 		mm, cmd := m.resend()
 		return mm, cmd, true
 	case h == nil && key.Matches(msg, k.Forward, k.Drop, k.Error, k.Edit):
-		m.notice, m.noticeOK = "nothing is held: a breakpoint (b, :break) holds the messages it matches; failures are on } and {", true
+		m.notify(true, "nothing is held: a breakpoint (b, :break) holds the messages it matches")
 		return m, nil, true
 	case h == nil:
 		return m, nil, false
+	case key.Matches(msg, k.Forward) && m.icpt.edited != nil:
+		return m.settle(debug.Verdict{Action: debug.Edited, Raw: m.icpt.edited}, "sent as edited")
 	case key.Matches(msg, k.Forward):
 		return m.settle(debug.Verdict{Action: debug.Forward}, "forwarded")
 	case key.Matches(msg, k.Drop):
@@ -148,20 +164,24 @@ func (m Model) interceptKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 // settle gives the held message its verdict and shows the next one.
 func (m Model) settle(v debug.Verdict, done string) (tea.Model, tea.Cmd, bool) {
 	h, s := m.icpt.held, m.icpt.s
-	m.icpt.held = nil
+	m.icpt.held, m.icpt.edited = nil, nil
 	if len(m.icpt.queue) > 0 {
 		m.icpt.held, m.icpt.queue = m.icpt.queue[0], m.icpt.queue[1:]
 	}
-	m.notice, m.noticeOK = fmt.Sprintf("%s %s", describeHeld(h), done), true
+	m.notify(true, fmt.Sprintf("%s %s", describeHeld(h), done))
 	return m, func() tea.Msg { s.Settle(h.ID, v); return nil }, true
 }
 
 // edit opens the held message in $EDITOR (vi without one).
 func (m Model) edit() (tea.Model, tea.Cmd, bool) {
 	h := m.icpt.held
+	src := h.Raw
+	if m.icpt.edited != nil {
+		src = m.icpt.edited // editing again starts from the edit
+	}
 	var pretty bytes.Buffer
-	if json.Indent(&pretty, h.Raw, "", "  ") != nil {
-		pretty.Write(h.Raw)
+	if json.Indent(&pretty, src, "", "  ") != nil {
+		pretty.Write(src)
 	}
 	pretty.WriteByte('\n')
 	dir := m.opts.CopyDir
@@ -170,7 +190,7 @@ func (m Model) edit() (tea.Model, tea.Cmd, bool) {
 	}
 	f, err := os.CreateTemp(dir, "tapedeck-held-*.json")
 	if err != nil {
-		m.notice, m.noticeOK = "edit: "+err.Error(), false
+		m.notify(false, "edit: "+err.Error())
 		return m, nil, true
 	}
 	_, err = f.Write(pretty.Bytes())
@@ -179,7 +199,7 @@ func (m Model) edit() (tea.Model, tea.Cmd, bool) {
 	}
 	if err != nil {
 		os.Remove(f.Name())
-		m.notice, m.noticeOK = "edit: "+err.Error(), false
+		m.notify(false, "edit: "+err.Error())
 		return m, nil, true
 	}
 	editor := os.Getenv("VISUAL")
@@ -256,20 +276,23 @@ func (m Model) edited(msg editedMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	if msg.err != nil {
-		m.notice, m.noticeOK = fmt.Sprintf("edit: the editor failed (%v); the message is still held", msg.err), false
+		m.notify(false, fmt.Sprintf("edit: the editor failed (%v); the message is still held", msg.err))
 		return m, nil
 	}
 	if rerr != nil {
-		m.notice, m.noticeOK = "edit refused, the message is still held: "+rerr.Error(), false
+		m.notify(false, "edit refused, the message is still held: "+rerr.Error())
 		return m, nil
 	}
 	raw, problem := checkEdit(h.Raw, data)
 	if problem != "" {
-		m.notice, m.noticeOK = "edit refused, the message is still held: "+problem, false
+		m.notify(false, "edit refused: "+problem+"; the message is still held")
 		return m, nil
 	}
-	mm, cmd, _ := m.settle(debug.Verdict{Action: debug.Edited, Raw: raw}, "edited and sent")
-	return mm, cmd
+	// As in mitmproxy, an edit is not sent until accepted: a sends it,
+	// e edits it again, d and ! drop it or answer with an error instead.
+	m.icpt.edited = raw
+	m.notify(true, describeHeld(h)+" edited: a sends the edit, e edits again, d drops it")
+	return m, nil
 }
 
 // checkEdit returns the edited message compacted, or what is wrong with
@@ -317,17 +340,17 @@ func (m Model) resend() (Model, tea.Cmd) {
 	}
 	e := m.x.Entry(seq)
 	if e.Kind != tape.KindRequest || e.Dir != tape.DirSend {
-		m.notice, m.noticeOK = "r re-sends a client's request: put the cursor on one", false
+		m.notify(false, "r re-sends a client's request: put the cursor on one")
 		return m, nil
 	}
 	rec, err := m.x.Message(seq)
 	if err != nil {
-		m.notice, m.noticeOK = "re-send: "+err.Error(), false
+		m.notify(false, "re-send: "+err.Error())
 		return m, nil
 	}
 	raw := tape.StripMeta(rec.Raw)
 	s := m.icpt.s
-	m.notice, m.noticeOK = fmt.Sprintf("re-sent #%d %s to the server", seq, e.Method), true
+	m.notify(true, fmt.Sprintf("re-sent #%d %s to the server", seq, e.Method))
 	return m, func() tea.Msg {
 		if err := s.Resend(raw); err != nil {
 			return errMsg{fmt.Errorf("re-send: %w", err)}
@@ -365,7 +388,11 @@ func (m Model) interceptStatus() (string, bool) {
 		if n := len(c.queue); n > 0 {
 			more = fmt.Sprintf(" (%d more)", n)
 		}
-		return fmt.Sprintf("HELD %s%s: a forward · d drop · ! error · e edit", describeHeld(c.held), more), true
+		// The verdicts' keys are on the hint bar.
+		if c.edited != nil {
+			return fmt.Sprintf("HELD %s%s, edited", describeHeld(c.held), more), true
+		}
+		return fmt.Sprintf("HELD %s%s", describeHeld(c.held), more), true
 	case c.closed:
 		return "intercept ended", false
 	}
@@ -381,6 +408,10 @@ func (m Model) interceptView() (string, bool) {
 		head := s.Status.Alert.Render(" HELD ") + " " + describeHeld(c.held)
 		if c.held.Breakpoint != "" {
 			head += s.App.Subtitle.Render(" · breakpoint " + c.held.Breakpoint)
+		}
+		if c.edited != nil {
+			head += s.Status.Alert.Render(" EDITED: a sends this ")
+			return head + "\n" + heldJSON(c.edited, w, s), true
 		}
 		return head + "\n" + heldJSON(c.held.Raw, w, s), true
 	case c.resent != nil:

@@ -57,10 +57,10 @@ func DefaultKeyMap() KeyMap {
 		Search:      key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
 		NextMatch:   key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "next match")),
 		PrevMatch:   key.NewBinding(key.WithKeys("N"), key.WithHelp("N", "previous match")),
-		NextFailure: key.NewBinding(key.WithKeys("e", "}"), key.WithHelp("e/}", "next failure")),
-		PrevFailure: key.NewBinding(key.WithKeys("E", "{"), key.WithHelp("E/{", "previous failure")),
+		NextFailure: key.NewBinding(key.WithKeys("}"), key.WithHelp("}", "next failure")),
+		PrevFailure: key.NewBinding(key.WithKeys("{"), key.WithHelp("{", "previous failure")),
 		OnlyMatches: key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "only matches")),
-		Restart:     key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "restart from the top")),
+		Restart:     key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "restart from the top")),
 		Partner:     key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "jump to partner")),
 		Copy:        key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "copy message")),
 		Command:     key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "command")),
@@ -209,9 +209,9 @@ type DivergenceKeyMap struct {
 // DefaultDivergenceKeyMap returns the divergence choices.
 func DefaultDivergenceKeyMap() DivergenceKeyMap {
 	return DivergenceKeyMap{
-		Answer:    key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "answer with the recorded response")),
-		Error:     key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "send the divergence error, pass the recorded request")),
-		ErrorKeep: key.NewBinding(key.WithKeys("E"), key.WithHelp("E", "send the error, keep expecting the recorded request")),
+		Answer:    key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "answer as recorded")),
+		Error:     key.NewBinding(key.WithKeys("!"), key.WithHelp("!", "send the error, pass the request")),
+		ErrorKeep: key.NewBinding(key.WithKeys("w"), key.WithHelp("w", "send the error, wait for it")),
 		Skip:      key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "skip the recorded request")),
 	}
 }
@@ -239,7 +239,7 @@ func DefaultBreakpointsKeyMap() BreakpointsKeyMap {
 		Up:     key.NewBinding(key.WithKeys("k", "up"), key.WithHelp("k/↑", "up")),
 		Down:   key.NewBinding(key.WithKeys("j", "down"), key.WithHelp("j/↓", "down")),
 		Toggle: key.NewBinding(key.WithKeys("space", "enter"), key.WithHelp("space", "enable/disable")),
-		Delete: key.NewBinding(key.WithKeys("d", "delete", "backspace"), key.WithHelp("d", "delete")),
+		Delete: key.NewBinding(key.WithKeys("delete", "backspace"), key.WithHelp("del", "delete")),
 		Close:  key.NewBinding(key.WithKeys("esc", "B"), key.WithHelp("esc", "close")),
 	}
 }

@@ -50,9 +50,9 @@ func (m Model) liveStatus() (string, bool) {
 	switch {
 	case l.pending != nil:
 		if n := len(l.waiting); n > 0 {
-			return fmt.Sprintf("DIVERGED %s: a/e/s (%d more waiting)", where(l.pending), n), true
+			return fmt.Sprintf("DIVERGED %s: a/!/w/s (%d more waiting)", where(l.pending), n), true
 		}
-		return fmt.Sprintf("DIVERGED %s: a/e/s", where(l.pending)), true
+		return fmt.Sprintf("DIVERGED %s: a/!/w/s", where(l.pending)), true
 	case l.client == clientWaiting:
 		return "waiting for a client", false
 	case l.client == clientDisconnected:

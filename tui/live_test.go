@@ -115,12 +115,12 @@ func TestLiveStatusStates(t *testing.T) {
 		t.Errorf("row 19 is not marked ✗: %q", l)
 	}
 	golden(t, "live-diverged", screen(m))
-	m = send(t, m, keys("e")...)
+	m = send(t, m, keys("!")...)
 	if !slices.Equal(f.resolved, []debug.Resolution{debug.SendError}) || m.live.diverged() || !m.player.Playing() {
-		t.Errorf("after e: resolved %v, still diverged %v, playing %v", f.resolved, m.live.diverged(), m.player.Playing())
+		t.Errorf("after !: resolved %v, still diverged %v, playing %v", f.resolved, m.live.diverged(), m.player.Playing())
 	}
 	if st := statusLine(m); !strings.Contains(st, "client: connected (http) · tape waits for its #19") {
-		t.Errorf("after e: status %q", st)
+		t.Errorf("after !: status %q", st)
 	}
 	m = send(t, m, liveEv(debug.Event{Kind: debug.Disconnected}))
 	if st := statusLine(m); !strings.Contains(st, "client: disconnected") {
@@ -221,22 +221,22 @@ func TestLiveDivergencesQueue(t *testing.T) {
 	m.live.init(&fakeLive{})
 	m = m.liveDiverged(&debug.LiveDivergence{Divergence: debug.Divergence{Expected: 3}})
 	m = m.liveDiverged(&debug.LiveDivergence{Divergence: debug.Divergence{Expected: 5}})
-	if st, _ := m.liveStatus(); st != "DIVERGED at #3: a/e/s (1 more waiting)" {
+	if st, _ := m.liveStatus(); st != "DIVERGED at #3: a/!/w/s (1 more waiting)" {
 		t.Fatalf("status %q", st)
 	}
-	next, _, ok := m.divergenceKey(tea.KeyPressMsg{Code: 'e', Text: "e"})
+	next, _, ok := m.divergenceKey(tea.KeyPressMsg{Code: '!', Text: "!"})
 	if !ok {
-		t.Fatal("e not taken as a resolution")
+		t.Fatal("! not taken as a resolution")
 	}
 	m = next.(Model)
-	if st, _ := m.liveStatus(); st != "DIVERGED at #5: a/e/s" {
+	if st, _ := m.liveStatus(); st != "DIVERGED at #5: a/!/w/s" {
 		t.Fatalf("after the first choice, status %q", st)
 	}
 }
 
 // TestLiveDisconnectDropsDivergences: when the client goes away with
 // divergences awaiting a choice, the session drops them, and so does the
-// app: a/e/s no longer apply and the notice says what was dropped.
+// app: a/!/w/s no longer apply and the notice says what was dropped.
 func TestLiveDisconnectDropsDivergences(t *testing.T) {
 	m, _ := newTestModel(t, Options{})
 	m.live.init(&fakeLive{})
@@ -280,9 +280,9 @@ func TestLiveRuns(t *testing.T) {
 	if m.quitting || m.quitConfirm {
 		t.Fatalf("another key after q did not keep the session")
 	}
-	m = send(t, m, keys("r")...)
+	m = send(t, m, keys("R")...)
 	if f.restarts != 1 {
-		t.Errorf("r restarted the session %d times, want 1", f.restarts)
+		t.Errorf("R restarted the session %d times, want 1", f.restarts)
 	}
 	m = send(t, m, liveEv(debug.Event{Kind: debug.Disconnected}))
 	m = send(t, m, liveEv(debug.Event{Kind: debug.RunEnded, Run: &debug.RunReport{Run: 1, Transport: "stdio", Ended: "restarted", Requests: 5, Matched: 4, Divergences: 1, Unused: 2}}))
@@ -315,7 +315,7 @@ func TestLiveRuns(t *testing.T) {
 // or request to skip, answer the client with the divergence error and say
 // so, instead of asking the session for what it cannot do.
 func TestLiveDivergencePastTheEnd(t *testing.T) {
-	for _, k := range []string{"a", "s", "e"} {
+	for _, k := range []string{"a", "s", "!"} {
 		t.Run(k, func(t *testing.T) {
 			f := &fakeLive{}
 			m, _ := newTestModel(t, Options{Live: f})
@@ -341,7 +341,7 @@ func TestLiveDivergencePastTheEnd(t *testing.T) {
 			want := map[string]string{
 				"a": "nothing recorded to answer with after the tape's end (its last request is #77 tools/call): sent the divergence error instead",
 				"s": "nothing recorded to skip after the tape's end (its last request is #77 tools/call): sent the divergence error instead",
-				"e": "sent the divergence error",
+				"!": "sent the divergence error",
 			}[k]
 			if m.notice != want {
 				t.Errorf("after %s: notice %q, want %q", k, m.notice, want)

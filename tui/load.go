@@ -291,9 +291,9 @@ func (m Model) reloaded(msg reloadedMsg) (tea.Model, tea.Cmd) {
 	m.load.total = msg.size
 	m.tail.knownLen = 0
 	old.Close()
-	m.notice, m.noticeOK = "the tape was truncated or replaced: reloaded", true
+	m.notify(true, "the tape was truncated or replaced: reloaded")
 	if len(lost) > 0 {
-		m.notice, m.noticeOK = "reloaded; breakpoints not kept: "+strings.Join(lost, ", "), false
+		m.notify(false, "reloaded; breakpoints not kept: "+strings.Join(lost, ", "))
 	}
 	return m, tea.Batch(waitFile(m.tail.watcher, m.opts.Path), indexCmd(m.x, 0, msg.size, false))
 }

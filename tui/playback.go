@@ -74,11 +74,11 @@ func (m Model) playTick(msg playTickMsg) (tea.Model, tea.Cmd) {
 		m.play.lastHit = hit
 		m.timeline.SetHit(hit.Seq)
 		m.selectSeq(hit.Seq)
-		m.notice, m.noticeOK = fmt.Sprintf("breakpoint %d (%s) before #%d", hit.Breakpoint.ID, hit.Breakpoint, hit.Seq), true
+		m.notify(true, fmt.Sprintf("breakpoint %d (%s) before #%d", hit.Breakpoint.ID, hit.Breakpoint, hit.Seq))
 	}
 	if m.player.Position() >= m.x.Len() && m.player.Playing() {
 		m.player.Pause(m.now()) // played to the end
-		m.notice, m.noticeOK = "end of the tape", true
+		m.notify(true, "end of the tape")
 	}
 	m.syncPlayback()
 	cmds = append(cmds, m.scheduleTick())
@@ -92,9 +92,10 @@ func (m Model) step(dir int) (tea.Model, tea.Cmd) {
 	if dir > 0 {
 		seq, ok := m.player.Step()
 		if !ok {
-			m.notice, m.noticeOK = "at the end of the tape", true
 			if m.player.Position() < m.x.Len() {
-				m.notice = fmt.Sprintf("the tape waits for the client's #%d %s", m.player.Position(), m.methodOf(m.player.Position()))
+				m.notify(true, fmt.Sprintf("the tape waits for the client's #%d %s", m.player.Position(), m.methodOf(m.player.Position())))
+			} else {
+				m.notify(true, "at the end of the tape")
 			}
 			return m, nil
 		}
@@ -103,7 +104,7 @@ func (m Model) step(dir int) (tea.Model, tea.Cmd) {
 	} else {
 		seq, ok := m.player.StepBack()
 		if !ok {
-			m.notice, m.noticeOK = "at the start of the tape", true
+			m.notify(true, "at the start of the tape")
 			return m, nil
 		}
 		m.selectSeq(seq) // the message taken back, now the next one (▶)
@@ -127,7 +128,7 @@ func (m Model) seekRequest(dir int) Model {
 			return m
 		}
 	}
-	m.notice, m.noticeOK = "no request that way", true
+	m.notify(true, "no request that way")
 	return m
 }
 
@@ -136,11 +137,11 @@ func (m Model) seekRequest(dir int) Model {
 func (m Model) jumpFailure(dir int) Model {
 	i := m.x.NextFailure(m.timeline.Cursor()+dir, dir)
 	if i < 0 {
-		m.notice, m.noticeOK = "no failure that way", true
+		m.notify(true, "no failure that way")
 		return m
 	}
 	m.selectSeq(i)
-	m.notice, m.noticeOK = fmt.Sprintf("%s: %s", m.x.Failure(i), m.methodOf(i)), false
+	m.notify(false, fmt.Sprintf("%s: %s", m.x.Failure(i), m.methodOf(i)))
 	return m
 }
 
@@ -159,7 +160,7 @@ func (m Model) changeSpeed(dir int) (tea.Model, tea.Cmd) {
 
 func (m Model) setSpeed(x float64) (tea.Model, tea.Cmd) {
 	m.player.SetSpeed(x, m.now())
-	m.notice, m.noticeOK = "speed "+speedText(x), true
+	m.notify(true, "speed "+speedText(x))
 	if m.player.Playing() {
 		m.play.gen++
 		return m, m.scheduleTick()
@@ -188,12 +189,12 @@ func (m Model) toggleBreakpoint() Model {
 		method = m.x.Pair(seq).Method
 	}
 	if method == "" {
-		m.notice, m.noticeOK = "no method here to break on", false
+		m.notify(false, "no method here to break on")
 		return m
 	}
 	if target := m.timeline.cache.get(seq).tool; target != "" && method == "tools/call" {
 		m.play.ask = &breakChoice{method: method, tool: target}
-		m.notice, m.noticeOK = fmt.Sprintf("break on: m every %s · t the tool %s · esc neither", method, target), true
+		m.notify(true, fmt.Sprintf("break on: m every %s · t the tool %s · esc neither", method, target))
 		return m
 	}
 	return m.toggleMethodBreak(method)
@@ -213,29 +214,29 @@ func (m Model) breakChoiceKey(msg tea.KeyPressMsg) Model {
 		for _, b := range m.player.Breakpoints() {
 			if b.Tool == c.tool {
 				m.player.RemoveBreakpoint(b.ID)
-				m.notice, m.noticeOK = "breakpoint on the tool "+c.tool+" removed", true
+				m.notify(true, "breakpoint on the tool "+c.tool+" removed")
 				m.syncPlayback()
 				return m
 			}
 		}
 		if _, err := m.player.AddBreakpoint(debug.Breakpoint{Tool: c.tool}); err != nil {
-			m.notice, m.noticeOK = err.Error(), false
+			m.notify(false, err.Error())
 			return m
 		}
-		m.notice, m.noticeOK = "breakpoint on the tool "+c.tool, true
+		m.notify(true, "breakpoint on the tool "+c.tool)
 		m.syncPlayback()
 		return m
 	}
-	m.notice, m.noticeOK = "no breakpoint set", true
+	m.notify(true, "no breakpoint set")
 	return m
 }
 
 // toggleMethodBreak adds or removes the breakpoint on method.
 func (m Model) toggleMethodBreak(method string) Model {
 	if m.player.ToggleMethod(method) {
-		m.notice, m.noticeOK = "breakpoint on "+method, true
+		m.notify(true, "breakpoint on "+method)
 	} else {
-		m.notice, m.noticeOK = "breakpoint on "+method+" removed", true
+		m.notify(true, "breakpoint on "+method+" removed")
 	}
 	m.syncPlayback()
 	return m
@@ -255,6 +256,19 @@ func (m *Model) syncPlayback() {
 
 // tapeClock is the tape time reached: the last delivered message's offset
 // from the start.
+// tapeLength is the time from the tape's first timestamp to its last.
+func (m Model) tapeLength() (time.Duration, bool) {
+	if m.timeline.t0.IsZero() {
+		return 0, false
+	}
+	for i := m.x.Len() - 1; i >= 0; i-- {
+		if t := m.x.Entry(i).Time; !t.IsZero() {
+			return t.Sub(m.timeline.t0), true
+		}
+	}
+	return 0, false
+}
+
 func (m Model) tapeClock() string {
 	pos := m.player.Position()
 	if pos == 0 || m.timeline.t0.IsZero() {

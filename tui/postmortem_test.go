@@ -44,29 +44,29 @@ func TestOpenPostMortem(t *testing.T) {
 	if want := "errors"; !strings.Contains(status, want) || !strings.Contains(status, "tool error") {
 		t.Errorf("status line %q does not count the failures", status)
 	}
-	// e walks forward through every failure, E back.
+	// } walks forward through every failure, { back.
 	var seen []int
 	for {
 		before := m.timeline.Cursor()
-		m = send(t, m, keys("e")...)
+		m = send(t, m, keys("}")...)
 		if m.timeline.Cursor() == before {
 			break
 		}
 		seen = append(seen, m.timeline.Cursor())
 	}
 	if len(seen) != rpc+tool-1 {
-		t.Errorf("e visited %v after #%d: %d more failures, want %d", seen, first, len(seen), rpc+tool-1)
+		t.Errorf("} visited %v after #%d: %d more failures, want %d", seen, first, len(seen), rpc+tool-1)
 	}
 	for _, s := range seen {
 		if m.x.Failure(s) == tape.NoFailure || m.x.Entry(s).Kind != tape.KindResponse {
-			t.Errorf("e stopped on #%d, which is no failed response", s)
+			t.Errorf("} stopped on #%d, which is no failed response", s)
 		}
 	}
 	for range seen {
-		m = send(t, m, keys("E")...)
+		m = send(t, m, keys("{")...)
 	}
 	if got := m.timeline.Cursor(); got != first {
-		t.Errorf("E back as often: cursor on #%d, want #%d", got, first)
+		t.Errorf("{ back as often: cursor on #%d, want #%d", got, first)
 	}
 }
 
@@ -124,9 +124,9 @@ func TestViewGoldenSizes(t *testing.T) {
 			input []tea.Msg
 		}{
 			{"open", nil},
-			{"next-failure", keys("e", "e")},
+			{"next-failure", keys("}", "}")},
 			{"playing", keys("l", "l", "l", "l", "l", "l")},
-			{"state", keys("4", "e", "e")},
+			{"state", keys("4", "}", "}")},
 			{"help", keys("?")},
 		} {
 			name := fmt.Sprintf("%s-%dx%d", c.name, size.w, size.h)
@@ -375,9 +375,9 @@ func TestNegotiationIsNoFailure(t *testing.T) {
 	if first <= answer || m.x.Failure(first) == tape.NoFailure {
 		t.Errorf("cursor on #%d at open, want the first real failure, after the probe's answer #%d", first, answer)
 	}
-	m = send(t, m, keys("E")...)
+	m = send(t, m, keys("{")...)
 	if got := m.timeline.Cursor(); got != first {
-		t.Errorf("E from the first failure #%d moved to #%d; the probe is no failure", first, got)
+		t.Errorf("{ from the first failure #%d moved to #%d; the probe is no failure", first, got)
 	}
 	if status := ansi.Strip(m.statusView()); !strings.Contains(status, "2 errors, 2 tool errors") {
 		t.Errorf("status line %q, want 2 errors, 2 tool errors (the probe's -32601 is not one)", status)

@@ -58,6 +58,16 @@ func (p *Prompt) Open(kind promptKind, text string) tea.Cmd {
 	return p.input.Focus()
 }
 
+// OpenFilter opens the filter prompt empty, the filter in force (if any)
+// as its placeholder.
+func (p *Prompt) OpenFilter(current string) tea.Cmd {
+	cmd := p.Open(promptFilter, "")
+	if current != "" {
+		p.input.Placeholder = "now: " + current + " (type a new filter; enter alone clears it)"
+	}
+	return cmd
+}
+
 // IsOpen reports whether the prompt has the keyboard.
 func (p Prompt) IsOpen() bool { return p.open }
 

@@ -111,6 +111,8 @@ func rowStatus(e tape.Entry, p tape.Pair) (string, bool) {
 		switch {
 		case p.Cancelled:
 			return "cancelled", true
+		case p.Pending && e.Dropped:
+			return "dropped", false // the debugger or a rule stopped it: no answer is coming
 		case p.Pending:
 			return "pending", false
 		}

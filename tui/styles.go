@@ -62,6 +62,9 @@ type Styles struct {
 		Prompt  lipgloss.Style
 	}
 	Help help.Styles
+	// Background is the background the styles are built for (a dark or
+	// a light terminal's), against which text has WCAG AA contrast.
+	Background color.Color
 }
 
 // NewStyles builds the styles for a dark (true) or light (false) background.
@@ -126,6 +129,19 @@ func NewStyles(dark bool) *Styles {
 	s.Status.Info = lipgloss.NewStyle().Background(barBg).Foreground(dim).Padding(0, 1)
 	s.Status.Prompt = lipgloss.NewStyle().Foreground(accent).Bold(true)
 
+	// The hint bar and the help overlay in the theme's colours: keys in
+	// the text colour, what they do in a muted one that keeps WCAG AA
+	// contrast (4.5:1) against the background (bubbles' 256-colour greys
+	// 241 and 239 do not on a dark one).
+	muted := c("#59636e", "#9198a1")
+	s.Background = c("#ffffff", "#0d1117")
 	s.Help = help.DefaultStyles(dark)
+	s.Help.ShortKey = lipgloss.NewStyle().Foreground(fg).Bold(true)
+	s.Help.ShortDesc = lipgloss.NewStyle().Foreground(muted)
+	s.Help.ShortSeparator = lipgloss.NewStyle().Foreground(muted)
+	s.Help.FullKey = lipgloss.NewStyle().Foreground(fg).Bold(true)
+	s.Help.FullDesc = lipgloss.NewStyle().Foreground(muted)
+	s.Help.FullSeparator = lipgloss.NewStyle().Foreground(muted)
+	s.Help.Ellipsis = lipgloss.NewStyle().Foreground(muted)
 	return s
 }

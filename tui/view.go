@@ -34,16 +34,25 @@ func (m Model) View() tea.View {
 // render is the screen as a string; View wraps it and tests snapshot it.
 func (m Model) render() string {
 	_, lh := m.paneHeights()
+	status := m.statusView()
+	// A notice too long for the status line takes lines from the lower
+	// pane, which keeps at least one.
+	extra := min(strings.Count(status, "\n"), lh-1)
+	if extra < strings.Count(status, "\n") {
+		status = strings.Join(strings.Split(status, "\n")[strings.Count(status, "\n")-extra:], "\n")
+	}
 	parts := []string{
 		m.titleView(),
 		m.timeline.View(),
 		m.lowerTitleView(),
-		fitHeight(m.lowerView(), lh, m.width),
-		m.statusView(),
+		fitHeight(m.lowerView(), lh-extra, m.width),
+		status,
 		m.hintView(),
 	}
 	screen := strings.Join(parts, "\n")
 	switch {
+	case m.showLog:
+		screen = overlay(screen, m.messagesView(), m.width, m.height)
 	case m.showHelp:
 		screen = overlay(screen, m.helpView(), m.width, m.height)
 	case m.bplist.IsOpen():
@@ -139,117 +148,88 @@ func overlay(screen, box string, w, h int) string {
 	return strings.Join(lines, "\n")
 }
 
-// helpView is the help overlay: every key, flowed into as many columns as
-// the screen takes, then the notes; at a small size the notes give way to
-// a pointer to open --help, so the keys always fit (80×24 included).
-func (m Model) helpView() string {
-	var groups [][]key.Binding
-	if m.icpt.active() {
-		// The intercept's keys first; the ones they take over are left out.
-		k := DefaultInterceptKeyMap()
-		groups = append(groups, []key.Binding{k.Forward, k.Drop, k.Error, k.Edit, k.Resend})
-		km := m.KeyMap
-		km.NextFailure = key.NewBinding(key.WithKeys("}"), key.WithHelp("}", "next failure"))
-		km.PrevFailure = key.NewBinding(key.WithKeys("{"), key.WithHelp("{", "previous failure"))
-		km.Restart.SetEnabled(false)
-		groups = append(groups, km.FullHelp()...)
-	} else {
-		groups = append(groups, m.KeyMap.FullHelp()...)
-	}
-	if m.focus == focusTimeline {
-		groups = append(groups, m.timeline.KeyMap.FullHelp()...)
-	} else {
-		groups = append(groups, m.detail.KeyMap.FullHelp()...)
-	}
-	if m.live.active() {
-		groups = append(groups, DefaultDivergenceKeyMap().FullHelp()...)
-	}
-	var binds []key.Binding
-	for _, g := range groups {
-		for _, b := range g {
-			if b.Enabled() {
-				binds = append(binds, b)
-			}
-		}
-	}
+// helpLines is the help overlay's content: the screen's keys, flowed into
+// as many columns as the screen takes, its own keys first; then the notes
+// when they fit, else a pointer to open --help.
+func (m Model) helpLines() []string {
+	binds := enabled(m.screenKeys().groups...)
 	kw, dw := 0, 0
 	for _, b := range binds {
 		kw = max(kw, ansi.StringWidth(b.Help().Key))
 		dw = max(dw, ansi.StringWidth(b.Help().Desc))
 	}
-	inner := max(m.width-6, 20) // border and padding
+	inner := m.overlayInner()
 	colW := kw + 1 + dw + 2
-	ncols := max(min(inner/colW, len(binds)), 1)
+	ncols := max(min((inner+2)/colW, len(binds)), 1)
 	rows := (len(binds) + ncols - 1) / ncols
 	st := m.styles.Help
-	var cols []string
-	for c := range ncols {
-		var lines []string
-		for r := range rows {
-			i := c*rows + r
-			if i >= len(binds) {
-				break
-			}
-			h := binds[i].Help()
-			line := st.FullKey.Render(pad(h.Key, kw+1)) + st.FullDesc.Render(pad(h.Desc, dw))
-			if c < ncols-1 {
-				line += "  "
-			}
-			lines = append(lines, line)
+	lines := make([]string, rows)
+	for i, b := range binds {
+		h := b.Help()
+		cell := st.FullKey.Render(pad(h.Key, kw+1)) + st.FullDesc.Render(pad(h.Desc, dw))
+		if i/rows < ncols-1 {
+			cell += "  "
 		}
-		cols = append(cols, strings.Join(lines, "\n"))
+		lines[i%rows] += cell
 	}
-	keys := lipgloss.JoinHorizontal(lipgloss.Top, cols...)
 	notes := ansi.Wordwrap("playback: messages from ▶ on are not delivered yet and show faint; ◆ a breakpoint stop, ● a breakpoint, ✗ a divergence.\n"+
 		"filter: method: tool: dir: server: kind: status: id: and free text; F:A,B for either; !TERM or -F:V for not (open --help has it all).\n"+
-		"commands: goto N | goto 12.5s · break tools/call | tool=NAME | error | when EXPR · delete N · speed X · filter Q · write FILE · q", min(inner, lipgloss.Width(keys)+20), " ")
-	head := m.styles.App.Title.Render("keys") + "  " + m.styles.App.Subtitle.Render("(any key closes)")
-	body := head + "\n\n" + keys + "\n\n" + m.styles.App.Subtitle.Render(notes)
-	if lipgloss.Height(body)+2 > m.height {
-		body = head + "\n\n" + keys + "\n" + m.styles.App.Subtitle.Render("the filter grammar and commands: tapedeck open --help")
+		"commands: goto N | goto 12.5s · break tools/call | tool=NAME | error | when EXPR · delete N · speed X · filter Q · write FILE · messages · q", min(inner, ncols*colW+20), " ")
+	noteLines := strings.Split(m.styles.App.Subtitle.Render(notes), "\n")
+	if len(lines)+1+len(noteLines) <= m.overlayRows() {
+		return append(append(lines, ""), noteLines...)
 	}
-	return m.styles.App.Overlay.Render(body)
+	return append(lines, m.styles.App.Subtitle.Render("the filter grammar and commands: tapedeck open --help"))
+}
+
+// helpView is the help overlay (?): the screen's keys, scrolling (j/k)
+// when they do not fit.
+func (m Model) helpView() string {
+	body, _ := scrollBox(m.helpLines(), m.overlayTop, m.overlayRows())
+	head := m.styles.App.Title.Render("keys · "+m.screenKeys().name) + "  " + m.styles.App.Subtitle.Render("(any key closes)")
+	return m.styles.App.Overlay.Render(head + "\n" + body)
 }
 
 // hintLine draws a key hint bar: each key and what it does, as many as
-// fit in width, padded to it.
-func hintLine(s *Styles, hints [][2]string, width int) string {
+// fit in width, then pinned, which is always shown at the right end.
+func hintLine(s *Styles, hints [][2]string, width int, pinned ...[2]string) string {
 	st := s.Help
-	var b strings.Builder
-	b.WriteString(" ")
-	for i, h := range hints {
-		part := st.ShortKey.Render(h[0]) + " " + st.ShortDesc.Render(h[1])
-		if i > 0 {
-			part = st.ShortSeparator.Render(" · ") + part
+	render := func(hs [][2]string, room int) string {
+		var b strings.Builder
+		for i, h := range hs {
+			part := st.ShortKey.Render(h[0]) + " " + st.ShortDesc.Render(h[1])
+			if i > 0 {
+				part = st.ShortSeparator.Render(" · ") + part
+			}
+			if ansi.StringWidth(b.String()+part) > room {
+				break
+			}
+			b.WriteString(part)
 		}
-		if ansi.StringWidth(b.String()+part) > width {
-			break
-		}
-		b.WriteString(part)
+		return b.String()
 	}
-	return padANSI(b.String(), width)
+	right := render(pinned, width)
+	if right != "" {
+		right += " "
+	}
+	left := " " + render(hints, width-ansi.StringWidth(right)-4)
+	return left + spaces(width-ansi.StringWidth(left)-ansi.StringWidth(right)) + right
 }
 
-// hintView is the key hint bar: the keys that matter now.
-func (m Model) hintView() string {
-	var hints [][2]string
-	switch {
-	case m.icpt.held != nil:
-		hints = [][2]string{{"a", "forward"}, {"d", "drop"}, {"!", "error"}, {"e", "edit"}, {"r", "re-send"}, {"?", "help"}}
-	case m.icpt.active():
-		hints = [][2]string{{"b", "break (holds)"}, {"r", "re-send"}, {"}/{", "failures"}, {"/", "filter"}, {":", "command"}, {"?", "help"}, {"q", "quit"}}
-	case m.live.diverged():
-		hints = [][2]string{{"a", "answer as recorded"}, {"e", "send the error"}, {"s", "skip the recorded request"}, {"tab", "diff"}, {"?", "help"}}
-	case m.bplist.IsOpen():
-		hints = [][2]string{{"j/k", "move"}, {"space", "enable/disable"}, {"d", "delete"}, {"esc", "close"}}
-	default:
-		quit := "quit"
-		if m.opts.QuitLabel != "" {
-			quit = m.opts.QuitLabel
+// bindingHints turns bindings into hint bar entries.
+func bindingHints(bs []key.Binding) [][2]string {
+	var out [][2]string
+	for _, b := range bs {
+		if b.Enabled() {
+			out = append(out, [2]string{b.Help().Key, b.Help().Desc})
 		}
-		hints = [][2]string{{"space", "play"}, {"l/h", "step"}, {"e/E", "failures"}, {"/", "filter"}, {"b", "break"}, {"x", "partner"}, {"tab", "pane"}, {":", "command"}, {"?", "help"}, {"q", quit}}
 	}
-	return hintLine(m.styles, hints, m.width)
+	return out
+}
+
+// hintView is the key hint bar: the screen's hints, ? help and q quit.
+func (m Model) hintView() string {
+	return hintLine(m.styles, bindingHints(m.screenKeys().hints), m.width, bindingHints(m.helpQuit())...)
 }
 
 // plural writes "1 message", "2 messages".

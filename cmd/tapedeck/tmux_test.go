@@ -158,14 +158,14 @@ func TestTmuxOpenDemoStepBreakFilter(t *testing.T) {
 	// The whole tape at open, the failures counted, the cursor on the
 	// first one with its error on the row (not on the client's
 	// server/discover probe, which server-everything rejected: version
-	// negotiation); e jumps to the next.
-	s := tt.waitFor(5*time.Second, "79 messages", "whole tape", "2 errors, 2 tool errors (e next)")
+	// negotiation); } jumps to the next.
+	s := tt.waitFor(5*time.Second, "79 messages", "whole tape", "2 errors, 2 tool errors (} next)")
 	x := demoIndex(t)
 	first := x.NextFailure(0, 1)
 	if l := rowLine(s, first); !strings.Contains(l, "›") || !strings.Contains(l, "tool-error") || !strings.Contains(l, "MCP error -32602") {
 		t.Errorf("the cursor is not on the first failure #%d, a failed tool call, with its error: %q\n%s", first, l, s)
 	}
-	tt.keys("e")
+	tt.keys("}")
 	second := x.NextFailure(first+1, 1)
 	waitRow(t, tt, second, "›")
 	if l := rowLine(tt.screen(), second); !strings.Contains(l, " error ") {
@@ -489,7 +489,7 @@ func TestTmuxDebugHTTPClient(t *testing.T) {
 		if !strings.Contains(s, `"message": "hi"`) || !strings.Contains(s, `"message": "bye"`) {
 			t.Errorf("the diff does not show expected and actual side by side:\n%s", s)
 		}
-		tt.keys("e")
+		tt.keys("!")
 		got := finish(t, tt, p)
 		if !strings.Contains(got, "echo: echo: rpc error -32090: ") || !strings.Contains(got, "replay mismatch") {
 			t.Errorf("the client did not print the -32090 divergence error:\n%s", got)
@@ -626,6 +626,8 @@ func TestTmuxDebugIntercept(t *testing.T) {
 
 	s = tt.waitFor(10*time.Second, "HELD send request tools/call echo", `"message": "hi"`)
 	tt.keys("e")
+	tt.waitFor(10*time.Second, "EDITED: a sends this")
+	tt.keys("a") // as in mitmproxy, the edit goes when accepted
 	tt.waitFor(10*time.Second, "HELD send request tools/call answer")
 	if !strings.Contains(transcript.String(), `echo: "Echo: edited"`) {
 		t.Errorf("the client did not get the answer to the edited call:\n%s", transcript.String())
