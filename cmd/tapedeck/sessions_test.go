@@ -66,7 +66,7 @@ func TestTmuxSessions(t *testing.T) {
 	tt.keys("Escape")
 	tt.waitFor(2*time.Second, "library · 2 tapes")
 	tt.keys("j", "Enter")
-	s = tt.waitFor(5*time.Second, "older.jsonl · 6 messages", "(e next)")
+	s = tt.waitFor(5*time.Second, "older.jsonl · 6 messages", "(} next)")
 	if l := rowLine(s, 3); !strings.Contains(l, "›") || !strings.Contains(l, "tool-error") {
 		t.Errorf("the older tape does not open post-mortem on its first failure: %q\n%s", l, s)
 	}
