@@ -191,3 +191,31 @@ func TestVerifyOAuthBearer(t *testing.T) {
 		}
 	})
 }
+
+// stats prints the OAuth handshake of a tape as one auth line (and in
+// --json under "auth"); a tape without one has no auth line.
+func TestStatsAuthLine(t *testing.T) {
+	const fix = "../../tape/testdata/oauth-stepup.tape.jsonl"
+	var out, errb bytes.Buffer
+	if err := run(context.Background(), []string{"stats", fix}, strings.NewReader(""), &out, &errb); err != nil {
+		t.Fatalf("stats: %v\n%s", err, errb.String())
+	}
+	want := "auth: 1 challenge (401), 1 step-up (403), 1 metadata document served; the client retried with a token (2 of 2 refused requests)\n"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("stats has no %q:\n%s", want, out.String())
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"stats", "--json", fix}, strings.NewReader(""), &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if a := gjson.Get(out.String(), "auth"); a.Get("challenges").Int() != 1 || a.Get("step_ups").Int() != 1 || a.Get("retried").Int() != 2 {
+		t.Errorf("stats --json auth: %s", a.Raw)
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"stats", fixture(t, "sdk-everything-http.tape.jsonl")}, strings.NewReader(""), &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "auth:") {
+		t.Errorf("a tape without OAuth has an auth line:\n%s", out.String())
+	}
+}
