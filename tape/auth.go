@@ -2,7 +2,6 @@ package tape
 
 import (
 	"fmt"
-	"net/http"
 	"regexp"
 	"strings"
 
@@ -48,7 +47,7 @@ func AddAuth(st *Stats, x *Index, server string) {
 			if !ok {
 				continue
 			}
-			if status == http.StatusForbidden {
+			if status == 403 {
 				a.StepUps++
 			} else {
 				a.Challenges++
@@ -87,7 +86,7 @@ func Challenge(raw []byte) (status int, ok bool) {
 		return 0, false
 	}
 	status = int(p.Get("status").Int())
-	return status, status == http.StatusUnauthorized || status == http.StatusForbidden
+	return status, status == 401 || status == 403
 }
 
 // String is the auth line of stats: "1 challenge (401), 1 metadata
