@@ -98,6 +98,11 @@ type EngineOptions struct {
 	// one recorded session of several, which the HTTP edge serves each
 	// with an engine of its own. The zero Span is the whole tape.
 	Span Span
+	// Refused holds recorded client requests an authorization challenge
+	// refused over HTTP (a $http/exchange 401 or 403 answered them; the
+	// client sent them again with a token): the engine neither expects nor
+	// answers them; the HTTP edge serves their challenges.
+	Refused map[int]bool
 	// Episodes, with a zero Span, serves one episode (tape.Episodes) of a
 	// tape that holds several: the first whose first client request has
 	// the method of the live client's first request, so that each process
@@ -476,7 +481,7 @@ func (e *Engine) scanNext() bool {
 		i := e.scan
 		e.scan++
 		en := e.x.Entry(i)
-		if en.Server == e.server && en.Kind == tape.KindRequest && en.Dir == tape.DirSend {
+		if en.Server == e.server && en.Kind == tape.KindRequest && en.Dir == tape.DirSend && !e.opts.Refused[i] {
 			e.reqs = append(e.reqs, i)
 			e.methods[en.Method]++
 			return true
@@ -500,7 +505,7 @@ func (e *Engine) Progress() (reached, awaiting int) {
 	n := e.x.Len()
 	for i := e.frontier; i < n; i++ {
 		en := e.x.Entry(i)
-		if en.Server == e.server && en.IsWire() && en.Dir == tape.DirSend && !e.used[i] && !(en.Kind == tape.KindRequest && e.isTaskRead(i)) {
+		if en.Server == e.server && en.IsWire() && en.Dir == tape.DirSend && !e.used[i] && !e.opts.Refused[i] && !(en.Kind == tape.KindRequest && e.isTaskRead(i)) {
 			return e.refSeq, i
 		}
 	}

@@ -181,6 +181,8 @@ type HTTPHandler struct {
 	authDocs   map[string][]byte  // protected resource metadata by path
 	challenge  *recordedChallenge // the first 401 recorded
 	challenged map[int]bool       // requests a challenge refused
+	stepMu     sync.Mutex         // guards stepUps
+	stepUps    []stepUp           // the 403 step-ups recorded, in order
 	mock       *oauth.Mock        // the mock authorization server, AuthMock
 
 	mu         sync.Mutex
@@ -233,7 +235,10 @@ func NewHTTPHandler(x *tape.Index, eo EngineOptions, o HTTPOptions) (*HTTPHandle
 	}
 	h.learnTape()
 	h.first = first
-	if len(h.spans) > 1 || h.spans[0].lo > 0 {
+	if len(h.challenged) > 0 {
+		h.eo.Refused = h.challenged
+	}
+	if len(h.spans) > 1 || h.spans[0].lo > 0 || len(h.challenged) > 0 {
 		h.first = h.engine(0)
 	}
 	if !h.sessions {

@@ -7,7 +7,10 @@ package replay
 // client's authorization code path runs against the tape.
 //
 //   - The requests a challenge refused are not part of the recorded
-//     session served: the client's retry with a token is.
+//     session served (EngineOptions.Refused): the client's retry with a
+//     token is. A 403 step-up recorded mid-session (insufficient_scope)
+//     is served with --auth mock, once, to the first live request of its
+//     method and target; the client's retry then gets the recorded answer.
 //   - The metadata documents are served at their recorded paths with
 //     "resource" naming the replay's own URL (a client checks it against
 //     the URL it connected to).
@@ -18,7 +21,9 @@ package replay
 //   - AuthNone: no token is required, challenges are not replayed.
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -90,12 +95,19 @@ func (h *HTTPHandler) learnAuth() error {
 				continue
 			}
 			h.challenged[req] = true
-			if h.challenge == nil && p.Get("status").Int() == http.StatusUnauthorized {
-				c := &recordedChallenge{status: int(p.Get("status").Int()), contentType: p.Get("contentType").String(), body: p.Get("body").String()}
-				for _, v := range hdr.Array() {
-					c.header = append(c.header, v.String())
+			c := &recordedChallenge{status: int(p.Get("status").Int()), contentType: p.Get("contentType").String(), body: p.Get("body").String()}
+			for _, v := range hdr.Array() {
+				c.header = append(c.header, v.String())
+			}
+			switch c.status {
+			case http.StatusUnauthorized:
+				if h.challenge == nil {
+					h.challenge = c
 				}
-				h.challenge = c
+			case http.StatusForbidden:
+				if rm, err := x.Message(req); err == nil {
+					h.stepUps = append(h.stepUps, stepUp{method: rm.Method, target: tape.Target(rm.Method, rm.Raw), challenge: c})
+				}
 			}
 		}
 	}
@@ -169,20 +181,80 @@ func (h *HTTPHandler) serveAuth(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
+// stepUp is a 403 the tape recorded mid-session (insufficient_scope: the
+// client asks for more scope and sends the request again), served once,
+// in recorded order, to the first live request of the same method and
+// target.
+type stepUp struct {
+	method, target string
+	challenge      *recordedChallenge
+	served         bool
+}
+
 // authorized reports whether r may reach the MCP endpoint; if not, it has
 // answered with the recorded challenge (or one made up when the tape has
-// none), resource_metadata naming the replay.
+// none), resource_metadata naming the replay: without a token, a 401; a
+// request the tape shows refused with a 403 step-up, that 403, once.
 func (h *HTTPHandler) authorized(w http.ResponseWriter, r *http.Request) bool {
-	if h.mock == nil || h.mock.Valid(r.Header.Get("Authorization")) {
+	if h.mock == nil {
 		return true
 	}
-	meta := origin(r) + h.resourcePath()
-	c := h.challenge
-	if c == nil {
-		c = &recordedChallenge{status: http.StatusUnauthorized, contentType: "application/json",
-			header: []string{`Bearer error="invalid_token", error_description="tapedeck replay --auth mock: a token of its mock authorization server is required"`},
-			body:   `{"error":"invalid_token","error_description":"tapedeck replay --auth mock: a token of its mock authorization server is required"}`}
+	if !h.mock.Valid(r.Header.Get("Authorization")) {
+		c := h.challenge
+		if c == nil {
+			c = &recordedChallenge{status: http.StatusUnauthorized, contentType: "application/json",
+				header: []string{`Bearer error="invalid_token", error_description="tapedeck replay --auth mock: a token of its mock authorization server is required"`},
+				body:   `{"error":"invalid_token","error_description":"tapedeck replay --auth mock: a token of its mock authorization server is required"}`}
+		}
+		h.writeChallenge(w, r, c)
+		return false
 	}
+	if c := h.stepUpFor(r); c != nil {
+		h.writeChallenge(w, r, c)
+		return false
+	}
+	return true
+}
+
+// stepUpFor returns the recorded 403 step-up r is to get, if any, and marks
+// it served; it leaves r's body as it was.
+func (h *HTTPHandler) stepUpFor(r *http.Request) *recordedChallenge {
+	if r.Method != http.MethodPost {
+		return nil
+	}
+	h.stepMu.Lock()
+	defer h.stepMu.Unlock()
+	var next *stepUp
+	for i := range h.stepUps {
+		if !h.stepUps[i].served {
+			next = &h.stepUps[i]
+			break
+		}
+	}
+	if next == nil {
+		return nil
+	}
+	limit := h.opts.MaxBody
+	if limit <= 0 {
+		limit = DefaultMaxBody
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+	if err != nil {
+		return nil
+	}
+	m := tape.Classify(bytes.TrimSpace(body))
+	if len(m) != 1 || m[0].Kind != tape.KindRequest || m[0].Method != next.method || tape.Target(m[0].Method, body) != next.target {
+		return nil
+	}
+	next.served = true
+	return next.challenge
+}
+
+// writeChallenge answers r with challenge c, resource_metadata naming the
+// replay.
+func (h *HTTPHandler) writeChallenge(w http.ResponseWriter, r *http.Request, c *recordedChallenge) {
+	meta := origin(r) + h.resourcePath()
 	for _, v := range c.header {
 		if resourceMetadataParam.MatchString(v) {
 			v = resourceMetadataParam.ReplaceAllString(v, `${1}"`+meta+`"`)
@@ -196,5 +268,4 @@ func (h *HTTPHandler) authorized(w http.ResponseWriter, r *http.Request) bool {
 	}
 	w.WriteHeader(c.status)
 	_, _ = w.Write([]byte(c.body))
-	return false
 }

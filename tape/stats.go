@@ -19,6 +19,9 @@ type Stats struct {
 	// StartFailures counts the servers the recorder could not start
 	// ($transport/start with an error): each is an error of the tape.
 	StartFailures int `json:"start_failures,omitempty"`
+	// Auth is the OAuth handshake the tape recorded over HTTP (AddAuth
+	// fills it in), nil when it recorded none.
+	Auth *AuthStats `json:"auth,omitempty"`
 }
 
 // ServerStats is one server's share of a tape.

@@ -53,6 +53,9 @@ func (c *rowCache) get(i int) row {
 		r.tool = callName(c.x, r.pair.Partner, r.pair.Method)
 	}
 	r.status, r.err = rowStatus(r.entry, r.pair)
+	if r.entry.Kind == tape.KindRequest && r.pair.Partner >= 0 && c.x.Entry(r.pair.Partner).Kind == tape.KindLifecycle {
+		r.status = "challenged" // refused by a 401/403 challenge: the client retries with a token
+	}
 	r.faint = r.entry.Negotiation
 	r.summary = summarize(r.entry, raw, method)
 	switch {

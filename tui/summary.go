@@ -28,7 +28,10 @@ const summaryMax = 240
 //   - a notification: its params (progress as "1/3", a log line as
 //     "level: data");
 //   - a lifecycle record: the stderr line, "POST 202" or "GET 200 (SSE)"
-//     for an HTTP exchange, the command or reason of a start or close;
+//     for an HTTP exchange, "401 challenge: resource_metadata=…" for an
+//     authorization challenge, the document's resource and authorization
+//     server for protected resource metadata, the command or reason of a
+//     start or close;
 //   - an invalid line: its text.
 func summarize(e tape.Entry, raw []byte, method string) string {
 	switch e.Kind {
@@ -146,7 +149,12 @@ func lifecycleSummary(raw []byte, method string) string {
 	switch method {
 	case tape.MethodStderr:
 		return oneLine(firstLine(p.Get("text").String()))
+	case tape.MethodHTTPMetadata:
+		return metadataSummary(p)
 	case tape.MethodHTTPExchange, tape.MethodHTTPGet, tape.MethodHTTPDelete:
+		if status, ok := tape.Challenge(raw); ok && method == tape.MethodHTTPExchange {
+			return challengeSummary(status, p)
+		}
 		m := p.Get("method").String()
 		switch {
 		case m == "" && method == tape.MethodHTTPGet:
@@ -191,6 +199,67 @@ func lifecycleSummary(raw []byte, method string) string {
 		return ""
 	}
 	return compact(p.Raw)
+}
+
+// challengeSummary is a recorded 401 or 403's row: "401 challenge:
+// resource_metadata=URL · error=invalid_token", "403 step-up: scope=… ·
+// error=insufficient_scope · resource_metadata=URL", or the header as it
+// was when it names no resource_metadata (as the spec requires it to).
+func challengeSummary(status int, p gjson.Result) string {
+	kind := "challenge"
+	if status == 403 {
+		kind = "step-up"
+	}
+	var parts []string
+	for _, v := range p.Get(tape.ParamWWWAuthenticate).Array() {
+		cp := tape.ChallengeParams(v.String())
+		meta, ok := cp["resource_metadata"]
+		if !ok {
+			parts = append(parts, "no resource_metadata: "+v.String())
+			continue
+		}
+		if sc, ok := cp["scope"]; ok && status == 403 {
+			parts = append(parts, `scope="`+sc+`"`)
+		}
+		if e, ok := cp["error"]; ok {
+			parts = append(parts, "error="+e)
+		}
+		if status == 403 {
+			parts = append(parts, "resource_metadata="+meta)
+		} else {
+			parts = append([]string{"resource_metadata=" + meta}, parts...)
+		}
+	}
+	return oneLine(fmt.Sprintf("%d %s: %s", status, kind, strings.Join(parts, " · ")))
+}
+
+// metadataSummary is a protected resource metadata document's row:
+// "metadata /.well-known/oauth-protected-resource/mcp · resource URL ·
+// authorization server URL · scopes a b", or the status it was fetched
+// with when that was no 200.
+func metadataSummary(p gjson.Result) string {
+	s := "metadata " + p.Get("path").String()
+	if st := p.Get("status").Int(); st != 200 {
+		return oneLine(fmt.Sprintf("%s · %d", s, st))
+	}
+	d := p.Get("document")
+	if r := d.Get("resource"); r.Exists() {
+		s += " · resource " + r.String()
+	}
+	var as, sc []string
+	for _, a := range d.Get("authorization_servers").Array() {
+		as = append(as, a.String())
+	}
+	for _, a := range d.Get("scopes_supported").Array() {
+		sc = append(sc, a.String())
+	}
+	if len(as) > 0 {
+		s += " · authorization server " + strings.Join(as, " ")
+	}
+	if len(sc) > 0 {
+		s += " · scopes " + strings.Join(sc, " ")
+	}
+	return oneLine(s)
 }
 
 // compact returns JSON text on one line, cut to summaryMax; an empty

@@ -226,14 +226,16 @@ func (c *HTTPConn) roundTrip(req *http.Request, m tape.Entry) {
 			c.deliver(connMsg{err: fmt.Errorf("read the answer to %s %s: %w", m.Method, m.ID, err)})
 			return
 		}
-		if gjson.ValidBytes(body) {
+		// An HTTP error's JSON body that is no JSON-RPC message (an OAuth
+		// error, {"error":"invalid_token"}) is the HTTP error's text.
+		if gjson.ValidBytes(body) && (resp.StatusCode < 400 || gjson.GetBytes(body, "jsonrpc").Exists()) {
 			c.deliverMessage(body, m)
 			return
 		}
-		c.deliverMessage(httpError(m.ID, resp.Status, body), m)
+		c.deliverMessage(httpError(m.ID, resp.Status, withChallenge(resp, body)), m)
 	default:
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		c.deliverMessage(httpError(m.ID, resp.Status, body), m)
+		c.deliverMessage(httpError(m.ID, resp.Status, withChallenge(resp, body)), m)
 	}
 }
 
@@ -241,6 +243,42 @@ func (c *HTTPConn) roundTrip(req *http.Request, m tape.Entry) {
 // JSON-RPC message.
 func httpError(id tape.ID, status string, body []byte) []byte {
 	return jsonrpc.ErrorResponse([]byte(id), CodeHTTPStatus, fmt.Sprintf("HTTP %s: %s", status, strings.TrimSpace(string(body))), nil)
+}
+
+// withChallenge appends a 401 or 403's WWW-Authenticate (which names no
+// secret: the scheme, an error, the scope, resource_metadata) to its body.
+func withChallenge(resp *http.Response, body []byte) []byte {
+	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
+		return body
+	}
+	v := resp.Header.Values("WWW-Authenticate")
+	if len(v) == 0 {
+		return body
+	}
+	return fmt.Appendf(bytes.TrimSpace(body), " (WWW-Authenticate: %s)", strings.Join(v, "; "))
+}
+
+// BearerClient returns an HTTP client that sends "Authorization: Bearer
+// token" with each request to one of hosts (host:port, as in the servers'
+// URLs), and to no other host a redirect may lead to. The token is held by
+// the client's transport only: no error or report of a Conn carries it.
+func BearerClient(hosts map[string]bool, token string) *http.Client {
+	return &http.Client{Transport: &bearerTransport{hosts: hosts, value: "Bearer " + token, next: http.DefaultTransport}}
+}
+
+type bearerTransport struct {
+	hosts map[string]bool
+	value string
+	next  http.RoundTripper
+}
+
+func (t *bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !t.hosts[req.URL.Host] {
+		return t.next.RoundTrip(req)
+	}
+	r := req.Clone(req.Context())
+	r.Header.Set("Authorization", t.value)
+	return t.next.RoundTrip(r)
 }
 
 // httpStatusOf returns the HTTP status of an error response httpError

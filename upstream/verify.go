@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -247,6 +248,14 @@ func (v *verifier) send(ctx context.Context, seq int) error {
 	c := &call{res: CallResult{Seq: seq, Line: m.Line, Method: m.Method, Recorded: p.Latency}}
 	c.res.Name = tape.Target(m.Method, m.Raw)
 	v.calls = append(v.calls, c)
+	if p.Partner >= 0 && v.x.Entry(p.Partner).Kind == tape.KindLifecycle {
+		// Refused by an authorization challenge (a $http/exchange with
+		// the 401 or 403): the recorded client retried it with a token,
+		// and the retry is on the tape. Not sent.
+		c.res.Pass, c.decided = true, true
+		c.res.Skipped = "the recorded server refused it with an authorization challenge and the client retried with a token: not sent"
+		return nil
+	}
 	v.next++
 	live := tape.ID(strconv.Itoa(v.next))
 	v.liveIDs[m.ID] = live
@@ -349,6 +358,9 @@ func (v *verifier) judge(c *call, e tape.Entry) error {
 			c.res.Negotiation = "version negotiation: the recorded server rejected server/discover before initialize; the live one answered it (not compared)"
 		}
 		return nil
+	}
+	if st := httpStatusOf(e.Raw); st == http.StatusUnauthorized || st == http.StatusForbidden {
+		c.res.Problem = fmt.Sprintf("the server refused it with HTTP %d, an authorization challenge: it needs a bearer token with the access the recorded client had", st)
 	}
 	rec, err := v.x.Message(c.want)
 	if err != nil {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,5 +95,127 @@ func TestOAuthRecordReplay(t *testing.T) {
 		if strings.Contains(out, bad) {
 			t.Errorf("replay reported %q:\n%s", bad, out)
 		}
+	}
+}
+
+// verify --url against an OAuth-protected server (the SDK's OAuth demo):
+// a tape recorded through the proxy by the SDK's authProvider client is
+// verified with a token obtained from the demo's authorization server,
+// given by --bearer or --bearer-env; the initialize the recorded 401
+// refused is not sent (SKIP), every other call passes, and the token is
+// on none of stdout, stderr and the JUnit report. Without a token the
+// initialize fails with the server's challenge; with a wrong one it fails
+// too, and the wrong token is not printed either.
+func TestVerifyOAuthBearer(t *testing.T) {
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	srv := mcptest.StartOAuthServer(t)
+	tapePath := filepath.Join(t.TempDir(), "oauth.jsonl")
+	proxied, stopRecord := startTapedeck(t, tapedeck, "record", "--upstream", srv.URL, "--listen", "127.0.0.1:0", "-o", tapePath)
+	if out, _ := oauthClient(t, proxied); !strings.Contains(out, "greet: Hello, tapedeck!") {
+		t.Fatalf("recording run:\n%s", out)
+	}
+	stopRecord()
+	token := srv.Token(t)
+
+	verify := func(t *testing.T, args ...string) (stdout, stderr, junit string, err error) {
+		t.Helper()
+		junitPath := filepath.Join(t.TempDir(), "verify.xml")
+		var out, errb bytes.Buffer
+		args = append([]string{"verify", "--color=never", "--timeout", "10s", "--junit", junitPath, tapePath, "--url", srv.URL}, args...)
+		err = run(context.Background(), args, strings.NewReader(""), &out, &errb)
+		b, _ := os.ReadFile(junitPath)
+		return out.String(), errb.String(), string(b), err
+	}
+	noSecret := func(t *testing.T, secret, stdout, stderr, junit string) {
+		t.Helper()
+		for name, s := range map[string]string{"stdout": stdout, "stderr": stderr, "the JUnit report": junit} {
+			if strings.Contains(s, secret) {
+				t.Errorf("the token is on %s:\n%s", name, s)
+			}
+		}
+	}
+	t.Run("bearer", func(t *testing.T) {
+		stdout, stderr, junit, err := verify(t, "--bearer", token)
+		if err != nil {
+			t.Fatalf("verify: %v\n%s%s", err, stdout, stderr)
+		}
+		for _, want := range []string{"SKIP initialize", "PASS initialize", "PASS tools/list", "PASS tools/call greet", "4 calls, 3 passed, 0 failed, 1 skipped"} {
+			if !strings.Contains(stdout, want) {
+				t.Errorf("verify's output has no %q:\n%s", want, stdout)
+			}
+		}
+		if !strings.Contains(junit, `failures="0"`) {
+			t.Errorf("JUnit report:\n%s", junit)
+		}
+		noSecret(t, token, stdout, stderr, junit)
+	})
+	t.Run("bearer-env", func(t *testing.T) {
+		t.Setenv("TAPEDECK_TEST_TOKEN", token)
+		stdout, stderr, junit, err := verify(t, "--bearer-env", "TAPEDECK_TEST_TOKEN")
+		if err != nil || !strings.Contains(stdout, "3 passed, 0 failed") {
+			t.Fatalf("verify: %v\n%s%s", err, stdout, stderr)
+		}
+		noSecret(t, token, stdout, stderr, junit)
+	})
+	t.Run("no token", func(t *testing.T) {
+		stdout, stderr, _, err := verify(t)
+		if err == nil || !strings.Contains(stdout, "FAIL initialize") || !strings.Contains(stdout, "refused it with HTTP 401") || !strings.Contains(stdout, "resource_metadata=") {
+			t.Fatalf("verify without a token: err %v, want exit 1 with the server's challenge:\n%s%s", err, stdout, stderr)
+		}
+	})
+	t.Run("wrong token", func(t *testing.T) {
+		wrong := "wrong-" + token
+		stdout, stderr, junit, err := verify(t, "--bearer", wrong)
+		// The demo's verifier throws a plain Error for an unknown token,
+		// which its middleware answers with HTTP 500, not 401.
+		if err == nil || !strings.Contains(stdout, "FAIL initialize") {
+			t.Fatalf("verify with a wrong token: err %v, want the initialize refused:\n%s%s", err, stdout, stderr)
+		}
+		noSecret(t, wrong, stdout, stderr, junit)
+	})
+	t.Run("flags", func(t *testing.T) {
+		t.Setenv("TAPEDECK_TEST_EMPTY", "")
+		for _, c := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"verify", tapePath, "--url", srv.URL, "--bearer", token, "--bearer-env", "X"}, "found both"},
+			{[]string{"verify", tapePath, "--url", srv.URL, "--bearer-env", "TAPEDECK_TEST_EMPTY"}, "found it unset or empty"},
+			{[]string{"verify", tapePath, "--bearer", token, "--", "true"}, "give --url or --instances"},
+		} {
+			var out, errb bytes.Buffer
+			err := run(context.Background(), c.args, strings.NewReader(""), &out, &errb)
+			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), token) {
+				t.Errorf("%v: got %v, want an error saying %q without the token", c.args[3:], err, c.want)
+			}
+		}
+	})
+}
+
+// stats prints the OAuth handshake of a tape as one auth line (and in
+// --json under "auth"); a tape without one has no auth line.
+func TestStatsAuthLine(t *testing.T) {
+	const fix = "../../tape/testdata/oauth-stepup.tape.jsonl"
+	var out, errb bytes.Buffer
+	if err := run(context.Background(), []string{"stats", fix}, strings.NewReader(""), &out, &errb); err != nil {
+		t.Fatalf("stats: %v\n%s", err, errb.String())
+	}
+	want := "auth: 1 challenge (401), 1 step-up (403), 1 metadata document served; the client retried with a token (2 of 2 refused requests)\n"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("stats has no %q:\n%s", want, out.String())
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"stats", "--json", fix}, strings.NewReader(""), &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if a := gjson.Get(out.String(), "auth"); a.Get("challenges").Int() != 1 || a.Get("step_ups").Int() != 1 || a.Get("retried").Int() != 2 {
+		t.Errorf("stats --json auth: %s", a.Raw)
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"stats", fixture(t, "sdk-everything-http.tape.jsonl")}, strings.NewReader(""), &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "auth:") {
+		t.Errorf("a tape without OAuth has an auth line:\n%s", out.String())
 	}
 }

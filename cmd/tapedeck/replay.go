@@ -216,8 +216,10 @@ step that approves at once and redirects with a code, a token endpoint that
 checks PKCE), names it in the documents' authorization_servers, and requires
 its bearer tokens on the MCP endpoint: a request without one gets the
 recorded 401 with its WWW-Authenticate, resource_metadata naming the
-replay, so a client's whole OAuth path runs offline. --auth none (auto's
-choice for a tape with no challenge) requires no token.
+replay, so a client's whole OAuth path runs offline; a 403 insufficient_scope
+step-up recorded mid-session is served once to the first request of the
+refused call's method and target, and the retry gets the recorded answer.
+--auth none (auto's choice for a tape with no challenge) requires no token.
 
 Rules (--rules FILE): faults on the recorded answers. A client's message
 goes to the rules before the tape's matcher sees it (a rule may answer it

@@ -36,6 +36,11 @@ Requests pair with responses by (server, direction, connection, id), so the
 client's and the server's own requests never mix. Direction "send" is the
 client's side, "recv" the server's (roots/list, sampling, elicitation).
 
+A tape recorded from an OAuth-protected server over HTTP has an auth line:
+the challenges (401, and 403 step-ups) the server answered requests with,
+the protected resource metadata documents the proxy served, and whether
+the client sent the refused requests again with a token.
+
 Problems that do not stop the reading (a torn last line, a line that is not
 JSON) are printed on stderr as warnings with their line numbers; --strict
 makes a malformed line an error instead.`,
@@ -56,6 +61,7 @@ makes a malformed line an error instead.`,
 			st := tape.ComputeStats(x, server)
 			tape.AddContextCosts(&st, x)
 			tape.AddInjections(&st, x)
+			tape.AddAuth(&st, x, server)
 			if server != "" && len(st.Servers) == 0 {
 				return fmt.Errorf("server %q: not on the tape; it holds %s", server, serverList(x.Servers()))
 			}
@@ -140,6 +146,9 @@ func indexTape(stderr io.Writer, path string, opts ...tape.ReaderOption) (*tape.
 
 func writeStats(w io.Writer, name string, st tape.Stats) error {
 	fmt.Fprintf(w, "%s: %s\n", name, st.Summary())
+	if st.Auth != nil {
+		fmt.Fprintf(w, "auth: %s\n", st.Auth)
+	}
 	if len(st.Injected) > 0 {
 		names := make([]string, 0, len(st.Injected))
 		total := 0

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	neturl "net/url"
 	"os"
 	"strings"
 	"time"
@@ -22,6 +24,7 @@ import (
 
 func newVerifyCmd(s streams) *cobra.Command {
 	var server, junit, color, url, instances string
+	var bearer, bearerEnv string
 	var ignore []string
 	var timeout time.Duration
 	var concurrent bool
@@ -60,7 +63,16 @@ server at once, each on its own session: it prints each instance's verdict
 against the tape, then each call the instances answered differently from
 one another (SPLIT), with the instances that answered alike (the largest
 group first) and how each other group differs from them. The exit status is
-1 when any instance differs from the tape or the instances disagree.`,
+1 when any instance differs from the tape or the instances disagree.
+
+An OAuth-protected server (--url, --instances) is sent a bearer token:
+--bearer-env VAR reads it from the environment (--bearer TOKEN works too,
+but the command line is visible to other users of the machine). The token
+goes only to the server's host, in the Authorization header; it is never
+printed, written to a report or to the tape. A request the tape shows
+refused by an authorization challenge (the client then retried it with a
+token) is not sent (SKIP). A call the live server refuses with HTTP 401 or
+403 fails with the challenge it sent.`,
 		Example: `  # is the server still answering as recorded?
   tapedeck verify session.jsonl -- node dist/index.js stdio
 
@@ -72,6 +84,9 @@ group first) and how each other group differs from them. The exit status is
 
   # three instances at once: which one answers differently, and on what?
   tapedeck verify session.jsonl --instances http://a:8080/mcp,http://b:8080/mcp,http://c:8080/mcp
+
+  # an OAuth-protected server, with a token obtained beforehand
+  MCP_TOKEN=... tapedeck verify session.jsonl --url https://mcp.example.com/mcp --bearer-env MCP_TOKEN
 
   # send the calls the client made in parallel in parallel again
   tapedeck verify --concurrent session.jsonl -- ./my-server`,
@@ -86,6 +101,10 @@ group first) and how each other group differs from them. The exit status is
 				return fmt.Errorf("expected TAPE --url URL, found %d arguments and a command: give --url or -- CMD, not both", len(args))
 			case url == "" && (dash != 1 || len(args) < 2):
 				return fmt.Errorf("expected TAPE -- CMD [ARGS...] or TAPE --url URL, found %d argument(s) before -- and no command", max(dash, len(args)))
+			}
+			client, err := bearerClient(bearer, bearerEnv, url, instances)
+			if err != nil {
+				return err
 			}
 			paint, err := colorEnabled(color, s.stdout)
 			if err != nil {
@@ -107,12 +126,12 @@ group first) and how each other group differs from them. The exit status is
 				if err != nil {
 					return err
 				}
-				return verifyInstances(cmd.Context(), s, x, server, urls, opts)
+				return verifyInstances(cmd.Context(), s, x, server, urls, client, opts)
 			}
 			onCall := func(c upstream.CallResult) { printCall(s.stdout, c, paint) }
 			var rep upstream.VerifyReport
 			if url != "" {
-				conn, err := dialURL(cmd.Context(), x, server, url)
+				conn, err := dialURL(cmd.Context(), x, server, url, client)
 				if err != nil {
 					return err
 				}
@@ -158,6 +177,8 @@ group first) and how each other group differs from them. The exit status is
 	cmd.Flags().BoolVar(&concurrent, "concurrent", false, "send requests recorded as overlapping without waiting for the earlier answers")
 	cmd.Flags().StringVar(&instances, "instances", "", "verify the Streamable HTTP servers at the endpoints `URL1,URL2,…` at once, each against the tape and against each other")
 	cmd.Flags().StringVar(&url, "url", "", "verify the Streamable HTTP server at the endpoint `URL` instead of a command")
+	cmd.Flags().StringVar(&bearer, "bearer", "", "with --url or --instances, send the OAuth access `TOKEN` (Authorization: Bearer); never printed or written")
+	cmd.Flags().StringVar(&bearerEnv, "bearer-env", "", "like --bearer, with the token read from the environment variable `VAR` (kept off the command line)")
 	return cmd
 }
 
@@ -340,10 +361,44 @@ func writeJUnit(path, tapeName string, rep *upstream.VerifyReport) error {
 	return nil
 }
 
+// bearerClient returns the HTTP client that sends --bearer's or
+// --bearer-env's token to the host of each URL verify connects to, or nil
+// (http.DefaultClient) when neither is given. The token is in no error.
+func bearerClient(bearer, env, url, instances string) (*http.Client, error) {
+	switch {
+	case bearer != "" && env != "":
+		return nil, errors.New("expected one of --bearer and --bearer-env, found both")
+	case bearer == "" && env == "":
+		return nil, nil
+	case url == "" && instances == "":
+		return nil, errors.New("--bearer and --bearer-env are for an HTTP server: give --url or --instances")
+	}
+	token := bearer
+	if env != "" {
+		token = os.Getenv(env)
+		if token == "" {
+			return nil, fmt.Errorf("--bearer-env %s: expected a token in the environment variable %s, found it unset or empty", env, env)
+		}
+	}
+	urls := []string{url}
+	if instances != "" {
+		urls = strings.Split(instances, ",")
+	}
+	hosts := map[string]bool{}
+	for _, u := range urls {
+		pu, err := neturl.Parse(strings.TrimSpace(u))
+		if err != nil || pu.Host == "" {
+			continue // the URL's own check says what is wrong with it
+		}
+		hosts[pu.Host] = true
+	}
+	return upstream.BearerClient(hosts, token), nil
+}
+
 // dialURL connects to the server at url the way the tape was recorded:
 // the legacy HTTP+SSE transport for a tape with $http/endpoint records,
-// Streamable HTTP otherwise.
-func dialURL(ctx context.Context, x *tape.Index, server, url string) (interface {
+// Streamable HTTP otherwise. client nil means http.DefaultClient.
+func dialURL(ctx context.Context, x *tape.Index, server, url string, client *http.Client) (interface {
 	upstream.Conn
 	Close() error
 }, error) {
@@ -352,9 +407,9 @@ func dialURL(ctx context.Context, x *tape.Index, server, url string) (interface 
 		name = x.Servers()[0]
 	}
 	if _, legacy := replay.IsLegacySSE(x, name); legacy {
-		return upstream.DialLegacy(ctx, url, nil)
+		return upstream.DialLegacy(ctx, url, client)
 	}
-	return upstream.NewHTTPConn(url, nil), nil
+	return upstream.NewHTTPConn(url, client), nil
 }
 
 // updateTape writes tape src to dst with the live answers that differed

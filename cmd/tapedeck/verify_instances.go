@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 
 	"github.com/tapedeck/tapedeck/internal/text"
@@ -13,7 +14,7 @@ import (
 
 // verifyInstances runs verify --instances: the tape against each
 // Streamable HTTP endpoint of urls at once (upstream.VerifyInstances).
-func verifyInstances(ctx context.Context, s streams, x *tape.Index, server string, urls []string, opts upstream.VerifyOptions) error {
+func verifyInstances(ctx context.Context, s streams, x *tape.Index, server string, urls []string, client *http.Client, opts upstream.VerifyOptions) error {
 	var ins []upstream.Instance
 	var closers []io.Closer
 	defer func() {
@@ -24,7 +25,7 @@ func verifyInstances(ctx context.Context, s streams, x *tape.Index, server strin
 		}
 	}()
 	for _, u := range urls {
-		conn, err := dialURL(ctx, x, server, u)
+		conn, err := dialURL(ctx, x, server, u, client)
 		if err != nil {
 			return fmt.Errorf("--instances %s: %w", u, err)
 		}
