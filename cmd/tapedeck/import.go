@@ -44,6 +44,11 @@ Formats (--from):
   otlp          OTLP JSON traces, one ExportTraceServiceRequest a line (the
                 OpenTelemetry collector's file exporter, or tapedeck export
                 --format otlp -o)
+  gh-aw         a GitHub Agentic Workflows gateway log, mcp-logs/
+                rpc-messages.jsonl (JSONL: timestamp, direction IN/OUT,
+                type REQUEST/RESPONSE, server_id, payload); the gateway's
+                own events (DIFC_FILTERED, ...) carry no message and are
+                skipped
   jaeger        FILE is a Jaeger query URL (http://host:16686): the traces
                 of --service between now - --since and now (sent as an
                 explicit start and end), or the one --trace ID

@@ -51,6 +51,31 @@ func TestImportMCPSnoopReplays(t *testing.T) {
 	}
 }
 
+// A GitHub Agentic Workflows gateway log (rpc-messages.jsonl) holds whole
+// messages: imported, its tape replays to the go-sdk client, which prints
+// what it printed live (the log was written from that live session, see
+// testdata/import/README.md).
+func TestImportGHAWReplays(t *testing.T) {
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	client := mcptest.BuildBinary(t, mcptest.SDKClientPackage)
+	tapePath := filepath.Join(t.TempDir(), "imported.jsonl")
+	out, errOut, code := runCLI(t, "import", "--from", "gh-aw", importFixture(t, "gh-aw/everything-rpc-messages.jsonl"), "-o", tapePath)
+	if code != 0 || out != "" || !strings.Contains(errOut, "imported 33 messages") {
+		t.Fatalf("import: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	want, err := os.ReadFile(importFixture(t, "gh-aw/everything-rpc-messages.transcript.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, stderr, err := runPeer(t, nil, client, "--name", "everything", "--protocol", "2025-06-18", "--", tapedeck, "replay", tapePath)
+	if err != nil {
+		t.Fatalf("sdkclient over the replay of the imported tape: %v\nstderr:\n%s", err, stderr)
+	}
+	if got != string(want) {
+		t.Fatalf("replayed transcript differs from the live one\ngot:\n%s\nwant:\n%s\nstderr:\n%s", got, want, stderr)
+	}
+}
+
 // import's errors say what was expected and what was found, with the
 // line or the JSON path, and leave no tape behind.
 func TestImportCommandErrors(t *testing.T) {
@@ -64,8 +89,8 @@ func TestImportCommandErrors(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"no --from", []string{"import", bad, "-o", filepath.Join(dir, "a.jsonl")}, []string{"expected --from", "agent-vcr, har, jaeger, mcp-recorder, mcpsnoop, otlp"}},
-		{"unknown --from", []string{"import", "--from", "pcap", bad, "-o", filepath.Join(dir, "a.jsonl")}, []string{`--from "pcap"`, "expected one of agent-vcr, har, jaeger, mcp-recorder, mcpsnoop, otlp"}},
+		{"no --from", []string{"import", bad, "-o", filepath.Join(dir, "a.jsonl")}, []string{"expected --from", "agent-vcr, gh-aw, har, jaeger, mcp-recorder, mcpsnoop, otlp"}},
+		{"unknown --from", []string{"import", "--from", "pcap", bad, "-o", filepath.Join(dir, "a.jsonl")}, []string{`--from "pcap"`, "expected one of agent-vcr, gh-aw, har, jaeger, mcp-recorder, mcpsnoop, otlp"}},
 		{"no -o", []string{"import", "--from", "mcpsnoop", bad}, []string{"expected -o TAPE"}},
 		{"missing file", []string{"import", "--from", "mcpsnoop", filepath.Join(dir, "nope"), "-o", filepath.Join(dir, "a.jsonl")}, []string{"no such file"}},
 		{"tape exists", []string{"import", "--from", "mcpsnoop", bad, "-o", exists}, []string{"exists"}},

@@ -168,7 +168,8 @@ func TestVersionAndHelp(t *testing.T) {
 // tui depends on no network package, even indirectly (the debugger's
 // services are debug/serve and debug/intercept), and not on the library's
 // index; debug, their shared vocabulary, imports neither them nor tui;
-// rules imports only tape; the go-sdk reaches only vcr, not the binary.
+// rules imports only tape; the go-sdk reaches only vcr and
+// internal/mcpserver.
 func TestImportRules(t *testing.T) {
 	const mod = "github.com/tapedeck/tapedeck/"
 	ui := func(dep string) bool {
@@ -216,9 +217,15 @@ func TestImportRules(t *testing.T) {
 		{"internal/library", func(dep string) bool {
 			return ui(dep) || (strings.HasPrefix(dep, mod) && !strings.HasPrefix(dep, mod+"tape") && dep != mod+"internal/library")
 		}},
-		// The go-sdk only in vcr (and the test helpers): the binary does not
-		// carry it.
-		{"cmd/tapedeck", func(dep string) bool { return strings.Contains(dep, "modelcontextprotocol/go-sdk") }},
+		// The go-sdk in vcr and internal/mcpserver (and the test helpers):
+		// the binary carries it for tapedeck mcp only, through
+		// internal/mcpserver (TestImportRulesSDKOnlyInMCPServer), which
+		// reads the library and serves no tape, records nothing and holds
+		// no UI.
+		{"internal/mcpserver", func(dep string) bool {
+			return ui(dep) || strings.HasPrefix(dep, mod+"cmd") || strings.HasPrefix(dep, mod+"record") ||
+				strings.HasPrefix(dep, mod+"upstream") || strings.HasPrefix(dep, mod+"debug/") || dep == mod+"vcr"
+		}},
 		// vcr records through record's Session, and talks to no live
 		// server but through the go-sdk's transport.
 		{"vcr", func(dep string) bool {
@@ -335,5 +342,34 @@ func TestTextOutputEscapesTerminalSequences(t *testing.T) {
 				t.Errorf("%v printed a raw escape sequence: %q", args, s)
 			}
 		}
+	}
+}
+
+// The go-sdk reaches the binary only through internal/mcpserver (tapedeck
+// mcp): no other package the binary holds imports it.
+func TestImportRulesSDKOnlyInMCPServer(t *testing.T) {
+	const mod = "github.com/tapedeck/tapedeck/"
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "../../cmd/tapedeck").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	seen := false
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || strings.Contains(fields[0], "modelcontextprotocol/go-sdk") {
+			continue
+		}
+		for _, im := range fields[1:] {
+			if !strings.Contains(im, "modelcontextprotocol/go-sdk") {
+				continue
+			}
+			if fields[0] != mod+"internal/mcpserver" {
+				t.Errorf("%s imports %s: the go-sdk reaches the binary only through internal/mcpserver", fields[0], im)
+			}
+			seen = true
+		}
+	}
+	if !seen {
+		t.Error("go list found no import of the go-sdk in the binary: expected internal/mcpserver's")
 	}
 }

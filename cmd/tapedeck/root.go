@@ -137,6 +137,7 @@ A tape is NDJSON, one JSON-RPC message a line with a "_meta" object
 		newLsCmd(report),
 		newSearchCmd(report),
 		newPruneCmd(report),
+		newMCPCmd(diag),
 		newRulesHelpTopic(),
 	)
 	// cobra's own completion command, made now so it gets examples too; it

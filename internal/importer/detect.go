@@ -12,6 +12,7 @@ import (
 // of the formats is).
 //
 //	mcpsnoop      a line {"session_id", "direction", ...}
+//	gh-aw         a line {"timestamp", "type", "server_id", "payload", ...}
 //	har           {"log": ...}
 //	agent-vcr     {"format_version", "metadata", "session"}
 //	mcp-recorder  {"version", "metadata", "interactions"}
@@ -22,6 +23,8 @@ func Detect(head []byte) (format string, ok bool) {
 		return "", false
 	case keys["session_id"] && keys["direction"]:
 		return formatMCPSnoop, true
+	case keys["server_id"] && (keys["payload"] || keys["type"]):
+		return formatGHAW, true
 	case keys["log"]:
 		return formatHAR, true
 	case keys["format_version"]:
@@ -40,12 +43,14 @@ func Describe(format string) string {
 		return "an mcpsnoop log"
 	case formatHAR:
 		return "a HAR file"
+	case "otlp":
+		return "an OTLP JSON trace export"
+	case formatGHAW:
+		return "a GitHub Agentic Workflows gateway log (rpc-messages.jsonl)"
 	case formatAgentVCR:
 		return "an agent-vcr recording"
 	case formatMCPRecorder:
 		return "an mcp-recorder cassette"
-	case "otlp":
-		return "an OTLP JSON trace file"
 	}
 	return "a " + format + " file"
 }

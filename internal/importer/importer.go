@@ -84,6 +84,7 @@ var formats = map[string]Func{
 	"agent-vcr":    AgentVCR,
 	"har":          HAR,
 	"otlp":         OTLP,
+	"gh-aw":        GHAW,
 }
 
 // Formats returns the names Import accepts, sorted.

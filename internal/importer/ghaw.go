@@ -1,0 +1,150 @@
+package importer
+
+// GitHub Agentic Workflows (github.com/github/gh-aw): its MCP gateway
+// writes every JSON-RPC message it relays to mcp-logs/rpc-messages.jsonl,
+// one envelope a line, as gh-aw's own reader (pkg/cli, RPCMessageEntry)
+// takes them:
+//
+//	{"timestamp","direction","type","server_id","payload", ...}
+//
+// timestamp is RFC 3339 (with nanoseconds); direction is OUT (the agent's
+// message sent to the server: send) or IN (the server's, received: recv);
+// type is REQUEST or RESPONSE for a message (a notification is logged as
+// a REQUEST without an id), or an event of the gateway's own
+// (DIFC_FILTERED, GUARD_POLICY_BLOCKED, with tool_name, reason, ...), which
+// carries no message; server_id names the backend server; payload is the
+// whole JSON-RPC message (an object, or a string holding it).
+//
+// The mapping: the first envelope of each server_id → $transport/start
+// {importedFrom, server_id} at its time; REQUEST and RESPONSE → the message
+// in payload, send for OUT and recv for IN (without a direction: REQUEST
+// send, RESPONSE recv); a payload that is not a JSON-RPC message →
+// $transport/invalid with its bytes; the gateway's own events → skipped
+// (counted in Result.Skipped). server_id names the server.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+const formatGHAW = "gh-aw"
+
+// GHAW imports a GitHub Agentic Workflows gateway log (rpc-messages.jsonl).
+func GHAW(r io.Reader, w *tape.Writer, o Options) (Result, error) {
+	br := bufio.NewReader(r)
+	out := newOut(w)
+	started := map[string]bool{}
+	lines := 0
+	max := o.maxLine()
+	for n := 1; ; n++ {
+		line, err := readLine(br, max)
+		if errors.Is(err, errLineTooLong) {
+			return out.result(), &Error{Format: formatGHAW, Line: n, Err: fmt.Errorf("expected a line of at most %d bytes, found a longer one", max)}
+		}
+		if len(line) == 0 && errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return out.result(), err
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			lines++
+			if perr := ghawLine(out, line, o, started); perr != nil {
+				var ie *Error
+				if errors.As(perr, &ie) {
+					ie.Line = n
+					return out.result(), ie
+				}
+				return out.result(), perr
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	if lines == 0 {
+		return out.result(), &Error{Format: formatGHAW, Err: errors.New("expected rpc-messages.jsonl envelopes (JSON lines), found an empty input")}
+	}
+	return out.result(), nil
+}
+
+func ghawLine(out *out, line []byte, o Options, started map[string]bool) error {
+	line = bytes.TrimSpace(line)
+	env := root(formatGHAW, line)
+	if !json.Valid(line) {
+		var v any
+		se := syntaxError(formatGHAW, line, json.Unmarshal(line, &v))
+		se.Line, se.Column = 0, 0
+		return se
+	}
+	if _, err := env.object(); err != nil {
+		return env.errorf("expected an rpc-messages.jsonl envelope (an object), found %s", env.found())
+	}
+	typ, err := env.get("type").str()
+	if err != nil {
+		return err
+	}
+	if typ != "REQUEST" && typ != "RESPONSE" {
+		out.res.Skipped++ // the gateway's own event: no message
+		return nil
+	}
+	ts, err := env.get("timestamp").time()
+	if err != nil {
+		return err
+	}
+	id, err := env.get("server_id").optStr()
+	if err != nil {
+		return err
+	}
+	dirName, err := env.get("direction").optStr()
+	if err != nil {
+		return err
+	}
+	server := o.Server
+	if server == "" {
+		server = id
+	}
+	if server == "" {
+		server = "gateway"
+	}
+	m := tape.Meta{Server: server, Time: ts}
+	switch {
+	case dirName == "OUT", dirName == "" && typ == "REQUEST":
+		m.Dir = tape.DirSend
+	case dirName == "IN", dirName == "" && typ == "RESPONSE":
+		m.Dir = tape.DirRecv
+	default:
+		return env.get("direction").errorf(`expected "IN" or "OUT", found %q`, dirName)
+	}
+	payload := env.get("payload")
+	if payload.absent() {
+		return payload.errorf("expected the JSON-RPC message of a %s, found nothing", typ)
+	}
+	msg := bytes.TrimSpace(payload.raw)
+	if msg[0] == '"' {
+		s, err := payload.str()
+		if err != nil {
+			return err
+		}
+		msg = bytes.TrimSpace([]byte(s))
+	}
+	if !started[id] {
+		started[id] = true
+		if err := out.lifecycle(tape.MethodStart, startParams(formatGHAW, map[string]any{"server_id": id}), tape.Meta{Server: server, Time: ts}); err != nil {
+			return err
+		}
+	}
+	if checkMessage(msg) != nil {
+		if len(msg) == 0 {
+			msg = []byte(`""`)
+		}
+		return out.invalid(msg, m)
+	}
+	return out.message(msg, m)
+}
