@@ -44,6 +44,11 @@ type Event struct {
 	Transport string
 	// RunNo is the client run a Connected client starts or joins, from 1.
 	RunNo int
+	// Session is the session an HTTP client opens in its run (from 1; a
+	// Connected event for each), served by the recorded session of that
+	// number, and Sessions the tape's recorded sessions, on Connected over
+	// HTTP; zero over stdio.
+	Session, Sessions int
 	// Run is the run that ended, on RunEnded.
 	Run *RunReport
 	// Reached is the recorded client message the client's latest message

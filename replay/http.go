@@ -312,6 +312,20 @@ func (h *HTTPHandler) Close() {
 	}
 }
 
+// Sessions returns the recorded sessions the handler serves, in order, as
+// spans of the tape (the last one's Hi the tape's length); one span when
+// the tape has no sessions. They are fixed when the handler is made.
+func (h *HTTPHandler) Sessions() []Span {
+	out := make([]Span, len(h.spans))
+	for i, sp := range h.spans {
+		out[i] = Span{Lo: sp.lo, Hi: sp.hi}
+		if i == len(h.spans)-1 {
+			out[i].Hi = h.x.Len()
+		}
+	}
+	return out
+}
+
 // Report is the replay's report, taken under the handler's lock: with
 // several recorded sessions, the sum of their engines' reports (a session
 // never opened lists its requests as unused), and the sessions refused.

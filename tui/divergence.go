@@ -116,10 +116,15 @@ func (m Model) liveConnected(ev debug.Event) (tea.Model, tea.Cmd) {
 	if ev.RunNo > 0 {
 		m.live.run = ev.RunNo
 	}
+	m.live.session, m.live.sessions = ev.Session, ev.Sessions
 	if m.live.between {
 		m = m.newRun()
 	}
-	m.notify(true, fmt.Sprintf("a client connected over %s: run %d", ev.Transport, max(m.live.run, 1)))
+	note := fmt.Sprintf("a client connected over %s: run %d", ev.Transport, max(m.live.run, 1))
+	if ss := m.live.sessionText(); ss != "" {
+		note += " · " + ss
+	}
+	m.notify(true, note)
 	if m.player.Playing() || m.live.pending != nil {
 		return m, nil
 	}

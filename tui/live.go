@@ -35,6 +35,21 @@ type liveState struct {
 	run       int                     // the client run under way or last, from 1
 	runs      []debug.RunReport       // the runs that ended
 	between   bool                    // a run ended; the next client starts from the top
+	session   int                     // HTTP: the client's session in its run, served by the recorded session of that number
+	sessions  int                     // HTTP: the tape's recorded sessions
+}
+
+// sessionText says which recorded session serves the HTTP client's
+// session, when the tape has several: "client session 2 → recorded
+// session 2 of 3".
+func (l liveState) sessionText() string {
+	switch {
+	case l.sessions < 2 || l.session < 1:
+		return ""
+	case l.session > l.sessions:
+		return fmt.Sprintf("client session %d: past the tape's %d recorded sessions (refused; R restarts from the top)", l.session, l.sessions)
+	}
+	return fmt.Sprintf("client session %d → recorded session %d of %d", l.session, l.session, l.sessions)
 }
 
 func (l *liveState) init(s debug.Live) { l.s, l.reached = s, -1 }
@@ -66,6 +81,7 @@ func (m Model) liveStatus() (string, bool) {
 	if l.transport != "" {
 		st += " (" + l.transport + ")"
 	}
+
 	if l.awaiting < m.x.Len() && m.player.Position() >= l.awaiting {
 		st += fmt.Sprintf(" · tape waits for its #%d %s", l.awaiting, m.methodOf(l.awaiting))
 	}
@@ -110,12 +126,19 @@ func (l liveState) restartCmd() tea.Cmd {
 	return func() tea.Msg { s.Restart(); return nil }
 }
 
-// runsText sums up the runs that ended: "run 2 · before: 1 ✓ 1 ✗".
+// runsText sums up the runs that ended: "run 2 · before: 1 ✓ 1 ✗", with
+// the recorded session serving the client when the tape has several
+// ("run 2 · recorded session 2/3 · before: 1 ✓ 1 ✗").
 func (l liveState) runsText() string {
 	if l.run == 0 && len(l.runs) == 0 {
 		return ""
 	}
 	s := fmt.Sprintf("run %d", max(l.run, 1))
+	if l.sessions > 1 && l.session > 0 && !l.between {
+		// The full account (client session → recorded session) is in the
+		// notice Connected shows.
+		s += fmt.Sprintf(" · recorded session %d/%d", l.session, l.sessions)
+	}
 	ok, bad := 0, 0
 	for _, r := range l.runs {
 		if r.Failed() {

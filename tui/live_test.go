@@ -303,6 +303,15 @@ func TestLiveRuns(t *testing.T) {
 	if st := statusLine(m); !strings.Contains(st, "run 2 · before: 0 ✓ 1 ✗") || !strings.Contains(st, "connected (http)") {
 		t.Errorf("status in run 2: %q", st)
 	}
+	// A tape of several recorded HTTP sessions: the status says which one
+	// serves the client's session (issue 24 item 4).
+	m = send(t, m, liveEv(debug.Event{Kind: debug.Connected, Transport: "http", RunNo: 2, Session: 2, Sessions: 3}))
+	if st := statusLine(m); !strings.Contains(st, "run 2 · recorded session 2/3 · before: 0 ✓ 1 ✗") {
+		t.Errorf("status in run 2's second session: %q", st)
+	}
+	if !strings.Contains(m.notice, "run 2 · client session 2 → recorded session 2 of 3") {
+		t.Errorf("notice of run 2's second session: %q", m.notice)
+	}
 	m = send(t, m, keys("q", "q")...)
 	if !m.quitting {
 		t.Errorf("q q did not quit")

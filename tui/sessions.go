@@ -538,9 +538,16 @@ func tapeCells(r SessionRow, short bool) [nCols]string {
 	return c
 }
 
+// narrowCol is how narrow tapeWidths makes the server and client columns
+// to keep a path whole.
+const narrowCol = 12
+
 // tapeWidths fits the columns to the screen: each as wide as its widest
-// cell when they fit; else the path is cut from the left (its name stays),
-// then the start loses its year and seconds, then the client's column goes
+// cell when they fit; else, when that keeps every path whole, the start
+// loses its year and seconds and then the server and client columns
+// narrow (to narrowCol); else the same to keep every tape's name whole,
+// the path cut from the left; else the path is cut from the left to no
+// less than 30, then the start loses its year and seconds, then the client's column goes
 // (the status line names the client of the tape under the cursor) and the
 // path and the server share what is left. A width of 0 hides a column.
 func (m Sessions) tapeWidths() (w [nCols]int, short bool) {
@@ -565,6 +572,46 @@ func (m Sessions) tapeWidths() (w [nCols]int, short bool) {
 			}
 		}
 		return n - gap
+	}
+	// A whole path first, else every tape's name whole (the path cut from
+	// the left before its name): with the full start, with the short one,
+	// then with the server and client columns narrowed (to narrowCol; the
+	// status line names both of the tape under the cursor). The path takes
+	// what room is left.
+	nameW := 0
+	for _, r := range m.rows {
+		c := tapeCells(r, true)[colPath]
+		if i := strings.LastIndex(c, "/"); i >= 0 {
+			c = "…" + c[i+1:]
+			if r.Recording {
+				c = recordingMark + c
+			}
+		}
+		nameW = max(nameW, ansi.StringWidth(c))
+	}
+	for _, whole := range []bool{true, false} {
+		for _, short := range []bool{false, true} {
+			nat := natural(short)
+			w := nat
+			want := w[colPath]
+			if !whole {
+				want = min(want, max(nameW, 30))
+			}
+			w[colPath] = 0
+			need := want - (m.width - total(w) - gap)
+			for need > 0 && short && max(w[colServer], w[colClient]) > narrowCol {
+				if w[colServer] >= w[colClient] {
+					w[colServer]--
+				} else {
+					w[colClient]--
+				}
+				need--
+			}
+			if need <= 0 {
+				w[colPath] = min(nat[colPath], m.width-total(w)-gap)
+				return w, short
+			}
+		}
 	}
 	for _, short := range []bool{false, true} {
 		w := natural(short)

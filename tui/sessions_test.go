@@ -318,3 +318,43 @@ func TestSessionsEscapesAndScrolls(t *testing.T) {
 		t.Errorf("/ without a search function:\n%s", sessionsScreen(m))
 	}
 }
+
+// libraryRows are tapes as a real library has them: long paths under the
+// state directory, a tape of several servers, a long client name.
+func libraryRows() []SessionRow {
+	at := func(d, h, m, s int) time.Time { return time.Date(2026, 11, d, h, m, s, 0, time.Local) }
+	return []SessionRow{
+		{Path: "/home/ana/.local/state/tapedeck/tapes/server-everything-streamable-http-20261122-144259.jsonl", Show: "~/.local/state/tapedeck/tapes/server-everything-streamable-http-20261122-144259.jsonl",
+			Start: at(22, 14, 42, 59), Duration: 12*time.Second + 400*time.Millisecond, Servers: []string{"server-everything"}, Client: "claude-code 2.1.0", Calls: 120, RPCErrors: 2, ToolErrors: 1},
+		{Path: "/home/ana/work/ci/tapes/nightly/weather-billing-20261121-020000.jsonl", Show: "~/work/ci/tapes/nightly/weather-billing-20261121-020000.jsonl",
+			Start: at(21, 2, 0, 0), Duration: 3*time.Minute + 5*time.Second, Servers: []string{"weather", "billing", "ledger"}, Client: "mcporter 0.12.3", Calls: 41, Recording: true},
+		{Path: "/srv/tapes/old.jsonl", Start: at(10, 9, 0, 0), Duration: 900 * time.Millisecond, Servers: []string{"weather"}, Client: "sdkclient 1.0.0", Calls: 3},
+	}
+}
+
+// The sessions view gives the PATH column the room it needs before it
+// cuts a path (issue 24 item 7: at 160 columns paths were cut from the
+// left with room to spare): the start loses its year and seconds, then the
+// server and client columns narrow, before a path loses its directory; at
+// widths where a path must be cut, it is cut from the left.
+func TestSessionsPathWidth(t *testing.T) {
+	for _, sz := range []struct {
+		name string
+		w, h int
+	}{{"80x24", 80, 24}, {"120x40", 120, 40}, {"160x45", 160, 45}} {
+		m := NewSessions(SessionsOptions{Rows: libraryRows(), Search: (&fakeSearch{}).search})
+		mm, _ := m.Update(tea.WindowSizeMsg{Width: sz.w, Height: sz.h})
+		s := sessionsScreen(mm.(Sessions))
+		checkSize(t, s, sz.w, sz.h)
+		golden(t, "sessions-paths-"+sz.name, s)
+		lines := strings.Split(s, "\n")
+		for i, r := range libraryRows() {
+			if !strings.HasSuffix(strings.TrimRight(lines[2+i], " "), ".jsonl") {
+				t.Errorf("%s: row %d's path is not cut from the left: %q", sz.name, i, lines[2+i])
+			}
+			if sz.w >= 160 && !strings.Contains(lines[2+i], show(r.Path, r.Show)) {
+				t.Errorf("%s: row %d's path is cut though the screen has room for it: %q", sz.name, i, lines[2+i])
+			}
+		}
+	}
+}

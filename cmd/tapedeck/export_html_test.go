@@ -74,6 +74,35 @@ func TestExportHTMLInChromium(t *testing.T) {
 		t.Errorf("no count or stats:\n%.2000s", dom)
 	}
 
+	// The stats table fits a 1280 px window (issue 24 item 7: it
+	// overflowed its pane): the page in a 1280 px frame of a page that
+	// writes the measures into its own DOM.
+	frame := filepath.Join(filepath.Dir(page), "frame.html")
+	if err := os.WriteFile(frame, []byte(`<!DOCTYPE html><html><body style="margin:0"><iframe id="f" src="session.html" style="width:1280px;height:800px;border:0"></iframe><pre id="out">not measured</pre>
+<script>
+document.getElementById('f').addEventListener('load',function(){setTimeout(function(){
+var d=document.getElementById('f').contentDocument, side=d.getElementById('side'), tb=side.querySelector('table');
+document.getElementById('out').textContent='page '+d.documentElement.scrollWidth+' side '+side.scrollWidth+'/'+side.clientWidth+' table right '+(tb?Math.ceil(tb.getBoundingClientRect().right):-1);
+},500);});
+</script></body></html>`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir="+t.TempDir(),
+		"--allow-file-access-from-files", "--virtual-time-budget=5000", "--dump-dom", "file://"+frame).Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom %s: %v", frame, err)
+	}
+	m := regexp.MustCompile(`page (\d+) side (\d+)/(\d+) table right (-?\d+)`).FindStringSubmatch(string(out))
+	if m == nil {
+		t.Fatalf("the frame did not measure the page:\n%.2000s", out)
+	}
+	num := func(s string) int { n, _ := strconv.Atoi(s); return n }
+	if page, sideScroll, sideW, right := num(m[1]), num(m[2]), num(m[3]), num(m[4]); page > 1280 || sideScroll > sideW || right < 0 || right > 1280 {
+		t.Errorf("at 1280 px the stats table does not fit: %s (want the page and the table within 1280 px, the side pane not scrolling sideways)", m[0])
+	}
+
 	dom = dumpDOM(t, browser, "file://"+page+"#q=no-such-tool&call=22")
 	rows = rowRE.FindAllStringSubmatch(dom, -1)
 	if len(rows) != 1 || rows[0][3] != "22" {

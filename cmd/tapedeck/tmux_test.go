@@ -866,3 +866,61 @@ func TestTmuxDebugPastTheEnd(t *testing.T) {
 	tt.keys("q")
 	tt.waitExit(5 * time.Second)
 }
+
+// TestTmuxDebugHTTPRunsMultiSession (issue 24 item 4): a tape of three
+// recorded HTTP sessions (the go-sdk client run three times against the
+// go-sdk server) is served by one tapedeck debug to the same client run
+// twice: each client run starts at the top of the tape (the second used
+// to be served the second recorded session, still as run 1), the status
+// names the recorded session, and both runs follow the tape.
+func TestTmuxDebugHTTPRunsMultiSession(t *testing.T) {
+	bin := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	client := mcptest.BuildBinary(t, mcptest.SDKClientPackage)
+	url := mcptest.StartSDKServerHTTP(t)
+	dir := t.TempDir()
+	steps := "--steps=init,tools,echo"
+	var all []byte
+	for i := range 3 {
+		one := filepath.Join(dir, fmt.Sprintf("rec%d.jsonl", i))
+		if out, err := exec.Command(client, "--tape", one, steps, "--url", url).CombinedOutput(); err != nil {
+			t.Fatalf("recording session %d with sdkclient over HTTP: %v\n%s", i+1, err, out)
+		}
+		b, err := os.ReadFile(one)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, b...)
+	}
+	rec := filepath.Join(dir, "rec.jsonl")
+	if err := os.WriteFile(rec, all, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	summary := filepath.Join(dir, "summary.txt")
+	tt := startTmuxSize(t, 160, 45, "sh", "-c", fmt.Sprintf("%s debug %s --listen 127.0.0.1:0 2>%s; echo exit=$? >>%s; sleep 30", bin, rec, summary, summary))
+	endpoint := "http://" + tt.debugAddr() + "/mcp"
+	for run := 1; run <= 2; run++ {
+		p := mcptest.Start(t, exec.Command(client, steps, "--timeout", "30s", "--url", endpoint))
+		tt.waitFor(10*time.Second, fmt.Sprintf("run %d · recorded session 1/3", run))
+		waitClient(t, tt, p, 15*time.Second, p.Output)
+		if got := p.Output(); !strings.Contains(got, `echo: "Echo: hi"`) {
+			t.Errorf("client run %d: the transcript lacks the recorded echo:\n%s", run, got)
+		}
+		tt.waitFor(10*time.Second, fmt.Sprintf("before: %d ✓ 0 ✗", run))
+	}
+	tt.keys("q")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		data, _ := os.ReadFile(summary)
+		if s := string(data); strings.Contains(s, "exit=") {
+			if !strings.Contains(s, "exit=0") || !strings.Contains(s, "2 client runs") || strings.Count(s, "followed the tape") != 2 ||
+				strings.Count(s, "quiet after recorded session 1 of 3") != 2 {
+				t.Errorf("debug's summary and exit status:\n%s", s)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("debug did not exit after q:\n%s", tt.screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -34,15 +34,19 @@ func (s *Server) httpProgressed(reached, awaiting int) {
 }
 
 // httpSeen reports an HTTP client connected when its first message reached
-// the engine (after the handler accepted its request).
+// the engine (after the handler accepted its request), and again for each
+// further session it opens in its run (which recorded session serves it).
 func (s *Server) httpSeen() {
 	s.mu.Lock()
-	connect := !s.httpOn
+	session := max(s.inits, 1)
+	connect := !s.httpOn || session > s.announced
 	s.httpOn = true
+	s.announced = max(s.announced, session)
 	run := s.startRun()
+	sessions := len(s.sessionEnds) + 1
 	s.mu.Unlock()
 	if connect {
-		s.emit(debug.Event{Kind: debug.Connected, Transport: "http", RunNo: run})
+		s.emit(debug.Event{Kind: debug.Connected, Transport: "http", RunNo: run, Session: session, Sessions: sessions})
 	}
 }
 
@@ -71,8 +75,8 @@ func (s *Server) admit(r *http.Request) error {
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	fresh := freshInitialize(r)
 	s.mu.Lock()
-	if s.idle != nil {
-		s.idle.Stop()
+	if s.idle != nil && r.Method != http.MethodGet {
+		s.idle.Stop() // re-armed by the request's progress, or when it ends
 		s.idle = nil
 	}
 	after := func() {}
@@ -91,6 +95,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			s.mu.Lock()
 			s.inflight--
+			if s.runOn && s.idle == nil {
+				// A request that made no progress (a DELETE, a
+				// notification) does not keep the run from ending.
+				s.armIdle(s.awaiting)
+			}
 			s.mu.Unlock()
 		}
 	}()

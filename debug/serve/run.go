@@ -3,15 +3,20 @@ package serve
 // Runs: a debug session serves its client again and again. Each client run
 // (stdio: a connection; HTTP: from the first message to a DELETE, to a
 // fresh initialize once every recorded session was opened, or to a pause
-// after the tape's end) plays the tape from the top with a fresh engine;
+// after the end of a recorded session: of the tape's last one, or of an
+// earlier one, so that a client run that opens one session of a tape of
+// several is not served the second recorded session when run again) plays
+// the tape from the top with a fresh engine;
 // the debugger keeps its breakpoints. When a run ends the server reports it
 // (RunEnded, with the run's replay report in brief) and resets, so the next
 // connection starts at the tape's first message.
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/tapedeck/tapedeck/debug"
@@ -20,8 +25,10 @@ import (
 	"github.com/tapedeck/tapedeck/tape"
 )
 
-// DefaultRunIdle is how long an HTTP client may stay quiet after the tape's
-// last recorded client message before its run is over (Options.RunIdle).
+// DefaultRunIdle is how long an HTTP client may stay quiet after a
+// recorded session's last client message before its run is over
+// (Options.RunIdle); a client that opens its next session sooner stays in
+// its run and is served the next recorded session.
 const DefaultRunIdle = time.Second
 
 // startRun begins a client run if none is under way and returns its
@@ -80,7 +87,7 @@ func (s *Server) endRun(why string) func() {
 	}
 	s.gate = replay.Gate[replay.Output]{}
 	s.held = nil
-	s.inits = 0
+	s.inits, s.announced, s.awaiting = 0, 0, 0
 	s.transport, s.httpOn = "", false
 	s.progressed(s.e.Progress())
 	return func() {
@@ -158,6 +165,25 @@ func tapeInitializes(x *tape.Index, server string) int {
 	return n
 }
 
+// sessionEnds returns, for each recorded session after the first (spans,
+// from the HTTP handler), the tape position a run's progress waits at once
+// the session before it is done: the session's first client message of
+// server's (the tape's length when it has none).
+func sessionEnds(x *tape.Index, server string, spans []replay.Span) []int {
+	var out []int
+	for _, sp := range spans[min(1, len(spans)):] {
+		end := x.Len()
+		for i := sp.Lo; i < sp.Hi; i++ {
+			if e := x.Entry(i); e.Server == server && e.IsWire() && e.Dir == tape.DirSend {
+				end = i
+				break
+			}
+		}
+		out = append(out, end)
+	}
+	return out
+}
+
 // freshInitialize reads a session-less POST's body to see whether it is an
 // initialize, and puts the body back for the handler. Bodies over 1 MiB
 // are not looked at (no initialize is that large).
@@ -183,15 +209,25 @@ func freshInitialize(r *http.Request) bool {
 }
 
 // armIdle ends an HTTP run that stays quiet for RunIdle once the tape has
-// no recorded client message left (the TypeScript SDK's client never sends
-// DELETE). mu is held.
+// no recorded client message left, or waits for the next recorded
+// session's first one (the TypeScript SDK's client never sends DELETE).
+// mu is held.
 func (s *Server) armIdle(awaiting int) {
+	s.awaiting = awaiting
 	if s.idle != nil {
 		s.idle.Stop()
 		s.idle = nil
 	}
-	if s.transport != "http" || awaiting < s.x.Len() {
+	if s.transport != "http" {
 		return
+	}
+	why := "the client went quiet after the tape's end"
+	if awaiting < s.x.Len() {
+		k := slices.Index(s.sessionEnds, awaiting)
+		if k < 0 {
+			return
+		}
+		why = fmt.Sprintf("the client went quiet after recorded session %d of %d", k+1, len(s.sessionEnds)+1)
 	}
 	run := s.run
 	s.idle = time.AfterFunc(s.runIdle, func() {
@@ -200,7 +236,7 @@ func (s *Server) armIdle(awaiting int) {
 			s.mu.Unlock()
 			return
 		}
-		after := s.endRun("the client went quiet after the tape's end")
+		after := s.endRun(why)
 		s.mu.Unlock()
 		after()
 	})

@@ -246,3 +246,61 @@ func TestServerRefusedGetClaimsNothing(t *testing.T) {
 		t.Fatalf("the attached client was turned away: %q", b)
 	}
 }
+
+// A tape of several recorded HTTP sessions (issue 24 item 4): a client run
+// that opens one session and goes quiet ends its run, so the same client
+// run again starts at the top and is matched against recorded session 1,
+// not 2; a client that opens its next session promptly stays in its run,
+// and is told which recorded session it is served ("client session 2 →
+// recorded session 2 of 2").
+func TestServerHTTPRunsMultiSession(t *testing.T) {
+	s := textServer(t, twoSessions, "127.0.0.1:0", Options{RunIdle: 150 * time.Millisecond})
+	ev := collect(s)
+	// oneSession runs one client session: initialize, tools/call echo A,
+	// and with del a DELETE (the go-sdk's client sends one, the
+	// TypeScript SDK's does not).
+	oneSession := func(del bool) {
+		t.Helper()
+		s.Deliver(0, []int{100})
+		got := waitAnswer(t, httpPost(s.URL(), "", "", initLine))
+		f := strings.Fields(got)
+		if len(f) < 3 || f[0] != "200" || !strings.Contains(got, `"serverInfo"`) {
+			t.Fatalf("initialize: %q", got)
+		}
+		c := httpPost(s.URL(), "", f[1], `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"m":"A"}}}`)
+		time.Sleep(20 * time.Millisecond)
+		s.Deliver(0, []int{100})
+		if got := waitAnswer(t, c); !strings.HasPrefix(got, "200 ") || !strings.Contains(got, `"content":[]`) {
+			t.Fatalf("tools/call echo A: %q", got)
+		}
+		if del {
+			req, _ := http.NewRequest(http.MethodDelete, s.URL(), nil)
+			req.Header.Set("Mcp-Session-Id", f[1])
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+	}
+	for run := 1; run <= 2; run++ {
+		oneSession(run == 2)
+		if e := ev.wait(t, debug.Connected, run); e.RunNo != run || e.Session != 1 || e.Sessions != 2 {
+			t.Fatalf("client run %d connected as run %d, session %d of %d; want run %d, session 1 of 2", run, e.RunNo, e.Session, e.Sessions, run)
+		}
+		e := ev.wait(t, debug.RunEnded, run)
+		if e.Run.Run != run || e.Run.Ended != "the client went quiet after recorded session 1 of 2" || e.Run.Divergences != 0 || e.Run.Matched != 2 {
+			t.Fatalf("client run %d ended: %+v; want run %d, quiet after recorded session 1 of 2, 2 matched, no divergence", run, e.Run, run)
+		}
+	}
+	if n := ev.count(debug.Diverged); n != 0 {
+		t.Fatalf("%d divergences; the second client run was not served from the top", n)
+	}
+	// Run 3 opens its two sessions one after the other, promptly.
+	s.Deliver(0, []int{100})
+	waitAnswer(t, httpPost(s.URL(), "", "", initLine))
+	waitAnswer(t, httpPost(s.URL(), "", "", initLine))
+	if e := ev.wait(t, debug.Connected, 4); e.RunNo != 3 || e.Session != 2 || e.Sessions != 2 {
+		t.Fatalf("the client's second session: run %d, session %d of %d; want run 3, session 2 of 2", e.RunNo, e.Session, e.Sessions)
+	}
+}

@@ -69,7 +69,8 @@ type Server struct {
 	runIdle      time.Duration
 	allowHosts   []string
 	allowOrigins []string
-	tapeInits    int // the recorded sessions (initialize requests) of the tape's server
+	tapeInits    int   // the recorded sessions (initialize requests) of the tape's server
+	sessionEnds  []int // HTTP: where the tape waits once recorded session k+1 is done (sessionEnds[k]: recorded session k+2's first client message)
 
 	hmu sync.Mutex
 	h   *replay.HTTPHandler // the run's; replaced when a run ends
@@ -91,8 +92,10 @@ type Server struct {
 	runOn      bool              // a run is under way
 	runs       []debug.RunReport // the runs that ended
 	inits      int               // HTTP: initializes the run served
+	announced  int               // HTTP: the client sessions of the run reported Connected
 	inflight   int               // HTTP: requests being served, GET streams aside
-	idle       *time.Timer       // HTTP: ends a run quiet after the tape's end
+	idle       *time.Timer       // HTTP: ends a run quiet after the tape's end or a recorded session's
+	awaiting   int               // HTTP: where the run's latest progress left the tape waiting
 	restarting bool              // stdio: Restart closed the client
 
 	evMu     sync.Mutex
@@ -206,6 +209,7 @@ func NewServer(x *tape.Index, e *replay.Engine, ln net.Listener, o Options) (*Se
 		return nil, err
 	}
 	s.h = h
+	s.sessionEnds = sessionEnds(x, s.opts.Server, h.Sessions())
 	s.srv = &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ReadHeaderTimeout: 10 * time.Second}
 	reached, awaiting := e.Progress()
 	s.emit(debug.Event{Kind: debug.Progress, Reached: reached, Awaiting: awaiting})

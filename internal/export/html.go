@@ -169,18 +169,19 @@ header h1{font-size:15px;margin:0}
 #search{width:28em;padding:3px 6px;font:inherit}
 button{font:inherit;padding:2px 8px}
 main{display:flex;height:calc(100vh - 48px)}
-#list{flex:1 1 55%;overflow-y:auto;position:relative;border-right:1px solid #d0d7de}
+#list{flex:1 1 55%;min-width:0;overflow-y:auto;position:relative;border-right:1px solid #d0d7de}
 #spacer{position:relative}
 .row{position:absolute;left:0;right:0;height:22px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;padding:0 8px;cursor:pointer;border-bottom:1px solid #f0f2f4}
 .row.sel{background:#ddf4ff}
 .row.fail{color:#cf222e}
 .row .st{display:inline-block;width:7em}
 .row .ms{display:inline-block;width:6em;text-align:right;margin-right:1em;color:#57606a}
-#side{flex:1 1 45%;overflow:auto;padding:8px 12px}
+#side{flex:1 1 45%;min-width:0;overflow:auto;padding:8px 12px}
 pre{margin:4px 0 12px;white-space:pre-wrap;word-break:break-all;background:#f6f8fa;padding:6px}
 .k{color:#0550ae}.s{color:#0a3069}.n{color:#953800}.b{color:#8250df}
 details summary{cursor:pointer;font-weight:bold;margin-top:8px}
-table{border-collapse:collapse;margin:4px 0 12px}td,th{border:1px solid #d0d7de;padding:1px 6px;text-align:left}
+table{border-collapse:collapse;margin:4px 0 12px;max-width:100%}td,th{border:1px solid #d0d7de;padding:1px 4px;text-align:left}
+#side table{font-size:12px}#side td:first-child{overflow-wrap:anywhere}#side th,#side td+td{white-space:nowrap}
 .warn{color:#9a6700}
 #count{color:#57606a}
 </style>

@@ -623,6 +623,15 @@ func TestSnippet(t *testing.T) {
 	if got := Snippet("short text", []string{"absent"}, 60); got != "short text" {
 		t.Errorf("no match: %q", got)
 	}
+	// Every query word is marked, each time it occurs (issue 24 item 7:
+	// only the first word was).
+	if got, want := Snippet(`{"error":"Card declined: the card was declined by the bank"}`, []string{"declined", "card", "bank"}, 100), `{"error":"»Card« »declined«: the »card« was »declined« by the »bank«"}`; got != want {
+		t.Errorf("several words: %q, want %q", got, want)
+	}
+	// Overlapping terms: the longest at a place wins.
+	if got, want := Snippet("tools/call and tool", []string{"tool", "tools/call"}, 100), "»tools/call« and »tool«"; got != want {
+		t.Errorf("overlapping terms: %q, want %q", got, want)
+	}
 }
 
 // The go-sdk client's server/discover probe, rejected by a 2025-era server

@@ -175,8 +175,9 @@ func cutUTF8(s string, n int) string {
 }
 
 // Snippet returns about width characters of text around the first place
-// one of terms occurs (case-insensitively), the term between » and «, with
-// … where text was cut. Without a match it is the start of text.
+// one of terms occurs (case-insensitively), each occurrence of each term
+// in it between » and «, with … where text was cut. Without a match it is
+// the start of text.
 func Snippet(text string, terms []string, width int) string {
 	text = strings.Join(strings.Fields(text), " ") // one line
 	lower := strings.ToLower(text)
@@ -213,11 +214,26 @@ func Snippet(text string, terms []string, width int) string {
 	if start > 0 {
 		sb.WriteString("…")
 	}
-	sb.WriteString(text[start:at])
-	sb.WriteString("»")
-	sb.WriteString(text[at : at+n])
-	sb.WriteString("«")
-	sb.WriteString(text[at+n : max(end, at+n)])
+	// Every term is marked, each place it occurs in the snippet (the
+	// longest at a place first), not only the first one found.
+	stop := max(end, at+n)
+	for i := start; i < stop; {
+		m := 0
+		for _, t := range terms {
+			if len(t) > m && i+len(t) <= stop && strings.HasPrefix(lower[i:], strings.ToLower(t)) {
+				m = len(t)
+			}
+		}
+		if m == 0 {
+			sb.WriteByte(text[i])
+			i++
+			continue
+		}
+		sb.WriteString("»")
+		sb.WriteString(text[i : i+m])
+		sb.WriteString("«")
+		i += m
+	}
 	if end < len(text) {
 		sb.WriteString("…")
 	}
