@@ -7,7 +7,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -313,45 +312,49 @@ func BenchMessages(def int) int {
 	return def
 }
 
-// Yardstick is what a bulk benchmark's time is held to, measured on the same
-// file in the same process: Stats is what `tapedeck stats` does (OpenIndex,
-// ComputeStats, AddContextCosts), Lines is counting the file's lines in Go
-// through a 1 MiB buffer (`wc -l`'s work). Each is the median of three runs.
+// Yardstick is what a bulk benchmark's time is held to, measured on the
+// same file in the same process, interleaved with the work (the machine is
+// shared: a ratio of times taken minutes apart says little): Stats is what
+// `tapedeck stats` does (OpenIndex, ComputeStats, AddContextCosts), Lines is
+// counting the file's lines in Go through a 1 MiB buffer (`wc -l`'s work).
+// Call Measure once an iteration (timer stopped), then Report.
+//
+// The machine's other load stretches wall times unevenly, so Report also
+// gives the ratio of CPU times (x-stats-cpu: the process's CPU time during
+// the work over that of stats), which other load leaves alone.
 type Yardstick struct {
-	Stats, Lines time.Duration
-	Bytes        int64
+	Path         string
+	Stats, Lines time.Duration // totals over the Measure calls
 	Messages     int
+
+	cpu0, measureCPU, statsCPU time.Duration
 }
 
-// MeasureYardstick measures the Yardstick of the tape at path.
-func MeasureYardstick(path string) (Yardstick, error) {
-	var y Yardstick
-	var stats, lines [3]time.Duration
-	for i := range 3 {
-		start := time.Now()
-		x, err := OpenIndex(path)
-		if err != nil {
-			return y, err
-		}
-		st := ComputeStats(x, "")
-		AddContextCosts(&st, x)
-		stats[i] = time.Since(start)
-		y.Messages = st.Messages
-		x.Close()
-
-		start = time.Now()
-		n, size, err := countLines(path)
-		if err != nil {
-			return y, err
-		}
-		lines[i] = time.Since(start)
-		y.Bytes = size
-		_ = n
+// Measure times stats and the line count of y.Path once each, adding them
+// to the totals.
+func (y *Yardstick) Measure() error {
+	c0 := processCPU()
+	if y.cpu0 == 0 {
+		y.cpu0 = c0
 	}
-	slices.Sort(stats[:])
-	slices.Sort(lines[:])
-	y.Stats, y.Lines = stats[1], lines[1]
-	return y, nil
+	defer func() { y.measureCPU += processCPU() - c0 }()
+	start := time.Now()
+	x, err := OpenIndex(y.Path)
+	if err != nil {
+		return err
+	}
+	st := ComputeStats(x, "")
+	AddContextCosts(&st, x)
+	y.Stats += time.Since(start)
+	y.Messages = st.Messages
+	x.Close()
+	y.statsCPU += processCPU() - c0
+	start = time.Now()
+	if _, _, err := countLines(y.Path); err != nil {
+		return err
+	}
+	y.Lines += time.Since(start)
+	return nil
 }
 
 func countLines(path string) (int, int64, error) {
@@ -376,13 +379,41 @@ func countLines(path string) (int, int64, error) {
 	}
 }
 
-// Report adds d's ratios to the yardstick to a benchmark's metrics
-// (b.ReportMetric): x-stats and x-wc-l, and the yardstick's own times.
-func (y Yardstick) Report(b interface{ ReportMetric(float64, string) }, d time.Duration) {
-	b.ReportMetric(float64(d)/float64(y.Stats), "x-stats")
-	b.ReportMetric(float64(d)/float64(y.Lines), "x-wc-l")
-	b.ReportMetric(float64(y.Stats.Milliseconds()), "stats-ms")
-	b.ReportMetric(float64(d.Milliseconds()), "ms")
+// Report adds the ratios of work (the benchmark's total time, over the
+// same iterations as the Measure calls) to the yardstick to a benchmark's
+// metrics (b.ReportMetric): x-stats and x-wc-l, and stats' time an
+// iteration.
+func (y *Yardstick) Report(b interface{ ReportMetric(float64, string) }, work time.Duration, iterations int) {
+	b.ReportMetric(float64(work)/float64(y.Stats), "x-stats")
+	b.ReportMetric(float64(work)/float64(y.Lines), "x-wc-l")
+	b.ReportMetric(float64(y.Stats.Milliseconds())/float64(iterations), "stats-ms")
+	if cpu := processCPU() - y.cpu0 - y.measureCPU; y.statsCPU > 0 && y.cpu0 > 0 {
+		b.ReportMetric(float64(cpu)/float64(y.statsCPU), "x-stats-cpu")
+	}
+}
+
+// processCPU is the process's user and system CPU time so far, from
+// /proc/self/stat (0 where there is none), in 10 ms ticks.
+func processCPU() time.Duration {
+	data, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0
+	}
+	// Fields after the command (which may hold spaces) in parentheses.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
 // WriteSynth writes a synthetic tape to path (see Synthesize) and returns
