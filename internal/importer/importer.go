@@ -45,6 +45,7 @@ type Result struct {
 	Messages  int      // wire messages (requests, responses, notifications)
 	Lifecycle int      // lifecycle records ($transport/start, stderr, invalid frames, ...)
 	Skipped   int      // input records that hold no MCP traffic (a HAR's other requests)
+	Reordered int      // answers the source recorded before their requests, put after them (mcpsnoop)
 	Servers   []string // the servers named on the tape, sorted
 }
 
