@@ -76,7 +76,7 @@ func Import(format string, r io.Reader, w io.Writer, o Options) (Result, error) 
 	if !ok {
 		return Result{}, fmt.Errorf("unknown format %q: expected one of %s", format, strings.Join(Formats(), ", "))
 	}
-	return f(r, tape.NewWriter(w), o)
+	return f(r, tape.NewWriter(w).KeepMicroseconds(), o)
 }
 
 // Error is a malformed input: where, and what was expected and found.

@@ -27,7 +27,8 @@ package importer
 // _meta transport "http", status (s2c), protocolVersion, mcpMethod and
 // mcpName (c2s, from mcpsnoop's header fields), http "POST" (c2s: a
 // client message over Streamable HTTP is always POSTed). ts keeps its
-// milliseconds; server_label names the server. An answer logged before
+// microseconds (the tape's _meta.ts then has six fractional digits);
+// server_label names the server. An answer logged before
 // its request (mcpsnoop writes the two directions from two goroutines, so
 // its seq is not causal) is put after the request when the timestamps
 // show the request came first (reorder.go), counted in Result.Reordered.

@@ -94,8 +94,8 @@ func TestImportMCPSnoopRealLogs(t *testing.T) {
 				if want := map[string]tape.Dir{"c2s": tape.DirSend, "s2c": tape.DirRecv}[env.Direction]; e.Dir != want {
 					t.Errorf("frame %d: dir %s, want %s", i, e.Dir, want)
 				}
-				if !e.Time.Equal(msTime(env.TS)) {
-					t.Errorf("frame %d: ts %v, want %v", i, e.Time, msTime(env.TS))
+				if !e.Time.Equal(tapeTime(env.TS)) {
+					t.Errorf("frame %d: ts %v, want %v", i, e.Time, tapeTime(env.TS))
 				}
 				if e.Server != env.ServerLabel {
 					t.Errorf("frame %d: server %q, want %q", i, e.Server, env.ServerLabel)
