@@ -90,15 +90,15 @@ func HAR(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	}
 	h := &harImport{o: o}
 	rt := root(formatHAR, doc)
-	if _, err := rt.object(); err != nil {
+	if err := rt.load(); err != nil {
 		return Result{}, rt.errorf("expected a HAR document {\"log\": {...}}, found %s", rt.found())
 	}
 	lg := rt.get("log")
-	if _, err := lg.object(); err != nil {
+	if err := lg.load(); err != nil {
 		return Result{}, err
 	}
 	if c := lg.get("creator"); !c.absent() {
-		if _, err := c.object(); err != nil {
+		if err := c.load(); err != nil {
 			return Result{}, err
 		}
 		if h.creator, err = c.get("name").optStr(); err != nil {
@@ -180,7 +180,7 @@ func harHeaders(n node) (map[string]string, error) {
 		return nil, err
 	}
 	for _, h := range hs {
-		if _, err := h.object(); err != nil {
+		if err := h.load(); err != nil {
 			return nil, err
 		}
 		name, err := h.get("name").str()
@@ -218,7 +218,7 @@ func jsonRPCish(b []byte) bool {
 }
 
 func (h *harImport) entry(i int, e node) error {
-	if _, err := e.object(); err != nil {
+	if err := e.load(); err != nil {
 		return err
 	}
 	start, err := e.get("startedDateTime").time()
@@ -237,7 +237,7 @@ func (h *harImport) entry(i int, e node) error {
 	}
 	end := start.Add(time.Duration(total * float64(time.Millisecond)))
 	req := e.get("request")
-	if _, err := req.object(); err != nil {
+	if err := req.load(); err != nil {
 		return err
 	}
 	method, err := req.get("method").str()
@@ -259,7 +259,7 @@ func (h *harImport) entry(i int, e node) error {
 	var body []byte
 	pd := req.get("postData")
 	if !pd.absent() {
-		if _, err := pd.object(); err != nil {
+		if err := pd.load(); err != nil {
 			return err
 		}
 		text, err := pd.get("text").optStr()
@@ -269,7 +269,7 @@ func (h *harImport) entry(i int, e node) error {
 		body = []byte(text)
 	}
 	resp := e.get("response")
-	if _, err := resp.object(); err != nil {
+	if err := resp.load(); err != nil {
 		return err
 	}
 	st, err := resp.get("status").num()
@@ -288,7 +288,7 @@ func (h *harImport) entry(i int, e node) error {
 	var ctext []byte
 	var mime string
 	if !content.absent() {
-		if _, err := content.object(); err != nil {
+		if err := content.load(); err != nil {
 			return err
 		}
 		text, err := content.get("text").optStr()

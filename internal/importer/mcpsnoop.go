@@ -88,13 +88,15 @@ func snoopLine(ro *reorder, line []byte, o Options, started map[string]bool) err
 	out := ro.out
 	line = bytes.TrimSpace(line)
 	env := root(formatMCPSnoop, line)
-	if !json.Valid(line) {
-		var v any
-		se := syntaxError(formatMCPSnoop, line, json.Unmarshal(line, &v))
-		se.Line, se.Column = 0, 0
-		return se
-	}
-	if _, err := env.object(); err != nil {
+	// One decoding of the envelope serves every member read below; only a
+	// line that fails it is looked at again, to say why.
+	if err := env.load(); err != nil {
+		if !json.Valid(line) {
+			var v any
+			se := syntaxError(formatMCPSnoop, line, json.Unmarshal(line, &v))
+			se.Line, se.Column = 0, 0
+			return se
+		}
 		return env.errorf("expected an mcpsnoop envelope (an object), found %s", env.found())
 	}
 	dir, err := env.get("direction").str()
@@ -249,7 +251,7 @@ func snoopLine(ro *reorder, line []byte, o Options, started map[string]bool) err
 
 // snoopMeta reads a meta envelope's raw: {"command":[...],"cwd":"..."}.
 func snoopMeta(raw node) (map[string]any, error) {
-	if _, err := raw.object(); err != nil {
+	if err := raw.load(); err != nil {
 		return nil, raw.errorf(`expected the session's meta {"command":[...],"cwd":...}, found %s`, raw.found())
 	}
 	p := map[string]any{}
