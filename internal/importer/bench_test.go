@@ -48,7 +48,7 @@ func snoopLog(tb testing.TB, src, dst string) {
 		b = append(b, `","seq":`...)
 		b = strconv.AppendInt(b, int64(seq), 10)
 		b = append(b, `,"ts":"`...)
-		b = e.Time.Add(time.Duration(seq%1000) * time.Microsecond).AppendFormat(b, time.RFC3339Nano)
+		b = e.Time.Add(time.Duration(seq%1000)*time.Microsecond).AppendFormat(b, time.RFC3339Nano)
 		b = append(b, `","direction":"`...)
 		b = append(b, dir...)
 		b = append(b, `","transport":"stdio","raw":`...)
