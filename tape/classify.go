@@ -535,16 +535,18 @@ const (
 )
 
 // parseTS reads a quoted RFC 3339 timestamp; the mcporter form
-// "2026-05-16T12:00:00.000Z" takes a fast path, whose fields are checked as
+// "2026-05-16T12:00:00.000Z" and the Writer's microsecond form
+// "2026-05-16T12:00:00.000123Z" take a fast path, whose fields are checked as
 // time.Parse checks them (time.Date would roll month 13 into next year).
 func parseTS(q []byte) (time.Time, bool) {
 	if len(q) < 2 || q[0] != '"' {
 		return time.Time{}, false
 	}
 	s := q[1 : len(q)-1]
-	if len(s) == 24 && s[4] == '-' && s[7] == '-' && s[10] == 'T' && s[13] == ':' && s[16] == ':' && s[19] == '.' && s[23] == 'Z' {
+	// The Writer's two forms: milliseconds (24 bytes) and microseconds (27).
+	if (len(s) == 24 || len(s) == 27) && s[4] == '-' && s[7] == '-' && s[10] == 'T' && s[13] == ':' && s[16] == ':' && s[19] == '.' && s[len(s)-1] == 'Z' {
 		n := [7]int{}
-		for k, p := range [7][2]int{{0, 4}, {5, 7}, {8, 10}, {11, 13}, {14, 16}, {17, 19}, {20, 23}} {
+		for k, p := range [7][2]int{{0, 4}, {5, 7}, {8, 10}, {11, 13}, {14, 16}, {17, 19}, {20, len(s) - 1}} {
 			v, ok := digits(s[p[0]:p[1]])
 			if !ok {
 				goto slow
@@ -554,7 +556,11 @@ func parseTS(q []byte) (time.Time, bool) {
 		if n[1] < 1 || n[1] > 12 || n[2] < 1 || n[2] > 28 && n[2] > daysIn(n[0], n[1]) || n[3] > 23 || n[4] > 59 || n[5] > 59 {
 			return time.Time{}, false
 		}
-		return time.Date(n[0], time.Month(n[1]), n[2], n[3], n[4], n[5], n[6]*int(time.Millisecond), time.UTC), true
+		unit := time.Millisecond
+		if len(s) == 27 {
+			unit = time.Microsecond
+		}
+		return time.Date(n[0], time.Month(n[1]), n[2], n[3], n[4], n[5], n[6]*int(unit), time.UTC), true
 	}
 slow:
 	t, err := time.Parse(time.RFC3339Nano, string(s))

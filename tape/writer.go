@@ -26,14 +26,30 @@ type Meta struct {
 // TimeFormat is the layout of _meta.ts: RFC 3339 in UTC with milliseconds.
 const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
 
+// TimeFormatMicro is _meta.ts with microseconds, still RFC 3339 (ISO 8601):
+// a Writer made KeepMicroseconds uses it for a time with a part below the
+// millisecond (an import whose source has one), so latencies below a
+// millisecond survive. Every reader reads both forms.
+const TimeFormatMicro = "2006-01-02T15:04:05.000000Z07:00"
+
+// appendTS appends t in UTC as _meta.ts: milliseconds, or microseconds
+// when t has a part below the millisecond.
+func appendTS(b []byte, t time.Time, micro bool) []byte {
+	t = t.UTC()
+	if micro && t.Nanosecond()%int(time.Millisecond) >= int(time.Microsecond) {
+		return t.AppendFormat(b, TimeFormatMicro)
+	}
+	return t.AppendFormat(b, TimeFormat)
+}
+
 // appendJSON appends the _meta object.
-func (m Meta) appendJSON(b []byte) ([]byte, error) {
+func (m Meta) appendJSON(b []byte, micro bool) ([]byte, error) {
 	b = append(b, `{"dir":`...)
 	b = appendString(b, string(m.Dir))
 	b = append(b, `,"server":`...)
 	b = appendString(b, m.Server)
 	b = append(b, `,"ts":"`...)
-	b = m.Time.UTC().AppendFormat(b, TimeFormat)
+	b = appendTS(b, m.Time, micro)
 	b = append(b, '"')
 	keys := make([]string, 0, len(m.Extra))
 	for k := range m.Extra {
@@ -74,13 +90,22 @@ func marshalNoEscape(v any) ([]byte, error) {
 // writer in a single Write call, so a crash leaves at most the last line torn.
 // A Writer is safe for concurrent use.
 type Writer struct {
-	mu  sync.Mutex
-	w   io.Writer
-	buf []byte
+	mu    sync.Mutex
+	w     io.Writer
+	buf   []byte
+	micro bool
 }
 
 // NewWriter returns a Writer that appends to w.
 func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// KeepMicroseconds makes w write a time with a part below the millisecond
+// with its microseconds (TimeFormatMicro) and returns w; by default _meta.ts
+// has milliseconds, as the recorders' Encoder writes it.
+func (w *Writer) KeepMicroseconds() *Writer {
+	w.micro = true
+	return w
+}
 
 // Write appends msg, one JSON-RPC object or batch array, with m as its _meta.
 // The message's bytes are kept as they are; _meta is spliced in before the
@@ -114,7 +139,7 @@ func (w *Writer) Write(msg []byte, m Meta) error {
 	} else {
 		b = append(b, `"_meta":`...)
 	}
-	b, err := m.appendJSON(b)
+	b, err := m.appendJSON(b, w.micro)
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,9 @@ which replays, diffs and opens like one tapedeck recorded.
 Formats (--from):
   mcpsnoop      an mcpsnoop session log (JSONL envelopes: direction
                 c2s/s2c/stderr/meta, raw, ts, session_id, server_label),
-                from --trace-file or $MCPSNOOP_HOME/sessions/
+                from --trace-file or $MCPSNOOP_HOME/sessions/; an answer
+                logged before its request is put after it when the
+                timestamps show the request came first (counted in one line)
   mcp-recorder  an mcp-recorder cassette (JSON: metadata, interactions of
                 request, response, latency_ms); its messages have no times
                 of their own: they are laid out from metadata.recorded_at
@@ -134,6 +136,9 @@ func runImport(ctx context.Context, s streams, path string, f importFlags) error
 			res.Messages, res.Lifecycle, strings.Join(res.Servers, ", "), f.out)
 		if res.Skipped > 0 {
 			fmt.Fprintf(s.stderr, "skipped %d entries that hold no MCP traffic\n", res.Skipped)
+		}
+		if res.Reordered > 0 {
+			fmt.Fprintf(s.stderr, "put %d answers the source recorded before their requests after them (their timestamps show the request came first)\n", res.Reordered)
 		}
 	}
 	return nil

@@ -10,13 +10,17 @@
 package compare
 
 import (
-	"crypto/sha256"
+	"bufio"
+	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"slices"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/sergi/go-diff/diffmatchpatch"
 	"github.com/tidwall/gjson"
@@ -172,6 +176,9 @@ func Compare(a, b Side, o Options) (Report, error) {
 		pairs = only
 	}
 	n := &tape.Normalizer{Ignore: o.Ignore}
+	// Calls are keyed by 128 bits of hash of their method and canonical
+	// params, the same seeds for both tapes.
+	seeds := [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 	for _, p := range pairs {
 		sr := ServerReport{Server: p.a}
 		switch {
@@ -191,11 +198,11 @@ func Compare(a, b Side, o Options) (Report, error) {
 		go func() {
 			defer close(done)
 			if p.inB {
-				cb, errB = calls(b, p.b, &tape.Normalizer{Ignore: o.Ignore}, nil)
+				cb, errB = calls(b, p.b, &tape.Normalizer{Ignore: o.Ignore}, seeds, nil)
 			}
 		}()
 		if p.inA {
-			ca, err = calls(a, p.a, n, nil)
+			ca, err = calls(a, p.a, n, seeds, nil)
 		}
 		<-done
 		if err != nil {
@@ -291,22 +298,14 @@ func selfName(x *tape.Index, s string) string {
 }
 
 // calls reads the client's calls of server s, in recorded order; keep, if
-// not nil, chooses among them.
-func calls(side Side, s string, n *tape.Normalizer, keep func(tape.Call) bool) ([]call, error) {
-	r, err := side.Open()
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	// Room for every request of the server at once: no slice doubling a
-	// third of a million calls.
-	want := 0
-	for i := range side.Index.Len() {
-		if e := side.Index.Entry(i); e.Kind == tape.KindRequest && e.Dir == tape.DirSend && (s == "" || e.Server == s) {
-			want++
-		}
-	}
-	out := make([]call, 0, want)
+// not nil, chooses among them by their request's seq. The index says
+// which messages are calls and answers, how they pair, when they were
+// sent and how they failed; one sequential read of the file takes only
+// those messages' bytes (no line classified again), and their params and
+// answers are hashed from their bytes: params through one canonical scan
+// (canonParams), decoded only where it cannot tell.
+func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep func(seq int) bool) ([]call, error) {
+	x := side.Index
 	strs := map[string]string{}
 	intern := func(v string) string {
 		if w, ok := strs[v]; ok {
@@ -317,45 +316,141 @@ func calls(side Side, s string, n *tape.Normalizer, keep func(tape.Call) bool) (
 		}
 		return v
 	}
-	err = tape.ReadCalls(r, side.Index, s, func(c tape.Call) error {
-		if c.Dir != tape.DirSend {
-			return nil // the server's own requests follow from the client's calls
+	// slot[seq] is 1 + the call a message belongs to (0: none).
+	slot := make([]int32, x.Len())
+	var out []call
+	for i := range x.Len() {
+		e := x.Entry(i)
+		if e.Kind != tape.KindRequest || e.Dir != tape.DirSend || (s != "" && e.Server != s) {
+			continue
 		}
-		if keep != nil && !keep(c) {
-			return nil
+		if keep != nil && !keep(i) {
+			continue
 		}
-		k := call{req: int32(c.Request), resp: int32(c.Response), method: intern(c.Method), target: intern(c.Target), status: intern(c.Status), code: int32(c.ErrorCode)}
-		if c.Response >= 0 && !c.Start.IsZero() && !c.End.IsZero() {
-			k.latency, k.timed = c.Latency, true
-		}
-		params := gjson.GetBytes(c.RequestRaw, "params").Raw
-		canon := []byte(params)
-		if v, err := n.NormalizeParams([]byte(params)); err == nil {
-			if b, err := tape.CanonicalValue(v); err == nil {
-				canon = b
+		p := x.Pair(i)
+		k := call{req: int32(i), resp: -1, method: intern(e.Method)}
+		switch {
+		case p.Partner < 0 && p.Cancelled:
+			k.status = "cancelled"
+		case p.Partner < 0:
+			k.status = "pending"
+		case x.Entry(p.Partner).Kind == tape.KindLifecycle:
+			// Refused over HTTP by a 401 or 403 challenge: a record that
+			// carried no message answers it (tape.ReadCalls: no response).
+			k.status = "challenged"
+		default:
+			k.resp = int32(p.Partner)
+			k.status, k.code = answerStatus(x, p.Partner)
+			if re := x.Entry(p.Partner); !e.Time.IsZero() && !re.Time.IsZero() {
+				k.latency, k.timed = re.Time.Sub(e.Time), true
 			}
+			slot[p.Partner] = int32(len(out) + 1)
 		}
-		h := sha256.New()
-		h.Write([]byte(c.Method))
-		h.Write([]byte{0})
-		h.Write(canon)
-		copy(k.key[:], h.Sum(nil))
-		if c.ResponseRaw != nil {
+		slot[i] = int32(len(out) + 1)
+		out = append(out, k)
+	}
+	r, err := side.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	br := bufio.NewReaderSize(r, 1<<20)
+	var pos int64
+	var canon []byte
+	var cs canonScan
+	for i := range x.Len() {
+		if slot[i] == 0 {
+			continue
+		}
+		k := &out[slot[i]-1]
+		e := x.Entry(i)
+		var raw []byte
+		if e.Batch != 0 || e.Offset < pos {
+			m, err := x.Message(i) // one of a batch: its bytes are part of a line
+			if err != nil {
+				return out, err
+			}
+			raw = m.Raw
+		} else {
+			if _, err := br.Discard(int(e.Offset - pos)); err != nil {
+				return out, fmt.Errorf("read message %d (line %d): %w", i, e.Line, err)
+			}
+			pos = e.Offset
+			line, err := br.ReadSlice('\n')
+			if errors.Is(err, bufio.ErrBufferFull) {
+				rest, err2 := br.ReadBytes('\n')
+				line = append(slices.Clone(line), rest...)
+				err = err2
+			}
+			if err != nil && !(errors.Is(err, io.EOF) && len(line) > 0) {
+				return out, fmt.Errorf("read message %d (line %d): %w", i, e.Line, err)
+			}
+			pos += int64(len(line))
+			raw = bytes.TrimRight(line, "\r\n")
+		}
+		if int32(i) == k.req {
+			k.target = intern(tape.Target(k.method, raw))
+			params := gjsonGet(raw, "params").Raw
+			key := append(append(canon[:0], k.method...), 0)
+			var ok bool
+			if canon, ok = cs.params(key, []byte(params), n); !ok {
+				canon = append(key, params...)
+				if v, err := n.NormalizeParams([]byte(params)); err == nil {
+					if b, err := tape.CanonicalValue(v); err == nil {
+						canon = append(key, b...)
+					}
+				}
+			}
+			binary.LittleEndian.PutUint64(k.key[:8], maphash.Bytes(seeds[0], canon))
+			binary.LittleEndian.PutUint64(k.key[8:], maphash.Bytes(seeds[1], canon))
+		} else {
 			// Answers with the same bytes are the same: only the others are
 			// read again and compared by meaning.
-			ans := gjson.GetBytes(c.ResponseRaw, "result")
+			ans := gjsonGet(raw, "result")
 			if !ans.Exists() {
-				ans = gjson.GetBytes(c.ResponseRaw, "error")
+				ans = gjsonGet(raw, "error")
 			}
-			sum := sha256.Sum256([]byte(ans.Raw))
-			k.answer = binary.LittleEndian.Uint64(sum[:8])
+			k.answer = maphash.String(seeds[0], ans.Raw)
 		}
-		out = append(out, k)
-		return nil
-	})
-	// ReadCalls gives calls as they complete: back to recorded order.
-	slices.SortFunc(out, func(x, y call) int { return int(x.req - y.req) })
-	return out, err
+	}
+	return out, nil
+}
+
+// gjsonGet is gjson.GetBytes without its copy of the result: the result
+// points into raw and must not outlive it.
+func gjsonGet(raw []byte, path string) gjson.Result {
+	if len(raw) == 0 {
+		return gjson.Result{}
+	}
+	return gjson.Get(unsafe.String(&raw[0], len(raw)), path)
+}
+
+// answerStatus is a call's status and JSON-RPC error code from its answer
+// at seq, as tape.ReadCalls gives them.
+func answerStatus(x *tape.Index, seq int) (string, int32) {
+	status := "ok"
+	code := func() int32 {
+		m, err := x.Message(seq)
+		if err != nil {
+			return 0
+		}
+		return int32(gjson.GetBytes(tape.StripMeta(m.Raw), "error.code").Int())
+	}
+	var c int32
+	switch x.Failure(seq) {
+	case tape.RPCError:
+		status, c = "error", code()
+	case tape.NoFailure:
+		if x.Negotiation(seq) {
+			status, c = "negotiation", code()
+		}
+	case tape.ToolError:
+		status = "tool-error"
+	}
+	if x.Pair(seq).Late {
+		status = "late"
+	}
+	return status, c
 }
 
 // alignCalls aligns a and b by their keys and reports the differences:

@@ -2,6 +2,7 @@ package compare
 
 import (
 	"fmt"
+	"hash/maphash"
 	"slices"
 
 	"github.com/tidwall/gjson"
@@ -32,18 +33,19 @@ func Shadow(side Side, o Options) (Report, error) {
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", side.Name, err)
 		}
-		ca, err := calls(side, s, n, func(c tape.Call) bool {
+		seeds := [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+		ca, err := calls(side, s, n, seeds, func(seq int) bool {
 			// The session is tape metadata: the recorded line has it.
-			session := ""
-			if m, err := x.Message(c.Request); err == nil {
-				session = tape.ParseHTTPMeta(m.Raw).Session
+			m, err := x.Message(seq)
+			if err != nil {
+				return false
 			}
-			return copied[shadowKey(session, string(c.ID))]
+			return copied[shadowKey(tape.ParseHTTPMeta(m.Raw).Session, string(m.ID))]
 		})
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", side.Name, err)
 		}
-		cb, err := calls(side, lane, n, nil)
+		cb, err := calls(side, lane, n, seeds, nil)
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", side.Name, err)
 		}

@@ -79,8 +79,7 @@ func appendCall(b []byte, c tape.Call) []byte {
 		b = append(b, ',', '"')
 		b = append(b, k...)
 		b = append(b, '"', ':')
-		q, _ := json.Marshal(v) // escapes as encoding/json does
-		return append(b, q...)
+		return appendString(b, v)
 	}
 	b = append(b, `{"request":`...)
 	b = strconv.AppendInt(b, int64(c.Request), 10)
@@ -130,10 +129,25 @@ func appendCall(b []byte, c tape.Call) []byte {
 	return append(b, '}', '\n')
 }
 
-// appendRaw appends a message that is JSON already; one that is not (a
-// damaged line) goes in as a string.
+// appendString appends v quoted as encoding/json quotes it: as it is when
+// nothing in it needs escaping (printable ASCII but for " \ < > &).
+func appendString(b []byte, v string) []byte {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(v)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, v...)
+	return append(b, '"')
+}
+
+// appendRaw appends a message that is JSON already, its bytes copied as
+// they are (checked by validJSON, not decoded); one that is not (a damaged
+// line) goes in as a string.
 func appendRaw(b, raw []byte) []byte {
-	if json.Valid(raw) {
+	if validJSON(raw) {
 		return append(b, raw...)
 	}
 	q, _ := json.Marshal(string(raw))

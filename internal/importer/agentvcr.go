@@ -40,7 +40,7 @@ func AgentVCR(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 		return Result{}, err
 	}
 	rt := root(formatAgentVCR, doc)
-	if _, err := rt.object(); err != nil {
+	if err := rt.load(); err != nil {
 		return Result{}, rt.errorf("expected an agent-vcr recording {\"format_version\", \"metadata\", \"session\"}, found %s", rt.found())
 	}
 	version, err := rt.get("format_version").optStr()
@@ -51,7 +51,7 @@ func AgentVCR(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 		return Result{}, rt.get("format_version").errorf("expected a recording of format version 1.x, found %q", version)
 	}
 	md := rt.get("metadata")
-	if _, err := md.object(); err != nil {
+	if err := md.load(); err != nil {
 		return Result{}, err
 	}
 	start, err := md.get("recorded_at").time()
@@ -87,7 +87,7 @@ func AgentVCR(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	names := map[string]string{}
 	for _, k := range []string{"server_info", "client_info"} {
 		if n := md.get(k); !n.absent() {
-			if _, err := n.object(); err != nil {
+			if err := n.load(); err != nil {
 				return Result{}, err
 			}
 			if names[k], err = n.get("name").optStr(); err != nil {
@@ -103,7 +103,7 @@ func AgentVCR(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 		server = "server"
 	}
 	ss := rt.get("session")
-	if _, err := ss.object(); err != nil {
+	if err := ss.load(); err != nil {
 		return Result{}, err
 	}
 	initReq, err := ss.get("initialize_request").message()
@@ -135,7 +135,7 @@ func AgentVCR(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 		return out.result(), err
 	}
 	for _, in := range interactions {
-		if _, err := in.object(); err != nil {
+		if err := in.load(); err != nil {
 			return out.result(), err
 		}
 		at, err := in.get("timestamp").time()

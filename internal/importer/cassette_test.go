@@ -46,15 +46,15 @@ func TestImportMCPRecorderCassette(t *testing.T) {
 		}
 		send := w[k]
 		k++
-		if send.Dir != tape.DirSend || canon(t, send.Raw) != canon(t, in.Request) || !send.Time.Equal(msTime(at)) {
-			t.Errorf("interaction %d request: %s at %v, want send of %s at %v", i, send.Dir, send.Time, in.Request, msTime(at))
+		if send.Dir != tape.DirSend || canon(t, send.Raw) != canon(t, in.Request) || !send.Time.Equal(tapeTime(at)) {
+			t.Errorf("interaction %d request: %s at %v, want send of %s at %v", i, send.Dir, send.Time, in.Request, tapeTime(at))
 		}
 		if string(in.Response) != "null" {
 			recv := w[k]
 			k++
 			hm := tape.ParseHTTPMeta(recv.Raw)
-			if recv.Dir != tape.DirRecv || canon(t, recv.Raw) != canon(t, in.Response) || !recv.Time.Equal(msTime(end)) || hm.Status != 200 || (hm.Stream != 0) != in.IsSSE {
-				t.Errorf("interaction %d response: %s at %v %+v, want recv at %v", i, recv.Dir, recv.Time, hm, msTime(end))
+			if recv.Dir != tape.DirRecv || canon(t, recv.Raw) != canon(t, in.Response) || !recv.Time.Equal(tapeTime(end)) || hm.Status != 200 || (hm.Stream != 0) != in.IsSSE {
+				t.Errorf("interaction %d response: %s at %v %+v, want recv at %v", i, recv.Dir, recv.Time, hm, tapeTime(end))
 			}
 		}
 		at = end
@@ -117,11 +117,11 @@ func TestImportAgentVCRRecordings(t *testing.T) {
 				}
 				req, resp := w[2+2*i], w[3+2*i]
 				end := at.Add(time.Duration(in.LatencyMS * float64(time.Millisecond)))
-				if req.Dir != tape.DirSend || canon(t, req.Raw) != canon(t, in.Request) || !req.Time.Equal(msTime(at)) {
+				if req.Dir != tape.DirSend || canon(t, req.Raw) != canon(t, in.Request) || !req.Time.Equal(tapeTime(at)) {
 					t.Errorf("interaction %d request at %v: %s", i, req.Time, req.Raw)
 				}
-				if resp.Dir != tape.DirRecv || canon(t, resp.Raw) != canon(t, in.Response) || !resp.Time.Equal(msTime(end)) {
-					t.Errorf("interaction %d response at %v, want %v: %s", i, resp.Time, msTime(end), resp.Raw)
+				if resp.Dir != tape.DirRecv || canon(t, resp.Raw) != canon(t, in.Response) || !resp.Time.Equal(tapeTime(end)) {
+					t.Errorf("interaction %d response at %v, want %v: %s", i, resp.Time, tapeTime(end), resp.Raw)
 				}
 			}
 			if n := count(w, func(e tape.Entry) bool { return e.Error }); n != c.errs {

@@ -83,7 +83,7 @@ func ghawLine(out *out, line []byte, o Options, started map[string]bool) error {
 		se.Line, se.Column = 0, 0
 		return se
 	}
-	if _, err := env.object(); err != nil {
+	if err := env.load(); err != nil {
 		return env.errorf("expected an rpc-messages.jsonl envelope (an object), found %s", env.found())
 	}
 	typ, err := env.get("type").str()

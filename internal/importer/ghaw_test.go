@@ -29,7 +29,7 @@ func TestImportGHAW(t *testing.T) {
 	if progress := count(w, func(e tape.Entry) bool { return e.Method == "notifications/progress" && e.Dir == tape.DirRecv }); progress != 3 {
 		t.Errorf("%d progress notifications from the server, expected 3", progress)
 	}
-	if w[0].Time.IsZero() || msTime(w[0].Time).Format("15:04:05.000") != "14:43:01.518" {
+	if w[0].Time.IsZero() || tapeTime(w[0].Time).Format("15:04:05.000") != "14:43:01.518" {
 		t.Errorf("first time %v, expected 14:43:01.518", w[0].Time)
 	}
 	// A payload given as a string holding the message reads the same.

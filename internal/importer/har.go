@@ -299,7 +299,7 @@ func (h *harImport) readLog(dec *json.Decoder, b *harReader) (int, error) {
 			continue
 		}
 		if c := (node{format: formatHAR, path: path, raw: raw}); !c.absent() {
-			if _, err := c.object(); err != nil {
+			if err := c.load(); err != nil {
 				return 0, err
 			}
 			if h.creator, err = c.get("name").optStr(); err != nil {
@@ -361,7 +361,7 @@ func harHeaders(n node) (map[string]string, error) {
 		return nil, err
 	}
 	for _, h := range hs {
-		if _, err := h.object(); err != nil {
+		if err := h.load(); err != nil {
 			return nil, err
 		}
 		name, err := h.get("name").str()
@@ -399,7 +399,7 @@ func jsonRPCish(b []byte) bool {
 }
 
 func (h *harImport) entry(i int, e node) error {
-	if _, err := e.object(); err != nil {
+	if err := e.load(); err != nil {
 		return err
 	}
 	start, err := e.get("startedDateTime").time()
@@ -418,7 +418,7 @@ func (h *harImport) entry(i int, e node) error {
 	}
 	end := start.Add(time.Duration(total * float64(time.Millisecond)))
 	req := e.get("request")
-	if _, err := req.object(); err != nil {
+	if err := req.load(); err != nil {
 		return err
 	}
 	method, err := req.get("method").str()
@@ -440,7 +440,7 @@ func (h *harImport) entry(i int, e node) error {
 	var body []byte
 	pd := req.get("postData")
 	if !pd.absent() {
-		if _, err := pd.object(); err != nil {
+		if err := pd.load(); err != nil {
 			return err
 		}
 		text, err := pd.get("text").optStr()
@@ -450,7 +450,7 @@ func (h *harImport) entry(i int, e node) error {
 		body = []byte(text)
 	}
 	resp := e.get("response")
-	if _, err := resp.object(); err != nil {
+	if err := resp.load(); err != nil {
 		return err
 	}
 	st, err := resp.get("status").num()
@@ -469,7 +469,7 @@ func (h *harImport) entry(i int, e node) error {
 	var ctext []byte
 	var mime string
 	if !content.absent() {
-		if _, err := content.object(); err != nil {
+		if err := content.load(); err != nil {
 			return err
 		}
 		text, err := content.get("text").optStr()

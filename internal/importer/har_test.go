@@ -159,7 +159,7 @@ func TestImportHARBrowserLike(t *testing.T) {
 	if hm := tape.ParseHTTPMeta(init.Raw); hm.NewSession != "abc" || hm.Event != "7" || hm.Status != 200 {
 		t.Errorf("initialize answer meta %+v", hm)
 	}
-	if want := time.Date(2026, 5, 1, 10, 0, 1, 12_000_000, time.UTC); !init.Time.Equal(want) {
+	if want := time.Date(2026, 5, 1, 10, 0, 1, 12_500_000, time.UTC); !init.Time.Equal(want) { // its microseconds kept
 		t.Errorf("answer at %v, want %v (start + time)", init.Time, want)
 	}
 	if string(tape.StripMeta(es[6].Raw)) != `{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}` {

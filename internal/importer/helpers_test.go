@@ -72,8 +72,8 @@ func count(es []tape.Entry, f func(tape.Entry) bool) int {
 	return n
 }
 
-// ms truncates to the tape's resolution.
-func msTime(t time.Time) time.Time { return t.Truncate(time.Millisecond) }
+// tapeTime truncates to the tape's resolution (microseconds).
+func tapeTime(t time.Time) time.Time { return t.Truncate(time.Microsecond) }
 
 // wantError checks err is an *Error whose text has each of parts.
 func wantError(t *testing.T, err error, parts ...string) {

@@ -19,6 +19,7 @@
 package importer
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -71,6 +72,7 @@ type Result struct {
 	Messages  int      // wire messages (requests, responses, notifications)
 	Lifecycle int      // lifecycle records ($transport/start, stderr, invalid frames, ...)
 	Skipped   int      // input records that hold no MCP traffic (a HAR's other requests)
+	Reordered int      // answers the source recorded before their requests, put after them (mcpsnoop)
 	Servers   []string // the servers named on the tape, sorted
 }
 
@@ -110,7 +112,13 @@ func ImportContext(ctx context.Context, format string, r io.Reader, w io.Writer,
 	if !ok {
 		return Result{}, fmt.Errorf("unknown format %q: expected one of %s", format, strings.Join(Formats(), ", "))
 	}
-	res, err := f(ctxReader{ctx, r}, tape.NewWriter(w), o)
+	// One buffered writer under the tape's: a record is a write to it, not
+	// a system call.
+	bw := bufio.NewWriterSize(w, 1<<20)
+	res, err := f(ctxReader{ctx, r}, tape.NewWriter(bw).KeepMicroseconds(), o)
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
 	if cerr := ctx.Err(); cerr != nil && err != nil {
 		return res, fmt.Errorf("%s: stopped while reading: %w", format, cerr)
 	}
@@ -312,6 +320,9 @@ type node struct {
 	format string
 	path   string
 	raw    json.RawMessage // nil when the member is missing
+	// obj holds an object's members once load decoded them, so that each
+	// get does not decode the object again.
+	obj map[string]json.RawMessage
 }
 
 func root(format string, raw []byte) node { return node{format: format, path: "$", raw: raw} }
@@ -341,11 +352,21 @@ func (n node) object() (map[string]json.RawMessage, error) {
 	return m, nil
 }
 
+// load is object, keeping the members for get.
+func (n *node) load() error {
+	m, err := n.object()
+	n.obj = m
+	return err
+}
+
 // get returns member key of an object (missing if n is not an object or
-// has no such member: check with object first).
+// has no such member: check with load first, which decodes the object
+// once for every get).
 func (n node) get(key string) node {
-	var m map[string]json.RawMessage
-	_ = json.Unmarshal(n.raw, &m)
+	m := n.obj
+	if m == nil {
+		_ = json.Unmarshal(n.raw, &m)
+	}
 	return node{format: n.format, path: n.path + "." + key, raw: m[key]}
 }
 
@@ -398,7 +419,7 @@ func (n node) optNum(def float64) (float64, error) {
 
 // message returns a JSON-RPC message (an object).
 func (n node) message() ([]byte, error) {
-	if _, err := n.object(); err != nil {
+	if err := n.load(); err != nil {
 		return nil, n.errorf("expected a JSON-RPC message (an object), found %s", n.found())
 	}
 	if err := checkMessage(n.raw); err != nil {

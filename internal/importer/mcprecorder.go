@@ -48,7 +48,7 @@ func MCPRecorder(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 		return Result{}, err
 	}
 	rt := root(formatMCPRecorder, doc)
-	if _, err := rt.object(); err != nil {
+	if err := rt.load(); err != nil {
 		return Result{}, rt.errorf("expected an mcp-recorder cassette {\"version\", \"metadata\", \"interactions\"}, found %s", rt.found())
 	}
 	version, err := rt.get("version").optStr()
@@ -59,7 +59,7 @@ func MCPRecorder(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 		return Result{}, rt.get("version").errorf("expected a cassette of format version 1.x, found %q", version)
 	}
 	md := rt.get("metadata")
-	if _, err := md.object(); err != nil {
+	if err := md.load(); err != nil {
 		return Result{}, err
 	}
 	t, err := md.get("recorded_at").time()
@@ -80,7 +80,7 @@ func MCPRecorder(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	}
 	var infoName string
 	if si := md.get("server_info"); !si.absent() {
-		if _, err := si.object(); err != nil {
+		if err := si.load(); err != nil {
 			return Result{}, err
 		}
 		if infoName, err = si.get("name").optStr(); err != nil {
@@ -123,7 +123,7 @@ func MCPRecorder(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 		return out.result(), err
 	}
 	for i, in := range interactions {
-		if _, err := in.object(); err != nil {
+		if err := in.load(); err != nil {
 			return out.result(), err
 		}
 		typ, err := in.get("type").str()

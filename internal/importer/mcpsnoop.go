@@ -27,7 +27,11 @@ package importer
 // _meta transport "http", status (s2c), protocolVersion, mcpMethod and
 // mcpName (c2s, from mcpsnoop's header fields), http "POST" (c2s: a
 // client message over Streamable HTTP is always POSTed). ts keeps its
-// milliseconds; server_label names the server.
+// microseconds (the tape's _meta.ts then has six fractional digits);
+// server_label names the server. An answer logged before
+// its request (mcpsnoop writes the two directions from two goroutines, so
+// its seq is not causal) is put after the request when the timestamps
+// show the request came first (reorder.go), counted in Result.Reordered.
 
 import (
 	"bufio"
@@ -46,6 +50,7 @@ const formatMCPSnoop = "mcpsnoop"
 func MCPSnoop(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	br := bufio.NewReader(r)
 	out := newOut(w)
+	ro := newReorder(out)
 	started := map[string]bool{} // session_id → $transport/start written
 	lines := 0
 	max := o.maxLine()
@@ -62,7 +67,7 @@ func MCPSnoop(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 		}
 		if len(bytes.TrimSpace(line)) > 0 {
 			lines++
-			if perr := snoopLine(out, line, o, started); perr != nil {
+			if perr := snoopLine(ro, line, o, started); perr != nil {
 				var ie *Error
 				if errors.As(perr, &ie) {
 					ie.Line = n
@@ -75,22 +80,28 @@ func MCPSnoop(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 			break
 		}
 	}
+	if err := ro.flush(true); err != nil {
+		return out.result(), err
+	}
 	if lines == 0 {
 		return out.result(), &Error{Format: formatMCPSnoop, Err: errors.New("expected mcpsnoop envelopes (JSON lines), found an empty input")}
 	}
 	return out.result(), nil
 }
 
-func snoopLine(out *out, line []byte, o Options, started map[string]bool) error {
+func snoopLine(ro *reorder, line []byte, o Options, started map[string]bool) error {
+	out := ro.out
 	line = bytes.TrimSpace(line)
 	env := root(formatMCPSnoop, line)
-	if !json.Valid(line) {
-		var v any
-		se := syntaxError(formatMCPSnoop, line, json.Unmarshal(line, &v))
-		se.Line, se.Column = 0, 0
-		return se
-	}
-	if _, err := env.object(); err != nil {
+	// One decoding of the envelope serves every member read below; only a
+	// line that fails it is looked at again, to say why.
+	if err := env.load(); err != nil {
+		if !json.Valid(line) {
+			var v any
+			se := syntaxError(formatMCPSnoop, line, json.Unmarshal(line, &v))
+			se.Line, se.Column = 0, 0
+			return se
+		}
 		return env.errorf("expected an mcpsnoop envelope (an object), found %s", env.found())
 	}
 	dir, err := env.get("direction").str()
@@ -155,14 +166,16 @@ func snoopLine(out *out, line []byte, o Options, started map[string]bool) error 
 		}
 		started[session] = true
 		if raw.absent() {
-			return out.lifecycle(tape.MethodStart, startParams(formatMCPSnoop, map[string]any{"transport": transport, "session": session}), m)
+			return ro.other(func() error {
+				return out.lifecycle(tape.MethodStart, startParams(formatMCPSnoop, map[string]any{"transport": transport, "session": session}), m)
+			})
 		}
 		p, err := snoopMeta(raw)
 		if err != nil {
 			return err
 		}
 		p["transport"], p["session"] = transport, session
-		return out.lifecycle(tape.MethodStart, startParams(formatMCPSnoop, p), m)
+		return ro.other(func() error { return out.lifecycle(tape.MethodStart, startParams(formatMCPSnoop, p), m) })
 	}
 	switch dir {
 	case "c2s", "s2c", "stderr":
@@ -175,7 +188,9 @@ func snoopLine(out *out, line []byte, o Options, started map[string]bool) error 
 		if transport == "http" {
 			sm.Extra = map[string]any{tape.MetaTransport: "http"}
 		}
-		if err := out.lifecycle(tape.MethodStart, startParams(formatMCPSnoop, map[string]any{"transport": transport, "session": session}), sm); err != nil {
+		if err := ro.other(func() error {
+			return out.lifecycle(tape.MethodStart, startParams(formatMCPSnoop, map[string]any{"transport": transport, "session": session}), sm)
+		}); err != nil {
 			return err
 		}
 	}
@@ -183,7 +198,7 @@ func snoopLine(out *out, line []byte, o Options, started map[string]bool) error 
 		if !raw.absent() {
 			return raw.errorf("expected no raw message on a stderr envelope (its line is in text), found %s", raw.found())
 		}
-		return out.lifecycle(tape.MethodStderr, map[string]string{"text": text}, m)
+		return ro.other(func() error { return out.lifecycle(tape.MethodStderr, map[string]string{"text": text}, m) })
 	}
 
 	m.Dir = tape.DirSend
@@ -219,11 +234,11 @@ func snoopLine(out *out, line []byte, o Options, started map[string]bool) error 
 		if checkMessage(msg) != nil {
 			// JSON, but no JSON-RPC message: what crossed the wire, kept as
 			// an invalid frame.
-			return out.invalid(msg, m)
+			return ro.other(func() error { return out.invalid(msg, m) })
 		}
-		return out.message(msg, m)
+		return ro.message(msg, m, session)
 	case text != "":
-		return out.invalid([]byte(text), m)
+		return ro.other(func() error { return out.invalid([]byte(text), m) })
 	case status != 0:
 		p := map[string]any{"status": int(status)}
 		if status == 202 {
@@ -234,14 +249,14 @@ func snoopLine(out *out, line []byte, o Options, started map[string]bool) error 
 		if transport == "" {
 			delete(lm.Extra, tape.MetaTransport)
 		}
-		return out.lifecycle(tape.MethodHTTPExchange, p, lm)
+		return ro.other(func() error { return out.lifecycle(tape.MethodHTTPExchange, p, lm) })
 	}
 	return env.errorf("expected a %s envelope with raw (a JSON-RPC message), text (a frame that is not JSON) or status (an HTTP answer without a message), found none of them", dir)
 }
 
 // snoopMeta reads a meta envelope's raw: {"command":[...],"cwd":"..."}.
 func snoopMeta(raw node) (map[string]any, error) {
-	if _, err := raw.object(); err != nil {
+	if err := raw.load(); err != nil {
 		return nil, raw.errorf(`expected the session's meta {"command":[...],"cwd":...}, found %s`, raw.found())
 	}
 	p := map[string]any{}

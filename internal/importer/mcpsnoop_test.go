@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -96,8 +97,8 @@ func TestImportMCPSnoopRealLogs(t *testing.T) {
 				if want := map[string]tape.Dir{"c2s": tape.DirSend, "s2c": tape.DirRecv}[env.Direction]; e.Dir != want {
 					t.Errorf("frame %d: dir %s, want %s", i, e.Dir, want)
 				}
-				if !e.Time.Equal(msTime(env.TS)) {
-					t.Errorf("frame %d: ts %v, want %v", i, e.Time, msTime(env.TS))
+				if !e.Time.Equal(tapeTime(env.TS)) {
+					t.Errorf("frame %d: ts %v, want %v", i, e.Time, tapeTime(env.TS))
 				}
 				if e.Server != env.ServerLabel {
 					t.Errorf("frame %d: server %q, want %q", i, e.Server, env.ServerLabel)
@@ -261,4 +262,30 @@ func (spaces) Read(b []byte) (int, error) {
 		b[i] = ' '
 	}
 	return len(b), nil
+}
+
+// An answer mcpsnoop logged before its request (its two directions are
+// written by two goroutines): put after the request when the timestamps
+// say the request came first, counted once in Result.Reordered; left in
+// the log's order when they say otherwise or the request never comes.
+func TestImportMCPSnoopRepairsOrder(t *testing.T) {
+	env := func(seq int, ts, dir, raw string) string {
+		return `{"session_id":"s1","server_label":"srv","seq":` + strconv.Itoa(seq) + `,"ts":"` + ts + `","direction":"` + dir + `","transport":"stdio","raw":` + raw + "}\n"
+	}
+	log := env(1, "2026-03-01T10:00:00.000100Z", "s2c", `{"jsonrpc":"2.0","id":1,"result":{}}`) + // before its request
+		env(2, "2026-03-01T10:00:00.000200Z", "c2s", `{"jsonrpc":"2.0","method":"notifications/initialized"}`) +
+		env(3, "2026-03-01T10:00:00.000050Z", "c2s", `{"jsonrpc":"2.0","id":1,"method":"ping"}`) + // stamped first
+		env(4, "2026-03-01T10:00:01Z", "s2c", `{"jsonrpc":"2.0","id":2,"result":{}}`) + // before its request, stamped before it too
+		env(5, "2026-03-01T10:00:02Z", "c2s", `{"jsonrpc":"2.0","id":2,"method":"ping"}`) +
+		env(6, "2026-03-01T10:00:03Z", "s2c", `{"jsonrpc":"2.0","id":9,"result":{}}`) + // never asked
+		env(7, "2026-03-01T10:00:04Z", "c2s", `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+	res, es := importTape(t, "mcpsnoop", []byte(log), Options{})
+	var got []string
+	for _, e := range wire(es) {
+		got = append(got, string(e.Dir)+" "+string(e.ID)+e.Method)
+	}
+	want := []string{"send notifications/initialized", "send 1ping", "recv 1", "recv 2", "send 2ping", "recv 9", "send 3ping"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") || res.Reordered != 1 {
+		t.Fatalf("tape order %q, %d reordered; want %q, 1 reordered", got, res.Reordered, want)
+	}
 }

@@ -190,3 +190,67 @@ func BenchmarkList10k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBigTape: the library with one big tape of each benchmark
+// profile (tape.BenchProfiles): the first index (tapedeck ls on a new
+// tape), a refresh after one line appended, and a search, each against
+// `stats` of the same bytes in the same run. Budgets: first index ≤ 2x
+// stats, one appended line re-indexed in < 50 ms. Here x-stats-cpu
+// covers the whole iteration (first index, the one-line refresh, search).
+//
+//	go test ./internal/library -run '^$' -bench BigTape -benchtime 1x
+func BenchmarkBigTape(b *testing.B) {
+	for _, p := range tape.BenchProfiles() {
+		dir := b.TempDir()
+		path := filepath.Join(dir, p.Name+".jsonl")
+		if _, err := tape.WriteSynth(path, p.Opts); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(p.Name, func(b *testing.B) {
+			y := tape.Yardstick{Path: path}
+			var appended, search time.Duration
+			for i := 0; b.Loop(); i++ {
+				b.StopTimer()
+				if err := y.Measure(); err != nil {
+					b.Fatal(err)
+				}
+				l, err := Open(Options{Path: filepath.Join(b.TempDir(), "index.db"), DefaultDir: dir})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if _, err := l.Refresh(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				tw := tape.NewWriter(f)
+				at := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second)
+				if err := tw.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"`+needle+`"}}`), tape.Meta{Dir: tape.DirRecv, Server: "synth", Time: at}); err != nil {
+					b.Fatal(err)
+				}
+				f.Close()
+				t0 := time.Now()
+				rep, err := l.Refresh(context.Background())
+				if err != nil || rep.Indexed != 1 {
+					b.Fatalf("refresh after one line: %+v, %v", rep, err)
+				}
+				appended += time.Since(t0)
+				t0 = time.Now()
+				if _, err := l.Search(Query{Text: needle}); err != nil {
+					b.Fatal(err)
+				}
+				search += time.Since(t0)
+				l.Close()
+				b.StartTimer()
+			}
+			y.Report(b, b.Elapsed(), b.N)
+			b.ReportMetric(float64(appended.Milliseconds())/float64(b.N), "ms-one-line")
+			b.ReportMetric(float64(appended)/float64(y.Stats), "one-line-x-stats")
+			b.ReportMetric(float64(search.Milliseconds())/float64(b.N), "ms-search")
+		})
+	}
+}

@@ -1,0 +1,446 @@
+package compare
+
+import (
+	"bytes"
+	"encoding/binary"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// canonParams appends to dst the bytes tape.CanonicalValue gives for
+// n.NormalizeParams(params), found by one scan of params' bytes with no
+// decoding into generic values. It reports false (and the caller takes
+// the decoding path) for what the scan does not handle: ignore paths,
+// escapes other than \" \\ \n \r \t, a key with any escape, U+2028 or
+// U+2029, invalid UTF-8, a duplicate key, nesting deeper than 500, and
+// anything that is not one JSON value. Where it reports true its bytes are
+// the decoding path's (TestCanonParamsAgrees).
+func canonParams(dst, params []byte, n *tape.Normalizer) ([]byte, bool) {
+	var c canonScan
+	return c.params(dst, params, n)
+}
+
+// params is canonParams with c's scratch space, kept from call to call.
+func (c *canonScan) params(dst, params []byte, n *tape.Normalizer) ([]byte, bool) {
+	if len(n.Ignore) > 0 {
+		return dst, false
+	}
+	c.b, c.n, c.ms = dst, n, c.ms[:0]
+	i := skipWS(params, 0)
+	if i == len(params) {
+		return append(dst, "null"...), true
+	}
+	var ok bool
+	if params[i] == '{' {
+		i, ok = c.object(params, i, 0, true)
+	} else {
+		i, ok = c.value(params, i, 0)
+	}
+	if !ok || skipWS(params, i) != len(params) {
+		return dst, false
+	}
+	return c.b, true
+}
+
+type canonScan struct {
+	b, tmp []byte
+	n      *tape.Normalizer
+	ms     []member // a stack: each object's members above its parent's
+}
+
+type member struct {
+	key        []byte
+	start, end int // the member's bytes in b: "key":value
+}
+
+func skipWS(s []byte, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+func (c *canonScan) value(s []byte, i, depth int) (int, bool) {
+	if i >= len(s) {
+		return i, false
+	}
+	switch ch := s[i]; {
+	case ch == '{':
+		return c.object(s, i, depth, false)
+	case ch == '[':
+		if depth > 500 {
+			return i, false
+		}
+		c.b = append(c.b, '[')
+		i = skipWS(s, i+1)
+		if i < len(s) && s[i] == ']' {
+			c.b = append(c.b, ']')
+			return i + 1, true
+		}
+		for {
+			var ok bool
+			if i, ok = c.value(s, i, depth+1); !ok {
+				return i, false
+			}
+			i = skipWS(s, i)
+			if i >= len(s) {
+				return i, false
+			}
+			if s[i] == ']' {
+				c.b = append(c.b, ']')
+				return i + 1, true
+			}
+			if s[i] != ',' {
+				return i, false
+			}
+			c.b = append(c.b, ',')
+			i = skipWS(s, i+1)
+		}
+	case ch == '"':
+		j, _, ok := scanString(s, i, false)
+		if ok {
+			c.b = append(c.b, s[i:j]...)
+		}
+		return j, ok
+	case ch == 't':
+		return c.literal(s, i, "true")
+	case ch == 'f':
+		return c.literal(s, i, "false")
+	case ch == 'n':
+		return c.literal(s, i, "null")
+	case ch == '-' || ch >= '0' && ch <= '9':
+		j, frac, ok := scanNumber(s, i)
+		if !ok {
+			return j, false
+		}
+		num := s[i:j]
+		switch {
+		case !frac && string(num) == "-0":
+			c.b = append(c.b, '0')
+		case !frac:
+			c.b = append(c.b, num...)
+		default:
+			c.b = append(c.b, tape.CanonicalNumber(string(num))...)
+		}
+		return j, true
+	}
+	return i, false
+}
+
+func (c *canonScan) literal(s []byte, i int, lit string) (int, bool) {
+	if !bytes.HasPrefix(s[i:], []byte(lit)) {
+		return i, false
+	}
+	c.b = append(c.b, lit...)
+	return i + len(lit), true
+}
+
+// volatile is the Normalizer's list of params._meta keys that change on
+// every run.
+func volatile(k []byte) bool {
+	switch string(k) {
+	case "progressToken", "traceparent", "tracestate", "baggage":
+		return true
+	}
+	return bytes.HasPrefix(k, []byte("io.modelcontextprotocol/"))
+}
+
+// object appends an object with its members sorted by key. top marks the
+// params object itself, where the Normalizer's rules apply: params._meta
+// without its volatile keys (and dropped when empty), an absent arguments
+// (beside name) or context (beside ref) read as {}, and empty params as
+// null (see tape.Normalizer).
+func (c *canonScan) object(s []byte, i, depth int, top bool) (int, bool) {
+	if depth > 500 {
+		return i, false
+	}
+	start := len(c.b)
+	c.b = append(c.b, '{')
+	base := len(c.ms)
+	defer func() { c.ms = c.ms[:base] }()
+	var dropped [][]byte
+	i = skipWS(s, i+1)
+	if i < len(s) && s[i] == '}' {
+		i++
+	} else {
+		for {
+			if i >= len(s) || s[i] != '"' {
+				return i, false
+			}
+			j, esc, ok := scanString(s, i, true)
+			if !ok || esc {
+				return j, false
+			}
+			key := s[i+1 : j-1]
+			i = skipWS(s, j)
+			if i >= len(s) || s[i] != ':' {
+				return i, false
+			}
+			i = skipWS(s, i+1)
+			comma := len(c.b)
+			if len(c.ms) > base {
+				c.b = append(c.b, ',')
+			}
+			m := member{key: key, start: len(c.b)}
+			c.b = append(c.b, s[j-len(key)-2:j]...)
+			c.b = append(c.b, ':')
+			if top && string(key) == "_meta" && i < len(s) && s[i] == '{' {
+				vs := len(c.b)
+				if i, ok = c.meta(s, i, depth+1); !ok {
+					return i, false
+				}
+				if string(c.b[vs:]) == "{}" && (!c.n.KeepVolatile || !c.n.Exact) {
+					c.b = c.b[:comma] // an empty _meta is absent
+					m.start = -1
+					dropped = append(dropped, key)
+				}
+			} else if i, ok = c.value(s, i, depth+1); !ok {
+				return i, false
+			}
+			if m.start >= 0 {
+				m.end = len(c.b)
+				c.ms = append(c.ms, m)
+			}
+			i = skipWS(s, i)
+			if i >= len(s) {
+				return i, false
+			}
+			if s[i] == '}' {
+				i++
+				break
+			}
+			if s[i] != ',' {
+				return i, false
+			}
+			i = skipWS(s, i+1)
+		}
+	}
+	if top && !c.n.Exact {
+		has := func(k string) bool {
+			return slices.ContainsFunc(c.ms[base:], func(m member) bool { return string(m.key) == k })
+		}
+		for _, f := range [...][2]string{{"name", "arguments"}, {"ref", "context"}} {
+			if has(f[0]) && !has(f[1]) {
+				if len(c.ms) > base {
+					c.b = append(c.b, ',')
+				}
+				m := member{key: []byte(f[1]), start: len(c.b)}
+				c.b = append(c.b, `"`+f[1]+`":{}`...)
+				m.end = len(c.b)
+				c.ms = append(c.ms, m)
+			}
+		}
+		if len(c.ms) == base {
+			c.b = append(c.b[:start], "null"...)
+			return i, true
+		}
+	}
+	if !c.sortMembers(start+1, c.ms[base:], dropped) {
+		return i, false
+	}
+	c.b = append(c.b, '}')
+	return i, true
+}
+
+// meta appends params._meta without its volatile keys (all kept with
+// KeepVolatile).
+func (c *canonScan) meta(s []byte, i, depth int) (int, bool) {
+	if c.n.KeepVolatile {
+		return c.object(s, i, depth, false)
+	}
+	start := len(c.b)
+	c.b = append(c.b, '{')
+	base := len(c.ms)
+	defer func() { c.ms = c.ms[:base] }()
+	var dropped [][]byte
+	i = skipWS(s, i+1)
+	if i < len(s) && s[i] == '}' {
+		c.b = append(c.b, '}')
+		return i + 1, true
+	}
+	for {
+		if i >= len(s) || s[i] != '"' {
+			return i, false
+		}
+		j, esc, ok := scanString(s, i, true)
+		if !ok || esc {
+			return j, false
+		}
+		key := s[i+1 : j-1]
+		i = skipWS(s, j)
+		if i >= len(s) || s[i] != ':' {
+			return i, false
+		}
+		i = skipWS(s, i+1)
+		comma := len(c.b)
+		if len(c.ms) > base {
+			c.b = append(c.b, ',')
+		}
+		m := member{key: key, start: len(c.b)}
+		c.b = append(c.b, s[j-len(key)-2:j]...)
+		c.b = append(c.b, ':')
+		if i, ok = c.value(s, i, depth+1); !ok {
+			return i, false
+		}
+		if volatile(key) {
+			c.b = c.b[:comma]
+			dropped = append(dropped, key)
+		} else {
+			m.end = len(c.b)
+			c.ms = append(c.ms, m)
+		}
+		i = skipWS(s, i)
+		if i >= len(s) {
+			return i, false
+		}
+		if s[i] == '}' {
+			i++
+			break
+		}
+		if s[i] != ',' {
+			return i, false
+		}
+		i = skipWS(s, i+1)
+	}
+	if !c.sortMembers(start+1, c.ms[base:], dropped) {
+		return i, false
+	}
+	c.b = append(c.b, '}')
+	return i, true
+}
+
+// sortMembers puts the members written from b[from:] in key order with
+// commas between them; false on a duplicate key, dropped members' keys
+// among them (decoding keeps a duplicate's last value).
+func (c *canonScan) sortMembers(from int, ms []member, dropped [][]byte) bool {
+	for k, d := range dropped {
+		if slices.ContainsFunc(dropped[k+1:], func(e []byte) bool { return bytes.Equal(d, e) }) ||
+			slices.ContainsFunc(ms, func(m member) bool { return bytes.Equal(m.key, d) }) {
+			return false
+		}
+	}
+	sorted := true
+	for k := 1; k < len(ms); k++ {
+		switch bytes.Compare(ms[k-1].key, ms[k].key) {
+		case 0:
+			return false
+		case 1:
+			sorted = false
+		}
+	}
+	if sorted {
+		return true // written in order, commas between
+	}
+	slices.SortFunc(ms, func(a, b member) int { return bytes.Compare(a.key, b.key) })
+	for k := 1; k < len(ms); k++ {
+		if bytes.Equal(ms[k-1].key, ms[k].key) {
+			return false
+		}
+	}
+	// Rewrite in key order. Keys point into the source, not into b, so b
+	// can be rebuilt from a copy.
+	c.tmp = append(c.tmp[:0], c.b[from:]...)
+	c.b = c.b[:from]
+	for k, m := range ms {
+		if k > 0 {
+			c.b = append(c.b, ',')
+		}
+		c.b = append(c.b, c.tmp[m.start-from:m.end-from]...)
+	}
+	return true
+}
+
+// scanString returns the end of the string at s[i] (past its closing
+// quote) and whether it holds an escape; false for what the scan leaves
+// to the decoding path (see canonParams).
+func scanString(s []byte, i int, key bool) (int, bool, bool) {
+	j := i + 1
+	esc, high := false, false
+	for j < len(s) {
+		// Eight bytes at a time while none is a quote, a backslash, a
+		// control character or above ASCII.
+		for j+8 <= len(s) {
+			w := binary.LittleEndian.Uint64(s[j:])
+			const ones, highs = 0x0101010101010101, 0x8080808080808080
+			q, bs := w^(ones*'"'), w^(ones*'\\')
+			if ((q-ones)&^q|(bs-ones)&^bs|(w-ones*0x20)|w)&highs != 0 {
+				break
+			}
+			j += 8
+		}
+		if j >= len(s) {
+			break
+		}
+		ch := s[j]
+		switch {
+		case ch == '"':
+			if high {
+				str := s[i+1 : j]
+				if !utf8.Valid(str) || bytes.Contains(str, []byte("\u2028")) || bytes.Contains(str, []byte("\u2029")) {
+					return j, esc, false
+				}
+			}
+			return j + 1, esc, true
+		case ch == '\\':
+			if key || j+1 >= len(s) {
+				return j, true, false
+			}
+			switch s[j+1] {
+			case '"', '\\', 'n', 'r', 't':
+			default:
+				return j, true, false
+			}
+			esc = true
+			j += 2
+			continue
+		case ch < 0x20:
+			return j, esc, false
+		case ch >= 0x80:
+			high = true
+		}
+		j++
+	}
+	return j, esc, false
+}
+
+// scanNumber returns the end of the JSON number at s[i] and whether it has
+// a fraction or exponent; false when it is not one.
+func scanNumber(s []byte, i int) (int, bool, bool) {
+	j := i
+	if j < len(s) && s[j] == '-' {
+		j++
+	}
+	digits := func() int {
+		k := j
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		return j - k
+	}
+	if j < len(s) && s[j] == '0' {
+		j++
+	} else if digits() == 0 {
+		return j, false, false
+	}
+	frac := false
+	if j < len(s) && s[j] == '.' {
+		j++
+		frac = true
+		if digits() == 0 {
+			return j, frac, false
+		}
+	}
+	if j < len(s) && (s[j] == 'e' || s[j] == 'E') {
+		j++
+		frac = true
+		if j < len(s) && (s[j] == '+' || s[j] == '-') {
+			j++
+		}
+		if digits() == 0 {
+			return j, frac, false
+		}
+	}
+	return j, frac, true
+}
