@@ -46,24 +46,37 @@ import (
 
 const formatMCPSnoop = "mcpsnoop"
 
-// MCPSnoop imports an mcpsnoop session log.
+// MCPSnoop imports an mcpsnoop session log. What was read before an error
+// is on the tape, the records the reorder repair still held among it.
 func MCPSnoop(r io.Reader, w *tape.Writer, o Options) (Result, error) {
-	br := bufio.NewReader(r)
 	out := newOut(w)
 	ro := newReorder(out)
+	lines, err := snoopLines(r, ro, o)
+	if ferr := ro.flush(true); err == nil {
+		err = ferr
+	}
+	if err == nil && lines == 0 {
+		err = &Error{Format: formatMCPSnoop, Err: errors.New("expected mcpsnoop envelopes (JSON lines), found an empty input")}
+	}
+	return out.result(), err
+}
+
+// snoopLines reads r's envelopes into ro, returning how many lines held one.
+func snoopLines(r io.Reader, ro *reorder, o Options) (int, error) {
+	br := bufio.NewReader(r)
 	started := map[string]bool{} // session_id → $transport/start written
 	lines := 0
 	max := o.maxLine()
 	for n := 1; ; n++ {
 		line, err := readLine(br, max)
 		if errors.Is(err, errLineTooLong) {
-			return out.result(), &Error{Format: formatMCPSnoop, Line: n, Err: fmt.Errorf("expected a line of at most %d bytes, found a longer one", max)}
+			return lines, &Error{Format: formatMCPSnoop, Line: n, Err: fmt.Errorf("expected a line of at most %d bytes, found a longer one", max)}
 		}
 		if len(line) == 0 && errors.Is(err, io.EOF) {
-			break
+			return lines, nil
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
-			return out.result(), err
+			return lines, err
 		}
 		if len(bytes.TrimSpace(line)) > 0 {
 			lines++
@@ -71,22 +84,15 @@ func MCPSnoop(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 				var ie *Error
 				if errors.As(perr, &ie) {
 					ie.Line = n
-					return out.result(), ie
+					return lines, ie
 				}
-				return out.result(), perr
+				return lines, perr
 			}
 		}
 		if err != nil {
-			break
+			return lines, nil
 		}
 	}
-	if err := ro.flush(true); err != nil {
-		return out.result(), err
-	}
-	if lines == 0 {
-		return out.result(), &Error{Format: formatMCPSnoop, Err: errors.New("expected mcpsnoop envelopes (JSON lines), found an empty input")}
-	}
-	return out.result(), nil
 }
 
 func snoopLine(ro *reorder, line []byte, o Options, started map[string]bool) error {

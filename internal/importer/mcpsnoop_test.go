@@ -289,3 +289,27 @@ func TestImportMCPSnoopRepairsOrder(t *testing.T) {
 		t.Fatalf("tape order %q, %d reordered; want %q, 1 reordered", got, res.Reordered, want)
 	}
 }
+
+// An import that stops at a bad line keeps what came before it, the
+// answers the reorder repair was still holding among it: nothing read is
+// lost.
+func TestImportMCPSnoopErrorKeepsHeld(t *testing.T) {
+	env := func(seq int, dir, raw string) string {
+		return `{"session_id":"s1","server_label":"srv","seq":` + strconv.Itoa(seq) + `,"ts":"2026-03-01T10:00:0` + strconv.Itoa(seq) + `Z","direction":"` + dir + `","transport":"stdio","raw":` + raw + "}\n"
+	}
+	log := env(1, "c2s", `{"jsonrpc":"2.0","method":"notifications/initialized"}`) +
+		env(2, "s2c", `{"jsonrpc":"2.0","id":7,"result":{}}`) + // its request never comes: held
+		`{"session_id":"s1","raw":"` + strings.Repeat("x", 600) + `"}` + "\n"
+	var buf bytes.Buffer
+	_, err := Import("mcpsnoop", strings.NewReader(log), &buf, Options{MaxLine: 512})
+	if err == nil {
+		t.Fatal("a line over MaxLine was imported")
+	}
+	var got []string
+	for _, e := range wire(readTape(t, buf.Bytes())) {
+		got = append(got, string(e.Dir)+" "+string(e.ID)+e.Method)
+	}
+	if want := "send notifications/initialized, recv 7"; strings.Join(got, ", ") != want {
+		t.Errorf("after the error the tape holds %q, want %q", got, want)
+	}
+}
