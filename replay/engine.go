@@ -129,6 +129,10 @@ type Output struct {
 	Seq int
 	// Divergence is set on a divergence error and on a held divergence.
 	Divergence *Divergence
+	// Stderr, with Msg nil, is a line the recorded server wrote on its
+	// stderr, newline included, for an edge that writes it back
+	// (ServeStdio with StdioOptions.Stderr); other edges never get one.
+	Stderr []byte
 
 	reqID    tape.ID       // the live request answered, for cancellation
 	also     []tape.ID     // the other live requests it answers: a batch rejected whole
@@ -233,6 +237,9 @@ type Engine struct {
 	// notifAt is, by method, where the search for the next recorded
 	// client notification resumes (keyed and loose mode).
 	notifAt map[string]int
+	// stderr: the edge writes the server's recorded stderr lines back
+	// (set by ServeStdio), so visit queues them (Output.Stderr).
+	stderr bool
 	// clientTasks maps the recorded ids of tasks the client runs to the
 	// live client's (quoted JSON strings).
 	clientTasks map[string][]byte

@@ -422,6 +422,10 @@ func (e *Engine) visit(seq int) {
 	if en.Server == e.server && en.Dir == tape.DirSend && en.IsWire() {
 		e.lastClient = seq
 	}
+	if e.stderr && en.Server == e.server && en.Kind == tape.KindLifecycle && en.Method == tape.MethodStderr {
+		e.stderrLine(seq)
+		return
+	}
 	if en.Server != e.server || en.Dir != tape.DirRecv || en.Dropped {
 		return // a dropped message never reached the client when recording
 	}
@@ -432,6 +436,24 @@ func (e *Engine) visit(seq int) {
 		}
 	}
 	e.emit(seq)
+}
+
+// stderrLine queues the line the recorded server wrote on stderr at seq,
+// at its recorded time.
+func (e *Engine) stderrLine(seq int) {
+	rec, err := e.x.Message(seq)
+	if err != nil {
+		return
+	}
+	text := gjson.GetBytes(rec.Raw, "params.text")
+	if text.Type != gjson.String {
+		return
+	}
+	line := []byte(text.Str)
+	if len(line) == 0 || line[len(line)-1] != '\n' {
+		line = append(line, '\n')
+	}
+	e.pushOutput(Output{Stderr: line, At: e.at(seq), Seq: seq})
 }
 
 // owner returns the client message recorded message seq (a server

@@ -1027,3 +1027,30 @@ func TestEngineKeyedNotificationsFollowTheirCall(t *testing.T) {
 		}
 	}
 }
+
+// With the stdio edge's Stderr set, the lines the recorded server wrote
+// on stderr come out (Output.Stderr, Msg nil) where the tape has them:
+// after the answer they followed; without it, none.
+func TestEngineStderrLines(t *testing.T) {
+	b := []byte(strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"},"_meta":{"dir":"send","server":"s","ts":"2026-05-16T12:00:00.000Z"}}`,
+		`{"jsonrpc":"2.0","method":"$transport/stderr","params":{"text":"echo: called"},"_meta":{"dir":"lifecycle","server":"s","ts":"2026-05-16T12:00:00.001Z"}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[]},"_meta":{"dir":"recv","server":"s","ts":"2026-05-16T12:00:00.002Z"}}`,
+		`{"jsonrpc":"2.0","method":"$transport/stderr","params":{"text":"other: not ours"},"_meta":{"dir":"lifecycle","server":"t","ts":"2026-05-16T12:00:00.003Z"}}`,
+	}, "\n") + "\n")
+	x := tape.NewIndex(bytes.NewReader(b))
+	if err := x.Extend(int64(len(b)), nil); err != nil {
+		t.Fatal(err)
+	}
+	call := `{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"echo"}}`
+	e := mustEngine(t, x, EngineOptions{Server: "s"})
+	e.stderr = true
+	out := feed(t, e, call)
+	if len(out) != 2 || string(out[0].Stderr) != "echo: called\n" || out[0].Msg != nil || !strings.Contains(string(out[1].Msg), `"id":"c"`) {
+		t.Fatalf("outputs %+v, want the stderr line then the answer", out)
+	}
+	e = mustEngine(t, x, EngineOptions{Server: "s"})
+	if out := feed(t, e, call); len(out) != 1 || out[0].Stderr != nil {
+		t.Fatalf("without an edge that writes stderr: %+v, want only the answer", out)
+	}
+}

@@ -155,6 +155,10 @@ they run out; with --speed, the status recorded at that point of the run),
 tasks/result is answered whenever it comes, and polls made more or fewer
 times than recorded are neither divergences nor unused.
 
+Over stdio, the lines the recorded server wrote on its stderr are written on
+stderr as the replay reaches them (with --speed, at their recorded times),
+as a host that shows a server's log would have seen them.
+
 Over HTTP (--listen ADDR) the tape is served at http://ADDR/mcp (--path)
 until SIGINT or SIGTERM, then the verdict is given as above. The URL is
 printed on stderr. A request is answered with JSON or with an SSE stream as
@@ -341,7 +345,7 @@ recorded on the tape ($transport/unanswered).`,
 					return finishReport(s.stderr, &rep, f.report)
 				}
 				err := replay.ServeStdio(cmd.Context(), e, in, s.stdout, replay.StdioOptions{OnDivergence: onDiv,
-					Rules: rs, Logf: ruleLog(s.stderr), Server: e.Server()})
+					Rules: rs, Logf: ruleLog(s.stderr), Server: e.Server(), Stderr: s.stderr})
 				if errors.Is(err, replay.ErrDisconnected) {
 					fmt.Fprintf(s.stderr, "tapedeck replay: %v\n", err)
 					err = nil
@@ -598,7 +602,7 @@ func replayFallback(ctx context.Context, s streams, f *replayFlags, tapePath str
 		fb.Command, fb.Args = f.fallbackCmd[0], f.fallbackCmd[1:]
 	}
 	ft := upstream.NewFallthrough(fb)
-	err = replay.ServeStdio(ctx, e, in, s.stdout, replay.StdioOptions{OnDivergence: onDiv, Miss: ft.Miss, Peek: ft.Peek})
+	err = replay.ServeStdio(ctx, e, in, s.stdout, replay.StdioOptions{OnDivergence: onDiv, Miss: ft.Miss, Peek: ft.Peek, Stderr: s.stderr})
 	if cerr := ft.Close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("replay --fallback: writing the live exchanges to %s: %w", dest, cerr))
 	} else if err != nil && ctx.Err() != nil {

@@ -367,3 +367,19 @@ func TestReplayKeyedOutOfOrder(t *testing.T) {
 		t.Fatalf("report: %d divergences, %d of %d requests matched; want none and all\n%s", len(rep.Divergences), rep.Matched, rep.Requests, b)
 	}
 }
+
+// TestReplayWritesServerStderr: a stdio replay writes the line the
+// recorded server (server-everything) wrote on its stderr, as a host that
+// shows a server's log saw it, before the replay's own report.
+func TestReplayWritesServerStderr(t *testing.T) {
+	in := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}` + "\n"
+	var stdout, stderr bytes.Buffer
+	_ = run(context.Background(), []string{"replay", fixture(t, "ts-everything-task.tape.jsonl")}, strings.NewReader(in), &stdout, &stderr)
+	if !strings.Contains(stdout.String(), `"serverInfo":{"name":"mcp-servers/everything"`) {
+		t.Fatalf("no initialize answer on stdout:\n%s", stdout.String())
+	}
+	log, report := stderr.String(), strings.Index(stderr.String(), "recorded request never sent")
+	if i := strings.Index(log, "Starting default (STDIO) server...\n"); i < 0 || report >= 0 && i > report {
+		t.Fatalf("stderr lacks the recorded server's line before the report:\n%s", log)
+	}
+}
