@@ -134,6 +134,10 @@ type Output struct {
 	Seq int
 	// Divergence is set on a divergence error and on a held divergence.
 	Divergence *Divergence
+	// Stderr, with Msg nil, is a line the recorded server wrote on its
+	// stderr, newline included, for an edge that writes it back
+	// (ServeStdio with StdioOptions.Stderr); other edges never get one.
+	Stderr []byte
 
 	reqID    tape.ID       // the live request answered, for cancellation
 	also     []tape.ID     // the other live requests it answers: a batch rejected whole
@@ -229,6 +233,18 @@ type Engine struct {
 	// tasks are the recorded tasks served from their status timelines
 	// (engine_tasks.go).
 	tasks taskBook
+	// lastClient is the client message the frontier passed last (-1
+	// before any); deferred holds, in keyed and loose mode, by client
+	// message, the recorded server messages that followed it, passed
+	// before the live client sent it: they go out when it does (visit).
+	lastClient int
+	deferred   map[int][]int
+	// notifAt is, by method, where the search for the next recorded
+	// client notification resumes (keyed and loose mode).
+	notifAt map[string]int
+	// stderr: the edge writes the server's recorded stderr lines back
+	// (set by ServeStdio), so visit queues them (Output.Stderr).
+	stderr bool
 	// clientTasks maps the recorded ids of tasks the client runs to the
 	// live client's (quoted JSON strings).
 	clientTasks map[string][]byte
@@ -260,6 +276,9 @@ func NewEngine(x *tape.Index, opts EngineOptions) (*Engine, error) {
 		passed:      map[int]bool{},
 		liveToken:   map[int][]byte{},
 		early:       map[int]bool{},
+		lastClient:  -1,
+		deferred:    map[int][]int{},
+		notifAt:     map[string]int{},
 	}
 	if sp := opts.Span; sp != (Span{}) {
 		if sp.Lo < 0 || sp.Hi < sp.Lo || sp.Hi > x.Len() {

@@ -38,7 +38,11 @@ func (e *Engine) consume(m tape.Entry, seq int) {
 	}
 	e.setRef(seq)
 	e.pass(seq)
+	if p := e.x.Pair(seq).Partner; p >= 0 {
+		e.sendDeferredBefore(seq, p)
+	}
 	e.respond(m, seq)
+	e.sendDeferred(seq)
 	e.taskCreated(seq)
 	e.advance()
 }
@@ -71,6 +75,7 @@ func (e *Engine) RuleAnswered(msg []byte, rule, action string, now time.Time) []
 		e.used[seq] = true
 		e.setRef(seq)
 		e.pass(seq)
+		e.sendDeferred(seq)
 		e.advance()
 	}
 	e.ruled = append(e.ruled, ra)
@@ -405,16 +410,109 @@ func (e *Engine) advanceTo(limit int) {
 	}
 }
 
-// visit emits recorded message seq if it is a server notification or request.
+// visit emits recorded message seq if it is a server notification or
+// request. In keyed and loose mode one that belongs to a client message the
+// live client has not sent (see owner) waits for it instead.
 func (e *Engine) visit(seq int) {
 	if e.early[seq] {
 		delete(e.early, seq) // sent already (streamMates)
 		return
 	}
 	en := e.x.Entry(seq)
+	if en.Server == e.server && en.Dir == tape.DirSend && en.IsWire() {
+		e.lastClient = seq
+	}
+	if e.stderr && en.Server == e.server && en.Kind == tape.KindLifecycle && en.Method == tape.MethodStderr {
+		e.stderrLine(seq)
+		return
+	}
 	if en.Server != e.server || en.Dir != tape.DirRecv || en.Dropped {
 		return // a dropped message never reached the client when recording
 	}
+	if e.opts.Mode != Strict && (en.Kind == tape.KindNotification || en.Kind == tape.KindRequest) {
+		if o := e.owner(seq); o >= 0 && !e.used[o] {
+			e.deferred[o] = append(e.deferred[o], seq)
+			return
+		}
+	}
+	e.emit(seq)
+}
+
+// stderrLine queues the line the recorded server wrote on stderr at seq,
+// at its recorded time.
+func (e *Engine) stderrLine(seq int) {
+	rec, err := e.x.Message(seq)
+	if err != nil {
+		return
+	}
+	text := gjson.GetBytes(rec.Raw, "params.text")
+	if text.Type != gjson.String {
+		return
+	}
+	line := []byte(text.Str)
+	if len(line) == 0 || line[len(line)-1] != '\n' {
+		line = append(line, '\n')
+	}
+	e.pushOutput(Output{Stderr: line, At: e.at(seq), Seq: seq})
+}
+
+// owner returns the client message recorded message seq (a server
+// notification or request, being visited) belongs to: for a progress
+// notification the request that asked for it, else the client message it
+// followed (a request, a notification or a reply to the server); -1 when
+// none came before it.
+func (e *Engine) owner(seq int) int {
+	en := e.x.Entry(seq)
+	if en.Kind == tape.KindNotification && en.Method == "notifications/progress" {
+		if rec, err := e.x.Message(seq); err == nil {
+			if r := e.tokenRequest(seq, field(rec.Raw, "params.progressToken")); r >= 0 {
+				return r
+			}
+		}
+	}
+	return e.lastClient
+}
+
+// tokenRequest returns the recorded request before seq, among the 64 last,
+// that carried progressToken token, or -1.
+func (e *Engine) tokenRequest(seq int, token []byte) int {
+	if token == nil {
+		return -1
+	}
+	i, _ := slices.BinarySearch(e.reqs, seq)
+	for looked := 0; i > 0 && looked < 64; looked++ {
+		i--
+		rec, err := e.recorded(e.reqs[i])
+		if err == nil && bytes.Equal(field(rec.Raw, "params._meta.progressToken"), token) {
+			return e.reqs[i]
+		}
+	}
+	return -1
+}
+
+// sendDeferred emits the recorded server messages that waited for client
+// message seq (visit), now that the live client sent it.
+func (e *Engine) sendDeferred(seq int) { e.sendDeferredBefore(seq, e.end()) }
+
+// sendDeferredBefore emits those recorded before limit: a call's answer
+// goes between the ones before it and the ones after.
+func (e *Engine) sendDeferredBefore(seq, limit int) {
+	d := e.deferred[seq]
+	n := 0
+	for n < len(d) && d[n] < limit {
+		e.emit(d[n])
+		n++
+	}
+	if n == len(d) {
+		delete(e.deferred, seq)
+	} else if n > 0 {
+		e.deferred[seq] = d[n:]
+	}
+}
+
+// emit sends recorded server message seq, a notification or a request.
+func (e *Engine) emit(seq int) {
+	en := e.x.Entry(seq)
 	switch en.Kind {
 	case tape.KindNotification:
 		rec, err := e.x.Message(seq)
@@ -433,9 +531,6 @@ func (e *Engine) visit(seq int) {
 		}
 		e.push(body, e.at(seq), seq, "", nil)
 	case tape.KindRequest:
-		if e.opts.Mode != Strict && !e.inWindow(seq) {
-			return // a server request of a call the live client did not make (yet)
-		}
 		rec, err := e.x.Message(seq)
 		if err != nil {
 			return
@@ -495,6 +590,15 @@ func (e *Engine) notification(m tape.Entry) {
 			}
 		}
 	}
+	if e.opts.Mode != Strict {
+		if i := e.recordedNotification(m.Method); i >= 0 {
+			e.used[i] = true
+			e.setRef(i)
+			e.sendDeferred(i)
+		}
+		e.advance()
+		return
+	}
 	// Look for it among the client messages the tape waits for next.
 	n := e.end()
 	for i := e.frontier; i < n; i++ {
@@ -514,6 +618,26 @@ func (e *Engine) notification(m tape.Entry) {
 	e.advance()
 }
 
+// recordedNotification returns, in keyed and loose mode, the first
+// recorded client notification of method not yet matched, wherever it is
+// on the tape, or -1. A cursor a method keeps the search linear.
+func (e *Engine) recordedNotification(method string) int {
+	n := e.end()
+	i, ok := e.notifAt[method]
+	if !ok {
+		i = e.lo
+	}
+	for ; i < n; i++ {
+		en := e.x.Entry(i)
+		if en.Server == e.server && en.Dir == tape.DirSend && en.Kind == tape.KindNotification && en.Method == method && !e.used[i] {
+			e.notifAt[method] = i + 1
+			return i
+		}
+	}
+	e.notifAt[method] = n
+	return -1
+}
+
 // reply handles the client's response to a server request sent from the tape.
 func (e *Engine) reply(m tape.Entry) {
 	q, ok := e.outstanding[m.ID]
@@ -530,6 +654,7 @@ func (e *Engine) reply(m tape.Entry) {
 	if rec >= 0 {
 		e.used[rec] = true
 		e.setRef(rec)
+		defer e.sendDeferred(rec)
 		method := e.x.Entry(q).Method
 		r, err := e.recorded(rec)
 		var want, got any

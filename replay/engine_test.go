@@ -976,3 +976,81 @@ func TestPickServerOverflow(t *testing.T) {
 		t.Errorf("a server within the limit: %v", err)
 	}
 }
+
+// In keyed and loose mode each recorded server message goes out with the
+// client message it followed (a progress notification with the call that
+// asked for it): a call made out of recorded order neither sends the
+// notifications of the calls recorded before it nor leaves them without
+// theirs; the roots/list a server sent after the client's
+// notifications/roots/list_changed goes out when the live client sends it.
+func TestEngineKeyedNotificationsFollowTheirCall(t *testing.T) {
+	x := buildIndex(t,
+		line{send, 0, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","_meta":{"progressToken":"p1"}}}`},
+		line{recv, 1, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p1","progress":1}}`},
+		line{recv, 2, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"slow"}}`},
+		line{recv, 3, `{"jsonrpc":"2.0","id":1,"result":{"n":1}}`},
+		line{recv, 4, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"after slow"}}`},
+		line{send, 5, `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`},
+		line{recv, 6, `{"jsonrpc":"2.0","id":0,"method":"roots/list"}`},
+		line{send, 7, `{"jsonrpc":"2.0","id":0,"result":{"roots":[]}}`},
+		line{recv, 8, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"roots"}}`},
+		line{send, 9, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo"}}`},
+		line{recv, 10, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"echo"}}`},
+		line{recv, 11, `{"jsonrpc":"2.0","id":2,"result":{"n":2}}`},
+	)
+	echo := `{"jsonrpc":"2.0","id":"e","method":"tools/call","params":{"name":"echo"}}`
+	slow := `{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"slow","_meta":{"progressToken":"live"}}}`
+	changed := `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`
+	for _, mode := range []Mode{Keyed, Loose} {
+		e := mustEngine(t, x, EngineOptions{Mode: mode})
+		steps := []struct {
+			live string
+			want []string
+		}{
+			{echo, []string{`"data":"echo"`, `"id":"e","result":{"n":2}`}},
+			{slow, []string{`"progressToken":"live"`, `"data":"slow"`, `"id":"s","result":{"n":1}`, `"data":"after slow"`}},
+			{changed, []string{`"method":"roots/list"`}},
+			{`{"jsonrpc":"2.0","id":0,"result":{"roots":[]}}`, []string{`"data":"roots"`}},
+		}
+		for _, s := range steps {
+			got := texts(feed(t, e, s.live))
+			ok := len(got) == len(s.want)
+			for i := 0; ok && i < len(got); i++ {
+				ok = strings.Contains(got[i], s.want[i])
+			}
+			if !ok {
+				t.Fatalf("mode %v: after %s got\n%s\nwant messages holding, in order:\n%s", mode, s.live, strings.Join(got, "\n"), strings.Join(s.want, "\n"))
+			}
+		}
+		if rep := e.Report(); rep.Err() != nil || len(rep.Unused) != 0 {
+			t.Errorf("mode %v: divergences %+v, unused %+v; want none", mode, rep.Divergences, rep.Unused)
+		}
+	}
+}
+
+// With the stdio edge's Stderr set, the lines the recorded server wrote
+// on stderr come out (Output.Stderr, Msg nil) where the tape has them:
+// after the answer they followed; without it, none.
+func TestEngineStderrLines(t *testing.T) {
+	b := []byte(strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"},"_meta":{"dir":"send","server":"s","ts":"2026-05-16T12:00:00.000Z"}}`,
+		`{"jsonrpc":"2.0","method":"$transport/stderr","params":{"text":"echo: called"},"_meta":{"dir":"lifecycle","server":"s","ts":"2026-05-16T12:00:00.001Z"}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[]},"_meta":{"dir":"recv","server":"s","ts":"2026-05-16T12:00:00.002Z"}}`,
+		`{"jsonrpc":"2.0","method":"$transport/stderr","params":{"text":"other: not ours"},"_meta":{"dir":"lifecycle","server":"t","ts":"2026-05-16T12:00:00.003Z"}}`,
+	}, "\n") + "\n")
+	x := tape.NewIndex(bytes.NewReader(b))
+	if err := x.Extend(int64(len(b)), nil); err != nil {
+		t.Fatal(err)
+	}
+	call := `{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"echo"}}`
+	e := mustEngine(t, x, EngineOptions{Server: "s"})
+	e.stderr = true
+	out := feed(t, e, call)
+	if len(out) != 2 || string(out[0].Stderr) != "echo: called\n" || out[0].Msg != nil || !strings.Contains(string(out[1].Msg), `"id":"c"`) {
+		t.Fatalf("outputs %+v, want the stderr line then the answer", out)
+	}
+	e = mustEngine(t, x, EngineOptions{Server: "s"})
+	if out := feed(t, e, call); len(out) != 1 || out[0].Stderr != nil {
+		t.Fatalf("without an edge that writes stderr: %+v, want only the answer", out)
+	}
+}

@@ -35,6 +35,10 @@ type StdioOptions struct {
 	// keeps the line from the engine (a reply to a live server's own
 	// request, which the hook of Miss forwards).
 	Peek func(line []byte) bool
+	// Stderr, if set, gets the lines the recorded server wrote on its
+	// stderr, as they fall due: a host that shows a server's log shows the
+	// replay's as it showed the recording's.
+	Stderr io.Writer
 }
 
 // stdioEdge is ServeStdio's side of the client: the engine's outputs and
@@ -126,6 +130,7 @@ func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o Stdi
 		stop := context.AfterFunc(ctx, func() { c.Close() })
 		defer stop()
 	}
+	e.stderr = o.Stderr != nil
 	if e.opts.Speed <= 0 {
 		return serveInstant(ctx, e, r, w, o, now)
 	}
@@ -239,6 +244,11 @@ func writeOutputs(bw *bufio.Writer, out []Output, o StdioOptions, rx *RuleEdge) 
 	for i, m := range out {
 		if m.Divergence != nil && o.OnDivergence != nil && m.Divergence.Resolution != Pending {
 			o.OnDivergence(*m.Divergence)
+		}
+		if m.Stderr != nil && o.Stderr != nil {
+			// Server log lines are best effort, as the server's own
+			// stderr is: a closed stderr stops nothing.
+			_, _ = o.Stderr.Write(m.Stderr)
 		}
 		if m.Msg == nil {
 			continue

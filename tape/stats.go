@@ -32,6 +32,9 @@ type ServerStats struct {
 	// Context is what the server's definitions cost a model's context
 	// (AddContextCosts fills it in; ComputeStats reads no bodies).
 	Context []ListCost `json:"context,omitempty"`
+	// Tasks are the server's tasks, one entry a kind of creating request
+	// (AddTaskStats fills it in).
+	Tasks []TaskStats `json:"tasks,omitempty"`
 }
 
 // MethodStats counts one method's traffic. Dir is the direction of its

@@ -106,7 +106,9 @@ func Tasks(x *Index) []Task {
 			return
 		}
 		t.Status = status
-		if TerminalStatus(status) && t.Terminal < 0 {
+		// A tasks/result's answer is noted when its request is read, before
+		// the status messages recorded between them: the earliest wins.
+		if TerminalStatus(status) && (t.Terminal < 0 || seq < t.Terminal) {
 			t.Terminal = seq
 			t.End = x.Entry(seq).Time
 		}

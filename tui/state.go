@@ -38,6 +38,8 @@ type stateIndex struct {
 	changed map[string][]int // server + "\x00" + notification → list_changed notifications
 	long    []int            // requests answered more than pendingWindow messages later, or never
 	bodies  map[int][]byte   // message bodies read for the pane, by seq
+	tasks   []tape.Task      // the tape's tasks (state_tasks.go), found when taskN != its length
+	taskN   int
 }
 
 func newStateIndex(x *tape.Index) *stateIndex {
@@ -121,6 +123,7 @@ type protoState struct {
 	initAt                 int
 	lists                  []listState
 	pending                []int
+	tasks                  []taskState
 }
 
 // listState is one list as last listed, and how it changed.
@@ -182,6 +185,7 @@ func (s *stateIndex) stateAt(seq int) protoState {
 		}
 	}
 	st.pending = s.pendingAt(seq)
+	st.tasks = s.tasksAt(server, seq)
 	return st
 }
 
@@ -285,6 +289,7 @@ func renderState(st protoState, x *tape.Index, s *Styles, width int) string {
 		head += " · session " + st.session
 	}
 	b.WriteString(s.Detail.Header.Render(head) + "\n\n")
+	renderTasks(&b, st.tasks, x, st.at, s, kv)
 	if st.initAt < 0 {
 		kv("handshake", "none yet (no initialize before this message)")
 	} else {

@@ -54,7 +54,11 @@ func summarize(e tape.Entry, raw []byte, method string) string {
 
 func responseSummary(raw []byte, method string) string {
 	if er := gjson.GetBytes(raw, "error"); er.Exists() {
-		s := strings.TrimSpace(er.Get("code").Raw + " " + er.Get("message").String())
+		code := er.Get("code").Raw
+		if name := tape.ErrorName(er.Get("code").Int()); name != "" {
+			code += " " + name
+		}
+		s := strings.TrimSpace(code + " " + er.Get("message").String())
 		if d := er.Get("data"); d.Exists() {
 			s += " · " + compact(d.Raw)
 		}
@@ -86,6 +90,13 @@ func firstText(res gjson.Result) string {
 		if t := c.Get("text"); t.Exists() {
 			return t.String()
 		}
+		if c.Get("type").String() == "resource_link" {
+			s := "resource_link " + c.Get("uri").String()
+			if n := c.Get("name").String(); n != "" {
+				s += " (" + n + ")"
+			}
+			return s
+		}
 		if ty := c.Get("type").String(); ty != "" {
 			return "(" + ty + ")"
 		}
@@ -106,6 +117,11 @@ func requestSummary(raw []byte, method string) string {
 		return ""
 	case tape.TargetResource:
 		return "" // the target column has the URI
+	}
+	if method == "elicitation/create" && p.Get("mode").String() == "url" {
+		// URL mode (2025-11-25): the user goes to a page; the answer
+		// says only whether they agreed to.
+		return oneLine("url " + p.Get("url").String() + " · " + p.Get("message").String())
 	}
 	if method == "initialize" {
 		return oneLine(strings.TrimSpace(p.Get("clientInfo.name").String()+" "+p.Get("clientInfo.version").String()) + " · " + p.Get("protocolVersion").String())
@@ -137,6 +153,8 @@ func notificationSummary(raw []byte, method string) string {
 		return oneLine(p.Get("level").String() + ": " + ds)
 	case "notifications/cancelled":
 		return oneLine("request " + p.Get("requestId").Raw + " " + p.Get("reason").String())
+	case "notifications/elicitation/complete":
+		return oneLine("elicitation " + p.Get("elicitationId").String() + " complete")
 	}
 	if !p.Exists() {
 		return ""

@@ -90,7 +90,11 @@ Formats:
         or tool_error), rpc.response.status_code, mcp.protocol.version,
         mcp.session.id, network.transport), with the recorded times; a call
         whose params._meta holds a traceparent is its child, the others
-        share a trace a session. OTLP JSON on stdout or -o, or pushed to an
+        share a trace a session. A task is one span more, "task METHOD
+        TARGET", the child of the call that created it, from its creation to
+        its terminal status (mcp.task.id, mcp.task.status, mcp.task.polls;
+        error.type task_failed or task_cancelled, an error status).
+        OTLP JSON on stdout or -o, or pushed to an
         OTLP/HTTP --endpoint (Jaeger, Tempo, Honeycomb...): an error (exit
         1), with what the endpoint answered, unless it accepted every span.
         Params and results only with --with-bodies.

@@ -110,3 +110,33 @@ func TestLegacySSERoundTrip(t *testing.T) {
 		t.Errorf("replay reported divergences:\n%s", out)
 	}
 }
+
+// TestLegacySSEProgressTS: the TypeScript SDK's client over the legacy
+// HTTP+SSE transport, recorded from server-everything (a call with 3
+// progress notifications), replayed at the default speed, three runs:
+// each sees the progress it saw live (or more: see sameExceptProgress).
+// Issue 21 reported the SDK losing every notification there (answer and
+// notifications in one burst); this edge flushes each event on its own
+// and the loss did not reproduce: the test guards it.
+func TestLegacySSEProgressTS(t *testing.T) {
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	upstream := mcptest.StartEverythingSSE(t)
+	tapePath := filepath.Join(t.TempDir(), "legacy.jsonl")
+	proxied, stopRecord := startTapedeck(t, tapedeck, "record", "--upstream", upstream, "--listen", "127.0.0.1:0", "-o", tapePath)
+	live := tsClient(t, "--sse", proxied)
+	stopRecord()
+	if !strings.Contains(live, "progress: 1/3") {
+		t.Fatalf("the live run lacks its progress:\n%s", live)
+	}
+	replayed, stopReplay := startTapedeck(t, tapedeck, "replay", "--listen", "127.0.0.1:0", tapePath)
+	for run := 1; run <= 3; run++ {
+		// The live client may lose the last notification to the SDK's race
+		// (the tape has it): the replay's progress may hold more.
+		if got := tsClient(t, "--sse", replayed); !sameExceptProgress(live, got) {
+			t.Errorf("run %d against the replay:\n%s\nlive:\n%s", run, got, live)
+		}
+	}
+	if out := stopReplay(); strings.Contains(out, "mismatch") {
+		t.Errorf("replay reported divergences:\n%s", out)
+	}
+}

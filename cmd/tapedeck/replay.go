@@ -167,6 +167,10 @@ they run out; with --speed, the status recorded at that point of the run),
 tasks/result is answered whenever it comes, and polls made more or fewer
 times than recorded are neither divergences nor unused.
 
+Over stdio, the lines the recorded server wrote on its stderr are written on
+stderr as the replay reaches them (with --speed, at their recorded times),
+as a host that shows a server's log would have seen them.
+
 Over HTTP (--listen ADDR) the tape is served at http://ADDR/mcp (--path)
 until SIGINT or SIGTERM, then the verdict is given as above. The URL is
 printed on stderr. A request is answered with JSON or with an SSE stream as
@@ -396,7 +400,7 @@ func serveReplayStdio(ctx context.Context, s streams, f *replayFlags, tapePath s
 		return replayFallback(ctx, s, f, tapePath, e, in, onDiv)
 	}
 	err := replay.ServeStdio(ctx, e, in, s.stdout, replay.StdioOptions{OnDivergence: onDiv,
-		Rules: f.ruleSet, Logf: ruleLog(s.stderr), Server: e.Server()})
+		Rules: f.ruleSet, Logf: ruleLog(s.stderr), Server: e.Server(), Stderr: s.stderr})
 	if errors.Is(err, replay.ErrDisconnected) {
 		fmt.Fprintf(s.stderr, "tapedeck replay: %v\n", err)
 		err = nil
@@ -614,7 +618,7 @@ func replayFallback(ctx context.Context, s streams, f *replayFlags, tapePath str
 		fb.Command, fb.Args = f.fallbackCmd[0], f.fallbackCmd[1:]
 	}
 	ft := upstream.NewFallthrough(fb)
-	err = replay.ServeStdio(ctx, e, in, s.stdout, replay.StdioOptions{OnDivergence: onDiv, Miss: ft.Miss, Peek: ft.Peek})
+	err = replay.ServeStdio(ctx, e, in, s.stdout, replay.StdioOptions{OnDivergence: onDiv, Miss: ft.Miss, Peek: ft.Peek, Stderr: s.stderr})
 	if cerr := ft.Close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("replay --fallback: writing the live exchanges to %s: %w", dest, cerr))
 	} else if err != nil && ctx.Err() != nil {

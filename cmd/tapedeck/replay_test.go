@@ -320,3 +320,66 @@ func TestOpenNeedsTerminal(t *testing.T) {
 		t.Errorf("open </dev/null: %v, %s; want a message that it needs a terminal", err, out)
 	}
 }
+
+// TestReplayKeyedOutOfOrder replays the go-sdk client's server-everything
+// tape in keyed mode to the same client running its steps in another order:
+// the error step's calls, recorded after the progress call, come first. Each
+// recorded notification goes out with the call it followed: the progress
+// call gets its three notifications (with its live token), and none arrive
+// before it (sdkclient reports progress that came early).
+func TestReplayKeyedOutOfOrder(t *testing.T) {
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	client := mcptest.BuildBinary(t, mcptest.SDKClientPackage)
+	live, err := os.ReadFile(fixture(t, "sdk-everything-2025-06-18.transcript.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []string{"init", "tools", "error", "progress"}
+	var want strings.Builder
+	for _, step := range steps {
+		for _, l := range strings.SplitAfter(string(live), "\n") {
+			if strings.HasPrefix(l, "[everything] "+step+":") {
+				want.WriteString(l)
+			}
+		}
+	}
+	report := filepath.Join(t.TempDir(), "report.json")
+	got, stderr, err := runPeer(t, nil, client, "--name", "everything", "--protocol", "2025-06-18", "--steps", strings.Join(steps, ","),
+		"--", tapedeck, "replay", "--match", "keyed", "--report", report, fixture(t, "sdk-everything-2025-06-18.tape.jsonl"))
+	if err != nil {
+		t.Fatalf("sdkclient over tapedeck replay --match keyed: %v\nstderr:\n%s", err, stderr)
+	}
+	// The steps not run leave recorded calls unused: keyed replay exits 1,
+	// which the client reports on close (the report below says why).
+	got = strings.Replace(got, "[everything] close: exit status 1\n", "", 1)
+	if got != want.String() {
+		t.Fatalf("replayed transcript differs from the live one's lines for %v\ngot:\n%s\nwant:\n%s\nstderr:\n%s", steps, got, want.String(), stderr)
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep replay.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, b)
+	}
+	if len(rep.Divergences) != 0 || rep.Matched != rep.Requests {
+		t.Fatalf("report: %d divergences, %d of %d requests matched; want none and all\n%s", len(rep.Divergences), rep.Matched, rep.Requests, b)
+	}
+}
+
+// TestReplayWritesServerStderr: a stdio replay writes the line the
+// recorded server (server-everything) wrote on its stderr, as a host that
+// shows a server's log saw it, before the replay's own report.
+func TestReplayWritesServerStderr(t *testing.T) {
+	in := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}` + "\n"
+	var stdout, stderr bytes.Buffer
+	_ = run(context.Background(), []string{"replay", fixture(t, "ts-everything-task.tape.jsonl")}, strings.NewReader(in), &stdout, &stderr)
+	if !strings.Contains(stdout.String(), `"serverInfo":{"name":"mcp-servers/everything"`) {
+		t.Fatalf("no initialize answer on stdout:\n%s", stdout.String())
+	}
+	log, report := stderr.String(), strings.Index(stderr.String(), "recorded request never sent")
+	if i := strings.Index(log, "Starting default (STDIO) server...\n"); i < 0 || report >= 0 && i > report {
+		t.Fatalf("stderr lacks the recorded server's line before the report:\n%s", log)
+	}
+}

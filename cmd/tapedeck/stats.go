@@ -26,6 +26,12 @@ notifications, responses, errors, latency percentiles (p50/p95/p99/max),
 orphan responses (no request matched them), pending requests (never
 answered), cancelled requests and late responses, and invalid lines.
 
+Tasks (2025-11-25) are counted once each, per server and creating request,
+under "tasks": the terminal status each reached (failed and cancelled are
+failures; unfinished: none on the tape) and their durations, from the
+creating request to the first message that reported the terminal status,
+however many polls that took.
+
 err counts JSON-RPC error answers and tool-err tool results with isError:
 the failures. A server/discover probe that a server from before 2026-07-28
 rejected before initialize (-32601 method not found, -32000 "not
@@ -62,6 +68,7 @@ makes a malformed line an error instead.`,
 			tape.AddContextCosts(&st, x)
 			tape.AddInjections(&st, x)
 			tape.AddAuth(&st, x, server)
+			tape.AddTaskStats(&st, x)
 			if server != "" && len(st.Servers) == 0 {
 				return fmt.Errorf("server %q: not on the tape; it holds %s", server, serverList(x.Servers()))
 			}
@@ -172,6 +179,17 @@ func writeStats(w io.Writer, name string, st tape.Stats) error {
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+		if header, rows := ss.TaskTable(); len(rows) > 0 {
+			fmt.Fprintf(w, "  tasks (each once: its terminal status, and its duration from creation to that status):\n")
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "    "+strings.Join(header, "\t"))
+			for _, row := range rows {
+				fmt.Fprintln(tw, "    "+strings.Join(row, "\t"))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
 		}
 		if len(ss.Context) > 0 {
 			fmt.Fprintf(w, "  context cost of its definitions (last listing; tokens approximate, bytes/4):\n")

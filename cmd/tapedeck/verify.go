@@ -52,6 +52,14 @@ server from before 2026-07-28) is version negotiation, not a failure: it
 passes whether the live server rejects it too, in its own transport's way,
 or answers it.
 
+Tasks: a task's reads (tasks/get, tasks/result) go at the recorded pace
+and carry the live task id, learnt from the live CreateTaskResult (an
+input_required retry likewise carries the live requestState). Task ids
+and timestamps, requestState, and a poll's status while the task runs (a
+snapshot of when the poll came) do not count; a poll recorded with the
+task's terminal status is asked again every pollInterval until the live
+task ends or --timeout passes, and fails if it ends otherwise.
+
 verify prints PASS or FAIL per call with the latency against the recorded
 one, and for a failure the differences as JSON pointers with the expected
 and the actual values (in colour when stdout is a terminal, or with
@@ -308,6 +316,9 @@ func printCall(w io.Writer, c upstream.CallResult, paint bool) {
 	}
 	if c.Negotiation != "" {
 		fmt.Fprintf(w, "    %s\n", c.Negotiation)
+	}
+	if c.Polls > 0 {
+		fmt.Fprintf(w, "    the task's status asked %s more until it ended\n", text.Plural(c.Polls, "time"))
 	}
 	for _, d := range c.Diff {
 		exp, act := d.ExpectedJSON(), d.ActualJSON()

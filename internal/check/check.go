@@ -30,6 +30,7 @@ const (
 	RuleExpectTool = "expect-tool" // a tool that should have been called was not
 	RuleForbidTool = "forbid-tool" // a tool that should not have been called was
 	RuleSlow       = "max-duration"
+	RuleTaskFailed = "task-failed" // a task that ended failed or cancelled
 	// RuleChallenge: a 401 whose WWW-Authenticate has no resource_metadata,
 	// which MCP's authorization (RFC 9728) requires of a protected server.
 	RuleChallenge = "auth-challenge"
@@ -52,13 +53,14 @@ var Rules = []struct{ ID, Help string }{
 	{RuleDeprecated, "a session that negotiated a protocol version older than 2025-06-18"},
 	{RuleExpectTool, "a tool --expect-tool names that was never called"},
 	{RuleForbidTool, "a tool --forbid-tool names that was called"},
-	{RuleSlow, "a call slower than --max-duration"},
+	{RuleSlow, "a call or a task (creation to terminal status) slower than --max-duration"},
 	{RuleShadow, "a call the shadow server (record --shadow, --shadow-cmd) answered otherwise than the recorded one, by diff --shadow's rules (a note unless --fail-on names it)"},
+	{RuleTaskFailed, "a task that ended failed or cancelled (tasks/get, a status notification or tasks/result said so)"},
 	{RuleChallenge, "a 401 whose WWW-Authenticate names no resource_metadata (MCP authorization requires it; a note unless --fail-on names it)"},
 }
 
 // DefaultFailOn is --fail-on's default.
-var DefaultFailOn = []string{RuleError, RuleToolError, RuleInvalid, RuleExpectTool, RuleForbidTool, RuleSlow, RuleDrift}
+var DefaultFailOn = []string{RuleError, RuleToolError, RuleInvalid, RuleExpectTool, RuleForbidTool, RuleSlow, RuleDrift, RuleTaskFailed}
 
 // deprecatedVersions are the protocol versions older than 2025-06-18.
 var deprecatedVersions = []string{"2024-11-05", "2025-03-26"}
@@ -196,6 +198,7 @@ func Tape(name string, x *tape.Index, o Options) []Finding {
 			}
 		}
 	}
+	taskFindings(x, o, add)
 	for _, t := range o.ExpectTools {
 		if !called[t] {
 			add(RuleExpectTool, -1, "", "the tool "+t+" was never called")

@@ -261,14 +261,14 @@ func compileSchema(tool string, schema []byte) (*jsonschema.Schema, error) {
 	return c.Compile(url)
 }
 
-// MCP's error codes by name.
+// Error codes by name: JSON-RPC's, and MCP's from tape.
 const (
 	codeInvalidParams       = -32602
-	codeResourceNotFound    = -32002
-	codeHeaderMismatch      = -32020
-	codeMissingCapability   = -32021
-	codeUnsupportedVersion  = -32022
-	codeURLElicitationNeeds = -32042
+	codeResourceNotFound    = tape.CodeResourceNotFound
+	codeHeaderMismatch      = tape.CodeHeaderMismatch
+	codeMissingCapability   = tape.CodeMissingClientCapability
+	codeUnsupportedVersion  = tape.CodeUnsupportedProtocolVersion
+	codeURLElicitationNeeds = tape.CodeURLElicitationRequired
 )
 
 func specErrorCode(e tape.Entry, i int, version, method string, er gjson.Result, add func(string, int, string, string)) {
@@ -282,8 +282,7 @@ func specErrorCode(e tape.Entry, i int, version, method string, er gjson.Result,
 	case code == codeURLElicitationNeeds && version != "" && version < "2025-11-25":
 		add(SpecErrorCode, i, e.Server, fmt.Sprintf("%s answered -32042 (URLElicitationRequired) in a %s session; it came in 2025-11-25", method, version))
 	case (code == codeHeaderMismatch || code == codeMissingCapability || code == codeUnsupportedVersion) && version != "" && version < modern:
-		names := map[int64]string{codeHeaderMismatch: "HeaderMismatch", codeMissingCapability: "MissingRequiredClientCapability", codeUnsupportedVersion: "UnsupportedProtocolVersion"}
-		add(SpecErrorCode, i, e.Server, fmt.Sprintf("%s answered %d (%s) in a %s session; it came in 2026-07-28", method, code, names[code], version))
+		add(SpecErrorCode, i, e.Server, fmt.Sprintf("%s answered %d (%s) in a %s session; it came in 2026-07-28", method, code, tape.ErrorName(code), version))
 	}
 }
 

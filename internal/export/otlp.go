@@ -116,6 +116,9 @@ type Tracer struct {
 	mu       sync.Mutex
 	versions map[string]string // server → the protocol version its initialize answer gave
 	n        int
+	// tasks are the tape's tasks by creating request: each gets a span
+	// of its own beside its call's (otlp_tasks.go).
+	tasks map[int]tape.Task
 }
 
 // NewTracer returns a Tracer for the tape named name; without an
@@ -185,7 +188,8 @@ func (t *Tracer) Close(ctx context.Context) (int, error) {
 	return t.n, t.file.flush(true)
 }
 
-// OTLP exports the tape's calls as spans. It returns how many.
+// OTLP exports the tape's calls as spans, and each task as one span from
+// its creation to its terminal status. It returns how many.
 func OTLP(ctx context.Context, w io.Writer, src Source, o OTLPOptions) (int, error) {
 	t, err := NewTracer(ctx, w, src.Name, o)
 	if err != nil {
@@ -197,6 +201,7 @@ func OTLP(ctx context.Context, w io.Writer, src Source, o OTLPOptions) (int, err
 		return 0, err
 	}
 	defer r.Close()
+	t.tasks = taskSpans(src)
 	var carried *carriedRecords
 	if o.WithBodies {
 		if carried, err = carryRecords(src); err != nil {
@@ -248,6 +253,9 @@ func (t *Tracer) add(c tape.Call, recs []carried) {
 	sp := t.spec(c, t.versions[c.Server])
 	sp.events = recs
 	t.emit(sp)
+	if tk, ok := t.tasks[c.Request]; ok {
+		t.emit(t.taskSpec(tk, c, sp))
+	}
 }
 
 // emit sends or writes the span sp.

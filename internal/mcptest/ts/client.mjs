@@ -4,6 +4,7 @@
 //
 //   node client.mjs --stdio COMMAND [ARG...]
 //   node client.mjs --url http://127.0.0.1:PORT/mcp
+//   node client.mjs --sse http://127.0.0.1:PORT/sse
 //
 // The SDK is resolved from the directory in TAPEDECK_PEERS (.peers/).
 import { createRequire } from "node:module";
@@ -23,11 +24,15 @@ let transport;
 if (args[0] === "--stdio") {
   const { StdioClientTransport } = await sdk("client/stdio.js");
   transport = new StdioClientTransport({ command: args[1], args: args.slice(2), stderr: "ignore" });
+} else if (args[0] === "--sse") {
+  // The legacy HTTP+SSE transport (2024-11-05): GET the stream, POST to its endpoint.
+  const { SSEClientTransport } = await sdk("client/sse.js");
+  transport = new SSEClientTransport(new URL(args[1]));
 } else if (args[0] === "--url") {
   const { StreamableHTTPClientTransport } = await sdk("client/streamableHttp.js");
   transport = new StreamableHTTPClientTransport(new URL(args[1]));
 } else {
-  console.error("usage: client.mjs --stdio COMMAND [ARG...] | --url URL");
+  console.error("usage: client.mjs --stdio COMMAND [ARG...] | --url URL | --sse URL");
   process.exit(2);
 }
 

@@ -54,7 +54,8 @@ reported as skipped):
   sum         tools/call get-sum {a:2,b:3} (server-everything) or add (sdkserver)
   loglevel    logging/setLevel info
   progress    a tool call with a progressToken that sends progress:
-              trigger-long-running-operation {duration:0.3,steps:3} or slow {ms:300,steps:3}
+              trigger-long-running-operation {duration:0.3,steps:3} or slow {ms:300,steps:3};
+              progress for its token that came before the call is reported
   concurrent  a slow call and an echo at once (the server answers out of order)
   error       tools/call of an unknown tool, then fail (a tool error) if present,
               then resources/read of an unknown URI if the server has resources

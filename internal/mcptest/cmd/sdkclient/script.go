@@ -324,6 +324,14 @@ func (s *session) stepProgress(ctx context.Context) error {
 		return nil
 	}
 	token := "progress-1"
+	s.mu.Lock()
+	early := len(s.progress[token])
+	s.mu.Unlock()
+	if early > 0 {
+		// Progress for a call not made yet: a replay sent another call's
+		// notifications (it never happens live).
+		s.printf("progress: %d notifications for %s before the call", early, token)
+	}
 	params := &mcp.CallToolParams{Name: tool, Arguments: args, Meta: s.logLevelMeta()}
 	params.SetProgressToken(token)
 	res, err := s.cs.CallTool(ctx, params)

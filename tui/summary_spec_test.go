@@ -1,0 +1,34 @@
+package tui
+
+import (
+	"testing"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// The summary column names the spec features of 2025-11-25 and 2026-07-28
+// instead of showing their JSON: MCP's error codes, resource_link content,
+// URL-mode elicitation and its completion notification.
+func TestSummarySpecFeatures(t *testing.T) {
+	for _, tt := range []struct {
+		msg, method, want string
+	}{
+		{`{"jsonrpc":"2.0","id":1,"error":{"code":-32042,"message":"This request requires more information.","data":{"elicitations":[]}}}`, "tools/call",
+			`-32042 URLElicitationRequired This request requires more information. · {"elicitations":[]}`},
+		{`{"jsonrpc":"2.0","id":1,"error":{"code":-32002,"message":"Resource not found"}}`, "resources/read", "-32002 ResourceNotFound Resource not found"},
+		{`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}`, "x", "-32601 Method not found"},
+		{`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"resource_link","uri":"demo://resource/static/document/README.md","name":"README.md"}]}}`, "tools/call",
+			"resource_link demo://resource/static/document/README.md (README.md)"},
+		{`{"jsonrpc":"2.0","id":2,"method":"elicitation/create","params":{"mode":"url","elicitationId":"e1","url":"https://example.com/connect","message":"Connect your account"}}`, "elicitation/create",
+			"url https://example.com/connect · Connect your account"},
+		{`{"jsonrpc":"2.0","method":"notifications/elicitation/complete","params":{"elicitationId":"e1"}}`, "notifications/elicitation/complete", "elicitation e1 complete"},
+	} {
+		es := tape.Classify([]byte(tt.msg))
+		if len(es) != 1 {
+			t.Fatalf("%s: %d entries", tt.msg, len(es))
+		}
+		if got := Summary(es[0], []byte(tt.msg), tt.method); got != tt.want {
+			t.Errorf("summary of %s:\n got %q\nwant %q", tt.msg, got, tt.want)
+		}
+	}
+}
