@@ -60,7 +60,7 @@ or: claude mcp add tapedeck -- tapedeck mcp`,
 				return fmt.Errorf("mcp %w", err)
 			}
 			fmt.Fprintf(s.stderr, "tapedeck mcp: serving the library at %s\n", ln.URL())
-			return ln.Serve(ctx)
+			return ln.Run(ctx)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "", "serve Streamable HTTP on `ADDR` (a loopback HOST:PORT) instead of stdio")

@@ -54,8 +54,8 @@ func Listen(addr string, srv *mcp.Server) (*Listener, error) {
 // URL is the endpoint clients connect to.
 func (l *Listener) URL() string { return "http://" + l.ln.Addr().String() + "/mcp" }
 
-// Serve serves until ctx is done, then shuts the server down.
-func (l *Listener) Serve(ctx context.Context) error {
+// Run serves until ctx is done, then shuts the server down.
+func (l *Listener) Run(ctx context.Context) error {
 	done := make(chan error, 1)
 	go func() { done <- l.srv.Serve(l.ln) }()
 	select {

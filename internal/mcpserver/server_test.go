@@ -394,7 +394,7 @@ func TestListen(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- ln.Serve(ctx) }()
+	go func() { done <- ln.Run(ctx) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
