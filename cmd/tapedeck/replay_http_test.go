@@ -119,7 +119,7 @@ func TestReplayHTTPDivergence(t *testing.T) {
 	if err != nil {
 		t.Fatalf("sdkclient: %v\n%s", err, stderr)
 	}
-	mismatch := `request tools/call {"name":"echo","arguments":{"message":"bye"}} did not match next expected tools/call {"name":"echo","arguments":{"message":"hi"}} (tape line 12)`
+	mismatch := `request tools/call {"name":"echo","arguments":{"message":"bye"}} did not match next expected tools/call {"name":"echo","arguments":{"message":"hi"}} (tape line 13)`
 	if !strings.Contains(out, "echo: echo: rpc error:") || !strings.Contains(out, mismatch) {
 		t.Errorf("client output lacks the divergence error:\n%s", out)
 	}
@@ -231,7 +231,7 @@ func TestVerifyHTTPEverything(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	err := run(context.Background(), []string{"verify", "--color=never", fixture(t, "sdk-everything-http.tape.jsonl"), "--url", url}, strings.NewReader(""), &stdout, &stderr)
 	out := stdout.String()
-	if err != nil || !strings.Contains(out, "16 calls, 16 passed, 0 failed") || !strings.Contains(out, "PASS tools/call get-roots-list (line 42)") {
+	if err != nil || !strings.Contains(out, "16 calls, 16 passed, 0 failed") || !strings.Contains(out, "PASS tools/call get-roots-list (line 44)") {
 		t.Fatalf("verify --url against server-everything: %v\n%s%s", err, out, stderr.String())
 	}
 }
