@@ -78,6 +78,11 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	return l.w.Write(b)
 }
 
+// NewLockedWriter returns a writer that passes each Write to w, one at a
+// time: for recorders that share one tape (the live intercept's shims of
+// successive clients).
+func NewLockedWriter(w io.Writer) io.Writer { return &lockedWriter{w: w} }
+
 // ruleRelay is one direction of the stdio shim under rules: it records
 // each line as the rules leave it and forwards what they let through.
 type ruleRelay struct {

@@ -136,7 +136,7 @@ type HTTPOptions struct {
 // "id":null is rejected again, and the client falls back to initialize.
 //
 // Several sessions: each recorded session of the server (split at
-// $transport/start, at $http/delete and at a second initialize) is served
+// $transport/start, at a DELETE and at a second initialize) is served
 // once, in recorded order, each by its own Engine, so sessions may be open
 // at once. An initialize beyond the recorded sessions is refused with 409
 // and a CodeDiverged error naming the count, and counts as a divergence.

@@ -34,7 +34,7 @@ func (h *HTTPHandler) learnTape() {
 	var hasInit, hasGet, initSession, eventIDs bool
 	var initVersion string
 	looked := false
-	// Session boundaries: a $transport/start or $http/delete after wire
+	// Session boundaries: a $transport/start or a DELETE after wire
 	// traffic, or a second initialize in the same session.
 	starts := []int{0}
 	pre := []bool{false}
@@ -84,18 +84,15 @@ func (h *HTTPHandler) learnTape() {
 			reqs[len(reqs)-1]++
 		}
 		switch {
-		case en.Kind == tape.KindLifecycle && (en.Method == tape.MethodHTTPGet || en.Method == tape.MethodHTTPExchange):
-			// A GET stream opened: the older dialect's $http/get, or the
-			// proxy's $http/exchange of a GET answered 200.
-			hasGet = hasGet || en.Method == tape.MethodHTTPGet || h.isGetStream(i)
+		case en.Kind == tape.KindLifecycle && h.isGetStream(i, en):
+			hasGet = true
 		case en.Kind == tape.KindRequest && en.Dir == tape.DirSend && en.Method == "initialize" && !hasInit:
 			hasInit = true
 			if m, err := x.Message(i); err == nil {
 				hm := tape.ParseHTTPMeta(m.Raw)
-				// Sessions: the proxy records the id the answer assigned
-				// (newSession on the answer); the older dialect put the
-				// session on the initialize request.
-				initSession = hm.Session != "" || gjson.GetBytes(tape.RecordMeta(m.Raw), tape.MetaSession).Exists()
+				// Sessions: the id the answer assigned (newSession on the
+				// answer), or one the initialize request already had.
+				initSession = hm.Session != ""
 				if p := x.Pair(i).Partner; p >= 0 {
 					if a, err := x.Message(p); err == nil && tape.ParseHTTPMeta(a.Raw).NewSession != "" {
 						initSession = true
@@ -153,30 +150,29 @@ func (h *HTTPHandler) learnTape() {
 }
 
 // isDelete reports whether lifecycle record i (en) is a DELETE that ended
-// a session: the older dialect's $http/delete, or the proxy's
-// $http/exchange of a DELETE.
+// a session.
 func (h *HTTPHandler) isDelete(i int, en tape.Entry) bool {
-	switch {
-	case en.Kind != tape.KindLifecycle:
-		return false
-	case en.Method == tape.MethodHTTPDelete:
-		return true
-	case en.Method != tape.MethodHTTPExchange:
-		return false
-	}
-	m, err := h.x.Message(i)
-	return err == nil && gjson.GetBytes(m.Raw, "params.method").String() == http.MethodDelete
+	ex, ok := h.exchange(i, en)
+	return ok && ex.Method == http.MethodDelete
 }
 
-// isGetStream reports whether $http/exchange record i is a GET answered
+// isGetStream reports whether lifecycle record i (en) is a GET answered
 // with a stream (status 200).
-func (h *HTTPHandler) isGetStream(i int) bool {
+func (h *HTTPHandler) isGetStream(i int, en tape.Entry) bool {
+	ex, ok := h.exchange(i, en)
+	return ok && ex.Method == http.MethodGet && ex.SSE && (ex.Status == http.StatusOK || ex.Status == 0)
+}
+
+// exchange reads lifecycle record i (en) as an HTTP exchange.
+func (h *HTTPHandler) exchange(i int, en tape.Entry) (tape.HTTPExchange, bool) {
+	if en.Kind != tape.KindLifecycle || !tape.IsHTTPExchange(en.Method) {
+		return tape.HTTPExchange{}, false
+	}
 	m, err := h.x.Message(i)
 	if err != nil {
-		return false
+		return tape.HTTPExchange{}, false
 	}
-	p := gjson.GetBytes(m.Raw, "params")
-	return p.Get("method").String() == http.MethodGet && p.Get("status").Int() == http.StatusOK
+	return tape.ParseHTTPExchange(en.Method, m.Raw)
 }
 
 // info returns how recorded message seq travelled, reading its _meta once.

@@ -3,6 +3,8 @@ package tape
 import (
 	"encoding/json"
 	"strconv"
+
+	"github.com/tidwall/gjson"
 )
 
 // The HTTP dialect of a tape
@@ -43,11 +45,12 @@ import (
 //     fetched), status, document (as served: "resource" names the proxy),
 //     upstreamResource (the upstream's "resource").
 //
-// Read as well, for tapes written before the dialect was one (the fixture
-// recorder of internal/mcptest wrote them): MetaSSE true on a message that
-// came on an SSE stream, MetaSession on the initialize request of a tape
-// with sessions, and lifecycle records MethodHTTPGet (a GET stream opened)
-// and MethodHTTPDelete (a DELETE).
+// Read as well, for tapes written before the dialect was one (an earlier
+// fixture recorder wrote them), and only here (ParseHTTPMeta,
+// ParseHTTPExchange): MetaSSE true on a message that came on an SSE
+// stream, MetaSession on the initialize request of a tape with sessions,
+// and lifecycle records MethodHTTPGet (a GET stream opened) and
+// MethodHTTPDelete (a DELETE).
 
 // Lifecycle records of the HTTP dialect.
 const (
@@ -237,4 +240,47 @@ func appendJSONString(b []byte, s string) []byte {
 		}
 	}
 	return append(append(append(b, '"'), s...), '"')
+}
+
+// HTTPExchange is what a lifecycle record of an HTTP exchange whose answer
+// held no message says (MethodHTTPExchange's params).
+type HTTPExchange struct {
+	Method      string // the request's HTTP method: GET, POST, DELETE
+	Status      int    // the answer's HTTP status, 0 if not recorded
+	Stream      int64  // the SSE stream a GET opened (params stream)
+	SSE         bool   // the answer was an SSE stream
+	LastEventID string // a GET's Last-Event-ID (a resumption), "" if none
+	Body        string // a plain answer's body, "" if none
+}
+
+// ParseHTTPExchange reads record raw, a lifecycle record of method, as an
+// HTTP exchange: a MethodHTTPExchange, or the older dialect's MethodHTTPGet
+// (a GET stream, its status in the tape metadata) and MethodHTTPDelete.
+// ok is false for any other record.
+func ParseHTTPExchange(method string, raw []byte) (ex HTTPExchange, ok bool) {
+	if !IsHTTPExchange(method) {
+		return HTTPExchange{}, false
+	}
+	switch method {
+	case MethodHTTPExchange:
+		p := gjson.GetBytes(raw, "params")
+		ex = HTTPExchange{Method: p.Get("method").String(), Status: int(p.Get("status").Int()),
+			LastEventID: p.Get("lastEventId").String(), Body: p.Get("body").String()}
+		if s := p.Get("stream"); s.Exists() {
+			ex.Stream, ex.SSE = s.Int(), true
+		}
+		return ex, true
+	case MethodHTTPGet:
+		ex = HTTPExchange{Method: "GET", Status: ParseHTTPMeta(raw).Status}
+		ex.SSE = ex.Status == 0 || ex.Status == 200
+		return ex, true
+	default: // MethodHTTPDelete
+		return HTTPExchange{Method: "DELETE", Status: ParseHTTPMeta(raw).Status}, true
+	}
+}
+
+// IsHTTPExchange reports whether a lifecycle record of method is one
+// ParseHTTPExchange reads.
+func IsHTTPExchange(method string) bool {
+	return method == MethodHTTPExchange || method == MethodHTTPGet || method == MethodHTTPDelete
 }

@@ -27,6 +27,34 @@ func TestParseHTTPMeta(t *testing.T) {
 	}
 }
 
+// Both dialects' exchange records read the same: the proxy's
+// $http/exchange and the older $http/get and $http/delete.
+func TestParseHTTPExchange(t *testing.T) {
+	for _, c := range []struct {
+		method, line string
+		want         HTTPExchange
+	}{
+		{MethodHTTPExchange, `{"jsonrpc":"2.0","method":"$http/exchange","params":{"method":"GET","status":200,"stream":2,"lastEventId":"9"},"_meta":{"dir":"lifecycle","server":"s","transport":"http"}}`,
+			HTTPExchange{Method: "GET", Status: 200, Stream: 2, SSE: true, LastEventID: "9"}},
+		{MethodHTTPExchange, `{"jsonrpc":"2.0","method":"$http/exchange","params":{"method":"POST","status":400,"body":"bad"},"_meta":{"dir":"lifecycle","server":"s","transport":"http"}}`,
+			HTTPExchange{Method: "POST", Status: 400, Body: "bad"}},
+		{MethodHTTPGet, `{"jsonrpc":"2.0","method":"$http/get","_meta":{"dir":"lifecycle","server":"s","http":"GET","status":200,"transport":"http"}}`,
+			HTTPExchange{Method: "GET", Status: 200, SSE: true}},
+		{MethodHTTPGet, `{"jsonrpc":"2.0","method":"$http/get","_meta":{"dir":"lifecycle","server":"s","http":"GET","status":405,"transport":"http"}}`,
+			HTTPExchange{Method: "GET", Status: 405}},
+		{MethodHTTPDelete, `{"jsonrpc":"2.0","method":"$http/delete","_meta":{"dir":"lifecycle","server":"s","http":"DELETE","status":200,"transport":"http"}}`,
+			HTTPExchange{Method: "DELETE", Status: 200}},
+	} {
+		got, ok := ParseHTTPExchange(c.method, []byte(c.line))
+		if !ok || got != c.want {
+			t.Errorf("%s: %+v, %v; want %+v", c.line, got, ok, c.want)
+		}
+	}
+	if _, ok := ParseHTTPExchange(MethodStart, []byte(`{"jsonrpc":"2.0","method":"$transport/start","params":{"method":"GET"}}`)); ok {
+		t.Error("$transport/start read as an HTTP exchange")
+	}
+}
+
 // TestHTTPMetaWriter checks the HTTP dialect's writer against its reader and
 // the slow path: AppendJSON's members are the line Writer writes with
 // Fields, and ParseHTTPMeta reads back what was written.

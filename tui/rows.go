@@ -58,16 +58,10 @@ func (c *rowCache) get(i int) row {
 	}
 	r.faint = r.entry.Negotiation
 	r.summary = summarize(r.entry, raw, method)
-	switch {
-	case r.entry.Kind == tape.KindResponse && r.entry.Dir == tape.DirRecv:
+	if r.entry.Kind == tape.KindResponse && r.entry.Dir == tape.DirRecv {
 		// An HTTP session's start: the answer that assigned its id.
 		if hm := tape.ParseHTTPMeta(raw); hm.NewSession != "" {
 			r.summary = "new session " + shortID(hm.NewSession) + " · " + r.summary
-		}
-	case r.entry.Method == "initialize" && r.entry.Kind == tape.KindRequest:
-		// The older fixture dialect names the session on the request.
-		if hm := tape.ParseHTTPMeta(raw); hm.Session != "" {
-			r.summary = "session " + shortID(hm.Session) + " · " + r.summary
 		}
 	}
 	c.rows[i] = r

@@ -10,89 +10,29 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/tapedeck/tapedeck/internal/text"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
-// taskState is one task as of the cursor.
-type taskState struct {
-	task    tape.Task
-	status  string // the last status reported at or before the cursor
-	message string // its statusMessage
-	polls   int    // tasks/get sent so far
-	ended   bool   // its terminal status was reported by the cursor
-}
-
-// tasksAt returns the tasks of server created at or before seq.
-func (s *stateIndex) tasksAt(server string, seq int) []taskState {
-	if s.taskN != s.x.Len() {
-		s.tasks, s.taskN = tape.Tasks(s.x), s.x.Len()
-	}
-	var out []taskState
-	for _, t := range s.tasks {
-		first := t.Create
-		if first < 0 {
-			first = t.Created
-		}
-		if t.Server != server || first < 0 || first > seq {
-			continue
-		}
-		ts := taskState{task: t, ended: t.Terminal >= 0 && t.Terminal <= seq}
-		// The status reports at or before the cursor: the creating answer,
-		// status notifications and the polls' answers.
-		reports := append([]int{t.Created}, t.Notes...)
-		for _, p := range t.Polls {
-			if p <= seq {
-				ts.polls++
-			}
-			reports = append(reports, s.x.Pair(p).Partner)
-		}
-		last := -1
-		for _, r := range reports {
-			if r < 0 || r > seq || r < last {
-				continue
-			}
-			b := s.body(r)
-			st := gjson.GetBytes(b, "params")
-			if !st.Get("status").Exists() {
-				st = gjson.GetBytes(b, "result")
-				if st.Get("task").Exists() {
-					st = st.Get("task")
-				}
-			}
-			if v := st.Get("status").String(); v != "" {
-				last, ts.status, ts.message = r, v, st.Get("statusMessage").String()
-			}
-		}
-		if ts.ended {
-			ts.status = t.Status
-		}
-		out = append(out, ts)
-	}
-	return out
-}
-
 // renderTasks writes the tasks section of the state pane, first: what
 // runs matters more than the handshake.
-func renderTasks(b *strings.Builder, tasks []taskState, x *tape.Index, at int, s *Styles, kv func(k, v string)) {
+func renderTasks(b *strings.Builder, tasks []tape.TaskState, x *tape.Index, at int, s *Styles, kv func(k, v string)) {
 	if len(tasks) == 0 {
 		return
 	}
 	defer b.WriteString("\n")
-	var running []taskState
+	var running []tape.TaskState
 	ended := map[string]int{}
 	var endedOrder []string
 	for _, t := range tasks {
-		if !t.ended {
+		if !t.Ended {
 			running = append(running, t)
 			continue
 		}
-		if ended[t.status] == 0 {
-			endedOrder = append(endedOrder, t.status)
+		if ended[t.Status] == 0 {
+			endedOrder = append(endedOrder, t.Status)
 		}
-		ended[t.status]++
+		ended[t.Status]++
 	}
 	now := x.Entry(at).Time
 	if len(running) == 0 {
@@ -102,23 +42,23 @@ func renderTasks(b *strings.Builder, tasks []taskState, x *tape.Index, at int, s
 	}
 	for _, t := range running {
 		what := "created off the tape"
-		if c := t.task.Create; c >= 0 {
+		if c := t.Task.Create; c >= 0 {
 			what = x.Entry(c).Method
 			if name := callName(x, c, what); name != "" {
 				what += " " + name
 			}
 			what += fmt.Sprintf(" #%d", c)
 		}
-		kv("", shortTaskID(t.task.ID)+" "+what)
-		line := "  " + t.status
-		if t.message != "" {
-			line += fmt.Sprintf(" %q", t.message)
+		kv("", shortTaskID(t.Task.ID)+" "+what)
+		line := "  " + t.Status
+		if t.Message != "" {
+			line += fmt.Sprintf(" %q", t.Message)
 		}
-		line += " · " + text.Plural(t.polls, "poll")
-		if !now.IsZero() && !t.task.Start.IsZero() {
-			line += fmt.Sprintf(" · %s so far", tape.FormatLatency(1, now.Sub(t.task.Start).Round(time.Millisecond)))
+		line += " · " + text.Plural(t.Polls, "poll")
+		if !now.IsZero() && !t.Task.Start.IsZero() {
+			line += fmt.Sprintf(" · %s so far", tape.FormatLatency(1, now.Sub(t.Task.Start).Round(time.Millisecond)))
 		}
-		if t.task.Runner == tape.DirSend {
+		if t.Task.Runner == tape.DirSend {
 			line += " · run by the client"
 		}
 		kv("", line)

@@ -42,8 +42,8 @@ func stateTape(t *testing.T) *tape.Index {
 // listed and what a list_changed changed, the requests pending then.
 func TestStatePane(t *testing.T) {
 	x := stateTape(t)
-	idx := newStateIndex(x)
-	render := func(seq int) string { return ansi.Strip(renderState(idx.stateAt(seq), x, NewStyles(true), 200)) }
+	idx := tape.NewStateIndex(x)
+	render := func(seq int) string { return ansi.Strip(renderState(idx.At(seq), x, NewStyles(true), 200)) }
 	for _, c := range []struct {
 		seq       int
 		want, not []string
@@ -80,5 +80,18 @@ func TestStatePaneFollowsCursor(t *testing.T) {
 	m = send(t, m, keys("G")...)
 	if s := ansi.Strip(m.state.View()); !strings.Contains(s, "as of #9") || !strings.Contains(s, "alpha, gamma") {
 		t.Errorf("state pane at the last row:\n%s", s)
+	}
+}
+
+// The resources subscribed to are drawn when there are any.
+func TestStatePaneSubscriptions(t *testing.T) {
+	x := stateTape(t)
+	st := tape.StateAt(x, 3)
+	if got := ansi.Strip(renderState(st, x, NewStyles(true), 200)); strings.Contains(got, "subscribed") {
+		t.Errorf("no subscription, yet:\n%s", got)
+	}
+	st.Subscriptions = []string{"file:///a", "file:///b"}
+	if got := ansi.Strip(renderState(st, x, NewStyles(true), 200)); !strings.Contains(got, "subscribed file:///a, file:///b") {
+		t.Errorf("subscriptions not drawn:\n%s", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -163,34 +164,18 @@ func notificationSummary(raw []byte, method string) string {
 }
 
 func lifecycleSummary(raw []byte, method string) string {
+	if status, ok := tape.Challenge(raw); ok && method == tape.MethodHTTPExchange {
+		return challengeSummary(status, gjson.GetBytes(raw, "params"))
+	}
+	if ex, ok := tape.ParseHTTPExchange(method, raw); ok {
+		return exchangeSummary(ex)
+	}
 	p := gjson.GetBytes(raw, "params")
 	switch method {
 	case tape.MethodStderr:
 		return oneLine(firstLine(p.Get("text").String()))
 	case tape.MethodHTTPMetadata:
 		return metadataSummary(p)
-	case tape.MethodHTTPExchange, tape.MethodHTTPGet, tape.MethodHTTPDelete:
-		if status, ok := tape.Challenge(raw); ok && method == tape.MethodHTTPExchange {
-			return challengeSummary(status, p)
-		}
-		m := p.Get("method").String()
-		switch {
-		case m == "" && method == tape.MethodHTTPGet:
-			m = "GET"
-		case m == "" && method == tape.MethodHTTPDelete:
-			m = "DELETE"
-		}
-		s := strings.TrimSpace(m + " " + p.Get("status").Raw)
-		if p.Get("stream").Exists() || m == "GET" && method == tape.MethodHTTPGet {
-			s += " (SSE)"
-		}
-		if id := p.Get("lastEventId"); id.Exists() {
-			s += " resumed after " + id.String()
-		}
-		if b := p.Get("body"); b.Exists() {
-			s += " · " + b.String()
-		}
-		return oneLine(s)
 	case tape.MethodStart:
 		if u := p.Get("upstream"); u.Exists() {
 			return oneLine("proxy " + p.Get("listen").String() + " → " + u.String())
@@ -327,4 +312,22 @@ func oneLine(s string) string {
 		}
 	}
 	return strings.TrimRight(b.String(), " ")
+}
+
+// exchangeSummary is an HTTP exchange's summary: "GET 200 (SSE)".
+func exchangeSummary(ex tape.HTTPExchange) string {
+	s := ex.Method
+	if ex.Status != 0 {
+		s += " " + strconv.Itoa(ex.Status)
+	}
+	if ex.SSE {
+		s += " (SSE)"
+	}
+	if ex.LastEventID != "" {
+		s += " resumed after " + ex.LastEventID
+	}
+	if ex.Body != "" {
+		s += " · " + ex.Body
+	}
+	return oneLine(s)
 }

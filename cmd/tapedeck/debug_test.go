@@ -53,10 +53,24 @@ func TestAttachRefused(t *testing.T) {
 	}
 	defer first.Close()
 	io.WriteString(first, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`+"\n")
-	for deadline := time.Now().Add(5 * time.Second); s.Next().Kind != debug.Connected; {
-		if time.Now().After(deadline) {
-			t.Fatal("the first client did not connect within 5 s")
+	// Next blocks until an event: wait for Connected beside it, so that a
+	// client that never connects fails the test instead of hanging it.
+	// (It ends with Closed when the server closes.)
+	connected := make(chan debug.EventKind, 1)
+	go func() {
+		k := s.Next().Kind
+		for k != debug.Connected && k != debug.Closed {
+			k = s.Next().Kind
 		}
+		connected <- k
+	}()
+	select {
+	case k := <-connected:
+		if k != debug.Connected {
+			t.Fatal("the server closed before the first client connected")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first client did not connect within 5 s")
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

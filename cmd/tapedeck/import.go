@@ -106,26 +106,35 @@ func runImport(ctx context.Context, s streams, path string, f importFlags) error
 		defer file.Close()
 		in = file
 	}
+	return writeImport(s, f.out, "entries that hold no MCP traffic", func(w io.Writer) (importer.Result, error) {
+		return importer.ImportContext(ctx, f.from, in, w, importer.Options{Server: f.server})
+	})
+}
+
+// writeImport writes the tape run imports to out (a new file, or - for
+// standard output), removes a file it left half written, and says on
+// standard error what it imported and how many of what it skipped.
+func writeImport(s streams, out, skipped string, run func(io.Writer) (importer.Result, error)) error {
 	var w io.Writer = s.stdout
 	var file *os.File
-	if f.out != "-" {
+	if out != "-" {
 		var err error
-		file, _, err = tape.Create(f.out, false)
+		file, _, err = tape.Create(out, false)
 		if errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("import -o %s: the file exists; remove it or name another tape", f.out)
+			return fmt.Errorf("import -o %s: the file exists; remove it or name another tape", out)
 		}
 		if err != nil {
 			return fmt.Errorf("import -o: %w", err)
 		}
 		w = file
 	}
-	res, err := importer.ImportContext(ctx, f.from, in, w, importer.Options{Server: f.server})
+	res, err := run(w)
 	if file != nil {
 		if cerr := file.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
-			os.Remove(f.out) // no half tape left behind
+			os.Remove(out) // no half tape left behind
 		}
 	}
 	if err != nil {
@@ -133,9 +142,9 @@ func runImport(ctx context.Context, s streams, path string, f importFlags) error
 	}
 	if file != nil {
 		fmt.Fprintf(s.stderr, "imported %d messages and %d lifecycle records (servers %s) to %s\n",
-			res.Messages, res.Lifecycle, strings.Join(res.Servers, ", "), f.out)
+			res.Messages, res.Lifecycle, strings.Join(res.Servers, ", "), out)
 		if res.Skipped > 0 {
-			fmt.Fprintf(s.stderr, "skipped %d entries that hold no MCP traffic\n", res.Skipped)
+			fmt.Fprintf(s.stderr, "skipped %d %s\n", res.Skipped, skipped)
 		}
 		if res.Reordered > 0 {
 			fmt.Fprintf(s.stderr, "put %d answers the source recorded before their requests after them (their timestamps show the request came first)\n", res.Reordered)

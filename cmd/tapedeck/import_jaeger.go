@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
-	"os"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -47,37 +46,7 @@ func runImportJaeger(ctx context.Context, s streams, base string, f importFlags)
 	}
 	now := time.Now()
 	q := importer.JaegerQuery{Service: f.jaeger.service, Trace: f.jaeger.trace, Start: now.Add(-f.jaeger.since), End: now.Add(time.Minute)}
-	w := s.stdout
-	var file *os.File
-	if f.out != "-" {
-		var err error
-		file, _, err = tape.Create(f.out, false)
-		if errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("import -o %s: the file exists; remove it or name another tape", f.out)
-		}
-		if err != nil {
-			return fmt.Errorf("import -o: %w", err)
-		}
-		w = file
-	}
-	res, err := importer.Jaeger(ctx, &http.Client{Timeout: time.Minute}, base, q, tape.NewWriter(w), importer.Options{Server: f.server})
-	if file != nil {
-		if cerr := file.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(f.out) // no half tape left behind
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("import: %w", err)
-	}
-	if file != nil {
-		fmt.Fprintf(s.stderr, "imported %d messages and %d lifecycle records (servers %s) to %s\n",
-			res.Messages, res.Lifecycle, strings.Join(res.Servers, ", "), f.out)
-		if res.Skipped > 0 {
-			fmt.Fprintf(s.stderr, "skipped %d spans that hold no MCP call\n", res.Skipped)
-		}
-	}
-	return nil
+	return writeImport(s, f.out, "spans that hold no MCP call", func(w io.Writer) (importer.Result, error) {
+		return importer.Jaeger(ctx, &http.Client{Timeout: time.Minute}, base, q, tape.NewWriter(w), importer.Options{Server: f.server})
+	})
 }

@@ -94,6 +94,7 @@ func TestImportCommandErrors(t *testing.T) {
 		{"no -o", []string{"import", "--from", "mcpsnoop", bad}, []string{"expected -o TAPE"}},
 		{"missing file", []string{"import", "--from", "mcpsnoop", filepath.Join(dir, "nope"), "-o", filepath.Join(dir, "a.jsonl")}, []string{"no such file"}},
 		{"tape exists", []string{"import", "--from", "mcpsnoop", bad, "-o", exists}, []string{"exists"}},
+		{"jaeger tape exists", []string{"import", "--from", "jaeger", "http://127.0.0.1:1", "--service", "s", "-o", exists}, []string{"import -o " + exists + ": the file exists"}},
 		{"malformed", []string{"import", "--from", "mcpsnoop", bad, "-o", filepath.Join(dir, "a.jsonl")}, []string{"mcpsnoop: line 2: $.direction", `found "sideways"`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

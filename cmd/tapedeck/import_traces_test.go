@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -98,18 +99,17 @@ func TestImportJaegerReplays(t *testing.T) {
 			imported := filepath.Join(t.TempDir(), "imported.jsonl")
 			want, _ := os.ReadFile(shifted)
 			wantLines := strings.Count(string(want), "\n")
-			var got []byte
-			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(300 * time.Millisecond) {
+			waitFor(t, 20*time.Second, func() error {
 				os.Remove(imported)
 				_, errOut, code = runCLI(t, "import", "--from", "jaeger", query, "--service", service, "--since", "2h", "-o", imported)
-				got, _ = os.ReadFile(imported)
-				if code == 0 && strings.Count(string(got), "\n") == wantLines || time.Now().After(deadline) {
-					break
+				if code != 0 {
+					return fmt.Errorf("import --from jaeger: exit %d: %s", code, errOut)
 				}
-			}
-			if code != 0 {
-				t.Fatalf("import --from jaeger: exit %d: %s", code, errOut)
-			}
+				if got, _ := os.ReadFile(imported); strings.Count(string(got), "\n") != wantLines {
+					return fmt.Errorf("imported %d lines, want %d", strings.Count(string(got), "\n"), wantLines)
+				}
+				return nil
+			}, "Jaeger to hold the exported tape")
 			sameRecords(t, shifted, imported)
 			replayImported(t, tapedeck, client, imported, c.name, c.flags)
 		})

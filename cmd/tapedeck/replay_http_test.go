@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -25,18 +26,18 @@ func startReplayHTTP(t *testing.T, tapedeck string, args ...string) (*mcptest.Pr
 	t.Helper()
 	argv := append([]string{"replay", "--listen", "127.0.0.1:0"}, args...)
 	p := mcptest.Start(t, exec.Command(tapedeck, argv...))
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	var u string
+	waitFor(t, 15*time.Second, func() error {
 		if m := servingURL.FindStringSubmatch(p.Output()); m != nil {
-			return p, m[1]
+			u = m[1]
+			return nil
 		}
 		if done, err := p.Exited(); done {
 			t.Fatalf("tapedeck replay --listen exited: %v\n%s", err, p.Output())
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("tapedeck replay --listen printed no URL within 15 s:\n%s", p.Output())
-	return nil, ""
+		return fmt.Errorf("no URL in its output:\n%s", p.Output())
+	}, "tapedeck replay --listen to print its URL")
+	return p, u
 }
 
 // interrupt sends SIGINT, as Ctrl-C would, and returns the exit status.
@@ -45,22 +46,22 @@ func interrupt(t *testing.T, p *mcptest.Process) int {
 	if err := p.Cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatalf("interrupt replay: %v", err)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		if done, err := p.Exited(); done {
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				return ee.ExitCode()
-			}
-			if err != nil {
-				t.Fatalf("replay: %v", err)
-			}
-			return 0
+	var err error
+	waitFor(t, 15*time.Second, func() error {
+		var done bool
+		if done, err = p.Exited(); !done {
+			return fmt.Errorf("still running:\n%s", p.Output())
 		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	}, "tapedeck replay to exit after SIGINT")
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
 	}
-	t.Fatalf("tapedeck replay did not exit within 15 s of SIGINT:\n%s", p.Output())
-	return -1
+	if err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	return 0
 }
 
 // TestReplayHTTPSDKClient serves the go-sdk client's HTTP tapes (2025
@@ -119,7 +120,7 @@ func TestReplayHTTPDivergence(t *testing.T) {
 	if err != nil {
 		t.Fatalf("sdkclient: %v\n%s", err, stderr)
 	}
-	mismatch := `request tools/call {"name":"echo","arguments":{"message":"bye"}} did not match next expected tools/call {"name":"echo","arguments":{"message":"hi"}} (tape line 12)`
+	mismatch := `request tools/call {"name":"echo","arguments":{"message":"bye"}} did not match next expected tools/call {"name":"echo","arguments":{"message":"hi"}} (tape line 13)`
 	if !strings.Contains(out, "echo: echo: rpc error:") || !strings.Contains(out, mismatch) {
 		t.Errorf("client output lacks the divergence error:\n%s", out)
 	}
@@ -231,7 +232,7 @@ func TestVerifyHTTPEverything(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	err := run(context.Background(), []string{"verify", "--color=never", fixture(t, "sdk-everything-http.tape.jsonl"), "--url", url}, strings.NewReader(""), &stdout, &stderr)
 	out := stdout.String()
-	if err != nil || !strings.Contains(out, "16 calls, 16 passed, 0 failed") || !strings.Contains(out, "PASS tools/call get-roots-list (line 42)") {
+	if err != nil || !strings.Contains(out, "16 calls, 16 passed, 0 failed") || !strings.Contains(out, "PASS tools/call get-roots-list (line 44)") {
 		t.Fatalf("verify --url against server-everything: %v\n%s%s", err, out, stderr.String())
 	}
 }

@@ -76,27 +76,30 @@ func (tt *tmuxTerm) screen() string {
 	return tt.run("capture-pane", "-p", "-t", "0")
 }
 
+// peek returns the screen for a message, or why there is none (the
+// program ended), without failing the test.
+func (tt *tmuxTerm) peek() string {
+	out, err := exec.Command("tmux", "-L", tt.socket, "capture-pane", "-p", "-t", "0").CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("(no screen: %v: %s)", err, out)
+	}
+	return string(out)
+}
+
 // waitFor waits until the screen shows every want, and returns it.
 func (tt *tmuxTerm) waitFor(timeout time.Duration, want ...string) string {
 	tt.t.Helper()
-	deadline := time.Now().Add(timeout)
 	var s string
-	for {
+	waitFor(tt.t, timeout, func() error {
 		s = tt.screen()
-		ok := true
 		for _, w := range want {
 			if !strings.Contains(s, w) {
-				ok = false
+				return fmt.Errorf("the screen lacks %q:\n%s", w, s)
 			}
 		}
-		if ok {
-			return s
-		}
-		if time.Now().After(deadline) {
-			tt.t.Fatalf("after %v the screen does not show %q:\n%s", timeout, want, s)
-		}
-		time.Sleep(40 * time.Millisecond)
-	}
+		return nil
+	}, fmt.Sprintf("the screen to show %q", want))
+	return s
 }
 
 // debugAddr waits for "tapedeck debug --listen 127.0.0.1:0" to show the
@@ -116,29 +119,23 @@ var debugAddrRE = regexp.MustCompile(`attach (127\.0\.0\.1:\d+)`)
 // waitExit waits for the program (and so the session) to end.
 func (tt *tmuxTerm) waitExit(timeout time.Duration) {
 	tt.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for exec.Command("tmux", "-L", tt.socket, "has-session").Run() == nil {
-		if time.Now().After(deadline) {
-			tt.t.Fatalf("the program did not exit within %v:\n%s", timeout, tt.screen())
+	waitFor(tt.t, timeout, func() error {
+		if exec.Command("tmux", "-L", tt.socket, "has-session").Run() == nil {
+			return fmt.Errorf("still running:\n%s", tt.peek())
 		}
-		time.Sleep(40 * time.Millisecond)
-	}
+		return nil
+	}, "the program to exit")
 }
 
 // waitRow waits until timeline row seq shows mark.
 func waitRow(t *testing.T, tt *tmuxTerm, seq int, mark string) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		s := tt.screen()
-		if strings.Contains(rowLine(s, seq), mark) {
-			return
+	waitFor(t, 2*time.Second, func() error {
+		if s := tt.screen(); !strings.Contains(rowLine(s, seq), mark) {
+			return fmt.Errorf("the screen:\n%s", s)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("row %d does not show %q:\n%s", seq, mark, s)
-		}
-		time.Sleep(40 * time.Millisecond)
-	}
+		return nil
+	}, fmt.Sprintf("row %d to show %q", seq, mark))
 }
 
 // rowLine returns the screen line of timeline row seq.
@@ -327,8 +324,12 @@ func TestTmuxFollow(t *testing.T) {
 	if _, err := f.Write(half); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
-	tt.waitFor(time.Second, "12 messages")
+	holdsFor(t, 300*time.Millisecond, func() error {
+		if s := tt.screen(); !strings.Contains(s, "12 messages") {
+			return fmt.Errorf("the screen:\n%s", s)
+		}
+		return nil
+	}, "the half-written line not counted (12 messages)")
 	if _, err := f.Write(lines[12][len(half):]); err != nil {
 		t.Fatal(err)
 	}
@@ -393,21 +394,9 @@ func TestTmuxDebugLiveDivergence(t *testing.T) {
 	// playback stops before it, and its answer is held.
 	tt.waitFor(5*time.Second, "hits 1", "7/10", "client: held at breakpoint 1 before #7")
 	waitRow(t, tt, 7, "◆")
-	time.Sleep(300 * time.Millisecond)
-	if strings.Contains(transcript.String(), "answer:") {
-		t.Errorf("the client got its answer while the breakpoint holds it:\n%s", transcript.String())
-	}
+	holdsFor(t, 300*time.Millisecond, lacks(transcript, "answer:"), "the client's answer held by the breakpoint")
 	tt.keys("Space")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if done, _ := p.Exited(); done {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the client did not finish after continuing:\n%s\n%s", p.Output(), tt.screen())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitClient(t, tt, p, 10*time.Second, p.Output)
 	got := transcript.String()
 	for _, want := range []string{`echo: "Echo: hi"`, `answer: "the answer is 42"`} {
 		if !strings.Contains(got, want) {
@@ -465,16 +454,8 @@ func TestTmuxDebugHTTPClient(t *testing.T) {
 	// finish waits for the client to exit and returns its transcript.
 	finish := func(t *testing.T, tt *tmuxTerm, p *mcptest.Process) string {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			if done, _ := p.Exited(); done {
-				return p.Output()
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the client did not finish:\n%s\n%s", p.Output(), tt.screen())
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		waitClient(t, tt, p, 15*time.Second, p.Output)
+		return p.Output()
 	}
 
 	t.Run("e sends the divergence error", func(t *testing.T) {
@@ -549,20 +530,9 @@ func TestTmuxDebugRunsTwice(t *testing.T) {
 		cmd.Stdout, cmd.Stderr = transcript, transcript
 		p := mcptest.Start(t, cmd)
 		tt.waitFor(10*time.Second, "run "+strconv.Itoa(n), "held at breakpoint 1")
-		time.Sleep(200 * time.Millisecond)
-		if strings.Contains(transcript.String(), "answer:") {
-			t.Errorf("run %d: the client got its answer while the breakpoint holds it", n)
-		}
+		holdsFor(t, 200*time.Millisecond, lacks(transcript, "answer:"), fmt.Sprintf("run %d: the client's answer held by the breakpoint", n))
 		tt.keys("Space")
-		for deadline := time.Now().Add(10 * time.Second); ; {
-			if done, _ := p.Exited(); done {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("run %d: the client did not finish:\n%s\n%s", n, transcript.String(), tt.screen())
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		waitClient(t, tt, p, 10*time.Second, transcript.String)
 		if got := transcript.String(); !strings.Contains(got, `answer: "the answer is 42"`) || !strings.Contains(got, `echo: "Echo: hi"`) {
 			t.Errorf("run %d: the client's transcript lacks the recorded answers:\n%s", n, got)
 		}
@@ -572,21 +542,17 @@ func TestTmuxDebugRunsTwice(t *testing.T) {
 	run(2, "--url", "http://"+addr+"/mcp")
 
 	tt.keys("q")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var s string
+	waitFor(t, 10*time.Second, func() error {
 		data, _ := os.ReadFile(summary)
-		if strings.Contains(string(data), "exit=") {
-			s := string(data)
-			if !strings.Contains(s, "exit=0") || !strings.Contains(s, "2 client runs") ||
-				!strings.Contains(s, "run 1 (stdio") || !strings.Contains(s, "run 2 (http") || strings.Count(s, "followed the tape") != 2 {
-				t.Errorf("debug's summary and exit status:\n%s", s)
-			}
-			break
+		if s = string(data); !strings.Contains(s, "exit=") {
+			return fmt.Errorf("debug has not exited after q:\n%s", tt.peek())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("debug did not exit after q:\n%s", tt.screen())
-		}
-		time.Sleep(50 * time.Millisecond)
+		return nil
+	}, "debug to exit after q")
+	if !strings.Contains(s, "exit=0") || !strings.Contains(s, "2 client runs") ||
+		!strings.Contains(s, "run 1 (stdio") || !strings.Contains(s, "run 2 (http") || strings.Count(s, "followed the tape") != 2 {
+		t.Errorf("debug's summary and exit status:\n%s", s)
 	}
 }
 
@@ -683,13 +649,12 @@ func TestTmuxDebugInterceptHTTP(t *testing.T) {
 	gotoEchoRequest(t, tt, tapePath)
 	tt.keys("r")
 	// The re-sent request's answer lands on the tape, marked as the debugger's.
-	deadline := time.Now().Add(10 * time.Second)
-	for fmt.Sprint(injections(t, tapePath)["debugger"]) != "[send:resend+injected recv:resend+dropped]" {
-		if time.Now().After(deadline) {
-			t.Fatalf("the re-sent request was not answered: %v\n%s", injections(t, tapePath), tt.screen())
+	waitFor(t, 10*time.Second, func() error {
+		if got := fmt.Sprint(injections(t, tapePath)["debugger"]); got != "[send:resend+injected recv:resend+dropped]" {
+			return fmt.Errorf("the debugger's injections %s\n%s", got, tt.peek())
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	}, "the re-sent request's answer on the tape")
 	tt.keys("!")
 	tt.waitFor(10*time.Second, "recorded answer", "answer now", "Echo: hi")
 	waitClient(t, tt, p, 15*time.Second, transcript.String)
@@ -797,16 +762,12 @@ func gotoEchoRequest(t *testing.T, tt *tmuxTerm, path string) int {
 // waitClient waits for a client process to finish.
 func waitClient(t *testing.T, tt *tmuxTerm, p *mcptest.Process, timeout time.Duration, output func() string) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		if done, _ := p.Exited(); done {
-			return
+	waitFor(t, timeout, func() error {
+		if done, _ := p.Exited(); !done {
+			return fmt.Errorf("still running; its output:\n%s\nthe screen:\n%s", output(), tt.peek())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the client did not finish:\n%s\n%s", output(), tt.screen())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	}, "the client to finish")
 }
 
 // TestTmuxDebugPastTheEnd: a tape of one call, served under the debugger

@@ -29,6 +29,35 @@ func waitFor(t testing.TB, timeout time.Duration, cond func() error, what string
 	}
 }
 
+// holdsFor checks cond for d, polling as waitFor does, and fails the test
+// the first time it does not hold: for what must not happen (a held answer
+// reaching the client), where a fixed sleep would look only at the end.
+func holdsFor(t testing.TB, d time.Duration, cond func() error, what string) {
+	t.Helper()
+	end := time.Now().Add(d)
+	pause := 10 * time.Millisecond
+	for {
+		if err := cond(); err != nil {
+			t.Fatalf("%s did not hold for %s: %v", what, d, err)
+		}
+		if time.Now().After(end) {
+			return
+		}
+		time.Sleep(min(pause, time.Until(end)+time.Millisecond))
+		pause = min(2*pause, 50*time.Millisecond)
+	}
+}
+
+// lacks is a holdsFor condition: out does not hold unwanted.
+func lacks(out fmt.Stringer, unwanted string) func() error {
+	return func() error {
+		if s := out.String(); strings.Contains(s, unwanted) {
+			return fmt.Errorf("the output has %q:\n%s", unwanted, s)
+		}
+		return nil
+	}
+}
+
 // printed is a waitFor condition: out holds want.
 func printed(out fmt.Stringer, want string) func() error {
 	return func() error {

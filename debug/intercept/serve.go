@@ -106,7 +106,7 @@ func given(o Options) string {
 // serveStdio relays one attached client at a time to its own run of the
 // server, through the recording shim with s as its interceptor.
 func (s *Service) serveStdio(ctx context.Context, ln net.Listener, o Options) {
-	w := &lockedWriter{w: o.Tape}
+	w := record.NewLockedWriter(o.Tape) // the shims of successive clients share the tape
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -128,16 +128,4 @@ func (s *Service) serveStdio(ctx context.Context, ln net.Listener, o Options) {
 		}
 		s.Info(text + "; attach again for another run")
 	}
-}
-
-// lockedWriter lets the shims of successive clients share the tape.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
 }

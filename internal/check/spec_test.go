@@ -25,7 +25,7 @@ func TestSpecRealPeers(t *testing.T) {
 	known := map[string][]string{ // tape → "rule@line" expected
 		"sdk-everything-2025-06-18.tape.jsonl": {SpecErrorCode + "@26"},
 		"sdk-everything-discover.tape.jsonl":   {SpecErrorCode + "@28"},
-		"sdk-everything-http.tape.jsonl":       {SpecErrorCode + "@33"},
+		"sdk-everything-http.tape.jsonl":       {SpecErrorCode + "@35"},
 		"sdk-multi-server.tape.jsonl":          {SpecErrorCode + "@57"},
 	}
 	paths, err := filepath.Glob("../../testdata/*.tape.jsonl")

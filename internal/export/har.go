@@ -187,6 +187,34 @@ func (h *harBuilder) entry(start time.Time, method, url string, hm tape.HTTPMeta
 	return en
 }
 
+// exchange adds lifecycle record e if it is an HTTP exchange whose answer
+// held no message, and reports whether it was one.
+func (h *harBuilder) exchange(e tape.Entry, hm tape.HTTPMeta) bool {
+	ex, ok := tape.ParseHTTPExchange(e.Method, e.Raw)
+	if !ok {
+		return false
+	}
+	if ex.Method == "POST" {
+		// The answer to a POSTed notification or reply (202): its
+		// message is the entry opened for it.
+		if en := h.lastOpenPost(); en != nil {
+			h.finish(en, e, ex.Status, ex.Body, "text/plain")
+			return true
+		}
+	}
+	en := h.entry(e.Time, ex.Method, h.url(e, ""), hm)
+	en.Response.Status, en.Response.StatusText = ex.Status, statusText(ex.Status)
+	if ex.Stream != 0 {
+		en.Response.Content.MimeType = "text/event-stream"
+		h.streams[ex.Stream] = en
+	}
+	if ex.Body != "" {
+		en.Response.Content.Text = ex.Body
+		en.Response.Content.Size = len(ex.Body)
+	}
+	return true
+}
+
 func (h *harBuilder) add(e tape.Entry) {
 	body := string(tape.StripMeta(e.Raw))
 	hm := tape.ParseHTTPMeta(e.Raw)
@@ -195,31 +223,7 @@ func (h *harBuilder) add(e tape.Entry) {
 		if u := gjson.GetBytes(e.Raw, "params.upstream"); u.Exists() {
 			h.upstream = u.String()
 		}
-	case e.Kind == tape.KindLifecycle && (e.Method == tape.MethodHTTPExchange || e.Method == tape.MethodHTTPGet || e.Method == tape.MethodHTTPDelete):
-		p := gjson.GetBytes(e.Raw, "params")
-		method := p.Get("method").String()
-		if method == "" {
-			method = map[string]string{tape.MethodHTTPGet: "GET", tape.MethodHTTPDelete: "DELETE"}[e.Method]
-		}
-		if method == "POST" {
-			// The answer to a POSTed notification or reply (202): its
-			// message is the entry opened for it.
-			if en := h.lastOpenPost(); en != nil {
-				h.finish(en, e, int(p.Get("status").Int()), p.Get("body").String(), "text/plain")
-				return
-			}
-		}
-		en := h.entry(e.Time, method, h.url(e, ""), hm)
-		status := int(p.Get("status").Int())
-		en.Response.Status, en.Response.StatusText = status, statusText(status)
-		if s := p.Get("stream"); s.Exists() {
-			en.Response.Content.MimeType = "text/event-stream"
-			h.streams[s.Int()] = en
-		}
-		if b := p.Get("body"); b.Exists() {
-			en.Response.Content.Text = b.String()
-			en.Response.Content.Size = len(en.Response.Content.Text)
-		}
+	case e.Kind == tape.KindLifecycle && h.exchange(e, hm):
 	case e.Kind == tape.KindLifecycle || e.Kind == tape.KindInvalid:
 	case e.Dir == tape.DirSend || (!hm.HTTP && e.Kind == tape.KindRequest):
 		// A message the client sent (or, on a stdio tape, a server's own

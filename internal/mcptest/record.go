@@ -146,7 +146,7 @@ func metaJSON(dir, server string, ts time.Time, extra map[string]any) ([]byte, e
 // Do not wrap an mcp.StreamableClientTransport with it: the SDK informs its
 // HTTP connection of the negotiated session through an unexported method that
 // a wrapper cannot forward, so the client would never open its standalone SSE
-// stream. Record HTTP with [RecordingRoundTripper] instead.
+// stream. Record HTTP through record.Proxy instead (sdkclient --tape --url).
 type RecordingTransport struct {
 	Transport mcp.Transport
 	Tape      *TapeWriter

@@ -84,16 +84,7 @@ func WrapFile(path string, c Client, cwd, name, exe string) (*Result, error) {
 		return nil, err
 	}
 	defer unlock()
-	data, err := readConfig(path, c)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := Parse(path, c, cwd, data)
-	if err != nil {
-		return nil, err
-	}
-	side := SidecarPath(path)
-	backups, oldSide, err := readBackups(side, path)
+	data, cfg, side, backups, oldSide, err := loadConfig(path, c, cwd)
 	if err != nil {
 		return nil, err
 	}
@@ -134,16 +125,7 @@ func UnwrapFile(path string, c Client, cwd, name string, force bool) (*Result, e
 		return nil, err
 	}
 	defer unlock()
-	data, err := readConfig(path, c)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := Parse(path, c, cwd, data)
-	if err != nil {
-		return nil, err
-	}
-	side := SidecarPath(path)
-	backups, _, err := readBackups(side, path)
+	data, cfg, side, backups, _, err := loadConfig(path, c, cwd)
 	if err != nil {
 		return nil, err
 	}
@@ -203,6 +185,23 @@ func Find(cands []Candidate, cwd, name string) (Candidate, error) {
 		tried = append(tried, fmt.Sprintf("%s %s: servers %s", cand.Client, cand.Path, listOr(quoteAll(cfg.Servers()), "none")))
 	}
 	return Candidate{}, fmt.Errorf("%w %q in any client's configuration; tried:\n  %s\n--client or --config says where to look", ErrNoServer, name, strings.Join(tried, "\n  "))
+}
+
+// loadConfig reads and parses the configuration at path, and reads its
+// sidecar: the configuration's bytes, the parsed configuration, the
+// sidecar's path, its backups and its bytes (nil when there is none).
+func loadConfig(path string, c Client, cwd string) (data []byte, cfg *Config, side string, backups *Backups, oldSide []byte, err error) {
+	if data, err = readConfig(path, c); err != nil {
+		return nil, nil, "", nil, nil, err
+	}
+	if cfg, err = Parse(path, c, cwd, data); err != nil {
+		return nil, nil, "", nil, nil, err
+	}
+	side = SidecarPath(path)
+	if backups, oldSide, err = readBackups(side, path); err != nil {
+		return nil, nil, "", nil, nil, err
+	}
+	return data, cfg, side, backups, oldSide, nil
 }
 
 func readConfig(path string, c Client) ([]byte, error) {

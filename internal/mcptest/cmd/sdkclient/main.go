@@ -12,7 +12,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -102,7 +101,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	roots := fs.Bool("roots", false, "declare the roots capability with root file:///tmp/tapedeck-root and run the roots step;\nwithout it the client declares no roots, so server-everything never asks")
 	message := fs.String("message", "hi", "the echo `message`")
 	steps := fs.String("steps", strings.Join(allSteps, ","), "comma-separated `steps` to run")
-	tape := fs.String("tape", "", "record the traffic to an NDJSON tape at `FILE` (stdio: the messages as the SDK\nsees them; HTTP: the raw bodies, with transport, status and session in _meta)")
+	tape := fs.String("tape", "", "record the traffic to an NDJSON tape at `FILE` (stdio: the messages as the SDK\nsees them; HTTP: through tapedeck's recording proxy, in the tape's HTTP dialect)")
 	timeout := fs.Duration("timeout", 60*time.Second, "give up after `duration`")
 	codes := fs.Bool("codes", false, "print the JSON-RPC error code of a tool call's rpc error (rpc error -32090: ...)")
 	fs.Usage = func() {
@@ -144,13 +143,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	var tw *mcptest.TapeWriter
+	var tapeFile io.Writer
 	if *tape != "" {
 		f, err := os.OpenFile(*tape, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		tw = mcptest.NewTapeWriter(f)
+		tw, tapeFile = mcptest.NewTapeWriter(f), f
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, opts.timeout)
@@ -165,7 +165,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, spec := range specs {
 		s := newSession(spec, opts, out)
 		sessions = append(sessions, s)
-		if err := s.connect(ctx, transport(spec, tw)); err != nil {
+		t, rp, err := transport(spec, tw, tapeFile)
+		if err != nil {
+			return fmt.Errorf("%s: record: %w", spec.name, err)
+		}
+		s.proxy = rp
+		if err := s.connect(ctx, t); err != nil {
 			return fmt.Errorf("%s: connect: %w", spec.name, err)
 		}
 	}
@@ -177,11 +182,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if tw != nil {
+		var errs []error
 		for _, s := range sessions {
-			s.close(out)
+			errs = append(errs, s.close(out))
 		}
 		sessions = nil
-		return tw.Err()
+		return errors.Join(append(errs, tw.Err())...)
 	}
 	return nil
 }
@@ -193,14 +199,19 @@ func parseSpec(name, spec string) serverSpec {
 	return serverSpec{name: name, argv: strings.Fields(spec)}
 }
 
-func transport(spec serverSpec, tw *mcptest.TapeWriter) mcp.Transport {
+// transport connects to spec's server. With a tape, an HTTP server is
+// reached through a recording proxy, returned to close after the session;
+// a stdio server's messages are recorded as the SDK sees them.
+func transport(spec serverSpec, tw *mcptest.TapeWriter, f io.Writer) (mcp.Transport, *recordingProxy, error) {
 	if spec.url != "" {
-		t := &mcp.StreamableClientTransport{Endpoint: spec.url}
-		if tw != nil {
-			t.HTTPClient = &http.Client{Transport: &mcptest.RecordingRoundTripper{Tape: tw, Server: spec.name}}
-			return &httpLifecycle{Transport: t, tape: tw, server: spec.name, url: spec.url}
+		if tw == nil {
+			return &mcp.StreamableClientTransport{Endpoint: spec.url}, nil, nil
 		}
-		return t
+		rp, err := startProxy(spec.url, spec.name, f)
+		if err != nil {
+			return nil, nil, err
+		}
+		return &mcp.StreamableClientTransport{Endpoint: rp.url}, rp, nil
 	}
 	cmd := exec.Command(spec.argv[0], spec.argv[1:]...)
 	cmd.Stderr = io.Discard // server logs are not part of the transcript
@@ -208,25 +219,7 @@ func transport(spec serverSpec, tw *mcptest.TapeWriter) mcp.Transport {
 	if tw != nil {
 		t = &mcptest.RecordingTransport{Transport: t, Tape: tw, Server: spec.name}
 	}
-	return t
-}
-
-// httpLifecycle writes the $transport/start and $transport/close records of
-// an HTTP server's tape; the messages themselves are recorded by the
-// RecordingRoundTripper. It returns the SDK's own connection unwrapped, which
-// the SDK needs to open its standalone SSE stream.
-type httpLifecycle struct {
-	mcp.Transport
-	tape   *mcptest.TapeWriter
-	server string
-	url    string
-}
-
-func (t *httpLifecycle) Connect(ctx context.Context) (mcp.Connection, error) {
-	if err := t.tape.Lifecycle(t.server, "$transport/start", map[string]any{"transport": "http", "url": t.url}); err != nil {
-		return nil, err
-	}
-	return t.Transport.Connect(ctx)
+	return t, nil, nil
 }
 
 func contains(list []string, s string) bool {

@@ -13,8 +13,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/tapedeck/tapedeck/internal/mcptest"
 )
 
 // rootURI is the root the client declares with --roots.
@@ -40,7 +38,7 @@ type session struct {
 	client *mcp.Client
 	cs     *mcp.ClientSession
 	tools  []string
-	tape   *mcptest.TapeWriter // set for HTTP servers with --tape, to write $transport/close
+	proxy  *recordingProxy // the recording proxy of an HTTP server with --tape
 	closed bool
 
 	mu         sync.Mutex
@@ -126,9 +124,6 @@ func (s *session) waitFor(ctx context.Context, d time.Duration, cond func() bool
 }
 
 func (s *session) connect(ctx context.Context, t mcp.Transport) error {
-	if h, ok := t.(*httpLifecycle); ok {
-		s.tape = h.tape
-	}
 	var sopts *mcp.ClientSessionOptions
 	if s.opts.protocol != "" {
 		sopts = &mcp.ClientSessionOptions{ProtocolVersion: s.opts.protocol}
@@ -141,18 +136,22 @@ func (s *session) connect(ctx context.Context, t mcp.Transport) error {
 	return nil
 }
 
-func (s *session) close(out *transcript) {
-	if s.closed || s.cs == nil {
-		return
+// close ends the session, then its recording proxy (whose error it
+// returns).
+func (s *session) close(out *transcript) error {
+	if s.closed {
+		return nil
 	}
 	s.closed = true
-	err := s.cs.Close()
-	if s.tape != nil {
-		_ = s.tape.Lifecycle(s.name, "$transport/close", map[string]any{"transport": "http"})
+	if s.cs != nil {
+		if err := s.cs.Close(); err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
+			out.printf(s.name, "close: %v", err)
+		}
 	}
-	if err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
-		out.printf(s.name, "close: %v", err)
+	if s.proxy != nil {
+		return s.proxy.close()
 	}
+	return nil
 }
 
 func (s *session) printf(format string, a ...any) { s.out.printf(s.name, format, a...) }
