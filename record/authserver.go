@@ -43,6 +43,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -518,13 +519,19 @@ func (p *Proxy) secret(s string, fingerprint bool) string {
 // scrub replaces every secret seen in s by its fingerprint.
 func (p *Proxy) scrub(s string) string { return string(p.scrubBytes([]byte(s))) }
 
+// The longest secrets go first: one may hold another ("CODE-2" and "CODE").
 func (p *Proxy) scrubBytes(b []byte) []byte {
 	p.pathsMu.Lock()
-	defer p.pathsMu.Unlock()
+	var found []string
 	for s := range p.secrets {
 		if bytes.Contains(b, []byte(s)) {
-			b = bytes.ReplaceAll(b, []byte(s), []byte(tape.Fingerprint(s)))
+			found = append(found, s)
 		}
+	}
+	p.pathsMu.Unlock()
+	slices.SortFunc(found, func(a, b string) int { return len(b) - len(a) })
+	for _, s := range found {
+		b = bytes.ReplaceAll(b, []byte(s), []byte(tape.Fingerprint(s)))
 	}
 	return b
 }
