@@ -328,3 +328,13 @@ func TestStatsAuthLine(t *testing.T) {
 		t.Errorf("a tape without OAuth has an auth line:\n%s", out.String())
 	}
 }
+
+// --proxy-auth routes an HTTP server's authorization server: over stdio it
+// is an error that says so, and nothing starts.
+func TestRecordProxyAuthNeedsUpstream(t *testing.T) {
+	var out, errb bytes.Buffer
+	err := run(context.Background(), []string{"record", "--proxy-auth", "-o", filepath.Join(t.TempDir(), "t.jsonl"), "--", "true"}, strings.NewReader(""), &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), "--proxy-auth goes with --upstream URL") {
+		t.Fatalf("record --proxy-auth -- true: got %v, want an error naming --upstream", err)
+	}
+}
