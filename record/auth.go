@@ -15,6 +15,7 @@ package record
 // authorization server's endpoints are not touched: the client talks to
 // them directly, so codes, tokens and client secrets never pass the proxy,
 // and the bearer token the client then sends is forwarded, never recorded.
+// Proxy.ProxyAuth routes them through the proxy too (authserver.go).
 
 import (
 	"encoding/json"
@@ -128,6 +129,10 @@ func (p *Proxy) serveResourceMetadata(w http.ResponseWriter, r *http.Request) bo
 						if own := p.ownResource(r, res.String()); own != "" {
 							doc, _ = sjson.SetBytes(body, "resource", own)
 						}
+					}
+					if as := gjson.GetBytes(body, "authorization_servers"); p.ProxyAuth && as.IsArray() {
+						params["upstreamAuthorizationServers"] = json.RawMessage(as.Raw)
+						doc = p.rewriteAuthServers(doc, proxyOrigin(r, r.Host))
 					}
 				}
 				params["status"] = resp.StatusCode

@@ -121,6 +121,12 @@ type Proxy struct {
 	// rule and its action. replay --listen --rules tells the replay behind
 	// the proxy, whose recorded request the client did send.
 	RuleAnswered func(session string, msg []byte, rule, action string)
+	// ProxyAuth routes the authorization server through the proxy too
+	// (authserver.go): the protected resource metadata served names the
+	// proxy as the authorization server, whose metadata and endpoints the
+	// proxy serves by forwarding them to the real one, each exchange
+	// recorded as a tape.MethodHTTPAuth with its secrets redacted.
+	ProxyAuth bool
 	// Shadow, if set, sends a copy of every client message to a second
 	// server (ShadowOptions.URL), one session of its own a client session,
 	// recorded as a shadow lane and never forwarded (shadow.go). Not with
@@ -146,6 +152,13 @@ type Proxy struct {
 	rules     *rules.Conn
 	shadow    *shadow // nil: no shadow
 	shadowErr error
+
+	// With ProxyAuth (authserver.go): the proxy's issuer path of each real
+	// issuer and back, the endpoints forwarded by proxy path, the secret
+	// values seen, scrubbed from every auth record.
+	asPaths, asIssuers map[string]string
+	asRoutes           map[string]authRoute
+	secrets            map[string]bool
 
 	// The latest client request's session and protocol version, for
 	// Resend.
@@ -276,6 +289,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if p.serveResourceMetadata(w, r) {
+		return
+	}
+	if p.ProxyAuth && p.serveAuth(w, r) {
 		return
 	}
 	if !p.served(r.URL.Path) {

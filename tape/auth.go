@@ -1,6 +1,8 @@
 package tape
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"regexp"
 	"strings"
@@ -22,6 +24,24 @@ type AuthStats struct {
 	// that refused a request.
 	Retried int `json:"retried"`
 	Refused int `json:"refused"`
+	// Through the proxy (record --proxy-auth, MethodHTTPAuth records):
+	// authorization server metadata documents, registrations, authorize
+	// requests, token requests and other endpoints' exchanges.
+	ServerMetadata int `json:"as_metadata,omitempty"`
+	Registrations  int `json:"registrations,omitempty"`
+	Authorizations int `json:"authorizations,omitempty"`
+	TokenRequests  int `json:"token_requests,omitempty"`
+	OtherExchanges int `json:"other_exchanges,omitempty"`
+}
+
+// Fingerprint is what a tape keeps of a secret whose use must still be
+// followed from one record to the next (an authorization code from the
+// redirect to the token request, a refresh token from the answer to its
+// use): the marker and the first 12 hex digits of its SHA-256, "[REDACTED]
+// sha256:0123456789ab". 48 bits say which secret it is, not what it is.
+func Fingerprint(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return RedactedMarker + " sha256:" + hex.EncodeToString(sum[:6])
 }
 
 // AddAuth fills in st.Auth from the HTTP dialect's auth records of x (of
@@ -38,6 +58,23 @@ func AddAuth(st *Stats, x *Index, server string) {
 		switch en.Method {
 		case MethodHTTPMetadata:
 			a.Metadata++
+		case MethodHTTPAuth:
+			m, err := x.Message(i)
+			if err != nil {
+				continue
+			}
+			switch gjson.GetBytes(m.Raw, "params.endpoint").String() {
+			case "metadata":
+				a.ServerMetadata++
+			case "registration":
+				a.Registrations++
+			case "authorization":
+				a.Authorizations++
+			case "token":
+				a.TokenRequests++
+			default:
+				a.OtherExchanges++
+			}
 		case MethodHTTPExchange:
 			m, err := x.Message(i)
 			if err != nil {
@@ -101,13 +138,27 @@ func (a AuthStats) String() string {
 	s := strings.Join(parts, ", ")
 	switch {
 	case a.Refused == 0:
-		return s
 	case a.Retried == a.Refused:
-		return s + fmt.Sprintf("; the client retried with a token (%d of %s)", a.Retried, plural(a.Refused, "refused request"))
+		s += fmt.Sprintf("; the client retried with a token (%d of %s)", a.Retried, plural(a.Refused, "refused request"))
 	case a.Retried == 0:
-		return s + fmt.Sprintf("; the client did not retry (%s)", plural(a.Refused, "refused request"))
+		s += fmt.Sprintf("; the client did not retry (%s)", plural(a.Refused, "refused request"))
+	default:
+		s += fmt.Sprintf("; the client retried %d of %s", a.Retried, plural(a.Refused, "refused request"))
 	}
-	return s + fmt.Sprintf("; the client retried %d of %s", a.Retried, plural(a.Refused, "refused request"))
+	var as []string
+	for _, c := range []struct {
+		n    int
+		what string
+	}{{a.ServerMetadata, "authorization server metadata document"}, {a.Registrations, "registration"},
+		{a.Authorizations, "authorize request"}, {a.TokenRequests, "token request"}, {a.OtherExchanges, "other exchange"}} {
+		if c.n > 0 {
+			as = append(as, plural(c.n, c.what))
+		}
+	}
+	if len(as) > 0 {
+		s += "; through the proxy: " + strings.Join(as, ", ")
+	}
+	return s
 }
 
 // plural is "1 thing" or "N things" (tape imports no internal/text).

@@ -28,6 +28,9 @@ func TestAddAuth(t *testing.T) {
 			"1 challenge (401), 1 step-up (403), 1 metadata document served; the client retried 1 of 2 refused requests"},
 		{"challenge only", strings.Join(lines[:4], ""), AuthStats{Challenges: 1, Metadata: 1, Refused: 1},
 			"1 challenge (401), 1 metadata document served; the client did not retry (1 refused request)"},
+		{"through the proxy", strings.Join(lines[:4], "") + authLine("metadata") + authLine("registration") + authLine("authorization") + authLine("token") + authLine("token") + authLine("revocation"),
+			AuthStats{Challenges: 1, Metadata: 1, Refused: 1, ServerMetadata: 1, Registrations: 1, Authorizations: 1, TokenRequests: 2, OtherExchanges: 1},
+			"1 challenge (401), 1 metadata document served; the client did not retry (1 refused request); through the proxy: 1 authorization server metadata document, 1 registration, 1 authorize request, 2 token requests, 1 other exchange"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			x := indexOf(t, c.text)
@@ -49,5 +52,27 @@ func TestAddAuth(t *testing.T) {
 	var st Stats
 	if AddAuth(&st, x, ""); st.Auth != nil {
 		t.Errorf("a tape without auth: got %+v, want nil", st.Auth)
+	}
+}
+
+// authLine is a MethodHTTPAuth record of endpoint, as record --proxy-auth
+// writes one.
+func authLine(endpoint string) string {
+	return `{"jsonrpc":"2.0","method":"$http/auth","params":{"endpoint":"` + endpoint + `","method":"POST","status":200},"_meta":{"dir":"lifecycle","server":"127.0.0.1:36723","ts":"2026-01-02T03:04:06.000Z","transport":"http"}}` + "\n"
+}
+
+// Fingerprint: the marker and 12 hex digits of SHA-256, equal for equal
+// secrets, different for different ones, never the secret.
+func TestFingerprint(t *testing.T) {
+	a, b := Fingerprint("code-1234567890"), Fingerprint("code-1234567891")
+	if a != Fingerprint("code-1234567890") || a == b {
+		t.Errorf("Fingerprint: %q and %q for two secrets, want equal for equal only", a, b)
+	}
+	// sha256("abc") = ba7816bf8f01...
+	if got := Fingerprint("abc"); got != RedactedMarker+" sha256:ba7816bf8f01" {
+		t.Errorf("Fingerprint(abc) = %q", got)
+	}
+	if strings.Contains(a, "code-") {
+		t.Errorf("Fingerprint keeps the secret: %q", a)
 	}
 }

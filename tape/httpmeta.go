@@ -43,7 +43,18 @@ import (
 //   - MethodHTTPMetadata for a protected resource metadata document
 //     (RFC 9728) the proxy served: params path, source (where it was
 //     fetched), status, document (as served: "resource" names the proxy),
-//     upstreamResource (the upstream's "resource").
+//     upstreamResource (the upstream's "resource"), and with record
+//     --proxy-auth upstreamAuthorizationServers (the document's
+//     authorization_servers then name the proxy);
+//   - MethodHTTPAuth (record --proxy-auth) for an exchange with an
+//     authorization server through the proxy: params endpoint ("metadata",
+//     "authorization", "token", "registration", "revocation", ...), method,
+//     path (the proxy's), target (the real URL, without its query),
+//     status, request (query, form or body, contentType, authorization:
+//     the scheme only) and response (body, contentType, location: a
+//     redirect's url, query and fragment), or error; every secret in them
+//     (codes, tokens, client secrets, PKCE verifiers) is RedactedMarker or
+//     a Fingerprint.
 //
 // Read as well, for tapes written before the dialect was one (an earlier
 // fixture recorder wrote them), and only here (ParseHTTPMeta,
@@ -58,6 +69,7 @@ const (
 	MethodHTTPEndpoint = "$http/endpoint"
 	MethodHTTPRejected = "$http/rejected"
 	MethodHTTPMetadata = "$http/metadata"
+	MethodHTTPAuth     = "$http/auth"
 	// Read only: the older dialect's.
 	MethodHTTPGet    = "$http/get"
 	MethodHTTPDelete = "$http/delete"

@@ -37,3 +37,19 @@ func TestAuthRows(t *testing.T) {
 		}
 	}
 }
+
+// An authorization server exchange through the proxy (record
+// --proxy-auth) reads as its endpoint, method and status, and where a
+// redirect led.
+func TestAuthServerSummary(t *testing.T) {
+	for _, c := range []struct{ params, want string }{
+		{`{"endpoint":"token","method":"POST","path":"/tapedeck-auth/1/token","status":200}`, "token POST 200 · /tapedeck-auth/1/token"},
+		{`{"endpoint":"authorization","method":"GET","path":"/tapedeck-auth/1/authorize","status":302,"response":{"location":{"url":"http://127.0.0.1:9/callback","query":{"code":"[REDACTED] sha256:0123456789ab"}}}}`, "authorization GET 302 → http://127.0.0.1:9/callback"},
+		{`{"endpoint":"metadata","method":"GET","path":"/.well-known/oauth-authorization-server/tapedeck-auth/1","status":502,"error":"connection refused"}`, "metadata GET 502 · connection refused"},
+	} {
+		raw := []byte(`{"jsonrpc":"2.0","method":"` + tape.MethodHTTPAuth + `","params":` + c.params + `}`)
+		if got := lifecycleSummary(raw, tape.MethodHTTPAuth); got != c.want {
+			t.Errorf("summary:\ngot  %s\nwant %s", got, c.want)
+		}
+	}
+}

@@ -176,6 +176,8 @@ func lifecycleSummary(raw []byte, method string) string {
 		return oneLine(firstLine(p.Get("text").String()))
 	case tape.MethodHTTPMetadata:
 		return metadataSummary(p)
+	case tape.MethodHTTPAuth:
+		return authServerSummary(p)
 	case tape.MethodStart:
 		if u := p.Get("upstream"); u.Exists() {
 			return oneLine("proxy " + p.Get("listen").String() + " → " + u.String())
@@ -240,6 +242,22 @@ func challengeSummary(status int, p gjson.Result) string {
 // "metadata /.well-known/oauth-protected-resource/mcp · resource URL ·
 // authorization server URL · scopes a b", or the status it was fetched
 // with when that was no 200.
+// authServerSummary is an authorization server exchange through the proxy
+// (record --proxy-auth): "token POST 200 · /tapedeck-auth/1/token",
+// "authorization GET 302 → http://127.0.0.1:9/callback".
+func authServerSummary(p gjson.Result) string {
+	s := strings.TrimSpace(p.Get("endpoint").String() + " " + p.Get("method").String() + " " + p.Get("status").Raw)
+	switch {
+	case p.Get("error").Exists():
+		s += " · " + p.Get("error").String()
+	case p.Get("response.location.url").Exists():
+		s += " → " + p.Get("response.location.url").String()
+	default:
+		s += " · " + p.Get("path").String()
+	}
+	return oneLine(s)
+}
+
 func metadataSummary(p gjson.Result) string {
 	s := "metadata " + p.Get("path").String()
 	if st := p.Get("status").Int(); st != 200 {

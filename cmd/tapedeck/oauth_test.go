@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tapedeck/tapedeck/internal/mcptest"
+	"github.com/tapedeck/tapedeck/tape"
 )
 
 // oauthClient runs ts/oauthclient.mjs (the TypeScript SDK's client with an
@@ -95,6 +96,114 @@ func TestOAuthRecordReplay(t *testing.T) {
 		if strings.Contains(out, bad) {
 			t.Errorf("replay reported %q:\n%s", bad, out)
 		}
+	}
+}
+
+// record --upstream --proxy-auth with the SDK's OAuth demo and its
+// authProvider client: the authorization server's metadata and endpoints
+// go through the proxy too (the resource metadata served names the proxy
+// as the authorization server), the client's transcript is the direct
+// run's, the tape holds each exchange (metadata, register, authorize,
+// token) as $http/auth with none of the run's secrets (the code, the PKCE
+// verifier, the client secret, the tokens), the code of the authorize
+// redirect and of the token request one fingerprint, stats counts the
+// handshake, and the tape still replays to the same client.
+func TestOAuthRecordProxyAuth(t *testing.T) {
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	srv := mcptest.StartOAuthServer(t)
+	direct, _ := oauthClient(t, srv.URL)
+	if !strings.Contains(direct, "greet: Hello, tapedeck!") {
+		t.Fatalf("direct run:\n%s", direct)
+	}
+	tapePath := filepath.Join(t.TempDir(), "oauth.jsonl")
+	proxied, stopRecord := startTapedeck(t, tapedeck, "record", "--upstream", srv.URL, "--proxy-auth", "--listen", "127.0.0.1:0", "-o", tapePath)
+	through, secrets := oauthClient(t, proxied)
+	stopRecord()
+	srv.Stop(3 * time.Second)
+	if through != direct {
+		t.Fatalf("through the recorder with --proxy-auth:\n%s\ndirect:\n%s", through, direct)
+	}
+	data, err := os.ReadFile(tapePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(secrets) < 4 {
+		t.Fatalf("the client reported %d secrets; want the client secret, the code, the PKCE verifier and the access token at least", len(secrets))
+	}
+	for _, s := range secrets {
+		if strings.Contains(string(data), s) {
+			t.Errorf("secret %q of the run is on the tape", s)
+		}
+	}
+	origin := strings.TrimSuffix(proxied, "/mcp")
+	auth := map[string][]gjson.Result{} // $http/auth params by endpoint
+	var served gjson.Result
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		switch gjson.Get(l, "method").String() {
+		case tape.MethodHTTPAuth:
+			p := gjson.Get(l, "params")
+			auth[p.Get("endpoint").String()] = append(auth[p.Get("endpoint").String()], p)
+		case tape.MethodHTTPMetadata:
+			served = gjson.Get(l, "params")
+		}
+	}
+	if got := served.Get("document.authorization_servers.0").String(); got != origin+"/tapedeck-auth/1" {
+		t.Errorf("the resource metadata served names the authorization server %q, want the proxy's %q:\n%s", got, origin+"/tapedeck-auth/1", served.Raw)
+	}
+	if got := served.Get("upstreamAuthorizationServers.0").String(); got != srv.Auth {
+		t.Errorf("upstreamAuthorizationServers %q, want the real one %q", got, srv.Auth)
+	}
+	for _, e := range []string{"metadata", "registration", "authorization", "token"} {
+		if len(auth[e]) == 0 {
+			t.Fatalf("the tape has no $http/auth record of the %s endpoint; it has %v:\n%s", e, auth, data)
+		}
+	}
+	md := auth["metadata"][0]
+	if md.Get("status").Int() != 200 || md.Get("response.body.issuer").String() != origin+"/tapedeck-auth/1" ||
+		md.Get("response.body.token_endpoint").String() != origin+"/tapedeck-auth/1/token" || !strings.HasPrefix(md.Get("target").String(), srv.Auth) {
+		t.Errorf("authorization server metadata record: want status 200, issuer and token endpoint on the proxy, target the real issuer:\n%s", md.Raw)
+	}
+	reg := auth["registration"][0]
+	if cs := reg.Get("response.body.client_secret").String(); !strings.HasPrefix(cs, "[REDACTED] sha256:") {
+		t.Errorf("the registration's client_secret is %q on the tape, want a fingerprint", cs)
+	}
+	authz := auth["authorization"][0]
+	code := authz.Get("response.location.query.code").String()
+	if authz.Get("status").Int() != 302 || authz.Get("response.location.url").String() != "http://127.0.0.1:9/callback" || authz.Get("request.query.code_challenge_method").String() != "S256" {
+		t.Errorf("authorize record: want a 302 to the client's callback, the request's query kept:\n%s", authz.Raw)
+	}
+	tok := auth["token"][0]
+	if !strings.HasPrefix(code, "[REDACTED] sha256:") || tok.Get("request.form.code").String() != code {
+		t.Errorf("the code: %q in the redirect, %q in the token request; want one fingerprint", code, tok.Get("request.form.code").String())
+	}
+	matched := false
+	for _, s := range secrets {
+		matched = matched || tape.Fingerprint(s) == code
+	}
+	if !matched {
+		t.Errorf("the code's fingerprint %q is none of the run's secrets'", code)
+	}
+	if v := tok.Get("request.form.code_verifier").String(); v != tape.RedactedMarker {
+		t.Errorf("the PKCE verifier is %q on the tape, want %q", v, tape.RedactedMarker)
+	}
+	if at := tok.Get("response.body.access_token").String(); tok.Get("status").Int() != 200 || !strings.HasPrefix(at, "[REDACTED] sha256:") {
+		t.Errorf("token record: want 200 and the access token fingerprinted:\n%s", tok.Raw)
+	}
+	stats, _, err := runPeer(t, nil, tapedeck, "stats", "--json", tapePath)
+	if err != nil {
+		t.Fatalf("stats: %v", err)
+	}
+	if a := gjson.Get(stats, "auth"); a.Get("registrations").Int() != 1 || a.Get("authorizations").Int() != 1 || a.Get("token_requests").Int() != 1 || a.Get("as_metadata").Int() < 1 {
+		t.Errorf("stats --json auth: want 1 registration, 1 authorize, 1 token request and the metadata: %s", a.Raw)
+	}
+	text, _, err := runPeer(t, nil, tapedeck, "stats", tapePath)
+	if err != nil || !strings.Contains(text, "through the proxy: ") || !strings.Contains(text, "1 registration, 1 authorize request, 1 token request") {
+		t.Errorf("stats: %v, want the handshake through the proxy on the auth line:\n%s", err, text)
+	}
+	replayed, stopReplay := startTapedeck(t, tapedeck, "replay", "--listen", "127.0.0.1:0", tapePath)
+	got, _ := oauthClient(t, replayed)
+	if out := stopReplay(); got != direct {
+		t.Fatalf("against the replay:\n%s\ndirect:\n%s\nreplay:\n%s", got, direct, out)
 	}
 }
 
@@ -217,5 +326,15 @@ func TestStatsAuthLine(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "auth:") {
 		t.Errorf("a tape without OAuth has an auth line:\n%s", out.String())
+	}
+}
+
+// --proxy-auth routes an HTTP server's authorization server: over stdio it
+// is an error that says so, and nothing starts.
+func TestRecordProxyAuthNeedsUpstream(t *testing.T) {
+	var out, errb bytes.Buffer
+	err := run(context.Background(), []string{"record", "--proxy-auth", "-o", filepath.Join(t.TempDir(), "t.jsonl"), "--", "true"}, strings.NewReader(""), &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), "--proxy-auth goes with --upstream URL") {
+		t.Fatalf("record --proxy-auth -- true: got %v, want an error naming --upstream", err)
 	}
 }

@@ -76,6 +76,7 @@ type recordOptions struct {
 	shadow          string  // HTTP: B's URL
 	shadowCmd       string  // stdio: B's command line
 	shadowSample    float64 // the share of requests B gets
+	proxyAuth       bool    // HTTP: the authorization server through the proxy too
 	// afterProbe: a stdio run may append to a tape that ends with its
 	// server's probe (record.AfterProbe).
 	afterProbe bool
@@ -112,6 +113,18 @@ message endpoint). An accepted Origin goes to the server as sent: to test a
 server's own Origin check, give --allow-origin '*'.
 A legacy HTTP+SSE upstream (an URL ending in /sse) works too: the endpoint
 event is rewritten to go through the proxy.
+
+OAuth: the proxy serves the upstream's protected resource metadata with
+"resource" naming the proxy and rewrites resource_metadata in the server's
+401/403 challenges, so a spec-following client authorizes through it; the
+client talks to the authorization server directly. With --proxy-auth the
+authorization server goes through the proxy too: the metadata names the
+proxy (/tapedeck-auth/N) as the authorization server, whose metadata and
+endpoints (register, authorize, token, ...) the proxy forwards to the real
+one, redirects unfollowed, and records as $http/auth with every code,
+token, client secret, PKCE verifier and Authorization header redacted
+(codes and tokens as "[REDACTED] sha256:" fingerprints, equal for equal
+secrets).
 
 Without --server a stdio server is named after its command, or, for a
 launcher, after what it runs: "node dist/index.js" records as index,
@@ -185,6 +198,9 @@ doing it. The README's "Injecting faults" section has every key.
 			if o.shadow != "" && o.upstream == "" {
 				return errors.New("record: --shadow URL goes with --upstream URL; over stdio give --shadow-cmd \"COMMAND ARGS\"")
 			}
+			if o.proxyAuth && o.upstream == "" {
+				return errors.New("record: --proxy-auth goes with --upstream URL (an HTTP server's authorization)")
+			}
 			if o.shadowCmd != "" && o.upstream != "" {
 				return errors.New("record: --shadow-cmd goes with a stdio server command; with --upstream give --shadow URL")
 			}
@@ -227,6 +243,7 @@ doing it. The README's "Injecting faults" section has every key.
 	f.StringVar(&o.shadow, "shadow", "", "HTTP: also send a copy of the client's traffic to the MCP endpoint `URL` (server B), in a session of its own; its answers are recorded as a shadow lane, never forwarded (see Shadow traffic below)")
 	f.StringVar(&o.shadowCmd, "shadow-cmd", "", "stdio: also start `\"COMMAND ARGS\"` (split on spaces) as server B and send it a copy of the client's traffic, as --shadow")
 	f.Float64Var(&o.shadowSample, "shadow-sample", 1, "the share `P` of the client's requests B gets, in (0, 1] (the handshake and notifications always go)")
+	f.BoolVar(&o.proxyAuth, "proxy-auth", false, "HTTP: route the OAuth authorization server's metadata and endpoints through the proxy too, each exchange recorded with its secrets redacted (see OAuth above)")
 	o.redact.add(cmd)
 	o.rules.add(cmd)
 	return cmd

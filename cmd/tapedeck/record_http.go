@@ -66,7 +66,7 @@ func runRecordHTTP(ctx context.Context, s streams, o *recordOptions, rs *rules.S
 		Upstream: up, Tape: tapeW, Server: server, Redact: red,
 		AllowHosts: hosts, AllowOrigins: o.allowOrigins, MaxBody: maxBody,
 		Warn:  tapeWarning(s.stderr, f.Name()),
-		Rules: rs, Logf: ruleLog(s.stderr),
+		Rules: rs, Logf: ruleLog(s.stderr), ProxyAuth: o.proxyAuth,
 	}
 	if o.shadow != "" {
 		b, err := url.Parse(o.shadow)
