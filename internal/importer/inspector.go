@@ -36,6 +36,7 @@ package importer
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -69,29 +70,53 @@ type inspectorMsg struct {
 // Inspector imports an MCP Inspector v2 history (Protocol) export.
 func Inspector(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	out := newOut(w)
-	doc, err := readAll(formatInspector, r, o.maxDocument())
+	doc, err := io.ReadAll(io.LimitReader(r, o.maxDocument()+1))
 	if err != nil {
 		return out.result(), err
 	}
-	var elems []json.RawMessage
-	if t := bytes.TrimSpace(doc); t[0] != '[' || json.Unmarshal(t, &elems) != nil {
-		return out.result(), errorf(formatInspector, "$", "expected the Inspector's history export (a JSON array of message entries), found %s", kindOf(doc))
+	if max := o.maxDocument(); int64(len(doc)) > max {
+		return out.result(), &Error{Format: formatInspector, Err: fmt.Errorf("expected a JSON document of at most %d bytes, found a longer one", max)}
 	}
-	if len(elems) == 0 {
+	if len(bytes.TrimSpace(doc)) == 0 {
+		return out.result(), &Error{Format: formatInspector, Err: errors.New("expected a JSON document, found an empty input")}
+	}
+	// One pass of encoding/json validates and splits the document; the
+	// slow reading by element runs only to say what is wrong.
+	var fast []*inspectorEntry
+	if err := json.Unmarshal(doc, &fast); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return out.result(), syntaxError(formatInspector, doc, err)
+		}
+		fast = nil
+	}
+	var elems []json.RawMessage
+	if fast == nil {
+		if bytes.TrimSpace(doc)[0] != '[' || json.Unmarshal(doc, &elems) != nil {
+			return out.result(), errorf(formatInspector, "$", "expected the Inspector's history export (a JSON array of message entries), found %s", kindOf(doc))
+		}
+		fast = make([]*inspectorEntry, len(elems))
+	}
+	if len(fast) == 0 {
 		return out.result(), errorf(formatInspector, "$", "expected the Inspector's history export (a JSON array of message entries), found an empty array")
 	}
 	var entries, answers []inspectorMsg
 	var times []time.Time // the running latest entry time, for placing answers
 	var sides []tape.Dir  // each entry's direction
 	server := o.Server
-	for i, raw := range elems {
-		at := fmt.Sprintf("$[%d]", i)
-		var e inspectorEntry
-		if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' || json.Unmarshal(t, &e) != nil {
-			return out.result(), errorf(formatInspector, at, "expected a message entry (an object), found %s", kindOf(raw))
-		}
+	for i, e := range fast {
 		n := func(key string, raw json.RawMessage) node {
-			return node{format: formatInspector, path: at + "." + key, raw: raw}
+			return node{format: formatInspector, path: fmt.Sprintf("$[%d].%s", i, key), raw: raw}
+		}
+		if e == nil {
+			var raw json.RawMessage
+			if i < len(elems) {
+				raw = elems[i]
+			}
+			e = new(inspectorEntry)
+			if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' || json.Unmarshal(t, e) != nil {
+				return out.result(), errorf(formatInspector, fmt.Sprintf("$[%d]", i), "expected a message entry (an object), found %s", kindOf(raw))
+			}
 		}
 		ts, err := n("timestamp", e.Timestamp).time()
 		if err != nil {
@@ -207,10 +232,44 @@ func inspectorMessage(n node) ([]byte, error) {
 	if len(t) == 0 || t[0] != '{' {
 		return nil, n.errorf("expected a JSON-RPC message (an object), found %s", n.found())
 	}
-	if err := checkMessage(t); err != nil {
-		return nil, n.errorf("%v", err)
+	// The document is valid JSON: what is left to check is the message.
+	for _, e := range tape.Classify(t) {
+		if e.Kind == tape.KindInvalid {
+			return nil, n.errorf("expected a JSON-RPC message (jsonrpc and a method, result or error), found %s", quoteStart(t))
+		}
 	}
-	return t, nil
+	return compact(t), nil
+}
+
+// compact removes the whitespace between the tokens of valid JSON (the
+// export is pretty-printed), faster than json.Compact, which validates
+// again.
+func compact(b []byte) []byte {
+	if !bytes.ContainsAny(b, "\n\r\t ") {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	in, esc := false, false
+	start := 0
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case in:
+			if esc {
+				esc = false
+			} else if c == '\\' {
+				esc = true
+			} else if c == '"' {
+				in = false
+			}
+		case c == '"':
+			in = true
+		case c == ' ' || c == '\n' || c == '\r' || c == '\t':
+			out = append(out, b[start:i]...)
+			start = i + 1
+		}
+	}
+	return append(out, b[start:]...)
 }
 
 // inspectorGuessDir is the direction of a message of an export without
