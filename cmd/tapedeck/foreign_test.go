@@ -14,18 +14,21 @@ import (
 )
 
 // TestForeignFiles gives every command that reads a tape a file that is
-// none: a Go source file, a real mcpsnoop log and a HAR file. Each exits 1
-// with one line that names the file and says it holds no tape records;
+// none: a Go source file, a real mcpsnoop log, a HAR file and an MCP
+// Inspector history export. Each exits 1 with one line that names the
+// file and says it holds no tape records;
 // for another tool's log, which importer and the command that imports it.
 // No command reads such a file as a tape of invalid lines.
 func TestForeignFiles(t *testing.T) {
 	const snoop = "../../testdata/import/mcpsnoop/everything-stdio.jsonl"
 	const har = "../../testdata/import/har/everything-http.har"
+	const insp = "../../testdata/import/inspector/everything-protocol.json"
 	const real = "../../testdata/sdk-everything-2025-06-18.tape.jsonl"
 	files := []struct{ path, want string }{
 		{"main.go", `main.go holds no tape records: line 1 is "// Command tapedeck records MCP sessions to tapes, replays t"…: expected a JSON-RPC object or batch at column 1, found '/'`},
 		{snoop, snoop + ` holds no tape records: it is an mcpsnoop log; run "tapedeck import --from mcpsnoop ` + snoop + ` -o TAPE" to make a tape of it`},
 		{har, har + ` holds no tape records: it is a HAR file; run "tapedeck import --from har ` + har + ` -o TAPE" to make a tape of it`},
+		{insp, insp + ` holds no tape records: it is an MCP Inspector history export; run "tapedeck import --from inspector ` + insp + ` -o TAPE" to make a tape of it`},
 	}
 	out := filepath.Join(t.TempDir(), "out")
 	commands := []func(f string) []string{

@@ -51,6 +51,11 @@ Formats (--from):
                 type REQUEST/RESPONSE, server_id, payload); the gateway's
                 own events (DIFC_FILTERED, ...) carry no message and are
                 skipped
+  inspector     an MCP Inspector v2 history export (the Protocol screen's
+                Export: a JSON array of entries with timestamp, direction
+                request/response/notification, origin client/server,
+                message, and a request's response and duration in ms); an
+                answer's time is its request's plus duration
   jaeger        FILE is a Jaeger query URL (http://host:16686): the traces
                 of --service between now - --since and now (sent as an
                 explicit start and end), or the one --trace ID
@@ -65,7 +70,7 @@ result becomes that exchange.
 Messages keep their bytes, direction and time. A malformed input is
 refused with its line or JSON path, saying what was expected and found.
 The tape is not overwritten if it exists. Input is bounded: a line of
-mcpsnoop at 64 MiB, a cassette or recording at 512 MiB, each HAR entry at
+mcpsnoop at 64 MiB, a cassette, recording or Inspector export at 512 MiB, each HAR entry at
 512 MiB (a HAR is streamed entry by entry), a pipe at 4 GiB; devices are
 refused; SIGINT or SIGTERM stops the reading (no tape is left).`,
 		Example: `  tapedeck import --from mcpsnoop ~/.local/state/mcpsnoop/sessions/ID.jsonl -o session.jsonl

@@ -76,6 +76,31 @@ func TestImportGHAWReplays(t *testing.T) {
 	}
 }
 
+// The MCP Inspector's history export holds whole messages (each answer
+// folded into its request's entry): imported, its tape replays to the
+// go-sdk client, which prints what it printed live (the export was
+// written from that live session, see testdata/import/README.md).
+func TestImportInspectorReplays(t *testing.T) {
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	client := mcptest.BuildBinary(t, mcptest.SDKClientPackage)
+	tapePath := filepath.Join(t.TempDir(), "imported.jsonl")
+	out, errOut, code := runCLI(t, "import", "--from", "inspector", importFixture(t, "inspector/everything-protocol.json"), "-o", tapePath)
+	if code != 0 || out != "" || !strings.Contains(errOut, "imported 33 messages and 1 lifecycle records (servers mcp-servers/everything)") {
+		t.Fatalf("import: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	want, err := os.ReadFile(importFixture(t, "inspector/everything-protocol.transcript.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, stderr, err := runPeer(t, nil, client, "--name", "everything", "--protocol", "2025-06-18", "--", tapedeck, "replay", tapePath)
+	if err != nil {
+		t.Fatalf("sdkclient over the replay of the imported tape: %v\nstderr:\n%s", err, stderr)
+	}
+	if got != string(want) {
+		t.Fatalf("replayed transcript differs from the live one\ngot:\n%s\nwant:\n%s\nstderr:\n%s", got, want, stderr)
+	}
+}
+
 // import's errors say what was expected and what was found, with the
 // line or the JSON path, and leave no tape behind.
 func TestImportCommandErrors(t *testing.T) {
@@ -89,8 +114,8 @@ func TestImportCommandErrors(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"no --from", []string{"import", bad, "-o", filepath.Join(dir, "a.jsonl")}, []string{"expected --from", "agent-vcr, gh-aw, har, jaeger, mcp-recorder, mcpsnoop, otlp"}},
-		{"unknown --from", []string{"import", "--from", "pcap", bad, "-o", filepath.Join(dir, "a.jsonl")}, []string{`--from "pcap"`, "expected one of agent-vcr, gh-aw, har, jaeger, mcp-recorder, mcpsnoop, otlp"}},
+		{"no --from", []string{"import", bad, "-o", filepath.Join(dir, "a.jsonl")}, []string{"expected --from", "agent-vcr, gh-aw, har, inspector, jaeger, mcp-recorder, mcpsnoop, otlp"}},
+		{"unknown --from", []string{"import", "--from", "pcap", bad, "-o", filepath.Join(dir, "a.jsonl")}, []string{`--from "pcap"`, "expected one of agent-vcr, gh-aw, har, inspector, jaeger, mcp-recorder, mcpsnoop, otlp"}},
 		{"no -o", []string{"import", "--from", "mcpsnoop", bad}, []string{"expected -o TAPE"}},
 		{"missing file", []string{"import", "--from", "mcpsnoop", filepath.Join(dir, "nope"), "-o", filepath.Join(dir, "a.jsonl")}, []string{"no such file"}},
 		{"tape exists", []string{"import", "--from", "mcpsnoop", bad, "-o", exists}, []string{"exists"}},

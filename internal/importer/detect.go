@@ -16,9 +16,13 @@ import (
 //	har           {"log": ...}
 //	agent-vcr     {"format_version", "metadata", "session"}
 //	mcp-recorder  {"version", "metadata", "interactions"}
+//	inspector     [{"id", "timestamp", "direction", "origin", "message", ...}, ...]
 func Detect(head []byte) (format string, ok bool) {
-	keys := topKeys(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")))
+	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf"))
+	keys := topKeys(head)
 	switch {
+	case len(keys) == 0 && inspectorHead(head):
+		return formatInspector, true
 	case keys["jsonrpc"] || keys["_meta"]:
 		return "", false
 	case keys["session_id"] && keys["direction"]:
@@ -51,6 +55,8 @@ func Describe(format string) string {
 		return "an agent-vcr recording"
 	case formatMCPRecorder:
 		return "an mcp-recorder cassette"
+	case formatInspector:
+		return "an MCP Inspector history export"
 	}
 	return "a " + format + " file"
 }

@@ -87,6 +87,7 @@ var formats = map[string]Func{
 	"har":          HAR,
 	"otlp":         OTLP,
 	"gh-aw":        GHAW,
+	"inspector":    Inspector,
 }
 
 // Formats returns the names Import accepts, sorted.

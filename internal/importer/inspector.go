@@ -1,0 +1,325 @@
+package importer
+
+// The MCP Inspector v2 (github.com/modelcontextprotocol/inspector): its
+// Protocol screen exports the message log as a JSON array (the web
+// client's onExportProtocol/onExportProtocolSection, JSON.stringify of
+// MessageLogState's entries, pretty-printed), one MessageEntry
+// (core/mcp/types.ts) an element:
+//
+//	{"id","timestamp","direction","origin","message","response","duration","clientError"}
+//
+// id is the Inspector's own (a UUID, not the JSON-RPC id); timestamp is
+// when the Inspector tracked the message (a JavaScript Date, so ISO 8601
+// in UTC with milliseconds); direction is request, response or
+// notification; origin is who sent message: client (the Inspector, sent
+// to the server: send) or server (received: recv); older exports have no
+// origin. message is the JSON-RPC message. A request's answer is folded
+// into its entry by JSON-RPC id (core/mcp/state/messageLogState.ts):
+// response is the answer and duration the milliseconds between the two
+// timestamps; an answer that matched no pending request stays an entry of
+// its own (direction response).
+//
+// The mapping: a $transport/start {importedFrom} at the first entry's
+// time; each entry's message at its timestamp, send for origin client and
+// recv for origin server; a request's response at timestamp + duration
+// (timestamp when duration is missing), in the other direction. Without
+// origin, a request or notification is sent unless its method is one only
+// a server sends (sampling/createMessage, elicitation/create, roots/list,
+// server notifications such as notifications/progress), and a response
+// entry is received. The entries are in the order the Inspector saw them;
+// a folded answer goes after the entries before its time and after those
+// of its own time from its sender's side (a server's progress
+// notifications before the answer to the call), before those of its time
+// from the other side (the client's next request after it). The server is
+// named by the initialize answer's serverInfo.name, else "inspector".
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+const formatInspector = "inspector"
+
+// inspectorEntry is a MessageEntry of the export, its members raw.
+type inspectorEntry struct {
+	Timestamp json.RawMessage `json:"timestamp"`
+	Direction json.RawMessage `json:"direction"`
+	Origin    json.RawMessage `json:"origin"`
+	Message   json.RawMessage `json:"message"`
+	Response  json.RawMessage `json:"response"`
+	Duration  json.RawMessage `json:"duration"`
+}
+
+// inspectorMsg is one message of the export, placed.
+type inspectorMsg struct {
+	raw  []byte
+	dir  tape.Dir
+	at   time.Time
+	slot int // folded answers: the entry it goes before (len for the end)
+	seq  int // folded answers: the entry of its request
+}
+
+// Inspector imports an MCP Inspector v2 history (Protocol) export.
+func Inspector(r io.Reader, w *tape.Writer, o Options) (Result, error) {
+	out := newOut(w)
+	doc, err := io.ReadAll(io.LimitReader(r, o.maxDocument()+1))
+	if err != nil {
+		return out.result(), err
+	}
+	if max := o.maxDocument(); int64(len(doc)) > max {
+		return out.result(), &Error{Format: formatInspector, Err: fmt.Errorf("expected a JSON document of at most %d bytes, found a longer one", max)}
+	}
+	if len(bytes.TrimSpace(doc)) == 0 {
+		return out.result(), &Error{Format: formatInspector, Err: errors.New("expected a JSON document, found an empty input")}
+	}
+	// One pass of encoding/json validates and splits the document; the
+	// slow reading by element runs only to say what is wrong.
+	var fast []*inspectorEntry
+	if err := json.Unmarshal(doc, &fast); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return out.result(), syntaxError(formatInspector, doc, err)
+		}
+		fast = nil
+	}
+	var elems []json.RawMessage
+	if fast == nil {
+		if bytes.TrimSpace(doc)[0] != '[' || json.Unmarshal(doc, &elems) != nil {
+			return out.result(), errorf(formatInspector, "$", "expected the Inspector's history export (a JSON array of message entries), found %s", kindOf(doc))
+		}
+		fast = make([]*inspectorEntry, len(elems))
+	}
+	if len(fast) == 0 {
+		return out.result(), errorf(formatInspector, "$", "expected the Inspector's history export (a JSON array of message entries), found an empty array")
+	}
+	var entries, answers []inspectorMsg
+	var times []time.Time // the running latest entry time, for placing answers
+	var sides []tape.Dir  // each entry's direction
+	server := o.Server
+	for i, e := range fast {
+		n := func(key string, raw json.RawMessage) node {
+			return node{format: formatInspector, path: fmt.Sprintf("$[%d].%s", i, key), raw: raw}
+		}
+		if e == nil {
+			var raw json.RawMessage
+			if i < len(elems) {
+				raw = elems[i]
+			}
+			e = new(inspectorEntry)
+			if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' || json.Unmarshal(t, e) != nil {
+				return out.result(), errorf(formatInspector, fmt.Sprintf("$[%d]", i), "expected a message entry (an object), found %s", kindOf(raw))
+			}
+		}
+		ts, err := n("timestamp", e.Timestamp).time()
+		if err != nil {
+			return out.result(), err
+		}
+		direction, err := n("direction", e.Direction).str()
+		if err != nil {
+			return out.result(), err
+		}
+		if direction != "request" && direction != "response" && direction != "notification" {
+			return out.result(), n("direction", e.Direction).errorf(`expected "request", "response" or "notification", found %q`, direction)
+		}
+		origin, err := n("origin", e.Origin).optStr()
+		if err != nil {
+			return out.result(), err
+		}
+		msg, err := inspectorMessage(n("message", e.Message))
+		if err != nil {
+			return out.result(), err
+		}
+		var dir tape.Dir
+		switch origin {
+		case "client":
+			dir = tape.DirSend
+		case "server":
+			dir = tape.DirRecv
+		case "":
+			dir = inspectorGuessDir(direction, msg)
+		default:
+			return out.result(), n("origin", e.Origin).errorf(`expected "client" or "server", found %q`, origin)
+		}
+		if server == "" {
+			server = serverInfoName(msg)
+		}
+		latest := ts
+		if len(times) > 0 && times[len(times)-1].After(ts) {
+			latest = times[len(times)-1]
+		}
+		times = append(times, latest)
+		sides = append(sides, dir)
+		entries = append(entries, inspectorMsg{raw: msg, dir: dir, at: ts})
+		resp := n("response", e.Response)
+		if resp.absent() {
+			continue
+		}
+		if direction != "request" {
+			return out.result(), resp.errorf("expected a response only on a request entry, found one on a %s entry", direction)
+		}
+		answer, err := inspectorMessage(resp)
+		if err != nil {
+			return out.result(), err
+		}
+		d, err := ms(n("duration", e.Duration), 0)
+		if err != nil {
+			return out.result(), err
+		}
+		if server == "" {
+			server = serverInfoName(answer)
+		}
+		back := tape.DirRecv
+		if dir == tape.DirRecv {
+			back = tape.DirSend
+		}
+		answers = append(answers, inspectorMsg{raw: answer, dir: back, at: ts.Add(d), seq: i})
+	}
+	if server == "" {
+		server = "inspector"
+	}
+	// Each answer goes before the first later entry of a later time, or of
+	// its own time from the side that asked.
+	for k := range answers {
+		a := &answers[k]
+		j := a.seq + 1 + sort.Search(len(times)-a.seq-1, func(x int) bool { return !times[a.seq+1+x].Before(a.at) })
+		for j < len(entries) && entries[j].at.Equal(a.at) && sides[j] == a.dir {
+			j++
+		}
+		a.slot = j
+	}
+	sort.SliceStable(answers, func(x, y int) bool {
+		if answers[x].slot != answers[y].slot {
+			return answers[x].slot < answers[y].slot
+		}
+		return answers[x].at.Before(answers[y].at)
+	})
+	if err := out.lifecycle(tape.MethodStart, startParams(formatInspector, nil), tape.Meta{Server: server, Time: entries[0].at}); err != nil {
+		return out.result(), err
+	}
+	write := func(m inspectorMsg) error {
+		return out.message(m.raw, tape.Meta{Dir: m.dir, Server: server, Time: m.at})
+	}
+	k := 0
+	for j, e := range entries {
+		for ; k < len(answers) && answers[k].slot == j; k++ {
+			if err := write(answers[k]); err != nil {
+				return out.result(), err
+			}
+		}
+		if err := write(e); err != nil {
+			return out.result(), err
+		}
+	}
+	for ; k < len(answers); k++ {
+		if err := write(answers[k]); err != nil {
+			return out.result(), err
+		}
+	}
+	return out.result(), nil
+}
+
+// inspectorMessage returns the JSON-RPC message (an object) at n.
+func inspectorMessage(n node) ([]byte, error) {
+	t := bytes.TrimSpace(n.raw)
+	if len(t) == 0 || t[0] != '{' {
+		return nil, n.errorf("expected a JSON-RPC message (an object), found %s", n.found())
+	}
+	// The document is valid JSON: what is left to check is the message.
+	for _, e := range tape.Classify(t) {
+		if e.Kind == tape.KindInvalid {
+			return nil, n.errorf("expected a JSON-RPC message (jsonrpc and a method, result or error), found %s", quoteStart(t))
+		}
+	}
+	return compact(t), nil
+}
+
+// compact removes the whitespace between the tokens of valid JSON (the
+// export is pretty-printed), faster than json.Compact, which validates
+// again.
+func compact(b []byte) []byte {
+	if !bytes.ContainsAny(b, "\n\r\t ") {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	in, esc := false, false
+	start := 0
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case in:
+			if esc {
+				esc = false
+			} else if c == '\\' {
+				esc = true
+			} else if c == '"' {
+				in = false
+			}
+		case c == '"':
+			in = true
+		case c == ' ' || c == '\n' || c == '\r' || c == '\t':
+			out = append(out, b[start:i]...)
+			start = i + 1
+		}
+	}
+	return append(out, b[start:]...)
+}
+
+// inspectorGuessDir is the direction of a message of an export without
+// origin: what only a server sends is received, a response entry (an
+// answer that matched no request of the Inspector's) too, the rest sent.
+func inspectorGuessDir(direction string, msg []byte) tape.Dir {
+	if direction == "response" {
+		return tape.DirRecv
+	}
+	var m struct {
+		Method string `json:"method"`
+	}
+	_ = json.Unmarshal(msg, &m)
+	switch m.Method {
+	case "sampling/createMessage", "elicitation/create", "roots/list":
+		return tape.DirRecv
+	case "notifications/initialized", "notifications/cancelled", "notifications/roots/list_changed":
+		return tape.DirSend
+	}
+	if direction == "notification" && strings.HasPrefix(m.Method, "notifications/") {
+		return tape.DirRecv
+	}
+	return tape.DirSend
+}
+
+// serverInfoName is result.serverInfo.name of an initialize answer, "" if
+// msg is none.
+func serverInfoName(msg []byte) string {
+	if !bytes.Contains(msg, []byte(`"serverInfo"`)) {
+		return ""
+	}
+	var m struct {
+		Result struct {
+			ServerInfo struct {
+				Name string `json:"name"`
+			} `json:"serverInfo"`
+		} `json:"result"`
+	}
+	_ = json.Unmarshal(msg, &m)
+	return m.Result.ServerInfo.Name
+}
+
+// inspectorHead reports whether head starts an array whose first element
+// is an object with direction and message members and no jsonrpc (a batch
+// on a tape's line starts with a JSON-RPC message).
+func inspectorHead(head []byte) bool {
+	t := bytes.TrimSpace(head)
+	if len(t) == 0 || t[0] != '[' {
+		return false
+	}
+	keys := topKeys(bytes.TrimSpace(t[1:]))
+	return keys["direction"] && keys["message"] && !keys["jsonrpc"]
+}
