@@ -272,6 +272,9 @@ func readAppend(ctx context.Context, t *tapeRows, f *os.File, size int64, decide
 		return err
 	}
 	s.messages = p.sum.messages + x.Len() - len(p.resume)
+	if t.read != nil {
+		t.read.Add(s.read)
+	}
 	var err error
 	t.tail, err = fingerprint(plainReaderAt{f}, s.indexed)
 	return err

@@ -145,4 +145,3 @@ func TestRewrittenTapeReadWhole(t *testing.T) {
 		})
 	}
 }
-

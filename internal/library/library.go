@@ -35,6 +35,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -104,6 +105,11 @@ type Options struct {
 	// Notes receives what the user should know but is no error: a rebuilt
 	// index, an in-memory fallback. Nil discards them.
 	Notes io.Writer
+	// Progress receives a line about a refresh still reading tapes after
+	// ProgressAfter (0: one second), a line every few seconds after, and
+	// one when it ends. Nil says nothing.
+	Progress      io.Writer
+	ProgressAfter time.Duration
 	// Workers index tapes in parallel; 0 means GOMAXPROCS.
 	Workers int
 }

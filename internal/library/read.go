@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -50,10 +51,11 @@ type tapeRows struct {
 
 	decided chan struct{} // closed (by decide, once) when prior says how the tape is read
 	decide  func()
-	prior   *prior // the indexed part, when only appended to since: read from its old end
-	updates []row  // an append's context messages whose status changed
-	resume  []byte // what the next append needs (append.go); nil: read it whole next time
-	tail    []byte // fingerprint of the indexed bytes (append.go)
+	read    *atomic.Int64 // bytes read, for progress
+	prior   *prior        // the indexed part, when only appended to since: read from its old end
+	updates []row         // an append's context messages whose status changed
+	resume  []byte        // what the next append needs (append.go); nil: read it whole next time
+	tail    []byte        // fingerprint of the indexed bytes (append.go)
 }
 
 const chunkRows = 4096
@@ -96,9 +98,11 @@ func readTape(ctx context.Context, t *tapeRows) error {
 	x := tape.NewIndex(src)
 	settled := time.Since(time.Unix(0, t.file.mtime)) > settle
 	// A tape still being recorded is indexed up to its last whole line.
-	if err := x.Extend(size, func() bool { return settled }); err != nil {
+	prog := t.progress()
+	if err := x.Extend(size, func() bool { return settled }, prog); err != nil {
 		return err
 	}
+	prog(x.Size())
 	n := x.Len()
 	if n > 0 && x.Entry(0).Kind == tape.KindInvalid {
 		return nil // its first line is no message: not a tape
@@ -119,6 +123,18 @@ func readTape(ctx context.Context, t *tapeRows) error {
 	s.messages = n
 	t.tail, err = fingerprint(f, s.indexed)
 	return err
+}
+
+// progress returns a func for tape.Index.Extend that adds what it reads
+// to t.read.
+func (t *tapeRows) progress() func(int64) {
+	var last int64
+	return func(n int64) {
+		if t.read != nil {
+			t.read.Add(n - last)
+		}
+		last = n
+	}
 }
 
 // span places the messages of an index in the tape: a full read's are

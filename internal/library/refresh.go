@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -173,7 +174,17 @@ func (l *Library) refresh(ctx context.Context) (Report, error) {
 	}
 	// The largest first, so that one big tape does not finish alone.
 	slices.SortFunc(todo, func(a, b fileInfo) int { return int(min(max(b.size-a.size, -1), 1)) })
-	ir, err := l.index(ctx, todo)
+	var total int64
+	for _, f := range todo {
+		total += f.size
+		if f.prior != nil {
+			total -= f.prior.sum.indexed
+		}
+	}
+	start := time.Now()
+	prog := l.startProgress(len(todo), total)
+	ir, err := l.index(ctx, todo, &prog.read)
+	prog.end(l.opts.Progress, start, err)
 	rep.Indexed, rep.Appended, rep.Skipped, rep.Messages, rep.Bytes = ir.Indexed, ir.Appended, ir.Skipped, ir.Messages, ir.Bytes
 	rep.Removed += ir.Removed
 	return rep, err
@@ -287,7 +298,7 @@ func deleteTape(ctx context.Context, tx *sql.Tx, id int64) error {
 // index reads the tapes of todo with a few workers and writes what they
 // find through one writer, each tape whole in one transaction (a
 // transaction holds a few tapes' rows; see batchRows).
-func (l *Library) index(ctx context.Context, todo []fileInfo) (Report, error) {
+func (l *Library) index(ctx context.Context, todo []fileInfo, read *atomic.Int64) (Report, error) {
 	workers := l.opts.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -307,7 +318,7 @@ func (l *Library) index(ctx context.Context, todo []fileInfo) (Report, error) {
 		go func() {
 			defer wg.Done()
 			for f := range jobs {
-				t := &tapeRows{file: f, prior: f.prior, chunks: make(chan []row, 4), decided: make(chan struct{})}
+				t := &tapeRows{file: f, prior: f.prior, chunks: make(chan []row, 4), decided: make(chan struct{}), read: read}
 				t.decide = sync.OnceFunc(func() { close(t.decided) })
 				startMu.Lock()
 				select {
