@@ -16,7 +16,7 @@ import (
 // openLibrary opens the index of tapes in the state directory
 // ($XDG_STATE_HOME/tapedeck/index.db), adds dirs to it, and brings it up to
 // date with the tapes on disk. Its notes (a rebuilt index, an index in
-// memory) go to stderr.
+// memory) and the progress of a refresh longer than a second go to stderr.
 func openLibrary(ctx context.Context, s streams, dirs []string) (*library.Library, []string, error) {
 	tapes, err := tapesDir()
 	if err != nil {
@@ -26,6 +26,7 @@ func openLibrary(ctx context.Context, s streams, dirs []string) (*library.Librar
 		Path:       filepath.Join(filepath.Dir(tapes), "index.db"),
 		DefaultDir: tapes,
 		Notes:      s.stderr,
+		Progress:   s.stderr, // a line after 1 s of reading tapes, and how it ended
 	})
 	if err != nil {
 		return nil, nil, err

@@ -35,6 +35,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -43,8 +44,9 @@ import (
 // schemaVersion is kept in PRAGMA user_version; an index of another
 // version is rebuilt. 2: a rejected server/discover probe is version
 // negotiation, no longer counted among a tape's errors (status
-// "negotiation").
-const schemaVersion = 2
+// "negotiation"). 3: tapes.resume and tapes.tail, so that a tape only
+// appended to is indexed from its old end (append.go).
+const schemaVersion = 3
 
 // TextLimit is how many bytes of a message's string values are indexed
 // for search: enough for the words that name what a call was about, small
@@ -74,7 +76,9 @@ CREATE TABLE IF NOT EXISTS tapes(
 	rpc_errors INTEGER NOT NULL DEFAULT 0,
 	tool_errors INTEGER NOT NULL DEFAULT 0,
 	pending INTEGER NOT NULL DEFAULT 0,
-	warnings INTEGER NOT NULL DEFAULT 0
+	warnings INTEGER NOT NULL DEFAULT 0,
+	resume BLOB,                -- what an append needs of the indexed part (append.go); NULL: read it all again
+	tail BLOB                   -- fingerprint of the indexed bytes' head and tail; NULL: not resumable
 );
 CREATE TABLE IF NOT EXISTS messages(
 	id INTEGER PRIMARY KEY,     -- tape id << 32 | seq
@@ -101,6 +105,11 @@ type Options struct {
 	// Notes receives what the user should know but is no error: a rebuilt
 	// index, an in-memory fallback. Nil discards them.
 	Notes io.Writer
+	// Progress receives a line about a refresh still reading tapes after
+	// ProgressAfter (0: one second), a line every few seconds after, and
+	// one when it ends. Nil says nothing.
+	Progress      io.Writer
+	ProgressAfter time.Duration
 	// Workers index tapes in parallel; 0 means GOMAXPROCS.
 	Workers int
 }

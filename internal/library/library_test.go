@@ -287,7 +287,7 @@ func TestTapeVanishesOrShrinks(t *testing.T) {
 	os.Remove(a)
 	lines := strings.SplitAfter(sessionTape, "\n")
 	write(t, b, strings.Join(lines[:5], "")+lines[5][:20]) // cut mid-line
-	rep, err := l.index(ctx, stale)
+	rep, err := l.index(ctx, stale, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -28,6 +30,8 @@ type row struct {
 type summary struct {
 	isTape                bool
 	indexed               int64
+	read                  int64 // bytes of the tape read this time
+	initSeq               int   // seq of the first initialize request, -1 when none
 	servers               []string
 	client, clientVersion string
 	protocol              string
@@ -44,6 +48,14 @@ type tapeRows struct {
 	fixups []row // responses read before their request: their target, set last
 	sum    summary
 	err    error
+
+	decided chan struct{} // closed (by decide, once) when prior says how the tape is read
+	decide  func()
+	read    *atomic.Int64 // bytes read, for progress
+	prior   *prior        // the indexed part, when only appended to since: read from its old end
+	updates []row         // an append's context messages whose status changed
+	resume  []byte        // what the next append needs (append.go); nil: read it whole next time
+	tail    []byte        // fingerprint of the indexed bytes (append.go)
 }
 
 const chunkRows = 4096
@@ -57,7 +69,9 @@ func (p plainReaderAt) ReadAt(b []byte, off int64) (int, error) { return p.f.Rea
 
 // readTape indexes one tape with the tape package (pairing, failures,
 // targets) and streams its rows to t.chunks. It opens the file read-only
-// and takes no lock: a recorder appending to it is never held up.
+// and takes no lock: a recorder appending to it is never held up. A tape
+// with a prior (only appended to since it was indexed) is read from its old
+// end (readAppend); when that cannot be done, whole.
 func readTape(ctx context.Context, t *tapeRows) error {
 	f, err := os.Open(t.file.path)
 	if err != nil {
@@ -69,6 +83,14 @@ func readTape(ctx context.Context, t *tapeRows) error {
 		return err
 	}
 	size := min(st.Size(), t.file.size) // no further than the version stat'ed: the rest is for the next refresh
+	if t.prior != nil {
+		err := readAppend(ctx, t, f, size, t.decide)
+		if !errors.Is(err, errNoResume) {
+			return err
+		}
+		t.prior = nil // nothing was sent yet: read it whole
+	}
+	t.decide()
 	if size > 0 && !looksLikeTape(f) {
 		return nil // a file that is not a tape: remembered as such
 	}
@@ -76,9 +98,11 @@ func readTape(ctx context.Context, t *tapeRows) error {
 	x := tape.NewIndex(src)
 	settled := time.Since(time.Unix(0, t.file.mtime)) > settle
 	// A tape still being recorded is indexed up to its last whole line.
-	if err := x.Extend(size, func() bool { return settled }); err != nil {
+	prog := t.progress()
+	if err := x.Extend(size, func() bool { return settled }, prog); err != nil {
 		return err
 	}
+	prog(x.Size())
 	n := x.Len()
 	if n > 0 && x.Entry(0).Kind == tape.KindInvalid {
 		return nil // its first line is no message: not a tape
@@ -86,16 +110,60 @@ func readTape(ctx context.Context, t *tapeRows) error {
 	s := &t.sum
 	s.isTape = true
 	s.indexed = x.Size()
-	s.messages = n
+	s.read = x.Size()
 	s.servers = nonEmpty(x.Servers())
 	s.rpcErrors, s.toolErrors = x.Failures()
 	s.rpcErrors += x.StartFailures() // a server that never started: an error of the tape
 	s.warnings = x.WarningCount()
-
 	// Buffers sized to the tape: a library holds many small tapes.
 	rd := tape.NewReader(bufio.NewReaderSize(io.NewSectionReader(src, 0, x.Size()), int(min(256<<10, max(4<<10, x.Size())))))
+	if err := emit(ctx, t, x, rd, span{}); err != nil {
+		return err
+	}
+	s.messages = n
+	t.tail, err = fingerprint(f, s.indexed)
+	return err
+}
+
+// progress returns a func for tape.Index.Extend that adds what it reads
+// to t.read.
+func (t *tapeRows) progress() func(int64) {
+	var last int64
+	return func(n int64) {
+		if t.read != nil {
+			t.read.Add(n - last)
+		}
+		last = n
+	}
+}
+
+// span places the messages of an index in the tape: a full read's are
+// where the index says; an append's index starts with k context messages
+// re-read from the indexed part, then the new bytes from the old end on.
+type span struct {
+	k       int
+	ctx     []resumeEntry
+	seqBase int   // the tape's seq of the first new message
+	offBase int64 // the tape's offset of the first new byte
+	ctxLen  int64 // bytes of context before it in the index's source
+}
+
+func (v span) seq(j int) int {
+	if j < v.k {
+		return v.ctx[j].seq
+	}
+	return v.seqBase + j - v.k
+}
+
+// emit reads the entries of x through rd and streams the rows of the new
+// ones to t.chunks; context messages whose status or target changed go to
+// t.updates. It adds to t.sum what the messages say, and collects the
+// tape's resume entries.
+func emit(ctx context.Context, t *tapeRows, x *tape.Index, rd *tape.Reader, v span) error {
+	s := &t.sum
+	n := x.Len()
 	targets := map[int]string{} // request seq → target, until its response
-	chunk := make([]row, 0, min(chunkRows, n))
+	chunk := make([]row, 0, min(chunkRows, max(1, n-v.k)))
 	sent := 0
 	send := func() error {
 		if len(chunk) == 0 {
@@ -107,16 +175,33 @@ func readTape(ctx context.Context, t *tapeRows) error {
 			return ctx.Err()
 		}
 		sent += len(chunk)
-		chunk = make([]row, 0, min(chunkRows, max(1, n-sent)))
+		chunk = make([]row, 0, min(chunkRows, max(1, n-v.k-sent)))
 		return nil
 	}
-	var initSeq = -1
+	initSeq := -1
+	for j := range v.k {
+		if v.ctx[j].seq == s.initSeq && s.client != "" {
+			initSeq = j
+		}
+	}
+	resumable := true
+	var res []resumeEntry
+	var last resumeEntry
 	for e := range rd.Entries() {
 		if e.Seq >= n {
 			break // the file changed between the two reads
 		}
-		r := row{seq: e.Seq, kind: e.Kind, off: e.Offset, n: len(e.Raw)}
-		if !e.Time.IsZero() {
+		fresh := e.Seq >= v.k
+		r := row{seq: v.seq(e.Seq), kind: e.Kind, off: e.Offset, n: len(e.Raw)}
+		if fresh {
+			r.off = v.offBase + e.Offset - v.ctxLen
+		} else {
+			r.off = v.ctx[e.Seq].off
+			if v.ctx[e.Seq].status == "pending" {
+				s.pending-- // counted again below if it still is
+			}
+		}
+		if !e.Time.IsZero() && fresh {
 			r.ts = e.Time.UnixNano()
 			if s.start == 0 || r.ts < s.start {
 				s.start = r.ts
@@ -125,7 +210,9 @@ func readTape(ctx context.Context, t *tapeRows) error {
 		}
 		switch e.Kind {
 		case tape.KindRequest:
-			s.calls++
+			if fresh {
+				s.calls++
+			}
 			r.method = e.Method
 			r.target = tape.Target(e.Method, e.Raw)
 			p := x.Pair(e.Seq)
@@ -142,7 +229,7 @@ func readTape(ctx context.Context, t *tapeRows) error {
 						targets[e.Seq] = r.target
 					}
 				} else if r.target != "" {
-					t.fixups = append(t.fixups, row{seq: p.Partner, target: r.target})
+					t.fixups = append(t.fixups, row{seq: v.seq(p.Partner), target: r.target})
 				}
 			}
 			if e.Method == "initialize" && s.client == "" {
@@ -150,6 +237,7 @@ func readTape(ctx context.Context, t *tapeRows) error {
 				s.client, s.clientVersion = ci.Get("name").String(), ci.Get("version").String()
 				s.protocol = gjson.GetBytes(e.Raw, "params.protocolVersion").String()
 				initSeq = e.Seq
+				s.initSeq = r.seq
 			}
 		case tape.KindResponse:
 			r.method = x.MethodOf(e.Seq)
@@ -168,6 +256,42 @@ func readTape(ctx context.Context, t *tapeRows) error {
 		case tape.KindNotification, tape.KindLifecycle:
 			r.method = e.Method
 		}
+		frozen := false
+		if !fresh {
+			// A context message settled before the old end (an answered
+			// initialize, the last message) keeps what it was: its partner
+			// is not re-read.
+			was := v.ctx[e.Seq].status
+			switch e.Kind {
+			case tape.KindRequest:
+				frozen = was != "pending" && was != "cancelled"
+			case tape.KindResponse:
+				frozen = was != "orphan"
+			}
+			if frozen {
+				if r.status == "pending" {
+					s.pending--
+				}
+				r.status = was
+			}
+		}
+		re := resumeEntry{seq: r.seq, off: r.off, n: r.n, status: r.status}
+		if needed(&r) {
+			if e.Batch != 0 || len(res) == maxResume {
+				resumable = false
+			}
+			res = append(res, re)
+		}
+		last = re
+		if e.Batch != 0 {
+			last.n = -1
+		}
+		if !fresh {
+			if !frozen && r.status != v.ctx[e.Seq].status { // its method and target come with its partner
+				t.updates = append(t.updates, r)
+			}
+			continue
+		}
 		if e.Kind != tape.KindInvalid {
 			r.text = Text(e.Raw, TextLimit)
 		}
@@ -180,6 +304,15 @@ func readTape(ctx context.Context, t *tapeRows) error {
 	}
 	if err := rd.Err(); err != nil {
 		return err
+	}
+	if last.n < 0 {
+		resumable = false
+	}
+	if resumable && last.n > 0 && (len(res) == 0 || res[len(res)-1].seq != last.seq) {
+		res = append(res, last) // the last line: time and order go on from it
+	}
+	if resumable && n > 0 {
+		t.resume = appendResume(nil, res)
 	}
 	return send()
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -87,12 +88,13 @@ func (l *Library) Roots() ([]string, error) {
 
 // Report says what a Refresh did.
 type Report struct {
-	Scanned  int // files looked at
-	Indexed  int // tapes (re)indexed
-	Removed  int // tapes gone from disk, forgotten
-	Skipped  int // files that are not tapes
-	Messages int // messages indexed
-	Bytes    int64
+	Scanned  int   // files looked at
+	Indexed  int   // tapes (re)indexed
+	Appended int   // of which read from their old end only (append.go)
+	Removed  int   // tapes gone from disk, forgotten
+	Skipped  int   // files that are not tapes
+	Messages int   // messages indexed
+	Bytes    int64 // bytes of tapes read
 }
 
 // fileInfo is a file met while scanning.
@@ -100,6 +102,7 @@ type fileInfo struct {
 	path  string
 	size  int64
 	mtime int64
+	prior *prior // set when only appended to since it was indexed
 }
 
 // known is a file's row in the index.
@@ -144,10 +147,14 @@ func (l *Library) refresh(ctx context.Context) (Report, error) {
 		seen[f.path] = true
 		k, ok := have[f.path]
 		switch {
-		case !ok, k.size != f.size, k.mtime != f.mtime:
+		case !ok:
 			todo = append(todo, f)
-		case k.isTape && k.indexed < k.size && now-f.mtime > int64(settle):
-			todo = append(todo, f) // an unfinished last line that stayed so: index it as torn
+		case k.size != f.size, k.mtime != f.mtime,
+			k.isTape && k.indexed < k.size && now-f.mtime > int64(settle): // an unfinished last line that stayed so: index it as torn
+			if f.prior, err = l.loadPrior(k, f); err != nil {
+				return rep, err
+			}
+			todo = append(todo, f)
 		}
 	}
 	var gone []int64
@@ -167,8 +174,18 @@ func (l *Library) refresh(ctx context.Context) (Report, error) {
 	}
 	// The largest first, so that one big tape does not finish alone.
 	slices.SortFunc(todo, func(a, b fileInfo) int { return int(min(max(b.size-a.size, -1), 1)) })
-	ir, err := l.index(ctx, todo)
-	rep.Indexed, rep.Skipped, rep.Messages, rep.Bytes = ir.Indexed, ir.Skipped, ir.Messages, ir.Bytes
+	var total int64
+	for _, f := range todo {
+		total += f.size
+		if f.prior != nil {
+			total -= f.prior.sum.indexed
+		}
+	}
+	start := time.Now()
+	prog := l.startProgress(len(todo), total)
+	ir, err := l.index(ctx, todo, &prog.read)
+	prog.end(l.opts.Progress, start, err)
+	rep.Indexed, rep.Appended, rep.Skipped, rep.Messages, rep.Bytes = ir.Indexed, ir.Appended, ir.Skipped, ir.Messages, ir.Bytes
 	rep.Removed += ir.Removed
 	return rep, err
 }
@@ -281,7 +298,7 @@ func deleteTape(ctx context.Context, tx *sql.Tx, id int64) error {
 // index reads the tapes of todo with a few workers and writes what they
 // find through one writer, each tape whole in one transaction (a
 // transaction holds a few tapes' rows; see batchRows).
-func (l *Library) index(ctx context.Context, todo []fileInfo) (Report, error) {
+func (l *Library) index(ctx context.Context, todo []fileInfo, read *atomic.Int64) (Report, error) {
 	workers := l.opts.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -301,7 +318,8 @@ func (l *Library) index(ctx context.Context, todo []fileInfo) (Report, error) {
 		go func() {
 			defer wg.Done()
 			for f := range jobs {
-				t := &tapeRows{file: f, chunks: make(chan []row, 4)}
+				t := &tapeRows{file: f, prior: f.prior, chunks: make(chan []row, 4), decided: make(chan struct{}), read: read}
+				t.decide = sync.OnceFunc(func() { close(t.decided) })
 				startMu.Lock()
 				select {
 				case tapes <- t:
@@ -311,6 +329,7 @@ func (l *Library) index(ctx context.Context, todo []fileInfo) (Report, error) {
 				}
 				startMu.Unlock()
 				t.err = readTape(ctx, t)
+				t.decide()
 				close(t.chunks)
 			}
 		}()
@@ -410,6 +429,7 @@ func (b *batch) close() {
 // write stores one tape's rows, unless another process stored the same
 // version of the tape first (checked under the write lock).
 func (b *batch) write(ctx context.Context, t *tapeRows, rep *Report) (err error) {
+	<-t.decided // whether it is read from its old end
 	tx := b.tx
 	var id int64
 	var k known
@@ -423,6 +443,15 @@ func (b *batch) write(ctx context.Context, t *tapeRows, rep *Report) (err error)
 		for range t.chunks {
 		}
 		return nil
+	case t.prior != nil:
+		if id != t.prior.id || k.size != t.prior.size || k.mtime != t.prior.mtime || k.indexed != t.prior.sum.indexed {
+			// Another process changed its rows since they were read: the
+			// next refresh reads it again.
+			for range t.chunks {
+			}
+			return nil
+		}
+		return b.writeAppend(ctx, t, id, rep)
 	default:
 		if err = deleteTape(ctx, tx, id); err != nil {
 			return err
@@ -436,25 +465,8 @@ func (b *batch) write(ctx context.Context, t *tapeRows, rep *Report) (err error)
 	if id, err = res.LastInsertId(); err != nil {
 		return err
 	}
-	msg, txt := b.msg, b.txt
-	base := id << 32
-	for chunk := range t.chunks {
-		for i := range chunk {
-			r := &chunk[i]
-			var ts any
-			if r.ts != 0 {
-				ts = r.ts
-			}
-			if _, err = msg.ExecContext(ctx, base|int64(r.seq), ts, r.kind, r.method, r.target, r.status, r.off, r.n); err != nil {
-				return err
-			}
-			if r.text != "" {
-				if _, err = txt.ExecContext(ctx, base|int64(r.seq), r.text); err != nil {
-					return err
-				}
-			}
-		}
-		b.rows += len(chunk)
+	if err = b.insert(ctx, t, id<<32); err != nil {
+		return err
 	}
 	if t.err != nil {
 		if errors.Is(t.err, os.ErrNotExist) {
@@ -467,16 +479,78 @@ func (b *batch) write(ctx context.Context, t *tapeRows, rep *Report) (err error)
 		}
 		return fmt.Errorf("index %s: %w", t.file.path, t.err)
 	}
+	return b.finish(ctx, t, id, rep)
+}
+
+// insert stores the rows t's reading streams.
+func (b *batch) insert(ctx context.Context, t *tapeRows, base int64) error {
+	for chunk := range t.chunks {
+		for i := range chunk {
+			r := &chunk[i]
+			var ts any
+			if r.ts != 0 {
+				ts = r.ts
+			}
+			if _, err := b.msg.ExecContext(ctx, base|int64(r.seq), ts, r.kind, r.method, r.target, r.status, r.off, r.n); err != nil {
+				return err
+			}
+			if r.text != "" {
+				if _, err := b.txt.ExecContext(ctx, base|int64(r.seq), r.text); err != nil {
+					return err
+				}
+			}
+		}
+		b.rows += len(chunk)
+	}
+	return nil
+}
+
+// writeAppend stores the rows of what was appended to a tape since it was
+// indexed, and the changes to its context messages.
+func (b *batch) writeAppend(ctx context.Context, t *tapeRows, id int64, rep *Report) (err error) {
+	base := id << 32
+	if err = b.insert(ctx, t, base); err != nil {
+		return err
+	}
+	if t.err != nil {
+		if errors.Is(t.err, os.ErrNotExist) {
+			if err = deleteTape(ctx, b.tx, id); err != nil {
+				return err
+			}
+			rep.Removed++
+			return nil
+		}
+		return fmt.Errorf("index %s: %w", t.file.path, t.err)
+	}
+	if t.prior == nil {
+		return fmt.Errorf("index %s: read whole where an append was expected", t.file.path)
+	}
+	for _, u := range t.updates {
+		if _, err = b.tx.ExecContext(ctx, "UPDATE messages SET status = ?, target = ?, method = ? WHERE id = ?", u.status, u.target, u.method, base|int64(u.seq)); err != nil {
+			return err
+		}
+	}
+	rep.Appended++
+	return b.finish(ctx, t, id, rep)
+}
+
+// finish sets the targets read late and the tape's row.
+func (b *batch) finish(ctx context.Context, t *tapeRows, id int64, rep *Report) error {
+	base := id << 32
 	for _, fix := range t.fixups {
-		if _, err = tx.ExecContext(ctx, "UPDATE messages SET target = ? WHERE id = ?", fix.target, base|int64(fix.seq)); err != nil {
+		if _, err := b.tx.ExecContext(ctx, "UPDATE messages SET target = ? WHERE id = ?", fix.target, base|int64(fix.seq)); err != nil {
 			return err
 		}
 	}
 	s := &t.sum
-	_, err = tx.ExecContext(ctx, `UPDATE tapes SET size = ?, mtime = ?, indexed = ?, is_tape = ?, servers = ?, client = ?, client_version = ?, protocol = ?,
-		start = ?, end = ?, messages = ?, calls = ?, rpc_errors = ?, tool_errors = ?, pending = ?, warnings = ? WHERE id = ?`,
+	var resume, tail any
+	if t.resume != nil && t.tail != nil {
+		resume, tail = t.resume, t.tail
+	}
+	_, err := b.tx.ExecContext(ctx, `UPDATE tapes SET size = ?, mtime = ?, indexed = ?, is_tape = ?, servers = ?, client = ?, client_version = ?, protocol = ?,
+		start = ?, end = ?, messages = ?, calls = ?, rpc_errors = ?, tool_errors = ?, pending = ?, warnings = ?, resume = ?, tail = ? WHERE id = ?`,
 		t.file.size, t.file.mtime, s.indexed, s.isTape, strings.Join(s.servers, "\t"), s.client, s.clientVersion, s.protocol,
-		nullTime(s.start), nullTime(s.end), s.messages, s.calls, s.rpcErrors, s.toolErrors, s.pending, s.warnings, id)
+		nullTime(s.start), nullTime(s.end), s.messages, s.calls, s.rpcErrors, s.toolErrors, s.pending, s.warnings, resume, tail, id)
 	if err != nil {
 		return err
 	}
@@ -484,7 +558,7 @@ func (b *batch) write(ctx context.Context, t *tapeRows, rep *Report) (err error)
 	if s.isTape {
 		rep.Indexed++
 		rep.Messages += s.messages
-		rep.Bytes += s.indexed
+		rep.Bytes += s.read
 	} else {
 		rep.Skipped++
 	}

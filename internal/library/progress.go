@@ -1,0 +1,65 @@
+package library
+
+import (
+	"fmt"
+	"io"
+	"sync/atomic"
+	"time"
+)
+
+// progress reports a long refresh on Options.Progress: nothing for one
+// that ends within ProgressAfter, then a line at that point and one every
+// few seconds, and a last line when it is done.
+type progress struct {
+	read  atomic.Int64 // bytes of tapes read so far
+	total int64
+	tapes int
+	stop  chan struct{}
+	done  chan bool // whether a line was written
+}
+
+const progressEvery = 3 * time.Second
+
+func (l *Library) startProgress(tapes int, total int64) *progress {
+	p := &progress{total: total, tapes: tapes, stop: make(chan struct{}), done: make(chan bool, 1)}
+	w, after := l.opts.Progress, l.opts.ProgressAfter
+	if w == nil {
+		p.done <- false
+		return p
+	}
+	if after <= 0 {
+		after = time.Second
+	}
+	go func() {
+		wrote := false
+		timer := time.NewTimer(after)
+		defer timer.Stop()
+		for {
+			select {
+			case <-p.stop:
+				p.done <- wrote
+				return
+			case <-timer.C:
+				fmt.Fprintf(w, "tapedeck: indexing %d tape(s): %s of %s read\n", p.tapes, mb(p.read.Load()), mb(p.total))
+				wrote = true
+				timer.Reset(progressEvery)
+			}
+		}
+	}()
+	return p
+}
+
+// end stops the reports; after a report, it says how the refresh ended.
+func (p *progress) end(w io.Writer, start time.Time, err error) {
+	close(p.stop)
+	if !<-p.done {
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(w, "tapedeck: indexing stopped after %s of %s: %v\n", mb(p.read.Load()), mb(p.total), err)
+		return
+	}
+	fmt.Fprintf(w, "tapedeck: indexed %d tape(s), %s read, in %s\n", p.tapes, mb(p.read.Load()), time.Since(start).Round(100*time.Millisecond))
+}
+
+func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
