@@ -161,56 +161,73 @@ type Engine struct {
 	server string
 	norm   tape.Normalizer
 
-	// The scanner walks the tape once, in order, on demand.
-	scan    int   // next tape seq not yet scanned
+	scanned scanState   // what the scanner has read of the tape
+	pos     position    // where the engine stands on the tape and in time
+	order   strictState // strict mode's expected request and resyncs
+	keys    keyState    // keyed and loose mode's requests by key
+	out     emitState   // what goes out: queued outputs, server requests, held answers
+	owned   ownerState  // keyed and loose mode's server messages waiting for their client message
+	tasks   taskBook    // recorded tasks served from their status timelines (engine_tasks.go)
+	report  reportState // what the replay did, for Report, Divergences and the summary
+}
+
+// scanState is the scanner's: it walks the tape once, in order, on demand.
+type scanState struct {
+	next    int   // next tape seq not yet scanned
 	reqs    []int // the server's recorded client requests, in order
-	ri      int   // strict: index in reqs of the next expected request
-	used    map[int]bool
 	skipped int
+	methods map[string]int // recorded request count per method (scanned so far)
+	answers map[int][]byte // recorded responses, stripped, by seq: repeats skip the file read
+	// unreadable holds the recorded requests that could not be read or
+	// keyed, by seq, with why: a live request they might have matched
+	// diverges naming them instead of being "not on the tape".
+	unreadable map[int]error
+}
 
-	// Keyed mode: key → recorded requests not yet served, in order.
-	keyed    map[[16]byte][]int
-	keyedN   int              // reqs[:keyedN] are in keyed
-	keyedAll map[[16]byte]int // key → the last recorded request with it
-	served   map[[16]byte]int // loose: key → the last request whose response was sent
-	methods  map[string]int   // recorded request count per method (scanned so far)
-	memo     map[uint64]memoKey
-	answers  map[int][]byte // recorded responses, stripped, by seq: repeats skip the file read
-
+// position is where the engine stands.
+type position struct {
 	frontier int // recv messages before it were emitted or passed
 	lo, hi   int // the span of the tape served, [lo, hi); hi 0 is the tape's end
 	refTape  int64
 	refSeq   int // the recorded client message the latest live one matched, or -1
 	now      time.Time
+	// started: a live message was received (the episode is chosen).
+	started bool
+}
 
-	outstanding map[tape.ID]int // live id of a server request sent → its tape seq
-	srvIDs      int
-	awaitCancel map[tape.ID]int // live id → late response to send once cancelled
-	queue       []Output
-
-	// unreadable holds the recorded requests that could not be read or
-	// keyed, by seq, with why: a live request they might have matched
-	// diverges naming them instead of being "not on the tape".
-	unreadable map[int]error
-
-	divs       []*Divergence
-	held       map[int]heldRequest
-	requests   int
-	matched    int
-	unanswered []Unused     // matched requests with no answer on the tape
-	ruled      []RuleAnswer // client requests a rule answered or dropped at the edge
-
+// strictState is strict mode's: requests are expected in recorded order.
+type strictState struct {
+	next int // index in scanned.reqs of the next expected request
 	// passed are recorded requests a strict replay moved past without a
 	// match (the client changed or skipped them): never expected again,
 	// still reported unused.
 	passed  map[int]bool
 	resyncs []Resync
-	lost    bool // strict: the last request diverged; the next may re-synchronise
-	// liveToken holds, by recorded request, the progressToken of the live
-	// request that matched it, when it had one: recorded progress
-	// notifications carry the live token, or are dropped when the live
-	// request asked for none.
-	liveToken map[int][]byte
+	lost    bool // the last request diverged; the next may re-synchronise
+}
+
+// keyState is keyed and loose mode's: requests matched by their key.
+type keyState struct {
+	pending map[[16]byte][]int // key → recorded requests not yet served, in order
+	n       int                // scanned.reqs[:n] are in pending
+	last    map[[16]byte]int   // key → the last recorded request with it
+	served  map[[16]byte]int   // loose: key → the last request whose response was sent
+	memo    map[uint64]memoKey
+	// window is the recorded request being answered and its response:
+	// only the server requests between them belong to the live call and
+	// are sent.
+	window [2]int
+	// notifAt is, by method, where the search for the next recorded
+	// client notification resumes.
+	notifAt map[string]int
+}
+
+// emitState is what goes out, and what waits to go out.
+type emitState struct {
+	queue       []Output
+	outstanding map[tape.ID]int // live id of a server request sent → its tape seq
+	srvIDs      int
+	awaitCancel map[tape.ID]int // live id → late response to send once cancelled
 	// waiting holds recorded answers that followed server requests the
 	// recording's client replied to first: each goes out once the live
 	// client has replied too.
@@ -219,35 +236,42 @@ type Engine struct {
 	// ids of the batch's members matched so far: the rejection goes out
 	// once, with id null, when the last member is matched.
 	batchIDs map[int][]tape.ID
-	// window is, in keyed and loose mode, the recorded request being
-	// answered and its response: only the server requests between them
-	// belong to the live call and are sent.
-	window [2]int
-	// started: a live message was received (the episode is chosen).
-	started bool
+	// liveToken holds, by recorded request, the progressToken of the live
+	// request that matched it, when it had one: recorded progress
+	// notifications carry the live token, or are dropped when the live
+	// request asked for none.
+	liveToken map[int][]byte
 	// early holds recorded server notifications sent ahead of the
 	// frontier, because the tape had them on the answer's own HTTP stream
 	// (see streamMates): the frontier passes them without sending them
 	// again.
 	early map[int]bool
-	// tasks are the recorded tasks served from their status timelines
-	// (engine_tasks.go).
-	tasks taskBook
-	// lastClient is the client message the frontier passed last (-1
-	// before any); deferred holds, in keyed and loose mode, by client
-	// message, the recorded server messages that followed it, passed
-	// before the live client sent it: they go out when it does (visit).
-	lastClient int
-	deferred   map[int][]int
-	// notifAt is, by method, where the search for the next recorded
-	// client notification resumes (keyed and loose mode).
-	notifAt map[string]int
 	// stderr: the edge writes the server's recorded stderr lines back
 	// (set by ServeStdio), so visit queues them (Output.Stderr).
 	stderr bool
-	// clientTasks maps the recorded ids of tasks the client runs to the
-	// live client's (quoted JSON strings).
-	clientTasks map[string][]byte
+}
+
+// ownerState is keyed and loose mode's: which client message a recorded
+// server message belongs to (owner), and those waiting for it.
+type ownerState struct {
+	// lastClient is the client message the frontier passed last (-1
+	// before any); deferred holds, by client message, the recorded server
+	// messages that followed it, passed before the live client sent it:
+	// they go out when it does (visit).
+	lastClient int
+	deferred   map[int][]int
+}
+
+// reportState is what the replay did: matches, divergences, answers a rule
+// gave, recorded requests used.
+type reportState struct {
+	used       map[int]bool // recorded requests matched
+	divs       []*Divergence
+	held       map[int]heldRequest
+	requests   int
+	matched    int
+	unanswered []Unused     // matched requests with no answer on the tape
+	ruled      []RuleAnswer // client requests a rule answered or dropped at the edge
 }
 
 // NewEngine returns an engine serving x's server opts.Server (or its only
@@ -259,35 +283,42 @@ func NewEngine(x *tape.Index, opts EngineOptions) (*Engine, error) {
 	}
 	e := &Engine{
 		x: x, opts: opts, server: server,
-		norm:        tape.Normalizer{Ignore: opts.Ignore, Exact: opts.Exact},
-		used:        map[int]bool{},
-		keyed:       map[[16]byte][]int{},
-		keyedAll:    map[[16]byte]int{},
-		served:      map[[16]byte]int{},
-		methods:     map[string]int{},
-		memo:        map[uint64]memoKey{},
-		answers:     map[int][]byte{},
-		batchIDs:    map[int][]tape.ID{},
-		outstanding: map[tape.ID]int{},
-		awaitCancel: map[tape.ID]int{},
-		held:        map[int]heldRequest{},
-		refSeq:      -1,
-		unreadable:  map[int]error{},
-		passed:      map[int]bool{},
-		liveToken:   map[int][]byte{},
-		early:       map[int]bool{},
-		lastClient:  -1,
-		deferred:    map[int][]int{},
-		notifAt:     map[string]int{},
+		norm: tape.Normalizer{Ignore: opts.Ignore, Exact: opts.Exact},
+		scanned: scanState{
+			methods:    map[string]int{},
+			answers:    map[int][]byte{},
+			unreadable: map[int]error{},
+		},
+		pos:   position{refSeq: -1},
+		order: strictState{passed: map[int]bool{}},
+		keys: keyState{
+			pending: map[[16]byte][]int{},
+			last:    map[[16]byte]int{},
+			served:  map[[16]byte]int{},
+			memo:    map[uint64]memoKey{},
+			notifAt: map[string]int{},
+		},
+		out: emitState{
+			outstanding: map[tape.ID]int{},
+			awaitCancel: map[tape.ID]int{},
+			batchIDs:    map[int][]tape.ID{},
+			liveToken:   map[int][]byte{},
+			early:       map[int]bool{},
+		},
+		owned: ownerState{lastClient: -1, deferred: map[int][]int{}},
+		report: reportState{
+			used: map[int]bool{},
+			held: map[int]heldRequest{},
+		},
 	}
 	if sp := opts.Span; sp != (Span{}) {
 		if sp.Lo < 0 || sp.Hi < sp.Lo || sp.Hi > x.Len() {
 			return nil, fmt.Errorf("engine span [%d, %d): expected 0 <= Lo <= Hi <= %d, the tape's length", sp.Lo, sp.Hi, x.Len())
 		}
-		e.lo, e.hi = sp.Lo, sp.Hi
-		e.scan, e.frontier = sp.Lo, sp.Lo
+		e.pos.lo, e.pos.hi = sp.Lo, sp.Hi
+		e.scanned.next, e.pos.frontier = sp.Lo, sp.Lo
 	}
-	if err := refuseSkeleton(x, server, e.lo, e.end()); err != nil {
+	if err := refuseSkeleton(x, server, e.pos.lo, e.end()); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -303,8 +334,8 @@ func (e *Engine) chooseEpisode(method string) {
 	}
 	for _, ep := range eps {
 		if ep.First >= 0 && e.x.Entry(ep.First).Method == method {
-			e.lo, e.hi = ep.Lo, ep.Hi
-			e.scan, e.frontier = ep.Lo, ep.Lo
+			e.pos.lo, e.pos.hi = ep.Lo, ep.Hi
+			e.scanned.next, e.pos.frontier = ep.Lo, ep.Lo
 			return
 		}
 	}
@@ -312,8 +343,8 @@ func (e *Engine) chooseEpisode(method string) {
 
 // end is the tape position after the last message e serves.
 func (e *Engine) end() int {
-	if e.hi > 0 {
-		return e.hi
+	if e.pos.hi > 0 {
+		return e.pos.hi
 	}
 	return e.x.Len()
 }
@@ -388,7 +419,7 @@ func (e *Engine) Mode() Mode { return e.opts.Mode }
 // array) at now and returns the outputs due by now. Later outputs (at a
 // speed > 0) wait for Poll.
 func (e *Engine) Receive(msg []byte, now time.Time) []Output {
-	e.now = now
+	e.pos.now = now
 	entries := tape.Classify(msg)
 	for _, m := range entries {
 		e.receive(m)
@@ -397,15 +428,15 @@ func (e *Engine) Receive(msg []byte, now time.Time) []Output {
 }
 
 func (e *Engine) receive(m tape.Entry) {
-	if !e.started {
-		e.started = true
+	if !e.pos.started {
+		e.pos.started = true
 		if m.Kind == tape.KindRequest && e.opts.Episodes && e.opts.Span == (Span{}) {
 			e.chooseEpisode(m.Method)
 		}
 	}
 	switch m.Kind {
 	case tape.KindRequest:
-		e.requests++
+		e.report.requests++
 		e.request(m)
 	case tape.KindNotification:
 		e.notification(m)
@@ -418,30 +449,30 @@ func (e *Engine) receive(m tape.Entry) {
 		if id.Exists() && (id.Type == gjson.Number || id.Type == gjson.String) && json.Valid([]byte(id.Raw)) {
 			raw = []byte(id.Raw)
 		}
-		e.push(jsonrpc.ErrorResponse(raw, CodeParseError, "tapedeck replay: "+m.Problem, nil), e.now, -1, "", nil)
+		e.push(jsonrpc.ErrorResponse(raw, CodeParseError, "tapedeck replay: "+m.Problem, nil), e.pos.now, -1, "", nil)
 	}
 }
 
 // Poll returns the outputs due by now, in order.
 func (e *Engine) Poll(now time.Time) []Output {
 	n := 0
-	for n < len(e.queue) && !e.queue[n].At.After(now) {
+	for n < len(e.out.queue) && !e.out.queue[n].At.After(now) {
 		n++
 	}
 	if n == 0 {
 		return nil
 	}
-	out := slices.Clone(e.queue[:n])
-	e.queue = slices.Delete(e.queue, 0, n)
+	out := slices.Clone(e.out.queue[:n])
+	e.out.queue = slices.Delete(e.out.queue, 0, n)
 	return out
 }
 
 // NextDue returns when the next queued output falls due.
 func (e *Engine) NextDue() (time.Time, bool) {
-	if len(e.queue) == 0 {
+	if len(e.out.queue) == 0 {
 		return time.Time{}, false
 	}
-	return e.queue[0].At, true
+	return e.out.queue[0].At, true
 }
 
 // push queues an output at its time, after outputs due at the same time.
@@ -451,24 +482,24 @@ func (e *Engine) push(msg []byte, at time.Time, seq int, reqID tape.ID, d *Diver
 
 // pushOutput queues o at its time, after outputs due at the same time.
 func (e *Engine) pushOutput(o Output) {
-	i := len(e.queue)
-	for i > 0 && e.queue[i-1].At.After(o.At) {
+	i := len(e.out.queue)
+	for i > 0 && e.out.queue[i-1].At.After(o.At) {
 		i--
 	}
-	e.queue = slices.Insert(e.queue, i, o)
+	e.out.queue = slices.Insert(e.out.queue, i, o)
 }
 
 // at returns when recorded message seq falls due: now plus its recorded
 // gap after the live message being handled, divided by the speed.
 func (e *Engine) at(seq int) time.Time {
-	if e.opts.Speed <= 0 || e.refTape == 0 {
-		return e.now
+	if e.opts.Speed <= 0 || e.pos.refTape == 0 {
+		return e.pos.now
 	}
 	t := e.x.Entry(seq).Time
-	if t.IsZero() || t.UnixNano() <= e.refTape {
-		return e.now
+	if t.IsZero() || t.UnixNano() <= e.pos.refTape {
+		return e.pos.now
 	}
-	wait := time.Duration(float64(t.UnixNano()-e.refTape) / e.opts.Speed)
+	wait := time.Duration(float64(t.UnixNano()-e.pos.refTape) / e.opts.Speed)
 	limit := e.opts.MaxWait
 	if limit == 0 {
 		limit = DefaultMaxWait
@@ -478,7 +509,7 @@ func (e *Engine) at(seq int) time.Time {
 		// reproducing: the client would give up first.
 		wait = limit
 	}
-	return e.now.Add(wait)
+	return e.pos.now.Add(wait)
 }
 
 // DefaultMaxWait caps a timed replay's wait for one recorded message when
@@ -486,9 +517,9 @@ func (e *Engine) at(seq int) time.Time {
 const DefaultMaxWait = time.Minute
 
 func (e *Engine) setRef(seq int) {
-	e.refSeq = seq
+	e.pos.refSeq = seq
 	if t := e.x.Entry(seq).Time; !t.IsZero() {
-		e.refTape = t.UnixNano()
+		e.pos.refTape = t.UnixNano()
 	}
 }
 
@@ -496,13 +527,13 @@ func (e *Engine) setRef(seq int) {
 // found; it reports false at the end of the tape.
 func (e *Engine) scanNext() bool {
 	n := e.end()
-	for e.scan < n {
-		i := e.scan
-		e.scan++
+	for e.scanned.next < n {
+		i := e.scanned.next
+		e.scanned.next++
 		en := e.x.Entry(i)
 		if en.Server == e.server && en.Kind == tape.KindRequest && en.Dir == tape.DirSend && !e.opts.Refused[i] {
-			e.reqs = append(e.reqs, i)
-			e.methods[en.Method]++
+			e.scanned.reqs = append(e.scanned.reqs, i)
+			e.scanned.methods[en.Method]++
 			return true
 		}
 	}
@@ -522,13 +553,13 @@ func (e *Engine) scanAll() {
 // awaiting, timed from when reached arrived.
 func (e *Engine) Progress() (reached, awaiting int) {
 	n := e.x.Len()
-	for i := e.frontier; i < n; i++ {
+	for i := e.pos.frontier; i < n; i++ {
 		en := e.x.Entry(i)
-		if en.Server == e.server && en.IsWire() && en.Dir == tape.DirSend && !e.used[i] && !e.opts.Refused[i] && !(en.Kind == tape.KindRequest && e.isTaskRead(i)) {
-			return e.refSeq, i
+		if en.Server == e.server && en.IsWire() && en.Dir == tape.DirSend && !e.report.used[i] && !e.opts.Refused[i] && !(en.Kind == tape.KindRequest && e.isTaskRead(i)) {
+			return e.pos.refSeq, i
 		}
 	}
-	return e.refSeq, n
+	return e.pos.refSeq, n
 }
 
 // Report sums up the replay so far; the recorded requests not yet used are
@@ -537,16 +568,16 @@ func (e *Engine) Report() Report {
 	e.scanAll()
 	r := Report{
 		Server: e.server, Mode: e.opts.Mode.String(),
-		Requests: e.requests, Matched: e.matched,
+		Requests: e.report.requests, Matched: e.report.matched,
 		Divergences:     e.Divergences(),
 		Unused:          []Unused{},
 		UnusedTolerated: e.opts.Mode == Loose,
-		Unanswered:      append([]Unused(nil), e.unanswered...),
-		RuleAnswered:    slices.Clone(e.ruled),
-		Resyncs:         slices.Clone(e.resyncs),
+		Unanswered:      append([]Unused(nil), e.report.unanswered...),
+		RuleAnswered:    slices.Clone(e.report.ruled),
+		Resyncs:         slices.Clone(e.order.resyncs),
 	}
-	for _, seq := range e.reqs {
-		if e.used[seq] || e.isTaskRead(seq) {
+	for _, seq := range e.scanned.reqs {
+		if e.report.used[seq] || e.isTaskRead(seq) {
 			continue // a task's reads are not one for one (engine_tasks.go)
 		}
 		en := e.x.Entry(seq)

@@ -25,7 +25,7 @@ type heldRequest struct {
 // message exp (or -1).
 func (e *Engine) newDivergence(m tape.Entry, exp int, reason Reason) *Divergence {
 	d := &Divergence{
-		ID: len(e.divs) + 1, Server: e.server, Reason: reason,
+		ID: len(e.report.divs) + 1, Server: e.server, Reason: reason,
 		Method: m.Method, Expected: exp,
 		Raw: json.RawMessage(slices.Clone(m.Raw)), // m.Raw is the caller's buffer
 	}
@@ -44,7 +44,7 @@ func (e *Engine) newDivergence(m tape.Entry, exp int, reason Reason) *Divergence
 			}
 		}
 	}
-	e.divs = append(e.divs, d)
+	e.report.divs = append(e.report.divs, d)
 	return d
 }
 
@@ -121,8 +121,8 @@ func (e *Engine) divergeUnreadable(m tape.Entry, exp int, why error) {
 // holds it (EngineOptions.Hold).
 func (e *Engine) answerDivergence(m tape.Entry, d *Divergence) {
 	if e.opts.Hold {
-		e.held[d.ID] = heldRequest{msg: m, div: d}
-		e.push(nil, e.now, -1, m.ID, d)
+		e.report.held[d.ID] = heldRequest{msg: m, div: d}
+		e.push(nil, e.pos.now, -1, m.ID, d)
 		return
 	}
 	e.sendError(m, d)
@@ -135,7 +135,7 @@ func (e *Engine) sendError(m tape.Entry, d *Divergence) {
 		code = CodeNotRecorded
 	}
 	data, _ := json.Marshal(d)
-	e.push(jsonrpc.ErrorResponse([]byte(m.ID), code, d.Message, data), e.now, -1, m.ID, d)
+	e.push(jsonrpc.ErrorResponse([]byte(m.ID), code, d.Message, data), e.pos.now, -1, m.ID, d)
 }
 
 // Resolve answers a divergence held under EngineOptions.Hold: with the divergence
@@ -149,50 +149,50 @@ func (e *Engine) sendError(m tape.Entry, d *Divergence) {
 // and SkipRecorded send the divergence error instead, so the client is
 // answered, and the divergence's Resolution says SendError.
 func (e *Engine) Resolve(id int, r Resolution, now time.Time) ([]Output, error) {
-	h, ok := e.held[id]
+	h, ok := e.report.held[id]
 	if !ok {
 		return nil, fmt.Errorf("divergence %d is not awaiting a resolution", id)
 	}
-	e.now = now
+	e.pos.now = now
 	if h.div.Expected < 0 && (r == AnswerRecorded || r == SkipRecorded) {
 		r = SendError
 	}
 	switch r {
 	case SendError:
 		e.sendError(h.msg, h.div)
-		if exp := h.div.Expected; exp >= 0 && e.opts.Mode == Strict && !e.used[exp] {
+		if exp := h.div.Expected; exp >= 0 && e.opts.Mode == Strict && !e.report.used[exp] {
 			// The client has had its answer: the next request is compared
 			// with the one recorded after the expected one, which is
 			// reported unused (SendErrorKeep keeps expecting it).
-			e.passed[exp] = true
+			e.order.passed[exp] = true
 		}
 	case SendErrorKeep:
 		e.sendError(h.msg, h.div)
 		h.div.Resolution = SendError
 	case AnswerRecorded:
 		h.div.Resolution = AnswerRecorded
-		if e.opts.Mode == Strict || !e.used[h.div.Expected] {
+		if e.opts.Mode == Strict || !e.report.used[h.div.Expected] {
 			e.consume(h.msg, h.div.Expected)
 		} else {
-			e.matched++
+			e.report.matched++
 			e.respond(h.msg, h.div.Expected)
 		}
 	case SkipRecorded:
 		h.div.Resolution = SkipRecorded
-		e.used[h.div.Expected] = true
-		e.skipped++
+		e.report.used[h.div.Expected] = true
+		e.scanned.skipped++
 		e.request(h.msg)
 	default:
 		return nil, fmt.Errorf("divergence %d: expected a resolution of error, recorded or skip, got %s", id, r)
 	}
-	delete(e.held, id)
+	delete(e.report.held, id)
 	return e.Poll(now), nil
 }
 
 // Divergences returns the divergences so far, in order.
 func (e *Engine) Divergences() []Divergence {
-	out := make([]Divergence, len(e.divs))
-	for i, d := range e.divs {
+	out := make([]Divergence, len(e.report.divs))
+	for i, d := range e.report.divs {
 		out[i] = *d
 	}
 	return out

@@ -30,11 +30,11 @@ type waitingAnswer struct {
 // consume marks recorded request seq as matched by live request m and
 // answers it.
 func (e *Engine) consume(m tape.Entry, seq int) {
-	e.matched++
-	e.lost = false
-	e.used[seq] = true
+	e.report.matched++
+	e.order.lost = false
+	e.report.used[seq] = true
 	if t := field(m.Raw, "params._meta.progressToken"); t != nil {
-		e.liveToken[seq] = bytes.Clone(t) // m.Raw is the caller's buffer
+		e.out.liveToken[seq] = bytes.Clone(t) // m.Raw is the caller's buffer
 	}
 	e.setRef(seq)
 	e.pass(seq)
@@ -57,28 +57,28 @@ func (e *Engine) consume(m tape.Entry, seq int) {
 // divergence: the client was answered. Notifications and replies are not counted. It returns the
 // outputs due by now: the recorded server messages before that request.
 func (e *Engine) RuleAnswered(msg []byte, rule, action string, now time.Time) []Output {
-	e.now = now
+	e.pos.now = now
 	es := tape.Classify(msg)
 	if len(es) != 1 || es[0].Kind != tape.KindRequest {
 		return e.Poll(now)
 	}
 	m := es[0]
-	e.requests++
+	e.report.requests++
 	ra := RuleAnswer{Rule: rule, Action: action, Seq: -1, Method: m.Method}
 	if p := field(m.Raw, "params"); p != nil {
 		ra.Params = json.RawMessage(bytes.Clone(p))
 	}
 	if seq := e.standsFor(m); seq >= 0 {
 		ra.Seq, ra.Line = seq, e.x.Entry(seq).Line
-		e.matched++
-		e.lost = false
-		e.used[seq] = true
+		e.report.matched++
+		e.order.lost = false
+		e.report.used[seq] = true
 		e.setRef(seq)
 		e.pass(seq)
 		e.sendDeferred(seq)
 		e.advance()
 	}
-	e.ruled = append(e.ruled, ra)
+	e.report.ruled = append(e.report.ruled, ra)
 	return e.Poll(now)
 }
 
@@ -93,7 +93,7 @@ func (e *Engine) standsFor(m tape.Entry) int {
 		}
 		seq := e.lookup(k)
 		if seq >= 0 {
-			e.served[k] = seq
+			e.keys.served[k] = seq
 		}
 		return seq
 	}
@@ -114,7 +114,7 @@ func (e *Engine) respond(m tape.Entry, seq int) {
 	if p.Cancelled {
 		// The client cancelled it while recording: wait for the live
 		// cancellation, then send the late response if there was one.
-		e.awaitCancel[m.ID] = resp
+		e.out.awaitCancel[m.ID] = resp
 		return
 	}
 	if resp < 0 {
@@ -126,13 +126,13 @@ func (e *Engine) respond(m tape.Entry, seq int) {
 			// Never answered on the tape: say so rather than leave the
 			// client waiting for an answer that will not come.
 			en := e.x.Entry(seq)
-			e.unanswered = append(e.unanswered, Unused{Seq: seq, Line: en.Line, Method: en.Method})
+			e.report.unanswered = append(e.report.unanswered, Unused{Seq: seq, Line: en.Line, Method: en.Method})
 			why := "the recording ended before the server answered"
 			if later := e.laterLine(seq); later > 0 {
 				why = fmt.Sprintf("the server never answered it, though the tape goes on to line %d", later)
 			}
 			msg := fmt.Sprintf("tapedeck replay: the tape holds no answer to %s (tape line %d): %s", en.Method, en.Line, why)
-			e.push(jsonrpc.ErrorResponse([]byte(m.ID), CodeNoAnswer, msg, nil), e.now, -1, m.ID, nil)
+			e.push(jsonrpc.ErrorResponse([]byte(m.ID), CodeNoAnswer, msg, nil), e.pos.now, -1, m.ID, nil)
 			return
 		}
 	}
@@ -140,29 +140,29 @@ func (e *Engine) respond(m tape.Entry, seq int) {
 		// A rule stopped the server's answer when recording: the client
 		// never got it then; say so now rather than send it.
 		en := e.x.Entry(seq)
-		e.unanswered = append(e.unanswered, Unused{Seq: seq, Line: en.Line, Method: en.Method})
+		e.report.unanswered = append(e.report.unanswered, Unused{Seq: seq, Line: en.Line, Method: en.Method})
 		msg := fmt.Sprintf("tapedeck replay: the answer to %s (tape line %d) was dropped by a rule when recording: the client never got it", en.Method, en.Line)
-		e.push(jsonrpc.ErrorResponse([]byte(m.ID), CodeNoAnswer, msg, nil), e.now, -1, m.ID, nil)
+		e.push(jsonrpc.ErrorResponse([]byte(m.ID), CodeNoAnswer, msg, nil), e.pos.now, -1, m.ID, nil)
 		return
 	}
-	e.window = [2]int{seq, resp}
+	e.keys.window = [2]int{seq, resp}
 	e.advanceTo(resp)
-	if e.frontier < resp {
+	if e.pos.frontier < resp {
 		e.streamMates(resp)
 	}
-	e.window = [2]int{}
-	body, ok := e.answers[resp]
+	e.keys.window = [2]int{}
+	body, ok := e.scanned.answers[resp]
 	if !ok {
 		rec, err := e.x.Message(resp)
 		if err != nil {
-			e.push(jsonrpc.ErrorResponse([]byte(m.ID), CodeDiverged, fmt.Sprintf("tapedeck replay: read recorded response: %v", err), nil), e.now, resp, m.ID, nil)
+			e.push(jsonrpc.ErrorResponse([]byte(m.ID), CodeDiverged, fmt.Sprintf("tapedeck replay: read recorded response: %v", err), nil), e.pos.now, resp, m.ID, nil)
 			return
 		}
 		body = tape.StripMeta(rec.Raw)
-		if len(e.answers) >= memoSize {
-			clear(e.answers)
+		if len(e.scanned.answers) >= memoSize {
+			clear(e.scanned.answers)
 		}
-		e.answers[resp] = body
+		e.scanned.answers[resp] = body
 	}
 	out := jsonrpc.SpliceID(body, []byte(m.ID))
 	if m.Method == "initialize" {
@@ -182,7 +182,7 @@ func (e *Engine) respond(m tape.Entry, seq int) {
 		// It waits until every server request recorded inside the call
 		// was sent and answered, not only those sent so far: a server that
 		// polls a task the client runs asks several times in a row.
-		e.waiting = append(e.waiting, waitingAnswer{out: out, req: seq, seq: resp, reqID: m.ID})
+		e.out.waiting = append(e.out.waiting, waitingAnswer{out: out, req: seq, seq: resp, reqID: m.ID})
 		return
 	}
 	e.push(out, e.at(resp), resp, m.ID, nil)
@@ -193,7 +193,7 @@ func (e *Engine) respond(m tape.Entry, seq int) {
 // replies came before resp.
 func (e *Engine) repliesAwaited(seq, resp int) []tape.ID {
 	var ids []tape.ID
-	for id, q := range e.outstanding {
+	for id, q := range e.out.outstanding {
 		if q > seq && q < resp {
 			if r := e.x.Pair(q).Partner; r >= 0 && r < resp {
 				ids = append(ids, id)
@@ -213,7 +213,7 @@ func (e *Engine) allReplied(seq, resp int) bool {
 		if en.Server != e.server || en.Dir != tape.DirRecv || en.Kind != tape.KindRequest || en.Dropped {
 			continue
 		}
-		if r := e.x.Pair(q).Partner; r >= 0 && r < resp && !e.used[r] {
+		if r := e.x.Pair(q).Partner; r >= 0 && r < resp && !e.report.used[r] {
 			return false
 		}
 	}
@@ -224,10 +224,10 @@ func (e *Engine) allReplied(seq, resp int) bool {
 // live client made and is being answered: the one being answered now, or
 // one whose answer waits for the client's replies.
 func (e *Engine) inWindow(seq int) bool {
-	if e.window[0] < seq && seq < e.window[1] {
+	if e.keys.window[0] < seq && seq < e.keys.window[1] {
 		return true
 	}
-	for _, w := range e.waiting {
+	for _, w := range e.out.waiting {
 		if w.req < seq && seq < w.seq {
 			return true
 		}
@@ -237,16 +237,16 @@ func (e *Engine) inWindow(seq int) bool {
 
 // releaseWaiting sends the held answers no longer waiting for a reply.
 func (e *Engine) releaseWaiting() {
-	kept := e.waiting[:0]
-	for _, w := range e.waiting {
+	kept := e.out.waiting[:0]
+	for _, w := range e.out.waiting {
 		if e.allReplied(w.req, w.seq) {
 			e.push(w.out, e.at(w.seq), w.seq, w.reqID, nil)
 			continue
 		}
 		kept = append(kept, w)
 	}
-	clear(e.waiting[len(kept):])
-	e.waiting = kept
+	clear(e.out.waiting[len(kept):])
+	e.out.waiting = kept
 }
 
 // laterLine returns the line of the server's next wire message after seq,
@@ -327,15 +327,15 @@ func batchRejection(x *tape.Index, server string, seq int) (int, bool) {
 // member, then the recorded rejection, once, with its id null.
 func (e *Engine) rejectBatch(m tape.Entry, rej int, last bool) {
 	if !last {
-		e.batchIDs[rej] = append(e.batchIDs[rej], m.ID)
+		e.out.batchIDs[rej] = append(e.out.batchIDs[rej], m.ID)
 		return
 	}
-	also := e.batchIDs[rej]
-	delete(e.batchIDs, rej)
+	also := e.out.batchIDs[rej]
+	delete(e.out.batchIDs, rej)
 	e.advanceTo(rej)
 	rec, err := e.x.Message(rej)
 	if err != nil {
-		e.push(jsonrpc.ErrorResponse([]byte(m.ID), CodeDiverged, fmt.Sprintf("tapedeck replay: read recorded response: %v", err), nil), e.now, rej, m.ID, nil)
+		e.push(jsonrpc.ErrorResponse([]byte(m.ID), CodeDiverged, fmt.Sprintf("tapedeck replay: read recorded response: %v", err), nil), e.pos.now, rej, m.ID, nil)
 		return
 	}
 	e.pushOutput(Output{Msg: tape.StripMeta(rec.Raw), At: e.at(rej), Seq: rej, reqID: m.ID, also: also})
@@ -373,14 +373,14 @@ func (e *Engine) streamMates(resp int) {
 	if stream == 0 {
 		return // not recorded over HTTP, or not on a stream
 	}
-	for i := e.frontier + 1; i < resp; i++ {
+	for i := e.pos.frontier + 1; i < resp; i++ {
 		en := e.x.Entry(i)
-		if en.Server != e.server || en.Dir != tape.DirRecv || en.Kind != tape.KindNotification || e.early[i] {
+		if en.Server != e.server || en.Dir != tape.DirRecv || en.Kind != tape.KindNotification || e.out.early[i] {
 			continue
 		}
 		if m, err := e.x.Message(i); err == nil && tape.ParseHTTPMeta(m.Raw).Stream == stream {
 			e.visit(i)
-			e.early[i] = true
+			e.out.early[i] = true
 		}
 	}
 }
@@ -388,9 +388,9 @@ func (e *Engine) streamMates(resp int) {
 // pass moves the frontier past recorded message seq: the recorded server
 // messages before it are emitted, the client messages before it passed.
 func (e *Engine) pass(seq int) {
-	for e.frontier <= seq {
-		e.visit(e.frontier)
-		e.frontier++
+	for e.pos.frontier <= seq {
+		e.visit(e.pos.frontier)
+		e.pos.frontier++
 	}
 }
 
@@ -400,13 +400,13 @@ func (e *Engine) advance() { e.advanceTo(e.end()) }
 
 func (e *Engine) advanceTo(limit int) {
 	limit = min(limit, e.end())
-	for e.frontier < limit {
-		en := e.x.Entry(e.frontier)
-		if en.Server == e.server && en.IsWire() && en.Dir == tape.DirSend && !e.used[e.frontier] {
+	for e.pos.frontier < limit {
+		en := e.x.Entry(e.pos.frontier)
+		if en.Server == e.server && en.IsWire() && en.Dir == tape.DirSend && !e.report.used[e.pos.frontier] {
 			return
 		}
-		e.visit(e.frontier)
-		e.frontier++
+		e.visit(e.pos.frontier)
+		e.pos.frontier++
 	}
 }
 
@@ -414,15 +414,15 @@ func (e *Engine) advanceTo(limit int) {
 // request. In keyed and loose mode one that belongs to a client message the
 // live client has not sent (see owner) waits for it instead.
 func (e *Engine) visit(seq int) {
-	if e.early[seq] {
-		delete(e.early, seq) // sent already (streamMates)
+	if e.out.early[seq] {
+		delete(e.out.early, seq) // sent already (streamMates)
 		return
 	}
 	en := e.x.Entry(seq)
 	if en.Server == e.server && en.Dir == tape.DirSend && en.IsWire() {
-		e.lastClient = seq
+		e.owned.lastClient = seq
 	}
-	if e.stderr && en.Server == e.server && en.Kind == tape.KindLifecycle && en.Method == tape.MethodStderr {
+	if e.out.stderr && en.Server == e.server && en.Kind == tape.KindLifecycle && en.Method == tape.MethodStderr {
 		e.stderrLine(seq)
 		return
 	}
@@ -430,8 +430,8 @@ func (e *Engine) visit(seq int) {
 		return // a dropped message never reached the client when recording
 	}
 	if e.opts.Mode != Strict && (en.Kind == tape.KindNotification || en.Kind == tape.KindRequest) {
-		if o := e.owner(seq); o >= 0 && !e.used[o] {
-			e.deferred[o] = append(e.deferred[o], seq)
+		if o := e.owner(seq); o >= 0 && !e.report.used[o] {
+			e.owned.deferred[o] = append(e.owned.deferred[o], seq)
 			return
 		}
 	}
@@ -470,7 +470,7 @@ func (e *Engine) owner(seq int) int {
 			}
 		}
 	}
-	return e.lastClient
+	return e.owned.lastClient
 }
 
 // tokenRequest returns the recorded request before seq, among the 64 last,
@@ -479,12 +479,12 @@ func (e *Engine) tokenRequest(seq int, token []byte) int {
 	if token == nil {
 		return -1
 	}
-	i, _ := slices.BinarySearch(e.reqs, seq)
+	i, _ := slices.BinarySearch(e.scanned.reqs, seq)
 	for looked := 0; i > 0 && looked < 64; looked++ {
 		i--
-		rec, err := e.recorded(e.reqs[i])
+		rec, err := e.recorded(e.scanned.reqs[i])
 		if err == nil && bytes.Equal(field(rec.Raw, "params._meta.progressToken"), token) {
-			return e.reqs[i]
+			return e.scanned.reqs[i]
 		}
 	}
 	return -1
@@ -497,16 +497,16 @@ func (e *Engine) sendDeferred(seq int) { e.sendDeferredBefore(seq, e.end()) }
 // sendDeferredBefore emits those recorded before limit: a call's answer
 // goes between the ones before it and the ones after.
 func (e *Engine) sendDeferredBefore(seq, limit int) {
-	d := e.deferred[seq]
+	d := e.owned.deferred[seq]
 	n := 0
 	for n < len(d) && d[n] < limit {
 		e.emit(d[n])
 		n++
 	}
 	if n == len(d) {
-		delete(e.deferred, seq)
+		delete(e.owned.deferred, seq)
 	} else if n > 0 {
-		e.deferred[seq] = d[n:]
+		e.owned.deferred[seq] = d[n:]
 	}
 }
 
@@ -526,7 +526,7 @@ func (e *Engine) emit(seq int) {
 				return
 			}
 			e.push(body, e.at(seq), seq, "", nil)
-			e.queue[len(e.queue)-1].progress = true
+			e.out.queue[len(e.out.queue)-1].progress = true
 			return
 		}
 		e.push(body, e.at(seq), seq, "", nil)
@@ -536,11 +536,11 @@ func (e *Engine) emit(seq int) {
 			return
 		}
 		id := rec.ID
-		if _, taken := e.outstanding[id]; taken {
-			e.srvIDs++
-			id = tape.ID(strconv.Quote(fmt.Sprintf("tapedeck-%d", e.srvIDs)))
+		if _, taken := e.out.outstanding[id]; taken {
+			e.out.srvIDs++
+			id = tape.ID(strconv.Quote(fmt.Sprintf("tapedeck-%d", e.out.srvIDs)))
 		}
-		e.outstanding[id] = seq
+		e.out.outstanding[id] = seq
 		e.push(jsonrpc.SpliceID(e.liveTaskID(en.Method, tape.StripMeta(rec.Raw)), []byte(id)), e.at(seq), seq, "", nil)
 	}
 }
@@ -555,18 +555,18 @@ func (e *Engine) progressFor(seq int, body []byte) ([]byte, bool) {
 	if token == nil {
 		return body, true
 	}
-	i, _ := slices.BinarySearch(e.reqs, seq)
+	i, _ := slices.BinarySearch(e.scanned.reqs, seq)
 	for looked := 0; i > 0 && looked < 64; looked++ {
 		i--
-		r := e.reqs[i]
-		if !e.used[r] {
+		r := e.scanned.reqs[i]
+		if !e.report.used[r] {
 			continue
 		}
 		rec, err := e.recorded(r)
 		if err != nil || !bytes.Equal(field(rec.Raw, "params._meta.progressToken"), token) {
 			continue
 		}
-		live, ok := e.liveToken[r]
+		live, ok := e.out.liveToken[r]
 		if !ok {
 			return nil, false
 		}
@@ -580,19 +580,19 @@ func (e *Engine) progressFor(seq int, body []byte) ([]byte, bool) {
 func (e *Engine) notification(m tape.Entry) {
 	if m.Method == "notifications/cancelled" {
 		id := tape.ID(gjson.GetBytes(m.Raw, "params.requestId").Raw)
-		e.queue = slices.DeleteFunc(e.queue, func(o Output) bool { return o.reqID == id && o.Seq >= 0 })
-		if late, ok := e.awaitCancel[id]; ok {
-			delete(e.awaitCancel, id)
+		e.out.queue = slices.DeleteFunc(e.out.queue, func(o Output) bool { return o.reqID == id && o.Seq >= 0 })
+		if late, ok := e.out.awaitCancel[id]; ok {
+			delete(e.out.awaitCancel, id)
 			if late >= 0 {
 				if rec, err := e.x.Message(late); err == nil {
-					e.push(jsonrpc.SpliceID(tape.StripMeta(rec.Raw), []byte(id)), e.now, late, id, nil)
+					e.push(jsonrpc.SpliceID(tape.StripMeta(rec.Raw), []byte(id)), e.pos.now, late, id, nil)
 				}
 			}
 		}
 	}
 	if e.opts.Mode != Strict {
 		if i := e.recordedNotification(m.Method); i >= 0 {
-			e.used[i] = true
+			e.report.used[i] = true
 			e.setRef(i)
 			e.sendDeferred(i)
 		}
@@ -601,16 +601,16 @@ func (e *Engine) notification(m tape.Entry) {
 	}
 	// Look for it among the client messages the tape waits for next.
 	n := e.end()
-	for i := e.frontier; i < n; i++ {
+	for i := e.pos.frontier; i < n; i++ {
 		en := e.x.Entry(i)
-		if en.Server != e.server || en.Dir != tape.DirSend || !en.IsWire() || e.used[i] {
+		if en.Server != e.server || en.Dir != tape.DirSend || !en.IsWire() || e.report.used[i] {
 			continue
 		}
 		if en.Kind == tape.KindRequest {
 			break
 		}
 		if en.Kind == tape.KindNotification && en.Method == m.Method {
-			e.used[i] = true
+			e.report.used[i] = true
 			e.setRef(i)
 			break
 		}
@@ -623,36 +623,36 @@ func (e *Engine) notification(m tape.Entry) {
 // on the tape, or -1. A cursor a method keeps the search linear.
 func (e *Engine) recordedNotification(method string) int {
 	n := e.end()
-	i, ok := e.notifAt[method]
+	i, ok := e.keys.notifAt[method]
 	if !ok {
-		i = e.lo
+		i = e.pos.lo
 	}
 	for ; i < n; i++ {
 		en := e.x.Entry(i)
-		if en.Server == e.server && en.Dir == tape.DirSend && en.Kind == tape.KindNotification && en.Method == method && !e.used[i] {
-			e.notifAt[method] = i + 1
+		if en.Server == e.server && en.Dir == tape.DirSend && en.Kind == tape.KindNotification && en.Method == method && !e.report.used[i] {
+			e.keys.notifAt[method] = i + 1
 			return i
 		}
 	}
-	e.notifAt[method] = n
+	e.keys.notifAt[method] = n
 	return -1
 }
 
 // reply handles the client's response to a server request sent from the tape.
 func (e *Engine) reply(m tape.Entry) {
-	q, ok := e.outstanding[m.ID]
+	q, ok := e.out.outstanding[m.ID]
 	if !ok {
 		d := e.newDivergence(m, -1, ReasonUnexpected)
 		d.Message = fmt.Sprintf("replay mismatch for server '%s': response id %s answers no request the replay sent", e.server, m.ID)
 		d.Resolution = NotAnswered
-		e.push(nil, e.now, -1, "", d)
+		e.push(nil, e.pos.now, -1, "", d)
 		return
 	}
-	delete(e.outstanding, m.ID)
+	delete(e.out.outstanding, m.ID)
 	defer e.releaseWaiting()
 	rec := e.x.Pair(q).Partner
 	if rec >= 0 {
-		e.used[rec] = true
+		e.report.used[rec] = true
 		e.setRef(rec)
 		defer e.sendDeferred(rec)
 		method := e.x.Entry(q).Method
@@ -679,13 +679,13 @@ func (e *Engine) reply(m tape.Entry) {
 			d := e.newDivergence(m, rec, ReasonReply)
 			d.Resolution = NotAnswered
 			d.Message = fmt.Sprintf("replay mismatch for server '%s': the reply to %s %s cannot be checked: %s", e.server, method, m.ID, problem)
-			e.push(nil, e.now, -1, "", d)
+			e.push(nil, e.pos.now, -1, "", d)
 		} else if diff := Diff(want, got); len(diff) > 0 {
 			d := e.newDivergence(m, rec, ReasonReply)
 			d.Diff = diff
 			d.Resolution = NotAnswered
 			d.Message = fmt.Sprintf("replay mismatch for server '%s': reply to %s %s differs from the recorded reply (%s)", e.server, method, m.ID, diffSummary(diff))
-			e.push(nil, e.now, -1, "", d)
+			e.push(nil, e.pos.now, -1, "", d)
 		}
 	}
 	e.advance()

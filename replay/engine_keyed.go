@@ -35,17 +35,17 @@ func (e *Engine) key(method string, raw []byte) ([16]byte, error) {
 	h.WriteByte(0)
 	h.Write(params)
 	mh := h.Sum64()
-	if m, ok := e.memo[mh]; ok && m.method == method && bytes.Equal(m.params, params) {
+	if m, ok := e.keys.memo[mh]; ok && m.method == method && bytes.Equal(m.params, params) {
 		return m.key, nil
 	}
 	k, err := e.computeKey(method, params)
 	if err != nil {
 		return k, err
 	}
-	if len(e.memo) >= memoSize {
-		clear(e.memo)
+	if len(e.keys.memo) >= memoSize {
+		clear(e.keys.memo)
 	}
-	e.memo[mh] = memoKey{method: method, params: bytes.Clone(params), key: k}
+	e.keys.memo[mh] = memoKey{method: method, params: bytes.Clone(params), key: k}
 	return k, nil
 }
 
@@ -69,32 +69,32 @@ func (e *Engine) computeKey(method string, params []byte) ([16]byte, error) {
 // index from the tape as far as needed; -1 when none is left.
 func (e *Engine) lookup(k [16]byte) int {
 	for {
-		if q := e.keyed[k]; len(q) > 0 {
-			for len(q) > 0 && e.used[q[0]] {
+		if q := e.keys.pending[k]; len(q) > 0 {
+			for len(q) > 0 && e.report.used[q[0]] {
 				q = q[1:]
 			}
-			e.keyed[k] = q
+			e.keys.pending[k] = q
 			if len(q) > 0 {
 				return q[0]
 			}
 		}
-		if e.keyedN == len(e.reqs) && !e.scanNext() {
+		if e.keys.n == len(e.scanned.reqs) && !e.scanNext() {
 			return -1
 		}
-		seq := e.reqs[e.keyedN]
-		e.keyedN++
+		seq := e.scanned.reqs[e.keys.n]
+		e.keys.n++
 		rec, err := e.recorded(seq)
 		if err != nil {
-			e.unreadable[seq] = err
+			e.scanned.unreadable[seq] = err
 			continue
 		}
 		rk, err := e.computeKey(rec.Method, field(rec.Raw, "params"))
 		if err != nil {
-			e.unreadable[seq] = fmt.Errorf("its params: %w", err)
+			e.scanned.unreadable[seq] = fmt.Errorf("its params: %w", err)
 			continue
 		}
-		e.keyed[rk] = append(e.keyed[rk], seq)
-		e.keyedAll[rk] = seq
+		e.keys.pending[rk] = append(e.keys.pending[rk], seq)
+		e.keys.last[rk] = seq
 	}
 }
 
@@ -109,24 +109,24 @@ func (e *Engine) keyedRequest(m tape.Entry) {
 		seq = e.lookup(k)
 	}
 	if seq >= 0 {
-		e.served[k] = seq
+		e.keys.served[k] = seq
 		e.consume(m, seq)
 		return
 	}
 	switch {
 	case m.Method == "server/discover":
-		e.push(jsonrpc.ErrorResponse([]byte(m.ID), CodeMethodNotFound, "Method not found: server/discover", nil), e.now, -1, m.ID, nil)
+		e.push(jsonrpc.ErrorResponse([]byte(m.ID), CodeMethodNotFound, "Method not found: server/discover", nil), e.pos.now, -1, m.ID, nil)
 	case m.Method == "ping":
-		e.push([]byte(`{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{}}`), e.now, -1, m.ID, nil)
+		e.push([]byte(`{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{}}`), e.pos.now, -1, m.ID, nil)
 	case e.opts.Mode == Loose:
-		if last, ok := e.served[k]; ok {
-			e.matched++
+		if last, ok := e.keys.served[k]; ok {
+			e.report.matched++
 			e.respond(m, last)
 			return
 		}
 		e.unknown(m)
 	default:
-		if last, ok := e.keyedAll[k]; ok {
+		if last, ok := e.keys.last[k]; ok {
 			e.diverge(m, last, ReasonRepeat)
 		} else {
 			e.unknown(m)
@@ -159,7 +159,7 @@ func (e *Engine) nearest(m tape.Entry) int {
 	}
 	e.scanAll()
 	best, fewest, n := -1, 0, 0
-	for _, seq := range e.reqs {
+	for _, seq := range e.scanned.reqs {
 		if e.x.Entry(seq).Method != m.Method {
 			continue
 		}

@@ -61,15 +61,15 @@ func (e *Engine) recorded(seq int) (tape.Entry, error) {
 // could not be read or keyed, and why, or -1.
 func (e *Engine) unreadableFor(method string) (int, error) {
 	first := -1
-	for seq := range e.unreadable {
-		if !e.used[seq] && e.x.Entry(seq).Method == method && (first < 0 || seq < first) {
+	for seq := range e.scanned.unreadable {
+		if !e.report.used[seq] && e.x.Entry(seq).Method == method && (first < 0 || seq < first) {
 			first = seq
 		}
 	}
 	if first < 0 {
 		return -1, nil
 	}
-	return first, e.unreadable[first]
+	return first, e.scanned.unreadable[first]
 }
 
 // normalize returns the canonical form of a request's params for matching.

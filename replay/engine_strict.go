@@ -10,11 +10,11 @@ import (
 // nextExpected returns the next unused recorded request in strict order, or -1.
 func (e *Engine) nextExpected() int {
 	for {
-		for e.ri < len(e.reqs) && (e.used[e.reqs[e.ri]] || e.passed[e.reqs[e.ri]] || e.isTaskRead(e.reqs[e.ri])) {
-			e.ri++
+		for e.order.next < len(e.scanned.reqs) && (e.report.used[e.scanned.reqs[e.order.next]] || e.order.passed[e.scanned.reqs[e.order.next]] || e.isTaskRead(e.scanned.reqs[e.order.next])) {
+			e.order.next++
 		}
-		if e.ri < len(e.reqs) {
-			return e.reqs[e.ri]
+		if e.order.next < len(e.scanned.reqs) {
+			return e.scanned.reqs[e.order.next]
 		}
 		if !e.scanNext() {
 			return -1
@@ -33,20 +33,20 @@ func (e *Engine) strict(m tape.Entry) {
 		case m.Method == "server/discover" && expEntry.Method != "server/discover":
 			// The tape's server predates server/discover: answer as it would
 			// have, so the client falls back to initialize.
-			e.push(jsonrpc.ErrorResponse([]byte(m.ID), CodeMethodNotFound, "Method not found: server/discover", nil), e.now, -1, m.ID, nil)
+			e.push(jsonrpc.ErrorResponse([]byte(m.ID), CodeMethodNotFound, "Method not found: server/discover", nil), e.pos.now, -1, m.ID, nil)
 			return
 		case m.Method == "ping" && expEntry.Method != "ping":
-			e.push([]byte(`{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{}}`), e.now, -1, m.ID, nil)
+			e.push([]byte(`{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{}}`), e.pos.now, -1, m.ID, nil)
 			return
 		case exp >= 0 && expEntry.Method == "ping" && m.Method != "ping":
 			// A recorded keepalive ping is timing, not behaviour: skip it.
-			e.used[exp] = true
+			e.report.used[exp] = true
 			continue
 		case exp >= 0 && expEntry.Method == "server/discover" && m.Method == "initialize" && e.probeFailed(exp):
 			// The recording client probed server/discover and fell back to
 			// initialize; a client that starts with initialize skips the
 			// probe, which is version drift, not behaviour.
-			e.used[exp] = true
+			e.report.used[exp] = true
 			continue
 		case exp < 0:
 			e.diverge(m, -1, ReasonBeyondEnd)
@@ -65,24 +65,24 @@ func (e *Engine) strict(m tape.Entry) {
 			return
 		}
 		if err != nil {
-			e.unreadable[exp] = err
+			e.scanned.unreadable[exp] = err
 			e.divergeUnreadable(m, exp, err)
 			return
 		}
-		if !e.opts.Hold && e.lost {
+		if !e.opts.Hold && e.order.lost {
 			if later := e.resync(m); later >= 0 {
 				return
 			}
 		}
 		e.diverge(m, exp, ReasonMismatch)
 		if !e.opts.Hold {
-			e.lost = true
+			e.order.lost = true
 			if m.Method == expEntry.Method && tape.Target(m.Method, m.Raw) == tape.Target(rec.Method, rec.Raw) {
 				// The client's changed version of the expected call (same
 				// method, same tool, prompt or resource): the next request
 				// is compared with the one recorded after it, so one
 				// difference stays one divergence.
-				e.passed[exp] = true
+				e.order.passed[exp] = true
 			}
 		}
 		return
@@ -100,12 +100,12 @@ const resyncLimit = 256
 // m is answered, and resync returns the request it matched; else -1.
 func (e *Engine) resync(m tape.Entry) int {
 	seen := 0
-	for i := e.ri + 1; seen < resyncLimit; i++ {
-		if i >= len(e.reqs) && !e.scanNext() {
+	for i := e.order.next + 1; seen < resyncLimit; i++ {
+		if i >= len(e.scanned.reqs) && !e.scanNext() {
 			return -1
 		}
-		seq := e.reqs[i]
-		if e.used[seq] || e.passed[seq] {
+		seq := e.scanned.reqs[i]
+		if e.report.used[seq] || e.order.passed[seq] {
 			continue
 		}
 		seen++
@@ -120,14 +120,14 @@ func (e *Engine) resync(m tape.Entry) int {
 			continue
 		}
 		skipped := 0
-		for _, r := range e.reqs[e.ri:i] {
-			if !e.used[r] && !e.passed[r] {
-				e.passed[r] = true
+		for _, r := range e.scanned.reqs[e.order.next:i] {
+			if !e.report.used[r] && !e.order.passed[r] {
+				e.order.passed[r] = true
 				skipped++
 			}
 		}
 		en := e.x.Entry(seq)
-		e.resyncs = append(e.resyncs, Resync{Seq: seq, Line: en.Line, Method: en.Method, Skipped: skipped})
+		e.order.resyncs = append(e.order.resyncs, Resync{Seq: seq, Line: en.Line, Method: en.Method, Skipped: skipped})
 		e.consume(m, seq)
 		return seq
 	}
@@ -145,12 +145,12 @@ func (e *Engine) probeFailed(seq int) bool {
 // requests after the next expected one that m matches, or -1.
 func (e *Engine) lookAhead(m tape.Entry) int {
 	seen := 0
-	for i := e.ri + 1; seen < e.opts.Reorder; i++ {
-		if i >= len(e.reqs) && !e.scanNext() {
+	for i := e.order.next + 1; seen < e.opts.Reorder; i++ {
+		if i >= len(e.scanned.reqs) && !e.scanNext() {
 			return -1
 		}
-		seq := e.reqs[i]
-		if e.used[seq] || e.passed[seq] {
+		seq := e.scanned.reqs[i]
+		if e.report.used[seq] || e.order.passed[seq] {
 			continue
 		}
 		seen++
@@ -160,7 +160,7 @@ func (e *Engine) lookAhead(m tape.Entry) int {
 			same, err = e.sameRequest(m, rec)
 		}
 		if err != nil {
-			e.unreadable[seq] = err // diverges when it is the next expected
+			e.scanned.unreadable[seq] = err // diverges when it is the next expected
 			continue
 		}
 		if same {

@@ -24,12 +24,16 @@ import (
 	"github.com/tapedeck/tapedeck/tape"
 )
 
-// taskBook holds the recorded tasks the engine serves, built on first use.
+// taskBook holds the recorded tasks the engine serves, built on first use,
+// and the live ids of the tasks the client runs.
 type taskBook struct {
 	built  bool
 	byID   map[string]*taskState
 	reads  map[int]*taskState // recorded tasks/get and tasks/result requests → their task
 	create map[int]*taskState // recorded creating requests → their task
+	// client maps the recorded ids of tasks the client runs to the live
+	// client's (quoted JSON strings).
+	client map[string][]byte
 }
 
 // taskState is one recorded task and what the live client did with it.
@@ -132,7 +136,7 @@ func (e *Engine) taskCreated(seq int) {
 		return
 	}
 	if ts, ok := e.book().create[seq]; ok {
-		ts.liveStart = e.now
+		ts.liveStart = e.pos.now
 	}
 }
 
@@ -166,7 +170,7 @@ func (e *Engine) taskRead(m tape.Entry) bool {
 	if e.opts.Speed > 0 && !ts.liveStart.IsZero() && !ts.t.Start.IsZero() {
 		// By the recorded clock: the last status recorded by this point of
 		// the task's run.
-		target := ts.t.Start.Add(time.Duration(float64(e.now.Sub(ts.liveStart)) * e.opts.Speed))
+		target := ts.t.Start.Add(time.Duration(float64(e.pos.now.Sub(ts.liveStart)) * e.opts.Speed))
 		i = 0
 		for j, s := range ts.timeline {
 			if !s.at.IsZero() && !s.at.After(target) {
@@ -185,21 +189,21 @@ func (e *Engine) taskRead(m tape.Entry) bool {
 		e.serveRead(m, s.seq)
 		return true
 	}
-	e.matched++
+	e.report.matched++
 	msg := make([]byte, 0, len(s.task)+len(m.ID)+40)
 	msg = append(append(append(append(msg, `{"jsonrpc":"2.0","id":`...), m.ID...), `,"result":`...), s.task...)
-	e.push(append(msg, '}'), e.now, -1, m.ID, nil)
+	e.push(append(msg, '}'), e.pos.now, -1, m.ID, nil)
 	return true
 }
 
 // serveRead answers live request m with recorded read seq's answer, as
 // consume does, whether or not the frontier has passed seq already.
 func (e *Engine) serveRead(m tape.Entry, seq int) {
-	e.matched++
-	e.lost = false
-	e.used[seq] = true
+	e.report.matched++
+	e.order.lost = false
+	e.report.used[seq] = true
 	e.setRef(seq)
-	if seq >= e.frontier {
+	if seq >= e.pos.frontier {
 		e.pass(seq)
 	}
 	e.respond(m, seq)
@@ -209,9 +213,9 @@ func (e *Engine) serveRead(m tape.Entry, seq int) {
 // notBefore delays the queued answer to live request id to at the
 // earliest.
 func (e *Engine) notBefore(id tape.ID, at time.Time) {
-	for i, o := range e.queue {
+	for i, o := range e.out.queue {
 		if o.reqID == id && o.Seq >= 0 && o.At.Before(at) {
-			e.queue = slices.Delete(e.queue, i, i+1)
+			e.out.queue = slices.Delete(e.out.queue, i, i+1)
 			o.At = at
 			e.pushOutput(o)
 			return
@@ -228,19 +232,19 @@ func (e *Engine) noteClientTask(rec, live []byte) {
 	if r.Type != gjson.String || l.Type != gjson.String || r.Str == l.Str {
 		return
 	}
-	if e.clientTasks == nil {
-		e.clientTasks = map[string][]byte{}
+	if e.tasks.client == nil {
+		e.tasks.client = map[string][]byte{}
 	}
-	e.clientTasks[r.Str] = []byte(l.Raw)
+	e.tasks.client[r.Str] = []byte(l.Raw)
 }
 
 // liveTaskID gives a recorded server request about a task the client runs
 // (tasks/get, tasks/result, tasks/cancel) the live client's task id.
 func (e *Engine) liveTaskID(method string, body []byte) []byte {
-	if len(e.clientTasks) == 0 || (method != "tasks/get" && method != "tasks/result" && method != "tasks/cancel") {
+	if len(e.tasks.client) == 0 || (method != "tasks/get" && method != "tasks/result" && method != "tasks/cancel") {
 		return body
 	}
-	if live, ok := e.clientTasks[gjson.GetBytes(body, "params.taskId").String()]; ok {
+	if live, ok := e.tasks.client[gjson.GetBytes(body, "params.taskId").String()]; ok {
 		return jsonrpc.Splice(body, "params.taskId", live)
 	}
 	return body

@@ -1044,7 +1044,7 @@ func TestEngineStderrLines(t *testing.T) {
 	}
 	call := `{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"echo"}}`
 	e := mustEngine(t, x, EngineOptions{Server: "s"})
-	e.stderr = true
+	e.out.stderr = true
 	out := feed(t, e, call)
 	if len(out) != 2 || string(out[0].Stderr) != "echo: called\n" || out[0].Msg != nil || !strings.Contains(string(out[1].Msg), `"id":"c"`) {
 		t.Fatalf("outputs %+v, want the stderr line then the answer", out)

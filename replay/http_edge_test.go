@@ -391,8 +391,8 @@ func TestHTTPCachesUnderLoad(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if len(ts.h.first.memo) > memoSize || len(ts.h.first.answers) > memoSize || len(ts.h.lone.wire) > memoSize {
-		t.Fatalf("caches grew past %d: memo %d, answers %d, wire %d", memoSize, len(ts.h.first.memo), len(ts.h.first.answers), len(ts.h.lone.wire))
+	if len(ts.h.first.keys.memo) > memoSize || len(ts.h.first.scanned.answers) > memoSize || len(ts.h.lone.wire) > memoSize {
+		t.Fatalf("caches grew past %d: memo %d, answers %d, wire %d", memoSize, len(ts.h.first.keys.memo), len(ts.h.first.scanned.answers), len(ts.h.lone.wire))
 	}
 }
 

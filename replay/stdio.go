@@ -130,7 +130,7 @@ func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o Stdi
 		stop := context.AfterFunc(ctx, func() { c.Close() })
 		defer stop()
 	}
-	e.stderr = o.Stderr != nil
+	e.out.stderr = o.Stderr != nil
 	if e.opts.Speed <= 0 {
 		return serveInstant(ctx, e, r, w, o, now)
 	}
