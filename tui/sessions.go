@@ -210,6 +210,9 @@ func (m Sessions) Choice() (SessionChoice, bool) {
 	return *m.choice, true
 }
 
+// Rows are the tapes the view lists.
+func (m Sessions) Rows() []SessionRow { return m.rows }
+
 // Resume returns the view as it was before the pick, with rows (the
 // library again, after the debugger ran) and the cursor on the same tape,
 // ready to run again (with its refresh, when it has one). A note, when
