@@ -57,10 +57,29 @@ type SessionHit struct {
 // library. It runs in a tea.Cmd, off the UI's goroutine.
 type SessionSearch func(query string) ([]SessionHit, error)
 
+// IndexProgress is how far the library's refresh has read the tapes it
+// indexes.
+type IndexProgress struct {
+	Tapes       int   // tapes being indexed
+	Read, Total int64 // bytes of them read, and to read
+}
+
 // SessionsOptions configure the sessions view.
 type SessionsOptions struct {
 	Rows   []SessionRow // newest first
 	Search SessionSearch
+	// Refresh, when set, brings the library up to date with the tapes on
+	// disk and returns its rows anew: the view starts at once on Rows
+	// (what the index held), runs Refresh in a tea.Cmd each time the
+	// program starts, and swaps its rows in when it returns.
+	Refresh func() ([]SessionRow, error)
+	// Indexing reports how far Refresh has read the tapes it indexes
+	// (false while it reads none); polled for the progress line while
+	// Refresh runs.
+	Indexing func() (IndexProgress, bool)
+	// EmptyDemo ends the view with the demo picked (SessionChoice.Empty)
+	// when Refresh finds no tape in the library. Resume clears it.
+	EmptyDemo bool
 	// Light starts with the light theme, before the terminal reports its
 	// background colour.
 	Light bool
@@ -73,6 +92,9 @@ type SessionChoice struct {
 	Seq    int
 	SeqSet bool
 	Demo   bool
+	// Empty says the view picked the demo itself: the library holds no
+	// tape (SessionsOptions.EmptyDemo).
+	Empty bool
 }
 
 // SessionsKeyMap is the sessions view's keys.
@@ -120,6 +142,18 @@ type sessionHitsMsg struct {
 	err   error
 }
 
+// sessionsRefreshedMsg is a finished refresh of the library.
+type sessionsRefreshedMsg struct {
+	rows []SessionRow
+	err  error
+}
+
+// sessionsTickMsg polls the refresh's progress.
+type sessionsTickMsg struct{}
+
+// indexingEvery is how often the progress line is brought up to date.
+const indexingEvery = 250 * time.Millisecond
+
 // Sessions is the sessions view's model. Build it with NewSessions, run it
 // with tea.NewProgram, and read Choice from the model the program returns.
 type Sessions struct {
@@ -138,6 +172,11 @@ type Sessions struct {
 	inHits    bool
 	searchN   int
 	searching bool
+
+	// The refresh of the library while it runs: how far it has read.
+	refreshing bool
+	indexing   IndexProgress
+	indexingOK bool
 
 	cursor, offset       int // in the list on show
 	tapeCursor, tapeOffs int // the table's, kept while hits show
@@ -159,7 +198,7 @@ func NewSessions(opts SessionsOptions) Sessions {
 	in.SetStyles(st)
 	in.Prompt = "/"
 	in.Placeholder = `words "a phrase" prefix* a OR b  tool:NAME method:M status:error since:7d`
-	return Sessions{KeyMap: DefaultSessionsKeyMap(), opts: opts, styles: s, rows: opts.Rows, input: in}
+	return Sessions{KeyMap: DefaultSessionsKeyMap(), opts: opts, styles: s, rows: opts.Rows, input: in, refreshing: opts.Refresh != nil}
 }
 
 // Choice is what the user picked, once the program ended; false when the
@@ -171,11 +210,24 @@ func (m Sessions) Choice() (SessionChoice, bool) {
 	return *m.choice, true
 }
 
+// Rows are the tapes the view lists.
+func (m Sessions) Rows() []SessionRow { return m.rows }
+
 // Resume returns the view as it was before the pick, with rows (the
 // library again, after the debugger ran) and the cursor on the same tape,
-// ready to run again. A note, when given, shows in the status line (why a
-// tape did not open).
+// ready to run again (with its refresh, when it has one). A note, when
+// given, shows in the status line (why a tape did not open).
 func (m Sessions) Resume(rows []SessionRow, note string) Sessions {
+	m = m.withRows(rows)
+	m.choice = nil
+	m.opts.EmptyDemo = false
+	m.refreshing, m.indexingOK = m.opts.Refresh != nil, false
+	m.notice, m.noticeErr = note, note != ""
+	return m
+}
+
+// withRows puts rows in the table, the cursor on the tape it was on.
+func (m Sessions) withRows(rows []SessionRow) Sessions {
 	path := ""
 	if len(m.rows) > 0 {
 		i := m.tapeCursor
@@ -187,7 +239,6 @@ func (m Sessions) Resume(rows []SessionRow, note string) Sessions {
 		}
 	}
 	m.rows = rows
-	m.choice = nil
 	cur := 0
 	for i, r := range rows {
 		if r.Path == path {
@@ -199,12 +250,25 @@ func (m Sessions) Resume(rows []SessionRow, note string) Sessions {
 	} else {
 		m.cursor = cur
 	}
-	m.notice, m.noticeErr = note, note != ""
 	return m.clamp()
 }
 
-// Init asks the terminal for its background colour.
-func (m Sessions) Init() tea.Cmd { return tea.RequestBackgroundColor }
+// Init asks the terminal for its background colour, and starts the
+// refresh of the library with the ticks of its progress line.
+func (m Sessions) Init() tea.Cmd {
+	if !m.refreshing {
+		return tea.RequestBackgroundColor
+	}
+	refresh := m.opts.Refresh
+	return tea.Batch(tea.RequestBackgroundColor, func() tea.Msg {
+		rows, err := refresh()
+		return sessionsRefreshedMsg{rows: rows, err: err}
+	}, indexingTick())
+}
+
+func indexingTick() tea.Cmd {
+	return tea.Tick(indexingEvery, func(time.Time) tea.Msg { return sessionsTickMsg{} })
+}
 
 // Update handles the keys, the window's size, the theme and finished
 // searches.
@@ -217,6 +281,26 @@ func (m Sessions) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.BackgroundColorMsg:
 		if dark := msg.IsDark(); dark != m.styles.Dark {
 			m.styles = NewStyles(dark)
+		}
+		return m, nil
+	case sessionsTickMsg:
+		if !m.refreshing {
+			return m, nil
+		}
+		if m.opts.Indexing != nil {
+			m.indexing, m.indexingOK = m.opts.Indexing()
+		}
+		return m.clamp(), indexingTick()
+	case sessionsRefreshedMsg:
+		m.refreshing, m.indexingOK = false, false
+		if msg.err != nil {
+			m.notice, m.noticeErr = "the library could not be brought up to date: "+msg.err.Error(), true
+			return m.clamp(), nil
+		}
+		m = m.withRows(msg.rows)
+		if len(m.rows) == 0 && m.opts.EmptyDemo {
+			m.choice = &SessionChoice{Demo: true, Empty: true}
+			return m, tea.Quit
 		}
 		return m, nil
 	case sessionHitsMsg:
@@ -321,6 +405,9 @@ func (m Sessions) search(q string) (tea.Model, tea.Cmd) {
 	m.searchN++
 	m.searching = true
 	m.notice, m.noticeErr = fmt.Sprintf("searching for %s…", q), false
+	if m.refreshing {
+		m.notice += " (once the tapes being indexed are in)"
+	}
 	n, search := m.searchN, m.opts.Search
 	return m, func() tea.Msg {
 		hits, err := search(q)
@@ -350,8 +437,35 @@ func (m Sessions) listLen() int {
 }
 
 // bodyHeight is how many rows the list shows: the screen less the title,
-// the header, the status line and the key line.
-func (m Sessions) bodyHeight() int { return max(m.height-4, 1) }
+// the header, the progress line while there is one, the status line and
+// the key line.
+func (m Sessions) bodyHeight() int {
+	if m.progressLine() != "" {
+		return max(m.height-5, 1)
+	}
+	return max(m.height-4, 1)
+}
+
+// progressLine says how far the refresh of the library has read the tapes
+// it indexes; empty when it reads none, or when it is done.
+func (m Sessions) progressLine() string {
+	switch {
+	case !m.refreshing:
+		return ""
+	case m.indexingOK:
+		p := m.indexing
+		unit := func(n int64) string {
+			if p.Total >= 10e6 {
+				return fmt.Sprintf("%.0f", float64(n)/1e6)
+			}
+			return fmt.Sprintf("%.1f", float64(n)/1e6)
+		}
+		return fmt.Sprintf("indexing %s: %s of %s MB", text.Plural(p.Tapes, "tape"), unit(p.Read), unit(p.Total))
+	case len(m.rows) == 0:
+		return "looking for tapes…"
+	}
+	return ""
+}
 
 // clamp keeps the cursor in the list and on screen.
 func (m Sessions) clamp() Sessions {
@@ -397,9 +511,13 @@ func (m Sessions) render() string {
 		m.titleView(),
 		padANSI(m.styles.Timeline.Header.Render(header), m.width),
 		fitHeight(body, h, m.width),
-		m.statusView(),
-		m.keyLine(),
 	}
+	if p := m.progressLine(); p != "" {
+		parts = append(parts, padANSI(m.styles.Status.Info.Render(p), m.width))
+	}
+	parts = append(parts,
+		m.statusView(),
+		m.keyLine())
 	screen := strings.Join(parts, "\n")
 	if m.showHelp {
 		lines := strings.Split(overlay(screen, m.helpView(), m.width, m.height), "\n")

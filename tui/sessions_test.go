@@ -358,3 +358,127 @@ func TestSessionsPathWidth(t *testing.T) {
 		}
 	}
 }
+
+// The view starts on the rows the index held while the refresh runs in a
+// tea.Cmd: the progress line says how far it has read, and its rows are
+// swapped in when it returns, the cursor on the same tape.
+func TestSessionsBackgroundRefresh(t *testing.T) {
+	old := fakeRows()[1:] // the index lacks the newest tape
+	fresh := fakeRows()
+	fresh[2].Calls = 99 // and the old one grew
+	refreshed := make(chan struct{})
+	progress := IndexProgress{}
+	progressOK := false
+	m := NewSessions(SessionsOptions{
+		Rows: old,
+		Refresh: func() ([]SessionRow, error) {
+			<-refreshed
+			return fresh, nil
+		},
+		Indexing: func() (IndexProgress, bool) { return progress, progressOK },
+	})
+	mm, _ := m.Update(tea.WindowSizeMsg{Width: 100, Height: 12})
+	m = mm.(Sessions)
+	s := sessionsScreen(m)
+	checkSize(t, s, 100, 12)
+	if !strings.Contains(s, "library · 2 tapes") || !strings.Contains(s, "billing-20261122-144259.jsonl") || strings.Contains(s, "run-42") {
+		t.Fatalf("the first frame does not show what the index held:\n%s", s)
+	}
+	mm, _ = m.Update(tea.KeyPressMsg{Code: 'j', Text: "j"}) // the cursor on old.jsonl
+	m = mm.(Sessions)
+
+	// Init runs the refresh and the ticks; the refresh's command waits
+	// until the test lets it return.
+	var refreshCmd tea.Cmd
+	start := m.Init()
+	batch, ok := start().(tea.BatchMsg)
+	if !ok || len(batch) != 3 {
+		t.Fatalf("Init: %T, want a batch of the background colour, the refresh and a tick", start())
+	}
+	refreshCmd = batch[1]
+	got := make(chan tea.Msg, 1)
+	go func() { got <- refreshCmd() }()
+
+	// A tick before the refresh reads any tape: no progress line.
+	mm, cmd := m.Update(sessionsTickMsg{})
+	m = mm.(Sessions)
+	if cmd == nil {
+		t.Fatal("a tick during the refresh did not ask for the next one")
+	}
+	if s := sessionsScreen(m); strings.Contains(s, "indexing") {
+		t.Errorf("a progress line before any tape is read:\n%s", s)
+	}
+	progress, progressOK = IndexProgress{Tapes: 1, Read: 40e6, Total: 176e6}, true
+	mm, _ = m.Update(sessionsTickMsg{})
+	m = mm.(Sessions)
+	s = sessionsScreen(m)
+	checkSize(t, s, 100, 12)
+	if !strings.Contains(s, "indexing 1 tape: 40 of 176 MB") {
+		t.Errorf("no progress line:\n%s", s)
+	}
+	select {
+	case msg := <-got:
+		t.Fatalf("the refresh returned before it was let: %v", msg)
+	default:
+	}
+
+	close(refreshed)
+	mm, cmd = m.Update(<-got)
+	m = mm.(Sessions)
+	if cmd != nil {
+		t.Errorf("the refreshed rows asked for a command: %v", cmd())
+	}
+	s = sessionsScreen(m)
+	checkSize(t, s, 100, 12)
+	if !strings.Contains(s, "library · 3 tapes") || !strings.Contains(s, "run-42.jsonl") || strings.Contains(s, "indexing") {
+		t.Errorf("the fresh rows are not in, or the progress line stayed:\n%s", s)
+	}
+	if l := lineWith(s, "old.jsonl"); !strings.Contains(l, "99") {
+		t.Errorf("old.jsonl's row is not the fresh one: %q", l)
+	}
+	if m.cursor != 2 {
+		t.Errorf("the cursor is on row %d, want 2, the tape it was on (old.jsonl)", m.cursor)
+	}
+	if mm, cmd = m.Update(sessionsTickMsg{}); cmd != nil {
+		t.Error("a tick after the refresh asked for another")
+	}
+
+	// Resume starts the refresh again.
+	m = m.Resume(fresh, "")
+	if b, ok := m.Init()().(tea.BatchMsg); !ok || len(b) != 3 {
+		t.Errorf("Resume's Init does not refresh: %T", m.Init()())
+	}
+}
+
+// A refresh that finds no tape in a library that held none picks the
+// demo, when asked to; one that fails says so and keeps the rows.
+func TestSessionsRefreshEmptyOrFailed(t *testing.T) {
+	m := NewSessions(SessionsOptions{Refresh: func() ([]SessionRow, error) { return nil, nil }, EmptyDemo: true})
+	mm, _ := m.Update(tea.WindowSizeMsg{Width: 80, Height: 10})
+	m = mm.(Sessions)
+	if s := sessionsScreen(m); !strings.Contains(s, "looking for tapes…") {
+		t.Errorf("an empty first frame does not say the tapes are being looked for:\n%s", s)
+	}
+	m, quit := sendSessions(t, m, sessionsRefreshedMsg{})
+	if c, ok := m.Choice(); !quit || !ok || !c.Demo || !c.Empty {
+		t.Errorf("an empty library: quit %v, choice %+v %v; want the demo, Empty", quit, c, ok)
+	}
+
+	m = NewSessions(SessionsOptions{Rows: fakeRows(), Refresh: func() ([]SessionRow, error) { return nil, nil }})
+	mm, _ = m.Update(tea.WindowSizeMsg{Width: 100, Height: 10})
+	m = mm.(Sessions)
+	m, _ = sendSessions(t, m, sessionsRefreshedMsg{err: errors.New("disk I/O error")})
+	s := sessionsScreen(m)
+	if !strings.Contains(s, "could not be brought up to date: disk I/O error") || !strings.Contains(s, "library · 3 tapes") {
+		t.Errorf("a failed refresh:\n%s", s)
+	}
+}
+
+func lineWith(s, sub string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			return l
+		}
+	}
+	return ""
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,16 +19,7 @@ import (
 // date with the tapes on disk. Its notes (a rebuilt index, an index in
 // memory) and the progress of a refresh longer than a second go to stderr.
 func openLibrary(ctx context.Context, s streams, dirs []string) (*library.Library, []string, error) {
-	tapes, err := tapesDir()
-	if err != nil {
-		return nil, nil, err
-	}
-	l, err := library.Open(library.Options{
-		Path:       filepath.Join(filepath.Dir(tapes), "index.db"),
-		DefaultDir: tapes,
-		Notes:      s.stderr,
-		Progress:   s.stderr, // a line after 1 s of reading tapes, and how it ended
-	})
+	l, err := openIndex(s, s.stderr) // a line after 1 s of reading tapes, and how it ended
 	if err != nil {
 		return nil, nil, err
 	}
@@ -54,6 +46,21 @@ func openLibrary(ctx context.Context, s streams, dirs []string) (*library.Librar
 		return nil, nil, err
 	}
 	return l, added, nil
+}
+
+// openIndex opens the index of tapes as it is, without bringing it up to
+// date; a refresh's progress goes to progress (nil: nowhere).
+func openIndex(s streams, progress io.Writer) (*library.Library, error) {
+	tapes, err := tapesDir()
+	if err != nil {
+		return nil, err
+	}
+	return library.Open(library.Options{
+		Path:       filepath.Join(filepath.Dir(tapes), "index.db"),
+		DefaultDir: tapes,
+		Notes:      s.stderr,
+		Progress:   progress,
+	})
 }
 
 // shortPath writes the home directory as ~.

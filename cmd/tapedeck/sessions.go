@@ -21,22 +21,20 @@ func runSessions(ctx context.Context, s streams) error {
 	if !libraryExists() {
 		return runOpen(ctx, s, "", tui.Options{})
 	}
-	l, _, err := openLibrary(ctx, s, nil)
+	// The index as it is: the view shows it at once and brings it up to
+	// date in the background, with its own progress line (not stderr's,
+	// under the view).
+	l, err := openIndex(s, nil)
 	if err != nil {
 		return err
 	}
-	defer l.Close()
-	rows, err := sessionRows(l)
+	defer l.Close() // after cancel: once the refresh in the background has ended
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	m, err := newSessions(rctx, l)
 	if err != nil {
 		return err
 	}
-	if len(rows) == 0 {
-		return runOpen(ctx, s, "", tui.Options{})
-	}
-	m := tui.NewSessions(tui.SessionsOptions{
-		Rows:   rows,
-		Search: func(q string) ([]tui.SessionHit, error) { return searchLibrary(l, q, time.Now()) },
-	})
 	for {
 		final, err := runProgramModel(ctx, s, m)
 		if err != nil {
@@ -50,6 +48,9 @@ func runSessions(ctx context.Context, s streams) error {
 		if !picked || ctx.Err() != nil {
 			return nil
 		}
+		if c.Empty { // the library holds no tape: the demo, as on a fresh install
+			return runOpen(ctx, s, "", tui.Options{})
+		}
 		path := c.Path
 		if c.Demo {
 			path = ""
@@ -61,15 +62,36 @@ func runSessions(ctx context.Context, s streams) error {
 			}
 			note = err.Error()
 		}
-		// The library again: a tape may have grown or gone meanwhile.
-		if _, err := l.Refresh(ctx); err != nil {
-			return err
-		}
-		if rows, err = sessionRows(l); err != nil {
-			return err
-		}
-		m = sm.Resume(rows, note)
+		// The rows as they were: the view refreshes the library again (a
+		// tape may have grown or gone meanwhile), in the background, where
+		// a refresh may still be indexing.
+		m = sm.Resume(sm.Rows(), note)
 	}
+}
+
+// newSessions is the sessions view on the rows the index holds, with a
+// refresh of the library (under ctx) to run in the background and its
+// progress. With no row yet, a refresh that finds no tape picks the demo.
+func newSessions(ctx context.Context, l *library.Library) (tui.Sessions, error) {
+	rows, err := sessionRows(l)
+	if err != nil {
+		return tui.Sessions{}, err
+	}
+	return tui.NewSessions(tui.SessionsOptions{
+		Rows:   rows,
+		Search: func(q string) ([]tui.SessionHit, error) { return searchLibrary(l, q, time.Now()) },
+		Refresh: func() ([]tui.SessionRow, error) {
+			if _, err := l.Refresh(ctx); err != nil {
+				return nil, err
+			}
+			return sessionRows(l)
+		},
+		Indexing: func() (tui.IndexProgress, bool) {
+			p, ok := l.Indexing()
+			return tui.IndexProgress{Tapes: p.Tapes, Read: p.Read, Total: p.Total}, ok
+		},
+		EmptyDemo: len(rows) == 0,
+	}), nil
 }
 
 // libraryExists reports whether the library may hold a tape: its index

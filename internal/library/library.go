@@ -35,6 +35,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -120,6 +121,9 @@ type Library struct {
 	db     *sql.DB
 	memory bool
 	mu     sync.Mutex // one Refresh at a time within a process
+	// reading is the progress of the refresh reading tapes, nil when none
+	// is (Indexing).
+	reading atomic.Pointer[progress]
 }
 
 // Open opens (creating it if need be) the index at opts.Path. A file that
@@ -157,8 +161,11 @@ func Open(opts Options) (*Library, error) {
 // Memory reports whether the index lives in memory only.
 func (l *Library) Memory() bool { return l.memory }
 
-// Close closes the index.
+// Close closes the index, once a Refresh in progress (in another
+// goroutine) has ended: cancel its context first.
 func (l *Library) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.db == nil {
 		return nil
 	}

@@ -18,6 +18,23 @@ type progress struct {
 	done  chan bool // whether a line was written
 }
 
+// Progress is how far a refresh has read the tapes it indexes.
+type Progress struct {
+	Tapes       int   // tapes being indexed
+	Read, Total int64 // bytes of them read, and to read
+}
+
+// Indexing reports the progress of a Refresh reading tapes, from any
+// goroutine while it runs; false when no refresh is reading tapes (none
+// runs, or it is still looking for the tapes that changed).
+func (l *Library) Indexing() (Progress, bool) {
+	p := l.reading.Load()
+	if p == nil {
+		return Progress{}, false
+	}
+	return Progress{Tapes: p.tapes, Read: p.read.Load(), Total: p.total}, true
+}
+
 const progressEvery = 3 * time.Second
 
 func (l *Library) startProgress(tapes int, total int64) *progress {

@@ -2,8 +2,10 @@ package library
 
 import (
 	"bytes"
+	"context"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -33,5 +35,85 @@ func TestRefreshProgress(t *testing.T) {
 		if !tc.want.MatchString(out.String()) {
 			t.Errorf("after %v: progress %q, want %v", tc.after, out.String(), tc.want)
 		}
+	}
+}
+
+// Indexing reports, from another goroutine, the refresh reading tapes:
+// how many, their bytes and how far; nothing before or after. Close waits
+// for a refresh its context cancelled.
+func TestIndexingProgress(t *testing.T) {
+	dir := t.TempDir()
+	size := synthDir(t, dir, 2, 5000)
+	l, err := Open(Options{Path: filepath.Join(t.TempDir(), "index.db"), DefaultDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := l.Indexing(); ok {
+		t.Fatalf("before a refresh, indexing %+v", p)
+	}
+	type result struct {
+		rep Report
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rep, err := l.Refresh(ctx)
+		done <- result{rep, err}
+	}()
+	var seen Progress
+	var r result
+	for got := false; !got; {
+		if p, ok := l.Indexing(); ok {
+			if seen.Tapes != 0 && p.Read < seen.Read {
+				t.Errorf("read went back from %d to %d", seen.Read, p.Read)
+			}
+			seen = p
+		}
+		select {
+		case r = <-done:
+			got = true
+		default:
+			runtime.Gosched()
+		}
+	}
+	if r.err != nil || r.rep.Indexed != 2 {
+		t.Fatalf("refresh: %+v, %v", r.rep, r.err)
+	}
+	if seen.Tapes != 2 || seen.Total != size || seen.Read < 0 || seen.Read > size {
+		t.Errorf("indexing reported %+v, want 2 tapes of %d bytes", seen, size)
+	}
+	if p, ok := l.Indexing(); ok {
+		t.Errorf("after the refresh, indexing %+v", p)
+	}
+	l.Close()
+
+	// A refresh cancelled mid-way: Close returns once it has ended.
+	l, err = Open(Options{Path: filepath.Join(t.TempDir(), "index.db"), DefaultDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	ended := make(chan error, 1)
+	go func() {
+		_, err := l.Refresh(cctx)
+		ended <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; runtime.Gosched() {
+		if _, ok := l.Indexing(); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no refresh reading tapes after 10 s")
+		}
+	}
+	cancel()
+	l.Close()
+	select {
+	case err := <-ended:
+		if err == nil {
+			t.Log("the refresh ended before it saw the cancel")
+		}
+	default:
+		t.Error("Close returned while the refresh still ran")
 	}
 }

@@ -183,7 +183,9 @@ func (l *Library) refresh(ctx context.Context) (Report, error) {
 	}
 	start := time.Now()
 	prog := l.startProgress(len(todo), total)
+	l.reading.Store(prog)
 	ir, err := l.index(ctx, todo, &prog.read)
+	l.reading.Store(nil)
 	prog.end(l.opts.Progress, start, err)
 	rep.Indexed, rep.Appended, rep.Skipped, rep.Messages, rep.Bytes = ir.Indexed, ir.Appended, ir.Skipped, ir.Messages, ir.Bytes
 	rep.Removed += ir.Removed
