@@ -170,12 +170,13 @@ type HTTPHandler struct {
 	now    func() time.Time
 
 	// What the tape says about its transport, found once.
-	httpTape  bool   // recorded over HTTP: statuses and streams are in _meta
-	sessions  bool   // the era has Mcp-Session-Id (and resumable streams)
-	getStream bool   // the client may open the standalone GET stream
-	primeTape bool   // the recorded server gave event ids in a 2025-11-25 session
-	spans     []span // the recorded sessions
-	preInit   []bool // spans[i] has client traffic before its initialize
+	httpTape  bool                   // recorded over HTTP: statuses and streams are in _meta
+	sessions  bool                   // the era has Mcp-Session-Id (and resumable streams)
+	getStream bool                   // the client may open the standalone GET stream
+	primeTape bool                   // the recorded server gave event ids in a 2025-11-25 session
+	resumed   map[resumedStream]bool // recorded streams a client resumed with Last-Event-ID
+	spans     []span                 // the recorded sessions
+	preInit   []bool                 // spans[i] has client traffic before its initialize
 
 	// OAuth (http_auth.go), found once.
 	authDocs   map[string][]byte  // protected resource metadata by path

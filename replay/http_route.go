@@ -124,7 +124,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 	sess.streams[ex.no] = ex.stream
 	// What no stream could carry goes first on this one.
 	for _, m := range sess.held {
-		ex.push(item{msg: m, sse: true})
+		ex.push(item{msg: m, seq: -1, sse: true})
 	}
 	sess.held = nil
 	for _, id := range ids {
@@ -304,7 +304,12 @@ func (h *HTTPHandler) route(sess *session, o Output, origin *exchange) {
 			msg = jsonrpc.SpliceID(msg, []byte("null"))
 		}
 		final := ex.left <= 0
-		ex.push(item{msg: msg, status: info.status, sse: info.sse, final: final, whole: len(o.also) > 0})
+		if info.resumed && h.sessions {
+			// The recorded server closed the POST's stream and the client
+			// got this answer on resuming it: so must this client.
+			ex.breakHere()
+		}
+		ex.push(item{msg: msg, seq: o.Seq, status: info.status, sse: info.sse || info.resumed, final: final, whole: len(o.also) > 0})
 		if final {
 			sess.open = slices.DeleteFunc(sess.open, func(e *exchange) bool { return e == ex })
 		}
@@ -316,23 +321,39 @@ func (h *HTTPHandler) route(sess *session, o Output, origin *exchange) {
 	// on a POST's stream; a stdio tape prefers the GET stream), or else
 	// held for the next stream to open.
 	if info.viaGET && h.getStream {
-		h.standalone(sess).push(item{msg: o.Msg})
+		h.standalone(sess).push(item{msg: o.Msg, seq: o.Seq})
 		return
+	}
+	if info.resumed && h.sessions {
+		// On a POST's stream the client resumed: that POST's, after the
+		// break where the recorded server closed it.
+		ex := origin
+		if ex == nil || ex.finished {
+			ex = nil
+			if n := len(sess.open); n > 0 {
+				ex = sess.open[n-1]
+			}
+		}
+		if ex != nil {
+			ex.breakHere()
+			ex.push(item{msg: o.Msg, seq: o.Seq, sse: true})
+			return
+		}
 	}
 	getOpen := sess.get != nil && sess.get.attached
 	if !info.viaGET {
 		if origin != nil && !origin.finished {
-			origin.push(item{msg: o.Msg, sse: true})
+			origin.push(item{msg: o.Msg, seq: o.Seq, sse: true})
 			return
 		}
 		if n := len(sess.open); n > 0 && (h.httpTape || !getOpen) {
-			sess.open[n-1].push(item{msg: o.Msg, sse: true})
+			sess.open[n-1].push(item{msg: o.Msg, seq: o.Seq, sse: true})
 			return
 		}
 	}
 	switch {
 	case getOpen:
-		sess.get.push(item{msg: o.Msg})
+		sess.get.push(item{msg: o.Msg, seq: o.Seq})
 	case len(sess.held) < maxHeld:
 		sess.held = append(sess.held, o.Msg)
 	default:

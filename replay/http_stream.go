@@ -35,19 +35,33 @@ type stream struct {
 	attached bool // a response is writing it
 	gen      int  // bumped when a resumption takes the stream over
 	primed   bool // the priming event was queued
-	ex       *exchange
-	notify   chan struct{}
+	// breakAt is the event before which the response writing the stream
+	// ends, leaving the rest for the client to resume with Last-Event-ID,
+	// as the recorded server closed the POST's stream; -1 if none.
+	breakAt int
+	broken  bool // a break was placed (once a stream)
+	ex      *exchange
+	notify  chan struct{}
 }
 
 type item struct {
 	msg    []byte // nil for a priming event
+	seq    int    // the recorded message it replays, -1 if none: order across streams
 	status int
 	sse    bool
 	final  bool
 	whole  bool // one answer to a whole batch (a rejection with id null)
 }
 
-func newStream(no int) *stream { return &stream{no: no, notify: make(chan struct{}, 1)} }
+func newStream(no int) *stream { return &stream{no: no, breakAt: -1, notify: make(chan struct{}, 1)} }
+
+// breakHere has the response writing the stream end after the events
+// queued so far: the rest goes to the client's resumption.
+func (s *stream) breakHere() {
+	if !s.broken {
+		s.broken, s.breakAt = true, s.base+len(s.evs)
+	}
+}
 
 // push queues it; the caller holds the handler's lock.
 func (s *stream) push(it item) {
@@ -80,7 +94,10 @@ func (s *stream) prime() {
 		return
 	}
 	s.primed = true
-	s.evs = slices.Insert(s.evs, s.sent-s.base, item{})
+	s.evs = slices.Insert(s.evs, s.sent-s.base, item{seq: -1})
+	if s.breakAt >= s.sent {
+		s.breakAt++
+	}
 }
 
 // trim forgets sent events beyond the history bound.
@@ -138,7 +155,7 @@ func (h *HTTPHandler) answer(w http.ResponseWriter, r *http.Request, sess *sessi
 		w.Header().Set(mcphttp.HeaderSession, ex.session)
 	}
 	h.mu.Lock()
-	if first := ex.evs[0]; len(ex.evs) == 1 && first.final && !first.sse && (!ex.batch || first.whole) {
+	if first := ex.evs[0]; len(ex.evs) == 1 && first.final && !first.sse && (!ex.batch || first.whole) && ex.breakAt < 0 {
 		ex.sent = 1
 		ex.attached = false
 		h.retire(sess, ex.stream)
@@ -182,8 +199,19 @@ func (h *HTTPHandler) pipe(w http.ResponseWriter, r *http.Request, sess *session
 		}
 		from := s.sent
 		evs := s.evs[from-s.base:]
+		if s.breakAt >= from {
+			evs = evs[:s.breakAt-from]
+		}
+		evs = evs[:h.inOrder(sess, s, evs)]
 		s.sent += len(evs)
-		finished := s.finished
+		finished := s.finished && s.unsent() == 0
+		broke := s.breakAt >= 0 && s.sent == s.breakAt && s.sent > 0
+		if broke {
+			s.breakAt = -1
+		}
+		if len(evs) > 0 {
+			h.wakeOthers(sess, s)
+		}
 		h.unlock()
 		if len(evs) > 0 {
 			buf = buf[:0]
@@ -202,6 +230,17 @@ func (h *HTTPHandler) pipe(w http.ResponseWriter, r *http.Request, sess *session
 				flusher.Flush()
 			}
 		}
+		if broke {
+			// The recorded server closed this stream here: end the
+			// response; the client resumes with Last-Event-ID.
+			h.mu.Lock()
+			if s.gen == gen {
+				s.attached = false
+			}
+			h.wakeOthers(sess, s)
+			h.unlock()
+			return
+		}
 		if finished {
 			h.detach(sess, s, gen, -1)
 			return
@@ -218,6 +257,46 @@ func (h *HTTPHandler) pipe(w http.ResponseWriter, r *http.Request, sess *session
 	}
 }
 
+// inOrder returns how many of evs, the next events of stream s, may be
+// written now: those recorded before every event another stream of the
+// session being written still has to write (the tape's order across
+// streams). The caller holds the lock.
+func (h *HTTPHandler) inOrder(sess *session, s *stream, evs []item) int {
+	limit := -1
+	for _, o := range sess.streams {
+		if o == s || !o.attached {
+			continue
+		}
+		for _, it := range o.evs[o.sent-o.base:] {
+			if it.seq >= 0 {
+				if limit < 0 || it.seq < limit {
+					limit = it.seq
+				}
+				break
+			}
+		}
+	}
+	if limit < 0 {
+		return len(evs)
+	}
+	for i, it := range evs {
+		if it.seq > limit {
+			return i
+		}
+	}
+	return len(evs)
+}
+
+// wakeOthers wakes the writers of the session's other streams, which may
+// be waiting for s (inOrder); the caller holds the lock.
+func (h *HTTPHandler) wakeOthers(sess *session, s *stream) {
+	for _, o := range sess.streams {
+		if o != s && o.attached {
+			o.wake()
+		}
+	}
+}
+
 // detach marks s as no longer written by the writer of generation gen,
 // rolling its sent mark back to unsent when that is >= 0 (a failed write).
 // In an era without resumption, a request's answer whose client went away
@@ -229,6 +308,7 @@ func (h *HTTPHandler) detach(sess *session, s *stream, gen, unsent int) {
 		return // taken over by a resumption
 	}
 	s.attached = false
+	h.wakeOthers(sess, s)
 	if unsent >= 0 {
 		s.sent = unsent
 	}
@@ -341,7 +421,7 @@ func (h *HTTPHandler) serveGet(w http.ResponseWriter, r *http.Request) {
 	}
 	if s == sess.get {
 		for _, m := range sess.held {
-			s.push(item{msg: m})
+			s.push(item{msg: m, seq: -1})
 		}
 		sess.held = nil
 		if s.sent == 0 && h.primes(version) {

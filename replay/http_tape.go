@@ -24,6 +24,16 @@ type wireInfo struct {
 	sse    bool // on an SSE stream
 	nullID bool // a response with "id":null (an HTTP-level rejection)
 	status int  // the HTTP status of the POST that carried it, 0 if none
+	// resumed: it came on a stream the client resumed with Last-Event-ID
+	// after the server closed the POST's stream (SEP-1699 polling): it
+	// belongs to that POST's exchange, whose response must break first.
+	resumed bool
+}
+
+// resumedStream names a recorded SSE stream: its session and number.
+type resumedStream struct {
+	session string
+	stream  int64
 }
 
 // learnTape finds whether the tape was recorded over HTTP, with sessions,
@@ -83,8 +93,16 @@ func (h *HTTPHandler) learnTape() {
 		if en.Kind == tape.KindRequest && en.Dir == tape.DirSend {
 			reqs[len(reqs)-1]++
 		}
+		if ex, ok := h.exchange(i, en); ok && ex.Method == http.MethodGet && ex.LastEventID != "" && ex.Stream > 0 {
+			if m, err := x.Message(i); err == nil {
+				if h.resumed == nil {
+					h.resumed = map[resumedStream]bool{}
+				}
+				h.resumed[resumedStream{tape.ParseHTTPMeta(m.Raw).Session, ex.Stream}] = true
+			}
+		}
 		switch {
-		case en.Kind == tape.KindLifecycle && h.isGetStream(i, en):
+		case en.Kind == tape.KindLifecycle && h.isGetStream(i, en) && !h.isResumption(i, en):
 			hasGet = true
 		case en.Kind == tape.KindRequest && en.Dir == tape.DirSend && en.Method == "initialize" && !hasInit:
 			hasInit = true
@@ -114,7 +132,7 @@ func (h *HTTPHandler) learnTape() {
 		}
 		if en.Kind != tape.KindLifecycle && en.Dir == tape.DirRecv && h.httpTape && !hasGet {
 			// The proxy marks what came on the GET stream with http "GET".
-			if m, err := x.Message(i); err == nil && tape.ParseHTTPMeta(m.Raw).Method == http.MethodGet {
+			if m, err := x.Message(i); err == nil && tape.ParseHTTPMeta(m.Raw).Method == http.MethodGet && !h.info0(m.Raw) {
 				hasGet = true
 			}
 		}
@@ -163,6 +181,19 @@ func (h *HTTPHandler) isGetStream(i int, en tape.Entry) bool {
 	return ok && ex.Method == http.MethodGet && ex.SSE && (ex.Status == http.StatusOK || ex.Status == 0)
 }
 
+// info0 reports whether a recorded message came on a resumed stream.
+func (h *HTTPHandler) info0(raw []byte) bool {
+	hm := tape.ParseHTTPMeta(raw)
+	return h.resumed[resumedStream{hm.Session, hm.Stream}]
+}
+
+// isResumption reports whether lifecycle record i (en) is a GET that
+// resumed a stream with Last-Event-ID.
+func (h *HTTPHandler) isResumption(i int, en tape.Entry) bool {
+	ex, ok := h.exchange(i, en)
+	return ok && ex.Method == http.MethodGet && ex.LastEventID != ""
+}
+
 // exchange reads lifecycle record i (en) as an HTTP exchange.
 func (h *HTTPHandler) exchange(i int, en tape.Entry) (tape.HTTPExchange, bool) {
 	if en.Kind != tape.KindLifecycle || !tape.IsHTTPExchange(en.Method) {
@@ -183,7 +214,8 @@ func (h *HTTPHandler) info(sess *session, seq int) wireInfo {
 	wi := wireInfo{kind: h.x.Entry(seq).Kind}
 	if m, err := h.x.Message(seq); err == nil {
 		hm := tape.ParseHTTPMeta(m.Raw)
-		wi.viaGET = hm.Method == http.MethodGet
+		wi.resumed = hm.Method == http.MethodGet && h.resumed[resumedStream{hm.Session, hm.Stream}]
+		wi.viaGET = hm.Method == http.MethodGet && !wi.resumed
 		wi.sse = hm.SSE
 		wi.status = hm.Status
 		wi.nullID = wi.kind == tape.KindResponse && gjson.GetBytes(m.Raw, "id").Type == gjson.Null

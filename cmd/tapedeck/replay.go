@@ -194,7 +194,10 @@ again). A recorded session no client opened leaves its requests unused.
 
 Streams: in eras with sessions, SSE events carry ids (STREAM_INDEX); a
 client whose stream broke resumes it with a GET carrying Last-Event-ID and
-gets what it missed, once. Streams start with a priming event (an id, empty
+gets what it missed, once; a POST's stream the recorded server closed
+(after its priming event, for the client to resume) ends there too, and the
+rest comes on the client's resumption, in the tape's order across streams.
+Streams start with a priming event (an id, empty
 data) for a 2025-11-25 client, or when the recorded server primed them.
 Server notifications or requests that no open stream can carry (recorded
 after their request's answer, with no GET stream open) are held and sent
