@@ -313,6 +313,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		p.lastMu.Unlock()
 	}
+	if r.Method == http.MethodDelete {
+		p.shadow.end(ex.session)
+	}
 	if r.Method == http.MethodPost && r.Body != nil {
 		limit := p.MaxBody
 		if limit == 0 {

@@ -93,6 +93,8 @@ type shadowItem struct {
 	session  string // the client's Mcp-Session-Id ("" before one)
 	exchange int64  // the proxy's number of a POST with no session
 	bind     string // not empty: the session A's answer to exchange gave
+	// end: the client DELETEd its session; B's session is closed too.
+	end bool
 	// The request's headers B gets as the client sent them.
 	protocol, mcpMethod, mcpName string
 }
@@ -109,6 +111,9 @@ type shadowTransport interface {
 	stop()
 	// describe names B in the lane's start record.
 	describe() map[string]any
+	// end closes l's session at B (the client closed its own), once B
+	// answered what it was sent on the lane or Drain passed.
+	end(s *shadow, l *shadowLane)
 }
 
 // shadow is one recording's shadow.
@@ -151,6 +156,7 @@ type shadowLane struct {
 	client    string            // the client's session
 	protocol  string            // the client's protocol version, for B's requests of the lane's own
 	sem       chan struct{}     // HTTP requests in flight
+	flight    sync.WaitGroup    // the lane's HTTP requests in flight
 	mu        sync.Mutex
 	sessionMu sync.Mutex
 }
@@ -215,6 +221,15 @@ func (s *shadow) offer(it shadowItem) {
 	}
 }
 
+// end tells the shadow the client DELETEd its session: B's session on
+// that lane is closed too, after the copies before it.
+func (s *shadow) end(session string) {
+	if s == nil || session == "" {
+		return
+	}
+	s.offer(shadowItem{session: session, end: true})
+}
+
 // bind tells the shadow the session A's answer gave the client's
 // initialize (exchange no): the lane it opened serves that session.
 func (s *shadow) bind(no int64, session string) {
@@ -239,6 +254,10 @@ func (s *shadow) dispatch() {
 			s.mu.Unlock()
 			continue
 		}
+		if it.end {
+			s.endLane(it)
+			continue
+		}
 		for _, e := range tape.Classify(bytes.TrimSpace(it.msg)) {
 			msg := e.Raw
 			if e.Kind == tape.KindResponse || e.Kind == tape.KindInvalid {
@@ -261,6 +280,31 @@ func (s *shadow) dispatch() {
 		}
 	}
 	s.noteDropped("the shadow's queue was full (B slower than the client)")
+}
+
+// endLane hands the end of a client session to its lane, the last item
+// the lane takes: the lane is closed and forgotten under every key it had.
+func (s *shadow) endLane(it shadowItem) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.lanes[it.session]
+	if !ok || l.closed {
+		return // B was never sent anything of this session
+	}
+	select {
+	case l.in <- it:
+	default:
+		s.mu.Unlock()
+		s.drop(it, "B's lane was full (B slower than the client): B's session is left open")
+		s.mu.Lock()
+	}
+	for k, v := range s.lanes {
+		if v == l {
+			delete(s.lanes, k)
+		}
+	}
+	l.closed = true
+	close(l.in)
 }
 
 // sampled says whether the next client request goes to B.
@@ -312,6 +356,8 @@ func (s *shadow) drop(it shadowItem, reason string) {
 		if len(h.ID) > 0 {
 			params["id"] = string(h.ID)
 		}
+	} else if it.end {
+		params["method"] = http.MethodDelete
 	}
 	s.mu.Lock()
 	s.counts.dropped++
@@ -328,6 +374,10 @@ func (s *shadow) runLane(l *shadowLane) {
 		s.mu.Unlock()
 		if gone != "" {
 			s.drop(it, gone)
+			continue
+		}
+		if it.end {
+			s.tr.end(s, l)
 			continue
 		}
 		msg, of := it.msg, []byte(nil)
@@ -402,7 +452,9 @@ func (s *shadow) ended(why string) {
 func (s *shadow) fromB(l *shadowLane, msg []byte, hm tape.HTTPMeta) {
 	for _, e := range tape.Classify(bytes.TrimSpace(msg)) {
 		var of []byte
-		client := l.client
+		s.mu.Lock()
+		client := l.client // bind sets it under s.mu
+		s.mu.Unlock()
 		switch e.Kind {
 		case tape.KindResponse:
 			s.mu.Lock()
@@ -596,6 +648,9 @@ func (t *stdioShadow) send(_ *shadow, _ *shadowLane, _ shadowItem, msg []byte, _
 	return err
 }
 
+// end does nothing: over stdio B's one session ends with its process.
+func (t *stdioShadow) end(*shadow, *shadowLane) {}
+
 func (t *stdioShadow) stop() {
 	if t.p == nil {
 		return
@@ -650,14 +705,56 @@ func (t *httpShadow) send(s *shadow, l *shadowLane, it shadowItem, msg []byte, s
 		return errors.New("too many requests to B in flight (B slower than the client)")
 	}
 	s.flight.Add(1)
+	l.flight.Add(1)
 	go func() {
 		defer s.flight.Done()
+		defer l.flight.Done()
 		defer func() { <-l.sem }()
 		if err := t.post(s, l, it, msg); err != nil {
 			s.fail(l, msg, err)
 		}
 	}()
 	return nil
+}
+
+// end DELETEs l's session at B, once B answered the lane's requests in
+// flight or Drain passed, and records the exchange on the lane.
+func (t *httpShadow) end(s *shadow, l *shadowLane) {
+	waited := make(chan struct{})
+	go func() { l.flight.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(s.o.Drain):
+	case <-t.ctx.Done():
+	}
+	sid := l.bSession()
+	if sid == "" {
+		return // B gave the lane no session: nothing to close
+	}
+	proto := l.proto()
+	hm := tape.HTTPMeta{HTTP: true, Method: http.MethodDelete, Session: sid, Protocol: proto}
+	params := map[string]any{"method": http.MethodDelete}
+	req, err := http.NewRequestWithContext(t.ctx, http.MethodDelete, t.o.URL.String(), nil)
+	if err == nil {
+		req.Header.Set("Mcp-Session-Id", sid)
+		if proto != "" {
+			req.Header.Set("Mcp-Protocol-Version", proto)
+		}
+		var resp *http.Response
+		if resp, err = t.client.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			resp.Body.Close()
+			hm.Status = resp.StatusCode
+			params["status"] = resp.StatusCode
+		}
+	}
+	if err != nil {
+		params["error"] = err.Error()
+	}
+	s.mu.Lock()
+	client := l.client
+	s.mu.Unlock()
+	s.note(s.sk.lifecycle(tape.MethodHTTPExchange, params, shadowMeta{http: hm, client: client}.fields()))
 }
 
 // post sends one message to B in l's session and records what comes back.

@@ -1,12 +1,15 @@
 package record_test
 
 import (
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -179,5 +182,106 @@ func TestShadowHTTP(t *testing.T) {
 				t.Errorf("diff --shadow of server-everything against sdkserver found nothing; lane:\n%s", strings.Join(lane, "\n"))
 			}
 		})
+	}
+}
+
+// TestShadowHTTPDelete closes B's session when the client DELETEs its own:
+// B gets a DELETE with the session B gave (not A's), after the call before
+// it, and the lane records it as an $http/exchange of B's session.
+func TestShadowHTTPDelete(t *testing.T) {
+	type seen struct{ method, session, body string }
+	server := func(session string, got chan<- seen) *httptest.Server {
+		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			got <- seen{r.Method, r.Header.Get("Mcp-Session-Id"), string(body)}
+			id := gjson.GetBytes(body, "id")
+			switch {
+			case r.Method == http.MethodDelete:
+				w.WriteHeader(http.StatusOK)
+			case !id.Exists():
+				w.WriteHeader(http.StatusAccepted)
+			default:
+				if gjson.GetBytes(body, "method").String() == "initialize" {
+					w.Header().Set("Mcp-Session-Id", session)
+				}
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, `{"jsonrpc":"2.0","id":`+id.Raw+`,"result":{}}`)
+			}
+		}))
+	}
+	aGot, bGot := make(chan seen, 16), make(chan seen, 16)
+	a, b := server("a-session", aGot), server("b-session", bGot)
+	defer a.Close()
+	defer b.Close()
+	up, _ := url.Parse(a.URL + "/mcp")
+	bu, _ := url.Parse(b.URL + "/mcp")
+	path := filepath.Join(t.TempDir(), "shadow.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p := &record.Proxy{Upstream: up, Tape: f, Server: "a", Shadow: &record.ShadowOptions{URL: bu}}
+	if err := p.Start("test", "test"); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	do := func(method, session, body string) *http.Response {
+		req, _ := http.NewRequest(method, srv.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	resp := do("POST", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if sid != "a-session" {
+		t.Fatalf("the client got session %q, want A's a-session", sid)
+	}
+	do("POST", sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	do("POST", sid, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	if resp := do("DELETE", sid, ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE through the proxy: status %d, want A's 200", resp.StatusCode)
+	}
+	var bSeen []seen
+	deadline := time.After(5 * time.Second)
+	for len(bSeen) < 4 {
+		select {
+		case s := <-bGot:
+			bSeen = append(bSeen, s)
+		case <-deadline:
+			t.Fatalf("B saw %d requests in 5 s, want 4 (initialize, initialized, tools/list, DELETE): %+v", len(bSeen), bSeen)
+		}
+	}
+	if err := p.Close("test over"); err != nil {
+		t.Fatal(err)
+	}
+	last := bSeen[3]
+	if last.method != http.MethodDelete || last.session != "b-session" {
+		t.Errorf("B's last request: %s with session %q, want DELETE with B's own b-session", last.method, last.session)
+	}
+	if m := gjson.Get(bSeen[2].body, "method").String(); m != "tools/list" {
+		t.Errorf("B's third request is %q, want tools/list before the DELETE", m)
+	}
+	var deletes []string
+	for _, l := range laneRecords(t, path) {
+		if gjson.Get(l, "method").String() == tape.MethodHTTPExchange && gjson.Get(l, "params.method").String() == "DELETE" {
+			deletes = append(deletes, l)
+		}
+	}
+	if len(deletes) != 1 || gjson.Get(deletes[0], "params.status").Int() != 200 ||
+		gjson.Get(deletes[0], "_meta.session").String() != "b-session" ||
+		gjson.Get(deletes[0], "_meta.shadowSession").String() != "a-session" {
+		t.Errorf("the lane's DELETE records: %q, want one with status 200, B's session b-session, the client's a-session", deletes)
 	}
 }

@@ -117,6 +117,7 @@ type Model struct {
 	icpt   interceptState
 
 	statsN      int
+	shadow      shadowState
 	notice      string
 	noticeOK    bool
 	noticeGen   int      // bumped by each notify: an expiry clears only its own notice
@@ -256,7 +257,7 @@ func (m Model) Init() tea.Cmd {
 	} else if m.opts.Follow && m.opts.Path != "" {
 		cmds = append(cmds, startFollow(m.opts.Path))
 	}
-	cmds = append(cmds, m.live.initCmd(), m.icpt.nextCmd())
+	cmds = append(cmds, m.live.initCmd(), m.icpt.nextCmd(), m.shadowCmd())
 	if m.icpt.active() {
 		if bs := m.player.Breakpoints(); len(bs) > 0 {
 			s := m.icpt.s
@@ -307,6 +308,8 @@ func (m Model) route(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.reloaded(msg)
 	case statsDoneMsg:
 		return m.statsDone(msg)
+	case shadowDoneMsg:
+		return m.shadowDone(msg)
 	case filterDoneMsg:
 		return m.filterDone(msg)
 	case playTickMsg:

@@ -221,6 +221,7 @@ func (m Model) indexed(msg indexedMsg) (tea.Model, tea.Cmd) {
 	if m.lower == viewStats && !m.load.active {
 		cmds = append(cmds, statsCmd(m.x))
 	}
+	cmds = append(cmds, m.shadowCmd())
 	m.syncPlayback()
 	m.placeOnFailure()
 	m.showCursor()
@@ -288,6 +289,8 @@ func (m Model) reloaded(msg reloadedMsg) (tea.Model, tea.Cmd) {
 	m.timeline.SetMatches(nil)
 	m.filter.covered, m.filter.watch = 0, nil
 	m.statsN = -1
+	m.shadow = shadowState{}
+	m.timeline.SetShadowDiffs(nil)
 	m.load.total = msg.size
 	m.tail.knownLen = 0
 	old.Close()

@@ -36,7 +36,8 @@ type Timeline struct {
 	playback bool
 	breaks   map[string]bool // methods with a breakpoint, marked on their rows
 	diverged map[int]bool
-	hitSeq   int // the row a breakpoint stopped at, or -1
+	shadow   map[int]string // rows of a call the shadow lane answered otherwise: the difference's kind
+	hitSeq   int            // the row a breakpoint stopped at, or -1
 }
 
 // NewTimeline returns a timeline over x.
@@ -98,6 +99,10 @@ func (t *Timeline) SetPosition(seq int, playback bool) { t.position, t.playback 
 
 // SetBreakpointMethods marks the rows of these methods with a breakpoint dot.
 func (t *Timeline) SetBreakpointMethods(m map[string]bool) { t.breaks = m }
+
+// SetShadowDiffs marks the rows of calls the shadow lane answered
+// otherwise (seq -> the difference's kind: result, status, params, onlyA).
+func (t *Timeline) SetShadowDiffs(d map[int]string) { t.shadow = d }
 
 // MarkDiverged marks seq as where a live client diverged.
 func (t *Timeline) MarkDiverged(seq int) { t.diverged[seq] = true }
@@ -405,6 +410,9 @@ func (t Timeline) renderRow(seq int, l layout) string {
 		cLat:     padLeft(r.latency(), colLat-1) + " ",
 		cStatus:  pad(r.status, colStatus),
 		cSummary: pad(r.summary, l.summary),
+	}
+	if kind, ok := t.shadow[seq]; ok {
+		cols[cSummary] = pad(shadowMark(kind)+" · "+r.summary, l.summary)
 	}
 	if t.diverged[seq] {
 		cols[cStatus] = pad("DIVERGED", colStatus)

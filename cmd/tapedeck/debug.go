@@ -33,6 +33,7 @@ type debugFlags struct {
 	rules            rulesFlags
 	fallback         bool
 	fallbackURL      string
+	proxyAuth        bool
 	ruleSet          *rules.Set
 }
 
@@ -119,6 +120,8 @@ wire, with _meta.injected naming what the debugger did (rule "debugger").`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
 			switch {
+			case f.proxyAuth && f.upstream == "":
+				return errors.New("debug --proxy-auth goes with --upstream URL (an HTTP server's authorization)")
 			case f.upstream != "" && len(args) > 0:
 				return fmt.Errorf("debug --upstream intercepts a live server: expected no TAPE or command, found %q", args[0])
 			case f.upstream != "":
@@ -165,6 +168,7 @@ wire, with _meta.injected naming what the debugger did (rule "debugger").`,
 	cmd.Flags().StringVar(&f.server, "server", "", "serve the tape's server `NAME` (needed when the tape holds several); intercepting: the server's name on the tape")
 	cmd.Flags().StringVar(&f.upstream, "upstream", "", "intercept a live Streamable HTTP server at `URL` (clients use http://ADDR/PATH)")
 	f.rules.add(cmd)
+	cmd.Flags().BoolVar(&f.proxyAuth, "proxy-auth", false, "with --upstream: route the OAuth authorization server's metadata and endpoints through the proxy too, each exchange recorded with its secrets redacted (as record --proxy-auth)")
 	cmd.Flags().BoolVar(&f.fallback, "fallback", false, "serving TAPE: answer what it lacks from the live server whose command follows -- (stdio clients), appending those exchanges to the tape (or -o)")
 	cmd.Flags().StringVar(&f.fallbackURL, "fallback-url", "", "as --fallback, with the live server at the Streamable HTTP endpoint `URL`")
 	cmd.Flags().StringVarP(&f.output, "output", "o", "", "intercepting: record the session to `TAPE` (default: a new tape under $XDG_STATE_HOME/tapedeck/tapes)")

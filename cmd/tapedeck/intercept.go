@@ -27,7 +27,7 @@ func runDebugIntercept(ctx context.Context, s streams, f debugFlags, server []st
 	if err != nil {
 		return err
 	}
-	o := intercept.Options{Listen: f.listen, Server: f.server, AllowHosts: hosts, AllowOrigins: f.origins, Rules: rs, Version: buildVersion()}
+	o := intercept.Options{Listen: f.listen, Server: f.server, AllowHosts: hosts, AllowOrigins: f.origins, ProxyAuth: f.proxyAuth, Rules: rs, Version: buildVersion()}
 	if f.upstream != "" {
 		if o.Upstream, err = url.Parse(f.upstream); err != nil || (o.Upstream.Scheme != "http" && o.Upstream.Scheme != "https") || o.Upstream.Host == "" {
 			return fmt.Errorf("debug --upstream %q: expected an http:// or https:// URL", f.upstream)

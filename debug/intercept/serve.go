@@ -2,6 +2,7 @@ package intercept
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -31,6 +32,10 @@ type Options struct {
 	// AllowHosts and AllowOrigins widen the HTTP proxy's DNS-rebinding
 	// guard (record.Proxy).
 	AllowHosts, AllowOrigins []string
+	// ProxyAuth routes the upstream's OAuth authorization server through
+	// the proxy too (record.Proxy.ProxyAuth), so that the debugger sees and
+	// the tape keeps the whole handshake. HTTP only.
+	ProxyAuth bool
 	// Rules apply before the debugger holds a message (rules.Decide).
 	Rules *rules.Set
 	// Version is tapedeck's, for the tape's start records.
@@ -51,6 +56,9 @@ type served struct {
 func (s *Service) Start(ctx context.Context, o Options) (string, error) {
 	if (o.Command == "") == (o.Upstream == nil) {
 		return "", fmt.Errorf("intercept: expected a server command or an upstream URL, found %s", given(o))
+	}
+	if o.ProxyAuth && o.Upstream == nil {
+		return "", errors.New("intercept: ProxyAuth goes with an upstream URL (an HTTP server's authorization), found a server command")
 	}
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
@@ -74,7 +82,7 @@ func (s *Service) Start(ctx context.Context, o Options) (string, error) {
 	if o.Upstream != nil {
 		host, _, _ := net.SplitHostPort(o.Listen)
 		p := &record.Proxy{Upstream: o.Upstream, Tape: o.Tape, Server: o.Server, AllowHosts: append(o.AllowHosts, host),
-			AllowOrigins: o.AllowOrigins, Intercept: s, Rules: o.Rules, Logf: s.Info}
+			AllowOrigins: o.AllowOrigins, ProxyAuth: o.ProxyAuth, Intercept: s, Rules: o.Rules, Logf: s.Info}
 		if err := p.Start(addr, o.Version); err != nil {
 			cancel()
 			ln.Close()

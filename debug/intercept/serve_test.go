@@ -3,11 +3,17 @@ package intercept
 import (
 	"bufio"
 	"context"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/tapedeck/tapedeck/debug"
 )
@@ -72,5 +78,50 @@ func TestServeNeedsOneServer(t *testing.T) {
 	defer s.Close()
 	if _, err := s.Start(context.Background(), Options{Listen: "127.0.0.1:0"}); err == nil || !strings.Contains(err.Error(), "found neither") {
 		t.Errorf("Serve without a server: %v", err)
+	}
+}
+
+// debug --upstream --proxy-auth: Options.ProxyAuth reaches the recording
+// proxy, whose protected resource metadata then names the proxy as the
+// authorization server (without it, the real one, as the upstream said).
+func TestServeProxyAuth(t *testing.T) {
+	const as = "https://auth.example.com/tenant"
+	var up *httptest.Server
+	up = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"resource":"`+up.URL+`/mcp","authorization_servers":["`+as+`"]}`)
+	}))
+	defer up.Close()
+	u, _ := url.Parse(up.URL + "/mcp")
+	for _, tc := range []struct {
+		proxyAuth bool
+		want      func(addr string) string
+	}{
+		{true, func(addr string) string { return "http://" + addr + "/tapedeck-auth/1" }},
+		{false, func(string) string { return as }},
+	} {
+		s := New()
+		var tp syncBuffer
+		addr, err := s.Start(context.Background(), Options{Listen: "127.0.0.1:0", Upstream: u, ProxyAuth: tc.proxyAuth, Tape: &tp, Server: "up", Version: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.Get("http://" + addr + "/.well-known/oauth-protected-resource/mcp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if got := gjson.GetBytes(body, "authorization_servers.0").String(); got != tc.want(addr) {
+			t.Errorf("ProxyAuth %v: authorization_servers.0 %q, want %q (metadata %s)", tc.proxyAuth, got, tc.want(addr), body)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := New()
+	defer s.Close()
+	if _, err := s.Start(context.Background(), Options{Listen: "127.0.0.1:0", Command: "cat", ProxyAuth: true}); err == nil || !strings.Contains(err.Error(), "ProxyAuth goes with an upstream URL") {
+		t.Errorf("ProxyAuth with a command: %v, want it refused", err)
 	}
 }
