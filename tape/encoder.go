@@ -17,6 +17,15 @@ type Encoder struct {
 	peek   Peeker // its classifier's stack, for skipValue
 	lastMS int64
 	lastTS []byte
+	micro  bool // KeepMicroseconds
+}
+
+// KeepMicroseconds makes e stamp a time with a part below the millisecond
+// with its microseconds, as a Writer made KeepMicroseconds does (an
+// import), and returns e.
+func (e *Encoder) KeepMicroseconds() *Encoder {
+	e.micro = true
+	return e
 }
 
 // NewEncoder returns an Encoder for messages going in direction dir to or
@@ -66,11 +75,16 @@ func (e *Encoder) AppendLinePlain(b, msg []byte, t time.Time, extra []byte) []by
 	}
 	b = append(b, e.prefix...)
 	t = t.UTC()
-	if ms := t.UnixMilli(); ms != e.lastMS {
+	if e.micro && t.Nanosecond()%int(time.Millisecond) >= int(time.Microsecond) {
+		b = appendTS(b, t, true)
+	} else if ms := t.UnixMilli(); ms != e.lastMS {
 		e.lastMS = ms
 		e.lastTS = t.AppendFormat(e.lastTS[:0], TimeFormat)
+		b = append(b, e.lastTS...)
+	} else {
+		b = append(b, e.lastTS...)
 	}
-	b = append(append(b, e.lastTS...), '"')
+	b = append(b, '"')
 	b = append(b, extra...)
 	return append(b, "}}\n"...)
 }

@@ -35,6 +35,26 @@ func TestEncoderMatchesWriter(t *testing.T) {
 	}
 }
 
+// TestEncoderMicroseconds: a KeepMicroseconds Encoder's lines are those of a
+// KeepMicroseconds Writer, for times with and without a part below the
+// millisecond, in either order (the millisecond cache must not leak).
+func TestEncoderMicroseconds(t *testing.T) {
+	e := NewEncoder(DirSend, "s").KeepMicroseconds()
+	base := time.Date(2026, 5, 16, 12, 0, 0, 0, time.UTC)
+	msg := []byte(`{"jsonrpc":"2.0","id":1,"method":"m"}`)
+	for _, ns := range []int{123456789, 123000000, 123456000, 123000999, 124000000, 123456789} {
+		ts := base.Add(time.Duration(ns))
+		var want bytes.Buffer
+		if err := NewWriter(&want).KeepMicroseconds().Write(msg, Meta{Dir: DirSend, Server: "s", Time: ts}); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := e.AppendLine(nil, msg, ts)
+		if !ok || string(got) != want.String() {
+			t.Errorf("%d ns: got  %q (ok %v)\nwant %q", ns, got, ok, want.String())
+		}
+	}
+}
+
 // FuzzEncoderAgreesWithClassify checks that the Encoder takes exactly the
 // lines Classify sees as one plain (non-lifecycle) message without _meta,
 // and that its line is then the Writer's.

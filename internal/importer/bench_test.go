@@ -2,6 +2,7 @@ package importer
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tapedeck/tapedeck/internal/export"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -67,34 +69,55 @@ func snoopLog(tb testing.TB, src, dst string) {
 // writes, in the same run. Budget: ≤ 2x stats of the result.
 //
 //	go test ./internal/importer -run '^$' -bench ImportMCPSnoop -benchtime 3x
-func BenchmarkImportMCPSnoop(b *testing.B) {
+func BenchmarkImportMCPSnoop(b *testing.B) { benchImport(b, "mcpsnoop", snoopLog) }
+
+// BenchmarkImportGHAW: import --from gh-aw of an rpc-messages.jsonl made
+// from each benchmark tape, against `stats` of the result (budget 2x).
+func BenchmarkImportGHAW(b *testing.B) { benchImport(b, "gh-aw", ghawLog) }
+
+// BenchmarkImportInspector: import --from inspector of a history export
+// made from each benchmark tape (one entry a message, answers unfolded),
+// against `stats` of the result (budget 2x).
+func BenchmarkImportInspector(b *testing.B) { benchImport(b, "inspector", inspectorExport) }
+
+// BenchmarkImportOTLP: import --from otlp of `export --format otlp
+// --with-bodies` of each benchmark tape (the tape carried whole in span
+// events), against `stats` of the result (budget 2x).
+func BenchmarkImportOTLP(b *testing.B) { benchImport(b, "otlp", otlpExport) }
+
+// benchImport times importing format from a source made by mk from each
+// benchmark tape, against the yardstick of the tape the import writes.
+func benchImport(b *testing.B, format string, mk func(tb testing.TB, src, dst string)) {
 	for _, p := range tape.BenchProfiles() {
-		dir := b.TempDir()
-		src, log, out := filepath.Join(dir, "src.jsonl"), filepath.Join(dir, "snoop.jsonl"), filepath.Join(dir, "out.jsonl")
-		if _, err := tape.WriteSynth(src, p.Opts); err != nil {
-			b.Fatal(err)
-		}
-		snoopLog(b, src, log)
-		os.Remove(src)
-		imp := func(b *testing.B) {
-			in, err := os.Open(log)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer in.Close()
-			f, err := os.Create(out)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := Import("mcpsnoop", in, f, Options{}); err != nil {
-				b.Fatal(err)
-			}
-			if err := f.Close(); err != nil {
-				b.Fatal(err)
-			}
-		}
+		// The source is made inside b.Run, so that -bench '/realistic'
+		// makes only that one.
 		b.Run(p.Name, func(b *testing.B) {
+			dir := b.TempDir()
+			src, log, out := filepath.Join(dir, "src.jsonl"), filepath.Join(dir, "source"), filepath.Join(dir, "out.jsonl")
+			if _, err := tape.WriteSynth(src, p.Opts); err != nil {
+				b.Fatal(err)
+			}
+			mk(b, src, log)
+			os.Remove(src)
+			imp := func(b *testing.B) {
+				in, err := os.Open(log)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer in.Close()
+				f, err := os.Create(out)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := Import(format, in, f, Options{}); err != nil {
+					b.Fatal(err)
+				}
+				if err := f.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
 			imp(b) // the tape stats is timed on
+			b.ResetTimer()
 			y := tape.Yardstick{Path: out}
 			for b.Loop() {
 				b.StopTimer()
@@ -107,4 +130,134 @@ func BenchmarkImportMCPSnoop(b *testing.B) {
 			y.Report(b, b.Elapsed(), b.N)
 		})
 	}
+}
+
+// eachWire calls f with each wire record of the tape at src and its
+// 1-based place.
+func eachWire(tb testing.TB, src string, f func(seq int, e tape.Entry)) {
+	in, err := os.Open(src)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer in.Close()
+	rd := tape.NewReader(in)
+	for seq := 1; ; seq++ {
+		e, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if e.IsWire() {
+			f(seq, e)
+		}
+	}
+}
+
+// ghawLog writes the messages of the tape at src as a gh-aw gateway log
+// (rpc-messages.jsonl, nanosecond times) to dst.
+func ghawLog(tb testing.TB, src, dst string) {
+	f, err := os.Create(dst)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	var b []byte
+	eachWire(tb, src, func(seq int, e tape.Entry) {
+		dir, typ := "OUT", "REQUEST"
+		if e.Dir == tape.DirRecv {
+			dir = "IN"
+		}
+		if e.Kind == tape.KindResponse {
+			typ = "RESPONSE"
+		}
+		b = append(b[:0], `{"timestamp":"`...)
+		b = e.Time.Add(time.Duration(seq%1000)*time.Microsecond).AppendFormat(b, time.RFC3339Nano)
+		b = append(b, `","direction":"`...)
+		b = append(b, dir...)
+		b = append(b, `","type":"`...)
+		b = append(b, typ...)
+		b = append(b, `","server_id":"`...)
+		b = append(b, e.Server...)
+		b = append(b, `","payload":`...)
+		b = append(b, tape.StripMeta(e.Raw)...)
+		b = append(b, "}\n"...)
+		w.Write(b)
+	})
+	if err := w.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	f.Close()
+}
+
+// inspectorExport writes the messages of the tape at src as an MCP
+// Inspector history export (one entry a message, millisecond times) to
+// dst.
+func inspectorExport(tb testing.TB, src, dst string) {
+	f, err := os.Create(dst)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	w.WriteString("[")
+	var b []byte
+	first := true
+	eachWire(tb, src, func(seq int, e tape.Entry) {
+		dir, origin := "request", "client"
+		switch e.Kind {
+		case tape.KindResponse:
+			dir = "response"
+		case tape.KindNotification:
+			dir = "notification"
+		}
+		if e.Dir == tape.DirRecv {
+			origin = "server"
+		}
+		b = b[:0]
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, "\n  {\"id\":\"e"...)
+		b = strconv.AppendInt(b, int64(seq), 10)
+		b = append(b, `","timestamp":"`...)
+		b = e.Time.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+		b = append(b, `","direction":"`...)
+		b = append(b, dir...)
+		b = append(b, `","origin":"`...)
+		b = append(b, origin...)
+		b = append(b, `","message":`...)
+		b = append(b, tape.StripMeta(e.Raw)...)
+		b = append(b, '}')
+		w.Write(b)
+	})
+	w.WriteString("\n]\n")
+	if err := w.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	f.Close()
+}
+
+// otlpExport writes `export --format otlp --with-bodies` of the tape at
+// src to dst.
+func otlpExport(tb testing.TB, src, dst string) {
+	x, err := tape.OpenIndex(src)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer x.Close()
+	f, err := os.Create(dst)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	s := export.Source{Name: "bench", Index: x, Open: func() (io.ReadCloser, error) { return os.Open(src) }}
+	if _, err := export.OTLP(context.Background(), w, s, export.OTLPOptions{WithBodies: true}); err != nil {
+		tb.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	f.Close()
 }

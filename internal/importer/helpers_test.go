@@ -2,6 +2,7 @@ package importer
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -104,6 +105,11 @@ func checkFuzzResult(t *testing.T, format string, data []byte) {
 			t.Fatalf("an error that says neither line nor path: %v", err)
 		}
 		return
+	}
+	for _, l := range bytes.Split(bytes.TrimSuffix(buf.Bytes(), []byte("\n")), []byte("\n")) {
+		if len(l) > 0 && !json.Valid(l) {
+			t.Fatalf("import succeeded but wrote a line that is not JSON: %q\ninput:\n%q", l, data)
+		}
 	}
 	rd := tape.NewReader(bytes.NewReader(buf.Bytes()))
 	for {

@@ -41,6 +41,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -64,7 +66,7 @@ func MCPSnoop(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 // snoopLines reads r's envelopes into ro, returning how many lines held one.
 func snoopLines(r io.Reader, ro *reorder, o Options) (int, error) {
 	br := bufio.NewReader(r)
-	started := map[string]bool{} // session_id → $transport/start written
+	st := &snoopState{started: map[string]bool{}, obj: map[string]json.RawMessage{}}
 	lines := 0
 	max := o.maxLine()
 	for n := 1; ; n++ {
@@ -80,7 +82,7 @@ func snoopLines(r io.Reader, ro *reorder, o Options) (int, error) {
 		}
 		if len(bytes.TrimSpace(line)) > 0 {
 			lines++
-			if perr := snoopLine(ro, line, o, started); perr != nil {
+			if perr := snoopLine(ro, line, o, st); perr != nil {
 				var ie *Error
 				if errors.As(perr, &ie) {
 					ie.Line = n
@@ -95,13 +97,28 @@ func snoopLines(r io.Reader, ro *reorder, o Options) (int, error) {
 	}
 }
 
-func snoopLine(ro *reorder, line []byte, o Options, started map[string]bool) error {
+// snoopState is what reading a log carries from line to line.
+type snoopState struct {
+	started map[string]bool // session_id → $transport/start written
+	obj     map[string]json.RawMessage
+	peek    tape.Peeker
+}
+
+func snoopLine(ro *reorder, line []byte, o Options, st *snoopState) error {
 	out := ro.out
+	started := st.started
 	line = bytes.TrimSpace(line)
 	env := root(formatMCPSnoop, line)
-	// One decoding of the envelope serves every member read below; only a
-	// line that fails it is looked at again, to say why.
-	if err := env.load(); err != nil {
+	// The line's one validity check (gjson's, several times faster than
+	// encoding/json's): the envelope's members are then read by a scanner
+	// (eachMember) into a map reused from line to line, and the message's
+	// bytes taken as they are. Only a line that fails it is looked at
+	// again, to say why.
+	clear(st.obj)
+	loaded := gjson.ValidBytes(line) && eachMember(line, func(k string, v []byte) { st.obj[k] = v })
+	if loaded {
+		env.obj = st.obj
+	} else if err := env.load(); err != nil {
 		if !json.Valid(line) {
 			var v any
 			se := syntaxError(formatMCPSnoop, line, json.Unmarshal(line, &v))
@@ -150,10 +167,11 @@ func snoopLine(ro *reorder, line []byte, o Options, started map[string]bool) err
 	flags := map[string]bool{}
 	for _, k := range []string{"truncated", "redacted"} {
 		if v := env.get(k); !v.absent() {
-			if err := json.Unmarshal(v.raw, new(bool)); err != nil {
+			b := string(bytes.TrimSpace(v.raw))
+			if b != "true" && b != "false" {
 				return v.errorf("expected true or false, found %s", v.found())
 			}
-			flags[k] = string(bytes.TrimSpace(v.raw)) == "true"
+			flags[k] = b == "true"
 		}
 	}
 	server := o.Server
@@ -237,6 +255,15 @@ func snoopLine(ro *reorder, line []byte, o Options, started map[string]bool) err
 	switch {
 	case !raw.absent():
 		msg := bytes.TrimSpace(raw.raw)
+		if loaded && msg[0] == '{' {
+			// The envelope was valid JSON: a message the Peeker reads as
+			// one plain JSON-RPC message is one as checkMessage would
+			// find it (tape.FuzzEncoderAgreesWithClassify), and goes to
+			// the Encoder.
+			if h := st.peek.Peek(msg); h.Plain && h.Kind != tape.KindInvalid {
+				return ro.plain(msg, h, m, session)
+			}
+		}
 		if checkMessage(msg) != nil {
 			// JSON, but no JSON-RPC message: what crossed the wire, kept as
 			// an invalid frame.

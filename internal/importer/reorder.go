@@ -60,7 +60,28 @@ func (r *reorder) message(msg []byte, m tape.Meta, session string) error {
 	if len(es) != 1 || es[0].ID == "" {
 		return r.add(held{write: write})
 	}
-	e := es[0]
+	return r.pair(es[0].Kind, es[0].ID, m, session, write)
+}
+
+// plain passes a single message a tape.Peeker read as h (Plain, not
+// invalid), written on the Encoder's fast path when m has no Extra.
+func (r *reorder) plain(msg []byte, h tape.Head, m tape.Meta, session string) error {
+	write := func() error { return r.out.message(msg, m) }
+	if m.Extra == nil {
+		write = func() error { return r.out.plain(msg, m) }
+	}
+	if len(h.ID) == 0 {
+		return r.add(held{write: write})
+	}
+	return r.pair(h.Kind, tape.ID(h.ID), m, session, write)
+}
+
+// pair places a message of kind with id (not empty).
+func (r *reorder) pair(kind tape.Kind, id tape.ID, m tape.Meta, session string, write func() error) error {
+	e := struct {
+		Kind tape.Kind
+		ID   tape.ID
+	}{kind, id}
 	switch e.Kind {
 	case tape.KindRequest:
 		k := reqKey{m.Server, session, m.Dir, e.ID}
