@@ -349,7 +349,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} else {
 			// The tape first, then the server.
 			p.note(p.message(body, tape.DirSend, recordMeta{ex: ex}))
-			p.shadow.offer(shadowItem{msg: body, session: ex.session, exchange: ex.no,
+			p.shadow.give(shadowItem{msg: body, session: ex.session, exchange: ex.no,
 				protocol: ex.protocolVersion, mcpMethod: ex.mcpMethod, mcpName: ex.mcpName})
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))

@@ -52,3 +52,38 @@ func TestReadBody(t *testing.T) {
 		}
 	}
 }
+
+// TestShadowMetaFastPath checks that a shadow lane record's fast path
+// writes the line tape.Writer writes for the same message and _meta: the
+// lane's members sorted in among the HTTP ones (shadow* before status).
+func TestShadowMetaFastPath(t *testing.T) {
+	post := tape.HTTPMeta{HTTP: true, Method: "POST", Session: "b-1", Protocol: "2025-06-18"}
+	answered := post
+	answered.Status, answered.NewSession = 200, "b-2"
+	odd := tape.HTTPMeta{HTTP: true, Method: "DELETE", Session: "a\"b\\c\u2028<&>\x01é", Status: 404}
+	cases := []shadowMeta{
+		{},
+		{of: []byte(`7`), client: "c-1"},
+		{http: post},
+		{http: post, of: []byte(`"x,\"status\":1"`), client: "c-1"},
+		{http: answered, of: []byte(`7`), client: "c-1"},
+		{http: answered, client: `,"status":`},
+		{http: odd, of: []byte(`{"a":1}`)},
+		{http: tape.HTTPMeta{HTTP: true, Method: "POST", Status: 202, Stream: 3}},
+	}
+	msg := []byte(`{"jsonrpc":"2.0","id":1,"result":{"x":"<&>"}}`)
+	ts := time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC)
+	for i, m := range cases {
+		var want bytes.Buffer
+		if err := tape.NewWriter(&want).Write(msg, tape.Meta{Dir: tape.DirRecv, Server: "srv~shadow", Time: ts, Extra: m.fields()}); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := tape.NewEncoder(tape.DirRecv, "srv~shadow").AppendLineMeta(nil, msg, ts, m.appendJSON(nil))
+		if !ok {
+			t.Fatalf("case %d: the fast path refused a plain message", i)
+		}
+		if string(got) != want.String() {
+			t.Errorf("case %d:\ngot  %s\nwant %s", i, got, want.String())
+		}
+	}
+}

@@ -121,7 +121,7 @@ type shadow struct {
 	o    ShadowOptions
 	rec  *recorder // the lane's: A's tape, the lane's name
 	main *recorder // A's: the first write error goes there
-	sk   *sink
+	sk   *laneTape
 	tr   shadowTransport
 
 	q       chan shadowItem
@@ -175,8 +175,9 @@ func newShadow(o ShadowOptions, main *recorder) (*shadow, error) {
 		o.Drain = DefaultShadowDrain
 	}
 	rec := &recorder{dest: main.dest, server: tape.ShadowServer(main.server), redact: main.redact, now: main.now}
-	s := &shadow{o: o, rec: rec, main: main, sk: rec.direct(), q: make(chan shadowItem, o.Queue),
+	s := &shadow{o: o, rec: rec, main: main, q: make(chan shadowItem, o.Queue),
 		stopped: make(chan struct{}), pending: map[string]pendingCall{}, lanes: map[string]*shadowLane{}}
+	s.sk = newLaneTape(rec, main.note)
 	switch {
 	case o.URL != nil:
 		s.tr = newHTTPShadow(o)
@@ -214,6 +215,15 @@ func (s *shadow) offer(it shadowItem) {
 		return
 	}
 	it.msg = bytes.Clone(it.msg)
+	s.give(it)
+}
+
+// give is offer of a message the caller never changes or reuses after
+// (the proxy's request body, read into a buffer of its own): no copy.
+func (s *shadow) give(it shadowItem) {
+	if s == nil || s.closing.Load() {
+		return
+	}
 	select {
 	case s.q <- it:
 	default:
@@ -484,20 +494,35 @@ type shadowMeta struct {
 	client string
 }
 
+// appendJSON writes the members in key order, as tape.Writer does: the
+// lane's (shadow, shadowOf, shadowSession) before the HTTP members that
+// sort after them (status, stream, transport).
 func (m shadowMeta) appendJSON(b []byte) []byte {
+	start := len(b)
 	if m.http.HTTP {
 		b = m.http.AppendJSON(b)
 	}
-	b = append(b, `,"shadow":true`...)
+	at := len(b)
+	for _, k := range [...]string{`,"status":`, `,"stream":`, `,"transport":`} {
+		// A string member's text never holds `,"` (its quotes are
+		// escaped): the first of these is the member's start.
+		if i := bytes.Index(b[start:], []byte(k)); i >= 0 {
+			at = start + i
+			break
+		}
+	}
+	var tail [256]byte
+	rest := append(tail[:0], b[at:]...)
+	b = append(b[:at], `,"shadow":true`...)
 	if len(m.of) > 0 {
 		b = append(b, `,"shadowOf":`...)
 		b = append(b, m.of...)
 	}
 	if m.client != "" {
 		b = append(b, `,"shadowSession":`...)
-		b = strconv.AppendQuote(b, m.client)
+		b = tape.AppendString(b, m.client)
 	}
-	return b
+	return append(b, rest...)
 }
 
 func (m shadowMeta) fields() map[string]any {
@@ -599,6 +624,7 @@ func (s *shadow) close() {
 	}
 	s.mu.Unlock()
 	s.note(s.sk.lifecycle(tape.MethodClose, params, map[string]any{tape.MetaShadow: true}))
+	s.note(s.sk.close())
 }
 
 // stdioShadow is B as a process on pipes, one lane.

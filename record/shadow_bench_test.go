@@ -39,8 +39,9 @@ func jsonEcho(delay time.Duration) http.HandlerFunc {
 // times slower (2 ms). B falls behind at once (the client asks faster than
 // B answers): the copies past its bounded queue and in-flight limit are
 // dropped, never waited for. It reports the client-visible p50 and p99 of
-// both, their ratios (shadow/plain), and the copies B answered and the ones
-// dropped.
+// both, their ratios (shadow/plain), and the lane's records.
+// TAPEDECK_BENCH_SHADOW=off runs the second proxy plain too: its ratios
+// show the noise of the machine.
 func BenchmarkProxyShadow(b *testing.B) {
 	const aDelay = 200 * time.Microsecond
 	up := httptest.NewServer(jsonEcho(aDelay))
@@ -62,6 +63,9 @@ func BenchmarkProxyShadow(b *testing.B) {
 	defer fs.Close()
 	plainP := &record.Proxy{Upstream: u, Tape: fp, Server: "bench"}
 	shadowP := &record.Proxy{Upstream: u, Tape: fs, Server: "bench", Shadow: &record.ShadowOptions{URL: bu, Drain: time.Second}}
+	if os.Getenv("TAPEDECK_BENCH_SHADOW") == "off" {
+		shadowP.Shadow = nil // the control: two plain proxies, the ratios the machine's noise
+	}
 	for _, p := range []*record.Proxy{plainP, shadowP} {
 		if err := p.Start("bench", "bench"); err != nil {
 			b.Fatal(err)

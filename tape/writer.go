@@ -71,6 +71,10 @@ func (m Meta) appendJSON(b []byte, micro bool) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
+// AppendString appends s as a JSON string, escaped as Writer escapes it
+// (for a _meta member encoded outside tape, such as record's shadow lane's).
+func AppendString(b []byte, s string) []byte { return appendString(b, s) }
+
 func appendString(b []byte, s string) []byte {
 	v, _ := marshalNoEscape(s)
 	return append(b, v...)
