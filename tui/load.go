@@ -294,6 +294,7 @@ func (m Model) reloaded(msg reloadedMsg) (tea.Model, tea.Cmd) {
 	m.timeline.SetShadowDiffs(nil)
 	m.tasksN = 0
 	m.timeline.SetTasks(nil)
+	m.pairing.SetTasks(nil)
 	m.load.total = msg.size
 	m.tail.knownLen = 0
 	old.Close()

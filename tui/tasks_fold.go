@@ -9,8 +9,11 @@ package tui
 // followed tape grew.
 
 import (
+	"fmt"
 	"slices"
 	"time"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/tapedeck/tapedeck/internal/text"
 	"github.com/tapedeck/tapedeck/tape"
@@ -137,5 +140,117 @@ func (m *Model) syncTasks() {
 		return
 	}
 	m.tasksN = m.x.Len()
-	m.timeline.SetTasks(tape.Tasks(m.x))
+	tasks := tape.Tasks(m.x)
+	m.timeline.SetTasks(tasks)
+	m.pairing.SetTasks(tasks)
+}
+
+// SetTasks gives the pane the tape's tasks: a task-creating call shows
+// the task's status timeline above the pair.
+func (p *Pairing) SetTasks(tasks []tape.Task) {
+	p.tasks = nil
+	for _, k := range tasks {
+		if k.Create < 0 {
+			continue
+		}
+		if p.tasks == nil {
+			p.tasks = map[int]tape.Task{}
+		}
+		p.tasks[k.Create] = k
+		if k.Created >= 0 {
+			p.tasks[k.Created] = k
+		}
+	}
+	p.shown = detailKey{}
+	p.refresh()
+}
+
+// taskTimeline is task k's status timeline: its creation, each poll's
+// answer and status notification with the status it reported and when
+// (from the task's creation), its result; one line each.
+func taskTimeline(x *tape.Index, k tape.Task, s *Styles) []string {
+	head := "task " + k.ID + " · " + text.Plural(len(k.Polls), "poll")
+	if k.Status != "" {
+		head += " · " + k.Status
+	}
+	if d := k.Duration(); d > 0 {
+		head += " in " + tape.FormatLatency(1, d.Round(time.Millisecond))
+	}
+	if k.Runner == tape.DirSend {
+		head += " · run by the client"
+	}
+	lines := []string{s.Detail.Key.Render(head)}
+	type ev struct {
+		seq  int
+		what string
+	}
+	var evs []ev
+	if k.Created >= 0 {
+		evs = append(evs, ev{k.Created, "created"})
+	}
+	for _, q := range k.Polls {
+		a := q
+		if p := x.Pair(q).Partner; p >= 0 {
+			a = p
+		}
+		evs = append(evs, ev{a, "tasks/get"})
+	}
+	for _, n := range k.Notes {
+		evs = append(evs, ev{n, "notification"})
+	}
+	for _, q := range k.Results {
+		a := q
+		if p := x.Pair(q).Partner; p >= 0 {
+			a = p
+		}
+		evs = append(evs, ev{a, "tasks/result"})
+	}
+	for _, q := range k.Cancels {
+		evs = append(evs, ev{q, "tasks/cancel"})
+	}
+	slices.SortFunc(evs, func(a, b ev) int { return a.seq - b.seq })
+	for _, e := range evs {
+		en := x.Entry(e.seq)
+		at := ""
+		if !en.Time.IsZero() && !k.Start.IsZero() {
+			at = "+" + relTime(en.Time.Sub(k.Start))
+		}
+		st := ""
+		switch {
+		case en.Error:
+			st = "error"
+		case e.what == "tasks/result" && en.ToolError:
+			st = "result (tool error)"
+		case e.what == "tasks/result" && en.Kind == tape.KindResponse:
+			st = "result"
+		case e.what == "tasks/cancel":
+			st = "cancel asked"
+		default:
+			if m, err := x.Message(e.seq); err == nil {
+				st = taskStatusOf(m.Raw)
+			}
+		}
+		line := fmt.Sprintf("  %9s  #%-5d %-13s %s", at, e.seq, e.what, st)
+		if st == "failed" || st == "cancelled" || st == "error" || st == "result (tool error)" {
+			line = s.Timeline.Error.Render(line)
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// taskStatusOf is the status a message about a task reports, with its
+// status message: a notification's params, a tasks/get answer's result,
+// a CreateTaskResult's result.task.
+func taskStatusOf(raw []byte) string {
+	for _, path := range []string{"result.task", "result", "params"} {
+		r := gjson.GetBytes(raw, path)
+		if st := r.Get("status").String(); st != "" {
+			if msg := r.Get("statusMessage").String(); msg != "" {
+				return fmt.Sprintf("%s %q", st, msg)
+			}
+			return st
+		}
+	}
+	return ""
 }

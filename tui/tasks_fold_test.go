@@ -91,3 +91,32 @@ func TestTaskFoldWithFilter(t *testing.T) {
 		t.Errorf("only-matches shows a row the filter does not match:\n%s", got)
 	}
 }
+
+// The pairing pane of a task-creating call lists the task's status
+// timeline: its creation, each poll's answer and status notification with
+// its status and time, its result.
+func TestPairingTaskTimeline(t *testing.T) {
+	m, _ := taskModel(t, 160, 45)
+	m = send(t, m, keys(":goto 5", "enter", "2")...)
+	got := screen(m)
+	flat := strings.Join(strings.Fields(got), " ")
+	for _, w := range []string{
+		"task 916ed7c84114e1db46d77615081358fa · 4 polls · completed in 4.03s",
+		`+0.017s #10 created working "Gathering sources..."`,
+		"#12 tasks/get working",
+		"#18 notification working",
+		"#21 notification completed",
+		"#22 tasks/result result",
+		"#24 tasks/get completed",
+	} {
+		if !strings.Contains(flat, w) {
+			t.Errorf("the pairing pane lacks %q:\n%s", w, got)
+		}
+	}
+	golden(t, "task-pairing-160x45", got)
+	// A call that created no task shows no timeline.
+	m = send(t, m, keys(":goto 1", "enter")...)
+	if got := screen(m); strings.Contains(got, "task 916ed7c84114e1db46d77615081358fa") {
+		t.Errorf("initialize's pairing shows the task:\n%s", got)
+	}
+}
