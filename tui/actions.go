@@ -94,6 +94,22 @@ func (m Model) toggleOnlyMatches() Model {
 	return m
 }
 
+// toggleTasks expands the tasks' folded polls, or folds them again.
+func (m Model) toggleTasks() Model {
+	if !m.timeline.HasTasks() {
+		m.notify(false, "no task polls to fold on this tape")
+		return m
+	}
+	m.timeline.SetTasksExpanded(!m.timeline.TasksExpanded())
+	if m.timeline.TasksExpanded() {
+		m.notify(true, "task polls shown: T folds them")
+	} else {
+		m.notify(true, "task polls folded into their calls: T shows them")
+	}
+	m.showCursor()
+	return m
+}
+
 func (m Model) clearFilter() Model {
 	if m.filter.q.Empty() {
 		return m

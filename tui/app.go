@@ -118,6 +118,7 @@ type Model struct {
 
 	statsN      int
 	shadow      shadowState
+	tasksN      int // the index length the timeline's tasks were found at
 	notice      string
 	noticeOK    bool
 	noticeGen   int      // bumped by each notify: an expiry clears only its own notice
@@ -209,6 +210,7 @@ func New(x *tape.Index, opts Options) Model {
 	if opts.Follow {
 		m.player.Seek(x.Len()) // a growing tape is watched, not replayed: all delivered
 	}
+	m.syncTasks()
 	m.timeline.Focus()
 	m.live.init(opts.Live)
 	m.icpt.s = opts.Intercept
@@ -471,6 +473,8 @@ func (m Model) handleKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.jumpFailure(-1), nil
 	case key.Matches(msg, k.OnlyMatches):
 		return m.toggleOnlyMatches(), nil
+	case key.Matches(msg, k.Tasks):
+		return m.toggleTasks(), nil
 	case key.Matches(msg, k.Partner):
 		return m.jumpPartner(), nil
 	case key.Matches(msg, k.Copy):

@@ -28,6 +28,7 @@ type KeyMap struct {
 	NextFailure key.Binding
 	PrevFailure key.Binding
 	OnlyMatches key.Binding
+	Tasks       key.Binding
 	Restart     key.Binding
 	Partner     key.Binding
 	Copy        key.Binding
@@ -60,6 +61,7 @@ func DefaultKeyMap() KeyMap {
 		NextFailure: key.NewBinding(key.WithKeys("}"), key.WithHelp("}", "next failure")),
 		PrevFailure: key.NewBinding(key.WithKeys("{"), key.WithHelp("{", "previous failure")),
 		OnlyMatches: key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "only matches")),
+		Tasks:       key.NewBinding(key.WithKeys("T"), key.WithHelp("T", "expand/fold task polls")),
 		Restart:     key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "restart from the top")),
 		Partner:     key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "jump to partner")),
 		Copy:        key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "copy message")),
@@ -82,7 +84,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Play, k.StepForward, k.StepBack, k.NextRequest, k.PrevRequest, k.SpeedUp, k.SpeedDown},
 		{k.Breakpoint, k.Breakpoints, k.Search, k.NextMatch, k.PrevMatch, k.OnlyMatches, k.Escape},
-		{k.NextFailure, k.PrevFailure, k.Restart},
+		{k.NextFailure, k.PrevFailure, k.Restart, k.Tasks},
 		{k.Partner, k.Copy, k.Command, k.ViewMessage, k.ViewPair, k.ViewStats, k.ViewState},
 		{k.SwitchPane, k.Help, k.Quit},
 	}

@@ -21,6 +21,7 @@ type Pairing struct {
 	seq      int
 	unfolded bool
 	shown    detailKey
+	tasks    map[int]tape.Task // the tape's tasks by their creating request and its answer
 }
 
 // NewPairing returns an empty pairing pane.
@@ -96,6 +97,12 @@ func (p *Pairing) render() string {
 	}
 	var b strings.Builder
 	b.WriteString(s.Detail.Header.Render(head))
+	if k, ok := p.tasks[p.seq]; ok {
+		for _, l := range taskTimeline(p.x, k, s) {
+			b.WriteString("\n" + ansi.Truncate(l, p.width, "…"))
+		}
+		b.WriteByte('\n')
+	}
 	sep := s.Detail.Separate.Render(" │ ")
 	for i := range max(len(left), len(right)) {
 		b.WriteByte('\n')

@@ -27,6 +27,7 @@ func taskModel(t *testing.T, w, h int) (Model, *tape.Index) {
 	m.tick = func(d time.Duration, fn func(time.Time) tea.Msg) tea.Cmd {
 		return func() tea.Msg { clock.t = clock.t.Add(d); return fn(clock.t) }
 	}
+	m.noticeAfter = func(time.Duration, func(time.Time) tea.Msg) tea.Cmd { return nil } // notices stay: tests read them
 	return m.resize(w, h), x
 }
 

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,6 +39,9 @@ type Timeline struct {
 	diverged map[int]bool
 	shadow   map[int]string // rows of a call the shadow lane answered otherwise: the difference's kind
 	hitSeq   int            // the row a breakpoint stopped at, or -1
+
+	tasks taskFolds // the tasks' polls, folded into their creating calls
+	view  []int     // the shown seqs when not all are (a filter's only, folded polls); nil for all
 }
 
 // NewTimeline returns a timeline over x.
@@ -59,6 +63,7 @@ func (t *Timeline) SetIndex(x *tape.Index) {
 	if t.t0.IsZero() {
 		t.t0 = startTime(x)
 	}
+	t.rebuildView()
 	t.clamp()
 }
 
@@ -119,6 +124,7 @@ func (t *Timeline) SetMatches(m []int) {
 	if m == nil {
 		t.only = false
 	}
+	t.rebuildView()
 	t.clamp()
 }
 
@@ -128,37 +134,47 @@ func (t Timeline) Matches() []int { return t.matches }
 // SetOnlyMatches shows only the matching rows (true) or all rows.
 func (t *Timeline) SetOnlyMatches(on bool) {
 	t.only = on && t.matches != nil
-	t.Select(t.cursor)
+	t.rebuildView()
+	t.selectNear(t.cursor)
 }
 
 // OnlyMatches reports whether only matching rows are shown.
 func (t Timeline) OnlyMatches() bool { return t.only }
 
 func (t Timeline) rowCount() int {
-	if t.only {
-		return len(t.matches)
+	if t.view != nil || t.only {
+		return len(t.view)
 	}
 	return t.x.Len()
 }
 
 // seqAt returns the seq of shown row r.
 func (t Timeline) seqAt(r int) int {
-	if t.only {
-		return t.matches[r]
+	if t.view != nil {
+		return t.view[r]
 	}
 	return r
 }
 
 // rowOf returns the shown row of seq, or of the nearest shown seq before it.
 func (t Timeline) rowOf(seq int) int {
-	if !t.only {
+	if t.view == nil && !t.only {
 		return seq
 	}
-	r := sort.SearchInts(t.matches, seq)
-	if r < len(t.matches) && t.matches[r] == seq {
+	r := sort.SearchInts(t.view, seq)
+	if r < len(t.view) && t.view[r] == seq {
 		return r
 	}
 	return max(r-1, 0)
+}
+
+// folded reports whether seq is a task's poll folded away.
+func (t Timeline) folded(seq int) bool {
+	if t.tasks.expanded {
+		return false
+	}
+	_, ok := slices.BinarySearch(t.tasks.hidden, seq)
+	return ok
 }
 
 func (t *Timeline) isMatch(seq int) bool {
@@ -169,9 +185,19 @@ func (t *Timeline) isMatch(seq int) bool {
 	return r < len(t.matches) && t.matches[r] == seq
 }
 
-// Select moves the cursor to seq (or the nearest shown row before it) and
-// scrolls it into view.
+// Select moves the cursor to seq and scrolls it into view: a jump to a
+// task's folded poll expands the tasks; a row the filter hides gives the
+// nearest shown row before it.
 func (t *Timeline) Select(seq int) {
+	if t.folded(seq) {
+		t.tasks.expanded = true
+		t.rebuildView()
+	}
+	t.selectNear(seq)
+}
+
+// selectNear moves the cursor to seq or the nearest shown row before it.
+func (t *Timeline) selectNear(seq int) {
 	n := t.rowCount()
 	if n == 0 {
 		t.cursor, t.offset = 0, 0
@@ -205,7 +231,7 @@ func (t *Timeline) clamp() {
 	if t.cursor >= t.x.Len() {
 		t.cursor = t.x.Len() - 1
 	}
-	t.Select(t.cursor)
+	t.selectNear(t.cursor)
 }
 
 // AtEnd reports whether the cursor is on the last shown row.
@@ -411,8 +437,10 @@ func (t Timeline) renderRow(seq int, l layout) string {
 		cStatus:  pad(r.status, colStatus),
 		cSummary: pad(r.summary, l.summary),
 	}
+	summary := t.taskSummary(seq, r.summary)
+	cols[cSummary] = pad(summary, l.summary)
 	if kind, ok := t.shadow[seq]; ok {
-		cols[cSummary] = pad(shadowMark(kind)+" · "+r.summary, l.summary)
+		cols[cSummary] = pad(shadowMark(kind)+" · "+summary, l.summary)
 	}
 	if t.diverged[seq] {
 		cols[cStatus] = pad("DIVERGED", colStatus)

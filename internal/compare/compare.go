@@ -198,11 +198,11 @@ func Compare(a, b Side, o Options) (Report, error) {
 		go func() {
 			defer close(done)
 			if p.inB {
-				cb, errB = calls(b, p.b, &tape.Normalizer{Ignore: o.Ignore}, seeds, nil)
+				cb, errB = calls(b, p.b, &tape.Normalizer{Ignore: o.Ignore}, seeds, notPolls(b.Index))
 			}
 		}()
 		if p.inA {
-			ca, err = calls(a, p.a, n, seeds, nil)
+			ca, err = calls(a, p.a, n, seeds, notPolls(a.Index))
 		}
 		<-done
 		if err != nil {
@@ -640,4 +640,22 @@ func paramsText(x *tape.Index, seq int) string {
 		return ""
 	}
 	return tape.ParamsLine([]byte(gjson.GetBytes(tape.StripMeta(m.Raw), "params").Raw), 200)
+}
+
+// notPolls keeps every call but a task's polls (tasks/get): a task is
+// compared as one entry, by its creating call and its tasks/result, so
+// that two runs that polled it a different number of times do not
+// differ. nil (keep all) on a tape without tasks.
+func notPolls(x *tape.Index) func(int) bool {
+	tasks := tape.Tasks(x)
+	if len(tasks) == 0 {
+		return nil
+	}
+	polls := map[int]bool{}
+	for _, t := range tasks {
+		for _, q := range t.Polls {
+			polls[q] = true
+		}
+	}
+	return func(seq int) bool { return !polls[seq] }
 }
