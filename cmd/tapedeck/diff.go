@@ -32,7 +32,10 @@ func newDiffCmd(s streams) *cobra.Command {
 a working session and a failing one). Per server it aligns the client's
 calls of A and B by method, target and params (by meaning: key order,
 ids, volatile _meta and an absent "arguments" against {} do not count),
-with a diff that survives calls inserted or left out, and reports:
+with a diff that survives calls inserted or left out (a task's tasks/get
+polls are left out of the alignment: a task is compared by the call that
+created it and its tasks/result, so runs that polled it more or fewer
+times do not differ), and reports:
 
   - calls in A only (-) or in B only (+); a call of the same method and
     target in the same place with other params is one changed call;
