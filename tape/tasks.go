@@ -216,3 +216,22 @@ func findCreate(x *Index, t *Task, seq int, read func(int) (taskRead, bool)) {
 // createAhead bounds how far after a task's first message (a status
 // notification) Tasks looks for the answer that created it.
 const createAhead = 64
+
+// DropTaskVolatile removes from a decoded result what a task's runner
+// chooses afresh each run: its id and timestamps, in a CreateTaskResult
+// (result.task), a tasks/get answer (the result itself) and a result's
+// related-task _meta. The comparisons of replay and verify both use it.
+func DropTaskVolatile(res map[string]any) {
+	for _, obj := range []any{res, res["task"]} {
+		if o, ok := obj.(map[string]any); ok {
+			delete(o, "taskId")
+			delete(o, "createdAt")
+			delete(o, "lastUpdatedAt")
+		}
+	}
+	if meta, ok := res["_meta"].(map[string]any); ok {
+		if rt, ok := meta["io.modelcontextprotocol/related-task"].(map[string]any); ok {
+			delete(rt, "taskId")
+		}
+	}
+}

@@ -216,18 +216,7 @@ func dropVolatile(a any, snapshot bool) {
 		return
 	}
 	delete(res, "requestState")
-	for _, obj := range []any{res, res["task"]} {
-		if o, ok := obj.(map[string]any); ok {
-			delete(o, "taskId")
-			delete(o, "createdAt")
-			delete(o, "lastUpdatedAt")
-		}
-	}
-	if meta, ok := res["_meta"].(map[string]any); ok {
-		if rt, ok := meta["io.modelcontextprotocol/related-task"].(map[string]any); ok {
-			delete(rt, "taskId")
-		}
-	}
+	tape.DropTaskVolatile(res)
 	if snapshot {
 		delete(res, "status")
 		delete(res, "statusMessage")
