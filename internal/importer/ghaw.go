@@ -23,11 +23,9 @@ package importer
 // (counted in Result.Skipped). server_id names the server.
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 
 	"github.com/tapedeck/tapedeck/tape"
@@ -37,41 +35,13 @@ const formatGHAW = "gh-aw"
 
 // GHAW imports a GitHub Agentic Workflows gateway log (rpc-messages.jsonl).
 func GHAW(r io.Reader, w *tape.Writer, o Options) (Result, error) {
-	br := bufio.NewReader(r)
 	out := newOut(w)
 	started := map[string]bool{}
-	lines := 0
-	max := o.maxLine()
-	for n := 1; ; n++ {
-		line, err := readLine(br, max)
-		if errors.Is(err, errLineTooLong) {
-			return out.result(), &Error{Format: formatGHAW, Line: n, Err: fmt.Errorf("expected a line of at most %d bytes, found a longer one", max)}
-		}
-		if len(line) == 0 && errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return out.result(), err
-		}
-		if len(bytes.TrimSpace(line)) > 0 {
-			lines++
-			if perr := ghawLine(out, line, o, started); perr != nil {
-				var ie *Error
-				if errors.As(perr, &ie) {
-					ie.Line = n
-					return out.result(), ie
-				}
-				return out.result(), perr
-			}
-		}
-		if err != nil {
-			break
-		}
+	lines, err := eachLine(r, formatGHAW, o.maxLine(), func(line []byte) error { return ghawLine(out, line, o, started) })
+	if err == nil && lines == 0 {
+		err = &Error{Format: formatGHAW, Err: errors.New("expected rpc-messages.jsonl envelopes (JSON lines), found an empty input")}
 	}
-	if lines == 0 {
-		return out.result(), &Error{Format: formatGHAW, Err: errors.New("expected rpc-messages.jsonl envelopes (JSON lines), found an empty input")}
-	}
-	return out.result(), nil
+	return out.result(), err
 }
 
 func ghawLine(out *out, line []byte, o Options, started map[string]bool) error {

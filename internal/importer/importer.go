@@ -535,3 +535,37 @@ func startParams(format string, more map[string]any) map[string]any {
 	}
 	return p
 }
+
+// eachLine hands fn each line of r that is not blank, at most max bytes
+// long (a longer one is an error naming its line), and returns how many it
+// handed; an *Error from fn gets the line's number.
+func eachLine(r io.Reader, format string, max int64, fn func(line []byte) error) (int, error) {
+	br := bufio.NewReader(r)
+	lines := 0
+	for n := 1; ; n++ {
+		line, err := readLine(br, max)
+		if errors.Is(err, errLineTooLong) {
+			return lines, &Error{Format: format, Line: n, Err: fmt.Errorf("expected a line of at most %d bytes, found a longer one", max)}
+		}
+		if len(line) == 0 && errors.Is(err, io.EOF) {
+			return lines, nil
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return lines, err
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			lines++
+			if perr := fn(line); perr != nil {
+				var ie *Error
+				if errors.As(perr, &ie) {
+					ie.Line = n
+					return lines, ie
+				}
+				return lines, perr
+			}
+		}
+		if err != nil {
+			return lines, nil
+		}
+	}
+}

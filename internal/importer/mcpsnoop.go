@@ -38,7 +38,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 
 	"github.com/tidwall/gjson"
@@ -65,36 +64,8 @@ func MCPSnoop(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 
 // snoopLines reads r's envelopes into ro, returning how many lines held one.
 func snoopLines(r io.Reader, ro *reorder, o Options) (int, error) {
-	br := bufio.NewReader(r)
 	st := &snoopState{started: map[string]bool{}, obj: map[string]json.RawMessage{}}
-	lines := 0
-	max := o.maxLine()
-	for n := 1; ; n++ {
-		line, err := readLine(br, max)
-		if errors.Is(err, errLineTooLong) {
-			return lines, &Error{Format: formatMCPSnoop, Line: n, Err: fmt.Errorf("expected a line of at most %d bytes, found a longer one", max)}
-		}
-		if len(line) == 0 && errors.Is(err, io.EOF) {
-			return lines, nil
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return lines, err
-		}
-		if len(bytes.TrimSpace(line)) > 0 {
-			lines++
-			if perr := snoopLine(ro, line, o, st); perr != nil {
-				var ie *Error
-				if errors.As(perr, &ie) {
-					ie.Line = n
-					return lines, ie
-				}
-				return lines, perr
-			}
-		}
-		if err != nil {
-			return lines, nil
-		}
-	}
+	return eachLine(r, formatMCPSnoop, o.maxLine(), func(line []byte) error { return snoopLine(ro, line, o, st) })
 }
 
 // snoopState is what reading a log carries from line to line.
