@@ -219,17 +219,10 @@ func (c *classifier) object(b []byte, i int) (msgInfo, int, error) {
 		return m, 0, fmt.Errorf("expected \"method\" to be a string, found %s", found(b, m.method.start))
 	}
 	if m.id.ok() {
-		id := m.id.in(b)
-		switch {
-		case id[0] == '{' || id[0] == '[' || id[0] == 't' || id[0] == 'f':
-			return m, 0, fmt.Errorf("expected \"id\" to be a string or a number, found %s", found(b, m.id.start))
-		case id[0] == 'n' && m.method.ok():
-			return m, 0, fmt.Errorf("expected \"id\" of a request to be a string or a number, found null")
-		case id[0] != '"' && string(id) != "null" && !jsonNumber(id):
-			return m, 0, fmt.Errorf("expected \"id\" to be a string or a number, found %s", found(b, m.id.start))
-		case id[0] == '"' && !jsonString(id):
-			return m, 0, fmt.Errorf("expected \"id\" to be a JSON string, found %s (a raw control character or a bad escape)", found(b, m.id.start))
-		case id[0] != '"' && bytes.ContainsAny(id, ".eE"):
+		if err := idProblem(b, m.id, m.method.ok()); err != nil {
+			return m, 0, err
+		}
+		if id := m.id.in(b); id[0] != '"' && bytes.ContainsAny(id, ".eE") {
 			m.notes = append(m.notes, fmt.Sprintf("id %s is not an integer: MCP ids are strings or integers", id))
 		}
 	}
@@ -648,6 +641,24 @@ func validUTF8(b []byte) string {
 	return string(out)
 }
 
+// idProblem says what is wrong with a message's id: a JSON-RPC id is a
+// string, a number, or null in a response. The classifier and the Peeker
+// (the recorders' fast path) both read ids through it, so they agree.
+func idProblem(b []byte, idSpan span, request bool) error {
+	id := idSpan.in(b)
+	switch {
+	case id[0] == '{' || id[0] == '[' || id[0] == 't' || id[0] == 'f':
+		return fmt.Errorf("expected \"id\" to be a string or a number, found %s", found(b, idSpan.start))
+	case id[0] == 'n' && request:
+		return fmt.Errorf("expected \"id\" of a request to be a string or a number, found null")
+	case id[0] != '"' && string(id) != "null" && !jsonNumber(id):
+		return fmt.Errorf("expected \"id\" to be a string or a number, found %s", found(b, idSpan.start))
+	case id[0] == '"' && !jsonString(id):
+		return fmt.Errorf("expected \"id\" to be a JSON string, found %s (a raw control character or a bad escape)", found(b, idSpan.start))
+	}
+	return nil
+}
+
 // Peeker reads the kind, id and method of single JSON-RPC messages, one
 // at a time, in one walk of their top-level members (as the Encoder's fast
 // path checks them) and without allocating once its scratch space has
@@ -704,14 +715,7 @@ func (p *Peeker) Peek(msg []byte) Head {
 		}
 	}
 	if id.ok() {
-		// As the classifier reads an id: a string, a number, or null
-		// in a response.
-		switch v := id.in(msg); {
-		case v[0] == '{' || v[0] == '[' || v[0] == 't' || v[0] == 'f':
-			return Head{}
-		case v[0] == 'n' && method.ok():
-			return Head{}
-		case v[0] != '"' && string(v) != "null" && !jsonNumber(v):
+		if idProblem(msg, id, method.ok()) != nil {
 			return Head{}
 		}
 		h.ID = id.in(msg)
