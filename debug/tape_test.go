@@ -2,7 +2,6 @@ package debug
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"strings"
@@ -10,12 +9,14 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/tape"
+	"github.com/tapedeck/tapedeck/tape/tapetest"
 )
 
 // t0 is the first timestamp of the test tapes.
-var t0 = time.Date(2026, 5, 16, 12, 0, 0, 0, time.UTC)
+var t0 = tapetest.T0
 
-// line is one message of a test tape: dir, milliseconds after t0, JSON.
+// line is one message of a test tape: dir, milliseconds after t0, JSON
+// (a tapetest.Line, kept local so the tests' literals stay short).
 type line struct {
 	dir tape.Dir
 	ms  int
@@ -38,25 +39,11 @@ func buildIndexServer(t testing.TB, server string, lines ...line) *tape.Index {
 // which the index reads message bodies from: a test may change them.
 func buildIndexBytes(t testing.TB, server string, lines ...line) (*tape.Index, []byte) {
 	t.Helper()
-	var buf bytes.Buffer
-	w := tape.NewWriter(&buf)
-	for _, l := range lines {
-		meta := tape.Meta{Dir: l.dir, Server: server, Time: t0.Add(time.Duration(l.ms) * time.Millisecond)}
-		if l.dir == tape.DirLifecycle {
-			if err := w.WriteLifecycle(l.msg, nil, meta); err != nil {
-				t.Fatalf("write tape lifecycle %s: %v", l.msg, err)
-			}
-			continue
-		}
-		if err := w.Write([]byte(l.msg), meta); err != nil {
-			t.Fatalf("write tape line %s: %v", l.msg, err)
-		}
+	ls := make([]tapetest.Line, len(lines))
+	for i, l := range lines {
+		ls[i] = tapetest.Line{Dir: l.dir, MS: l.ms, Msg: l.msg}
 	}
-	x := tape.NewIndex(bytes.NewReader(buf.Bytes()))
-	if err := x.Extend(int64(buf.Len()), nil); err != nil {
-		t.Fatalf("index tape: %v", err)
-	}
-	return x, buf.Bytes()
+	return tapetest.Build(t, server, ls...)
 }
 
 const (
