@@ -3,25 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-func deadEndpoint(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr
-}
+	"github.com/tapedeck/tapedeck/internal/mcptest"
+)
 
 // export --endpoint fails, saying what the endpoint answered, when the
 // spans were not accepted; "sent" only when they were.
@@ -32,7 +22,7 @@ func TestExportOTLPNotAccepted(t *testing.T) {
 	defer ok.Close()
 	path := writeFile(t, "s.jsonl", session)
 	for _, tc := range []struct{ endpoint, want string }{
-		{deadEndpoint(t), "connection refused"},
+		{mcptest.DeadEndpoint(t), "connection refused"},
 		{notFound.URL, "404 Not Found"},
 	} {
 		_, errOut, code := runCLI(t, "export", path, "--format", "otlp", "--endpoint", tc.endpoint)
@@ -52,7 +42,7 @@ func TestRecordOTLPDeadEndpoint(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.jsonl")
 	const answer = `{"jsonrpc":"2.0","id":1,"result":{}}`
 	script := `while read l; do echo '` + answer + `'; done`
-	endpoint := deadEndpoint(t)
+	endpoint := mcptest.DeadEndpoint(t)
 	var stdout, stderr bytes.Buffer
 	err := run(context.Background(), []string{"record", "--otlp-endpoint", endpoint, "-o", path, "--", "sh", "-c", script}, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n"), &stdout, &stderr)
 	if err != nil {

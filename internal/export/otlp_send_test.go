@@ -4,26 +4,14 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
-)
 
-// deadEndpoint is an address nothing listens on: a port picked free, then
-// closed.
-func deadEndpoint(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr
-}
+	"github.com/tapedeck/tapedeck/internal/mcptest"
+)
 
 // Spans the endpoint did not take are an error with the counts and what
 // the endpoint answered, never a count of spans "sent".
@@ -33,7 +21,7 @@ func TestOTLPSendFailures(t *testing.T) {
 	for _, tc := range []struct {
 		name, endpoint, want string
 	}{
-		{"dead port", deadEndpoint(t), "connection refused"},
+		{"dead port", mcptest.DeadEndpoint(t), "connection refused"},
 		{"404", notFound.URL, "404"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
