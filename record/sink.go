@@ -17,7 +17,8 @@ type sink struct {
 	// encoded straight into its batch, without allocating.
 	enc   *tape.Encoder
 	lines *[]byte
-	extra []byte // the fast path's encoded metaExtra, reused
+	extra []byte      // the fast path's encoded metaExtra, reused
+	peek  tape.Peeker // line's look at a relayed line
 }
 
 func (s *sink) meta(dir tape.Dir, extra map[string]any) tape.Meta {
@@ -32,6 +33,22 @@ func (s *sink) plain(msg []byte) bool {
 	}
 	*s.lines = s.enc.AppendLinePlain(*s.lines, msg, s.rc.now(), nil)
 	return true
+}
+
+// line records one line a relay read (its newline cut off, so it holds
+// none): message, without the encoder's scan of the line for a newline. A
+// Plain message one object on the line, without a carriage return, goes
+// straight into the batch; anything else to message.
+func (s *sink) line(frame []byte, dir tape.Dir) error {
+	if s.enc != nil && s.rc.redact == nil {
+		msg := bytes.TrimSpace(frame)
+		if n := len(msg); n >= 2 && msg[0] == '{' && msg[n-1] == '}' &&
+			bytes.IndexByte(msg, '\r') < 0 && s.peek.Peek(msg).Plain {
+			*s.lines = s.enc.AppendLinePlain(*s.lines, msg, s.rc.now(), nil)
+			return nil
+		}
+	}
+	return s.message(frame, dir, nil)
 }
 
 // message records one frame that crossed the wire in direction dir: a
