@@ -2,7 +2,10 @@ package record
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -78,5 +81,37 @@ func TestWatchedWriterOneWriteAWindow(t *testing.T) {
 	}
 	if _, written := w.progress(); written != int64(len(chunk)) {
 		t.Errorf("progress says %d bytes written, expected %d", written, len(chunk))
+	}
+}
+
+// The lines of one read are stamped with one clock reading, taken when the
+// first of them is recorded; the next read's lines with a later one.
+func TestStdioOneClockReadingARead(t *testing.T) {
+	var mu sync.Mutex
+	clock := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	now := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		clock = clock.Add(time.Millisecond)
+		return clock
+	}
+	in := `{"jsonrpc":"2.0","method":"a"}` + "\n" + `{"jsonrpc":"2.0","method":"b"}` + "\n" + `{"jsonrpc":"2.0","method":"c"}` + "\n"
+	var tp syncBuffer
+	// One Read of a strings.Reader returns all three lines; cat's stdin is
+	// read until it ends.
+	s := &Stdio{Command: "cat", Tape: &tp, Now: now}
+	if _, err := s.Run(context.Background(), strings.NewReader(in), io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	stamps := map[time.Time]int{}
+	sent := 0
+	for _, e := range readTape(t, tp.Bytes()) {
+		if e.Dir == tape.DirSend {
+			sent++
+			stamps[e.Time]++
+		}
+	}
+	if sent != 3 || len(stamps) != 1 {
+		t.Errorf("the 3 lines of one read were recorded as %d sent messages with %d different stamps %v: expected 3 with one", sent, len(stamps), stamps)
 	}
 }

@@ -256,7 +256,7 @@ func (r *stdioRun) relay(stdin io.Reader, stdout, stderr io.Writer) {
 			note(sendSink.line(line, tape.DirSend))
 			r.shadow.offer(shadowItem{msg: line})
 		},
-			func() { note(sendBatch.flush()) }, r.oversize(tape.DirSend))
+			func() { sendSink.endChunk(); note(sendBatch.flush()) }, r.oversize(tape.DirSend))
 		r.closeServerStdin()
 		close(r.inputDone)
 	}()
@@ -266,7 +266,7 @@ func (r *stdioRun) relay(stdin io.Reader, stdout, stderr io.Writer) {
 		w := r.client
 		w.w, w.broken = stdout, func() { close(r.clientGone) }
 		_ = relayLines(r.watchRead(r.outR), w, func(line []byte) { note(recvSink.line(line, tape.DirRecv)) },
-			func() { note(recvBatch.flush()) }, r.oversize(tape.DirRecv))
+			func() { recvSink.endChunk(); note(recvBatch.flush()) }, r.oversize(tape.DirRecv))
 	}()
 	go func() {
 		defer r.outputs.Done()
