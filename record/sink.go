@@ -2,6 +2,7 @@ package record
 
 import (
 	"bytes"
+	"time"
 
 	"github.com/tapedeck/tapedeck/tape"
 )
@@ -17,11 +18,33 @@ type sink struct {
 	// encoded straight into its batch, without allocating.
 	enc   *tape.Encoder
 	lines *[]byte
-	extra []byte // the fast path's encoded metaExtra, reused
+	extra []byte      // the fast path's encoded metaExtra, reused
+	peek  tape.Peeker // line's look at a relayed line
+	// chunk, while a relay records the lines of one read, is the time
+	// they were read: one clock call a read, not one a line.
+	chunk time.Time
 }
 
+// now is the time a record is stamped with: the chunk's, in a chunk.
+func (s *sink) now() time.Time {
+	if !s.chunk.IsZero() {
+		return s.chunk
+	}
+	return s.rc.now()
+}
+
+// inChunk starts a chunk (the lines of one read) if none is started: its
+// lines are stamped alike, until endChunk.
+func (s *sink) inChunk() {
+	if s.chunk.IsZero() {
+		s.chunk = s.rc.now()
+	}
+}
+
+func (s *sink) endChunk() { s.chunk = time.Time{} }
+
 func (s *sink) meta(dir tape.Dir, extra map[string]any) tape.Meta {
-	return tape.Meta{Dir: dir, Server: s.rc.server, Time: s.rc.now(), Extra: extra}
+	return tape.Meta{Dir: dir, Server: s.rc.server, Time: s.now(), Extra: extra}
 }
 
 // plain records a message a tape.Peeker found Plain on the fast path,
@@ -30,8 +53,26 @@ func (s *sink) plain(msg []byte) bool {
 	if s.enc == nil || s.rc.redact != nil {
 		return false
 	}
-	*s.lines = s.enc.AppendLinePlain(*s.lines, msg, s.rc.now(), nil)
+	*s.lines = s.enc.AppendLinePlain(*s.lines, msg, s.now(), nil)
 	return true
+}
+
+// line records one line a relay read (its newline cut off, so it holds
+// none): message, without the encoder's scan of the line for a newline,
+// stamped with the time of the chunk it came in (endChunk ends it). A
+// Plain message one object on the line, without a carriage return, goes
+// straight into the batch; anything else to message.
+func (s *sink) line(frame []byte, dir tape.Dir) error {
+	s.inChunk()
+	if s.enc != nil && s.rc.redact == nil {
+		msg := bytes.TrimSpace(frame)
+		if n := len(msg); n >= 2 && msg[0] == '{' && msg[n-1] == '}' &&
+			bytes.IndexByte(msg, '\r') < 0 && s.peek.Peek(msg).Plain {
+			*s.lines = s.enc.AppendLinePlain(*s.lines, msg, s.now(), nil)
+			return nil
+		}
+	}
+	return s.message(frame, dir, nil)
 }
 
 // message records one frame that crossed the wire in direction dir: a
@@ -48,7 +89,7 @@ func (s *sink) message(frame []byte, dir tape.Dir, mx metaExtra) error {
 			extra = mx.appendJSON(s.extra[:0])
 			s.extra = extra[:0]
 		}
-		if b, ok := s.enc.AppendLineMeta(*s.lines, frame, s.rc.now(), extra); ok {
+		if b, ok := s.enc.AppendLineMeta(*s.lines, frame, s.now(), extra); ok {
 			*s.lines = b
 			return nil
 		}

@@ -253,10 +253,10 @@ func (r *stdioRun) relay(stdin io.Reader, stdout, stderr io.Writer) {
 	errSink := &sink{rc: r.rec, w: tape.NewWriter(errBatch)}
 	go func() {
 		_ = relayLines(stdin, r.inW, func(line []byte) {
-			note(sendSink.message(line, tape.DirSend, nil))
+			note(sendSink.line(line, tape.DirSend))
 			r.shadow.offer(shadowItem{msg: line})
 		},
-			func() { note(sendBatch.flush()) }, r.oversize(tape.DirSend))
+			func() { sendSink.endChunk(); note(sendBatch.flush()) }, r.oversize(tape.DirSend))
 		r.closeServerStdin()
 		close(r.inputDone)
 	}()
@@ -265,8 +265,8 @@ func (r *stdioRun) relay(stdin io.Reader, stdout, stderr io.Writer) {
 		defer r.outputs.Done()
 		w := r.client
 		w.w, w.broken = stdout, func() { close(r.clientGone) }
-		_ = relayLines(r.watchRead(r.outR), w, func(line []byte) { note(recvSink.message(line, tape.DirRecv, nil)) },
-			func() { note(recvBatch.flush()) }, r.oversize(tape.DirRecv))
+		_ = relayLines(r.watchRead(r.outR), w, func(line []byte) { note(recvSink.line(line, tape.DirRecv)) },
+			func() { recvSink.endChunk(); note(recvBatch.flush()) }, r.oversize(tape.DirRecv))
 	}()
 	go func() {
 		defer r.outputs.Done()
@@ -550,8 +550,10 @@ type watchedWriter struct {
 	pending     []byte // what the write in progress has not written yet
 }
 
-// writePiece is how much of a write goes to the client at a time.
-const writePiece = 64 << 10
+// writePiece is how much of a write goes to the client at a time: a
+// quarter of the 1 MiB pipe the shim asks for, so that the chunk of a
+// client with 64 requests of 1 KiB in flight goes in one write(2).
+const writePiece = 256 << 10
 
 func (w *watchedWriter) Write(b []byte) (int, error) {
 	w.mu.Lock()

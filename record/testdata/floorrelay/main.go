@@ -1,8 +1,10 @@
-// Command floorrelay is the least a recording stdio shim can do, for the
-// recorder's throughput benchmark: it runs a server and relays both ways in
-// chunks, writing each chunk to a tape file (raw, no framing, no _meta)
-// before forwarding it, with the same 1 MiB pipes as the shim. What it gets
-// against a direct connection bounds what the shim can get on the machine.
+// Command floorrelay is the least a stdio shim can do, for the recorder's
+// benchmarks: it starts a server the way the shim does (internal/proc, the
+// same blocking 1 MiB pipes, its own stdin and stdout grown to 1 MiB too)
+// and relays both ways in chunks, parsing nothing. With a TAPE it writes
+// each chunk to that file (raw, no framing, no _meta) before forwarding it
+// (the floor of a recording shim); with "-" it writes no tape: the bare
+// relay, the floor of any shim, which the shim's budget is measured against.
 //
 // Usage: floorrelay TAPE|- COMMAND [ARG...]
 package main
@@ -10,10 +12,9 @@ package main
 import (
 	"io"
 	"os"
-	"os/exec"
 	"sync"
 
-	"golang.org/x/sys/unix"
+	"github.com/tapedeck/tapedeck/internal/proc"
 )
 
 func main() {
@@ -25,21 +26,16 @@ func main() {
 		}
 		tape = f
 	}
-	cmd := exec.Command(os.Args[2], os.Args[3:]...)
-	in, err1 := cmd.StdinPipe()
-	out, err2 := cmd.StdoutPipe()
-	if err1 != nil || err2 != nil || cmd.Start() != nil {
+	proc.GrowPipe(os.Stdin)
+	proc.GrowPipe(os.Stdout)
+	p, err := proc.Start(proc.Spec{Command: os.Args[2], Args: os.Args[3:], Stderr: os.Stderr, FastPipes: true})
+	if err != nil {
 		os.Exit(2)
 	}
-	for _, f := range []any{os.Stdin, os.Stdout, in, out} {
-		if x, ok := f.(interface{ Fd() uintptr }); ok {
-			_, _ = unix.FcntlInt(x.Fd(), unix.F_SETPIPE_SZ, 1<<20)
-		}
-	}
 	var mu sync.Mutex
-	go func() { relay(os.Stdin, in, tape, &mu); in.Close() }()
-	relay(out, os.Stdout, tape, &mu)
-	_ = cmd.Wait()
+	go func() { relay(os.Stdin, p.Stdin, tape, &mu); p.CloseStdin() }()
+	relay(p.Stdout, os.Stdout, tape, &mu)
+	<-p.Exited()
 }
 
 func relay(r io.Reader, w, tape io.Writer, mu *sync.Mutex) {
