@@ -480,6 +480,8 @@ func (m Model) handleKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.toggleTasks(), nil
 	case key.Matches(msg, k.Partner):
 		return m.jumpPartner(), nil
+	case key.Matches(msg, k.Link):
+		return m.followLink(), nil
 	case key.Matches(msg, k.Copy):
 		return m.copyMessage()
 	case key.Matches(msg, k.ViewMessage):
