@@ -82,12 +82,19 @@ type taskRead struct {
 // the answer that created it.
 const createSearch = 4096
 
+// HasTasks reports whether x holds a message of the tasks methods (a
+// poll, a result, a cancel, a status notification): whether Tasks may
+// find any. It reads only the index's methods.
+func HasTasks(x *Index) bool {
+	return x.HasMethod("tasks/get") || x.HasMethod("tasks/result") || x.HasMethod("notifications/tasks/status") || x.HasMethod("tasks/cancel")
+}
+
 // Tasks returns the tasks recorded on x, in the order of their first
 // message. Only messages of the tasks methods (and the answers that
 // created tasks) are read: a tape without tasks costs one pass over the
 // index and no body read.
 func Tasks(x *Index) []Task {
-	if !x.HasMethod("tasks/get") && !x.HasMethod("tasks/result") && !x.HasMethod("notifications/tasks/status") && !x.HasMethod("tasks/cancel") {
+	if !HasTasks(x) {
 		return nil
 	}
 	type key struct{ server, id string }

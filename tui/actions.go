@@ -408,6 +408,9 @@ func (m Model) statusView() string {
 		}
 		segs = append(segs, s.Status.Segment.Render(fmt.Sprintf("indexing %3.0f%% ", pct*100)+m.bar.ViewAs(pct)))
 	}
+	if m.findingTasks() {
+		segs = append(segs, s.Status.Segment.Render("finding tasks…"))
+	}
 	if m.timeline.Matches() != nil {
 		segs = append(segs, s.Status.Segment.Render(fmt.Sprintf("/%s: %d", m.filter.q.Query, len(m.timeline.Matches()))))
 	}

@@ -118,7 +118,8 @@ type Model struct {
 
 	statsN      int
 	shadow      shadowState
-	tasksN      int // the index length the timeline's tasks were found at
+	tasksN      int // the index length the timeline's tasks were (or are being) found at
+	tasksShown  int // the index length of the scan whose tasks the timeline shows
 	notice      string
 	noticeOK    bool
 	noticeGen   int      // bumped by each notify: an expiry clears only its own notice
@@ -312,6 +313,8 @@ func (m Model) route(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.statsDone(msg)
 	case shadowDoneMsg:
 		return m.shadowDone(msg)
+	case tasksFoundMsg:
+		return m.tasksFound(msg), nil
 	case filterDoneMsg:
 		return m.filterDone(msg)
 	case playTickMsg:
@@ -477,6 +480,8 @@ func (m Model) handleKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.toggleTasks(), nil
 	case key.Matches(msg, k.Partner):
 		return m.jumpPartner(), nil
+	case key.Matches(msg, k.Link):
+		return m.followLink(), nil
 	case key.Matches(msg, k.Copy):
 		return m.copyMessage()
 	case key.Matches(msg, k.ViewMessage):

@@ -31,6 +31,7 @@ type KeyMap struct {
 	Tasks       key.Binding
 	Restart     key.Binding
 	Partner     key.Binding
+	Link        key.Binding
 	Copy        key.Binding
 	Command     key.Binding
 	ViewMessage key.Binding
@@ -64,6 +65,7 @@ func DefaultKeyMap() KeyMap {
 		Tasks:       key.NewBinding(key.WithKeys("T"), key.WithHelp("T", "expand/fold task polls")),
 		Restart:     key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "restart from the top")),
 		Partner:     key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "jump to partner")),
+		Link:        key.NewBinding(key.WithKeys("L"), key.WithHelp("L", "follow resource_link")),
 		Copy:        key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "copy message")),
 		Command:     key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "command")),
 		ViewMessage: key.NewBinding(key.WithKeys("1"), key.WithHelp("1", "message view")),
@@ -85,7 +87,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 		{k.Play, k.StepForward, k.StepBack, k.NextRequest, k.PrevRequest, k.SpeedUp, k.SpeedDown},
 		{k.Breakpoint, k.Breakpoints, k.Search, k.NextMatch, k.PrevMatch, k.OnlyMatches, k.Escape},
 		{k.NextFailure, k.PrevFailure, k.Restart, k.Tasks},
-		{k.Partner, k.Copy, k.Command, k.ViewMessage, k.ViewPair, k.ViewStats, k.ViewState},
+		{k.Partner, k.Link, k.Copy, k.Command, k.ViewMessage, k.ViewPair, k.ViewStats, k.ViewState},
 		{k.SwitchPane, k.Help, k.Quit},
 	}
 }

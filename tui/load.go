@@ -221,8 +221,7 @@ func (m Model) indexed(msg indexedMsg) (tea.Model, tea.Cmd) {
 	if m.lower == viewStats && !m.load.active {
 		cmds = append(cmds, statsCmd(m.x))
 	}
-	m.syncTasks()
-	cmds = append(cmds, m.shadowCmd())
+	cmds = append(cmds, m.tasksCmd(), m.shadowCmd())
 	m.syncPlayback()
 	m.placeOnFailure()
 	m.showCursor()
@@ -292,7 +291,7 @@ func (m Model) reloaded(msg reloadedMsg) (tea.Model, tea.Cmd) {
 	m.statsN = -1
 	m.shadow = shadowState{}
 	m.timeline.SetShadowDiffs(nil)
-	m.tasksN = 0
+	m.tasksN, m.tasksShown = 0, 0
 	m.timeline.SetTasks(nil)
 	m.pairing.SetTasks(nil)
 	m.load.total = msg.size

@@ -6,13 +6,14 @@ package tui
 // created it, whose summary says how the task went: "task 916ed7c8… · 4
 // polls · completed in 4.0s". The tasks key (T) expands them again. The
 // tasks are found once the tape is indexed (tape.Tasks), and again when a
-// followed tape grew.
+// followed tape grew, off the UI's goroutine (tasksCmd).
 
 import (
 	"fmt"
 	"slices"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/tidwall/gjson"
 
 	"github.com/tapedeck/tapedeck/internal/text"
@@ -132,17 +133,56 @@ func (t Timeline) taskSummary(seq int, summary string) string {
 	return summary
 }
 
-// syncTasks finds the tape's tasks once it is indexed, and again when it
-// grew: a tape without tasks methods costs one look at the index's
-// methods.
+// syncTasks finds the tasks of a tape indexed before the app started
+// (debug's), in New, which can return no command.
 func (m *Model) syncTasks() {
-	if m.load.active || m.x.Len() == m.tasksN {
+	if m.load.active || m.x.Len() == 0 {
 		return
 	}
 	m.tasksN = m.x.Len()
-	tasks := tape.Tasks(m.x)
-	m.timeline.SetTasks(tasks)
-	m.pairing.SetTasks(tasks)
+	*m = m.tasksFound(tasksFoundMsg{x: m.x, n: m.tasksN, tasks: tape.Tasks(m.x)})
+}
+
+// tasksFoundMsg carries the tasks found on x's first n messages (at least).
+type tasksFoundMsg struct {
+	x     *tape.Index
+	n     int
+	tasks []tape.Task
+}
+
+// tasksCmd finds the tape's tasks once it is indexed, and again when it
+// grew, off the UI's goroutine: a tape of a thousand tasks takes a scan
+// of its task messages' bodies, longer than a frame. The rows show
+// unfolded, and the status line says "finding tasks…", until the result
+// arrives (tasksFound). A tape without tasks methods costs one look at the
+// index's methods and no command.
+func (m *Model) tasksCmd() tea.Cmd {
+	if m.load.active || m.x.Len() == m.tasksN {
+		return nil
+	}
+	m.tasksN = m.x.Len()
+	if !tape.HasTasks(m.x) {
+		m.tasksShown = m.tasksN // nothing to find
+		return nil
+	}
+	x, n := m.x, m.tasksN
+	return func() tea.Msg { return tasksFoundMsg{x: x, n: n, tasks: tape.Tasks(x)} }
+}
+
+// findingTasks reports whether a scan for the tape's tasks is under way.
+func (m Model) findingTasks() bool { return m.tasksShown != m.tasksN && m.tasksN > 0 }
+
+// tasksFound folds the tasks a scan found, unless the tape was replaced
+// or a later scan's tasks are already shown.
+func (m Model) tasksFound(msg tasksFoundMsg) Model {
+	if msg.x != m.x || msg.n <= m.tasksShown {
+		return m
+	}
+	m.tasksShown = msg.n
+	m.timeline.SetTasks(msg.tasks)
+	m.pairing.SetTasks(msg.tasks)
+	m.showCursor()
+	return m
 }
 
 // SetTasks gives the pane the tape's tasks: a task-creating call shows

@@ -230,7 +230,7 @@ doing it. The README's "Injecting faults" section has every key.
 	f.BoolVar(&o.appendTo, "append", false, "append to an existing tape instead of refusing to touch it")
 	f.DurationVar(&o.grace, "grace", record.DefaultGrace, "stdio: how long the server may run on after its stdin closes before SIGTERM")
 	f.DurationVar(&o.kill, "kill-after", record.DefaultKillAfter, "stdio: how long after SIGTERM before SIGKILL")
-	f.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "also send each call as an OpenTelemetry span to the OTLP/HTTP endpoint `URL` as soon as it is answered (as tapedeck export --format otlp)")
+	f.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "also send each call as an OpenTelemetry span to the OTLP/HTTP endpoint `URL` as soon as it is answered, and each task as one span once it ends (unfinished ones when the recording ends), as tapedeck export --format otlp")
 	f.StringArrayVar(&o.otlpHeaders, "otlp-header", nil, "send the header `NAME=VALUE` with the spans, e.g. for authentication (repeatable)")
 	f.BoolVar(&o.otlpBodies, "otlp-with-bodies", false, "put each call's params and result on its span (they may hold secrets)")
 	f.StringVar(&o.upstream, "upstream", "", "HTTP: proxy to the MCP endpoint at `URL` instead of running a command")

@@ -26,6 +26,7 @@ type LiveCalls struct {
 	recs    map[liveKey][]carried
 	order   []liveKey
 	waiting map[string][]carried
+	tasks   liveTasks // the tasks, each a span once ended (live_tasks.go)
 }
 
 type liveKey struct {
@@ -71,6 +72,7 @@ func (l *LiveCalls) follow(e tape.Entry) {
 		}
 		k := liveKey{e.Server, hm.Session, string(e.ID), e.Dir}
 		l.open[k] = c
+		l.taskMessage(e, l.seq)
 		if l.t.opts.WithBodies {
 			l.recs[k] = append(append(l.recs[k], l.waiting[e.Server]...), carried{seq: l.seq, time: e.Time, line: e.Raw})
 			delete(l.waiting, e.Server)
@@ -118,7 +120,9 @@ func (l *LiveCalls) follow(e tape.Entry) {
 			}
 		}
 		l.t.add(c, recs)
+		l.taskAnswer(c, e, l.seq)
 	default:
+		l.taskMessage(e, l.seq)
 		l.carry(e)
 	}
 }
@@ -139,10 +143,12 @@ func (l *LiveCalls) carry(e tape.Entry) {
 	l.waiting[e.Server] = append(l.waiting[e.Server], rec)
 }
 
-// Flush sends the calls never answered as pending spans.
+// Flush sends the calls never answered as pending spans, and the tasks
+// never ended as unfinished ones.
 func (l *LiveCalls) Flush() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.flushTasks()
 	for _, k := range l.order {
 		l.t.add(l.open[k], l.recs[k])
 		delete(l.open, k)
