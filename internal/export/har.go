@@ -14,32 +14,19 @@ package export
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/tapedeck/tapedeck/internal/sse"
 	"github.com/tapedeck/tapedeck/tape"
 )
-
-type harLog struct {
-	Log struct {
-		Version string     `json:"version"`
-		Creator harCreator `json:"creator"`
-		Entries []harEntry `json:"entries"`
-		Comment string     `json:"comment,omitempty"`
-	} `json:"log"`
-}
-
-type harCreator struct {
-	Name    string `json:"name"`
-	Version string `json:"version"`
-}
 
 type harEntry struct {
 	StartedDateTime string      `json:"startedDateTime"`
@@ -104,9 +91,18 @@ type harTimings struct {
 // is read (HAR is one JSON document in start order), so its memory grows
 // with the tape; for a very long tape prefer json or otlp.
 func HAR(w io.Writer, src Source, version string) error {
-	r, err := src.Open()
+	entries, err := harEntries(src)
 	if err != nil {
 		return err
+	}
+	return writeHAR(w, entries, version, "exported from "+src.Name+" by tapedeck export --format har")
+}
+
+// harEntries reads the tape and returns its HAR entries in start order.
+func harEntries(src Source) ([]*harEntry, error) {
+	r, err := src.Open()
+	if err != nil {
+		return nil, err
 	}
 	defer r.Close()
 	h := harBuilder{x: src.Index, server: src.Server, streams: map[int64]*harEntry{}, open: map[int]*harEntry{}}
@@ -121,30 +117,138 @@ func HAR(w io.Writer, src Source, version string) error {
 		h.add(e)
 	}
 	if err := rd.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	h.flush()
-	var out harLog
-	out.Log.Version = "1.2"
-	out.Log.Creator = harCreator{Name: "tapedeck", Version: version}
-	out.Log.Comment = "exported from " + src.Name + " by tapedeck export --format har"
 	sort.SliceStable(h.entries, func(i, j int) bool {
 		if !h.entries[i].start.Equal(h.entries[j].start) {
 			return h.entries[i].start.Before(h.entries[j].start)
 		}
 		return h.entries[i].order < h.entries[j].order
 	})
-	out.Log.Entries = make([]harEntry, 0, len(h.entries))
-	for _, e := range h.entries {
-		out.Log.Entries = append(out.Log.Entries, *e)
+	return h.entries, nil
+}
+
+// writeHAR writes the log of entries as encoding/json writes harLog (with
+// SetEscapeHTML(false)), an entry at a time through one buffer: the log is
+// as large as the tape, and its bodies are most of it.
+// TestHARWriterAgrees holds it to encoding/json.
+func writeHAR(w io.Writer, entries []*harEntry, version, comment string) error {
+	bw := bufio.NewWriterSize(w, 1<<16)
+	b := append([]byte(nil), `{"log":{"version":"1.2","creator":{"name":"tapedeck","version":`...)
+	b = appendJSONString(b, version, false)
+	b = append(b, `},"entries":[`...)
+	for i, en := range entries {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendHAREntry(b, en)
+		if len(b) >= 1<<15 {
+			if _, err := bw.Write(b); err != nil {
+				return err
+			}
+			b = b[:0]
+		}
 	}
-	bw := bufio.NewWriter(w)
-	enc := json.NewEncoder(bw)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(out); err != nil {
+	b = append(b, ']')
+	if comment != "" {
+		b = append(b, `,"comment":`...)
+		b = appendJSONString(b, comment, false)
+	}
+	b = append(b, "}}\n"...)
+	if _, err := bw.Write(b); err != nil {
 		return err
 	}
 	return bw.Flush()
+}
+
+func appendHAREntry(b []byte, en *harEntry) []byte {
+	b = append(b, `{"startedDateTime":`...)
+	b = appendJSONString(b, en.StartedDateTime, false)
+	b = append(b, `,"time":`...)
+	b = appendJSONFloat(b, en.Time)
+	q := &en.Request
+	b = append(b, `,"request":{"method":`...)
+	b = appendJSONString(b, q.Method, false)
+	b = append(b, `,"url":`...)
+	b = appendJSONString(b, q.URL, false)
+	b = append(b, `,"httpVersion":`...)
+	b = appendJSONString(b, q.HTTPVersion, false)
+	b = append(b, `,"cookies":`...)
+	b = appendHARNVs(b, q.Cookies)
+	b = append(b, `,"headers":`...)
+	b = appendHARNVs(b, q.Headers)
+	b = append(b, `,"queryString":`...)
+	b = appendHARNVs(b, q.QueryString)
+	if pd := q.PostData; pd != nil {
+		b = append(b, `,"postData":{"mimeType":`...)
+		b = appendJSONString(b, pd.MimeType, false)
+		b = append(b, `,"params":`...)
+		b = appendHARNVs(b, pd.Params)
+		b = append(b, `,"text":`...)
+		b = appendJSONString(b, pd.Text, false)
+		b = append(b, '}')
+	}
+	b = append(b, `,"headersSize":`...)
+	b = strconv.AppendInt(b, int64(q.HeadersSize), 10)
+	b = append(b, `,"bodySize":`...)
+	b = strconv.AppendInt(b, int64(q.BodySize), 10)
+	p := &en.Response
+	b = append(b, `},"response":{"status":`...)
+	b = strconv.AppendInt(b, int64(p.Status), 10)
+	b = append(b, `,"statusText":`...)
+	b = appendJSONString(b, p.StatusText, false)
+	b = append(b, `,"httpVersion":`...)
+	b = appendJSONString(b, p.HTTPVersion, false)
+	b = append(b, `,"cookies":`...)
+	b = appendHARNVs(b, p.Cookies)
+	b = append(b, `,"headers":`...)
+	b = appendHARNVs(b, p.Headers)
+	b = append(b, `,"content":{"size":`...)
+	b = strconv.AppendInt(b, int64(p.Content.Size), 10)
+	b = append(b, `,"mimeType":`...)
+	b = appendJSONString(b, p.Content.MimeType, false)
+	if p.Content.Text != "" {
+		b = append(b, `,"text":`...)
+		b = appendJSONString(b, p.Content.Text, false)
+	}
+	b = append(b, `},"redirectURL":`...)
+	b = appendJSONString(b, p.RedirectURL, false)
+	b = append(b, `,"headersSize":`...)
+	b = strconv.AppendInt(b, int64(p.HeadersSize), 10)
+	b = append(b, `,"bodySize":`...)
+	b = strconv.AppendInt(b, int64(p.BodySize), 10)
+	b = append(b, `},"cache":{},"timings":{"send":`...)
+	b = appendJSONFloat(b, en.Timings.Send)
+	b = append(b, `,"wait":`...)
+	b = appendJSONFloat(b, en.Timings.Wait)
+	b = append(b, `,"receive":`...)
+	b = appendJSONFloat(b, en.Timings.Receive)
+	b = append(b, '}')
+	if en.Comment != "" {
+		b = append(b, `,"comment":`...)
+		b = appendJSONString(b, en.Comment, false)
+	}
+	return append(b, '}')
+}
+
+// appendHARNVs appends name/value pairs; nil is null, as encoding/json has it.
+func appendHARNVs(b []byte, nvs []harNV) []byte {
+	if nvs == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, nv := range nvs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"name":`...)
+		b = appendJSONString(b, nv.Name, false)
+		b = append(b, `,"value":`...)
+		b = appendJSONString(b, nv.Value, false)
+		b = append(b, '}')
+	}
+	return append(b, ']')
 }
 
 type harBuilder struct {
@@ -216,7 +320,7 @@ func (h *harBuilder) exchange(e tape.Entry, hm tape.HTTPMeta) bool {
 }
 
 func (h *harBuilder) add(e tape.Entry) {
-	body := string(tape.StripMeta(e.Raw))
+	body := ownedString(tape.StripMeta(e.Raw))
 	hm := tape.ParseHTTPMeta(e.Raw)
 	switch {
 	case e.Kind == tape.KindLifecycle && e.Method == tape.MethodStart:
@@ -335,6 +439,16 @@ func (h *harBuilder) flush() {
 			en.Comment += " (no answer on the tape)"
 		}
 	}
+}
+
+// ownedString is b as a string without a copy: b is a Reader entry's Raw
+// (a copy the caller owns) or StripMeta's copy of it, which nothing writes
+// to after.
+func ownedString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }
 
 func sseEvent(id, data string) string {

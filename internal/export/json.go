@@ -129,18 +129,10 @@ func appendCall(b []byte, c tape.Call) []byte {
 	return append(b, '}', '\n')
 }
 
-// appendString appends v quoted as encoding/json quotes it: as it is when
-// nothing in it needs escaping (printable ASCII but for " \ < > &).
+// appendString appends v quoted as encoding/json's Marshal quotes it (< >
+// & escaped).
 func appendString(b []byte, v string) []byte {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(v)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, v...)
-	return append(b, '"')
+	return appendJSONString(b, v, true)
 }
 
 // appendRaw appends a message that is JSON already, its bytes copied as
@@ -150,6 +142,5 @@ func appendRaw(b, raw []byte) []byte {
 	if validJSON(raw) {
 		return append(b, raw...)
 	}
-	q, _ := json.Marshal(string(raw))
-	return append(b, q...)
+	return appendJSONString(b, raw, true)
 }

@@ -7,11 +7,10 @@ package export
 // traceparent is a child of that span; the others of a session share one
 // trace (a stdio tape: one trace a server connection; an HTTP tape: one a
 // Mcp-Session-Id). The spans go through the OpenTelemetry Go SDK, to an
-// OTLP/HTTP endpoint (otlptracehttp) or to a file as OTLP JSON (the OTLP
-// protobuf types, written with protojson).
+// OTLP/HTTP endpoint (otlptracehttp) or to a file as OTLP JSON (written
+// by hand as the collector's pdata marshaler writes it, otlp_file.go).
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -23,8 +22,6 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
-	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -110,7 +107,7 @@ type Tracer struct {
 	tp       *sdktrace.TracerProvider // pushing
 	exp      *countingExporter
 	tracer   trace.Tracer
-	file     *pdataFile // writing a file
+	file     spanFile // writing a file
 	name     string
 	opts     OTLPOptions
 	mu       sync.Mutex
@@ -129,10 +126,9 @@ func NewTracer(ctx context.Context, w io.Writer, name string, o OTLPOptions) (*T
 	}
 	t := &Tracer{name: name, opts: o, versions: map[string]string{}}
 	if o.Endpoint == "" {
-		// A file: the OpenTelemetry collector's own data model and its OTLP
-		// JSON marshaler (hex ids, integer enums), a line a batch.
-		t.file = &pdataFile{w: bufio.NewWriterSize(w, 1<<16), service: o.Service, tape: name}
-		t.file.reset()
+		// A file: OTLP JSON as the collector's marshaler writes it (hex
+		// ids, integer enums), a line a batch (otlp_file.go).
+		t.file = newOTLPFile(w, o.Service, name)
 		return t, nil
 	}
 	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(traceURL(o.Endpoint))}
@@ -195,6 +191,11 @@ func OTLP(ctx context.Context, w io.Writer, src Source, o OTLPOptions) (int, err
 	if err != nil {
 		return 0, err
 	}
+	return t.export(ctx, src)
+}
+
+// export makes the spans of src's calls and tasks, and closes t.
+func (t *Tracer) export(ctx context.Context, src Source) (int, error) {
 	r, err := src.Open()
 	if err != nil {
 		t.Close(ctx)
@@ -203,7 +204,7 @@ func OTLP(ctx context.Context, w io.Writer, src Source, o OTLPOptions) (int, err
 	defer r.Close()
 	t.tasks = taskSpans(src)
 	var carried *carriedRecords
-	if o.WithBodies {
+	if t.opts.WithBodies {
 		if carried, err = carryRecords(src); err != nil {
 			t.Close(ctx)
 			return 0, err
@@ -360,111 +361,6 @@ func (t *Tracer) spec(c tape.Call, version string) spec {
 		sp.attrs = append(sp.attrs, attribute.String("error.type", c.Status))
 	}
 	return sp
-}
-
-// pdataFile writes spans as OTLP JSON with the collector's data model. A
-// full batch is marshalled and written by a goroutine of its own while the
-// next is built (one a core).
-type pdataFile struct {
-	w       *bufio.Writer
-	service string
-	tape    string
-	td      ptrace.Traces
-	spans   ptrace.SpanSlice
-	count   int
-	err     error
-
-	batches chan ptrace.Traces
-	done    chan error
-}
-
-// write marshals and writes the batches it is given, a line each.
-func (f *pdataFile) write() {
-	var m ptrace.JSONMarshaler
-	var err error
-	for td := range f.batches {
-		if err != nil {
-			continue
-		}
-		var b []byte
-		if b, err = m.MarshalTraces(td); err == nil {
-			f.w.Write(b)
-			err = f.w.WriteByte('\n')
-		}
-	}
-	if err == nil {
-		err = f.w.Flush()
-	}
-	f.done <- err
-}
-
-func (f *pdataFile) reset() {
-	f.td = ptrace.NewTraces()
-	rs := f.td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr("service.name", f.service)
-	rs.Resource().Attributes().PutStr("tapedeck.tape", f.tape)
-	ss := rs.ScopeSpans().AppendEmpty()
-	ss.Scope().SetName("github.com/tapedeck/tapedeck")
-	f.spans = ss.Spans()
-	f.count = 0
-}
-
-func (f *pdataFile) add(sp spec) {
-	s := f.spans.AppendEmpty()
-	s.SetTraceID(pcommon.TraceID(sp.trace))
-	s.SetSpanID(pcommon.SpanID(sp.span))
-	if sp.parent.IsValid() {
-		s.SetParentSpanID(pcommon.SpanID(sp.parent))
-	}
-	s.SetName(sp.name)
-	if sp.kind == trace.SpanKindServer {
-		s.SetKind(ptrace.SpanKindServer)
-	} else if sp.kind == trace.SpanKindInternal {
-		s.SetKind(ptrace.SpanKindInternal)
-	} else {
-		s.SetKind(ptrace.SpanKindClient)
-	}
-	s.SetStartTimestamp(pcommon.NewTimestampFromTime(sp.start))
-	s.SetEndTimestamp(pcommon.NewTimestampFromTime(sp.end))
-	attrs := s.Attributes()
-	attrs.EnsureCapacity(len(sp.attrs))
-	for _, a := range sp.attrs {
-		putValue(attrs.PutEmpty(string(a.Key)), a.Value)
-	}
-	for _, ev := range sp.events {
-		e := s.Events().AppendEmpty()
-		e.SetName(RecordEvent)
-		e.SetTimestamp(pcommon.NewTimestampFromTime(ev.at(sp.start)))
-		for _, a := range ev.attrs() {
-			putValue(e.Attributes().PutEmpty(string(a.Key)), a.Value)
-		}
-	}
-	if sp.failed {
-		s.Status().SetCode(ptrace.StatusCodeError)
-		s.Status().SetMessage(sp.message)
-	}
-	if f.count++; f.count == 4096 {
-		f.flush(false)
-	}
-}
-
-// flush hands the batch to the writer (an ExportTraceServiceRequest a
-// line); the last flush waits for it.
-func (f *pdataFile) flush(last bool) error {
-	if f.batches == nil {
-		f.batches, f.done = make(chan ptrace.Traces, 2), make(chan error, 1)
-		go f.write()
-	}
-	if f.count > 0 {
-		f.batches <- f.td
-		f.reset()
-	}
-	if last {
-		close(f.batches)
-		f.err = <-f.done
-		return f.err
-	}
-	return nil
 }
 
 // traceURL completes an OTLP/HTTP endpoint to its traces path.

@@ -28,7 +28,6 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -217,33 +216,6 @@ func jsonValue(r gjson.Result) attribute.Value {
 		return attribute.Float64Value(r.Float())
 	}
 	return attribute.Value{} // null
-}
-
-// putValue sets a pdata value from an attribute value.
-func putValue(p pcommon.Value, v attribute.Value) {
-	switch v.Type() {
-	case attribute.BOOL:
-		p.SetBool(v.AsBool())
-	case attribute.INT64:
-		p.SetInt(v.AsInt64())
-	case attribute.FLOAT64:
-		p.SetDouble(v.AsFloat64())
-	case attribute.STRING:
-		p.SetStr(v.AsString())
-	case attribute.MAP:
-		m := p.SetEmptyMap()
-		for _, kv := range v.AsMap() {
-			putValue(m.PutEmpty(string(kv.Key)), kv.Value)
-		}
-	case attribute.SLICE:
-		s := p.SetEmptySlice()
-		for _, e := range v.AsSlice() {
-			putValue(s.AppendEmpty(), e)
-		}
-	case attribute.EMPTY:
-	default:
-		p.SetStr(v.Emit())
-	}
 }
 
 // bodyLimits are the SDK's span limits with bodies: no attribute cut

@@ -1,0 +1,94 @@
+package export
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// fixtureSources are the repository's recorded tapes and hostile inputs,
+// each as a Source, and the realistic benchmark tape (a small one): what
+// the exporters' hand-written encodings are held to encoding/json and the
+// collector's marshaler on.
+func fixtureSources(t *testing.T) []Source {
+	t.Helper()
+	paths, _ := filepath.Glob("../../testdata/*.tape.jsonl")
+	hostile, _ := filepath.Glob("../../testdata/hostile/*.jsonl")
+	paths = append(paths, hostile...)
+	if len(paths) < 20 {
+		t.Fatalf("expected the testdata tapes, found %d", len(paths))
+	}
+	synth := filepath.Join(t.TempDir(), "realistic.jsonl")
+	if _, err := tape.WriteSynth(synth, tape.SynthOptions{Messages: 3000, Seed: 7, Profile: tape.SynthRealistic}); err != nil {
+		t.Fatal(err)
+	}
+	paths = append(paths, synth)
+	var out []Source
+	for _, p := range paths {
+		x, err := tape.OpenIndex(p)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		t.Cleanup(func() { x.Close() })
+		out = append(out, Source{Name: filepath.Base(p), Index: x, Open: func() (io.ReadCloser, error) { return os.Open(p) }})
+	}
+	return out
+}
+
+type harLog struct {
+	Log struct {
+		Version string     `json:"version"`
+		Creator harCreator `json:"creator"`
+		Entries []harEntry `json:"entries"`
+		Comment string     `json:"comment,omitempty"`
+	} `json:"log"`
+}
+
+type harCreator struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// writeHAR writes what encoding/json writes of the log (as HAR did before
+// it wrote its entries by hand): on every fixture tape, and on entries
+// with what the tapes lack (nil lists, floats in exponent form, escapes,
+// invalid UTF-8, no comment).
+func TestHARWriterAgrees(t *testing.T) {
+	odd := &harEntry{StartedDateTime: "x\u2028<&>", Time: 1e-7, Comment: "", Request: harRequest{Method: "GET", URL: "\xff\"\\", PostData: &harPostData{Text: "\x00\t"}}, Response: harResponse{Content: harContent{Text: "é"}}, Timings: harTimings{Wait: -2.5e22}}
+	cases := map[string][]*harEntry{"none": {}, "odd": {odd}}
+	for _, src := range fixtureSources(t) {
+		entries, err := harEntries(src)
+		if err != nil {
+			t.Fatalf("%s: %v", src.Name, err)
+		}
+		cases[src.Name] = entries
+	}
+	for name, entries := range cases {
+		for _, comment := range []string{"exported from " + name, ""} {
+			var want harLog
+			want.Log.Version = "1.2"
+			want.Log.Creator = harCreator{Name: "tapedeck", Version: "v<1>"}
+			want.Log.Comment = comment
+			want.Log.Entries = make([]harEntry, 0, len(entries))
+			for _, e := range entries {
+				want.Log.Entries = append(want.Log.Entries, *e)
+			}
+			var got bytes.Buffer
+			if err := writeHAR(&got, entries, "v<1>", comment); err != nil {
+				t.Fatal(err)
+			}
+			exp := append(encodingJSON(t, want, false), '\n')
+			if !bytes.Equal(got.Bytes(), exp) {
+				i := 0
+				for i < len(exp) && i < got.Len() && exp[i] == got.Bytes()[i] {
+					i++
+				}
+				t.Fatalf("%s: the HAR differs from encoding/json's at byte %d:\nexpected …%s\nfound    …%s", name, i, exp[max(0, i-80):min(len(exp), i+80)], got.Bytes()[max(0, i-80):min(got.Len(), i+80)])
+			}
+		}
+	}
+}

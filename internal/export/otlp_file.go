@@ -1,0 +1,335 @@
+package export
+
+import (
+	"bufio"
+	"encoding/hex"
+	"io"
+	"math"
+	"strconv"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// spanFile is where a Tracer without an endpoint writes its spans.
+type spanFile interface {
+	add(sp spec)
+	// flush writes the spans added since the last flush; the last one
+	// also flushes the writer and returns the first write error.
+	flush(last bool) error
+}
+
+// otlpFile writes spans as OTLP JSON, a line (an ExportTraceServiceRequest
+// of one resource and one scope) a batch of otlpBatch spans, byte for byte
+// as the collector's ptrace.JSONMarshaler writes them (protobuf JSON
+// names, ids in hex, 64-bit integers as strings, enums as integers, empty
+// fields left out) without building its data model: the spans' bytes are
+// appended as they are made. TestOTLPFileAgrees holds it to the
+// collector's marshaler.
+type otlpFile struct {
+	w     *bufio.Writer
+	head  []byte // the line up to its first span
+	line  []byte // the batch being written
+	count int
+	err   error
+}
+
+const otlpBatch = 4096
+
+func newOTLPFile(w io.Writer, service, tapeName string) *otlpFile {
+	h := append([]byte(nil), `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":`...)
+	h = appendOTLPString(h, service)
+	h = append(h, `}},{"key":"tapedeck.tape","value":{"stringValue":`...)
+	h = appendOTLPString(h, tapeName)
+	h = append(h, `}}]},"scopeSpans":[{"scope":{"name":"github.com/tapedeck/tapedeck"},"spans":[`...)
+	return &otlpFile{w: bufio.NewWriterSize(w, 1<<16), head: h}
+}
+
+func (f *otlpFile) add(sp spec) {
+	b := f.line
+	if f.count == 0 {
+		b = append(b[:0], f.head...)
+	} else {
+		b = append(b, ',')
+	}
+	b = append(b, '{')
+	n := len(b)
+	if sp.trace.IsValid() {
+		b = append(b, `"traceId":"`...)
+		b = hex.AppendEncode(b, sp.trace[:])
+		b = append(b, '"')
+	}
+	if sp.span.IsValid() {
+		b = field(b, n, "spanId")
+		b = append(b, '"')
+		b = hex.AppendEncode(b, sp.span[:])
+		b = append(b, '"')
+	}
+	if sp.parent.IsValid() {
+		b = field(b, n, "parentSpanId")
+		b = append(b, '"')
+		b = hex.AppendEncode(b, sp.parent[:])
+		b = append(b, '"')
+	}
+	if sp.name != "" {
+		b = field(b, n, "name")
+		b = appendOTLPString(b, sp.name)
+	}
+	kind := "3" // SPAN_KIND_CLIENT
+	switch sp.kind {
+	case trace.SpanKindServer:
+		kind = "2"
+	case trace.SpanKindInternal:
+		kind = "1"
+	}
+	b = field(b, n, "kind")
+	b = append(b, kind...)
+	if ts := uint64(sp.start.UnixNano()); ts != 0 {
+		b = field(b, n, "startTimeUnixNano")
+		b = appendQuotedUint(b, ts)
+	}
+	if ts := uint64(sp.end.UnixNano()); ts != 0 {
+		b = field(b, n, "endTimeUnixNano")
+		b = appendQuotedUint(b, ts)
+	}
+	if len(sp.attrs) > 0 {
+		b = field(b, n, "attributes")
+		b = appendOTLPAttrs(b, sp.attrs)
+	}
+	if len(sp.events) > 0 {
+		b = field(b, n, "events")
+		b = append(b, '[')
+		for i, ev := range sp.events {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '{')
+			if ts := uint64(ev.at(sp.start).UnixNano()); ts != 0 {
+				b = append(b, `"timeUnixNano":`...)
+				b = appendQuotedUint(b, ts)
+				b = append(b, ',')
+			}
+			b = append(b, `"name":"`+RecordEvent+`","attributes":[{"key":"`+RecordSeqAttr+`","value":{"intValue":"`...)
+			b = strconv.AppendInt(b, int64(ev.seq), 10)
+			b = append(b, `"}},{"key":"`+RecordAttr+`","value":{"stringValue":`...)
+			b = appendOTLPString(b, ev.line)
+			b = append(b, "}}]}"...)
+		}
+		b = append(b, ']')
+	}
+	b = field(b, n, "status")
+	b = append(b, '{')
+	if sp.failed {
+		if sp.message != "" {
+			b = append(b, `"message":`...)
+			b = appendOTLPString(b, sp.message)
+			b = append(b, ',')
+		}
+		b = append(b, `"code":2`...) // STATUS_CODE_ERROR
+	}
+	b = append(b, "}}"...)
+	f.line = b
+	if f.count++; f.count == otlpBatch {
+		f.flush(false)
+	}
+}
+
+// field appends the name of an object's member, after a comma unless it
+// is the object's first (the object's members start at b[start]).
+func field(b []byte, start int, name string) []byte {
+	if len(b) > start {
+		b = append(b, ',')
+	}
+	b = append(b, '"')
+	b = append(b, name...)
+	return append(b, '"', ':')
+}
+
+func (f *otlpFile) flush(last bool) error {
+	if f.count > 0 && f.err == nil {
+		f.line = append(f.line, "]}]}]}\n"...)
+		_, f.err = f.w.Write(f.line)
+	}
+	f.line, f.count = f.line[:0], 0
+	if last && f.err == nil {
+		f.err = f.w.Flush()
+	}
+	return f.err
+}
+
+// appendOTLPAttrs appends attributes as a pcommon.Map holds them: a key
+// given twice keeps its first place and its last value (Map.PutEmpty).
+func appendOTLPAttrs(b []byte, kvs []attribute.KeyValue) []byte {
+	var first, last map[attribute.Key]int // for long lists (objects' members)
+	if len(kvs) > 16 {
+		first, last = make(map[attribute.Key]int, len(kvs)), make(map[attribute.Key]int, len(kvs))
+		for i := len(kvs) - 1; i >= 0; i-- {
+			first[kvs[i].Key] = i
+		}
+		for i, kv := range kvs {
+			last[kv.Key] = i
+		}
+	}
+	b = append(b, '[')
+	for i, kv := range kvs {
+		v := kv.Value
+		if first != nil {
+			if first[kv.Key] != i {
+				continue
+			}
+			v = kvs[last[kv.Key]].Value
+		} else {
+			if seenBefore(kvs, i) {
+				continue
+			}
+			for _, later := range kvs[i+1:] {
+				if later.Key == kv.Key {
+					v = later.Value
+				}
+			}
+		}
+		if b[len(b)-1] != '[' {
+			b = append(b, ',')
+		}
+		b = append(b, '{')
+		if kv.Key != "" {
+			b = append(b, `"key":`...)
+			b = appendOTLPString(b, string(kv.Key))
+			b = append(b, ',')
+		}
+		b = append(b, `"value":`...)
+		b = appendOTLPValue(b, v)
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+// appendOTLPValue appends an AnyValue as putValue (the attribute value
+// converted to pdata) and the marshaler write it.
+func appendOTLPValue(b []byte, v attribute.Value) []byte {
+	switch v.Type() {
+	case attribute.BOOL:
+		b = append(b, `{"boolValue":`...)
+		b = strconv.AppendBool(b, v.AsBool())
+	case attribute.INT64:
+		b = append(b, `{"intValue":"`...)
+		b = strconv.AppendInt(b, v.AsInt64(), 10)
+		b = append(b, '"')
+	case attribute.FLOAT64:
+		b = append(b, `{"doubleValue":`...)
+		b = appendOTLPFloat(b, v.AsFloat64())
+	case attribute.STRING:
+		b = append(b, `{"stringValue":`...)
+		b = appendOTLPString(b, v.AsString())
+	case attribute.MAP:
+		b = append(b, `{"kvlistValue":{`...)
+		if m := v.AsMap(); len(m) > 0 {
+			b = append(b, `"values":`...)
+			b = appendOTLPAttrs(b, m)
+		}
+		b = append(b, '}')
+	case attribute.SLICE:
+		b = append(b, `{"arrayValue":{`...)
+		if s := v.AsSlice(); len(s) > 0 {
+			b = append(b, `"values":[`...)
+			for i, e := range s {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = appendOTLPValue(b, e)
+			}
+			b = append(b, ']')
+		}
+		b = append(b, '}')
+	case attribute.EMPTY:
+		b = append(b, '{')
+	default:
+		b = append(b, `{"stringValue":`...)
+		b = appendOTLPString(b, v.Emit())
+	}
+	return append(b, '}')
+}
+
+// appendOTLPFloat appends a double as the marshaler does: NaN and the
+// infinities as strings, other values in the shortest form, in exponent
+// form below 1e-6 and from 1e21.
+func appendOTLPFloat(b []byte, f float64) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(b, `"NaN"`...)
+	case math.IsInf(f, 1):
+		return append(b, `"Infinity"`...)
+	case math.IsInf(f, -1):
+		return append(b, `"-Infinity"`...)
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	return strconv.AppendFloat(b, f, format, -1, 64)
+}
+
+func appendQuotedUint(b []byte, n uint64) []byte {
+	b = append(b, '"')
+	b = strconv.AppendUint(b, n, 10)
+	return append(b, '"')
+}
+
+// appendOTLPString appends s quoted as the marshaler (json-iterator's
+// fastest configuration) quotes it: '"', '\\' and control bytes escaped
+// (\n, \r, \t by name, the others as \u00XX), every other byte as it is,
+// invalid UTF-8 included; the bytes that need nothing crossed eight at a
+// time.
+func appendOTLPString[S ~string | ~[]byte](b []byte, s S) []byte {
+	b = append(b, '"')
+	start := 0
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for i := 0; i < len(s); {
+		for i+8 <= len(s) {
+			w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+			q, bs := w^(ones*'"'), w^(ones*'\\')
+			// bytes below 0x20 (or with their high bit set, which need
+			// nothing: checked one by one below), '"', '\\'
+			if ((q-ones)&^q|(bs-ones)&^bs|(w-ones*0x20)&^w)&highs != 0 {
+				break
+			}
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
+		c := s[i]
+		if c > 31 && c != '"' && c != '\\' {
+			i++
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '\\', '"':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+		}
+		i++
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// seenBefore says whether kvs[i]'s key is among the keys before it.
+func seenBefore(kvs []attribute.KeyValue, i int) bool {
+	for _, kv := range kvs[:i] {
+		if kv.Key == kvs[i].Key {
+			return true
+		}
+	}
+	return false
+}
