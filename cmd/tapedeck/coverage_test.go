@@ -85,6 +85,7 @@ var coverageTests = []struct {
 	{"sdk-sdkserver-http-stateless", []string{"TestReplayHTTPSDKClient"}, []string{"TestVerifyHTTP"}},
 	{"ts-everything-task", []string{"TestEngineTaskPolls"}, []string{"TestVerifyTask"}},
 	{"ts-everything-task-sampling", []string{"TestEngineClientTask"}, nil},
+	{"ts-everything-coverage", []string{"TestReplayCoverageClient"}, []string{"TestVerifyCoverage"}},
 }
 
 // stateMethods are the methods the debugger's state pane accounts for

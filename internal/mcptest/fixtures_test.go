@@ -49,6 +49,7 @@ func fixtures() []fixture {
 		})},
 		{"ts-everything-task", taskFixture("--scenario", "research", "--polls", "3", "--interval", "300")},
 		{"ts-everything-task-sampling", taskFixture("--scenario", "sampling", "--interval", "500")},
+		{"ts-everything-coverage", tsFixture("coverageclient.mjs")},
 		{"sdk-multi-server", sdkFixture(func(t *testing.T) []string {
 			return []string{"--roots",
 				"--server", "everything=" + strings.Join(mcptest.Peers(t).EverythingStdio(), " "),
@@ -101,11 +102,18 @@ func sdkFixture(args func(t *testing.T) []string) func(t *testing.T, path string
 // SDK's task APIs) against server-everything over stdio through
 // "tapedeck record", and returns the client's transcript.
 func taskFixture(args ...string) func(t *testing.T, path string) []byte {
+	return tsFixture("taskclient.mjs", args...)
+}
+
+// tsFixture records the TypeScript client script (in
+// internal/mcptest/ts/) with args against server-everything over stdio
+// through "tapedeck record", and returns the client's transcript.
+func tsFixture(script string, args ...string) func(t *testing.T, path string) []byte {
 	return func(t *testing.T, path string) []byte {
 		peers := mcptest.Peers(t)
 		root := mcptest.RepoRoot(t)
 		tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
-		argv := append([]string{filepath.Join(root, "internal", "mcptest", "ts", "taskclient.mjs")}, args...)
+		argv := append([]string{filepath.Join(root, "internal", "mcptest", "ts", script)}, args...)
 		argv = append(argv, "--stdio", tapedeck, "record", "--server", "everything", "-o", path, "--")
 		argv = append(argv, peers.EverythingStdio()...)
 		var stdout, stderr bytes.Buffer
@@ -114,7 +122,7 @@ func taskFixture(args ...string) func(t *testing.T, path string) []byte {
 		cmd.Dir = t.TempDir()
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Run(); err != nil {
-			t.Fatalf("taskclient %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.Bytes(), stderr.Bytes())
+			t.Fatalf("%s %s: %v\nstdout:\n%s\nstderr:\n%s", script, strings.Join(args, " "), err, stdout.Bytes(), stderr.Bytes())
 		}
 		return stdout.Bytes()
 	}
