@@ -1,6 +1,7 @@
 package tape
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 )
@@ -332,4 +333,63 @@ func ListOf(method string) (List, bool) {
 		}
 	}
 	return List{}, false
+}
+
+// Subscriptions of 2026-07-28: a client's subscriptions/listen request
+// (params.notifications, a filter) opens a stream of change notifications;
+// the server first sends notifications/subscriptions/acknowledged with the
+// part of the filter it honors (params.notifications), and stamps it and
+// every notification it delivers on the subscription with the listen
+// request's id in _meta[SubscriptionIDKey]. The listen request is answered
+// (an empty result) only when the server ends the subscription; a client
+// ends it with notifications/cancelled.
+const (
+	MethodListen      = "subscriptions/listen"
+	MethodListenAck   = "notifications/subscriptions/acknowledged"
+	SubscriptionIDKey = "io.modelcontextprotocol/subscriptionId"
+)
+
+// ListenFilter returns, in words, what the filter of a subscriptions/listen
+// request or of its acknowledgement names (raw is the message, or its
+// params): "tools", "prompts", "resources" for the list_changed
+// notifications, "updates of URI" for each resource subscription; and the
+// subscription id the message carries in params._meta (the
+// acknowledgement's), raw JSON, or "". ok is false when raw holds no filter.
+func ListenFilter(raw []byte) (what []string, subscription string, ok bool) {
+	var m struct {
+		Params *struct {
+			Notifications *struct {
+				Tools     bool     `json:"toolsListChanged"`
+				Prompts   bool     `json:"promptsListChanged"`
+				Resources bool     `json:"resourcesListChanged"`
+				Updates   []string `json:"resourceSubscriptions"`
+			} `json:"notifications"`
+			Meta map[string]json.RawMessage `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(raw, &m) != nil {
+		return nil, "", false
+	}
+	if m.Params == nil || m.Params.Notifications == nil {
+		// raw may be the params themselves
+		if json.Unmarshal([]byte(`{"params":`+string(raw)+`}`), &m) != nil || m.Params == nil || m.Params.Notifications == nil {
+			return nil, "", false
+		}
+	}
+	n := m.Params.Notifications
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{{n.Tools, "tools"}, {n.Prompts, "prompts"}, {n.Resources, "resources"}} {
+		if f.on {
+			what = append(what, f.name)
+		}
+	}
+	for _, u := range n.Updates {
+		what = append(what, "updates of "+u)
+	}
+	if id, ok := m.Params.Meta[SubscriptionIDKey]; ok {
+		subscription = string(id)
+	}
+	return what, subscription, true
 }

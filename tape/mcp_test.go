@@ -298,3 +298,28 @@ func TestParamsLine(t *testing.T) {
 		}
 	}
 }
+
+// TestListenFilter reads the filter of subscriptions/listen and of its
+// acknowledgement as the v2 SDK (2.4.0) writes them, and the subscription
+// id the acknowledgement carries.
+func TestListenFilter(t *testing.T) {
+	for _, tt := range []struct {
+		raw  string
+		what []string
+		sub  string
+		ok   bool
+	}{
+		{`{"jsonrpc":"2.0","id":"listen:1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"promptsListChanged":false,"resourcesListChanged":true,"resourceSubscriptions":["demo://a","demo://b"]}}}`,
+			[]string{"tools", "resources", "updates of demo://a", "updates of demo://b"}, "", true},
+		{`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"promptsListChanged":true},"_meta":{"io.modelcontextprotocol/subscriptionId":7}}}`,
+			[]string{"prompts"}, "7", true},
+		{`{"notifications":{},"_meta":{"io.modelcontextprotocol/subscriptionId":"listen:2"}}`, nil, `"listen:2"`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`, nil, "", false},
+		{`not json`, nil, "", false},
+	} {
+		what, sub, ok := ListenFilter([]byte(tt.raw))
+		if strings.Join(what, "|") != strings.Join(tt.what, "|") || sub != tt.sub || ok != tt.ok {
+			t.Errorf("ListenFilter(%s) = %q, %q, %v; want %q, %q, %v", tt.raw, what, sub, ok, tt.what, tt.sub, tt.ok)
+		}
+	}
+}
