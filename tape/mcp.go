@@ -1,8 +1,10 @@
 package tape
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -392,4 +394,64 @@ func ListenFilter(raw []byte) (what []string, subscription string, ok bool) {
 		subscription = string(id)
 	}
 	return what, subscription, true
+}
+
+// ParamHeaders returns the Mcp-Param-* headers a 2026-07-28 client sends
+// with a tools/call (SEP-2243, as the v2 SDK 2.4.0 builds them): for each
+// property of the tool's inputSchema marked "x-mcp-header": NAME (reached
+// through "properties" only), the call's argument at that path, a string,
+// number or boolean, as text; a value with a byte outside printable ASCII
+// is sent Base64 inside "=?base64?...?=". An argument absent or null sends
+// no header. inputSchema and arguments are JSON; the result is sorted by
+// name.
+func ParamHeaders(inputSchema, arguments []byte) []MCPParam {
+	var schema map[string]any
+	var args any
+	if json.Unmarshal(inputSchema, &schema) != nil || json.Unmarshal(arguments, &args) != nil {
+		return nil
+	}
+	var out []MCPParam
+	var walk func(node map[string]any, val any)
+	walk = func(node map[string]any, val any) {
+		props, _ := node["properties"].(map[string]any)
+		obj, _ := val.(map[string]any)
+		for k, p := range props {
+			pm, ok := p.(map[string]any)
+			if !ok {
+				continue
+			}
+			v := obj[k]
+			if name, ok := pm["x-mcp-header"].(string); ok && name != "" {
+				if text, ok := paramText(v); ok {
+					out = append(out, MCPParam{Name: name, Value: text})
+				}
+				continue
+			}
+			walk(pm, v)
+		}
+	}
+	walk(schema, args)
+	slices.SortFunc(out, func(a, b MCPParam) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// paramText is an argument's Mcp-Param-* header value.
+func paramText(v any) (string, bool) {
+	var s string
+	switch x := v.(type) {
+	case string:
+		s = x
+	case bool:
+		s = strconv.FormatBool(x)
+	case float64:
+		s = strconv.FormatFloat(x, 'f', -1, 64)
+	default:
+		return "", false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e || (s[i] == ' ' && (i == 0 || i == len(s)-1)) {
+			return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(s)) + "?=", true
+		}
+	}
+	return s, true
 }

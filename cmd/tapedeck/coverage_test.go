@@ -89,6 +89,7 @@ var coverageTests = []struct {
 	{"ts-everything-task", []string{"TestEngineTaskPolls"}, []string{"TestVerifyTask"}},
 	{"ts-everything-task-sampling", []string{"TestEngineClientTask"}, nil},
 	{"ts-everything-coverage", []string{"TestReplayCoverageClient"}, []string{"TestVerifyCoverage"}},
+	{"ts-v2-http", []string{"TestReplayV2HTTP"}, []string{"TestVerifyV2HTTP"}},
 }
 
 // stateMethods are the methods the debugger's state pane accounts for
