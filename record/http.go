@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -182,6 +184,7 @@ type exchange struct {
 	session string
 	// Request headers replay needs to reproduce (never credentials).
 	protocolVersion, mcpMethod, mcpName string
+	mcpParams                           []tape.MCPParam // its Mcp-Param-* headers, sorted by name
 	// body is the POSTed body, kept to name the request an id-null
 	// answer replies to.
 	body []byte
@@ -302,6 +305,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		method: r.Method, session: r.Header.Get("Mcp-Session-Id"), host: r.Host,
 		protocolVersion: r.Header.Get("Mcp-Protocol-Version"),
 		mcpMethod:       r.Header.Get("Mcp-Method"), mcpName: r.Header.Get("Mcp-Name"),
+		mcpParams: mcpParams(r.Header),
 	}
 	if r.Method == http.MethodPost {
 		p.lastMu.Lock()
@@ -453,4 +457,17 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 	}
 	p.note(p.sink.lifecycle(MethodHTTPExchange, map[string]any{"method": ex.method, "status": http.StatusBadGateway, "error": err.Error()}, p.extra(ex, http.StatusBadGateway)))
 	http.Error(w, "tapedeck: upstream "+SafeURL(p.Upstream)+": "+err.Error(), http.StatusBadGateway)
+}
+
+// mcpParams returns a request's Mcp-Param-* headers (2026-07-28: a
+// tools/call's arguments its tool marks with x-mcp-header), sorted by name.
+func mcpParams(h http.Header) []tape.MCPParam {
+	var out []tape.MCPParam
+	for k, vs := range h {
+		if name, ok := strings.CutPrefix(http.CanonicalHeaderKey(k), tape.MCPParamHeader); ok && name != "" && len(vs) > 0 {
+			out = append(out, tape.MCPParam{Name: name, Value: vs[0]})
+		}
+	}
+	slices.SortFunc(out, func(a, b tape.MCPParam) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }

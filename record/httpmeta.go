@@ -22,13 +22,13 @@ type recordMeta struct {
 
 // http is the record's HTTP dialect members (tape.HTTPMeta, which writes
 // them): a request's own record (status 0) carries its Mcp-Method and
-// Mcp-Name headers, an answer its status and the session it assigned.
+// Mcp-Name headers and its Mcp-Param-* ones, an answer its status and the session it assigned.
 func (m recordMeta) http() tape.HTTPMeta {
 	ex := m.ex
 	h := tape.HTTPMeta{HTTP: true, Method: ex.method, Session: ex.session, Protocol: ex.protocolVersion, Status: m.status,
 		Stream: m.stream, Event: m.event, HasEvent: m.hasEvent, InReplyTo: m.inReplyTo, Exchange: ex.no}
 	if m.status == 0 {
-		h.MCPMethod, h.MCPName = ex.mcpMethod, ex.mcpName
+		h.MCPMethod, h.MCPName, h.MCPParams = ex.mcpMethod, ex.mcpName, tape.ParamsObject(ex.mcpParams)
 	} else {
 		h.NewSession = ex.newSession
 	}

@@ -2,7 +2,9 @@ package tape
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 )
@@ -19,7 +21,8 @@ import (
 //   - every record: MetaTransport "http", MetaHTTP the request's method
 //     (POST, GET, DELETE), MetaSession the request's Mcp-Session-Id, and
 //     MetaProtocol its MCP-Protocol-Version;
-//   - a request: MetaMCPMethod and MetaMCPName, its Mcp-Method and Mcp-Name
+//   - a request: MetaMCPMethod and MetaMCPName, its Mcp-Method and Mcp-Name,
+//     and MetaMCPParams, its Mcp-Param-* headers (an object by NAME)
 //     headers (2026-07-28);
 //   - an answer: MetaStatus, the HTTP status, and MetaNewSession, the
 //     Mcp-Session-Id the answer assigned (initialize);
@@ -88,6 +91,7 @@ const (
 	MetaProtocol   = "protocolVersion"
 	MetaMCPMethod  = "mcpMethod"
 	MetaMCPName    = "mcpName"
+	MetaMCPParams  = "mcpParams"
 	MetaStatus     = "status"
 	MetaStream     = "stream"
 	MetaEvent      = "event"
@@ -108,6 +112,7 @@ type HTTPMeta struct {
 	Protocol   string
 	MCPMethod  string
 	MCPName    string
+	MCPParams  string // a 2026-07-28 tools/call's Mcp-Param-* headers: a JSON object by NAME (ParamsObject, Params)
 	Status     int    // the HTTP status of the answer, 0 if not an answer
 	Stream     int64  // the SSE stream it came on, 0 if none
 	Event      string // its SSE event id
@@ -115,6 +120,47 @@ type HTTPMeta struct {
 	SSE        bool   // it came on an SSE stream (MetaStream, or the older MetaSSE)
 	InReplyTo  string // the JSON text of the request id an id-null answer replies to
 	Exchange   int64  // the POST a record of a sessionless exchange belongs to, 0 if none
+}
+
+// MCPParam is one Mcp-Param-NAME header of a 2026-07-28 tools/call: the
+// value of the argument the tool's inputSchema marks with x-mcp-header NAME,
+// as the client sent it (a non-ASCII value Base64 inside "=?base64?...?=").
+// The tape keeps them under MetaMCPParams as {"NAME":"value"}.
+type MCPParam struct{ Name, Value string }
+
+// MCPParamHeader is the prefix of the Mcp-Param-* headers.
+const MCPParamHeader = "Mcp-Param-"
+
+// ParamsObject is Mcp-Param-* headers as HTTPMeta.MCPParams keeps them: a
+// JSON object of the values by NAME, or "" for none.
+func ParamsObject(ps []MCPParam) string {
+	if len(ps) == 0 {
+		return ""
+	}
+	b := []byte{'{'}
+	for i, p := range ps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		k, _ := json.Marshal(p.Name)
+		v, _ := json.Marshal(p.Value)
+		b = append(append(append(b, k...), ':'), v...)
+	}
+	return string(append(b, '}'))
+}
+
+// Params returns the Mcp-Param-* headers m.MCPParams holds, sorted by NAME.
+func (m HTTPMeta) Params() []MCPParam {
+	var o map[string]string
+	if m.MCPParams == "" || json.Unmarshal([]byte(m.MCPParams), &o) != nil {
+		return nil
+	}
+	out := make([]MCPParam, 0, len(o))
+	for k, v := range o {
+		out = append(out, MCPParam{Name: k, Value: v})
+	}
+	slices.SortFunc(out, func(a, b MCPParam) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // ParseHTTPMeta reads the HTTP members of a tape line's metadata (see
@@ -143,6 +189,10 @@ func ParseHTTPMeta(line []byte) HTTPMeta {
 			m.MCPMethod = stringValue(meta, v)
 		case MetaMCPName:
 			m.MCPName = stringValue(meta, v)
+		case MetaMCPParams:
+			if raw[0] == '{' {
+				m.MCPParams = string(raw)
+			}
 		case MetaStatus:
 			if n, ok := digits(raw); ok {
 				m.Status = n
@@ -184,6 +234,9 @@ func (m HTTPMeta) AppendJSON(b []byte) []byte {
 	}
 	b = appendMetaString(b, MetaMCPMethod, m.MCPMethod)
 	b = appendMetaString(b, MetaMCPName, m.MCPName)
+	if m.MCPParams != "" {
+		b = append(appendMetaKey(b, MetaMCPParams), m.MCPParams...)
+	}
 	b = appendMetaString(b, MetaNewSession, m.NewSession)
 	b = appendMetaString(b, MetaProtocol, m.Protocol)
 	b = appendMetaString(b, MetaSession, m.Session)
@@ -217,6 +270,9 @@ func (m HTTPMeta) Fields() map[string]any {
 	set(MetaHTTP, m.Method)
 	set(MetaMCPMethod, m.MCPMethod)
 	set(MetaMCPName, m.MCPName)
+	if m.MCPParams != "" {
+		f[MetaMCPParams] = json.RawMessage(m.MCPParams)
+	}
 	set(MetaNewSession, m.NewSession)
 	set(MetaProtocol, m.Protocol)
 	set(MetaSession, m.Session)

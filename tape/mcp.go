@@ -1,7 +1,10 @@
 package tape
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -332,4 +335,123 @@ func ListOf(method string) (List, bool) {
 		}
 	}
 	return List{}, false
+}
+
+// Subscriptions of 2026-07-28: a client's subscriptions/listen request
+// (params.notifications, a filter) opens a stream of change notifications;
+// the server first sends notifications/subscriptions/acknowledged with the
+// part of the filter it honors (params.notifications), and stamps it and
+// every notification it delivers on the subscription with the listen
+// request's id in _meta[SubscriptionIDKey]. The listen request is answered
+// (an empty result) only when the server ends the subscription; a client
+// ends it with notifications/cancelled.
+const (
+	MethodListen      = "subscriptions/listen"
+	MethodListenAck   = "notifications/subscriptions/acknowledged"
+	SubscriptionIDKey = "io.modelcontextprotocol/subscriptionId"
+)
+
+// ListenFilter returns, in words, what the filter of a subscriptions/listen
+// request or of its acknowledgement names (raw is the message, or its
+// params): "tools", "prompts", "resources" for the list_changed
+// notifications, "updates of URI" for each resource subscription; and the
+// subscription id the message carries in params._meta (the
+// acknowledgement's), raw JSON, or "". ok is false when raw holds no filter.
+func ListenFilter(raw []byte) (what []string, subscription string, ok bool) {
+	var m struct {
+		Params *struct {
+			Notifications *struct {
+				Tools     bool     `json:"toolsListChanged"`
+				Prompts   bool     `json:"promptsListChanged"`
+				Resources bool     `json:"resourcesListChanged"`
+				Updates   []string `json:"resourceSubscriptions"`
+			} `json:"notifications"`
+			Meta map[string]json.RawMessage `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(raw, &m) != nil {
+		return nil, "", false
+	}
+	if m.Params == nil || m.Params.Notifications == nil {
+		// raw may be the params themselves
+		if json.Unmarshal([]byte(`{"params":`+string(raw)+`}`), &m) != nil || m.Params == nil || m.Params.Notifications == nil {
+			return nil, "", false
+		}
+	}
+	n := m.Params.Notifications
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{{n.Tools, "tools"}, {n.Prompts, "prompts"}, {n.Resources, "resources"}} {
+		if f.on {
+			what = append(what, f.name)
+		}
+	}
+	for _, u := range n.Updates {
+		what = append(what, "updates of "+u)
+	}
+	if id, ok := m.Params.Meta[SubscriptionIDKey]; ok {
+		subscription = string(id)
+	}
+	return what, subscription, true
+}
+
+// ParamHeaders returns the Mcp-Param-* headers a 2026-07-28 client sends
+// with a tools/call (SEP-2243, as the v2 SDK 2.4.0 builds them): for each
+// property of the tool's inputSchema marked "x-mcp-header": NAME (reached
+// through "properties" only), the call's argument at that path, a string,
+// number or boolean, as text; a value with a byte outside printable ASCII
+// is sent Base64 inside "=?base64?...?=". An argument absent or null sends
+// no header. inputSchema and arguments are JSON; the result is sorted by
+// name.
+func ParamHeaders(inputSchema, arguments []byte) []MCPParam {
+	var schema map[string]any
+	var args any
+	if json.Unmarshal(inputSchema, &schema) != nil || json.Unmarshal(arguments, &args) != nil {
+		return nil
+	}
+	var out []MCPParam
+	var walk func(node map[string]any, val any)
+	walk = func(node map[string]any, val any) {
+		props, _ := node["properties"].(map[string]any)
+		obj, _ := val.(map[string]any)
+		for k, p := range props {
+			pm, ok := p.(map[string]any)
+			if !ok {
+				continue
+			}
+			v := obj[k]
+			if name, ok := pm["x-mcp-header"].(string); ok && name != "" {
+				if text, ok := paramText(v); ok {
+					out = append(out, MCPParam{Name: name, Value: text})
+				}
+				continue
+			}
+			walk(pm, v)
+		}
+	}
+	walk(schema, args)
+	slices.SortFunc(out, func(a, b MCPParam) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// paramText is an argument's Mcp-Param-* header value.
+func paramText(v any) (string, bool) {
+	var s string
+	switch x := v.(type) {
+	case string:
+		s = x
+	case bool:
+		s = strconv.FormatBool(x)
+	case float64:
+		s = strconv.FormatFloat(x, 'f', -1, 64)
+	default:
+		return "", false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e || (s[i] == ' ' && (i == 0 || i == len(s)-1)) {
+			return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(s)) + "?=", true
+		}
+	}
+	return s, true
 }

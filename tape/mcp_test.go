@@ -298,3 +298,51 @@ func TestParamsLine(t *testing.T) {
 		}
 	}
 }
+
+// TestListenFilter reads the filter of subscriptions/listen and of its
+// acknowledgement as the v2 SDK (2.4.0) writes them, and the subscription
+// id the acknowledgement carries.
+func TestListenFilter(t *testing.T) {
+	for _, tt := range []struct {
+		raw  string
+		what []string
+		sub  string
+		ok   bool
+	}{
+		{`{"jsonrpc":"2.0","id":"listen:1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"promptsListChanged":false,"resourcesListChanged":true,"resourceSubscriptions":["demo://a","demo://b"]}}}`,
+			[]string{"tools", "resources", "updates of demo://a", "updates of demo://b"}, "", true},
+		{`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"promptsListChanged":true},"_meta":{"io.modelcontextprotocol/subscriptionId":7}}}`,
+			[]string{"prompts"}, "7", true},
+		{`{"notifications":{},"_meta":{"io.modelcontextprotocol/subscriptionId":"listen:2"}}`, nil, `"listen:2"`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`, nil, "", false},
+		{`not json`, nil, "", false},
+	} {
+		what, sub, ok := ListenFilter([]byte(tt.raw))
+		if strings.Join(what, "|") != strings.Join(tt.what, "|") || sub != tt.sub || ok != tt.ok {
+			t.Errorf("ListenFilter(%s) = %q, %q, %v; want %q, %q, %v", tt.raw, what, sub, ok, tt.what, tt.sub, tt.ok)
+		}
+	}
+}
+
+// TestParamHeaders builds a tools/call's Mcp-Param-* headers from its
+// tool's x-mcp-header declarations as the v2 SDK (2.4.0) does, and the
+// tape keeps them in its HTTP metadata.
+func TestParamHeaders(t *testing.T) {
+	schema := `{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"integer","x-mcp-header":"N"},"dry":{"type":"boolean","x-mcp-header":"Dry"},"opt":{"type":"string","x-mcp-header":"Opt"},"where":{"type":"object","properties":{"city":{"type":"string","x-mcp-header":"City"}}},"app":{"type":"string"}}}`
+	got := ParamHeaders([]byte(schema), []byte(`{"region":"eu-west-1","n":42,"dry":false,"opt":null,"where":{"city":"Zürich"},"app":"x"}`))
+	want := []MCPParam{{"City", "=?base64?WsO8cmljaA==?="}, {"Dry", "false"}, {"N", "42"}, {"Region", "eu-west-1"}}
+	if len(got) != len(want) {
+		t.Fatalf("ParamHeaders = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("ParamHeaders = %v, want %v", got, want)
+		}
+	}
+	line := HTTPMeta{HTTP: true, Method: "POST", MCPMethod: "tools/call", MCPName: "deploy", MCPParams: ParamsObject(want)}.AppendJSON([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","_meta":{"dir":"send","server":"s","ts":"2026-01-01T00:00:00Z"`))
+	line = append(line, "}}"...)
+	back := ParseHTTPMeta(line).Params()
+	if len(back) != len(want) || back[0] != want[0] || back[3] != want[3] {
+		t.Fatalf("ParseHTTPMeta(%s).Params() = %v, want %v", line, back, want)
+	}
+}

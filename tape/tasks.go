@@ -226,10 +226,15 @@ const createAhead = 64
 
 // DropTaskVolatile removes from a decoded result what a task's runner
 // chooses afresh each run: its id and timestamps, in a CreateTaskResult
-// (result.task), a tasks/get answer (the result itself) and a result's
-// related-task _meta. The comparisons of replay and verify both use it.
+// (result.task), a tasks/get answer (the result itself), each task of a
+// tasks/list answer (result.tasks) and a result's related-task _meta. The
+// comparisons of replay and verify both use it.
 func DropTaskVolatile(res map[string]any) {
-	for _, obj := range []any{res, res["task"]} {
+	objs := []any{res, res["task"]}
+	if list, ok := res["tasks"].([]any); ok {
+		objs = append(objs, list...)
+	}
+	for _, obj := range objs {
 		if o, ok := obj.(map[string]any); ok {
 			delete(o, "taskId")
 			delete(o, "createdAt")

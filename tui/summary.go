@@ -127,6 +127,11 @@ func requestSummary(raw []byte, method string) string {
 	if method == "initialize" {
 		return oneLine(strings.TrimSpace(p.Get("clientInfo.name").String()+" "+p.Get("clientInfo.version").String()) + " · " + p.Get("protocolVersion").String())
 	}
+	if method == tape.MethodListen {
+		if what, _, ok := tape.ListenFilter(raw); ok {
+			return oneLine("listen: " + listenWords(what))
+		}
+	}
 	if !p.Exists() {
 		return ""
 	}
@@ -156,11 +161,42 @@ func notificationSummary(raw []byte, method string) string {
 		return oneLine("request " + p.Get("requestId").Raw + " " + p.Get("reason").String())
 	case "notifications/elicitation/complete":
 		return oneLine("elicitation " + p.Get("elicitationId").String() + " complete")
+	case tape.MethodListenAck:
+		if what, sub, ok := tape.ListenFilter(raw); ok {
+			s := "subscribed: " + listenWords(what)
+			if sub != "" {
+				s = "subscription " + sub + " " + s
+			}
+			return oneLine(s)
+		}
 	}
 	if !p.Exists() {
 		return ""
 	}
 	return tape.ParamsLine([]byte(p.Raw), summaryMax)
+}
+
+// listenWords is a subscriptions/listen filter (tape.ListenFilter) on one
+// line: the lists whose list_changed it takes, then the resources it
+// watches.
+func listenWords(what []string) string {
+	var lists, rest []string
+	for _, w := range what {
+		if strings.HasPrefix(w, "updates of ") {
+			rest = append(rest, w)
+		} else {
+			lists = append(lists, w)
+		}
+	}
+	var parts []string
+	if len(lists) > 0 {
+		parts = append(parts, strings.Join(lists, ", ")+" list_changed")
+	}
+	parts = append(parts, rest...)
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, "; ")
 }
 
 func lifecycleSummary(raw []byte, method string) string {

@@ -8,7 +8,8 @@ import (
 
 // The summary column names the spec features of 2025-11-25 and 2026-07-28
 // instead of showing their JSON: MCP's error codes, resource_link content,
-// URL-mode elicitation and its completion notification.
+// URL-mode elicitation and its completion notification, subscriptions/listen
+// and its acknowledgement.
 func TestSummarySpecFeatures(t *testing.T) {
 	for _, tt := range []struct {
 		msg, method, want string
@@ -22,6 +23,12 @@ func TestSummarySpecFeatures(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":2,"method":"elicitation/create","params":{"mode":"url","elicitationId":"e1","url":"https://example.com/connect","message":"Connect your account"}}`, "elicitation/create",
 			"url https://example.com/connect · Connect your account"},
 		{`{"jsonrpc":"2.0","method":"notifications/elicitation/complete","params":{"elicitationId":"e1"}}`, "notifications/elicitation/complete", "elicitation e1 complete"},
+		// 2026-07-28 subscriptions, as the v2 SDK 2.4.0 sends them
+		{`{"jsonrpc":"2.0","id":"listen:1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"resourceSubscriptions":["demo://a"]},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, "subscriptions/listen",
+			"listen: tools list_changed; updates of demo://a"},
+		{`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/subscriptionId":"listen:1"}}}`, "notifications/subscriptions/acknowledged",
+			`subscription "listen:1" subscribed: tools list_changed`},
+		{`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{}}}`, "notifications/subscriptions/acknowledged", "subscribed: nothing"},
 	} {
 		es := tape.Classify([]byte(tt.msg))
 		if len(es) != 1 {

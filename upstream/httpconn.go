@@ -48,6 +48,7 @@ type HTTPConn struct {
 	mu      sync.Mutex
 	session string
 	version string
+	schemas map[string][]byte // tool name → its inputSchema, from tools/list answers (Mcp-Param-* headers)
 	getOpen bool
 }
 
@@ -187,6 +188,16 @@ func (c *HTTPConn) newRequest(ctx context.Context, method string, body []byte, m
 		if name, ok := tape.NameHeader(m.Method, body); ok {
 			req.Header.Set(mcphttp.HeaderName, name)
 		}
+		if m.Method == "tools/call" {
+			c.mu.Lock()
+			schema := c.schemas[gjson.GetBytes(body, "params.name").String()]
+			c.mu.Unlock()
+			if schema != nil {
+				for _, p := range tape.ParamHeaders(schema, []byte(gjson.GetBytes(body, "params.arguments").Raw)) {
+					req.Header.Set(tape.MCPParamHeader+p.Name, p.Value)
+				}
+			}
+		}
 	}
 	return req, nil
 }
@@ -301,6 +312,19 @@ func (c *HTTPConn) deliverMessage(msg []byte, m tape.Entry) {
 	msg = bytes.TrimSpace(msg)
 	if r := gjson.GetBytes(msg, "id"); r.Type == gjson.Null && r.Index > 0 && !gjson.GetBytes(msg, "method").Exists() {
 		msg = jsonrpc.SpliceID(msg, []byte(m.ID))
+	}
+	if m.Method == "tools/list" {
+		// The tools' inputSchemas: which arguments a tools/call mirrors
+		// in Mcp-Param-* headers (x-mcp-header), as the v2 SDK's client
+		// learns them from its cached tools/list.
+		c.mu.Lock()
+		for _, t := range gjson.GetBytes(msg, "result.tools").Array() {
+			if c.schemas == nil {
+				c.schemas = map[string][]byte{}
+			}
+			c.schemas[t.Get("name").String()] = []byte(t.Get("inputSchema").Raw)
+		}
+		c.mu.Unlock()
 	}
 	if m.Method == "initialize" {
 		if v := gjson.GetBytes(msg, "result.protocolVersion"); v.Type == gjson.String {

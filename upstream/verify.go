@@ -115,6 +115,7 @@ func Verify(ctx context.Context, x *tape.Index, conn Conn, opts VerifyOptions, o
 		norm:    tape.Normalizer{Ignore: opts.Ignore},
 		liveIDs: map[tape.ID]tape.ID{},
 		used:    map[int]bool{},
+		unasked: map[int]bool{},
 		flight:  map[tape.ID]*call{},
 	}
 	if v.opts.Timeout == 0 {
@@ -150,6 +151,9 @@ func Verify(ctx context.Context, x *tape.Index, conn Conn, opts VerifyOptions, o
 		// Wait for the answers the tape had before this message was sent
 		// (all of them, unless concurrent).
 		err := v.wait(ctx, func(c *call) bool { return !v.opts.Concurrent || c.want < i })
+		if err == nil {
+			err = v.waitAsked(ctx, i)
+		}
 		report()
 		if err != nil {
 			return finish(err)
@@ -212,6 +216,7 @@ type verifier struct {
 	next    int
 	liveIDs map[tape.ID]tape.ID // recorded client id → live id
 	used    map[int]bool        // recorded server requests answered
+	unasked map[int]bool        // recorded server requests the live server did not ask in time (waitAsked)
 	calls   []*call             // in recorded order
 	flight  map[tape.ID]*call   // by live id, waiting for their answers
 	// subst maps the recorded task ids and requestStates to the live
@@ -347,22 +352,83 @@ func (v *verifier) wait(ctx context.Context, must func(*call) bool) error {
 			}
 			return err
 		}
-		for _, e := range tape.Classify(bytes.TrimSpace(msg)) {
-			switch e.Kind {
-			case tape.KindRequest:
-				if err := v.answer(ctx, e); err != nil {
-					return err
-				}
-			case tape.KindResponse:
-				c, ok := v.flight[e.ID]
-				if !ok {
-					continue // a late answer to a cancelled request
-				}
-				delete(v.flight, e.ID)
-				if err := v.judge(c, e); err != nil {
-					return err
-				}
+		if err := v.handle(ctx, msg); err != nil {
+			return err
+		}
+	}
+}
+
+// handle answers the server's requests in msg and decides the calls its
+// responses answer.
+func (v *verifier) handle(ctx context.Context, msg []byte) error {
+	for _, e := range tape.Classify(bytes.TrimSpace(msg)) {
+		switch e.Kind {
+		case tape.KindRequest:
+			if err := v.answer(ctx, e); err != nil {
+				return err
 			}
+		case tape.KindResponse:
+			c, ok := v.flight[e.ID]
+			if !ok {
+				continue // a late answer to a cancelled request
+			}
+			delete(v.flight, e.ID)
+			if err := v.judge(c, e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// askGrace bounds how long verify waits, before sending a message, for a
+// server request the tape shows was asked before it.
+const askGrace = 5 * time.Second
+
+// waitAsked reads the server's messages (answering its requests, deciding
+// calls) until it has asked each request the tape shows the server asked
+// before message seq, so that what the recorded client's message followed
+// (roots/list after its notifications/roots/list_changed, say) has happened
+// live too. A request the live server does not ask within askGrace is
+// waited for no more; the calls that follow show any difference it makes.
+func (v *verifier) waitAsked(ctx context.Context, seq int) error {
+	unasked := func() []int {
+		var out []int
+		for j := 0; j < seq; j++ {
+			en := v.x.Entry(j)
+			if en.Server == v.server && en.Dir == tape.DirRecv && en.Kind == tape.KindRequest && en.IsWire() && !v.used[j] && !v.unasked[j] {
+				out = append(out, j)
+			}
+		}
+		return out
+	}
+	deadline := v.opts.Now().Add(min(v.opts.Timeout, askGrace))
+	for {
+		pending := unasked()
+		if len(pending) == 0 {
+			return nil
+		}
+		d := deadline.Sub(v.opts.Now())
+		if d <= 0 {
+			for _, j := range pending {
+				v.unasked[j] = true
+			}
+			return nil
+		}
+		rctx, cancel := context.WithTimeout(ctx, d)
+		msg, err := v.conn.Recv(rctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if !errors.Is(err, context.DeadlineExceeded) {
+				return nil // the connection ended: wait says so for the calls in flight
+			}
+			continue
+		}
+		if err := v.handle(ctx, msg); err != nil {
+			return err
 		}
 	}
 }

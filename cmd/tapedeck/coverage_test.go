@@ -24,7 +24,9 @@ import (
 // 2026-07-28 what MCP-NOTES.md and issue 21 state (server/discover instead
 // of initialize, input_required instead of server-to-client requests,
 // subscriptions/listen, the tasks extension's tasks/update and
-// notifications/tasks).
+// notifications/tasks), and the v2 TypeScript SDK 2.4.0 for
+// notifications/subscriptions/acknowledged (the subscriptions/listen flow's
+// first message, in its 2026-only schemas).
 var mcpMethods = []struct {
 	method string
 	in     [3]string // 2025-06-18, 2025-11-25, 2026-07-28
@@ -43,6 +45,7 @@ var mcpMethods = []struct {
 	{"resources/subscribe", [3]string{"y", "y", "?"}},
 	{"resources/unsubscribe", [3]string{"y", "y", "?"}},
 	{"subscriptions/listen", [3]string{"n", "n", "y"}},
+	{"notifications/subscriptions/acknowledged", [3]string{"n", "n", "y"}},
 	{"logging/setLevel", [3]string{"y", "y", "?"}},
 	{"completion/complete", [3]string{"y", "y", "?"}},
 	{"sampling/createMessage", [3]string{"y", "y", "n"}},
@@ -85,6 +88,8 @@ var coverageTests = []struct {
 	{"sdk-sdkserver-http-stateless", []string{"TestReplayHTTPSDKClient"}, []string{"TestVerifyHTTP"}},
 	{"ts-everything-task", []string{"TestEngineTaskPolls"}, []string{"TestVerifyTask"}},
 	{"ts-everything-task-sampling", []string{"TestEngineClientTask"}, nil},
+	{"ts-everything-coverage", []string{"TestReplayCoverageClient"}, []string{"TestVerifyCoverage"}},
+	{"ts-v2-http", []string{"TestReplayV2HTTP"}, []string{"TestVerifyV2HTTP"}},
 }
 
 // stateMethods are the methods the debugger's state pane accounts for
@@ -226,7 +231,7 @@ What counts:
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s | %s |\n", m.method, mark[m.in[0]], mark[m.in[1]], mark[m.in[2]],
 			rec, yes(len(c.replayed) > 0), yes(len(c.verified) > 0), yes(c.shown))
 	}
-	fmt.Fprintf(&b, "\n%d methods and notifications: %d recorded, %d replayed, %d verified, %d shown. (Issue 21 counts 36 in the union; this table\nknows %d.)\n", len(mcpMethods), nRec, nRep, nVer, nShown, len(mcpMethods))
+	fmt.Fprintf(&b, "\n%d methods and notifications: %d recorded, %d replayed, %d verified, %d shown. (Issue 21 counts 36 in the union.)\n", len(mcpMethods), nRec, nRep, nVer, nShown)
 	b.WriteString("\n## Tapes and the tests that replay or verify them\n\n| tape | replayed by | verified by |\n|---|---|---|\n")
 	for _, ct := range coverageTests {
 		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", ct.tape, strings.Join(ct.replayed, ", "), strings.Join(ct.verified, ", "))

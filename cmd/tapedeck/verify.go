@@ -43,7 +43,9 @@ recorded client did; the default is deterministic. Over HTTP it
 keeps the session the server issues, opens the standalone GET stream after
 initialization, and ends the session with DELETE. The server's own
 requests (roots/list, sampling, elicitation) are answered with the
-recorded replies. Each response is compared with the recorded one by
+recorded replies, and each message waits (up to 5 s) until the live server
+has asked the requests the tape shows it asked before that message (a
+roots/list after the client's roots list_changed). Each response is compared with the recorded one by
 meaning: key order, whitespace, ids and _meta do not count; --ignore drops
 fields that vary from run to run (timestamps, ids of things). A
 server/discover probe the recorded server rejected before initialize
@@ -55,7 +57,7 @@ or answers it.
 Tasks: a task's reads (tasks/get, tasks/result) go at the recorded pace
 and carry the live task id, learnt from the live CreateTaskResult (an
 input_required retry likewise carries the live requestState). Task ids
-and timestamps, requestState, and a poll's status while the task runs (a
+and timestamps (in tasks/list answers too), requestState, and a poll's status while the task runs (a
 snapshot of when the poll came) do not count; a poll recorded with the
 task's terminal status is asked again every pollInterval until the live
 task ends or --timeout passes, and fails if it ends otherwise.

@@ -286,6 +286,9 @@ func (h *harBuilder) entry(start time.Time, method, url string, hm tape.HTTPMeta
 			en.Request.Headers = append(en.Request.Headers, kv)
 		}
 	}
+	for _, p := range hm.Params() {
+		en.Request.Headers = append(en.Request.Headers, harNV{tape.MCPParamHeader + p.Name, p.Value})
+	}
 	en.Timings = harTimings{Send: 0, Wait: 0, Receive: 0}
 	h.entries = append(h.entries, en)
 	return en

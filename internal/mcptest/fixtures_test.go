@@ -6,8 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tapedeck/tapedeck/internal/mcptest"
 )
@@ -49,6 +51,8 @@ func fixtures() []fixture {
 		})},
 		{"ts-everything-task", taskFixture("--scenario", "research", "--polls", "3", "--interval", "300")},
 		{"ts-everything-task-sampling", taskFixture("--scenario", "sampling", "--interval", "500")},
+		{"ts-everything-coverage", tsFixture("coverageclient.mjs")},
+		{"ts-v2-http", v2HTTPFixture},
 		{"sdk-multi-server", sdkFixture(func(t *testing.T) []string {
 			return []string{"--roots",
 				"--server", "everything=" + strings.Join(mcptest.Peers(t).EverythingStdio(), " "),
@@ -101,11 +105,21 @@ func sdkFixture(args func(t *testing.T) []string) func(t *testing.T, path string
 // SDK's task APIs) against server-everything over stdio through
 // "tapedeck record", and returns the client's transcript.
 func taskFixture(args ...string) func(t *testing.T, path string) []byte {
+	return tsFixture("taskclient.mjs", args...)
+}
+
+// tsFixture records the TypeScript client script (in
+// internal/mcptest/ts/) with args against server-everything over stdio
+// through "tapedeck record", and returns the client's transcript.
+func tsFixture(script string, args ...string) func(t *testing.T, path string) []byte {
 	return func(t *testing.T, path string) []byte {
 		peers := mcptest.Peers(t)
 		root := mcptest.RepoRoot(t)
 		tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
-		argv := append([]string{filepath.Join(root, "internal", "mcptest", "ts", "taskclient.mjs")}, args...)
+		if err := os.Remove(path); err != nil && !os.IsNotExist(err) { // record refuses to overwrite a tape
+			t.Fatal(err)
+		}
+		argv := append([]string{filepath.Join(root, "internal", "mcptest", "ts", script)}, args...)
 		argv = append(argv, "--stdio", tapedeck, "record", "--server", "everything", "-o", path, "--")
 		argv = append(argv, peers.EverythingStdio()...)
 		var stdout, stderr bytes.Buffer
@@ -114,10 +128,39 @@ func taskFixture(args ...string) func(t *testing.T, path string) []byte {
 		cmd.Dir = t.TempDir()
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Run(); err != nil {
-			t.Fatalf("taskclient %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.Bytes(), stderr.Bytes())
+			t.Fatalf("%s %s: %v\nstdout:\n%s\nstderr:\n%s", script, strings.Join(args, " "), err, stdout.Bytes(), stderr.Bytes())
 		}
 		return stdout.Bytes()
 	}
+}
+
+// v2HTTPFixture records internal/mcptest/ts/v2httpclient.mjs (the v2
+// TypeScript SDK's client, 2026-07-28) against v2httpserver.mjs over
+// Streamable HTTP through "tapedeck record --upstream", and returns the
+// client's transcript.
+func v2HTTPFixture(t *testing.T, path string) []byte {
+	peers := mcptest.Peers(t)
+	root := mcptest.RepoRoot(t)
+	upstream := mcptest.StartV2HTTPServer(t)
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) { // record refuses to overwrite a tape
+		t.Fatal(err)
+	}
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	rec := mcptest.Start(t, exec.Command(tapedeck, "record", "--upstream", upstream, "--listen", "127.0.0.1:0", "--server", "v2", "-o", path))
+	m, err := mcptest.WaitForOutput(rec, regexp.MustCompile(`(http://127\.0\.0\.1:\d+/mcp)\n`), 20*time.Second)
+	if err != nil {
+		t.Fatalf("tapedeck record --upstream did not start: %v\n%s", err, rec.Output())
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(peers.Node, filepath.Join(root, "internal", "mcptest", "ts", "v2httpclient.mjs"), m[1])
+	cmd.Env = append(os.Environ(), "TAPEDECK_PEERS="+filepath.Join(root, ".peers"))
+	cmd.Dir = t.TempDir()
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("v2httpclient.mjs: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.Bytes(), stderr.Bytes())
+	}
+	rec.Stop(5 * time.Second) // SIGTERM: the recorder writes $transport/close
+	return stdout.Bytes()
 }
 
 func runClient(t *testing.T, bin string, args ...string) []byte {

@@ -231,3 +231,20 @@ func StartSDKServerHTTP(t testing.TB, args ...string) string {
 }
 
 var sdkServerLine = regexp.MustCompile(`sdkserver: listening on (http://\S+/mcp)`)
+
+// StartV2HTTPServer starts ts/v2httpserver.mjs (the v2 TypeScript SDK's
+// server over Streamable HTTP, 2026-07-28: a tool whose argument goes in an
+// Mcp-Param-* header, subscriptions/listen) on a port the system picks and
+// returns its MCP endpoint's URL.
+func StartV2HTTPServer(t testing.TB) string {
+	t.Helper()
+	peers := Peers(t)
+	cmd := exec.Command(peers.Node, "--require", listenHook(t), filepath.Join(peers.Root, "internal", "mcptest", "ts", "v2httpserver.mjs"), "0")
+	cmd.Env = append(os.Environ(), "TAPEDECK_PEERS="+filepath.Join(peers.Root, ".peers"))
+	p := Start(t, cmd)
+	m, err := WaitForOutput(p, listenLine, 20*time.Second)
+	if err != nil {
+		t.Fatalf("mcptest: v2httpserver.mjs did not start: %v", err)
+	}
+	return "http://" + m[1] + "/mcp"
+}

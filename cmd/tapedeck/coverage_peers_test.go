@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tapedeck/tapedeck/internal/mcptest"
+)
+
+// TestReplayCoverageClient replays ts-everything-coverage (the TypeScript
+// SDK client of internal/mcptest/ts/coverageclient.mjs with
+// server-everything: ping, roots/list and roots list_changed,
+// logging/setLevel, resources/templates/list, completion/complete,
+// resources/subscribe, updated and unsubscribe, resources list_changed,
+// elicitation/create in form and URL mode, tasks/list, tasks/cancel, a
+// call the client cancelled) to the same client with the server absent:
+// it must print what it printed live, and the report must be clean.
+func TestReplayCoverageClient(t *testing.T) {
+	peers := mcptest.Peers(t)
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	want, err := os.ReadFile(fixture(t, "ts-everything-coverage.transcript.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := filepath.Join(t.TempDir(), "report.json")
+	got, stderr, err := runPeer(t, []string{"TAPEDECK_PEERS=" + filepath.Join(peers.Root, ".peers")},
+		peers.Node, filepath.Join(peers.Root, "internal", "mcptest", "ts", "coverageclient.mjs"),
+		"--stdio", tapedeck, "replay", "--report", report, fixture(t, "ts-everything-coverage.tape.jsonl"))
+	if err != nil {
+		t.Fatalf("coverageclient over tapedeck replay: %v\nstdout:\n%s\nstderr:\n%s", err, got, stderr)
+	}
+	if got != string(want) {
+		t.Fatalf("replayed transcript differs from the live one\ngot:\n%s\nwant:\n%s\nstderr:\n%s", got, want, stderr)
+	}
+	data, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Requests, Matched int
+		Divergences       []json.RawMessage
+		Unused            []json.RawMessage
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, data)
+	}
+	if rep.Requests != 18 || rep.Matched != 18 || len(rep.Divergences) != 0 || len(rep.Unused) != 0 {
+		t.Fatalf("report: want 18 requests, 18 matched, no divergence, nothing unused; got\n%s", data)
+	}
+}
+
+// TestVerifyCoverage verifies ts-everything-coverage against a live
+// server-everything: every call passes but the one the recorded client
+// cancelled. The server's second roots/list (after the client's
+// notifications/roots/list_changed) is asked before the next call goes, as
+// recorded, so get-roots-list sees both roots; tasks/list's task ids and
+// times are the live server's own.
+func TestVerifyCoverage(t *testing.T) {
+	peers := mcptest.Peers(t)
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), append([]string{"verify", "--color=never", fixture(t, "ts-everything-coverage.tape.jsonl"), "--"}, peers.EverythingStdio()...),
+		strings.NewReader(""), &stdout, &stderr)
+	out := stdout.String() + stderr.String()
+	if err != nil || !strings.Contains(out, "18 calls, 17 passed, 0 failed, 1 skipped") {
+		t.Fatalf("the coverage tape against server-everything: %v\n%s", err, out)
+	}
+	for _, m := range []string{"PASS tasks/list", "PASS tasks/cancel", "PASS tools/call get-roots-list", "PASS completion/complete", "PASS resources/unsubscribe"} {
+		if !strings.Contains(out, m) {
+			t.Errorf("verify's output lacks %q\n%s", m, out)
+		}
+	}
+}
+
+// TestReplayV2HTTP replays ts-v2-http (the v2 TypeScript SDK client and
+// server over Streamable HTTP, 2026-07-28: a tools/call with its
+// Mcp-Param-Region header, subscriptions/listen with its
+// notifications/subscriptions/acknowledged and a tools list_changed on the
+// listen stream, closed by notifications/cancelled) to the same client:
+// the same transcript, a clean report.
+func TestReplayV2HTTP(t *testing.T) {
+	peers := mcptest.Peers(t)
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	want, err := os.ReadFile(fixture(t, "ts-v2-http.transcript.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := filepath.Join(t.TempDir(), "report.json")
+	srv := mcptest.Start(t, exec.Command(tapedeck, "replay", "--listen", "127.0.0.1:0", "--report", report, fixture(t, "ts-v2-http.tape.jsonl")))
+	m, err := mcptest.WaitForOutput(srv, regexp.MustCompile(`at (http://127\.0\.0\.1:\d+/mcp)`), 20*time.Second)
+	if err != nil {
+		t.Fatalf("tapedeck replay --listen did not start: %v\n%s", err, srv.Output())
+	}
+	got, stderr, err := runPeer(t, []string{"TAPEDECK_PEERS=" + filepath.Join(peers.Root, ".peers")},
+		peers.Node, filepath.Join(peers.Root, "internal", "mcptest", "ts", "v2httpclient.mjs"), m[1])
+	if err != nil || got != string(want) {
+		t.Fatalf("v2httpclient over tapedeck replay: %v\ngot:\n%s\nwant:\n%s\nstderr:\n%s", err, got, want, stderr)
+	}
+	srv.Stop(5 * time.Second)
+	data, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatalf("no report: %v\n%s", err, srv.Output())
+	}
+	var rep struct {
+		Requests, Matched int
+		Divergences       []json.RawMessage
+		Unused            []json.RawMessage
+	}
+	if err := json.Unmarshal(data, &rep); err != nil || rep.Requests != 5 || rep.Matched != 5 || len(rep.Divergences) != 0 || len(rep.Unused) != 0 {
+		t.Fatalf("report: want 5 requests, 5 matched, no divergence, nothing unused (%v); got\n%s", err, data)
+	}
+}
+
+// TestVerifyV2HTTP verifies ts-v2-http against a live v2 SDK server: the
+// tools/call of deploy passes only with the Mcp-Param-Region header the
+// server checks against the body (verify learns the x-mcp-header
+// declaration from the tools/list answer, as the SDK's client does); the
+// listen request, never answered on the tape, is skipped.
+func TestVerifyV2HTTP(t *testing.T) {
+	url := mcptest.StartV2HTTPServer(t)
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"verify", "--color=never", "--url", url, fixture(t, "ts-v2-http.tape.jsonl")}, strings.NewReader(""), &stdout, &stderr)
+	out := stdout.String() + stderr.String()
+	if err != nil || !strings.Contains(out, "5 calls, 4 passed, 0 failed, 1 skipped") || !strings.Contains(out, "PASS tools/call deploy") {
+		t.Fatalf("ts-v2-http against the live v2 server: %v\n%s", err, out)
+	}
+}
