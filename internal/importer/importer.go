@@ -262,7 +262,7 @@ func checkMessage(raw []byte) error {
 	if len(raw) == 0 {
 		return errors.New("expected a JSON-RPC message, found nothing")
 	}
-	if !json.Valid(raw) {
+	if !validJSON(raw) {
 		return fmt.Errorf("expected a JSON-RPC message, found invalid JSON %s", quoteStart(raw))
 	}
 	switch raw[0] {
@@ -518,7 +518,7 @@ func readAll(format string, r io.Reader, max int64) ([]byte, error) {
 	if len(bytes.TrimSpace(doc)) == 0 {
 		return nil, &Error{Format: format, Err: errors.New("expected a JSON document, found an empty input")}
 	}
-	if !json.Valid(doc) {
+	if !validJSON(doc) {
 		var v any
 		return nil, syntaxError(format, doc, json.Unmarshal(doc, &v))
 	}
@@ -538,12 +538,14 @@ func startParams(format string, more map[string]any) map[string]any {
 
 // eachLine hands fn each line of r that is not blank, at most max bytes
 // long (a longer one is an error naming its line), and returns how many it
-// handed; an *Error from fn gets the line's number.
+// handed; an *Error from fn gets the line's number. The line's bytes are
+// the reader's, good until fn returns: fn copies what it keeps.
 func eachLine(r io.Reader, format string, max int64, fn func(line []byte) error) (int, error) {
-	br := bufio.NewReader(r)
+	br := bufio.NewReaderSize(r, 1<<20)
+	var long []byte
 	lines := 0
 	for n := 1; ; n++ {
-		line, err := readLine(br, max)
+		line, err := readLine(br, max, &long)
 		if errors.Is(err, errLineTooLong) {
 			return lines, &Error{Format: format, Line: n, Err: fmt.Errorf("expected a line of at most %d bytes, found a longer one", max)}
 		}
