@@ -82,7 +82,7 @@ type snoopState struct {
 // snoopFields is an envelope's members, raw (nil when missing).
 type snoopFields struct {
 	direction, ts, serverLabel, sessionID, transport, text, status []byte
-	mcpMethod, mcpName, mcpProtocol, truncated, redacted, raw     []byte
+	mcpMethod, mcpName, mcpProtocol, truncated, redacted, raw      []byte
 }
 
 func (e *snoopFields) set(key string, v []byte) {
