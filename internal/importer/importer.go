@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"sort"
 	"strconv"
 	"strings"
@@ -508,7 +509,7 @@ func ms(n node, def float64) (time.Duration, error) {
 // readAll reads a whole document of at most max bytes, refusing an empty
 // one.
 func readAll(format string, r io.Reader, max int64) ([]byte, error) {
-	doc, err := io.ReadAll(io.LimitReader(r, max+1))
+	doc, err := readDocument(r, max)
 	if err != nil {
 		return nil, err
 	}
@@ -568,6 +569,39 @@ func eachLine(r io.Reader, format string, max int64, fn func(line []byte) error)
 		}
 		if err != nil {
 			return lines, nil
+		}
+	}
+}
+
+// readDocument reads r to its end, at most max+1 bytes: into one buffer
+// of the file's size when r is a file (no growing and copying a document
+// of hundreds of megabytes), else as io.ReadAll does.
+func readDocument(r io.Reader, max int64) ([]byte, error) {
+	inner := r
+	if c, ok := r.(ctxReader); ok {
+		inner = c.r
+	}
+	f, ok := inner.(interface{ Stat() (fs.FileInfo, error) })
+	if !ok {
+		return io.ReadAll(io.LimitReader(r, max+1))
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return io.ReadAll(io.LimitReader(r, max+1))
+	}
+	lr := io.LimitReader(r, max+1)
+	b := make([]byte, 0, min(st.Size(), max)+1)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := lr.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if errors.Is(err, io.EOF) {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
 		}
 	}
 }
