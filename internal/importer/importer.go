@@ -183,6 +183,7 @@ type out struct {
 	// line it formats, reused.
 	encs map[encKey]*tape.Encoder
 	line []byte
+	peek tape.Peeker
 }
 
 type encKey struct {
