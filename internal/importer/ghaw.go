@@ -36,27 +36,62 @@ const formatGHAW = "gh-aw"
 // GHAW imports a GitHub Agentic Workflows gateway log (rpc-messages.jsonl).
 func GHAW(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	out := newOut(w)
-	started := map[string]bool{}
-	lines, err := eachLine(r, formatGHAW, o.maxLine(), func(line []byte) error { return ghawLine(out, line, o, started) })
+	st := &ghawState{started: map[string]bool{}}
+	lines, err := eachLine(r, formatGHAW, o.maxLine(), func(line []byte) error { return ghawLine(out, line, o, st) })
 	if err == nil && lines == 0 {
 		err = &Error{Format: formatGHAW, Err: errors.New("expected rpc-messages.jsonl envelopes (JSON lines), found an empty input")}
 	}
 	return out.result(), err
 }
 
-func ghawLine(out *out, line []byte, o Options, started map[string]bool) error {
-	line = bytes.TrimSpace(line)
-	env := root(formatGHAW, line)
-	if !json.Valid(line) {
-		var v any
-		se := syntaxError(formatGHAW, line, json.Unmarshal(line, &v))
-		se.Line, se.Column = 0, 0
-		return se
+// ghawState is what reading a log carries from line to line.
+type ghawState struct {
+	started map[string]bool // server_id → $transport/start written
+	peek    tape.Peeker
+	// an envelope's members, raw (nil when missing)
+	typ, timestamp, serverID, direction, payload []byte
+}
+
+func (st *ghawState) set(key string, v []byte) {
+	switch key {
+	case "type":
+		st.typ = v
+	case "timestamp":
+		st.timestamp = v
+	case "server_id":
+		st.serverID = v
+	case "direction":
+		st.direction = v
+	case "payload":
+		st.payload = v
 	}
-	if err := env.load(); err != nil {
+}
+
+func ghawNode(path string, raw []byte) node { return node{format: formatGHAW, path: path, raw: raw} }
+
+func ghawLine(out *out, line []byte, o Options, st *ghawState) error {
+	started := st.started
+	line = bytes.TrimSpace(line)
+	// One pass validates the envelope and hands over its members; a line
+	// it refuses is looked at again, to say why.
+	st.typ, st.timestamp, st.serverID, st.direction, st.payload = nil, nil, nil, nil, nil
+	if len(line) == 0 || line[0] != '{' || scanObject(line, 0, 1, func(k, v []byte) {
+		if bytes.IndexByte(k, '\\') >= 0 {
+			st.set(unquoteKey(k), v)
+		} else {
+			st.set(string(k), v)
+		}
+	}) != len(line) {
+		env := root(formatGHAW, line)
+		if !json.Valid(line) {
+			var v any
+			se := syntaxError(formatGHAW, line, json.Unmarshal(line, &v))
+			se.Line, se.Column = 0, 0
+			return se
+		}
 		return env.errorf("expected an rpc-messages.jsonl envelope (an object), found %s", env.found())
 	}
-	typ, err := env.get("type").str()
+	typ, err := ghawNode("$.type", st.typ).str()
 	if err != nil {
 		return err
 	}
@@ -64,15 +99,15 @@ func ghawLine(out *out, line []byte, o Options, started map[string]bool) error {
 		out.res.Skipped++ // the gateway's own event: no message
 		return nil
 	}
-	ts, err := env.get("timestamp").time()
+	ts, err := ghawNode("$.timestamp", st.timestamp).time()
 	if err != nil {
 		return err
 	}
-	id, err := env.get("server_id").optStr()
+	id, err := ghawNode("$.server_id", st.serverID).optStr()
 	if err != nil {
 		return err
 	}
-	dirName, err := env.get("direction").optStr()
+	dirName, err := ghawNode("$.direction", st.direction).optStr()
 	if err != nil {
 		return err
 	}
@@ -90,13 +125,14 @@ func ghawLine(out *out, line []byte, o Options, started map[string]bool) error {
 	case dirName == "IN", dirName == "" && typ == "RESPONSE":
 		m.Dir = tape.DirRecv
 	default:
-		return env.get("direction").errorf(`expected "IN" or "OUT", found %q`, dirName)
+		return ghawNode("$.direction", st.direction).errorf(`expected "IN" or "OUT", found %q`, dirName)
 	}
-	payload := env.get("payload")
+	payload := ghawNode("$.payload", st.payload)
 	if payload.absent() {
 		return payload.errorf("expected the JSON-RPC message of a %s, found nothing", typ)
 	}
 	msg := bytes.TrimSpace(payload.raw)
+	object := msg[0] == '{'
 	if msg[0] == '"' {
 		s, err := payload.str()
 		if err != nil {
@@ -108,6 +144,14 @@ func ghawLine(out *out, line []byte, o Options, started map[string]bool) error {
 		started[id] = true
 		if err := out.lifecycle(tape.MethodStart, startParams(formatGHAW, map[string]any{"server_id": id}), tape.Meta{Server: server, Time: ts}); err != nil {
 			return err
+		}
+	}
+	if object {
+		// Valid JSON (the envelope was): a message the Peeker reads as one
+		// plain JSON-RPC message goes to the Encoder, its line the one
+		// out.message would write.
+		if h := st.peek.Peek(msg); h.Plain && h.Kind != tape.KindInvalid {
+			return out.plain(msg, m)
 		}
 	}
 	if checkMessage(msg) != nil {

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"sort"
 	"strconv"
 	"strings"
@@ -182,6 +183,7 @@ type out struct {
 	// line it formats, reused.
 	encs map[encKey]*tape.Encoder
 	line []byte
+	peek tape.Peeker
 }
 
 type encKey struct {
@@ -262,7 +264,7 @@ func checkMessage(raw []byte) error {
 	if len(raw) == 0 {
 		return errors.New("expected a JSON-RPC message, found nothing")
 	}
-	if !json.Valid(raw) {
+	if !validJSON(raw) {
 		return fmt.Errorf("expected a JSON-RPC message, found invalid JSON %s", quoteStart(raw))
 	}
 	switch raw[0] {
@@ -508,7 +510,7 @@ func ms(n node, def float64) (time.Duration, error) {
 // readAll reads a whole document of at most max bytes, refusing an empty
 // one.
 func readAll(format string, r io.Reader, max int64) ([]byte, error) {
-	doc, err := io.ReadAll(io.LimitReader(r, max+1))
+	doc, err := readDocument(r, max)
 	if err != nil {
 		return nil, err
 	}
@@ -518,7 +520,7 @@ func readAll(format string, r io.Reader, max int64) ([]byte, error) {
 	if len(bytes.TrimSpace(doc)) == 0 {
 		return nil, &Error{Format: format, Err: errors.New("expected a JSON document, found an empty input")}
 	}
-	if !json.Valid(doc) {
+	if !validJSON(doc) {
 		var v any
 		return nil, syntaxError(format, doc, json.Unmarshal(doc, &v))
 	}
@@ -538,12 +540,14 @@ func startParams(format string, more map[string]any) map[string]any {
 
 // eachLine hands fn each line of r that is not blank, at most max bytes
 // long (a longer one is an error naming its line), and returns how many it
-// handed; an *Error from fn gets the line's number.
+// handed; an *Error from fn gets the line's number. The line's bytes are
+// the reader's, good until fn returns: fn copies what it keeps.
 func eachLine(r io.Reader, format string, max int64, fn func(line []byte) error) (int, error) {
-	br := bufio.NewReader(r)
+	br := bufio.NewReaderSize(r, 1<<20)
+	var long []byte
 	lines := 0
 	for n := 1; ; n++ {
-		line, err := readLine(br, max)
+		line, err := readLine(br, max, &long)
 		if errors.Is(err, errLineTooLong) {
 			return lines, &Error{Format: format, Line: n, Err: fmt.Errorf("expected a line of at most %d bytes, found a longer one", max)}
 		}
@@ -566,6 +570,39 @@ func eachLine(r io.Reader, format string, max int64, fn func(line []byte) error)
 		}
 		if err != nil {
 			return lines, nil
+		}
+	}
+}
+
+// readDocument reads r to its end, at most max+1 bytes: into one buffer
+// of the file's size when r is a file (no growing and copying a document
+// of hundreds of megabytes), else as io.ReadAll does.
+func readDocument(r io.Reader, max int64) ([]byte, error) {
+	inner := r
+	if c, ok := r.(ctxReader); ok {
+		inner = c.r
+	}
+	f, ok := inner.(interface{ Stat() (fs.FileInfo, error) })
+	if !ok {
+		return io.ReadAll(io.LimitReader(r, max+1))
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return io.ReadAll(io.LimitReader(r, max+1))
+	}
+	lr := io.LimitReader(r, max+1)
+	b := make([]byte, 0, min(st.Size(), max)+1)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := lr.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if errors.Is(err, io.EOF) {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
 		}
 	}
 }

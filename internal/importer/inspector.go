@@ -48,29 +48,43 @@ import (
 
 const formatInspector = "inspector"
 
-// inspectorEntry is a MessageEntry of the export, its members raw.
+// inspectorEntry is a MessageEntry of the export, its members raw (nil
+// when missing).
 type inspectorEntry struct {
-	Timestamp json.RawMessage `json:"timestamp"`
-	Direction json.RawMessage `json:"direction"`
-	Origin    json.RawMessage `json:"origin"`
-	Message   json.RawMessage `json:"message"`
-	Response  json.RawMessage `json:"response"`
-	Duration  json.RawMessage `json:"duration"`
+	Timestamp, Direction, Origin, Message, Response, Duration []byte
+}
+
+// set keeps member key's value, the key matched as encoding/json matches
+// a struct's fields (exactly, else without regard to case).
+func (e *inspectorEntry) set(key []byte, v []byte) {
+	if bytes.IndexByte(key, '\\') >= 0 {
+		key = []byte(unquoteKey(key))
+	}
+	for _, f := range [...]struct {
+		name string
+		dst  *[]byte
+	}{{"timestamp", &e.Timestamp}, {"direction", &e.Direction}, {"origin", &e.Origin}, {"message", &e.Message}, {"response", &e.Response}, {"duration", &e.Duration}} {
+		if string(key) == f.name || bytes.EqualFold(key, []byte(f.name)) {
+			*f.dst = v
+			return
+		}
+	}
 }
 
 // inspectorMsg is one message of the export, placed.
 type inspectorMsg struct {
-	raw  []byte
-	dir  tape.Dir
-	at   time.Time
-	slot int // folded answers: the entry it goes before (len for the end)
-	seq  int // folded answers: the entry of its request
+	raw   []byte
+	plain bool // a message the Encoder writes as it is (tape.Head.Plain)
+	dir   tape.Dir
+	at    time.Time
+	slot  int // folded answers: the entry it goes before (len for the end)
+	seq   int // folded answers: the entry of its request
 }
 
 // Inspector imports an MCP Inspector v2 history (Protocol) export.
 func Inspector(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	out := newOut(w)
-	doc, err := io.ReadAll(io.LimitReader(r, o.maxDocument()+1))
+	doc, err := readDocument(r, o.maxDocument())
 	if err != nil {
 		return out.result(), err
 	}
@@ -80,44 +94,71 @@ func Inspector(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	if len(bytes.TrimSpace(doc)) == 0 {
 		return out.result(), &Error{Format: formatInspector, Err: errors.New("expected a JSON document, found an empty input")}
 	}
-	// One pass of encoding/json validates and splits the document; the
-	// slow reading by element runs only to say what is wrong.
-	var fast []*inspectorEntry
-	if err := json.Unmarshal(doc, &fast); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return out.result(), syntaxError(formatInspector, doc, err)
+	// One pass validates the document and reads each element's members
+	// (scanning bytes, not decoding them); only a document it refuses is
+	// looked at again, to say why.
+	t := bytes.TrimSpace(doc)
+	var elems [][]byte
+	var fields []inspectorEntry
+	allObjects := true // each element an object or null (encoding/json took them as entries)
+	valid := false
+	if t[0] == '[' {
+		i := skipSpace(t, 1)
+		for i < len(t) && t[i] != ']' {
+			var j int
+			if t[i] == '{' {
+				fields = append(fields, inspectorEntry{})
+				e := &fields[len(fields)-1]
+				j = scanObject(t, i, 2, e.set)
+			} else {
+				fields = append(fields, inspectorEntry{})
+				j = scanValue(t, i, 1)
+				allObjects = allObjects && t[i] == 'n'
+			}
+			if j < 0 {
+				break
+			}
+			elems = append(elems, t[i:j])
+			if i = skipSpace(t, j); i < len(t) && t[i] == ',' {
+				if i = skipSpace(t, i+1); i < len(t) && t[i] == ']' {
+					i = -1 // a trailing comma
+					break
+				}
+			} else if i >= len(t) || t[i] != ']' {
+				break
+			}
 		}
-		fast = nil
+		valid = i == len(t)-1 && t[i] == ']'
+	} else {
+		valid = validJSON(t)
 	}
-	var elems []json.RawMessage
-	if fast == nil {
-		if bytes.TrimSpace(doc)[0] != '[' || json.Unmarshal(doc, &elems) != nil {
-			return out.result(), errorf(formatInspector, "$", "expected the Inspector's history export (a JSON array of message entries), found %s", kindOf(doc))
-		}
-		fast = make([]*inspectorEntry, len(elems))
+	if !valid {
+		var v any
+		return out.result(), syntaxError(formatInspector, doc, json.Unmarshal(doc, &v))
 	}
-	if len(fast) == 0 {
+	if t[0] != '[' {
+		return out.result(), errorf(formatInspector, "$", "expected the Inspector's history export (a JSON array of message entries), found %s", kindOf(doc))
+	}
+	if len(elems) == 0 {
 		return out.result(), errorf(formatInspector, "$", "expected the Inspector's history export (a JSON array of message entries), found an empty array")
 	}
 	var entries, answers []inspectorMsg
 	var times []time.Time // the running latest entry time, for placing answers
 	var sides []tape.Dir  // each entry's direction
+	var peek tape.Peeker
 	server := o.Server
-	for i, e := range fast {
-		n := func(key string, raw json.RawMessage) node {
+	for i, raw := range elems {
+		n := func(key string, raw []byte) node {
 			return node{format: formatInspector, path: fmt.Sprintf("$[%d].%s", i, key), raw: raw}
 		}
-		if e == nil {
-			var raw json.RawMessage
-			if i < len(elems) {
-				raw = elems[i]
+		if raw[0] != '{' {
+			found := kindOf(raw)
+			if allObjects {
+				found = kindOf(nil) // null, which encoding/json decoded as no entry
 			}
-			e = new(inspectorEntry)
-			if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' || json.Unmarshal(t, e) != nil {
-				return out.result(), errorf(formatInspector, fmt.Sprintf("$[%d]", i), "expected a message entry (an object), found %s", kindOf(raw))
-			}
+			return out.result(), errorf(formatInspector, fmt.Sprintf("$[%d]", i), "expected a message entry (an object), found %s", found)
 		}
+		e := &fields[i]
 		ts, err := n("timestamp", e.Timestamp).time()
 		if err != nil {
 			return out.result(), err
@@ -133,7 +174,7 @@ func Inspector(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 		if err != nil {
 			return out.result(), err
 		}
-		msg, err := inspectorMessage(n("message", e.Message))
+		msg, plain, err := inspectorMessage(n("message", e.Message), &peek)
 		if err != nil {
 			return out.result(), err
 		}
@@ -157,7 +198,7 @@ func Inspector(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 		}
 		times = append(times, latest)
 		sides = append(sides, dir)
-		entries = append(entries, inspectorMsg{raw: msg, dir: dir, at: ts})
+		entries = append(entries, inspectorMsg{raw: msg, plain: plain, dir: dir, at: ts})
 		resp := n("response", e.Response)
 		if resp.absent() {
 			continue
@@ -165,7 +206,7 @@ func Inspector(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 		if direction != "request" {
 			return out.result(), resp.errorf("expected a response only on a request entry, found one on a %s entry", direction)
 		}
-		answer, err := inspectorMessage(resp)
+		answer, plain, err := inspectorMessage(resp, &peek)
 		if err != nil {
 			return out.result(), err
 		}
@@ -180,7 +221,7 @@ func Inspector(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 		if dir == tape.DirRecv {
 			back = tape.DirSend
 		}
-		answers = append(answers, inspectorMsg{raw: answer, dir: back, at: ts.Add(d), seq: i})
+		answers = append(answers, inspectorMsg{raw: answer, plain: plain, dir: back, at: ts.Add(d), seq: i})
 	}
 	if server == "" {
 		server = "inspector"
@@ -205,7 +246,11 @@ func Inspector(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 		return out.result(), err
 	}
 	write := func(m inspectorMsg) error {
-		return out.message(m.raw, tape.Meta{Dir: m.dir, Server: server, Time: m.at})
+		meta := tape.Meta{Dir: m.dir, Server: server, Time: m.at}
+		if m.plain {
+			return out.plain(m.raw, meta)
+		}
+		return out.message(m.raw, meta)
 	}
 	k := 0
 	for j, e := range entries {
@@ -226,48 +271,55 @@ func Inspector(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	return out.result(), nil
 }
 
-// inspectorMessage returns the JSON-RPC message (an object) at n.
-func inspectorMessage(n node) ([]byte, error) {
+// inspectorMessage returns the JSON-RPC message (an object) at n, and
+// whether the Encoder takes it as it is.
+func inspectorMessage(n node, peek *tape.Peeker) ([]byte, bool, error) {
 	t := bytes.TrimSpace(n.raw)
 	if len(t) == 0 || t[0] != '{' {
-		return nil, n.errorf("expected a JSON-RPC message (an object), found %s", n.found())
+		return nil, false, n.errorf("expected a JSON-RPC message (an object), found %s", n.found())
 	}
-	// The document is valid JSON: what is left to check is the message.
+	// The document is valid JSON: what is left to check is the message. A
+	// message the Peeker reads as one plain JSON-RPC message is one as
+	// Classify finds it (tape.FuzzEncoderAgreesWithClassify).
+	c := compact(t)
+	if h := peek.Peek(c); h.Plain && h.Kind != tape.KindInvalid {
+		return c, true, nil
+	}
 	for _, e := range tape.Classify(t) {
 		if e.Kind == tape.KindInvalid {
-			return nil, n.errorf("expected a JSON-RPC message (jsonrpc and a method, result or error), found %s", quoteStart(t))
+			return nil, false, n.errorf("expected a JSON-RPC message (jsonrpc and a method, result or error), found %s", quoteStart(t))
 		}
 	}
-	return compact(t), nil
+	return c, false, nil
 }
 
 // compact removes the whitespace between the tokens of valid JSON (the
 // export is pretty-printed), faster than json.Compact, which validates
-// again.
+// again: strings are skipped whole, and b is returned as it is when it
+// has no whitespace outside them.
 func compact(b []byte) []byte {
-	if !bytes.ContainsAny(b, "\n\r\t ") {
-		return b
-	}
-	out := make([]byte, 0, len(b))
-	in, esc := false, false
+	var out []byte
 	start := 0
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		switch {
-		case in:
-			if esc {
-				esc = false
-			} else if c == '\\' {
-				esc = true
-			} else if c == '"' {
-				in = false
+	for i := 0; i < len(b); {
+		switch c := b[i]; c {
+		case '"':
+			i = scanString(b, i)
+			if i < 0 {
+				return b // not valid JSON: left as it is
 			}
-		case c == '"':
-			in = true
-		case c == ' ' || c == '\n' || c == '\r' || c == '\t':
+		case ' ', '\n', '\r', '\t':
+			if out == nil {
+				out = make([]byte, 0, len(b))
+			}
 			out = append(out, b[start:i]...)
-			start = i + 1
+			i++
+			start = i
+		default:
+			i++
 		}
+	}
+	if out == nil {
+		return b
 	}
 	return append(out, b[start:]...)
 }

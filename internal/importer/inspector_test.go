@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -175,4 +176,20 @@ func FuzzImportInspector(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkFuzzResult(t, "inspector", data)
 	})
+}
+
+// The export is validated in the pass that splits it: a document
+// json.Valid refuses is a syntax error, one it takes is not.
+func TestImportInspectorSyntax(t *testing.T) {
+	entry := `{"timestamp":"2026-01-02T03:04:05Z","direction":"request","origin":"client","message":{"jsonrpc":"2.0","id":1,"method":"ping"}}`
+	for _, doc := range []string{
+		"[" + entry + ",]", "[" + entry + " " + entry + "]", "[" + entry, "[" + entry + "]]", "[" + entry + ",", "[,]", "[", "[ ]",
+		"[" + entry + "]", "[ " + entry + " , " + entry + " ]\n", "[null]", "[1]", "[" + entry + ",1]", `{"a":1}`, "[" + entry + ",{]",
+	} {
+		_, err := Import("inspector", strings.NewReader(doc), io.Discard, Options{})
+		syntax := err != nil && strings.Contains(err.Error(), "invalid JSON")
+		if syntax == json.Valid([]byte(doc)) {
+			t.Errorf("%s: got %v; json.Valid says %v", doc, err, json.Valid([]byte(doc)))
+		}
+	}
 }

@@ -40,8 +40,6 @@ import (
 	"errors"
 	"io"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -64,85 +62,182 @@ func MCPSnoop(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 
 // snoopLines reads r's envelopes into ro, returning how many lines held one.
 func snoopLines(r io.Reader, ro *reorder, o Options) (int, error) {
-	st := &snoopState{started: map[string]bool{}, obj: map[string]json.RawMessage{}}
+	st := &snoopState{started: map[string]bool{}}
 	return eachLine(r, formatMCPSnoop, o.maxLine(), func(line []byte) error { return snoopLine(ro, line, o, st) })
 }
 
 // snoopState is what reading a log carries from line to line.
 type snoopState struct {
 	started map[string]bool // session_id → $transport/start written
-	obj     map[string]json.RawMessage
+	env     snoopFields
 	peek    tape.Peeker
+	// the last line's strings, kept while the next line's bytes are the
+	// same (a log's envelopes repeat them)
+	strs [snoopStrs]struct {
+		raw []byte
+		s   string
+	}
+}
+
+// snoopFields is an envelope's members, raw (nil when missing).
+type snoopFields struct {
+	direction, ts, serverLabel, sessionID, transport, text, status []byte
+	mcpMethod, mcpName, mcpProtocol, truncated, redacted, raw      []byte
+}
+
+func (e *snoopFields) set(key string, v []byte) {
+	switch key {
+	case "direction":
+		e.direction = v
+	case "ts":
+		e.ts = v
+	case "server_label":
+		e.serverLabel = v
+	case "session_id":
+		e.sessionID = v
+	case "transport":
+		e.transport = v
+	case "text":
+		e.text = v
+	case "status":
+		e.status = v
+	case "mcp_method":
+		e.mcpMethod = v
+	case "mcp_name":
+		e.mcpName = v
+	case "mcp_protocol_version":
+		e.mcpProtocol = v
+	case "truncated":
+		e.truncated = v
+	case "redacted":
+		e.redacted = v
+	case "raw":
+		e.raw = v
+	}
+}
+
+// The strings snoopState keeps from line to line.
+const (
+	strDirection = iota
+	strLabel
+	strSession
+	strTransport
+	snoopStrs
+)
+
+// str is n.optStr, the same string as the last line's when its bytes are.
+func (st *snoopState) str(k int, n node) (string, error) {
+	c := &st.strs[k]
+	if n.raw != nil && c.raw != nil && bytes.Equal(n.raw, c.raw) {
+		return c.s, nil
+	}
+	s, err := n.optStr()
+	if err != nil {
+		return "", err
+	}
+	c.raw, c.s = append(c.raw[:0], n.raw...), s
+	return s, nil
+}
+
+// snoopNode is the envelope's member at path ("$.key").
+func snoopNode(path string, raw []byte) node {
+	return node{format: formatMCPSnoop, path: path, raw: raw}
 }
 
 func snoopLine(ro *reorder, line []byte, o Options, st *snoopState) error {
 	out := ro.out
 	started := st.started
 	line = bytes.TrimSpace(line)
-	env := root(formatMCPSnoop, line)
-	// The line's one validity check (gjson's, several times faster than
-	// encoding/json's): the envelope's members are then read by a scanner
-	// (eachMember) into a map reused from line to line, and the message's
-	// bytes taken as they are. Only a line that fails it is looked at
-	// again, to say why.
-	clear(st.obj)
-	loaded := gjson.ValidBytes(line) && eachMember(line, func(k string, v []byte) { st.obj[k] = v })
-	if loaded {
-		env.obj = st.obj
-	} else if err := env.load(); err != nil {
-		if !json.Valid(line) {
-			var v any
-			se := syntaxError(formatMCPSnoop, line, json.Unmarshal(line, &v))
-			se.Line, se.Column = 0, 0
-			return se
+	// The line's one pass (scanObject): it validates the envelope and
+	// hands over its members, the message's bytes taken as they are. Only
+	// a line it refuses is looked at again, to say why.
+	env := &st.env
+	*env = snoopFields{}
+	loaded := len(line) > 0 && line[0] == '{' && scanObject(line, 0, 1, func(k, v []byte) {
+		if bytes.IndexByte(k, '\\') >= 0 {
+			env.set(unquoteKey(k), v)
+		} else {
+			env.set(string(k), v)
 		}
-		return env.errorf("expected an mcpsnoop envelope (an object), found %s", env.found())
+	}) == len(line)
+	if !loaded {
+		*env = snoopFields{}
+		n := root(formatMCPSnoop, line)
+		if err := n.load(); err != nil {
+			if !json.Valid(line) {
+				var v any
+				se := syntaxError(formatMCPSnoop, line, json.Unmarshal(line, &v))
+				se.Line, se.Column = 0, 0
+				return se
+			}
+			return n.errorf("expected an mcpsnoop envelope (an object), found %s", n.found())
+		}
+		for k, v := range n.obj {
+			env.set(k, v)
+		}
 	}
-	dir, err := env.get("direction").str()
+	dirNode := snoopNode("$.direction", env.direction)
+	if dirNode.absent() {
+		_, err := dirNode.str()
+		return err
+	}
+	dir, err := st.str(strDirection, dirNode)
 	if err != nil {
 		return err
 	}
-	ts, err := env.get("ts").time()
+	ts, err := snoopNode("$.ts", env.ts).time()
 	if err != nil {
 		return err
 	}
-	label, err := env.get("server_label").optStr()
+	label, err := st.str(strLabel, snoopNode("$.server_label", env.serverLabel))
 	if err != nil {
 		return err
 	}
-	session, err := env.get("session_id").optStr()
+	session, err := st.str(strSession, snoopNode("$.session_id", env.sessionID))
 	if err != nil {
 		return err
 	}
-	transport, err := env.get("transport").optStr()
+	transport, err := st.str(strTransport, snoopNode("$.transport", env.transport))
 	if err != nil {
 		return err
 	}
-	text, err := env.get("text").optStr()
+	text, err := snoopNode("$.text", env.text).optStr()
 	if err != nil {
 		return err
 	}
-	status, err := env.get("status").optNum(0)
+	statusNode := snoopNode("$.status", env.status)
+	status, err := statusNode.optNum(0)
 	if err != nil {
 		return err
 	}
 	if status != 0 && (status < 100 || status > 999 || status != float64(int(status))) {
-		return env.get("status").errorf("expected an HTTP status (100 to 999), found %v", status)
+		return statusNode.errorf("expected an HTTP status (100 to 999), found %v", status)
 	}
-	strs := map[string]string{}
-	for _, k := range []string{"mcp_method", "mcp_name", "mcp_protocol_version"} {
-		if strs[k], err = env.get(k).optStr(); err != nil {
+	var mcpMethod, mcpName, mcpProtocol string
+	for _, f := range []struct {
+		key string
+		raw []byte
+		s   *string
+	}{{"$.mcp_method", env.mcpMethod, &mcpMethod}, {"$.mcp_name", env.mcpName, &mcpName}, {"$.mcp_protocol_version", env.mcpProtocol, &mcpProtocol}} {
+		if f.raw == nil {
+			continue
+		}
+		if *f.s, err = snoopNode(f.key, f.raw).optStr(); err != nil {
 			return err
 		}
 	}
-	flags := map[string]bool{}
-	for _, k := range []string{"truncated", "redacted"} {
-		if v := env.get(k); !v.absent() {
+	var truncated, redacted bool
+	for _, f := range []struct {
+		key string
+		raw []byte
+		b   *bool
+	}{{"$.truncated", env.truncated, &truncated}, {"$.redacted", env.redacted, &redacted}} {
+		if v := snoopNode(f.key, f.raw); !v.absent() {
 			b := string(bytes.TrimSpace(v.raw))
 			if b != "true" && b != "false" {
 				return v.errorf("expected true or false, found %s", v.found())
 			}
-			flags[k] = b == "true"
+			*f.b = b == "true"
 		}
 	}
 	server := o.Server
@@ -153,7 +248,7 @@ func snoopLine(ro *reorder, line []byte, o Options, st *snoopState) error {
 		server = "server"
 	}
 	m := tape.Meta{Server: server, Time: ts}
-	raw := env.get("raw")
+	raw := snoopNode("$.raw", env.raw)
 
 	if dir == "meta" {
 		if started[session] {
@@ -175,7 +270,7 @@ func snoopLine(ro *reorder, line []byte, o Options, st *snoopState) error {
 	switch dir {
 	case "c2s", "s2c", "stderr":
 	default:
-		return env.get("direction").errorf(`expected "c2s", "s2c", "stderr" or "meta", found %q`, dir)
+		return dirNode.errorf(`expected "c2s", "s2c", "stderr" or "meta", found %q`, dir)
 	}
 	if !started[session] {
 		started[session] = true
@@ -200,27 +295,32 @@ func snoopLine(ro *reorder, line []byte, o Options, st *snoopState) error {
 	if dir == "s2c" {
 		m.Dir = tape.DirRecv
 	}
-	extra := map[string]any{}
-	if transport == "http" {
-		extra[tape.MetaTransport] = "http"
-		if dir == "c2s" {
-			extra[tape.MetaHTTP] = "POST"
-		}
-		if status != 0 {
-			extra[tape.MetaStatus] = int(status)
-		}
-		for k, mk := range map[string]string{"mcp_method": tape.MetaMCPMethod, "mcp_name": tape.MetaMCPName, "mcp_protocol_version": tape.MetaProtocol} {
-			if strs[k] != "" {
-				extra[mk] = strs[k]
+	if transport == "http" || truncated || redacted {
+		extra := map[string]any{}
+		if transport == "http" {
+			extra[tape.MetaTransport] = "http"
+			if dir == "c2s" {
+				extra[tape.MetaHTTP] = "POST"
+			}
+			if status != 0 {
+				extra[tape.MetaStatus] = int(status)
+			}
+			if mcpMethod != "" {
+				extra[tape.MetaMCPMethod] = mcpMethod
+			}
+			if mcpName != "" {
+				extra[tape.MetaMCPName] = mcpName
+			}
+			if mcpProtocol != "" {
+				extra[tape.MetaProtocol] = mcpProtocol
 			}
 		}
-	}
-	for k, v := range flags {
-		if v {
-			extra[k] = true
+		if truncated {
+			extra["truncated"] = true
 		}
-	}
-	if len(extra) > 0 {
+		if redacted {
+			extra["redacted"] = true
+		}
 		m.Extra = extra
 	}
 	switch {
@@ -238,7 +338,7 @@ func snoopLine(ro *reorder, line []byte, o Options, st *snoopState) error {
 		if checkMessage(msg) != nil {
 			// JSON, but no JSON-RPC message: what crossed the wire, kept as
 			// an invalid frame.
-			return ro.other(func() error { return out.invalid(msg, m) })
+			return ro.invalid(msg, m)
 		}
 		return ro.message(msg, m, session)
 	case text != "":
@@ -255,7 +355,7 @@ func snoopLine(ro *reorder, line []byte, o Options, st *snoopState) error {
 		}
 		return ro.other(func() error { return out.lifecycle(tape.MethodHTTPExchange, p, lm) })
 	}
-	return env.errorf("expected a %s envelope with raw (a JSON-RPC message), text (a frame that is not JSON) or status (an HTTP answer without a message), found none of them", dir)
+	return root(formatMCPSnoop, line).errorf("expected a %s envelope with raw (a JSON-RPC message), text (a frame that is not JSON) or status (an HTTP answer without a message), found none of them", dir)
 }
 
 // snoopMeta reads a meta envelope's raw: {"command":[...],"cwd":"..."}.
@@ -295,17 +395,27 @@ func snoopMeta(raw node) (map[string]any, error) {
 var errLineTooLong = errors.New("line too long")
 
 // readLine reads a line (with its newline) of at most max bytes; a longer
-// one is errLineTooLong, found without holding more than max bytes.
-func readLine(br *bufio.Reader, max int64) ([]byte, error) {
-	var line []byte
+// one is errLineTooLong, found without holding more than max bytes. The
+// line is br's buffer, or buf's for one longer than br's buffer: it is
+// good until the next read.
+func readLine(br *bufio.Reader, max int64, buf *[]byte) ([]byte, error) {
+	chunk, err := br.ReadSlice('\n')
+	if !errors.Is(err, bufio.ErrBufferFull) {
+		if int64(len(chunk)) > max {
+			return nil, errLineTooLong
+		}
+		return chunk, err
+	}
+	line := (*buf)[:0]
 	for {
-		chunk, err := br.ReadSlice('\n')
 		if int64(len(line)+len(chunk)) > max {
 			return nil, errLineTooLong
 		}
 		line = append(line, chunk...)
+		*buf = line
 		if !errors.Is(err, bufio.ErrBufferFull) {
 			return line, err
 		}
+		chunk, err = br.ReadSlice('\n')
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/tapedeck/tapedeck/tape"
@@ -311,5 +312,33 @@ func TestImportMCPSnoopErrorKeepsHeld(t *testing.T) {
 	}
 	if want := "send notifications/initialized, recv 7"; strings.Join(got, ", ") != want {
 		t.Errorf("after the error the tape holds %q, want %q", got, want)
+	}
+}
+
+// Lines are read in place (the reader's buffer, not a copy a line): what
+// the reorder repair holds is its own copy, so a log read a byte at a
+// time, its buffer refilled under the held records, makes the same tape.
+func TestImportMCPSnoopHeldSurviveReads(t *testing.T) {
+	env := func(seq int, ts, dir, raw string) string {
+		return `{"session_id":"s1","server_label":"srv","seq":` + strconv.Itoa(seq) + `,"ts":"` + ts + `","direction":"` + dir + `","transport":"stdio","raw":` + raw + "}\n"
+	}
+	log := env(1, "2026-03-01T10:00:00.000100Z", "s2c", `{"jsonrpc":"2.0","id":1,"result":{"a":"first answer"}}`) +
+		env(2, "2026-03-01T10:00:00.000200Z", "s2c", `{"jsonrpc":"2.0","method":"notifications/progress"}`) +
+		env(3, "2026-03-01T10:00:00.000300Z", "c2s", `{"not":"a JSON-RPC message"}`) +
+		env(4, "2026-03-01T10:00:00.000050Z", "c2s", `{"jsonrpc":"2.0","id":1,"method":"ping"}`) +
+		env(5, "2026-03-01T10:00:01Z", "s2c", `{"jsonrpc":"2.0","id":2,"result":{"b":"never asked"}}`) +
+		env(6, "2026-03-01T10:00:02Z", "c2s", `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+	var whole, bytewise bytes.Buffer
+	if _, err := Import("mcpsnoop", strings.NewReader(log), &whole, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Import("mcpsnoop", iotest.OneByteReader(strings.NewReader(log)), &bytewise, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if whole.String() != bytewise.String() {
+		t.Fatalf("read a byte at a time, the tape is\n%s\nread whole\n%s", bytewise.String(), whole.String())
+	}
+	if !strings.Contains(whole.String(), "first answer") || !strings.Contains(whole.String(), "never asked") {
+		t.Fatalf("held answers missing from\n%s", whole.String())
 	}
 }

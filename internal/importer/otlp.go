@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -108,10 +109,11 @@ func (s *traceSpan) jsonAttr(k string) json.RawMessage {
 // ExportTraceServiceRequest a line.
 func OTLP(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	var spans []traceSpan
-	br := bufio.NewReaderSize(r, 1<<16)
+	br := bufio.NewReaderSize(r, 1<<20)
 	var u ptrace.JSONUnmarshaler
+	var long []byte // a line longer than br's buffer (pdata copies what it keeps)
 	for line := 1; ; line++ {
-		b, err := br.ReadBytes('\n')
+		b, err := readLine(br, math.MaxInt64, &long)
 		if len(bytes.TrimSpace(b)) > 0 {
 			td, uerr := u.UnmarshalTraces(bytes.TrimSpace(b))
 			if uerr != nil {
@@ -233,6 +235,9 @@ func writeRecord(out *out, line []byte, o Options) error {
 	if metaRaw == nil {
 		return fmt.Errorf("expected a tape record with _meta, found %s", quoteStart(line))
 	}
+	if ok, err := plainRecord(out, line, metaRaw, o); ok || err != nil {
+		return err
+	}
 	var meta map[string]json.RawMessage
 	if err := json.Unmarshal(metaRaw, &meta); err != nil {
 		return fmt.Errorf("expected a _meta object, found %s", quoteStart(metaRaw))
@@ -275,6 +280,50 @@ func writeRecord(out *out, line []byte, o Options) error {
 		return nil
 	}
 	return out.message(msg, m)
+}
+
+// plainRecord writes line through the Encoder when it is a wire message
+// the Encoder takes as it is (tape.Head.Plain) and its _meta holds only
+// dir (send or recv), server and ts, plain strings: the line writeRecord's
+// Writer would write. It reports false, writing nothing, for any other.
+func plainRecord(out *out, line, metaRaw []byte, o Options) (bool, error) {
+	var dir, server, ts []byte
+	n := 0
+	ok := len(metaRaw) > 0 && metaRaw[0] == '{' && scanObject(metaRaw, 0, 1, func(k, v []byte) {
+		n++
+		switch string(k) {
+		case "dir":
+			dir = v
+		case "server":
+			server = v
+		case "ts":
+			ts = v
+		}
+	}) == len(metaRaw)
+	if !ok || n != 3 || dir == nil || server == nil || ts == nil {
+		return false, nil
+	}
+	d, ok1 := plainString(dir)
+	srv, ok2 := plainString(server)
+	when, ok3 := plainString(ts)
+	if !ok1 || !ok2 || !ok3 || d != string(tape.DirSend) && d != string(tape.DirRecv) {
+		return false, nil
+	}
+	t, err := parseTime(when)
+	if err != nil {
+		return false, nil
+	}
+	msg := tape.StripMeta(line)
+	if !validJSON(msg) {
+		return false, nil
+	}
+	if h := out.peek.Peek(msg); !h.Plain || h.Kind == tape.KindInvalid {
+		return false, nil
+	}
+	if o.Server != "" {
+		srv = o.Server
+	}
+	return true, out.plain(msg, tape.Meta{Dir: tape.Dir(d), Server: srv, Time: t})
 }
 
 // serverMethods are the requests a server sends to its client.

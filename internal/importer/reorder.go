@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"bytes"
 	"time"
 
 	"github.com/tapedeck/tapedeck/tape"
@@ -31,7 +32,11 @@ type reqKey struct {
 }
 
 type held struct {
-	write  func() error
+	// write writes msg (nil for a record made of other things): the bytes
+	// of a record written at once are the reader's, a held record's a
+	// copy.
+	write  func(msg []byte) error
+	msg    []byte
 	orphan bool // an answer waiting for its request
 	moved  bool // written after its request instead
 	key    reqKey
@@ -47,44 +52,52 @@ func opposite(d tape.Dir) tape.Dir {
 	return tape.DirSend
 }
 
-// other passes a record that takes no part in pairing.
+// other passes a record that takes no part in pairing (its bytes its
+// own).
 func (r *reorder) other(write func() error) error {
-	return r.add(held{write: write})
+	return r.add(held{write: func([]byte) error { return write() }})
+}
+
+// invalid passes a frame that is no JSON-RPC message.
+func (r *reorder) invalid(frame []byte, m tape.Meta) error {
+	return r.add(held{msg: frame, write: func(msg []byte) error { return r.out.invalid(msg, m) }})
 }
 
 // message passes a wire message of session; only single messages (no
 // batches) are repaired.
 func (r *reorder) message(msg []byte, m tape.Meta, session string) error {
-	write := func() error { return r.out.message(msg, m) }
+	write := func(msg []byte) error { return r.out.message(msg, m) }
 	es := tape.Classify(msg)
 	if len(es) != 1 || es[0].ID == "" {
-		return r.add(held{write: write})
+		return r.add(held{msg: msg, write: write})
 	}
-	return r.pair(es[0].Kind, es[0].ID, m, session, write)
+	return r.pair(es[0].Kind, es[0].ID, m, session, msg, write)
 }
 
 // plain passes a single message a tape.Peeker read as h (Plain, not
 // invalid), written on the Encoder's fast path when m has no Extra.
 func (r *reorder) plain(msg []byte, h tape.Head, m tape.Meta, session string) error {
-	write := func() error { return r.out.message(msg, m) }
+	if len(h.ID) == 0 && len(r.queue) == 0 {
+		if m.Extra == nil {
+			return r.out.plain(msg, m)
+		}
+		return r.out.message(msg, m)
+	}
+	write := func(msg []byte) error { return r.out.message(msg, m) }
 	if m.Extra == nil {
-		write = func() error { return r.out.plain(msg, m) }
+		write = func(msg []byte) error { return r.out.plain(msg, m) }
 	}
 	if len(h.ID) == 0 {
-		return r.add(held{write: write})
+		return r.add(held{msg: msg, write: write})
 	}
-	return r.pair(h.Kind, tape.ID(h.ID), m, session, write)
+	return r.pair(h.Kind, tape.ID(h.ID), m, session, msg, write)
 }
 
 // pair places a message of kind with id (not empty).
-func (r *reorder) pair(kind tape.Kind, id tape.ID, m tape.Meta, session string, write func() error) error {
-	e := struct {
-		Kind tape.Kind
-		ID   tape.ID
-	}{kind, id}
-	switch e.Kind {
+func (r *reorder) pair(kind tape.Kind, id tape.ID, m tape.Meta, session string, msg []byte, write func([]byte) error) error {
+	switch kind {
 	case tape.KindRequest:
-		k := reqKey{m.Server, session, m.Dir, e.ID}
+		k := reqKey{m.Server, session, m.Dir, id}
 		r.seen[k] = true
 		for i := range r.queue {
 			h := &r.queue[i]
@@ -95,28 +108,31 @@ func (r *reorder) pair(kind tape.Kind, id tape.ID, m tape.Meta, session string, 
 			if !m.Time.IsZero() && !h.ts.IsZero() && !m.Time.After(h.ts) {
 				h.moved = true
 				r.out.res.Reordered++
-				r.queue = append(r.queue, held{write: write}, held{write: h.write})
+				r.queue = append(r.queue, held{write: write, msg: bytes.Clone(msg)}, held{write: h.write, msg: h.msg})
 				delete(r.seen, k)
 				return r.flush(false)
 			}
 			break
 		}
-		return r.add(held{write: write})
+		return r.add(held{write: write, msg: msg})
 	case tape.KindResponse:
-		k := reqKey{m.Server, session, opposite(m.Dir), e.ID}
+		k := reqKey{m.Server, session, opposite(m.Dir), id}
 		if r.seen[k] {
 			delete(r.seen, k)
-			return r.add(held{write: write})
+			return r.add(held{write: write, msg: msg})
 		}
-		return r.add(held{write: write, orphan: true, key: k, ts: m.Time})
+		return r.add(held{write: write, msg: msg, orphan: true, key: k, ts: m.Time})
 	}
-	return r.add(held{write: write})
+	return r.add(held{write: write, msg: msg})
 }
 
+// add writes h at once when nothing waits, else holds it (with a copy of
+// its bytes).
 func (r *reorder) add(h held) error {
 	if len(r.queue) == 0 && !h.orphan {
-		return h.write()
+		return h.write(h.msg)
 	}
+	h.msg = bytes.Clone(h.msg)
 	r.queue = append(r.queue, h)
 	return r.flush(len(r.queue) > reorderWindow)
 }
@@ -134,10 +150,11 @@ func (r *reorder) flush(all bool) error {
 		if h.orphan && !all {
 			break
 		}
-		if err := h.write(); err != nil {
+		if err := h.write(h.msg); err != nil {
 			return err
 		}
 	}
+	clear(r.queue[:i])
 	r.queue = append(r.queue[:0], r.queue[i:]...)
 	return nil
 }
