@@ -1,6 +1,11 @@
 package tape
 
-import "time"
+import (
+	"bytes"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
 
 // Tasks
 //
@@ -100,7 +105,7 @@ func Tasks(x *Index) []Task {
 	}
 	for _, en := range s.messages() {
 		b, ok := s.body(en.seq)
-		if !ok || !b.paramsID.ok() || b.paramsID.len() == 2 || !validBody(b.raw) {
+		if !ok || !b.paramsID.ok() || b.paramsID.len() == 2 {
 			continue // no taskId, or "": not about a task
 		}
 		// Read all of the body now: finding the creating answer reads others.
@@ -154,7 +159,7 @@ func Tasks(x *Index) []Task {
 			note(t, en.partner, status, en.ansTime)
 		case en.method != taskResult && !en.ansError:
 			a, ok := s.body(en.partner)
-			if !ok || !a.resultStatus.ok() || a.resultStatus.len() == 2 || !validBody(a.raw) {
+			if !ok || !a.resultStatus.ok() || a.resultStatus.len() == 2 {
 				continue // no status to note
 			}
 			note(t, en.partner, decodeString(a.raw, a.resultStatus), en.ansTime)
@@ -167,12 +172,20 @@ func Tasks(x *Index) []Task {
 // with its id, searched back from its first message at seq, then a
 // little ahead (a runner may announce the status before it answers).
 func (s *taskScan) findCreate(t *Task, seq int) {
+	id := []byte(t.ID)
+	// A string decodes to t.ID only if it holds it, or an escape, or (when
+	// t.ID has U+FFFD) bytes that are not UTF-8: other answers are not read.
+	anyRaw := strings.ContainsRune(t.ID, utf8.RuneError)
 	try := func(i int) bool {
 		if !s.mayCreate(i, t.Server, t.Runner) {
 			return false
 		}
-		b, ok := s.body(i)
-		if !ok || !b.task || !b.taskID.ok() || string(taskString(b.raw, b.taskID)) != t.ID || !validBody(b.raw) {
+		raw, err := s.raw(i)
+		if err != nil || !anyRaw && !bytes.Contains(raw, id) && bytes.IndexByte(raw, '\\') < 0 {
+			return false
+		}
+		b, ok := s.parse(raw)
+		if !ok || !b.task || !b.taskID.ok() || string(taskString(b.raw, b.taskID)) != t.ID {
 			return false
 		}
 		t.Created = i

@@ -180,8 +180,10 @@ func TestTasksAgreeOdd(t *testing.T) {
 			`recv|s|{"jsonrpc":"2.0","id":10,"method":"tasks/result","params":{"taskId":"z"}}`, `send|s|{"jsonrpc":"2.0","id":10,"result":{"role":"assistant"}}`,
 			`send|s|{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{"taskId":"z","status":"working"}}`},
 		"deep nesting": {fm(callT, 1), fm(createT, 1, `"a"`, `"working"`),
-			`{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":"a","x":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}}`, fm(statusT, 2, `"a"`, `"completed"`),
-			`{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"taskId":"a","x":` + strings.Repeat("[", 9990) + strings.Repeat("]", 9990) + `}}`, fm(statusT, 3, `"a"`, `"failed"`)},
+			`{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":"a","x":` + strings.Repeat("[", 9999) + strings.Repeat("]", 9999) + `}}`, fm(statusT, 2, `"a"`, `"completed"`),
+			`{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"taskId":"a","x":` + strings.Repeat("[", 9998) + strings.Repeat("]", 9998) + `}}`, fm(statusT, 3, `"a"`, `"failed"`),
+			`{"jsonrpc":"2.0","id":4,"method":"tasks/get","params":{"taskId":"a"},"x":` + strings.Repeat("[", 9999) + strings.Repeat("]", 9999) + `}`, fm(statusT, 4, `"a"`, `"cancelled"`),
+			`{"jsonrpc":"2.0","id":5,"method":"tasks/get","params":{"taskId":"a"},"x":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}`, fm(statusT, 5, `"a"`, `"completed"`)},
 	}
 	for name, lines := range cases {
 		data := oddTape(lines...)

@@ -2,6 +2,7 @@ package tape
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
@@ -126,20 +127,37 @@ func (s *taskScan) creator(i int) (int, time.Time) {
 	return p, recTime(x.recs.at(p).ts)
 }
 
-// body reads message i's task fields; false when it cannot be read or a
-// field has a type encoding/json would not decode. Its raw bytes last
-// until the next body read.
+// body reads message i's task fields as encoding/json read them from its
+// body without the tape's _meta: false when it cannot be read, is not
+// valid JSON, or a field has a type encoding/json would not decode. Its
+// raw bytes last until the next body read.
 func (s *taskScan) body(i int) (taskBody, bool) {
+	raw, err := s.raw(i)
+	if err != nil {
+		return taskBody{}, false
+	}
+	return s.parse(raw)
+}
+
+// raw returns message i's bytes, valid until the next read.
+func (s *taskScan) raw(i int) ([]byte, error) {
 	x := s.x
 	x.mu.RLock()
 	r := x.recs.at(i)
 	off, n := r.off, int(r.n)
 	x.mu.RUnlock()
-	raw, err := s.rd.at(off, n)
-	if err != nil {
-		return taskBody{}, false
+	return s.rd.at(off, n)
+}
+
+// parse reads the task fields of message raw: see body.
+func (s *taskScan) parse(raw []byte) (taskBody, bool) {
+	if f, valid, ok := readTaskBody(raw); valid {
+		return f, ok
 	}
-	return s.c.taskBody(raw)
+	// Not JSON as it stands: encoding/json read it without the tape's
+	// _meta, which may have been what was wrong.
+	f, ok := s.c.taskBody(raw)
+	return f, ok && validBody(raw)
 }
 
 // taskBody is what Tasks reads of a message about a task: the spans of
@@ -158,14 +176,33 @@ func (s span) len() int { return s.end - s.start }
 // taskKey reports whether the member name key (quotes removed, escapes
 // not) names field: as encoding/json matches, exactly or case-folded.
 func taskKey(key []byte, field string) bool {
+	if len(key) == len(field) && string(key) == field {
+		return true
+	}
+	if len(key) < len(field) {
+		return false // folding makes no ASCII letter shorter
+	}
+	if len(key) > len(field) && plainASCII(key) {
+		return false // and an ASCII letter folds only to one
+	}
 	if bytes.IndexByte(key, '\\') < 0 {
-		return len(key) >= len(field) && (string(key) == field || bytes.EqualFold(key, []byte(field)))
+		return bytes.EqualFold(key, []byte(field))
 	}
 	var k string
 	if json.Unmarshal(append(append([]byte{'"'}, key...), '"'), &k) != nil {
 		return false
 	}
 	return k == field || bytes.EqualFold([]byte(k), []byte(field))
+}
+
+// plainASCII reports whether b has neither an escape nor a byte past ASCII.
+func plainASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // taskBody reads the task fields of the message b (a JSON object the
@@ -275,17 +312,23 @@ const maxJSONDepth = 10000
 // validJSON reports what json.Valid(b) reports, without its per-byte
 // state machine (TestValidJSONAgrees holds it to json.Valid).
 func validJSON(b []byte) bool {
+	i := validValue(b, skipWS(b, 0), 0)
+	return i >= 0 && skipWS(b, i) == len(b)
+}
+
+// validValue returns the index after the valid JSON value at b[i], nested
+// depth deep, or -1.
+func validValue(b []byte, i, depth int) int {
 	var stackBuf [32]byte
 	stack := stackBuf[:0]
-	i := skipWS(b, 0)
 value:
 	if i >= len(b) {
-		return false
+		return -1
 	}
 	switch b[i] {
 	case '{':
-		if stack = append(stack, '{'); len(stack) > maxJSONDepth {
-			return false
+		if stack = append(stack, '{'); depth+len(stack) > maxJSONDepth {
+			return -1
 		}
 		i = skipWS(b, i+1)
 		if i < len(b) && b[i] == '}' {
@@ -295,8 +338,8 @@ value:
 		}
 		goto key
 	case '[':
-		if stack = append(stack, '['); len(stack) > maxJSONDepth {
-			return false
+		if stack = append(stack, '['); depth+len(stack) > maxJSONDepth {
+			return -1
 		}
 		i = skipWS(b, i+1)
 		if i < len(b) && b[i] == ']' {
@@ -307,35 +350,35 @@ value:
 		goto value
 	case '"':
 		if i = validString(b, i); i < 0 {
-			return false
+			return -1
 		}
 	case 't':
 		if !bytes.HasPrefix(b[i:], []byte("true")) {
-			return false
+			return -1
 		}
 		i += 4
 	case 'f':
 		if !bytes.HasPrefix(b[i:], []byte("false")) {
-			return false
+			return -1
 		}
 		i += 5
 	case 'n':
 		if !bytes.HasPrefix(b[i:], []byte("null")) {
-			return false
+			return -1
 		}
 		i += 4
 	default:
 		if i = validNumber(b, i); i < 0 {
-			return false
+			return -1
 		}
 	}
 after:
-	i = skipWS(b, i)
 	if len(stack) == 0 {
-		return i == len(b)
+		return i
 	}
+	i = skipWS(b, i)
 	if i >= len(b) {
-		return false
+		return -1
 	}
 	switch top := stack[len(stack)-1]; {
 	case b[i] == ',':
@@ -349,27 +392,180 @@ after:
 		i++
 		goto after
 	}
-	return false
+	return -1
 key:
 	if i >= len(b) || b[i] != '"' {
-		return false
+		return -1
 	}
 	if i = validString(b, i); i < 0 {
-		return false
+		return -1
 	}
 	i = skipWS(b, i)
 	if i >= len(b) || b[i] != ':' {
-		return false
+		return -1
 	}
 	i = skipWS(b, i+1)
 	goto value
+}
+
+// The objects readTaskBody reads, and the fields it reads of them.
+const (
+	fieldNone = iota
+	fieldParams
+	fieldResult
+	fieldTask
+	fieldTaskID
+	fieldStatus
+)
+
+// taskField says which field of taskRead the member name key (quotes
+// removed) of an object at level names.
+func taskField(level int, key []byte) int {
+	switch level {
+	case fieldNone: // the message
+		switch {
+		case taskKey(key, "params"):
+			return fieldParams
+		case taskKey(key, "result"):
+			return fieldResult
+		}
+	case fieldParams, fieldResult, fieldTask:
+		switch {
+		case taskKey(key, "taskId"):
+			return fieldTaskID
+		case taskKey(key, "status"):
+			return fieldStatus
+		case level == fieldResult && taskKey(key, "task"):
+			return fieldTask
+		}
+	}
+	return fieldNone
+}
+
+// readTaskBody reads the task fields of message b and checks it is valid
+// JSON, in one pass: valid says whether b is (as json.Valid says), and ok
+// whether encoding/json would decode its fields (no type error).
+func readTaskBody(b []byte) (f taskBody, valid, ok bool) {
+	f.raw = b
+	ok = true
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return f, false, false
+	}
+	i = f.object(b, i, fieldNone, &ok)
+	return f, i >= 0 && skipWS(b, i) == len(b), ok
+}
+
+// object reads the object at b[i] == '{' of the given level (fieldNone for
+// the message), returning the index after it or -1 when it is not valid.
+func (f *taskBody) object(b []byte, i, level int, ok *bool) int {
+	depth := 1
+	switch level {
+	case fieldParams, fieldResult:
+		depth = 2
+	case fieldTask:
+		depth = 3
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return -1
+		}
+		kend := validString(b, i)
+		if kend < 0 {
+			return -1
+		}
+		field := taskField(level, b[i+1:kend-1])
+		i = skipWS(b, kend)
+		if i >= len(b) || b[i] != ':' {
+			return -1
+		}
+		i = skipWS(b, i+1)
+		if i >= len(b) {
+			return -1
+		}
+		v := i
+		switch c := b[i]; {
+		case field == fieldNone:
+			i = validValue(b, i, depth)
+		case field == fieldTaskID || field == fieldStatus:
+			i = validValue(b, i, depth)
+			if i < 0 {
+				return -1
+			}
+			switch c {
+			case '"':
+				f.set(level, field, span{v, i})
+			case 'n':
+			default:
+				*ok = false
+			}
+		case c == '{':
+			if field == fieldTask {
+				f.task = true
+			}
+			i = f.object(b, i, field, ok)
+		default:
+			i = validValue(b, i, depth)
+			switch {
+			case c != 'n':
+				*ok = false
+			case field == fieldTask: // a null pointer: a later object starts afresh
+				f.task, f.taskID, f.taskStatus = false, span{}, span{}
+			}
+		}
+		if i < 0 {
+			return -1
+		}
+		i = skipWS(b, i)
+		if i < len(b) && b[i] == ',' {
+			i = skipWS(b, i+1)
+			continue
+		}
+		if i < len(b) && b[i] == '}' {
+			return i + 1
+		}
+		return -1
+	}
+}
+
+// set records the string value at v as field of the object at level.
+func (f *taskBody) set(level, field int, v span) {
+	switch {
+	case level == fieldParams && field == fieldTaskID:
+		f.paramsID = v
+	case level == fieldParams:
+		f.paramsStatus = v
+	case level == fieldResult && field == fieldTaskID:
+		f.resultID = v
+	case level == fieldResult:
+		f.resultStatus = v
+	case field == fieldTaskID:
+		f.taskID = v
+	default:
+		f.taskStatus = v
+	}
 }
 
 // validString returns the index after the valid JSON string at b[i] ==
 // '"', or -1: no control character, only JSON's escapes. Bytes that are
 // not UTF-8 are valid (encoding/json reads each as U+FFFD).
 func validString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
+	i++
+	// Eight bytes at a time while none is a quote, a backslash or a
+	// control character.
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		q, bs := w^(ones*'"'), w^(ones*'\\')
+		if ((q-ones)&^q|(bs-ones)&^bs|(w-ones*0x20)&^w)&highs != 0 {
+			break
+		}
+	}
+	for ; i < len(b); i++ {
 		c := b[i]
 		switch {
 		case c == '"':
