@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // BenchmarkTasks: Tasks on the tape of 1,000 tasks of 20 polls each
@@ -29,7 +30,11 @@ func BenchmarkTasks(b *testing.B) {
 	if n := len(Tasks(x)); n != 1000 {
 		b.Fatalf("%d tasks, want 1000", n)
 	}
+	t0 := time.Now()
+	tasksOld(x)
+	old := time.Since(t0)
 	for b.Loop() {
 		Tasks(x)
 	}
+	b.ReportMetric(float64(old)/float64(time.Millisecond), "ms/old")
 }
