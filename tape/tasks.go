@@ -1,8 +1,10 @@
 package tape
 
 import (
-	"encoding/json"
+	"bytes"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Tasks
@@ -62,25 +64,13 @@ func TerminalStatus(s string) bool {
 	return s == "completed" || s == "failed" || s == "cancelled"
 }
 
-// taskRead is what Tasks reads of a message about a task.
-type taskRead struct {
-	Params struct {
-		TaskID string `json:"taskId"`
-		Status string `json:"status"`
-	} `json:"params"`
-	Result struct {
-		TaskID string `json:"taskId"`
-		Status string `json:"status"`
-		Task   *struct {
-			TaskID string `json:"taskId"`
-			Status string `json:"status"`
-		} `json:"task"`
-	} `json:"result"`
-}
-
 // createSearch bounds how far before a task's first poll Tasks looks for
 // the answer that created it.
 const createSearch = 4096
+
+// createAhead bounds how far after a task's first message (a status
+// notification) Tasks looks for the answer that created it.
+const createAhead = 64
 
 // HasTasks reports whether x holds a message of the tasks methods (a
 // poll, a result, a cancel, a status notification): whether Tasks may
@@ -90,25 +80,18 @@ func HasTasks(x *Index) bool {
 }
 
 // Tasks returns the tasks recorded on x, in the order of their first
-// message. Only messages of the tasks methods (and the answers that
-// created tasks) are read: a tape without tasks costs one pass over the
-// index and no body read.
+// message. Only messages of the tasks methods, their answers and the
+// answers that may have created a task are read, and of those only the
+// fields a task needs (taskBody): a tape without tasks costs a look at the
+// index's methods and no body read.
 func Tasks(x *Index) []Task {
 	if !HasTasks(x) {
 		return nil
 	}
-	type key struct{ server, id string }
-	byID := map[key]int{}
+	s := newTaskScan(x)
+	byID := map[string]map[string]int{} // server -> taskId -> index in tasks
 	var tasks []Task
-	read := func(i int) (taskRead, bool) {
-		var r taskRead
-		m, err := x.Message(i)
-		if err != nil || json.Unmarshal(StripMeta(m.Raw), &r) != nil {
-			return r, false
-		}
-		return r, true
-	}
-	note := func(t *Task, seq int, status string) {
+	note := func(t *Task, seq int, status string, at time.Time) {
 		if status == "" {
 			return
 		}
@@ -117,69 +100,69 @@ func Tasks(x *Index) []Task {
 		// the status messages recorded between them: the earliest wins.
 		if TerminalStatus(status) && (t.Terminal < 0 || seq < t.Terminal) {
 			t.Terminal = seq
-			t.End = x.Entry(seq).Time
+			t.End = at
 		}
 	}
-	n := x.Len()
-	for i := range n {
-		en := x.Entry(i)
-		switch en.Method {
-		case "tasks/get", "tasks/result", "tasks/cancel", "notifications/tasks/status":
-		default:
-			continue
+	for _, en := range s.messages() {
+		b, ok := s.body(en.seq)
+		if !ok || !b.paramsID.ok() || b.paramsID.len() == 2 {
+			continue // no taskId, or "": not about a task
 		}
-		if en.Kind != KindRequest && en.Kind != KindNotification {
-			continue
+		// Read all of the body now: finding the creating answer reads others.
+		status := ""
+		if b.paramsStatus.ok() {
+			status = decodeString(b.raw, b.paramsStatus)
 		}
-		r, ok := read(i)
-		if !ok || r.Params.TaskID == "" {
-			continue
-		}
-		k := key{en.Server, r.Params.TaskID}
-		ti, seen := byID[k]
+		ids := byID[en.server]
+		ti, seen := ids[string(taskString(b.raw, b.paramsID))]
 		if !seen {
-			ti = len(tasks)
-			byID[k] = ti
-			runner := en.Dir.Opposite() // the poller asks the runner
-			if en.Kind == KindNotification {
-				runner = en.Dir
+			id := decodeString(b.raw, b.paramsID)
+			if ids == nil {
+				ids = map[string]int{}
+				byID[en.server] = ids
 			}
-			tasks = append(tasks, Task{ID: r.Params.TaskID, Server: en.Server, Runner: runner, Create: -1, Created: -1, Terminal: -1})
-			findCreate(x, &tasks[ti], i, read)
+			ti = len(tasks)
+			ids[id] = ti
+			runner := en.dir.Opposite() // the poller asks the runner
+			if en.kind == KindNotification {
+				runner = en.dir
+			}
+			tasks = append(tasks, Task{ID: id, Server: en.server, Runner: runner, Create: -1, Created: -1, Terminal: -1})
+			s.findCreate(&tasks[ti], en.seq)
 		}
 		t := &tasks[ti]
-		if !en.Time.IsZero() && t.Terminal < 0 {
-			t.End = en.Time
+		if !en.time.IsZero() && t.Terminal < 0 {
+			t.End = en.time
 		}
-		switch en.Method {
-		case "notifications/tasks/status":
-			t.Notes = append(t.Notes, i)
-			note(t, i, r.Params.Status)
+		switch en.method {
+		case taskNote:
+			t.Notes = append(t.Notes, en.seq)
+			note(t, en.seq, status, en.time)
 			continue
-		case "tasks/get":
-			t.Polls = append(t.Polls, i)
-		case "tasks/result":
-			t.Results = append(t.Results, i)
-		case "tasks/cancel":
-			t.Cancels = append(t.Cancels, i)
+		case taskGet:
+			t.Polls = append(t.Polls, en.seq)
+		case taskResult:
+			t.Results = append(t.Results, en.seq)
+		case taskCancel:
+			t.Cancels = append(t.Cancels, en.seq)
 		}
-		p := x.Pair(i).Partner
-		if p < 0 {
+		if en.partner < 0 {
 			continue
 		}
-		ans := x.Entry(p)
 		switch {
-		case en.Method == "tasks/result" && !ans.Error && t.Terminal < 0:
+		case en.method == taskResult && !en.ansError && t.Terminal < 0:
 			// The result came: the task was over, whatever it reported.
 			status := "completed"
-			if ans.ToolError {
+			if en.ansToolError {
 				status = "failed"
 			}
-			note(t, p, status)
-		case en.Method != "tasks/result" && !ans.Error:
-			if a, ok := read(p); ok {
-				note(t, p, a.Result.Status)
+			note(t, en.partner, status, en.ansTime)
+		case en.method != taskResult && !en.ansError:
+			a, ok := s.body(en.partner)
+			if !ok || !a.resultStatus.ok() || a.resultStatus.len() == 2 {
+				continue // no status to note
 			}
+			note(t, en.partner, decodeString(a.raw, a.resultStatus), en.ansTime)
 		}
 	}
 	return tasks
@@ -188,23 +171,27 @@ func Tasks(x *Index) []Task {
 // findCreate finds the answer that created task t: a CreateTaskResult
 // with its id, searched back from its first message at seq, then a
 // little ahead (a runner may announce the status before it answers).
-func findCreate(x *Index, t *Task, seq int, read func(int) (taskRead, bool)) {
+func (s *taskScan) findCreate(t *Task, seq int) {
+	id := []byte(t.ID)
+	// A string decodes to t.ID only if it holds it, or an escape, or (when
+	// t.ID has U+FFFD) bytes that are not UTF-8: other answers are not read.
+	anyRaw := strings.ContainsRune(t.ID, utf8.RuneError)
 	try := func(i int) bool {
-		en := x.Entry(i)
-		if en.Server != t.Server || en.Kind != KindResponse || en.Dir != t.Runner || en.Error {
+		if !s.mayCreate(i, t.Server, t.Runner) {
 			return false
 		}
-		r, ok := read(i)
-		if !ok || r.Result.Task == nil || r.Result.Task.TaskID != t.ID {
+		raw, err := s.raw(i)
+		if err != nil || !anyRaw && !bytes.Contains(raw, id) && bytes.IndexByte(raw, '\\') < 0 {
+			return false
+		}
+		b, ok := s.parse(raw)
+		if !ok || !b.task || !b.taskID.ok() || string(taskString(b.raw, b.taskID)) != t.ID {
 			return false
 		}
 		t.Created = i
-		t.Create = x.Pair(i).Partner
-		if t.Create >= 0 {
-			t.Start = x.Entry(t.Create).Time
-		}
-		if t.Status == "" {
-			t.Status = r.Result.Task.Status
+		t.Create, t.Start = s.creator(i)
+		if t.Status == "" && b.taskStatus.ok() {
+			t.Status = decodeString(b.raw, b.taskStatus)
 		}
 		return true
 	}
@@ -213,16 +200,12 @@ func findCreate(x *Index, t *Task, seq int, read func(int) (taskRead, bool)) {
 			return
 		}
 	}
-	for i := seq + 1; i < min(x.Len(), seq+createAhead); i++ {
+	for i := seq + 1; i < min(s.n, seq+createAhead); i++ {
 		if try(i) {
 			return
 		}
 	}
 }
-
-// createAhead bounds how far after a task's first message (a status
-// notification) Tasks looks for the answer that created it.
-const createAhead = 64
 
 // DropTaskVolatile removes from a decoded result what a task's runner
 // chooses afresh each run: its id and timestamps, in a CreateTaskResult
