@@ -82,9 +82,10 @@ func TestVerifyCoverage(t *testing.T) {
 // TestReplayV2HTTP replays ts-v2-http (the v2 TypeScript SDK client and
 // server over Streamable HTTP, 2026-07-28: a tools/call with its
 // Mcp-Param-Region header, subscriptions/listen with its
-// notifications/subscriptions/acknowledged and a tools list_changed on the
-// listen stream, closed by notifications/cancelled) to the same client:
-// the same transcript, a clean report.
+// notifications/subscriptions/acknowledged and a tools and a prompts
+// list_changed on the listen stream, closed by notifications/cancelled) to
+// the same client: the same transcript (which counts both list_changed), a
+// clean report.
 func TestReplayV2HTTP(t *testing.T) {
 	peers := mcptest.Peers(t)
 	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
