@@ -106,6 +106,7 @@ var coverageTests = []struct {
 	{"ts-everything-task-sampling", []string{"TestEngineClientTask"}, nil},
 	{"ts-everything-coverage", []string{"TestReplayCoverageClient"}, []string{"TestVerifyCoverage"}},
 	{"ts-v2-http", []string{"TestReplayV2HTTP"}, []string{"TestVerifyV2HTTP"}},
+	{"ts-sdk-url-elicitation", []string{"TestReplayURLElicitation"}, []string{"TestVerifyURLElicitation"}},
 }
 
 // stateMethods are the methods the debugger's state pane accounts for
