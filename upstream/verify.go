@@ -142,10 +142,7 @@ func Verify(ctx context.Context, x *tape.Index, conn Conn, opts VerifyOptions, o
 	}
 	for i := 0; i < x.Len(); i++ {
 		en := x.Entry(i)
-		if en.Server != server || en.Dir != tape.DirSend || !en.IsWire() || en.Dropped {
-			continue // a message a rule dropped never reached the server
-		}
-		if en.Kind != tape.KindNotification && en.Kind != tape.KindRequest {
+		if !sends(en, server) {
 			continue
 		}
 		// Wait for the answers the tape had before this message was sent
@@ -267,12 +264,10 @@ func (v *verifier) send(ctx context.Context, seq int) error {
 	c := &call{res: CallResult{Seq: seq, Line: m.Line, Method: m.Method, Recorded: p.Latency}}
 	c.res.Name = tape.Target(m.Method, m.Raw)
 	v.calls = append(v.calls, c)
-	if p.Partner >= 0 && v.x.Entry(p.Partner).Kind == tape.KindLifecycle {
-		// Refused by an authorization challenge (a $http/exchange with
-		// the 401 or 403): the recorded client retried it with a token,
-		// and the retry is on the tape. Not sent.
+	want, sent, skip := recordedAnswer(v.x, v.server, seq)
+	if !sent {
 		c.res.Pass, c.decided = true, true
-		c.res.Skipped = "the recorded server refused it with an authorization challenge and the client retried with a token: not sent"
+		c.res.Skipped = skip
 		return nil
 	}
 	v.next++
@@ -285,22 +280,62 @@ func (v *verifier) send(ctx context.Context, seq int) error {
 		c.res.Problem, c.decided = "not sent: "+err.Error(), true
 		return err
 	}
-	c.want = p.Partner
-	if c.want < 0 && !p.Cancelled {
-		c.want = replay.Rejection(v.x, v.server, seq) // an HTTP 400 with "id":null
-	}
-	if p.Cancelled || c.want < 0 {
+	c.want = want
+	if want < 0 {
 		// Cancelled or never answered on the tape: nothing to wait for.
 		c.res.Pass, c.decided = true, true
-		c.res.Skipped = "the recorded server never answered it: nothing to compare"
-		if p.Cancelled {
-			c.res.Skipped = "the recorded client cancelled it: nothing to compare"
-		}
+		c.res.Skipped = skip
 		return nil
 	}
 	c.deadline = c.start.Add(v.opts.Timeout)
 	v.flight[live] = c
 	return nil
+}
+
+// sends reports whether Verify sends recorded message en to server: a
+// request or notification the client sent it on the wire (a message a rule
+// dropped never reached the server).
+func sends(en tape.Entry, server string) bool {
+	return en.Server == server && en.Dir == tape.DirSend && en.IsWire() && !en.Dropped &&
+		(en.Kind == tape.KindRequest || en.Kind == tape.KindNotification)
+}
+
+// recordedAnswer returns the recorded answer verify compares the live
+// answer to request seq with (-1 when there is none), whether verify sends
+// the request at all, and, without an answer, why (CallResult.Skipped).
+func recordedAnswer(x *tape.Index, server string, seq int) (want int, sent bool, skip string) {
+	p := x.Pair(seq)
+	if p.Partner >= 0 && x.Entry(p.Partner).Kind == tape.KindLifecycle {
+		// Refused by an authorization challenge (a $http/exchange with
+		// the 401 or 403): the recorded client retried it with a token,
+		// and the retry is on the tape. Not sent.
+		return -1, false, "the recorded server refused it with an authorization challenge and the client retried with a token: not sent"
+	}
+	if p.Cancelled {
+		return -1, true, "the recorded client cancelled it: nothing to compare"
+	}
+	want = p.Partner
+	if want < 0 {
+		want = replay.Rejection(x, server, seq) // an HTTP 400 with "id":null
+	}
+	if want < 0 {
+		return -1, true, "the recorded server never answered it: nothing to compare"
+	}
+	return want, true, ""
+}
+
+// Compared reports whether Verify, given the tape and server, compares a
+// live answer with the recorded answer of message seq: a request the
+// client sent to server, sent by Verify, with a recorded answer that is
+// not a version-negotiation rejection (those pass whatever the live server
+// says). Requests the server sent are answered from the tape, not
+// compared; notifications are sent, not compared.
+func Compared(x *tape.Index, server string, seq int) bool {
+	if en := x.Entry(seq); en.Kind != tape.KindRequest || !sends(en, server) {
+		return false
+	}
+	want, _, _ := recordedAnswer(x, server, seq)
+	return want >= 0 && !x.Negotiation(want)
 }
 
 // wait reads the server's messages, answering its requests and deciding

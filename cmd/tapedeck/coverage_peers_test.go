@@ -82,9 +82,10 @@ func TestVerifyCoverage(t *testing.T) {
 // TestReplayV2HTTP replays ts-v2-http (the v2 TypeScript SDK client and
 // server over Streamable HTTP, 2026-07-28: a tools/call with its
 // Mcp-Param-Region header, subscriptions/listen with its
-// notifications/subscriptions/acknowledged and a tools list_changed on the
-// listen stream, closed by notifications/cancelled) to the same client:
-// the same transcript, a clean report.
+// notifications/subscriptions/acknowledged and a tools and a prompts
+// list_changed on the listen stream, closed by notifications/cancelled) to
+// the same client: the same transcript (which counts both list_changed), a
+// clean report.
 func TestReplayV2HTTP(t *testing.T) {
 	peers := mcptest.Peers(t)
 	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
@@ -130,5 +131,58 @@ func TestVerifyV2HTTP(t *testing.T) {
 	out := stdout.String() + stderr.String()
 	if err != nil || !strings.Contains(out, "5 calls, 4 passed, 0 failed, 1 skipped") || !strings.Contains(out, "PASS tools/call deploy") {
 		t.Fatalf("ts-v2-http against the live v2 server: %v\n%s", err, out)
+	}
+}
+
+// TestReplayURLElicitation replays ts-sdk-url-elicitation (the TypeScript
+// SDK 1.32 client and server of internal/mcptest/ts/urlelicitclient.mjs and
+// urlelicitserver.mjs: a tools/call during which the server asks a
+// URL-mode elicitation/create and, accepted, sends
+// notifications/elicitation/complete) to the same client with the server
+// absent: the same transcript (the elicitation it accepted, the completion
+// it counted), a clean report.
+func TestReplayURLElicitation(t *testing.T) {
+	peers := mcptest.Peers(t)
+	tapedeck := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	want, err := os.ReadFile(fixture(t, "ts-sdk-url-elicitation.transcript.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(want), "elicitation complete: auth-1") {
+		t.Fatalf("the live transcript lacks the completion notification:\n%s", want)
+	}
+	report := filepath.Join(t.TempDir(), "report.json")
+	got, stderr, err := runPeer(t, []string{"TAPEDECK_PEERS=" + filepath.Join(peers.Root, ".peers")},
+		peers.Node, filepath.Join(peers.Root, "internal", "mcptest", "ts", "urlelicitclient.mjs"),
+		"--stdio", tapedeck, "replay", "--report", report, fixture(t, "ts-sdk-url-elicitation.tape.jsonl"))
+	if err != nil || got != string(want) {
+		t.Fatalf("urlelicitclient over tapedeck replay: %v\ngot:\n%s\nwant:\n%s\nstderr:\n%s", err, got, want, stderr)
+	}
+	data, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Requests, Matched int
+		Divergences       []json.RawMessage
+		Unused            []json.RawMessage
+	}
+	if err := json.Unmarshal(data, &rep); err != nil || rep.Requests != 2 || rep.Matched != 2 || len(rep.Divergences) != 0 || len(rep.Unused) != 0 {
+		t.Fatalf("report: want 2 requests, 2 matched, no divergence, nothing unused (%v); got\n%s", err, data)
+	}
+}
+
+// TestVerifyURLElicitation verifies ts-sdk-url-elicitation against the
+// live SDK server: verify answers its URL-mode elicitation/create with the
+// recorded acceptance, and the tool's answer (sent after the server's
+// notifications/elicitation/complete) matches the recorded one.
+func TestVerifyURLElicitation(t *testing.T) {
+	peers := mcptest.Peers(t)
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), append([]string{"verify", "--color=never", fixture(t, "ts-sdk-url-elicitation.tape.jsonl"), "--"}, peers.URLElicitServer()...),
+		strings.NewReader(""), &stdout, &stderr)
+	out := stdout.String() + stderr.String()
+	if err != nil || !strings.Contains(out, "2 calls, 2 passed, 0 failed") || !strings.Contains(out, "PASS tools/call authorize") {
+		t.Fatalf("ts-sdk-url-elicitation against the live SDK server: %v\n%s", err, out)
 	}
 }

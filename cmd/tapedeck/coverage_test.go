@@ -12,8 +12,10 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tapedeck/tapedeck/internal/mcptest"
+	"github.com/tapedeck/tapedeck/replay"
 	"github.com/tapedeck/tapedeck/tape"
 	"github.com/tapedeck/tapedeck/tui"
+	"github.com/tapedeck/tapedeck/upstream"
 )
 
 // mcpMethods are the methods and notifications of MCP 2025-06-18,
@@ -69,6 +71,20 @@ var mcpMethods = []struct {
 	{"notifications/elicitation/complete", [3]string{"n", "y", "?"}},
 }
 
+// unspoken are the methods no peer installed here sends, and what was
+// searched to say so: the table says so in their row instead of leaving
+// the cells empty. TestCoverageTable fails when a tape records one.
+var unspoken = map[string]string{
+	"tasks/update":        peersChecked,
+	"notifications/tasks": peersChecked,
+}
+
+// peersChecked names the peers searched for a method's name (their dist
+// code, .peers/node_modules/@modelcontextprotocol/{sdk,client,server,core,
+// server-everything}): tasks/update appears only in the v2 packages'
+// Mcp-Name header table, notifications/tasks nowhere.
+const peersChecked = "no peer here sends it: checked server-everything 2026.8.31, SDK 1.32.2, @modelcontextprotocol/client/server 2.4.0"
+
 // coverageTests names, for each tape of testdata, the tests that replay
 // it whole to a client (its transcript or its answers compared with the
 // live run's) and those that verify it against a live server.
@@ -90,6 +106,7 @@ var coverageTests = []struct {
 	{"ts-everything-task-sampling", []string{"TestEngineClientTask"}, nil},
 	{"ts-everything-coverage", []string{"TestReplayCoverageClient"}, []string{"TestVerifyCoverage"}},
 	{"ts-v2-http", []string{"TestReplayV2HTTP"}, []string{"TestVerifyV2HTTP"}},
+	{"ts-sdk-url-elicitation", []string{"TestReplayURLElicitation"}, []string{"TestVerifyURLElicitation"}},
 }
 
 // stateMethods are the methods the debugger's state pane accounts for
@@ -150,6 +167,12 @@ func TestCoverageTable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		server := "" // the server verify checks: the tape's only one
+		if len(ct.verified) > 0 {
+			if server, err = replay.PickServer(x, ""); err != nil {
+				t.Fatalf("coverageTests: %s is verified, but verify needs --server for it: %v", ct.tape, err)
+			}
+		}
 		for i := range x.Len() {
 			e := x.Entry(i)
 			if e.Kind != tape.KindRequest && e.Kind != tape.KindNotification {
@@ -169,7 +192,9 @@ func TestCoverageTable(t *testing.T) {
 				c.replayed[n] = true
 			}
 			for _, n := range ct.verified {
-				if e.Kind == tape.KindRequest { // verify compares answers, not notifications
+				// By verify's own rule: a request it sends and whose
+				// recorded answer it compares the live one with.
+				if upstream.Compared(x, server, i) {
 					c.verified[n] = true
 				}
 			}
@@ -178,6 +203,11 @@ func TestCoverageTable(t *testing.T) {
 			}
 		}
 		x.Close()
+	}
+	for m := range unspoken {
+		if c, ok := covers[m]; !ok || len(c.tapes) > 0 {
+			t.Errorf("unspoken names %s, which is recorded (on %v) or no method of the table: drop it", m, c.tapes)
+		}
 	}
 	if len(unknown) > 0 {
 		t.Errorf("testdata tapes hold methods the table lacks: %v", unknown)
@@ -196,10 +226,14 @@ What counts:
 - **replayed**: a test replays such a tape whole to a client (a real one, or the engine tests' scripted one) and
   checks what it got against the recording (tests named below, checked to exist and to name the tape).
 - **verified**: a test runs ` + "`tapedeck verify`" + ` with such a tape against a live server (named below, checked the same
-  way), for requests only: verify compares answers (and answers the server's own requests from the tape), not
-  notifications.
+  way), and verify compares the live answer to a recorded request of the method with the recorded one, by verify's
+  own rule (` + "`upstream.Compared`" + `): a request the client sent, with a recorded answer. Not counted: requests
+  verify skips (never answered on the tape, cancelled by the recorded client, refused by an authorization
+  challenge), a server/discover the recorded server rejected (version negotiation passes whatever the live server
+  says), the server's own requests (answered from the tape), notifications (sent, not compared).
 - **shown**: ` + "`open`" + ` shows it by meaning: the summary column describes a recorded message of it otherwise than its
   params or result as JSON, or the state pane accounts for it (handshake, lists and list_changed, tasks).
+- A row no tape records says, where it was checked, that no peer here sends it.
 
 | method | 2025-06-18 | 2025-11-25 | 2026-07-28 | recorded | replayed | verified | shown |
 |---|---|---|---|---|---|---|---|
@@ -227,6 +261,10 @@ What counts:
 		}
 		if c.shown {
 			nShown++
+		}
+		if why, ok := unspoken[m.method]; ok {
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | – | – | – |\n", m.method, mark[m.in[0]], mark[m.in[1]], mark[m.in[2]], why)
+			continue
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s | %s |\n", m.method, mark[m.in[0]], mark[m.in[1]], mark[m.in[2]],
 			rec, yes(len(c.replayed) > 0), yes(len(c.verified) > 0), yes(c.shown))

@@ -53,6 +53,7 @@ func fixtures() []fixture {
 		{"ts-everything-task-sampling", taskFixture("--scenario", "sampling", "--interval", "500")},
 		{"ts-everything-coverage", tsFixture("coverageclient.mjs")},
 		{"ts-v2-http", v2HTTPFixture},
+		{"ts-sdk-url-elicitation", tsServerFixture("urlelicitclient.mjs", "sdk", mcptest.PeerSet.URLElicitServer)},
 		{"sdk-multi-server", sdkFixture(func(t *testing.T) []string {
 			return []string{"--roots",
 				"--server", "everything=" + strings.Join(mcptest.Peers(t).EverythingStdio(), " "),
@@ -112,6 +113,13 @@ func taskFixture(args ...string) func(t *testing.T, path string) []byte {
 // internal/mcptest/ts/) with args against server-everything over stdio
 // through "tapedeck record", and returns the client's transcript.
 func tsFixture(script string, args ...string) func(t *testing.T, path string) []byte {
+	return tsServerFixture(script, "everything", mcptest.PeerSet.EverythingStdio, args...)
+}
+
+// tsServerFixture records the TypeScript client script with args against
+// the stdio server server(peers) gives, named name on the tape, through
+// "tapedeck record", and returns the client's transcript.
+func tsServerFixture(script, name string, server func(mcptest.PeerSet) []string, args ...string) func(t *testing.T, path string) []byte {
 	return func(t *testing.T, path string) []byte {
 		peers := mcptest.Peers(t)
 		root := mcptest.RepoRoot(t)
@@ -120,8 +128,8 @@ func tsFixture(script string, args ...string) func(t *testing.T, path string) []
 			t.Fatal(err)
 		}
 		argv := append([]string{filepath.Join(root, "internal", "mcptest", "ts", script)}, args...)
-		argv = append(argv, "--stdio", tapedeck, "record", "--server", "everything", "-o", path, "--")
-		argv = append(argv, peers.EverythingStdio()...)
+		argv = append(argv, "--stdio", tapedeck, "record", "--server", name, "-o", path, "--")
+		argv = append(argv, server(peers)...)
 		var stdout, stderr bytes.Buffer
 		cmd := exec.Command(peers.Node, argv...)
 		cmd.Env = append(os.Environ(), "TAPEDECK_PEERS="+filepath.Join(root, ".peers"))

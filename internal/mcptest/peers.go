@@ -97,6 +97,13 @@ func (p PeerSet) EverythingStdio() []string {
 	return []string{p.Node, p.Everything, "stdio"}
 }
 
+// URLElicitServer returns the command that runs ts/urlelicitserver.mjs (a
+// TypeScript SDK 1.32 server over stdio whose tool asks a URL-mode
+// elicitation and sends notifications/elicitation/complete).
+func (p PeerSet) URLElicitServer() []string {
+	return []string{p.Node, filepath.Join(p.Root, "internal", "mcptest", "ts", "urlelicitserver.mjs"), filepath.Join(p.Root, ".peers")}
+}
+
 // EverythingCommand returns an unstarted *exec.Cmd that runs server-everything
 // over stdio, for use with mcp.CommandTransport or a shim under test.
 func (p PeerSet) EverythingCommand() *exec.Cmd {

@@ -1,8 +1,8 @@
 // A 2026-07-28 MCP client on the v2 TypeScript SDK (@modelcontextprotocol/client)
 // over Streamable HTTP, for tapedeck's tests, against v2httpserver.mjs: it
 // lists the tools, calls "deploy" (the SDK sends Mcp-Param-Region), opens a
-// subscriptions/listen stream for tools list changes, calls "touch", waits
-// for the notification, closes the subscription, and prints a transcript.
+// subscriptions/listen stream for tools and prompts list changes, calls
+// "touch", waits for both notifications, closes the subscription, and prints a transcript.
 //
 //   node v2httpclient.mjs URL
 //
@@ -27,7 +27,7 @@ const out = (s) => process.stdout.write(s + "\n");
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const text = (r) => (r.content ?? []).map((c) => c.text ?? c.type).join(" | ");
 const client = new Client({ name: "v2-http-client", version: "2.4.0" }, { versionNegotiation: { mode: { pin: "2026-07-28" } } });
-let changed = 0;
+let changed = 0, promptsChanged = 0;
 try {
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   out(`init: server ${client.getServerVersion()?.name} ${client.getServerVersion()?.version}`);
@@ -35,11 +35,13 @@ try {
   out(`tools: ${tools.tools.map((t) => t.name).sort().join(" ")}`);
   out(`deploy: ${text(await client.callTool({ name: "deploy", arguments: { region: "eu-west-1", app: "tapes" } }))}`);
   client.setNotificationHandler("notifications/tools/list_changed", () => { changed++; });
+  client.setNotificationHandler("notifications/prompts/list_changed", () => { promptsChanged++; });
   const sub = await client.listen({ toolsListChanged: true, promptsListChanged: true });
   out(`listen: honored ${JSON.stringify(sub.honoredFilter)}`);
   out(`touch: ${text(await client.callTool({ name: "touch", arguments: {} }))}`);
-  for (let i = 0; i < 100 && changed === 0; i++) await sleep(20);
+  for (let i = 0; i < 100 && (changed === 0 || promptsChanged === 0); i++) await sleep(20);
   out(`tools list_changed: ${changed}`);
+  out(`prompts list_changed: ${promptsChanged}`);
   await sub.close();
   out(`closed: ${await sub.closed}`);
   await client.close();

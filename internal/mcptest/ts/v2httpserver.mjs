@@ -1,8 +1,9 @@
 // A 2026-07-28 MCP server on the v2 TypeScript SDK (@modelcontextprotocol/server)
 // over Streamable HTTP (createMcpHandler behind node:http), for tapedeck's
 // tests: a tool "deploy" whose "region" argument is mirrored in the
-// Mcp-Param-Region header (x-mcp-header), and a tool "touch" that announces
-// a tools list change to the subscriptions/listen streams.
+// Mcp-Param-Region header (x-mcp-header), a prompt "greet", and a tool
+// "touch" that announces a tools and a prompts list change to the
+// subscriptions/listen streams.
 //
 //   node v2httpserver.mjs PORT     (prints "listening http://127.0.0.1:PORT/mcp")
 //
@@ -21,7 +22,7 @@ const { McpServer, createMcpHandler, fromJsonSchema } = await import(require.res
 
 let handler;
 handler = createMcpHandler(() => {
-  const server = new McpServer({ name: "v2-http-server", version: "2.4.0" }, { capabilities: { tools: { listChanged: true } } });
+  const server = new McpServer({ name: "v2-http-server", version: "2.4.0" }, { capabilities: { tools: { listChanged: true }, prompts: { listChanged: true } } });
   server.registerTool("deploy", {
     description: "Deploys to a region",
     inputSchema: fromJsonSchema({
@@ -30,8 +31,12 @@ handler = createMcpHandler(() => {
       required: ["region", "app"],
     }),
   }, async ({ region, app }) => ({ content: [{ type: "text", text: `deployed ${app} to ${region}` }] }));
-  server.registerTool("touch", { description: "Announces a tools list change" }, async () => {
+  server.registerPrompt("greet", { description: "A greeting" }, async () => ({
+    messages: [{ role: "user", content: { type: "text", text: "hello" } }],
+  }));
+  server.registerTool("touch", { description: "Announces a tools and a prompts list change" }, async () => {
     handler.notify.toolsChanged();
+    handler.notify.promptsChanged();
     return { content: [{ type: "text", text: "touched" }] };
   });
   return server;
