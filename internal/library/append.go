@@ -21,7 +21,6 @@ package library
 // more than maxResume such messages, or one in a batch, is read whole.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -267,8 +266,7 @@ func readAppend(ctx context.Context, t *tapeRows, f *os.File, size int64, decide
 		}
 	}
 	v := span{k: len(p.resume), ctx: p.resume, seqBase: p.sum.messages, offBase: p.sum.indexed, ctxLen: ctxLen}
-	rd := tape.NewReader(bufio.NewReaderSize(io.NewSectionReader(src, 0, x.Size()), int(min(256<<10, max(4<<10, x.Size())))))
-	if err := emit(ctx, t, x, rd, v); err != nil {
+	if err := emit(ctx, t, x, src, v); err != nil {
 		return err
 	}
 	s.messages = p.sum.messages + x.Len() - len(p.resume)

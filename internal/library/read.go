@@ -1,10 +1,11 @@
 package library
 
 import (
-	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"sync/atomic"
@@ -56,6 +57,7 @@ type tapeRows struct {
 	updates []row         // an append's context messages whose status changed
 	resume  []byte        // what the next append needs (append.go); nil: read it whole next time
 	tail    []byte        // fingerprint of the indexed bytes (append.go)
+	window  int           // the most the window reading lines holds but for a longer line; 0: 256 KiB
 }
 
 const chunkRows = 4096
@@ -115,9 +117,7 @@ func readTape(ctx context.Context, t *tapeRows) error {
 	s.rpcErrors, s.toolErrors = x.Failures()
 	s.rpcErrors += x.StartFailures() // a server that never started: an error of the tape
 	s.warnings = x.WarningCount()
-	// Buffers sized to the tape: a library holds many small tapes.
-	rd := tape.NewReader(bufio.NewReaderSize(io.NewSectionReader(src, 0, x.Size()), int(min(256<<10, max(4<<10, x.Size())))))
-	if err := emit(ctx, t, x, rd, span{}); err != nil {
+	if err := emit(ctx, t, x, src, span{}); err != nil {
 		return err
 	}
 	s.messages = n
@@ -155,11 +155,12 @@ func (v span) seq(j int) int {
 	return v.seqBase + j - v.k
 }
 
-// emit reads the entries of x through rd and streams the rows of the new
-// ones to t.chunks; context messages whose status or target changed go to
-// t.updates. It adds to t.sum what the messages say, and collects the
-// tape's resume entries.
-func emit(ctx context.Context, t *tapeRows, x *tape.Index, rd *tape.Reader, v span) error {
+// emit takes the entries of x (kind, method, time, pairing: the tape's one
+// classifying pass is x's) with their bytes read from src, x's source, and
+// streams the rows of the new ones to t.chunks; context messages whose
+// status or target changed go to t.updates. It adds to t.sum what the
+// messages say, and collects the tape's resume entries.
+func emit(ctx context.Context, t *tapeRows, x *tape.Index, src io.ReaderAt, v span) error {
 	s := &t.sum
 	n := x.Len()
 	targets := map[int]string{} // request seq → target, until its response
@@ -187,10 +188,18 @@ func emit(ctx context.Context, t *tapeRows, x *tape.Index, rd *tape.Reader, v sp
 	resumable := true
 	var res []resumeEntry
 	var last resumeEntry
-	for e := range rd.Entries() {
-		if e.Seq >= n {
-			break // the file changed between the two reads
+	// Buffers sized to the tape: a library holds many small tapes.
+	raws := newRawReader(src, x.Size(), int(min(int64(cmp.Or(t.window, 256<<10)), max(4<<10, x.Size()))))
+	for i := range n {
+		e := x.Entry(i)
+		raw, err := raws.message(x, &e)
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			break // cut since it was indexed: the next refresh reads it again
 		}
+		if err != nil {
+			return err
+		}
+		e.Raw = raw
 		fresh := e.Seq >= v.k
 		r := row{seq: v.seq(e.Seq), kind: e.Kind, off: e.Offset, n: len(e.Raw)}
 		if fresh {
@@ -302,9 +311,6 @@ func emit(ctx context.Context, t *tapeRows, x *tape.Index, rd *tape.Reader, v sp
 			}
 		}
 	}
-	if err := rd.Err(); err != nil {
-		return err
-	}
 	if last.n < 0 {
 		resumable = false
 	}
@@ -315,6 +321,79 @@ func emit(ctx context.Context, t *tapeRows, x *tape.Index, rd *tape.Reader, v sp
 		t.resume = appendResume(nil, res)
 	}
 	return send()
+}
+
+// rawReader reads the bytes of an index's messages in the order of their
+// offsets, through a window over the source: one read(2) for many lines.
+type rawReader struct {
+	src   io.ReaderAt
+	limit int64  // bytes indexed: nothing past them is read
+	buf   []byte // the window, holding [at, at+len(buf))
+	at    int64
+	size  int // the window's size when it is filled anew
+}
+
+func newRawReader(src io.ReaderAt, limit int64, size int) *rawReader {
+	return &rawReader{src: src, limit: limit, size: size}
+}
+
+// message returns the bytes of entry e (the slice is valid until the next
+// call): those of its line from its offset, without the line's newline
+// and, for a message that is one, the blanks after the JSON object, as
+// tape.Reader gives them (Entry.Raw). A message of a batch, which shares
+// its line, is read through x.Message.
+func (r *rawReader) message(x *tape.Index, e *tape.Entry) ([]byte, error) {
+	if e.Batch != 0 {
+		m, err := x.Message(e.Seq)
+		return m.Raw, err
+	}
+	line, err := r.line(e.Offset)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1] // the line as tape.Reader reads it
+	}
+	if e.Kind != tape.KindInvalid {
+		// A message is the object alone: only blanks may follow it.
+		line = bytes.TrimRight(line, " \t\r\n")
+	}
+	return line, nil
+}
+
+// line returns the bytes from off up to the next newline or the limit.
+func (r *rawReader) line(off int64) ([]byte, error) {
+	if off < r.at || off > r.at+int64(len(r.buf)) {
+		r.at, r.buf = off, r.buf[:0]
+	}
+	for {
+		start := int(off - r.at)
+		if k := bytes.IndexByte(r.buf[start:], '\n'); k >= 0 {
+			return r.buf[start : start+k], nil
+		}
+		end := r.at + int64(len(r.buf))
+		if end >= r.limit {
+			return r.buf[start:], nil // the last line, without a newline
+		}
+		// Move the line's start to the front and read more after it.
+		n := copy(r.buf[:cap(r.buf)], r.buf[start:])
+		r.at += int64(start)
+		if want := max(r.size, 2*n); cap(r.buf) < want {
+			nb := make([]byte, n, want)
+			copy(nb, r.buf[:n])
+			r.buf = nb
+		}
+		room := r.buf[n:cap(r.buf)]
+		room = room[:min(int64(len(room)), r.limit-(r.at+int64(n)))]
+		k, err := r.src.ReadAt(room, r.at+int64(n))
+		if k < len(room) && err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		if k < len(room) {
+			return nil, fmt.Errorf("read tape at byte %d: %w", r.at+int64(n+k), err)
+		}
+		r.buf = r.buf[:n+k]
+	}
 }
 
 // responseStatus is the status of the exchange response i ends.

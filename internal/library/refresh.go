@@ -396,9 +396,30 @@ const (
 // batch is an open write transaction with its statements.
 type batch struct {
 	tx       *sql.Tx
-	msg, txt *sql.Stmt
+	msg, txt *sql.Stmt // one row
+	msgN     *sql.Stmt // insertRows rows
+	args     []any     // msgN's arguments, reused
 	rows     int
 	start    time.Time
+}
+
+// insertRows is how many messages rows one INSERT statement adds: each
+// call through database/sql and the driver costs more than a row. The
+// text rows go in one a statement: a statement of several rows opens a
+// savepoint, and FTS5 writes its pending terms out as a new segment at
+// every savepoint (to be merged later), so a chunk's messages go in
+// first, and the chunk's text after, as one segment.
+const insertRows = 256
+
+const (
+	msgInsert  = "INSERT INTO messages(id, ts, kind, method, target, status, off, len) VALUES "
+	msgValues  = "(?, ?, ?, ?, ?, ?, ?, ?)"
+	msgColumns = 8
+)
+
+// values is n rows of one VALUES list.
+func values(row string, n int) string {
+	return strings.Repeat(row+", ", n-1) + row
 }
 
 func (l *Library) begin(ctx context.Context) (*batch, error) {
@@ -407,23 +428,29 @@ func (l *Library) begin(ctx context.Context) (*batch, error) {
 		return nil, err
 	}
 	b := &batch{tx: tx, start: time.Now()}
-	if b.msg, err = tx.PrepareContext(ctx, "INSERT INTO messages(id, ts, kind, method, target, status, off, len) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"); err == nil {
-		b.txt, err = tx.PrepareContext(ctx, "INSERT INTO text(rowid, body) VALUES (?, ?)")
+	for _, s := range []struct {
+		st  **sql.Stmt
+		sql string
+	}{
+		{&b.msg, msgInsert + msgValues},
+		{&b.txt, "INSERT INTO text(rowid, body) VALUES (?, ?)"},
+		{&b.msgN, msgInsert + values(msgValues, insertRows)},
+	} {
+		if *s.st, err = tx.PrepareContext(ctx, s.sql); err != nil {
+			b.close()
+			return nil, err
+		}
 	}
-	if err != nil {
-		b.close()
-		return nil, err
-	}
+	b.args = make([]any, 0, insertRows*msgColumns)
 	return b, nil
 }
 
 // close ends the transaction: after a Commit, the Rollback does nothing.
 func (b *batch) close() {
-	if b.msg != nil {
-		b.msg.Close()
-	}
-	if b.txt != nil {
-		b.txt.Close()
+	for _, st := range []*sql.Stmt{b.msg, b.txt, b.msgN} {
+		if st != nil {
+			st.Close()
+		}
 	}
 	b.tx.Rollback()
 }
@@ -484,27 +511,53 @@ func (b *batch) write(ctx context.Context, t *tapeRows, rep *Report) (err error)
 	return b.finish(ctx, t, id, rep)
 }
 
-// insert stores the rows t's reading streams.
+// insert stores the rows t's reading streams, a chunk's messages rows
+// insertRows a statement, then its text rows (see insertRows). The
+// statements run without ctx: modernc.org/sqlite starts a goroutine a
+// call to watch a context that can end, which costs more than the row;
+// ctx is looked at between chunks instead (a chunk is a few milliseconds
+// of inserts).
 func (b *batch) insert(ctx context.Context, t *tapeRows, base int64) error {
+	bg := context.Background()
 	for chunk := range t.chunks {
-		for i := range chunk {
-			r := &chunk[i]
-			var ts any
-			if r.ts != 0 {
-				ts = r.ts
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rest := chunk
+		for ; len(rest) >= insertRows; rest = rest[insertRows:] {
+			args := b.args[:0]
+			for i := range insertRows {
+				args = appendMessage(args, base, &rest[i])
 			}
-			if _, err := b.msg.ExecContext(ctx, base|int64(r.seq), ts, r.kind, r.method, r.target, r.status, r.off, r.n); err != nil {
+			if _, err := b.msgN.ExecContext(bg, args...); err != nil {
 				return err
 			}
-			if r.text != "" {
-				if _, err := b.txt.ExecContext(ctx, base|int64(r.seq), r.text); err != nil {
+		}
+		for i := range rest {
+			if _, err := b.msg.ExecContext(bg, appendMessage(b.args[:0], base, &rest[i])...); err != nil {
+				return err
+			}
+		}
+		for i := range chunk {
+			if r := &chunk[i]; r.text != "" {
+				if _, err := b.txt.ExecContext(bg, base|int64(r.seq), r.text); err != nil {
 					return err
 				}
 			}
 		}
+		clear(b.args[:cap(b.args)]) // the strings of the chunk
 		b.rows += len(chunk)
 	}
 	return nil
+}
+
+// appendMessage appends the arguments of r's messages row (msgValues).
+func appendMessage(args []any, base int64, r *row) []any {
+	var ts any
+	if r.ts != 0 {
+		ts = r.ts
+	}
+	return append(args, base|int64(r.seq), ts, int64(r.kind), r.method, r.target, r.status, r.off, int64(r.n))
 }
 
 // writeAppend stores the rows of what was appended to a tape since it was
