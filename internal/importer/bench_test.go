@@ -241,7 +241,9 @@ func inspectorExport(tb testing.TB, src, dst string) {
 
 // otlpExport writes `export --format otlp --with-bodies` of the tape at
 // src to dst.
-func otlpExport(tb testing.TB, src, dst string) {
+func otlpExport(tb testing.TB, src, dst string) { otlpExportWith(tb, src, dst, true) }
+
+func otlpExportWith(tb testing.TB, src, dst string, bodies bool) {
 	x, err := tape.OpenIndex(src)
 	if err != nil {
 		tb.Fatal(err)
@@ -253,7 +255,7 @@ func otlpExport(tb testing.TB, src, dst string) {
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	s := export.Source{Name: "bench", Index: x, Open: func() (io.ReadCloser, error) { return os.Open(src) }}
-	if _, err := export.OTLP(context.Background(), w, s, export.OTLPOptions{WithBodies: true}); err != nil {
+	if _, err := export.OTLP(context.Background(), w, s, export.OTLPOptions{WithBodies: bodies}); err != nil {
 		tb.Fatal(err)
 	}
 	if err := w.Flush(); err != nil {
