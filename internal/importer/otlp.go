@@ -56,6 +56,7 @@ type traceSpan struct {
 	start, end                time.Time
 	attrs                     map[string]any // string, int64, float64, bool, map[string]any, []any
 	attrsRaw                  []byte         // OTLP JSON attributes not yet in attrs (the fast path's)
+	tagsRaw                   []jaegerKVRaw  // Jaeger tags not yet in attrs (the fast path's)
 	records                   []carriedRecord
 	failed                    bool
 	statusMessage             string
@@ -65,11 +66,15 @@ type traceSpan struct {
 type carriedRecord struct {
 	seq  int64
 	line string
-	raw  []byte // instead of line: the bytes of its JSON string, escaped (the fast path's)
+	raw  []byte // instead of line: the bytes of its JSON string, escaped (the fast paths')
+	std  bool   // raw is decoded as encoding/json does (Jaeger's), not as pdata
 }
 
 // text appends the record's line to buf.
 func (r carriedRecord) text(buf []byte) []byte {
+	if r.raw != nil && r.std {
+		return unescapeStd(buf, r.raw)
+	}
 	if r.raw != nil {
 		return unescapeJSON(buf, r.raw)
 	}
@@ -79,6 +84,13 @@ func (r carriedRecord) text(buf []byte) []byte {
 // decodeAttrs fills s.attrs from s.attrsRaw with pdata, as a span pdata
 // read whole would hold them.
 func (s *traceSpan) decodeAttrs() error {
+	if s.tagsRaw != nil || s.attrs == nil && s.attrsRaw == nil {
+		s.attrs = make(map[string]any, len(s.tagsRaw))
+		for _, kv := range s.tagsRaw {
+			s.attrs[kv.key] = kvValue(jaegerKV{Key: kv.key, Type: kv.typ, Value: kv.value})
+		}
+		s.tagsRaw = nil
+	}
 	if s.attrsRaw == nil {
 		return nil
 	}

@@ -117,4 +117,3 @@ func FuzzOTLPScan(f *testing.F) {
 		agreeOTLP(t, bytes.TrimSpace(line))
 	})
 }
-
