@@ -28,7 +28,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -155,12 +154,14 @@ func OTLP(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	var spans []traceSpan
 	br := bufio.NewReaderSize(r, 1<<20)
 	var u ptrace.JSONUnmarshaler
-	var long []byte // a line longer than br's buffer (pdata copies what it keeps)
+	hint := 4096 // the last line's length: the next one's buffer
 	for line := 1; ; line++ {
-		b, err := readLine(br, math.MaxInt64, &long)
-		if t := bytes.TrimSpace(b); len(t) > 0 {
-			// The spans keep slices of the line: a copy of its own.
-			own := append(make([]byte, 0, len(t)), t...)
+		// The spans keep slices of the line: read into a buffer of its own.
+		b, err := readOwnLine(br, make([]byte, 0, hint))
+		if len(b) > hint {
+			hint = len(b) + len(b)/8
+		}
+		if own := bytes.TrimSpace(b); len(own) > 0 {
 			var ok bool
 			if spans, ok = scanOTLPLine(own, spans); !ok {
 				td, uerr := u.UnmarshalTraces(own)
@@ -181,6 +182,17 @@ func OTLP(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 		return Result{}, &Error{Format: "otlp", Path: "$.resourceSpans[*].scopeSpans[*].spans", Err: errors.New("expected OTLP JSON spans, found none (an empty input or no spans)")}
 	}
 	return writeSpans("otlp", spans, w, o)
+}
+
+// readOwnLine appends the next line of br (its newline included) to buf.
+func readOwnLine(br *bufio.Reader, buf []byte) ([]byte, error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		buf = append(buf, chunk...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return buf, err
+		}
+	}
 }
 
 // pdataSpans reads the spans of a collector batch.
