@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -85,6 +87,14 @@ func BenchmarkImportInspector(b *testing.B) { benchImport(b, "inspector", inspec
 // events), against `stats` of the result (budget 2x).
 func BenchmarkImportOTLP(b *testing.B) { benchImport(b, "otlp", otlpExport) }
 
+// BenchmarkImportJaeger: import --from jaeger of Jaeger's query API answer
+// (served by a local HTTP server) holding the spans of `export --format
+// otlp --with-bodies` of each benchmark tape, against `stats` of the
+// result (budget 2x).
+func BenchmarkImportJaeger(b *testing.B) {
+	benchImport(b, "jaeger", func(tb testing.TB, src, dst string) { jaegerAnswer(tb, src, dst, true) })
+}
+
 // benchImport times importing format from a source made by mk from each
 // benchmark tape, against the yardstick of the tape the import writes.
 func benchImport(b *testing.B, format string, mk func(tb testing.TB, src, dst string)) {
@@ -99,7 +109,16 @@ func benchImport(b *testing.B, format string, mk func(tb testing.TB, src, dst st
 			}
 			mk(b, src, log)
 			os.Remove(src)
+			var srv *httptest.Server
+			if format == "jaeger" {
+				srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, log) }))
+				defer srv.Close()
+			}
 			imp := func(b *testing.B) {
+				if srv != nil {
+					importJaeger(b, srv.URL, out)
+					return
+				}
 				in, err := os.Open(log)
 				if err != nil {
 					b.Fatal(err)
@@ -129,6 +148,26 @@ func benchImport(b *testing.B, format string, mk func(tb testing.TB, src, dst st
 			}
 			y.Report(b, b.Elapsed(), b.N)
 		})
+	}
+}
+
+// importJaeger imports the answer of the query API at base to out, as
+// import --from jaeger --service bench does.
+func importJaeger(b *testing.B, base, out string) {
+	f, err := os.Create(out)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	q := JaegerQuery{Service: "bench", Start: time.Unix(0, 0), End: time.Now()}
+	if _, err := Jaeger(context.Background(), http.DefaultClient, base, q, tape.NewWriter(w), Options{}); err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
 	}
 }
 
@@ -241,7 +280,9 @@ func inspectorExport(tb testing.TB, src, dst string) {
 
 // otlpExport writes `export --format otlp --with-bodies` of the tape at
 // src to dst.
-func otlpExport(tb testing.TB, src, dst string) {
+func otlpExport(tb testing.TB, src, dst string) { otlpExportWith(tb, src, dst, true) }
+
+func otlpExportWith(tb testing.TB, src, dst string, bodies bool) {
 	x, err := tape.OpenIndex(src)
 	if err != nil {
 		tb.Fatal(err)
@@ -253,7 +294,7 @@ func otlpExport(tb testing.TB, src, dst string) {
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	s := export.Source{Name: "bench", Index: x, Open: func() (io.ReadCloser, error) { return os.Open(src) }}
-	if _, err := export.OTLP(context.Background(), w, s, export.OTLPOptions{WithBodies: true}); err != nil {
+	if _, err := export.OTLP(context.Background(), w, s, export.OTLPOptions{WithBodies: bodies}); err != nil {
 		tb.Fatal(err)
 	}
 	if err := w.Flush(); err != nil {

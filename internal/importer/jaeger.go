@@ -99,8 +99,17 @@ type jaegerKV struct {
 	Value json.RawMessage `json:"value"`
 }
 
-// jaegerSpans reads the query API's answer.
+// jaegerSpans reads the query API's answer: in one pass (jaegerscan.go),
+// or, when it is not in the shape that reads, with jaegerDecode.
 func jaegerSpans(body []byte) ([]traceSpan, error) {
+	if spans, ok := scanJaeger(body); ok {
+		return spans, nil
+	}
+	return jaegerDecode(body)
+}
+
+// jaegerDecode reads the query API's answer with encoding/json.
+func jaegerDecode(body []byte) ([]traceSpan, error) {
 	var doc struct {
 		Data []struct {
 			Spans []struct {

@@ -22,12 +22,13 @@ package importer
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,6 +54,8 @@ type traceSpan struct {
 	kind                      string // "client", "server", "internal", ... or ""
 	start, end                time.Time
 	attrs                     map[string]any // string, int64, float64, bool, map[string]any, []any
+	attrsRaw                  []byte         // OTLP JSON attributes not yet in attrs (the fast path's)
+	tagsRaw                   []jaegerKVRaw  // Jaeger tags not yet in attrs (the fast path's)
 	records                   []carriedRecord
 	failed                    bool
 	statusMessage             string
@@ -62,6 +65,46 @@ type traceSpan struct {
 type carriedRecord struct {
 	seq  int64
 	line string
+	raw  []byte // instead of line: the bytes of its JSON string, escaped (the fast paths')
+	std  bool   // raw is decoded as encoding/json does (Jaeger's), not as pdata
+}
+
+// text appends the record's line to buf.
+func (r carriedRecord) text(buf []byte) []byte {
+	if r.raw != nil && r.std {
+		return unescapeStd(buf, r.raw)
+	}
+	if r.raw != nil {
+		return unescapeJSON(buf, r.raw)
+	}
+	return append(buf, r.line...)
+}
+
+// decodeAttrs fills s.attrs from s.attrsRaw with pdata, as a span pdata
+// read whole would hold them.
+func (s *traceSpan) decodeAttrs() error {
+	if s.tagsRaw != nil || s.attrs == nil && s.attrsRaw == nil {
+		s.attrs = make(map[string]any, len(s.tagsRaw))
+		for _, kv := range s.tagsRaw {
+			s.attrs[kv.key] = kvValue(jaegerKV{Key: kv.key, Type: kv.typ, Value: kv.value})
+		}
+		s.tagsRaw = nil
+	}
+	if s.attrsRaw == nil {
+		return nil
+	}
+	doc := make([]byte, 0, len(s.attrsRaw)+64)
+	doc = append(doc, `{"resourceSpans":[{"scopeSpans":[{"spans":[{"attributes":`...)
+	doc = append(doc, s.attrsRaw...)
+	doc = append(doc, "}]}]}]}"...)
+	var u ptrace.JSONUnmarshaler
+	td, err := u.UnmarshalTraces(doc)
+	if err != nil {
+		return err
+	}
+	s.attrs = td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes().AsRaw()
+	s.attrsRaw = nil
+	return nil
 }
 
 // str is attribute k as text ("" when absent).
@@ -111,15 +154,22 @@ func OTLP(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	var spans []traceSpan
 	br := bufio.NewReaderSize(r, 1<<20)
 	var u ptrace.JSONUnmarshaler
-	var long []byte // a line longer than br's buffer (pdata copies what it keeps)
+	hint := 4096 // the last line's length: the next one's buffer
 	for line := 1; ; line++ {
-		b, err := readLine(br, math.MaxInt64, &long)
-		if len(bytes.TrimSpace(b)) > 0 {
-			td, uerr := u.UnmarshalTraces(bytes.TrimSpace(b))
-			if uerr != nil {
-				return Result{}, &Error{Format: "otlp", Line: line, Err: fmt.Errorf("expected an OTLP JSON ExportTraceServiceRequest, found %s: %v", quoteStart(bytes.TrimSpace(b)), uerr)}
+		// The spans keep slices of the line: read into a buffer of its own.
+		b, err := readOwnLine(br, make([]byte, 0, hint))
+		if len(b) > hint {
+			hint = len(b) + len(b)/8
+		}
+		if own := bytes.TrimSpace(b); len(own) > 0 {
+			var ok bool
+			if spans, ok = scanOTLPLine(own, spans); !ok {
+				td, uerr := u.UnmarshalTraces(own)
+				if uerr != nil {
+					return Result{}, &Error{Format: "otlp", Line: line, Err: fmt.Errorf("expected an OTLP JSON ExportTraceServiceRequest, found %s: %v", quoteStart(own), uerr)}
+				}
+				spans = append(spans, pdataSpans(td)...)
 			}
-			spans = append(spans, pdataSpans(td)...)
 		}
 		if errors.Is(err, io.EOF) {
 			break
@@ -132,6 +182,17 @@ func OTLP(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 		return Result{}, &Error{Format: "otlp", Path: "$.resourceSpans[*].scopeSpans[*].spans", Err: errors.New("expected OTLP JSON spans, found none (an empty input or no spans)")}
 	}
 	return writeSpans("otlp", spans, w, o)
+}
+
+// readOwnLine appends the next line of br (its newline included) to buf.
+func readOwnLine(br *bufio.Reader, buf []byte) ([]byte, error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		buf = append(buf, chunk...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return buf, err
+		}
+	}
 }
 
 // pdataSpans reads the spans of a collector batch.
@@ -190,36 +251,65 @@ func pdataSpans(td ptrace.Traces) []traceSpan {
 // skeleton of the MCP spans that carry none.
 func writeSpans(format string, spans []traceSpan, w *tape.Writer, o Options) (Result, error) {
 	out := newOut(w)
-	whole := map[string]map[int64]string{} // tape → seq → line
-	for _, s := range spans {
-		for _, r := range s.records {
-			if whole[s.tape] == nil {
-				whole[s.tape] = map[int64]string{}
-			}
-			whole[s.tape][r.seq] = r.line // a span exported twice carries the same line
+	// The carried records are put in order (tape by name, then seq) as
+	// small references to them; of a record carried twice (a span
+	// exported twice carries the same line) the last one read is kept.
+	rank := map[string]int32{}
+	for i := range spans {
+		if len(spans[i].records) > 0 {
+			rank[spans[i].tape] = 0
 		}
 	}
-	names := make([]string, 0, len(whole))
-	for n := range whole {
+	names := make([]string, 0, len(rank))
+	for n := range rank {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	for _, n := range names {
-		seqs := make([]int64, 0, len(whole[n]))
-		for s := range whole[n] {
-			seqs = append(seqs, s)
+	for i, n := range names {
+		rank[n] = int32(i)
+	}
+	type recRef struct {
+		tape      int32
+		span, rec int32
+		seq       int64
+	}
+	var refs []recRef
+	for i := range spans {
+		for j, r := range spans[i].records {
+			refs = append(refs, recRef{tape: rank[spans[i].tape], span: int32(i), rec: int32(j), seq: r.seq})
 		}
-		sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
-		for _, seq := range seqs {
-			if err := writeRecord(out, []byte(whole[n][seq]), o); err != nil {
-				return Result{}, &Error{Format: format, Path: fmt.Sprintf("tape %q, record %d", n, seq), Err: err}
-			}
+	}
+	slices.SortFunc(refs, func(a, b recRef) int {
+		if c := cmp.Compare(a.tape, b.tape); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.seq, b.seq); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.span, b.span); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.rec, b.rec)
+	})
+	var line []byte
+	for k, ref := range refs {
+		if k+1 < len(refs) && refs[k+1].tape == ref.tape && refs[k+1].seq == ref.seq {
+			continue // read again later
+		}
+		line = spans[ref.span].records[ref.rec].text(line[:0])
+		if err := writeRecord(out, line, o); err != nil {
+			return Result{}, &Error{Format: format, Path: fmt.Sprintf("tape %q, record %d", names[ref.tape], ref.seq), Err: err}
 		}
 	}
 	var rest []traceSpan
 	for _, s := range spans {
-		if whole[s.tape] == nil {
+		if _, whole := rank[s.tape]; !whole {
 			rest = append(rest, s)
+		}
+	}
+	for i := range rest {
+		if err := rest[i].decodeAttrs(); err != nil {
+			return Result{}, &Error{Format: format, Path: fmt.Sprintf("span %s", rest[i].spanID), Err: fmt.Errorf("expected OTLP JSON attributes: %v", err)}
 		}
 	}
 	if err := writeSkeleton(format, rest, out, o); err != nil {
