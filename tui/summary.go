@@ -7,11 +7,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tapedeck/tapedeck/internal/text"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -23,11 +25,15 @@ const summaryMax = 240
 // request's method for a response):
 //   - a JSON-RPC error: its code and message;
 //   - a tool error: the tool's first line of text;
-//   - another response: a count for a list, else its first line of text or
-//     the result, compact;
-//   - a call: its arguments (compact JSON), another request its params;
+//   - another response: "pong" for a ping, the values of a completion, the
+//     model and text of a sampling answer, the statuses of tasks/list, a
+//     count for a list, else its first line of text or the result, compact;
+//   - a call: its arguments (compact JSON); a completion what it completes
+//     and the text so far; a sampling request its first message, model
+//     hints and token limit; another request its params;
 //   - a notification: its params (progress as "1/3", a log line as
-//     "level: data");
+//     "level: data", a resource's update as its URI), "client ready" for
+//     initialized, "client's roots changed" for roots/list_changed;
 //   - a lifecycle record: the stderr line, "POST 202" or "GET 200 (SSE)"
 //     for an HTTP exchange, "401 challenge: resource_metadata=…" for an
 //     authorization challenge, the document's resource and authorization
@@ -68,6 +74,21 @@ func responseSummary(raw []byte, method string) string {
 	res := gjson.GetBytes(raw, "result")
 	if !res.Exists() {
 		return ""
+	}
+	switch {
+	case method == "ping" && tape.ParamsLine([]byte(res.Raw), summaryMax) == "":
+		return "pong" // an empty result: the peer is alive
+	case method == "completion/complete" && res.Get("completion.values").IsArray():
+		return completionSummary(res.Get("completion"))
+	case method == "tasks/list" && res.Get("tasks").IsArray():
+		return taskListSummary(res.Get("tasks").Array())
+	case (method == "sampling/createMessage" || method == "tasks/result") && res.Get("model").Type == gjson.String && res.Get("role").Exists():
+		// A CreateMessageResult, answered at once or as a task's result.
+		s := "model " + res.Get("model").String()
+		if text := firstText(res); text != "" {
+			s += " · " + text
+		}
+		return oneLine(s)
 	}
 	if text := firstText(res); text != "" {
 		return oneLine(text)
@@ -124,6 +145,12 @@ func requestSummary(raw []byte, method string) string {
 		// says only whether they agreed to.
 		return oneLine("url " + p.Get("url").String() + " · " + p.Get("message").String())
 	}
+	switch method {
+	case "completion/complete":
+		return completeSummary(p)
+	case "sampling/createMessage":
+		return samplingSummary(p)
+	}
 	if method == "initialize" {
 		return oneLine(strings.TrimSpace(p.Get("clientInfo.name").String()+" "+p.Get("clientInfo.version").String()) + " · " + p.Get("protocolVersion").String())
 	}
@@ -159,6 +186,14 @@ func notificationSummary(raw []byte, method string) string {
 		return oneLine(p.Get("level").String() + ": " + ds)
 	case "notifications/cancelled":
 		return oneLine("request " + p.Get("requestId").Raw + " " + p.Get("reason").String())
+	case "notifications/initialized":
+		return "client ready"
+	case "notifications/roots/list_changed":
+		return "client's roots changed"
+	case "notifications/resources/updated":
+		if u := p.Get("uri"); u.Type == gjson.String {
+			return oneLine(u.String())
+		}
 	case "notifications/elicitation/complete":
 		return oneLine("elicitation " + p.Get("elicitationId").String() + " complete")
 	case tape.MethodListenAck:
@@ -174,6 +209,119 @@ func notificationSummary(raw []byte, method string) string {
 		return ""
 	}
 	return tape.ParamsLine([]byte(p.Raw), summaryMax)
+}
+
+// completeSummary is a completion/complete request's row: what it
+// completes and the argument typed so far, `prompt "greet" arg
+// "name"="Jo"`, with the arguments already given (2025-06-18's context).
+func completeSummary(p gjson.Result) string {
+	ref := p.Get("ref")
+	s := strings.TrimPrefix(ref.Get("type").String(), "ref/")
+	if n := ref.Get("name"); n.Exists() {
+		s += " " + strconv.Quote(n.String())
+	} else if u := ref.Get("uri"); u.Exists() {
+		s += " " + u.String()
+	}
+	a := p.Get("argument")
+	s += " arg " + strconv.Quote(a.Get("name").String()) + "=" + strconv.Quote(a.Get("value").String())
+	if c := p.Get("context.arguments"); c.IsObject() {
+		var given []string
+		c.ForEach(func(k, v gjson.Result) bool {
+			given = append(given, strconv.Quote(k.String())+"="+strconv.Quote(v.String()))
+			return true
+		})
+		if len(given) > 0 {
+			s += " · given " + strings.Join(given, " ")
+		}
+	}
+	return oneLine(strings.TrimSpace(s))
+}
+
+// completionSummary is a completion/complete answer's row: "2 values:
+// Sales, Support", "3 of 40 values: …" when the server has more.
+func completionSummary(c gjson.Result) string {
+	var vals []string
+	for _, v := range c.Get("values").Array() {
+		vals = append(vals, v.String())
+	}
+	s := text.Plural(len(vals), "value")
+	if t := c.Get("total"); t.Exists() && t.Int() > int64(len(vals)) {
+		s = fmt.Sprintf("%d of %s", len(vals), text.Plural(int(t.Int()), "value"))
+	} else if c.Get("hasMore").Bool() {
+		s += " (more)"
+	}
+	if len(vals) > 0 {
+		s += ": " + strings.Join(vals, ", ")
+	}
+	return oneLine(s)
+}
+
+// taskStatuses are the task statuses in the order a tasks/list row counts
+// them: running first, then ended.
+var taskStatuses = []string{"working", "input_required", "completed", "failed", "cancelled"}
+
+// taskListSummary is a tasks/list answer's row: "3 tasks (2 working, 1
+// completed)".
+func taskListSummary(tasks []gjson.Result) string {
+	n := map[string]int{}
+	var other []string
+	for _, t := range tasks {
+		st := t.Get("status").String()
+		if n[st]++; n[st] == 1 && !slices.Contains(taskStatuses, st) {
+			other = append(other, st)
+		}
+	}
+	var parts []string
+	for _, st := range append(slices.Clone(taskStatuses), other...) {
+		if n[st] > 0 {
+			if st == "" {
+				st = "no status"
+			}
+			parts = append(parts, fmt.Sprintf("%d %s", n[st], st))
+		}
+	}
+	s := text.Plural(len(tasks), "task")
+	if len(parts) > 0 {
+		s += " (" + strings.Join(parts, ", ") + ")"
+	}
+	return oneLine(s)
+}
+
+// samplingSummary is a sampling/createMessage request's row: the first
+// message's role and text, the model the server prefers, the token limit:
+// `user: "Hello" · 2 messages · models claude · max 10 tokens`.
+func samplingSummary(p gjson.Result) string {
+	msgs := p.Get("messages").Array()
+	var parts []string
+	if len(msgs) > 0 {
+		m := msgs[0]
+		body := "(" + m.Get("content.type").String() + ")"
+		if c := m.Get("content"); c.IsArray() { // 2025-11-25: a list of blocks
+			body = "(" + c.Get("0.type").String() + ")"
+			if t := c.Get("0.text"); t.Exists() {
+				body = strconv.Quote(t.String())
+			}
+		} else if t := c.Get("text"); t.Exists() {
+			body = strconv.Quote(t.String())
+		}
+		parts = append(parts, m.Get("role").String()+": "+body)
+	}
+	if len(msgs) != 1 {
+		parts = append(parts, text.Plural(len(msgs), "message"))
+	}
+	var hints []string
+	for _, h := range p.Get("modelPreferences.hints").Array() {
+		if n := h.Get("name").String(); n != "" {
+			hints = append(hints, n)
+		}
+	}
+	if len(hints) > 0 {
+		parts = append(parts, "models "+strings.Join(hints, ", "))
+	}
+	if mt := p.Get("maxTokens"); mt.Exists() {
+		parts = append(parts, "max "+text.Plural(int(mt.Int()), "token"))
+	}
+	return oneLine(strings.Join(parts, " · "))
 }
 
 // listenWords is a subscriptions/listen filter (tape.ListenFilter) on one

@@ -21,14 +21,17 @@ import (
 // mcpMethods are the methods and notifications of MCP 2025-06-18,
 // 2025-11-25 and 2026-07-28 (with the tasks extension), and in which
 // versions each is: "y" in it, "n" not (removed or replaced), "?" where
-// /work/shared/MCP-NOTES.md and issue 21 do not say. Sources: the
-// specifications' method lists for 2025-06-18 and 2025-11-25; for
-// 2026-07-28 what MCP-NOTES.md and issue 21 state (server/discover instead
-// of initialize, input_required instead of server-to-client requests,
-// subscriptions/listen, the tasks extension's tasks/update and
-// notifications/tasks), and the v2 TypeScript SDK 2.4.0 for
-// notifications/subscriptions/acknowledged (the subscriptions/listen flow's
-// first message, in its 2026-only schemas).
+// the sources do not say. Sources: the specifications' method lists for
+// 2025-06-18 and 2025-11-25; for 2026-07-28 the v2 TypeScript SDK 2.4.0
+// (pinned to 2026-07-28): its 2026-era method registry
+// (core-internal/src/wire/rev2026-07-28/registry.ts, bundled in
+// @modelcontextprotocol/client and /server: a spec method outside it is
+// answered -32601, or dropped when a notification) and the names it lets
+// the tasks extension (SEP-2663) re-define on that era
+// (isExtensionReusedRequestMethod: tasks/get, tasks/cancel), which
+// TestCoverageVersions2026 checks this table against; and, for the methods
+// of the tasks extension no registry names (tasks/update,
+// notifications/tasks), /work/shared/MCP-NOTES.md and issue 21.
 var mcpMethods = []struct {
 	method string
 	in     [3]string // 2025-06-18, 2025-11-25, 2026-07-28
@@ -36,40 +39,130 @@ var mcpMethods = []struct {
 	{"initialize", [3]string{"y", "y", "n"}},
 	{"notifications/initialized", [3]string{"y", "y", "n"}},
 	{"server/discover", [3]string{"n", "n", "y"}},
-	{"ping", [3]string{"y", "y", "?"}},
+	{"ping", [3]string{"y", "y", "n"}},
 	{"tools/list", [3]string{"y", "y", "y"}},
 	{"tools/call", [3]string{"y", "y", "y"}},
-	{"prompts/list", [3]string{"y", "y", "?"}},
-	{"prompts/get", [3]string{"y", "y", "?"}},
-	{"resources/list", [3]string{"y", "y", "?"}},
-	{"resources/templates/list", [3]string{"y", "y", "?"}},
-	{"resources/read", [3]string{"y", "y", "?"}},
-	{"resources/subscribe", [3]string{"y", "y", "?"}},
-	{"resources/unsubscribe", [3]string{"y", "y", "?"}},
+	{"prompts/list", [3]string{"y", "y", "y"}},
+	{"prompts/get", [3]string{"y", "y", "y"}},
+	{"resources/list", [3]string{"y", "y", "y"}},
+	{"resources/templates/list", [3]string{"y", "y", "y"}},
+	{"resources/read", [3]string{"y", "y", "y"}},
+	{"resources/subscribe", [3]string{"y", "y", "n"}},
+	{"resources/unsubscribe", [3]string{"y", "y", "n"}},
 	{"subscriptions/listen", [3]string{"n", "n", "y"}},
 	{"notifications/subscriptions/acknowledged", [3]string{"n", "n", "y"}},
-	{"logging/setLevel", [3]string{"y", "y", "?"}},
-	{"completion/complete", [3]string{"y", "y", "?"}},
+	{"logging/setLevel", [3]string{"y", "y", "n"}},
+	{"completion/complete", [3]string{"y", "y", "y"}},
 	{"sampling/createMessage", [3]string{"y", "y", "n"}},
 	{"roots/list", [3]string{"y", "y", "n"}},
 	{"elicitation/create", [3]string{"y", "y", "n"}},
-	{"tasks/get", [3]string{"n", "y", "?"}},
-	{"tasks/result", [3]string{"n", "y", "?"}},
-	{"tasks/list", [3]string{"n", "y", "?"}},
-	{"tasks/cancel", [3]string{"n", "y", "?"}},
+	{"tasks/get", [3]string{"n", "y", "y"}},
+	{"tasks/result", [3]string{"n", "y", "n"}},
+	{"tasks/list", [3]string{"n", "y", "n"}},
+	{"tasks/cancel", [3]string{"n", "y", "y"}},
 	{"tasks/update", [3]string{"n", "n", "y"}},
-	{"notifications/cancelled", [3]string{"y", "y", "?"}},
-	{"notifications/progress", [3]string{"y", "y", "?"}},
-	{"notifications/message", [3]string{"y", "y", "?"}},
-	{"notifications/resources/updated", [3]string{"y", "y", "?"}},
-	{"notifications/resources/list_changed", [3]string{"y", "y", "?"}},
-	{"notifications/tools/list_changed", [3]string{"y", "y", "?"}},
-	{"notifications/prompts/list_changed", [3]string{"y", "y", "?"}},
-	{"notifications/roots/list_changed", [3]string{"y", "y", "?"}},
-	{"notifications/tasks/status", [3]string{"n", "y", "?"}},
+	{"notifications/cancelled", [3]string{"y", "y", "y"}},
+	{"notifications/progress", [3]string{"y", "y", "y"}},
+	{"notifications/message", [3]string{"y", "y", "y"}},
+	{"notifications/resources/updated", [3]string{"y", "y", "y"}},
+	{"notifications/resources/list_changed", [3]string{"y", "y", "y"}},
+	{"notifications/tools/list_changed", [3]string{"y", "y", "y"}},
+	{"notifications/prompts/list_changed", [3]string{"y", "y", "y"}},
+	{"notifications/roots/list_changed", [3]string{"y", "y", "n"}},
+	{"notifications/tasks/status", [3]string{"n", "y", "n"}},
 	{"notifications/tasks", [3]string{"n", "n", "y"}},
-	{"notifications/elicitation/complete", [3]string{"n", "y", "?"}},
+	{"notifications/elicitation/complete", [3]string{"n", "y", "n"}},
 }
+
+// TestCoverageVersions2026 checks the table's 2026-07-28 column against the
+// v2 TypeScript SDK installed in .peers: a method of its 2025-era or
+// 2026-era registry is in 2026-07-28 when the 2026-era registry holds it or
+// the SDK lets the tasks extension re-define it there, and not otherwise;
+// every method of those registries is a row of the table.
+func TestCoverageVersions2026(t *testing.T) {
+	dist := filepath.Join(mcptest.Peers(t).V2Client, "dist")
+	files, err := filepath.Glob(filepath.Join(dist, "*.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	region := func(name string) string {
+		start := "//#region ../core-internal/src/wire/" + name + "\n"
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := string(b)
+			if i := strings.Index(src, start); i >= 0 {
+				src = src[i+len(start):]
+				if j := strings.Index(src, "//#endregion"); j >= 0 {
+					return src[:j]
+				}
+			}
+		}
+		t.Fatalf("no module %s in %s (the SDK's layout changed: find its method registry)", name, dist)
+		return ""
+	}
+	keys := func(src, object string) []string {
+		i := strings.Index(src, "const "+object+" = {\n")
+		if i < 0 {
+			t.Fatalf("no %s in the registry", object)
+		}
+		body := src[i:]
+		body = body[:strings.Index(body, "};")]
+		var out []string
+		for _, m := range registryKey.FindAllStringSubmatch(body, -1) {
+			out = append(out, m[1])
+		}
+		if len(out) == 0 {
+			t.Fatalf("%s names no method", object)
+		}
+		return out
+	}
+	r2026 := region("rev2026-07-28/registry.ts")
+	r2025 := region("rev2025-11-25/registry.ts")
+	in2026 := append(keys(r2026, "requestMethodKeys"), keys(r2026, "notificationMethodKeys")...)
+	spec := append(keys(r2025, "requestMethodKeys$1"), keys(r2025, "notificationMethodKeys$1")...)
+	spec = append(spec, in2026...)
+	codec := region("codec.ts")
+	i := strings.Index(codec, "function isExtensionReusedRequestMethod(method) {")
+	if i < 0 {
+		t.Fatal("no isExtensionReusedRequestMethod in the SDK's codec")
+	}
+	fn := codec[i:]
+	fn = fn[:strings.Index(fn, "}")]
+	var reused []string
+	for _, m := range methodEquals.FindAllStringSubmatch(fn, -1) {
+		reused = append(reused, m[1])
+	}
+	if len(reused) == 0 {
+		t.Fatal("isExtensionReusedRequestMethod names no method")
+	}
+	t.Logf("2026-era registry: %v; re-defined by the tasks extension: %v", in2026, reused)
+	rows := map[string]string{}
+	for _, m := range mcpMethods {
+		rows[m.method] = m.in[2]
+	}
+	for _, m := range spec {
+		got, ok := rows[m]
+		if !ok {
+			t.Errorf("the SDK's registries name %s, which the table lacks", m)
+			continue
+		}
+		want := "n"
+		if slices.Contains(in2026, m) || slices.Contains(reused, m) {
+			want = "y"
+		}
+		if got != want {
+			t.Errorf("%s: the table's 2026-07-28 column says %q, the SDK's registry %q", m, got, want)
+		}
+	}
+}
+
+var (
+	registryKey  = regexp.MustCompile(`(?m)^\s*"?([\w/]+)"?: null,?$`)
+	methodEquals = regexp.MustCompile(`method === "([^"]+)"`)
+)
 
 // unspoken are the methods no peer installed here sends, and what was
 // searched to say so: the table says so in their row instead of leaving
@@ -219,8 +312,13 @@ func TestCoverageTable(t *testing.T) {
 Generated by TestCoverageTable (cmd/tapedeck/coverage_test.go) from the tapes in testdata/; ` + "`go test ./cmd/tapedeck -run TestCoverageTable -update`" + ` rewrites it.
 
 What counts:
-- **versions**: ✓ in that version, – not in it, ? not stated by the sources the test names (the specifications for
-  2025-06-18 and 2025-11-25; for 2026-07-28, the project's MCP notes and issue 21).
+- **versions**: ✓ in that version, – not in it, ? not stated by the sources the test names: the specifications for
+  2025-06-18 and 2025-11-25; for 2026-07-28 (with the tasks extension), the v2 TypeScript SDK 2.4.0's 2026-era method
+  registry (` + "`core-internal/src/wire/rev2026-07-28/registry.ts`" + `, bundled in @modelcontextprotocol/client and
+  /server: a spec method outside it is answered -32601, or dropped when a notification) and the methods it lets the
+  tasks extension (SEP-2663) re-define there (` + "`isExtensionReusedRequestMethod`" + `: tasks/get, tasks/cancel),
+  checked against the installed SDK by TestCoverageVersions2026; for tasks/update and notifications/tasks, which no
+  registry names, the project's MCP notes and issue 21.
 - **recorded**: a tape in testdata/ (recorded from real peers) holds a request or notification of the method; the
   number of such tapes.
 - **replayed**: a test replays such a tape whole to a client (a real one, or the engine tests' scripted one) and

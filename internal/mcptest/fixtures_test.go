@@ -2,6 +2,7 @@ package mcptest_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"os/exec"
@@ -127,18 +128,64 @@ func tsServerFixture(script, name string, server func(mcptest.PeerSet) []string,
 		if err := os.Remove(path); err != nil && !os.IsNotExist(err) { // record refuses to overwrite a tape
 			t.Fatal(err)
 		}
+		dir, serverArgv := repoRelative(t, root, server(peers))
 		argv := append([]string{filepath.Join(root, "internal", "mcptest", "ts", script)}, args...)
 		argv = append(argv, "--stdio", tapedeck, "record", "--server", name, "-o", path, "--")
-		argv = append(argv, server(peers)...)
+		argv = append(argv, serverArgv...)
 		var stdout, stderr bytes.Buffer
 		cmd := exec.Command(peers.Node, argv...)
 		cmd.Env = append(os.Environ(), "TAPEDECK_PEERS="+filepath.Join(root, ".peers"))
-		cmd.Dir = t.TempDir()
+		cmd.Dir = dir // the recorder's, and so the server's, working directory
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Run(); err != nil {
 			t.Fatalf("%s %s: %v\nstdout:\n%s\nstderr:\n%s", script, strings.Join(args, " "), err, stdout.Bytes(), stderr.Bytes())
 		}
 		return stdout.Bytes()
+	}
+}
+
+// repoRelative returns a working directory for a recorded stdio server
+// that holds the repository's .peers and internal (as links), and the
+// server's command line with its arguments under the repository made
+// relative to it: the tape's $transport/start then names .peers/… and
+// internal/…, not the checkout that recorded it (/work/wt/NAME/…). The
+// command (node, from PATH) stays as it is.
+func repoRelative(t *testing.T, root string, argv []string) (string, []string) {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range []string{".peers", "internal"} {
+		if err := os.Symlink(filepath.Join(root, name), filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := append([]string{}, argv...)
+	for i, a := range out[1:] {
+		if rel, err := filepath.Rel(root, a); err == nil && filepath.IsAbs(a) && rel != ".." && !strings.HasPrefix(rel, "../") {
+			out[i+1] = rel
+		}
+	}
+	return dir, out
+}
+
+// startArgsRelative checks that no argument of a $transport/start record
+// is an absolute path: the fixture recipes write them relative to the
+// repository (repoRelative), so a tape does not carry the path of the
+// checkout that recorded it.
+func startArgsRelative(t *testing.T, data []byte) {
+	t.Helper()
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		var rec struct {
+			Method string
+			Params struct{ Args []string }
+		}
+		if json.Unmarshal(line, &rec) != nil || rec.Method != "$transport/start" {
+			continue
+		}
+		for _, a := range rec.Params.Args {
+			if filepath.IsAbs(a) {
+				t.Errorf("$transport/start holds the absolute path %s in its args, want it relative to the repository (as repoRelative writes it)", a)
+			}
+		}
 	}
 }
 
@@ -210,6 +257,7 @@ func TestFixtures(t *testing.T) {
 			if entries[0].Method != "$transport/start" {
 				t.Errorf("first line is %q, want $transport/start", entries[0].Method)
 			}
+			startArgsRelative(t, data)
 		})
 	}
 }

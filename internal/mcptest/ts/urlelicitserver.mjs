@@ -17,7 +17,7 @@ if (!peers) {
   console.error("usage: urlelicitserver.mjs PEERS");
   process.exit(2);
 }
-const require = createRequire(path.join(peers, "package.json"));
+const require = createRequire(path.resolve(peers, "package.json"));
 const sdk = (p) => import(require.resolve("@modelcontextprotocol/sdk/" + p));
 const { McpServer } = await sdk("server/mcp.js");
 const { StdioServerTransport } = await sdk("server/stdio.js");
