@@ -189,10 +189,8 @@ func TestIncremental(t *testing.T) {
 	if hits, _ := l.Search(Query{Text: "sleet"}); len(hits) != 1 || hits[0].Path != b {
 		t.Errorf("after removal: %+v", hits)
 	}
-	var n int
-	l.db.QueryRow("SELECT count(*) FROM messages").Scan(&n)
-	if n != 12 {
-		t.Errorf("%d message rows, want 12", n)
+	if n := len(messageRows(t, l)); n != 12 {
+		t.Errorf("%d messages in the index, want 12", n)
 	}
 }
 
@@ -501,8 +499,7 @@ func TestConcurrentIndexers(t *testing.T) {
 	for _, tp := range ts {
 		total += tp.Messages
 	}
-	var rows int
-	l.db.QueryRow("SELECT count(*) FROM messages").Scan(&rows)
+	rows := len(messageRows(t, l))
 	if len(ts) != 40 || total != 40*300+rounds || rows != total {
 		t.Errorf("%d tapes, %d messages, %d rows; want 40, %d", len(ts), total, rows, 40*300+rounds)
 	}
