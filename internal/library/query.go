@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -298,6 +299,11 @@ func (l *Library) search(q Query, parts []string, keep func(*row) bool, limit in
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
+	all := make([]int64, len(cands)) // the candidates' ids, sorted
+	for i, c := range cands {
+		all[i] = c.id
+	}
+	slices.Sort(all)
 	slices.SortFunc(cands, func(a, b cand) int {
 		if a.ts != b.ts {
 			if a.ts == 0 { // without a time last
@@ -328,7 +334,7 @@ func (l *Library) search(q Query, parts []string, keep func(*row) bool, limit in
 		}
 		in := "(" + strings.Join(ids, ", ") + ")"
 		var kept []hit
-		slots := map[int][]int64{} // slot → the groups whose message there passed the filters
+		masks := map[int64]uint64{} // group → its messages (bit K: its K-th) that passed the filters
 		frows, err := l.db.Query("SELECT id, facts FROM groups WHERE id IN " + in)
 		if err != nil {
 			return nil, err
@@ -351,9 +357,7 @@ func (l *Library) search(q Query, parts []string, keep func(*row) bool, limit in
 					continue
 				}
 				kept = append(kept, hit{id: base | int64(rs[k].seq), r: rs[k]})
-				if match != "" {
-					slots[k] = append(slots[k], id)
-				}
+				masks[id] |= 1 << k
 			}
 		}
 		frows.Close()
@@ -361,31 +365,9 @@ func (l *Library) search(q Query, parts []string, keep func(*row) bool, limit in
 			return nil, err
 		}
 		if match != "" && len(kept) > 0 {
-			// Which of the kept messages match, each alone: the same
-			// query, limited to its column.
-			matched := map[int64]bool{}
-			for k, gids := range slots {
-				ids := make([]string, len(gids))
-				for i, id := range gids {
-					ids[i] = strconv.FormatInt(id, 10)
-				}
-				mrows, err := l.db.Query("SELECT rowid FROM text WHERE text MATCH ? AND rowid IN ("+strings.Join(ids, ", ")+")",
-					fmt.Sprintf("{m%d} : (%s)", k, match))
-				if err != nil {
-					return nil, err
-				}
-				for mrows.Next() {
-					var id int64
-					if err := mrows.Scan(&id); err != nil {
-						mrows.Close()
-						return nil, err
-					}
-					matched[id+int64(k)] = true
-				}
-				mrows.Close()
-				if err := mrows.Err(); err != nil {
-					return nil, err
-				}
+			matched, err := l.matchSlots(masks, match, candidates(parts), all)
+			if err != nil {
+				return nil, err
 			}
 			kept = slices.DeleteFunc(kept, func(h hit) bool { return !matched[h.id] })
 		}
@@ -419,6 +401,84 @@ func (l *Library) search(q Query, parts []string, keep func(*row) bool, limit in
 		out = append(out, h)
 	}
 	return out, nil
+}
+
+// matchSlots returns which of the messages of masks (a group's id → a bit
+// for each of its messages to look at) match the FTS5 query match, each
+// alone: match limited to the message's column ({mK} : (match)). The
+// groups are taken in runs, each a rowid range FTS5 seeks to, as long as
+// few other candidate groups (all, sorted) lie between them; within a run, the columns in eights first, with wider,
+// the query that finds candidate groups (a superset), so that a rare
+// word costs a few queries, not one a column.
+func (l *Library) matchSlots(masks map[int64]uint64, match, wider string, all []int64) (map[int64]bool, error) {
+	ids := slices.Sorted(maps.Keys(masks))
+	matched := map[int64]bool{}
+	query := func(q string, lo, hi int64, fn func(id int64)) error {
+		rows, err := l.db.Query("SELECT rowid FROM text WHERE text MATCH ? AND rowid BETWEEN ? AND ?", q, lo, hi)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			fn(id)
+		}
+		return rows.Err()
+	}
+	for len(ids) > 0 {
+		n := 1
+		for n < len(ids) && between(all, ids[n-1], ids[n]) <= groupSize {
+			n++
+		}
+		run := ids[:n]
+		ids = ids[n:]
+		lo, hi := run[0], run[len(run)-1]
+		var union uint64
+		for _, id := range run {
+			union |= masks[id]
+		}
+		for o := 0; o < groupSize; o += 8 {
+			eight := uint64(0xff) << o
+			if union&eight == 0 {
+				continue
+			}
+			cols := make([]string, 8)
+			for i := range cols {
+				cols[i] = fmt.Sprintf("m%d", o+i)
+			}
+			var some uint64 // of the eight, the columns worth a query
+			err := query(fmt.Sprintf("{%s} : (%s)", strings.Join(cols, " "), wider), lo, hi, func(id int64) {
+				some |= masks[id] & eight
+			})
+			if err != nil {
+				return nil, err
+			}
+			for k := o; k < o+8; k++ {
+				if some&(1<<k) == 0 {
+					continue
+				}
+				err := query(fmt.Sprintf("{m%d} : (%s)", k, match), lo, hi, func(id int64) {
+					if masks[id]&(1<<k) != 0 {
+						matched[id+int64(k)] = true
+					}
+				})
+				if err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return matched, nil
+}
+
+// between counts the ids of sorted strictly between a and b.
+func between(sorted []int64, a, b int64) int {
+	i, _ := slices.BinarySearch(sorted, a)
+	j, _ := slices.BinarySearch(sorted, b)
+	return max(0, j-i-1)
 }
 
 // candidates is the query that finds the groups which may hold a message
