@@ -112,6 +112,11 @@ func TestSearch(t *testing.T) {
 		{"phrase", Query{Text: `"permission denied"`}, []string{"7 tool-error deploy"}},
 		{"phrase in the wrong order", Query{Text: `"denied permission"`}, nil},
 		{"prefix", Query{Text: "produc*"}, []string{"7 tool-error deploy", "5 tool-error deploy"}},
+		// Messages are kept in groups (group.go): a group matching as a
+		// whole is no hit, each message must match alone.
+		{"words of two messages", Query{Text: "sleet quota"}, nil},
+		{"NOT a word another message holds", Query{Text: "sleet NOT quota"}, []string{"4 ok weather"}},
+		{"NOT a word the same message holds", Query{Text: "sleet NOT gale"}, nil},
 		{"OR", Query{Text: "motd OR quota"}, []string{"9 error file:///etc/motd", "8 error file:///etc/motd", "6  "}},
 		{"a notification's text", Query{Text: "quota"}, []string{"6  "}},
 		{"JSON-RPC error message", Query{Text: "motd", Status: "rpc-error"}, []string{"9 error file:///etc/motd", "8 error file:///etc/motd"}},
