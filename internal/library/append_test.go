@@ -18,25 +18,42 @@ func dumpIndex(t *testing.T, l *Library) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%+v\n", ts[0])
-	rows, err := l.db.Query("SELECT id & 0xffffffff, ts, kind, method, target, status, off, len FROM messages ORDER BY id")
+	for _, r := range messageRows(t, l) {
+		tv := int64(-1)
+		if r.ts != 0 {
+			tv = r.ts
+		}
+		fmt.Fprintf(&b, "%d %d %d %s %s %s %d %d\n", r.seq, tv, r.kind, r.method, r.target, r.status, r.off, r.n)
+	}
+	return b.String()
+}
+
+// messageRows is every message the index holds, decoded from its groups,
+// by tape and seq.
+func messageRows(t *testing.T, l *Library) []row {
+	t.Helper()
+	rows, err := l.db.Query("SELECT id, facts FROM groups ORDER BY id")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
+	var out []row
 	for rows.Next() {
-		var seq, kind, off, n int64
-		var ts *int64
-		var method, target, status string
-		if err := rows.Scan(&seq, &ts, &kind, &method, &target, &status, &off, &n); err != nil {
+		var id int64
+		var facts []byte
+		if err := rows.Scan(&id, &facts); err != nil {
 			t.Fatal(err)
 		}
-		tv := int64(-1)
-		if ts != nil {
-			tv = *ts
+		rs, err := decodeFacts(facts, int(id&0xffffffff))
+		if err != nil {
+			t.Fatalf("group %x: %v", id, err)
 		}
-		fmt.Fprintf(&b, "%d %d %d %s %s %s %d %d\n", seq, tv, kind, method, target, status, off, n)
+		out = append(out, rs...)
 	}
-	return b.String()
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // fresh indexes the tape at path into a new index and dumps it.

@@ -16,13 +16,14 @@
 // same version of the tape first.
 //
 // Schema: tapes (one row per file met, a non-tape file marked so it is not
-// read again), messages (one row per message; its rowid is the tape's id
-// shifted left 32 bits plus the message's seq, so a tape's rows are one
-// rowid range and need no second index), and text, a contentless FTS5
-// table over the same rowids holding the string values of each message's
-// params, result or error, cut to TextLimit bytes. Snippets are made from
-// the tape itself (the message's offset and length are kept), so the text
-// is not stored twice.
+// read again), groups (a row per up to 64 consecutive messages of a tape,
+// their facts in one BLOB; its id is the tape's id shifted left 32 bits
+// plus the seq of its first message, so a tape's rows are one id range
+// and need no second index), and text, a contentless FTS5 table over the
+// same rowids, a column per message of the group holding the string
+// values of its params, result or error, cut to TextLimit bytes (see
+// group.go). Snippets are made from the tape itself (the message's offset
+// and length are kept), so the text is not stored twice.
 package library
 
 import (
@@ -46,15 +47,16 @@ import (
 // version is rebuilt. 2: a rejected server/discover probe is version
 // negotiation, no longer counted among a tape's errors (status
 // "negotiation"). 3: tapes.resume and tapes.tail, so that a tape only
-// appended to is indexed from its old end (append.go).
-const schemaVersion = 3
+// appended to is indexed from its old end (append.go). 4: groups of
+// messages (group.go) instead of a messages row and a text row each.
+const schemaVersion = 4
 
 // TextLimit is how many bytes of a message's string values are indexed
 // for search: enough for the words that name what a call was about, small
 // enough that the index stays a fraction of the tapes.
 const TextLimit = 384
 
-const schema = `
+var schema = `
 CREATE TABLE IF NOT EXISTS roots(
 	path TEXT PRIMARY KEY
 ) WITHOUT ROWID;
@@ -81,18 +83,13 @@ CREATE TABLE IF NOT EXISTS tapes(
 	resume BLOB,                -- what an append needs of the indexed part (append.go); NULL: read it all again
 	tail BLOB                   -- fingerprint of the indexed bytes' head and tail; NULL: not resumable
 );
-CREATE TABLE IF NOT EXISTS messages(
-	id INTEGER PRIMARY KEY,     -- tape id << 32 | seq
-	ts INTEGER,                 -- unix nanoseconds, NULL when unknown
-	kind INTEGER NOT NULL,      -- tape.Kind
-	method TEXT NOT NULL,       -- a response's is its request's
-	target TEXT NOT NULL,       -- tool, prompt or resource (tape.Target)
-	status TEXT NOT NULL,       -- ok, error, tool-error, pending, cancelled, late, orphan; '' for others
-	off INTEGER NOT NULL,       -- where the message is in the tape
-	len INTEGER NOT NULL
+CREATE TABLE IF NOT EXISTS groups(
+	id INTEGER PRIMARY KEY,     -- tape id << 32 | seq of its first message
+	ts_max INTEGER,             -- the latest time of its messages, NULL when none has one
+	facts BLOB NOT NULL         -- per message: kind, method, target, status, time, offset, length (group.go)
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS text USING fts5(
-	body, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
+	` + textColumns + `, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
 );
 `
 
@@ -289,7 +286,7 @@ func (l *Library) setup() error {
 	}
 	// A cheap read of every table catches a file whose header is fine and
 	// whose pages are not.
-	for _, q := range []string{"SELECT count(*) FROM tapes", "SELECT count(*) FROM roots", "SELECT max(id) FROM messages"} {
+	for _, q := range []string{"SELECT count(*) FROM tapes", "SELECT count(*) FROM roots", "SELECT max(id) FROM groups"} {
 		var n sql.NullInt64
 		if err := l.db.QueryRowContext(ctx, q).Scan(&n); err != nil {
 			return err

@@ -112,6 +112,11 @@ func TestSearch(t *testing.T) {
 		{"phrase", Query{Text: `"permission denied"`}, []string{"7 tool-error deploy"}},
 		{"phrase in the wrong order", Query{Text: `"denied permission"`}, nil},
 		{"prefix", Query{Text: "produc*"}, []string{"7 tool-error deploy", "5 tool-error deploy"}},
+		// Messages are kept in groups (group.go): a group matching as a
+		// whole is no hit, each message must match alone.
+		{"words of two messages", Query{Text: "sleet quota"}, nil},
+		{"NOT a word another message holds", Query{Text: "sleet NOT quota"}, []string{"4 ok weather"}},
+		{"NOT a word the same message holds", Query{Text: "sleet NOT gale"}, nil},
 		{"OR", Query{Text: "motd OR quota"}, []string{"9 error file:///etc/motd", "8 error file:///etc/motd", "6  "}},
 		{"a notification's text", Query{Text: "quota"}, []string{"6  "}},
 		{"JSON-RPC error message", Query{Text: "motd", Status: "rpc-error"}, []string{"9 error file:///etc/motd", "8 error file:///etc/motd"}},
@@ -189,10 +194,8 @@ func TestIncremental(t *testing.T) {
 	if hits, _ := l.Search(Query{Text: "sleet"}); len(hits) != 1 || hits[0].Path != b {
 		t.Errorf("after removal: %+v", hits)
 	}
-	var n int
-	l.db.QueryRow("SELECT count(*) FROM messages").Scan(&n)
-	if n != 12 {
-		t.Errorf("%d message rows, want 12", n)
+	if n := len(messageRows(t, l)); n != 12 {
+		t.Errorf("%d messages in the index, want 12", n)
 	}
 }
 
@@ -501,8 +504,7 @@ func TestConcurrentIndexers(t *testing.T) {
 	for _, tp := range ts {
 		total += tp.Messages
 	}
-	var rows int
-	l.db.QueryRow("SELECT count(*) FROM messages").Scan(&rows)
+	rows := len(messageRows(t, l))
 	if len(ts) != 40 || total != 40*300+rounds || rows != total {
 		t.Errorf("%d tapes, %d messages, %d rows; want 40, %d", len(ts), total, rows, 40*300+rounds)
 	}

@@ -1,9 +1,11 @@
 package library
 
 import (
+	"cmp"
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,8 +14,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-
-	"github.com/tapedeck/tapedeck/tape"
 )
 
 // Tape is what the index knows of one tape.
@@ -154,88 +154,349 @@ type Hit struct {
 // Search finds the messages that match q, newest first, each with a
 // snippet of its text read from the tape.
 func (l *Library) Search(q Query) ([]Hit, error) {
-	match, terms := ftsQuery(q.Text)
+	parts, terms := ftsParts(q.Text)
+	match := strings.Join(parts, " ")
 	if strings.TrimSpace(q.Text) != "" && match == "" {
 		return nil, fmt.Errorf("search %q: no word to look for (words are letters and digits)", q.Text)
 	}
-	var where []string
-	var args []any
-	from := "messages m JOIN tapes t ON t.id = (m.id >> 32)"
-	if match != "" {
-		from = "text JOIN messages m ON m.id = text.rowid JOIN tapes t ON t.id = (m.id >> 32)"
-		where = append(where, "text MATCH ?")
-		args = append(args, match)
-	}
-	if q.Tool != "" {
-		where = append(where, "m.method = 'tools/call' AND m.target = ?")
-		args = append(args, q.Tool)
-	}
-	if q.Method != "" {
-		where = append(where, "m.method = ?")
-		args = append(args, q.Method)
-	}
-	switch q.Status {
-	case "":
-	case "error":
-		where = append(where, "m.status IN ('error', 'tool-error')")
-	case "rpc-error":
-		where = append(where, "m.status = 'error'")
-	default:
-		if !contains(Statuses, q.Status) {
-			return nil, fmt.Errorf("status %q: expected one of %s", q.Status, strings.Join(Statuses, ", "))
-		}
-		where = append(where, "m.status = ?")
-		args = append(args, q.Status)
-	}
-	if !q.Since.IsZero() {
-		where = append(where, "m.ts >= ?")
-		args = append(args, q.Since.UnixNano())
-	}
-	if u, uargs := underClause(q.Under); u != "" {
-		where = append(where, strings.TrimPrefix(u, " AND "))
-		args = append(args, uargs...)
+	keep, err := filter(q)
+	if err != nil {
+		return nil, err
 	}
 	limit := q.Limit
 	if limit <= 0 {
 		limit = 100
 	}
-	query := "SELECT t.path, m.id & 4294967295, m.ts, m.kind, m.method, m.target, m.status, m.off, m.len FROM " + from
-	if len(where) > 0 {
-		query += " WHERE " + strings.Join(where, " AND ")
-	}
-	query += " ORDER BY m.ts DESC, m.id LIMIT ?"
-	args = append(args, limit)
 	var hits []Hit
-	err := l.withRebuild(func() error {
-		hits = hits[:0]
-		rows, err := l.db.Query(query, args...)
-		if err != nil {
-			if strings.Contains(err.Error(), "fts5") {
-				return fmt.Errorf("search %q: %w", q.Text, err)
-			}
-			return err
+	err = l.withRebuild(func() error {
+		var err error
+		hits, err = l.search(q, parts, keep, limit)
+		if err != nil && strings.Contains(err.Error(), "fts5") {
+			return fmt.Errorf("search %q: %w", q.Text, err)
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var h Hit
-			var ts sql.NullInt64
-			var kind int
-			if err := rows.Scan(&h.Path, &h.Seq, &ts, &kind, &h.Method, &h.Target, &h.Status, &h.off, &h.n); err != nil {
-				return err
-			}
-			if ts.Valid {
-				h.Time = time.Unix(0, ts.Int64)
-			}
-			h.Kind = tape.Kind(kind).String()
-			hits = append(hits, h)
-		}
-		return rows.Err()
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	snippets(hits, terms)
 	return hits, nil
+}
+
+// filter returns what q's filters keep of a message.
+func filter(q Query) (func(r *row) bool, error) {
+	var statuses []string
+	switch q.Status {
+	case "":
+	case "error":
+		statuses = []string{"error", "tool-error"}
+	case "rpc-error":
+		statuses = []string{"error"}
+	default:
+		if !contains(Statuses, q.Status) {
+			return nil, fmt.Errorf("status %q: expected one of %s", q.Status, strings.Join(Statuses, ", "))
+		}
+		statuses = []string{q.Status}
+	}
+	var since int64
+	if !q.Since.IsZero() {
+		since = q.Since.UnixNano()
+	}
+	return func(r *row) bool {
+		if q.Tool != "" && (r.method != "tools/call" || r.target != q.Tool) {
+			return false
+		}
+		if q.Method != "" && r.method != q.Method {
+			return false
+		}
+		if statuses != nil && !contains(statuses, r.status) {
+			return false
+		}
+		if since != 0 && (r.ts == 0 || r.ts < since) { // a message without a time is not after anything
+			return false
+		}
+		return true
+	}, nil
+}
+
+// searchBatch is how many candidate groups are looked into at a time.
+const searchBatch = 32
+
+// hit is a message found, before its tape's path is looked up.
+type hit struct {
+	id int64 // tape id << 32 | seq
+	r  row
+}
+
+// before orders hits newest first (a message without a time last), then
+// by tape and seq.
+func (a *hit) before(b *hit) bool {
+	if a.r.ts != b.r.ts {
+		if a.r.ts == 0 || b.r.ts == 0 {
+			return b.r.ts == 0
+		}
+		return a.r.ts > b.r.ts
+	}
+	return a.id < b.id
+}
+
+// search finds the limit first hits: the groups that may hold one (with
+// text: those that match it as a whole) newest first, the messages of a
+// few at a time, until no group left can hold a message newer than the
+// last hit kept.
+func (l *Library) search(q Query, parts []string, keep func(*row) bool, limit int) ([]Hit, error) {
+	var scope map[int64]bool
+	if u, args := underClause(q.Under); u != "" {
+		scope = map[int64]bool{}
+		rows, err := l.db.Query("SELECT id FROM tapes WHERE 1"+u, args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			scope[id] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	match := strings.Join(parts, " ")
+	type cand struct{ id, ts int64 }
+	var cands []cand
+	var rows *sql.Rows
+	var err error
+	if match != "" {
+		rows, err = l.db.Query("SELECT g.id, g.ts_max FROM text JOIN groups g ON g.id = text.rowid WHERE text MATCH ?", candidates(parts))
+	} else {
+		rows, err = l.db.Query("SELECT id, ts_max FROM groups")
+	}
+	if err != nil {
+		return nil, err
+	}
+	var since int64
+	if !q.Since.IsZero() {
+		since = q.Since.UnixNano()
+	}
+	for rows.Next() {
+		var c cand
+		var ts sql.NullInt64
+		if err := rows.Scan(&c.id, &ts); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		c.ts = ts.Int64
+		if scope != nil && !scope[c.id>>32] || since != 0 && (c.ts == 0 || c.ts < since) {
+			continue
+		}
+		cands = append(cands, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	all := make([]int64, len(cands)) // the candidates' ids, sorted
+	for i, c := range cands {
+		all[i] = c.id
+	}
+	slices.Sort(all)
+	slices.SortFunc(cands, func(a, b cand) int {
+		if a.ts != b.ts {
+			if a.ts == 0 { // without a time last
+				return 1
+			}
+			if b.ts == 0 {
+				return -1
+			}
+			return cmp.Compare(b.ts, a.ts)
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	var found []hit
+	for len(cands) > 0 {
+		if len(found) >= limit {
+			// found is sorted: its last is the limit-th hit. A group whose
+			// latest time is before it holds nothing newer.
+			kth, next := found[limit-1].r.ts, cands[0].ts
+			if kth != 0 && (next == 0 || next < kth) {
+				break
+			}
+		}
+		batch := cands[:min(searchBatch, len(cands))]
+		cands = cands[len(batch):]
+		ids := make([]string, len(batch))
+		for i, c := range batch {
+			ids[i] = strconv.FormatInt(c.id, 10)
+		}
+		in := "(" + strings.Join(ids, ", ") + ")"
+		var kept []hit
+		masks := map[int64]uint64{} // group → its messages (bit K: its K-th) that passed the filters
+		frows, err := l.db.Query("SELECT id, facts FROM groups WHERE id IN " + in)
+		if err != nil {
+			return nil, err
+		}
+		for frows.Next() {
+			var id int64
+			var facts []byte
+			if err := frows.Scan(&id, &facts); err != nil {
+				frows.Close()
+				return nil, err
+			}
+			base := id &^ 0xffffffff
+			rs, err := decodeFacts(facts, int(id-base))
+			if err != nil {
+				frows.Close()
+				return nil, err
+			}
+			for k := range rs {
+				if !keep(&rs[k]) {
+					continue
+				}
+				kept = append(kept, hit{id: base | int64(rs[k].seq), r: rs[k]})
+				masks[id] |= 1 << k
+			}
+		}
+		frows.Close()
+		if err := frows.Err(); err != nil {
+			return nil, err
+		}
+		if match != "" && len(kept) > 0 {
+			matched, err := l.matchSlots(masks, match, candidates(parts), all)
+			if err != nil {
+				return nil, err
+			}
+			kept = slices.DeleteFunc(kept, func(h hit) bool { return !matched[h.id] })
+		}
+		found = append(found, kept...)
+		slices.SortFunc(found, func(a, b hit) int {
+			if a.before(&b) {
+				return -1
+			}
+			if b.before(&a) {
+				return 1
+			}
+			return 0
+		})
+		found = found[:min(len(found), limit)]
+	}
+	paths := map[int64]string{}
+	out := make([]Hit, 0, len(found))
+	for _, f := range found {
+		tid := f.id >> 32
+		p, ok := paths[tid]
+		if !ok {
+			if err := l.db.QueryRow("SELECT path FROM tapes WHERE id = ?", tid).Scan(&p); err != nil {
+				return nil, err
+			}
+			paths[tid] = p
+		}
+		h := Hit{Path: p, Seq: f.r.seq, Kind: f.r.kind.String(), Method: f.r.method, Target: f.r.target, Status: f.r.status, off: f.r.off, n: f.r.n}
+		if f.r.ts != 0 {
+			h.Time = time.Unix(0, f.r.ts)
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+// matchSlots returns which of the messages of masks (a group's id → a bit
+// for each of its messages to look at) match the FTS5 query match, each
+// alone: match limited to the message's column ({mK} : (match)). The
+// groups are taken in runs, each a rowid range FTS5 seeks to, as long as
+// few other candidate groups (all, sorted) lie between them; within a run, the columns in eights first, with wider,
+// the query that finds candidate groups (a superset), so that a rare
+// word costs a few queries, not one a column.
+func (l *Library) matchSlots(masks map[int64]uint64, match, wider string, all []int64) (map[int64]bool, error) {
+	ids := slices.Sorted(maps.Keys(masks))
+	matched := map[int64]bool{}
+	query := func(q string, lo, hi int64, fn func(id int64)) error {
+		rows, err := l.db.Query("SELECT rowid FROM text WHERE text MATCH ? AND rowid BETWEEN ? AND ?", q, lo, hi)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			fn(id)
+		}
+		return rows.Err()
+	}
+	for len(ids) > 0 {
+		n := 1
+		for n < len(ids) && between(all, ids[n-1], ids[n]) <= groupSize {
+			n++
+		}
+		run := ids[:n]
+		ids = ids[n:]
+		lo, hi := run[0], run[len(run)-1]
+		var union uint64
+		for _, id := range run {
+			union |= masks[id]
+		}
+		for o := 0; o < groupSize; o += 8 {
+			eight := uint64(0xff) << o
+			if union&eight == 0 {
+				continue
+			}
+			cols := make([]string, 8)
+			for i := range cols {
+				cols[i] = fmt.Sprintf("m%d", o+i)
+			}
+			var some uint64 // of the eight, the columns worth a query
+			err := query(fmt.Sprintf("{%s} : (%s)", strings.Join(cols, " "), wider), lo, hi, func(id int64) {
+				some |= masks[id] & eight
+			})
+			if err != nil {
+				return nil, err
+			}
+			for k := o; k < o+8; k++ {
+				if some&(1<<k) == 0 {
+					continue
+				}
+				err := query(fmt.Sprintf("{m%d} : (%s)", k, match), lo, hi, func(id int64) {
+					if masks[id]&(1<<k) != 0 {
+						matched[id+int64(k)] = true
+					}
+				})
+				if err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return matched, nil
+}
+
+// between counts the ids of sorted strictly between a and b.
+func between(sorted []int64, a, b int64) int {
+	i, _ := slices.BinarySearch(sorted, a)
+	j, _ := slices.BinarySearch(sorted, b)
+	return max(0, j-i-1)
+}
+
+// candidates is the query that finds the groups which may hold a message
+// matching the query of parts: a group matches it as a whole where one of
+// its messages does, as long as the query has no NOT (a NOT's phrase in
+// another message of the group would hide the group). With one, any
+// phrase: a message that matches holds one of them.
+func candidates(parts []string) string {
+	if !slices.Contains(parts, "NOT") {
+		return strings.Join(parts, " ")
+	}
+	var ps []string
+	for _, p := range parts {
+		if !isOperator(p) {
+			ps = append(ps, p)
+		}
+	}
+	return strings.Join(ps, " OR ")
 }
 
 // snippets reads each hit's message from its tape for its snippet.
@@ -266,7 +527,12 @@ func snippets(hits []Hit, terms []string) {
 // taken as words, not operators), word* a prefix, OR and NOT (in capitals)
 // stay operators. It also returns the words, to mark them in snippets.
 func ftsQuery(s string) (string, []string) {
-	var parts, terms []string
+	parts, terms := ftsParts(s)
+	return strings.Join(parts, " "), terms
+}
+
+// ftsParts is ftsQuery's phrases and operators, apart.
+func ftsParts(s string) (parts, terms []string) {
 	for _, tok := range SplitQuery(s) {
 		if tok == "OR" || tok == "NOT" || tok == "AND" {
 			// Only between phrases: "a OR OR b" was an FTS5 syntax error.
@@ -290,7 +556,7 @@ func ftsQuery(s string) (string, []string) {
 	for len(parts) > 0 && isOperator(parts[len(parts)-1]) {
 		parts = parts[:len(parts)-1]
 	}
-	return strings.Join(parts, " "), terms
+	return parts, terms
 }
 
 func isOperator(s string) bool { return s == "OR" || s == "NOT" || s == "AND" }

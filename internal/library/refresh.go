@@ -290,7 +290,7 @@ func deleteTape(ctx context.Context, tx *sql.Tx, id int64) error {
 	if _, err := tx.ExecContext(ctx, "DELETE FROM text WHERE rowid BETWEEN ? AND ?", lo, hi); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, "DELETE FROM messages WHERE id BETWEEN ? AND ?", lo, hi); err != nil {
+	if _, err := tx.ExecContext(ctx, "DELETE FROM groups WHERE id BETWEEN ? AND ?", lo, hi); err != nil {
 		return err
 	}
 	_, err := tx.ExecContext(ctx, "DELETE FROM tapes WHERE id = ?", id)
@@ -396,30 +396,11 @@ const (
 // batch is an open write transaction with its statements.
 type batch struct {
 	tx       *sql.Tx
-	msg, txt *sql.Stmt // one row
-	msgN     *sql.Stmt // insertRows rows
-	args     []any     // msgN's arguments, reused
+	grp, txt *sql.Stmt // a group's facts, its text
+	args     []any     // txt's arguments, reused
+	facts    []byte    // reused
 	rows     int
 	start    time.Time
-}
-
-// insertRows is how many messages rows one INSERT statement adds: each
-// call through database/sql and the driver costs more than a row. The
-// text rows go in one a statement: a statement of several rows opens a
-// savepoint, and FTS5 writes its pending terms out as a new segment at
-// every savepoint (to be merged later), so a chunk's messages go in
-// first, and the chunk's text after, as one segment.
-const insertRows = 256
-
-const (
-	msgInsert  = "INSERT INTO messages(id, ts, kind, method, target, status, off, len) VALUES "
-	msgValues  = "(?, ?, ?, ?, ?, ?, ?, ?)"
-	msgColumns = 8
-)
-
-// values is n rows of one VALUES list.
-func values(row string, n int) string {
-	return strings.Repeat(row+", ", n-1) + row
 }
 
 func (l *Library) begin(ctx context.Context) (*batch, error) {
@@ -432,22 +413,21 @@ func (l *Library) begin(ctx context.Context) (*batch, error) {
 		st  **sql.Stmt
 		sql string
 	}{
-		{&b.msg, msgInsert + msgValues},
-		{&b.txt, "INSERT INTO text(rowid, body) VALUES (?, ?)"},
-		{&b.msgN, msgInsert + values(msgValues, insertRows)},
+		{&b.grp, "INSERT INTO groups(id, ts_max, facts) VALUES (?, ?, ?)"},
+		{&b.txt, textInsert},
 	} {
 		if *s.st, err = tx.PrepareContext(ctx, s.sql); err != nil {
 			b.close()
 			return nil, err
 		}
 	}
-	b.args = make([]any, 0, insertRows*msgColumns)
+	b.args = make([]any, 1+groupSize)
 	return b, nil
 }
 
 // close ends the transaction: after a Commit, the Rollback does nothing.
 func (b *batch) close() {
-	for _, st := range []*sql.Stmt{b.msg, b.txt, b.msgN} {
+	for _, st := range []*sql.Stmt{b.grp, b.txt} {
 		if st != nil {
 			st.Close()
 		}
@@ -511,53 +491,59 @@ func (b *batch) write(ctx context.Context, t *tapeRows, rep *Report) (err error)
 	return b.finish(ctx, t, id, rep)
 }
 
-// insert stores the rows t's reading streams, a chunk's messages rows
-// insertRows a statement, then its text rows (see insertRows). The
-// statements run without ctx: modernc.org/sqlite starts a goroutine a
-// call to watch a context that can end, which costs more than the row;
-// ctx is looked at between chunks instead (a chunk is a few milliseconds
-// of inserts).
+// insert stores the rows t's reading streams, in groups of up to
+// groupSize consecutive messages of a chunk (group.go). The statements
+// run without ctx: modernc.org/sqlite starts a goroutine a call to watch
+// a context that can end, which costs more than the row; ctx is looked at
+// between chunks instead (a chunk is a few milliseconds of inserts).
 func (b *batch) insert(ctx context.Context, t *tapeRows, base int64) error {
 	bg := context.Background()
 	for chunk := range t.chunks {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		rest := chunk
-		for ; len(rest) >= insertRows; rest = rest[insertRows:] {
-			args := b.args[:0]
-			for i := range insertRows {
-				args = appendMessage(args, base, &rest[i])
+		for rest := chunk; len(rest) > 0; {
+			n := 1
+			for n < min(groupSize, len(rest)) && rest[n].seq == rest[0].seq+n {
+				n++
 			}
-			if _, err := b.msgN.ExecContext(bg, args...); err != nil {
+			if err := b.group(bg, base, rest[:n]); err != nil {
 				return err
 			}
+			rest = rest[n:]
 		}
-		for i := range rest {
-			if _, err := b.msg.ExecContext(bg, appendMessage(b.args[:0], base, &rest[i])...); err != nil {
-				return err
-			}
-		}
-		for i := range chunk {
-			if r := &chunk[i]; r.text != "" {
-				if _, err := b.txt.ExecContext(bg, base|int64(r.seq), r.text); err != nil {
-					return err
-				}
-			}
-		}
-		clear(b.args[:cap(b.args)]) // the strings of the chunk
 		b.rows += len(chunk)
 	}
 	return nil
 }
 
-// appendMessage appends the arguments of r's messages row (msgValues).
-func appendMessage(args []any, base int64, r *row) []any {
-	var ts any
-	if r.ts != 0 {
-		ts = r.ts
+// group stores one group: its facts, and its messages' text.
+func (b *batch) group(ctx context.Context, base int64, rows []row) error {
+	id := base | int64(rows[0].seq)
+	var tsMax int64
+	for i := range rows {
+		tsMax = max(tsMax, rows[i].ts)
 	}
-	return append(args, base|int64(r.seq), ts, int64(r.kind), r.method, r.target, r.status, r.off, int64(r.n))
+	b.facts = encodeFacts(b.facts[:0], rows)
+	if _, err := b.grp.ExecContext(ctx, id, nullTime(tsMax), b.facts); err != nil {
+		return err
+	}
+	args := b.args
+	args[0] = id
+	hasText := false
+	for i := range groupSize {
+		args[1+i] = nil // no text: no work for FTS5
+		if i < len(rows) && rows[i].text != "" {
+			args[1+i] = rows[i].text
+			hasText = true
+		}
+	}
+	if !hasText {
+		return nil
+	}
+	_, err := b.txt.ExecContext(ctx, args...)
+	clear(args)
+	return err
 }
 
 // writeAppend stores the rows of what was appended to a tape since it was
@@ -580,22 +566,71 @@ func (b *batch) writeAppend(ctx context.Context, t *tapeRows, id int64, rep *Rep
 	if t.prior == nil {
 		return fmt.Errorf("index %s: read whole where an append was expected", t.file.path)
 	}
-	for _, u := range t.updates {
-		if _, err = b.tx.ExecContext(ctx, "UPDATE messages SET status = ?, target = ?, method = ? WHERE id = ?", u.status, u.target, u.method, base|int64(u.seq)); err != nil {
-			return err
-		}
+	if err = patchFacts(ctx, b.tx, base, t.updates, func(r, u *row) { r.status, r.target, r.method = u.status, u.target, u.method }); err != nil {
+		return err
 	}
 	rep.Appended++
 	return b.finish(ctx, t, id, rep)
 }
 
+// patchFacts applies set to the facts of the messages of changes (by
+// seq) in the groups of the tape whose ids start at base: each group
+// changed is read and written once.
+func patchFacts(ctx context.Context, tx *sql.Tx, base int64, changes []row, set func(r, change *row)) error {
+	if len(changes) == 0 {
+		return nil
+	}
+	type group struct {
+		first int
+		rows  []row
+	}
+	groups := map[int64]*group{}
+	var order []int64
+	for i := range changes {
+		c := &changes[i]
+		var g *group
+		for _, id := range order { // most changes fall in a few groups
+			if gg := groups[id]; c.seq >= gg.first && c.seq < gg.first+len(gg.rows) {
+				g = gg
+				break
+			}
+		}
+		if g == nil {
+			var id int64
+			var facts []byte
+			err := tx.QueryRowContext(ctx, "SELECT id, facts FROM groups WHERE id BETWEEN ? AND ? ORDER BY id DESC LIMIT 1", base, base|int64(c.seq)).Scan(&id, &facts)
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("message %d: no group holds it: %w", c.seq, errCorruptIndex)
+			}
+			if err != nil {
+				return err
+			}
+			rows, err := decodeFacts(facts, int(id-base))
+			if err != nil {
+				return err
+			}
+			g = &group{first: int(id - base), rows: rows}
+			if c.seq >= g.first+len(rows) {
+				return fmt.Errorf("message %d: no group holds it: %w", c.seq, errCorruptIndex)
+			}
+			groups[id] = g
+			order = append(order, id)
+		}
+		set(&g.rows[c.seq-g.first], c)
+	}
+	for _, id := range order {
+		if _, err := tx.ExecContext(ctx, "UPDATE groups SET facts = ? WHERE id = ?", encodeFacts(nil, groups[id].rows), id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // finish sets the targets read late and the tape's row.
 func (b *batch) finish(ctx context.Context, t *tapeRows, id int64, rep *Report) error {
 	base := id << 32
-	for _, fix := range t.fixups {
-		if _, err := b.tx.ExecContext(ctx, "UPDATE messages SET target = ? WHERE id = ?", fix.target, base|int64(fix.seq)); err != nil {
-			return err
-		}
+	if err := patchFacts(ctx, b.tx, base, t.fixups, func(r, fix *row) { r.target = fix.target }); err != nil {
+		return err
 	}
 	s := &t.sum
 	var resume, tail any

@@ -1,6 +1,7 @@
 package library
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"unicode"
@@ -122,16 +123,32 @@ func (w *textWalker) skipValue() {
 // at i, and whether it holds escapes; -1 when it does not end.
 func (w *textWalker) stringEnd(i int) (int, bool) {
 	esc := false
-	for j := i + 1; j < len(w.b); j++ {
-		switch w.b[j] {
-		case '\\':
-			esc = true
-			j++
-		case '"':
-			return j + 1, esc
+	for j := i + 1; ; {
+		// The next quote, found a word at a time (a result's text can be
+		// 64 KiB long); it ends the string unless a backslash escapes it.
+		k := bytes.IndexByte(w.b[j:], '"')
+		if k < 0 {
+			return -1, esc
 		}
+		q := j + k
+		bs := bytes.IndexByte(w.b[j:q], '\\')
+		if bs < 0 {
+			return q + 1, esc
+		}
+		esc = true
+		p := j + bs // each backslash escapes the byte after it
+		for p < q {
+			if w.b[p] == '\\' {
+				p += 2
+			} else {
+				p++
+			}
+		}
+		if p == q {
+			return q + 1, esc
+		}
+		j = q + 1 // an escaped quote
 	}
-	return -1, esc
 }
 
 func (w *textWalker) emit(quoted []byte, esc bool) {
