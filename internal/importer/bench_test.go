@@ -87,6 +87,11 @@ func BenchmarkImportInspector(b *testing.B) { benchImport(b, "inspector", inspec
 // events), against `stats` of the result (budget 2x).
 func BenchmarkImportOTLP(b *testing.B) { benchImport(b, "otlp", otlpExport) }
 
+// BenchmarkImportHAR: import --from har of `export --format har` of each
+// benchmark tape (stdio://SERVER/ entries), against `stats` of the result
+// (budget 2x).
+func BenchmarkImportHAR(b *testing.B) { benchImport(b, "har", harExport) }
+
 // BenchmarkImportJaeger: import --from jaeger of Jaeger's query API answer
 // (served by a local HTTP server) holding the spans of `export --format
 // otlp --with-bodies` of each benchmark tape, against `stats` of the
@@ -276,6 +281,26 @@ func inspectorExport(tb testing.TB, src, dst string) {
 		tb.Fatal(err)
 	}
 	f.Close()
+}
+
+// harExport writes `export --format har` of the tape at src to dst.
+func harExport(tb testing.TB, src, dst string) {
+	x, err := tape.OpenIndex(src)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer x.Close()
+	f, err := os.Create(dst)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := export.Source{Name: "bench", Index: x, Open: func() (io.ReadCloser, error) { return os.Open(src) }}
+	if err := export.HAR(f, s, "bench"); err != nil {
+		tb.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 // otlpExport writes `export --format otlp --with-bodies` of the tape at
