@@ -163,12 +163,8 @@ func importJaeger(b *testing.B, base, out string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	w := bufio.NewWriterSize(f, 1<<20)
 	q := JaegerQuery{Service: "bench", Start: time.Unix(0, 0), End: time.Now()}
-	if _, err := Jaeger(context.Background(), http.DefaultClient, base, q, tape.NewWriter(w), Options{}); err != nil {
-		b.Fatal(err)
-	}
-	if err := w.Flush(); err != nil {
+	if _, err := JaegerContext(context.Background(), http.DefaultClient, base, q, f, Options{}); err != nil {
 		b.Fatal(err)
 	}
 	if err := f.Close(); err != nil {
