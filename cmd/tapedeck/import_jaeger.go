@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tapedeck/tapedeck/internal/importer"
-	"github.com/tapedeck/tapedeck/tape"
 )
 
 // jaegerFlags are import --from jaeger's options.
@@ -47,6 +46,6 @@ func runImportJaeger(ctx context.Context, s streams, base string, f importFlags)
 	now := time.Now()
 	q := importer.JaegerQuery{Service: f.jaeger.service, Trace: f.jaeger.trace, Start: now.Add(-f.jaeger.since), End: now.Add(time.Minute)}
 	return writeImport(s, f.out, "spans that hold no MCP call", func(w io.Writer) (importer.Result, error) {
-		return importer.Jaeger(ctx, &http.Client{Timeout: time.Minute}, base, q, tape.NewWriter(w), importer.Options{Server: f.server})
+		return importer.JaegerContext(ctx, &http.Client{Timeout: time.Minute}, base, q, w, importer.Options{Server: f.server})
 	})
 }

@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -185,4 +188,29 @@ func findings(out string) string {
 		}
 	}
 	return b.String()
+}
+
+// import --from jaeger writes the tape as every other import does: a
+// span's time below the millisecond (Jaeger keeps microseconds) reaches
+// _meta.ts, as it does through --from otlp.
+func TestImportJaegerKeepsMicroseconds(t *testing.T) {
+	answer := `{"data":[{"traceID":"0af7651916cd43dd8448eb211c80319c","spans":[{"traceID":"0af7651916cd43dd8448eb211c80319c","spanID":"b7ad6b7169203331","operationName":"tools/call echo","references":[],"startTime":1767225601000123,"duration":5250,"tags":[{"key":"mcp.method.name","type":"string","value":"tools/call"},{"key":"gen_ai.tool.name","type":"string","value":"echo"},{"key":"jsonrpc.request.id","type":"string","value":"1"}],"logs":[],"processID":"p1"}],"processes":{"p1":{"serviceName":"svc","tags":[]}}}]}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, answer)
+	}))
+	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "imported.jsonl")
+	if _, errOut, code := runCLI(t, "import", "--from", "jaeger", srv.URL, "--trace", "0af7651916cd43dd8448eb211c80319c", "-o", out); code != 0 {
+		t.Fatalf("import --from jaeger: exit %d: %s", code, errOut)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ts := range []string{`"ts":"2026-01-01T00:00:01.000123Z"`, `"ts":"2026-01-01T00:00:01.005373Z"`} {
+		if !strings.Contains(string(got), ts) {
+			t.Errorf("the tape has no %s (the span's microseconds):\n%s", ts, got)
+		}
+	}
 }

@@ -87,6 +87,11 @@ func BenchmarkImportInspector(b *testing.B) { benchImport(b, "inspector", inspec
 // events), against `stats` of the result (budget 2x).
 func BenchmarkImportOTLP(b *testing.B) { benchImport(b, "otlp", otlpExport) }
 
+// BenchmarkImportHAR: import --from har of `export --format har` of each
+// benchmark tape (stdio://SERVER/ entries), against `stats` of the result
+// (budget 2x).
+func BenchmarkImportHAR(b *testing.B) { benchImport(b, "har", harExport) }
+
 // BenchmarkImportJaeger: import --from jaeger of Jaeger's query API answer
 // (served by a local HTTP server) holding the spans of `export --format
 // otlp --with-bodies` of each benchmark tape, against `stats` of the
@@ -158,12 +163,8 @@ func importJaeger(b *testing.B, base, out string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	w := bufio.NewWriterSize(f, 1<<20)
 	q := JaegerQuery{Service: "bench", Start: time.Unix(0, 0), End: time.Now()}
-	if _, err := Jaeger(context.Background(), http.DefaultClient, base, q, tape.NewWriter(w), Options{}); err != nil {
-		b.Fatal(err)
-	}
-	if err := w.Flush(); err != nil {
+	if _, err := JaegerContext(context.Background(), http.DefaultClient, base, q, f, Options{}); err != nil {
 		b.Fatal(err)
 	}
 	if err := f.Close(); err != nil {
@@ -276,6 +277,26 @@ func inspectorExport(tb testing.TB, src, dst string) {
 		tb.Fatal(err)
 	}
 	f.Close()
+}
+
+// harExport writes `export --format har` of the tape at src to dst.
+func harExport(tb testing.TB, src, dst string) {
+	x, err := tape.OpenIndex(src)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer x.Close()
+	f, err := os.Create(dst)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := export.Source{Name: "bench", Index: x, Open: func() (io.ReadCloser, error) { return os.Open(src) }}
+	if err := export.HAR(f, s, "bench"); err != nil {
+		tb.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 // otlpExport writes `export --format otlp --with-bodies` of the tape at

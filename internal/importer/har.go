@@ -361,7 +361,7 @@ func harHeaders(n node) (map[string]string, error) {
 		return nil, err
 	}
 	for _, h := range hs {
-		if err := h.load(); err != nil {
+		if err := h.loadFast(); err != nil {
 			return nil, err
 		}
 		name, err := h.get("name").str()
@@ -398,8 +398,36 @@ func jsonRPCish(b []byte) bool {
 	return ok
 }
 
+// loadFast is load by the scanner: the object's members are found, not
+// decoded.
+func (n *node) loadFast() error {
+	t := bytes.TrimSpace(n.raw)
+	m := make(map[string]json.RawMessage, 8)
+	if len(t) == 0 || t[0] != '{' || !members(t, func(k string, v []byte) { m[k] = v }) {
+		return n.errorf("expected an object, found %s", n.found())
+	}
+	n.obj = m
+	return nil
+}
+
+// optText returns a string's text as bytes of its own, or nil when the
+// member is missing or null.
+func (n node) optText() ([]byte, error) {
+	if n.absent() {
+		return nil, nil
+	}
+	b, ok := unquote(nil, bytes.TrimSpace(n.raw))
+	if !ok {
+		return nil, n.errorf("expected a string, found %s", n.found())
+	}
+	if b == nil {
+		b = []byte{}
+	}
+	return b, nil
+}
+
 func (h *harImport) entry(i int, e node) error {
-	if err := e.load(); err != nil {
+	if err := e.loadFast(); err != nil {
 		return err
 	}
 	start, err := e.get("startedDateTime").time()
@@ -418,7 +446,7 @@ func (h *harImport) entry(i int, e node) error {
 	}
 	end := start.Add(time.Duration(total * float64(time.Millisecond)))
 	req := e.get("request")
-	if err := req.load(); err != nil {
+	if err := req.loadFast(); err != nil {
 		return err
 	}
 	method, err := req.get("method").str()
@@ -440,17 +468,15 @@ func (h *harImport) entry(i int, e node) error {
 	var body []byte
 	pd := req.get("postData")
 	if !pd.absent() {
-		if err := pd.load(); err != nil {
+		if err := pd.loadFast(); err != nil {
 			return err
 		}
-		text, err := pd.get("text").optStr()
-		if err != nil {
+		if body, err = pd.get("text").optText(); err != nil {
 			return err
 		}
-		body = []byte(text)
 	}
 	resp := e.get("response")
-	if err := resp.load(); err != nil {
+	if err := resp.loadFast(); err != nil {
 		return err
 	}
 	st, err := resp.get("status").num()
@@ -469,14 +495,12 @@ func (h *harImport) entry(i int, e node) error {
 	var ctext []byte
 	var mime string
 	if !content.absent() {
-		if err := content.load(); err != nil {
+		if err := content.loadFast(); err != nil {
 			return err
 		}
-		text, err := content.get("text").optStr()
-		if err != nil {
+		if ctext, err = content.get("text").optText(); err != nil {
 			return err
 		}
-		ctext = []byte(text)
 		if mime, err = content.get("mimeType").optStr(); err != nil {
 			return err
 		}
@@ -485,9 +509,10 @@ func (h *harImport) entry(i int, e node) error {
 			return err
 		}
 		if enc == "base64" {
-			ctext, err = base64.StdEncoding.DecodeString(text)
+			text := ctext
+			ctext, err = base64.StdEncoding.DecodeString(string(text))
 			if err != nil {
-				return content.get("text").errorf("expected base64 (content.encoding says so), found %s", quoteStart([]byte(text)))
+				return content.get("text").errorf("expected base64 (content.encoding says so), found %s", quoteStart(text))
 			}
 		} else if enc != "" {
 			return content.get("encoding").errorf(`expected "base64" or no encoding, found %q`, enc)
@@ -499,7 +524,7 @@ func (h *harImport) entry(i int, e node) error {
 	mime = strings.ToLower(mime)
 
 	if u.Scheme == "stdio" {
-		return h.stdioEntry(i, e, u, start, end, body, ctext)
+		return h.stdioEntry(i, pd.get("text"), content.get("text"), u, start, end, body, ctext)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		if u.Scheme == "mcp" {
@@ -657,7 +682,7 @@ func (h *harImport) events(at node, text []byte, t time.Time, stream, entry int,
 }
 
 // stdioEntry reads an entry of tapedeck's stdio mapping.
-func (h *harImport) stdioEntry(i int, e node, u *url.URL, start, end time.Time, body, ctext []byte) error {
+func (h *harImport) stdioEntry(i int, pd, ct node, u *url.URL, start, end time.Time, body, ctext []byte) error {
 	server := h.o.Server
 	if server == "" {
 		server = u.Host
@@ -672,7 +697,6 @@ func (h *harImport) stdioEntry(i int, e node, u *url.URL, start, end time.Time, 
 	if strings.TrimSuffix(u.Path, "/") == "/client" {
 		out, back = tape.DirRecv, tape.DirSend
 	}
-	pd := e.get("request").get("postData").get("text")
 	if len(bytes.TrimSpace(body)) == 0 {
 		return pd.errorf("expected the JSON-RPC message of a stdio:// entry, found nothing")
 	}
@@ -684,7 +708,7 @@ func (h *harImport) stdioEntry(i int, e node, u *url.URL, start, end time.Time, 
 		return nil // a notification, answered 202
 	}
 	if err := checkMessage(ctext); err != nil {
-		return e.get("response").get("content").get("text").errorf("%v", err)
+		return ct.errorf("%v", err)
 	}
 	h.add(&harRec{t: end, msg: bytes.TrimSpace(ctext), m: tape.Meta{Dir: back, Server: server}, entry: i, answer: true})
 	return nil

@@ -114,10 +114,17 @@ func ImportContext(ctx context.Context, format string, r io.Reader, w io.Writer,
 	if !ok {
 		return Result{}, fmt.Errorf("unknown format %q: expected one of %s", format, strings.Join(Formats(), ", "))
 	}
-	// One buffered writer under the tape's: a record is a write to it, not
-	// a system call.
+	return writeTape(ctx, format, w, func(tw *tape.Writer) (Result, error) { return f(ctxReader{ctx, r}, tw, o) })
+}
+
+// writeTape runs an import writing to w through the tape writer every
+// import uses: microseconds kept (a source's times below the millisecond
+// survive), and one buffered writer under it (a record is a write to it,
+// not a system call), flushed at the end. An error once ctx is done says
+// the import was stopped.
+func writeTape(ctx context.Context, format string, w io.Writer, run func(*tape.Writer) (Result, error)) (Result, error) {
 	bw := bufio.NewWriterSize(w, 1<<20)
-	res, err := f(ctxReader{ctx, r}, tape.NewWriter(bw).KeepMicroseconds(), o)
+	res, err := run(tape.NewWriter(bw).KeepMicroseconds())
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
 	}

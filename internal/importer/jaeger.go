@@ -32,6 +32,13 @@ type JaegerQuery struct {
 	Limit   int // traces at most; 0 is 1000
 }
 
+// JaegerContext is Jaeger writing the tape to w as ImportContext writes
+// every other format's (microseconds kept, buffered), so that a span's
+// microsecond times reach the tape.
+func JaegerContext(ctx context.Context, client *http.Client, base string, q JaegerQuery, w io.Writer, o Options) (Result, error) {
+	return writeTape(ctx, "jaeger", w, func(tw *tape.Writer) (Result, error) { return Jaeger(ctx, client, base, q, tw, o) })
+}
+
 // Jaeger imports the traces q names from the Jaeger query API at base
 // (http://host:16686).
 func Jaeger(ctx context.Context, client *http.Client, base string, q JaegerQuery, w *tape.Writer, o Options) (Result, error) {

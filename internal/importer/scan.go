@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -268,4 +270,84 @@ func plainString(raw []byte) (string, bool) {
 		return "", false
 	}
 	return string(in), true
+}
+
+// unquote appends the text of raw, a JSON string scanString accepted, to
+// dst, as encoding/json decodes it (an invalid UTF-8 byte or a lone
+// surrogate becomes U+FFFD); ok false when raw is not such a string.
+func unquote(dst, raw []byte) ([]byte, bool) {
+	n := len(raw)
+	if n < 2 || raw[0] != '"' || scanString(raw, 0) != n {
+		return dst, false
+	}
+	s := raw[1 : n-1]
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '\\':
+			switch s[i+1] {
+			case 'b':
+				dst = append(dst, '\b')
+			case 'f':
+				dst = append(dst, '\f')
+			case 'n':
+				dst = append(dst, '\n')
+			case 'r':
+				dst = append(dst, '\r')
+			case 't':
+				dst = append(dst, '\t')
+			case 'u':
+				r := u4(s[i+2 : i+6])
+				i += 6
+				if utf16.IsSurrogate(r) {
+					if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
+						if d := utf16.DecodeRune(r, u4(s[i+2:i+6])); d != unicode.ReplacementChar {
+							dst = utf8.AppendRune(dst, d)
+							i += 6
+							continue
+						}
+					}
+					r = unicode.ReplacementChar
+				}
+				dst = utf8.AppendRune(dst, r)
+				continue
+			default: // '"', '\\', '/'
+				dst = append(dst, s[i+1])
+			}
+			i += 2
+		case c < utf8.RuneSelf:
+			j := i + 1
+			for j < len(s) && s[j] < utf8.RuneSelf && s[j] != '\\' {
+				j++
+			}
+			dst = append(dst, s[i:j]...)
+			i = j
+		default:
+			r, size := utf8.DecodeRune(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				dst = utf8.AppendRune(dst, unicode.ReplacementChar)
+			} else {
+				dst = append(dst, s[i:i+size]...)
+			}
+			i += size
+		}
+	}
+	return dst, true
+}
+
+// u4 is the value of four hex digits (scanString checked them).
+func u4(h []byte) rune {
+	var r rune
+	for _, c := range h {
+		switch {
+		case c <= '9':
+			c -= '0'
+		case c <= 'F':
+			c -= 'A' - 10
+		default:
+			c -= 'a' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
 }

@@ -42,3 +42,29 @@ func TestValidJSONDepth(t *testing.T) {
 		}
 	}
 }
+
+// unquote decodes a JSON string as encoding/json does (escapes, surrogate
+// pairs, a lone surrogate or invalid UTF-8 as U+FFFD), and refuses what
+// it refuses.
+func FuzzUnquote(f *testing.F) {
+	for _, s := range []string{
+		`"plain"`, `"a\"b\\c\/d\b\f\n\r\t"`, `"\u00e9\u4e2d"`, `"\ud83d\ude00"`, `"\ud83d"`, `"\ud83dx"`, `"\ude00\ud83d"`,
+		`"\ud83d\u0041"`, "\"\xff\xfe ok\"", `"\x"`, `"\u12"`, `"a`, `"a"b"`, "\"\x01\"", `""`, `"é"`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var want string
+		werr := json.Unmarshal(b, &want)
+		if len(b) == 0 || b[0] != '"' || b[len(b)-1] != '"' {
+			return // json.Unmarshal takes other values, and spaces around one
+		}
+		got, ok := unquote(nil, b)
+		if ok != (werr == nil) {
+			t.Fatalf("unquote(%q) ok %v, json.Unmarshal says %v", b, ok, werr)
+		}
+		if ok && string(got) != want {
+			t.Fatalf("unquote(%q) = %q, json.Unmarshal says %q", b, got, want)
+		}
+	})
+}
