@@ -2,8 +2,10 @@ package tape
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math/bits"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -78,6 +80,9 @@ type classifier struct {
 	stack []byte
 	msgs  []msgInfo
 	wire  bool // messages off the wire, with no tape _meta to read (Peeker)
+	// oddLiteral: skipValue met a literal holding '"', '{' or '[', which
+	// members and a bracket scan of the same object read apart.
+	oddLiteral bool
 }
 
 // Classify parses one tape line (without its line ending) into its messages:
@@ -179,36 +184,21 @@ func (c *classifier) classify(b []byte) []msgInfo {
 	return c.msgs
 }
 
-// object scans the JSON-RPC object starting at b[i] == '{'.
+// object scans the JSON-RPC object starting at b[i] == '{'. Its members are
+// walked once (topMembers): params and result, the objects that hold a
+// message's bulk, are read in the same walk instead of skipped, then walked
+// again.
 func (c *classifier) object(b []byte, i int) (msgInfo, int, error) {
 	m := msgInfo{start: i}
-	var params, result, meta, alt span
-	var hasResult, hasError bool
-	end, err := c.members(b, i, func(key []byte, v span) {
-		switch string(key) {
-		case "jsonrpc":
-			m.version = v
-		case "id":
-			m.id = v
-		case "method":
-			m.method = v
-		case "params":
-			params = v
-		case "result":
-			hasResult, result = true, v
-		case "error":
-			hasError = true
-		case "_meta":
-			meta = v
-		case AltMetaKey:
-			alt = v
-		}
-	})
+	var t topMembers
+	end, err := c.topMembers(b, i, &t, &m)
 	if err != nil {
 		return m, 0, err
 	}
-	if alt.ok() { // the message has a _meta of its own (see AltMetaKey)
-		meta = alt
+	meta, params, result := t.meta, t.params, t.result
+	hasResult, hasError := t.hasResult, t.hasError
+	if t.alt.ok() { // the message has a _meta of its own (see AltMetaKey)
+		meta = t.alt
 	}
 	m.end = end
 	m.noVersion = string(m.version.in(b)) != `"2.0"`
@@ -249,27 +239,143 @@ func (c *classifier) object(b []byte, i int) (msgInfo, int, error) {
 		return m, 0, fmt.Errorf("expected a JSON-RPC message (\"method\", or \"id\" with \"result\" or \"error\"), found neither")
 	}
 	if params.ok() && b[params.start] == '{' {
-		cancel := string(method) == `"notifications/cancelled"`
-		_, _ = c.members(b, params.start, func(key []byte, v span) {
-			switch {
-			case cancel && string(key) == "requestId":
-				m.cancels = v
-			case string(key) == "inputResponses":
-				m.inputResp = true
-			}
-		})
+		if string(method) == `"notifications/cancelled"` {
+			m.cancels = t.requestID
+		}
+		m.inputResp = t.inputResponses
 	}
 	if m.kind == KindResponse && result.ok() && b[result.start] == '{' {
-		_, _ = c.members(b, result.start, func(key []byte, v span) {
-			switch string(key) {
-			case "resultType":
-				m.inputReq = string(v.in(b)) == `"input_required"`
-			case "isError":
-				m.toolError = string(v.in(b)) == "true"
-			}
-		})
+		m.inputReq = string(t.resultType.in(b)) == `"input_required"`
+		m.toolError = string(t.isError.in(b)) == "true"
 	}
 	return m, end, nil
+}
+
+// topMembers is what object's walk of a message's members found beyond
+// msgInfo's own spans: the spans of params, result, _meta and its
+// alternative, and the few members of params and result the index reads
+// (those of the last params and result, as a second walk of them would
+// find them).
+type topMembers struct {
+	params, result, meta, alt span
+	hasResult, hasError       bool
+	requestID                 span // params.requestId
+	inputResponses            bool // params.inputResponses present
+	resultType, isError       span // result.resultType, result.isError (the last of each)
+}
+
+// topMembers walks the members of the message object at b[i] == '{' as
+// members does, noting them in t and m. The value of params or result, when
+// an object, is walked as members walks it, instead of skipped then walked
+// again; where that walk and skipValue could end apart (a malformed
+// member, a literal holding a quote or an opening bracket), the value is
+// skipped as skipValue skips it and walked again, as before.
+func (c *classifier) topMembers(b []byte, i int, t *topMembers, m *msgInfo) (int, error) {
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return 0, fmt.Errorf("expected a member name at column %d, found %s", i+1, found(b, i))
+		}
+		kend, err := skipString(b, i)
+		if err != nil {
+			return 0, err
+		}
+		key := b[i+1 : kend-1]
+		i = skipWS(b, kend)
+		if i >= len(b) || b[i] != ':' {
+			return 0, fmt.Errorf("expected ':' after member %q at column %d, found %s", key, i+1, found(b, i))
+		}
+		i = skipWS(b, i+1)
+		var vend int
+		switch string(key) {
+		case "params":
+			t.requestID, t.inputResponses = span{}, false
+			vend, err = c.inner(b, i, key, t)
+			t.params = span{i, vend}
+		case "result":
+			t.resultType, t.isError = span{}, span{}
+			vend, err = c.inner(b, i, key, t)
+			t.hasResult, t.result = true, span{i, vend}
+		default:
+			vend, err = c.skipValue(b, i)
+			if err != nil {
+				return 0, fmt.Errorf("member %q: %w", key, err)
+			}
+			v := span{i, vend}
+			switch string(key) {
+			case "jsonrpc":
+				m.version = v
+			case "id":
+				m.id = v
+			case "method":
+				m.method = v
+			case "error":
+				t.hasError = true
+			case "_meta":
+				t.meta = v
+			case AltMetaKey:
+				t.alt = v
+			}
+		}
+		if err != nil {
+			return 0, err
+		}
+		i = skipWS(b, vend)
+		if i < len(b) && b[i] == ',' {
+			i = skipWS(b, i+1)
+			continue
+		}
+		if i < len(b) && b[i] == '}' {
+			return i + 1, nil
+		}
+		return 0, fmt.Errorf("expected ',' or '}' after member %q at column %d, found %s", key, i+1, found(b, i))
+	}
+}
+
+// inner returns the end of the value of params or result (key) at b[i],
+// noting the members of it the index reads in t.
+func (c *classifier) inner(b []byte, i int, key []byte, t *topMembers) (int, error) {
+	note := func(k []byte, v span) {
+		if key[0] == 'p' {
+			switch string(k) {
+			case "requestId":
+				t.requestID = v
+			case "inputResponses":
+				t.inputResponses = true
+			}
+			return
+		}
+		switch string(k) {
+		case "resultType":
+			t.resultType = v
+		case "isError":
+			t.isError = v
+		}
+	}
+	if i < len(b) && b[i] == '{' {
+		c.oddLiteral = false
+		if end, err := c.members(b, i, note); err == nil && !c.oddLiteral {
+			return end, nil
+		}
+		c.oddLiteral = false
+		if key[0] == 'p' {
+			t.requestID, t.inputResponses = span{}, false
+		} else {
+			t.resultType, t.isError = span{}, span{}
+		}
+	}
+	end, err := c.skipValue(b, i)
+	if err != nil {
+		return 0, fmt.Errorf("member %q: %w", key, err)
+	}
+	if b[i] == '{' { // walked again, as before: what it finds up to a malformed member counts
+		_, _ = c.members(b, i, note)
+		c.oddLiteral = false
+	}
+	return end, nil
 }
 
 // meta reads the _meta object's dir, server, ts and session, noting what is
@@ -405,6 +511,9 @@ func (c *classifier) skipValue(b []byte, i int) (int, error) {
 		if j == i || !bytes.ContainsRune([]byte("-0123456789tfn"), rune(b[i])) {
 			return 0, fmt.Errorf("expected a value at column %d, found %s", i+1, found(b, i))
 		}
+		if bytes.ContainsAny(b[i:j], `"{[`) {
+			c.oddLiteral = true // a bracket scan of the object around it reads it otherwise
+		}
 		return j, nil
 	}
 	start := i
@@ -443,23 +552,44 @@ func (c *classifier) skipValue(b []byte, i int) (int, error) {
 }
 
 // skipString returns the index after the string starting at b[i] == '"'.
+// The first bytes are looked at a word at a time (most strings of a tape
+// are short: member names, methods, times), the rest through
+// bytes.IndexByte.
 func skipString(b []byte, i int) (int, error) {
 	j := i + 1
+	for n := 0; n < 4 && j+8 <= len(b); n++ {
+		x := binary.LittleEndian.Uint64(b[j:]) ^ 0x2222222222222222 // a '"' is a zero byte
+		t := (x - 0x0101010101010101) &^ x & 0x8080808080808080
+		if t == 0 {
+			j += 8
+			continue
+		}
+		q := j + bits.TrailingZeros64(t)/8 // the first zero byte: the borrow only marks bytes after it
+		if backslashesBefore(b, q, i)%2 == 0 {
+			return q + 1, nil
+		}
+		j = q + 1
+	}
 	for {
 		k := bytes.IndexByte(b[j:], '"')
 		if k < 0 {
 			return 0, fmt.Errorf("expected the string starting at column %d to close, found end of line", i+1)
 		}
 		q := j + k
-		bs := 0
-		for p := q - 1; p > i && b[p] == '\\'; p-- {
-			bs++
-		}
-		if bs%2 == 0 {
+		if backslashesBefore(b, q, i)%2 == 0 {
 			return q + 1, nil
 		}
 		j = q + 1
 	}
+}
+
+// backslashesBefore counts the backslashes just before b[q], after b[i].
+func backslashesBefore(b []byte, q, i int) int {
+	bs := 0
+	for p := q - 1; p > i && b[p] == '\\'; p-- {
+		bs++
+	}
+	return bs
 }
 
 func isDelim(c byte) bool {

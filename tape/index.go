@@ -216,8 +216,13 @@ func (x *Index) extendMapped(f *os.File, start, size int64, final func() bool, p
 					continue
 				}
 			}
-			lr := &lineReader{buf: chunk[:cut], end: cut, eof: true, off: pos}
-			done, err := x.consume(lr, final, progress)
+			var done bool
+			if w := indexWorkers(); w > 1 && cut > 2*segmentBytes {
+				done, err = x.consumeParallel(chunk[:cut], pos, w, final, progress)
+			} else {
+				lr := &lineReader{buf: chunk[:cut], end: cut, eof: true, off: pos}
+				done, err = x.consume(lr, final, progress)
+			}
 			_ = unmap()
 			if err != nil || done {
 				return err
@@ -267,7 +272,12 @@ func (x *Index) consume(lr *lineReader, final func() bool, progress []func(int64
 
 // addLine indexes one line's messages and reports whether it was torn.
 func (x *Index) addLine(line []byte, off int64, lineNo int, nl bool) (torn bool, err error) {
-	msgs := x.cls.classify(line)
+	return x.addClassified(line, x.cls.classify(line), off, lineNo, nl)
+}
+
+// addClassified indexes one line's messages msgs, as the classifier found
+// them, and reports whether the line was torn.
+func (x *Index) addClassified(line []byte, msgs []msgInfo, off int64, lineNo int, nl bool) (torn bool, err error) {
 	if len(msgs) == 0 {
 		return false, nil
 	}
