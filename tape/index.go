@@ -86,11 +86,12 @@ type Index struct {
 	warnings warningList
 	torn     bool // the last line was indexed without its newline
 
-	methods interner[uint32] // 0 is ""
-	servers interner[uint16]
-	connIdx map[connKey]uint32
-	starts  map[uint16]int  // $transport/start records seen per server
-	inited  map[uint32]bool // connections an initialize request was sent on
+	methods  interner[uint32] // 0 is ""
+	servers  interner[uint16]
+	connIdx  map[connKey]uint32
+	lastConn lastConn
+	starts   map[uint16]int  // $transport/start records seen per server
+	inited   map[uint32]bool // connections an initialize request was sent on
 
 	pairs   pairer
 	lastTS  int64 // the last known timestamp, for the jump check (0: none yet)
@@ -403,9 +404,11 @@ func stringBytes(line []byte, s span) []byte {
 // string shares the last number, named "(more)": a hostile tape with a
 // million server names must not wrap the index's small fields.
 type interner[T ~uint16 | ~uint32] struct {
-	names []string
-	index map[string]T
-	limit int
+	names   []string
+	index   map[string]T
+	limit   int
+	last    T    // the number of the name looked up last, when hasLast
+	hasLast bool // (never the "(more)" a name past the limit shares)
 }
 
 func newInterner[T ~uint16 | ~uint32](limit int, first ...string) interner[T] {
@@ -417,7 +420,11 @@ func newInterner[T ~uint16 | ~uint32](limit int, first ...string) interner[T] {
 }
 
 func (in *interner[T]) of(b []byte) T {
+	if in.hasLast && string(b) == in.names[in.last] { // the name before again: no hashing
+		return in.last
+	}
 	if i, ok := in.index[string(b)]; ok { // no allocation for the lookup
+		in.last, in.hasLast = i, in.names[i] == string(b)
 		return i
 	}
 	if len(in.names) == in.limit-1 {
@@ -434,13 +441,28 @@ func (in *interner[T]) of(b []byte) T {
 }
 
 func (x *Index) conn(server uint16, session []byte) uint32 {
-	k := connKey{server, x.starts[server], string(session)} // no allocation for the lookup
-	if i, ok := x.connIdx[k]; ok {
-		return i
+	starts := x.starts[server]
+	if c := &x.lastConn; c.ok && c.server == server && c.starts == starts && string(c.session) == string(session) {
+		return c.conn // the connection of the message before: no hashing
 	}
-	i := uint32(len(x.connIdx))
-	x.connIdx[k] = i
+	k := connKey{server, starts, string(session)} // no allocation for the lookup
+	i, ok := x.connIdx[k]
+	if !ok {
+		i = uint32(len(x.connIdx))
+		x.connIdx[k] = i
+	}
+	x.lastConn = lastConn{ok: true, server: server, starts: starts, session: append(x.lastConn.session[:0], session...), conn: i}
 	return i
+}
+
+// lastConn is the connection of the last message indexed, looked up again
+// for the next one without hashing.
+type lastConn struct {
+	ok      bool
+	server  uint16
+	starts  int
+	session []byte
+	conn    uint32
 }
 
 // Len returns the number of messages indexed.
@@ -481,6 +503,20 @@ func (x *Index) entry(i int) Entry {
 		e.Time = time.Unix(0, r.ts).UTC()
 	}
 	return e
+}
+
+// seqsOf returns the sequence numbers of the messages of kind k, in order,
+// read under one lock: cheaper than an Entry a message when few are of k.
+func (x *Index) seqsOf(k Kind) []int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	var out []int
+	for i := range x.recs.len() {
+		if x.recs.at(i).kind == k {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // Message returns message i whole: its entry with Raw and ID, read from the source.
