@@ -683,7 +683,8 @@ func parseTS(q []byte) (time.Time, bool) {
 		if len(s) == 27 {
 			unit = time.Microsecond
 		}
-		return time.Date(n[0], time.Month(n[1]), n[2], n[3], n[4], n[5], n[6]*int(unit), time.UTC), true
+		secs := unixDays(n[0], n[1], n[2])*86400 + int64(n[3]*3600+n[4]*60+n[5])
+		return time.Unix(secs, int64(n[6])*int64(unit)).UTC(), true // time.Date's time, without its normalizing
 	}
 slow:
 	t, err := time.Parse(time.RFC3339Nano, string(s))
@@ -691,6 +692,23 @@ slow:
 }
 
 // daysIn is the number of days in month m (1-12) of year y.
+// unixDays returns the days from 1970-01-01 to y-m-d (a valid date of the
+// proleptic Gregorian calendar, year 0 to 9999), as time.Date counts them
+// (H. Hinnant's days_from_civil).
+func unixDays(y, m, d int) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 {
+		era = (y - 399) / 400
+	}
+	yoe := y - era*400
+	doy := (153*((m+9)%12)+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era*146097 + doe - 719468)
+}
+
 func daysIn(y, m int) int {
 	return time.Date(y, time.Month(m)+1, 0, 0, 0, 0, 0, time.UTC).Day()
 }

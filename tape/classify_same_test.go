@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // sameLines gathers lines to classify both ways: every line of the
@@ -123,4 +124,16 @@ func FuzzClassifySameAsBefore(f *testing.F) {
 			t.Fatalf("line %q:\n got %+v\nwant %+v", line, got, want)
 		}
 	})
+}
+
+// TestUnixDays: parseTS's day count is time.Date's, every day of the years
+// around the ends of the range it reads and around now (midnights: a whole number of days from 1970).
+func TestUnixDays(t *testing.T) {
+	for _, span := range [][2]int{{0, 3}, {1968, 2404}, {9996, 9999}} {
+		for d := time.Date(span[0], 1, 1, 0, 0, 0, 0, time.UTC); d.Year() <= span[1]; d = d.AddDate(0, 0, 1) {
+			if got, want := unixDays(d.Year(), int(d.Month()), d.Day()), d.Unix()/86400; got != want {
+				t.Fatalf("unixDays(%s) = %d, time.Date says %d", d.Format("2006-01-02"), got, want)
+			}
+		}
+	}
 }
