@@ -669,13 +669,20 @@ func parseTS(q []byte) (time.Time, bool) {
 	// The Writer's two forms: milliseconds (24 bytes) and microseconds (27).
 	if (len(s) == 24 || len(s) == 27) && s[4] == '-' && s[7] == '-' && s[10] == 'T' && s[13] == ':' && s[16] == ':' && s[19] == '.' && s[len(s)-1] == 'Z' {
 		n := [7]int{}
-		for k, p := range [7][2]int{{0, 4}, {5, 7}, {8, 10}, {11, 13}, {14, 16}, {17, 19}, {20, len(s) - 1}} {
-			v, ok := digits(s[p[0]:p[1]])
-			if !ok {
-				goto slow
-			}
-			n[k] = v
+		ok := true
+		for k, p := range [6]int{0, 5, 8, 11, 14, 17} { // two digits each, the year four
+			a, b := s[p]-'0', s[p+1]-'0' // a byte below '0' wraps past 9
+			ok = ok && a <= 9 && b <= 9
+			n[k] = int(a)*10 + int(b)
 		}
+		c, d := s[2]-'0', s[3]-'0'
+		ok = ok && c <= 9 && d <= 9
+		n[0] = n[0]*100 + int(c)*10 + int(d)
+		frac, fok := digits(s[20 : len(s)-1])
+		if !ok || !fok {
+			goto slow
+		}
+		n[6] = frac
 		if n[1] < 1 || n[1] > 12 || n[2] < 1 || n[2] > 28 && n[2] > daysIn(n[0], n[1]) || n[3] > 23 || n[4] > 59 || n[5] > 59 {
 			return time.Time{}, false
 		}

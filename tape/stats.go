@@ -1,6 +1,7 @@
 package tape
 
 import (
+	"slices"
 	"sort"
 	"time"
 )
@@ -232,7 +233,7 @@ func latencyStats(ls []time.Duration) LatencyStats {
 	if len(ls) == 0 {
 		return LatencyStats{}
 	}
-	sort.Slice(ls, func(i, j int) bool { return ls[i] < ls[j] })
+	slices.Sort(ls)
 	pct := func(p float64) time.Duration {
 		i := int(p*float64(len(ls))+0.5) - 1
 		if i < 0 {
