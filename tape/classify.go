@@ -125,6 +125,23 @@ func (m *msgInfo) entry(line []byte) Entry {
 	return e
 }
 
+// asciiOrValidUTF8 is utf8.Valid with a faster walk over ASCII, 64 bytes at a
+// time: most of a tape is ASCII.
+func asciiOrValidUTF8(b []byte) bool {
+	i := 0
+	for ; i+64 <= len(b); i += 64 {
+		p := b[i : i+64 : i+64]
+		w := binary.LittleEndian.Uint64(p[0:]) | binary.LittleEndian.Uint64(p[8:]) |
+			binary.LittleEndian.Uint64(p[16:]) | binary.LittleEndian.Uint64(p[24:]) |
+			binary.LittleEndian.Uint64(p[32:]) | binary.LittleEndian.Uint64(p[40:]) |
+			binary.LittleEndian.Uint64(p[48:]) | binary.LittleEndian.Uint64(p[56:])
+		if w&0x8080808080808080 != 0 {
+			break // not ASCII: utf8.Valid from here (nothing before it is a sequence's start)
+		}
+	}
+	return utf8.Valid(b[i:])
+}
+
 // classify returns the messages of one line; the slice is reused by the next call.
 func (c *classifier) classify(b []byte) []msgInfo {
 	c.msgs = c.msgs[:0]
@@ -136,7 +153,7 @@ func (c *classifier) classify(b []byte) []msgInfo {
 		c.msgs = append(c.msgs[:0], msgInfo{start: 0, end: len(b), kind: KindInvalid, problem: problem})
 		return c.msgs
 	}
-	bad := !utf8.Valid(b)
+	bad := !asciiOrValidUTF8(b)
 	switch b[i] {
 	case '{':
 		m, end, err := c.object(b, i)
@@ -279,9 +296,12 @@ func (c *classifier) topMembers(b []byte, i int, t *topMembers, m *msgInfo) (int
 		if i >= len(b) || b[i] != '"' {
 			return 0, fmt.Errorf("expected a member name at column %d, found %s", i+1, found(b, i))
 		}
-		kend, err := skipString(b, i)
-		if err != nil {
-			return 0, err
+		var err error
+		kend := shortString(b, i)
+		if kend == 0 {
+			if kend, err = skipString(b, i); err != nil {
+				return 0, err
+			}
 		}
 		key := b[i+1 : kend-1]
 		i = skipWS(b, kend)
@@ -465,9 +485,12 @@ func (c *classifier) members(b []byte, i int, fn func(key []byte, v span)) (int,
 		if i >= len(b) || b[i] != '"' {
 			return 0, fmt.Errorf("expected a member name at column %d, found %s", i+1, found(b, i))
 		}
-		kend, err := skipString(b, i)
-		if err != nil {
-			return 0, err
+		var err error
+		kend := shortString(b, i)
+		if kend == 0 {
+			if kend, err = skipString(b, i); err != nil {
+				return 0, err
+			}
 		}
 		key := b[i+1 : kend-1]
 		i = skipWS(b, kend)
@@ -501,6 +524,9 @@ func (c *classifier) skipValue(b []byte, i int) (int, error) {
 	}
 	switch b[i] {
 	case '"':
+		if e := shortString(b, i); e > 0 {
+			return e, nil
+		}
 		return skipString(b, i)
 	case '{', '[':
 	default:
@@ -521,10 +547,13 @@ func (c *classifier) skipValue(b []byte, i int) (int, error) {
 	for i < len(b) {
 		switch ch := b[i]; ch {
 		case '"':
-			j, err := skipString(b, i)
-			if err != nil {
-				c.stack = stack
-				return 0, err
+			j := shortString(b, i)
+			if j == 0 {
+				var err error
+				if j, err = skipString(b, i); err != nil {
+					c.stack = stack
+					return 0, err
+				}
 			}
 			i = j
 			continue
@@ -581,6 +610,21 @@ func skipString(b []byte, i int) (int, error) {
 		}
 		j = q + 1
 	}
+}
+
+// shortString returns the end of the string at b[i] when it closes within
+// the next word, its quote after no backslash, else 0.
+func shortString(b []byte, i int) int {
+	if i+9 > len(b) {
+		return 0
+	}
+	x := binary.LittleEndian.Uint64(b[i+1:]) ^ 0x2222222222222222
+	t := (x - 0x0101010101010101) &^ x & 0x8080808080808080
+	q := i + 1 + bits.TrailingZeros64(t)>>3 // i+9 when t is 0
+	if q < i+9 && b[q-1] != '\\' {
+		return q + 1
+	}
+	return 0
 }
 
 // backslashesBefore counts the backslashes just before b[q], after b[i].

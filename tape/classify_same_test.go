@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // sameLines gathers lines to classify both ways: every line of the
@@ -133,6 +134,21 @@ func TestUnixDays(t *testing.T) {
 		for d := time.Date(span[0], 1, 1, 0, 0, 0, 0, time.UTC); d.Year() <= span[1]; d = d.AddDate(0, 0, 1) {
 			if got, want := unixDays(d.Year(), int(d.Month()), d.Day()), d.Unix()/86400; got != want {
 				t.Fatalf("unixDays(%s) = %d, time.Date says %d", d.Format("2006-01-02"), got, want)
+			}
+		}
+	}
+}
+
+// TestValidUTF8: asciiOrValidUTF8 is utf8.Valid, with bad and multi-byte
+// sequences at every place around its 64-byte blocks.
+func TestValidUTF8(t *testing.T) {
+	for _, ins := range []string{"é", "\xff", "\xe2\x82", "€", "\xf0\x9f\x98\x80", "\xc0\xaf", "\xed\xa0\x80"} {
+		for n := 0; n < 200; n++ {
+			for at := 0; at <= n; at += 1 + n/50 {
+				b := []byte(strings.Repeat("a", at) + ins + strings.Repeat("b", n-at))
+				if got, want := asciiOrValidUTF8(b), utf8.Valid(b); got != want {
+					t.Fatalf("asciiOrValidUTF8(%q) = %v, utf8.Valid says %v", b, got, want)
+				}
 			}
 		}
 	}

@@ -14,7 +14,7 @@ import (
 // msgInfo for each, added in the same order.
 
 const (
-	segmentBytes = 512 << 10 // a segment classified at once
+	segmentBytes = 128 << 10 // a segment classified at once: small enough that its lines are still cached when they are added
 	segmentsOut  = 8         // segments in flight: bounds the memory
 )
 
