@@ -191,7 +191,8 @@ var errNoMap = errors.New("cannot map the tape")
 
 // extendMapped indexes [start, size) of f through read-only mappings of a
 // window at a time: no copy through read(2), and no more than a window (or
-// the longest line) resident at once.
+// the longest line) resident at once. A window of more than two segments
+// is classified by workers, one a core (consumeParallel).
 func (x *Index) extendMapped(f *os.File, start, size int64, final func() bool, progress []func(int64)) error {
 	page := int64(os.Getpagesize())
 	pos := start
