@@ -50,9 +50,9 @@ func Fingerprint(secret string) string {
 func AddAuth(st *Stats, x *Index, server string) {
 	var a AuthStats
 	var refused []int // the requests refused, in order
-	for i := range x.Len() {
+	for _, i := range x.seqsOf(KindLifecycle) {
 		en := x.Entry(i)
-		if en.Kind != KindLifecycle || server != "" && en.Server != server {
+		if server != "" && en.Server != server {
 			continue
 		}
 		switch en.Method {

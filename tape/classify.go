@@ -78,6 +78,9 @@ type classifier struct {
 	stack []byte
 	msgs  []msgInfo
 	wire  bool // messages off the wire, with no tape _meta to read (Peeker)
+	// oddLiteral: skipValue met a literal holding '"', '{' or '[', which
+	// members and a bracket scan of the same object read apart.
+	oddLiteral bool
 }
 
 // Classify parses one tape line (without its line ending) into its messages:
@@ -131,7 +134,7 @@ func (c *classifier) classify(b []byte) []msgInfo {
 		c.msgs = append(c.msgs[:0], msgInfo{start: 0, end: len(b), kind: KindInvalid, problem: problem})
 		return c.msgs
 	}
-	bad := !utf8.Valid(b)
+	bad := !asciiOrValidUTF8(b)
 	switch b[i] {
 	case '{':
 		m, end, err := c.object(b, i)
@@ -179,36 +182,21 @@ func (c *classifier) classify(b []byte) []msgInfo {
 	return c.msgs
 }
 
-// object scans the JSON-RPC object starting at b[i] == '{'.
+// object scans the JSON-RPC object starting at b[i] == '{'. Its members are
+// walked once (topMembers): params and result, the objects that hold a
+// message's bulk, are read in the same walk instead of skipped, then walked
+// again.
 func (c *classifier) object(b []byte, i int) (msgInfo, int, error) {
 	m := msgInfo{start: i}
-	var params, result, meta, alt span
-	var hasResult, hasError bool
-	end, err := c.members(b, i, func(key []byte, v span) {
-		switch string(key) {
-		case "jsonrpc":
-			m.version = v
-		case "id":
-			m.id = v
-		case "method":
-			m.method = v
-		case "params":
-			params = v
-		case "result":
-			hasResult, result = true, v
-		case "error":
-			hasError = true
-		case "_meta":
-			meta = v
-		case AltMetaKey:
-			alt = v
-		}
-	})
+	var t topMembers
+	end, err := c.topMembers(b, i, &t, &m)
 	if err != nil {
 		return m, 0, err
 	}
-	if alt.ok() { // the message has a _meta of its own (see AltMetaKey)
-		meta = alt
+	meta, params, result := t.meta, t.params, t.result
+	hasResult, hasError := t.hasResult, t.hasError
+	if t.alt.ok() { // the message has a _meta of its own (see AltMetaKey)
+		meta = t.alt
 	}
 	m.end = end
 	m.noVersion = string(m.version.in(b)) != `"2.0"`
@@ -249,27 +237,146 @@ func (c *classifier) object(b []byte, i int) (msgInfo, int, error) {
 		return m, 0, fmt.Errorf("expected a JSON-RPC message (\"method\", or \"id\" with \"result\" or \"error\"), found neither")
 	}
 	if params.ok() && b[params.start] == '{' {
-		cancel := string(method) == `"notifications/cancelled"`
-		_, _ = c.members(b, params.start, func(key []byte, v span) {
-			switch {
-			case cancel && string(key) == "requestId":
-				m.cancels = v
-			case string(key) == "inputResponses":
-				m.inputResp = true
-			}
-		})
+		if string(method) == `"notifications/cancelled"` {
+			m.cancels = t.requestID
+		}
+		m.inputResp = t.inputResponses
 	}
 	if m.kind == KindResponse && result.ok() && b[result.start] == '{' {
-		_, _ = c.members(b, result.start, func(key []byte, v span) {
-			switch string(key) {
-			case "resultType":
-				m.inputReq = string(v.in(b)) == `"input_required"`
-			case "isError":
-				m.toolError = string(v.in(b)) == "true"
-			}
-		})
+		m.inputReq = string(t.resultType.in(b)) == `"input_required"`
+		m.toolError = string(t.isError.in(b)) == "true"
 	}
 	return m, end, nil
+}
+
+// topMembers is what object's walk of a message's members found beyond
+// msgInfo's own spans: the spans of params, result, _meta and its
+// alternative, and the few members of params and result the index reads
+// (those of the last params and result, as a second walk of them would
+// find them).
+type topMembers struct {
+	params, result, meta, alt span
+	hasResult, hasError       bool
+	requestID                 span // params.requestId
+	inputResponses            bool // params.inputResponses present
+	resultType, isError       span // result.resultType, result.isError (the last of each)
+}
+
+// topMembers walks the members of the message object at b[i] == '{' as
+// members does, noting them in t and m. The value of params or result, when
+// an object, is walked as members walks it, instead of skipped then walked
+// again; where that walk and skipValue could end apart (a malformed
+// member, a literal holding a quote or an opening bracket), the value is
+// skipped as skipValue skips it and walked again, as before.
+func (c *classifier) topMembers(b []byte, i int, t *topMembers, m *msgInfo) (int, error) {
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return 0, fmt.Errorf("expected a member name at column %d, found %s", i+1, found(b, i))
+		}
+		var err error
+		kend := shortString(b, i)
+		if kend == 0 {
+			if kend, err = skipString(b, i); err != nil {
+				return 0, err
+			}
+		}
+		key := b[i+1 : kend-1]
+		i = skipWS(b, kend)
+		if i >= len(b) || b[i] != ':' {
+			return 0, fmt.Errorf("expected ':' after member %q at column %d, found %s", key, i+1, found(b, i))
+		}
+		i = skipWS(b, i+1)
+		var vend int
+		switch string(key) {
+		case "params":
+			t.requestID, t.inputResponses = span{}, false
+			vend, err = c.inner(b, i, key, t)
+			t.params = span{i, vend}
+		case "result":
+			t.resultType, t.isError = span{}, span{}
+			vend, err = c.inner(b, i, key, t)
+			t.hasResult, t.result = true, span{i, vend}
+		default:
+			vend, err = c.skipValue(b, i)
+			if err != nil {
+				return 0, fmt.Errorf("member %q: %w", key, err)
+			}
+			v := span{i, vend}
+			switch string(key) {
+			case "jsonrpc":
+				m.version = v
+			case "id":
+				m.id = v
+			case "method":
+				m.method = v
+			case "error":
+				t.hasError = true
+			case "_meta":
+				t.meta = v
+			case AltMetaKey:
+				t.alt = v
+			}
+		}
+		if err != nil {
+			return 0, err
+		}
+		i = skipWS(b, vend)
+		if i < len(b) && b[i] == ',' {
+			i = skipWS(b, i+1)
+			continue
+		}
+		if i < len(b) && b[i] == '}' {
+			return i + 1, nil
+		}
+		return 0, fmt.Errorf("expected ',' or '}' after member %q at column %d, found %s", key, i+1, found(b, i))
+	}
+}
+
+// inner returns the end of the value of params or result (key) at b[i],
+// noting the members of it the index reads in t.
+func (c *classifier) inner(b []byte, i int, key []byte, t *topMembers) (int, error) {
+	note := func(k []byte, v span) {
+		if key[0] == 'p' {
+			switch string(k) {
+			case "requestId":
+				t.requestID = v
+			case "inputResponses":
+				t.inputResponses = true
+			}
+			return
+		}
+		switch string(k) {
+		case "resultType":
+			t.resultType = v
+		case "isError":
+			t.isError = v
+		}
+	}
+	if i < len(b) && b[i] == '{' {
+		c.oddLiteral = false
+		if end, err := c.members(b, i, note); err == nil && !c.oddLiteral {
+			return end, nil
+		}
+		c.oddLiteral = false
+		if key[0] == 'p' {
+			t.requestID, t.inputResponses = span{}, false
+		} else {
+			t.resultType, t.isError = span{}, span{}
+		}
+	}
+	end, err := c.skipValue(b, i)
+	if err != nil {
+		return 0, fmt.Errorf("member %q: %w", key, err)
+	}
+	if b[i] == '{' { // walked again, as before: what it finds up to a malformed member counts
+		_, _ = c.members(b, i, note)
+		c.oddLiteral = false
+	}
+	return end, nil
 }
 
 // meta reads the _meta object's dir, server, ts and session, noting what is
@@ -347,153 +454,6 @@ func hasNote(notes []string, about string) bool {
 	return false
 }
 
-// members walks the object at b[i] == '{', calling fn with each key (without
-// quotes, escapes left as they are) and the span of its value. It returns the
-// index just after the closing brace.
-func (c *classifier) members(b []byte, i int, fn func(key []byte, v span)) (int, error) {
-	i = skipWS(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1, nil
-	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return 0, fmt.Errorf("expected a member name at column %d, found %s", i+1, found(b, i))
-		}
-		kend, err := skipString(b, i)
-		if err != nil {
-			return 0, err
-		}
-		key := b[i+1 : kend-1]
-		i = skipWS(b, kend)
-		if i >= len(b) || b[i] != ':' {
-			return 0, fmt.Errorf("expected ':' after member %q at column %d, found %s", key, i+1, found(b, i))
-		}
-		i = skipWS(b, i+1)
-		vend, err := c.skipValue(b, i)
-		if err != nil {
-			return 0, fmt.Errorf("member %q: %w", key, err)
-		}
-		fn(key, span{i, vend})
-		i = skipWS(b, vend)
-		if i < len(b) && b[i] == ',' {
-			i = skipWS(b, i+1)
-			continue
-		}
-		if i < len(b) && b[i] == '}' {
-			return i + 1, nil
-		}
-		return 0, fmt.Errorf("expected ',' or '}' after member %q at column %d, found %s", key, i+1, found(b, i))
-	}
-}
-
-// skipValue returns the index just after the JSON value starting at b[i].
-// It checks structure (strings closed, brackets matched) but not the
-// contents of literals and strings: bodies are decoded lazily, when needed.
-func (c *classifier) skipValue(b []byte, i int) (int, error) {
-	if i >= len(b) {
-		return 0, fmt.Errorf("expected a value at column %d, found end of line", i+1)
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-	default:
-		j := i
-		for j < len(b) && !isDelim(b[j]) {
-			j++
-		}
-		if j == i || !bytes.ContainsRune([]byte("-0123456789tfn"), rune(b[i])) {
-			return 0, fmt.Errorf("expected a value at column %d, found %s", i+1, found(b, i))
-		}
-		return j, nil
-	}
-	start := i
-	stack := c.stack[:0]
-	for i < len(b) {
-		switch ch := b[i]; ch {
-		case '"':
-			j, err := skipString(b, i)
-			if err != nil {
-				c.stack = stack
-				return 0, err
-			}
-			i = j
-			continue
-		case '{', '[':
-			stack = append(stack, ch)
-		case '}', ']':
-			open := byte('{')
-			if ch == ']' {
-				open = '['
-			}
-			if len(stack) == 0 || stack[len(stack)-1] != open {
-				c.stack = stack
-				return 0, fmt.Errorf("unbalanced %q at column %d in the value starting at column %d", ch, i+1, start+1)
-			}
-			stack = stack[:len(stack)-1]
-			if len(stack) == 0 {
-				c.stack = stack
-				return i + 1, nil
-			}
-		}
-		i++
-	}
-	c.stack = stack
-	return 0, fmt.Errorf("expected the value starting at column %d to close, found end of line (%d still open)", start+1, len(stack))
-}
-
-// skipString returns the index after the string starting at b[i] == '"'.
-func skipString(b []byte, i int) (int, error) {
-	j := i + 1
-	for {
-		k := bytes.IndexByte(b[j:], '"')
-		if k < 0 {
-			return 0, fmt.Errorf("expected the string starting at column %d to close, found end of line", i+1)
-		}
-		q := j + k
-		bs := 0
-		for p := q - 1; p > i && b[p] == '\\'; p-- {
-			bs++
-		}
-		if bs%2 == 0 {
-			return q + 1, nil
-		}
-		j = q + 1
-	}
-}
-
-func isDelim(c byte) bool {
-	switch c {
-	case ',', '}', ']', ' ', '\t', '\r', '\n', ':':
-		return true
-	}
-	return false
-}
-
-func skipWS(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\r', '\n':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
-// found describes what stands at b[i], for error messages.
-func found(b []byte, i int) string {
-	if i >= len(b) {
-		return "end of line"
-	}
-	r, _ := utf8.DecodeRune(b[i:])
-	if r == utf8.RuneError {
-		return fmt.Sprintf("byte 0x%02x", b[i])
-	}
-	return fmt.Sprintf("%q", r)
-}
-
 // stringValue decodes the JSON string at s, or "" if s is empty or not a string.
 func stringValue(b []byte, s span) string {
 	if !s.ok() || b[s.start] != '"' {
@@ -539,13 +499,20 @@ func parseTS(q []byte) (time.Time, bool) {
 	// The Writer's two forms: milliseconds (24 bytes) and microseconds (27).
 	if (len(s) == 24 || len(s) == 27) && s[4] == '-' && s[7] == '-' && s[10] == 'T' && s[13] == ':' && s[16] == ':' && s[19] == '.' && s[len(s)-1] == 'Z' {
 		n := [7]int{}
-		for k, p := range [7][2]int{{0, 4}, {5, 7}, {8, 10}, {11, 13}, {14, 16}, {17, 19}, {20, len(s) - 1}} {
-			v, ok := digits(s[p[0]:p[1]])
-			if !ok {
-				goto slow
-			}
-			n[k] = v
+		ok := true
+		for k, p := range [6]int{0, 5, 8, 11, 14, 17} { // two digits each, the year four
+			a, b := s[p]-'0', s[p+1]-'0' // a byte below '0' wraps past 9
+			ok = ok && a <= 9 && b <= 9
+			n[k] = int(a)*10 + int(b)
 		}
+		c, d := s[2]-'0', s[3]-'0'
+		ok = ok && c <= 9 && d <= 9
+		n[0] = n[0]*100 + int(c)*10 + int(d)
+		frac, fok := digits(s[20 : len(s)-1])
+		if !ok || !fok {
+			goto slow
+		}
+		n[6] = frac
 		if n[1] < 1 || n[1] > 12 || n[2] < 1 || n[2] > 28 && n[2] > daysIn(n[0], n[1]) || n[3] > 23 || n[4] > 59 || n[5] > 59 {
 			return time.Time{}, false
 		}
@@ -553,7 +520,8 @@ func parseTS(q []byte) (time.Time, bool) {
 		if len(s) == 27 {
 			unit = time.Microsecond
 		}
-		return time.Date(n[0], time.Month(n[1]), n[2], n[3], n[4], n[5], n[6]*int(unit), time.UTC), true
+		secs := unixDays(n[0], n[1], n[2])*86400 + int64(n[3]*3600+n[4]*60+n[5])
+		return time.Unix(secs, int64(n[6])*int64(unit)).UTC(), true // time.Date's time, without its normalizing
 	}
 slow:
 	t, err := time.Parse(time.RFC3339Nano, string(s))
@@ -561,6 +529,23 @@ slow:
 }
 
 // daysIn is the number of days in month m (1-12) of year y.
+// unixDays returns the days from 1970-01-01 to y-m-d (a valid date of the
+// proleptic Gregorian calendar, year 0 to 9999), as time.Date counts them
+// (H. Hinnant's days_from_civil).
+func unixDays(y, m, d int) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 {
+		era = (y - 399) / 400
+	}
+	yoe := y - era*400
+	doy := (153*((m+9)%12)+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era*146097 + doe - 719468)
+}
+
 func daysIn(y, m int) int {
 	return time.Date(y, time.Month(m)+1, 0, 0, 0, 0, 0, time.UTC).Day()
 }

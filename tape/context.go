@@ -23,18 +23,21 @@ type ListCost struct {
 // are not summed: the last page is measured).
 func AddContextCosts(st *Stats, x *Index) {
 	last := map[string]map[string]int{} // server → method → seq
-	for i := 0; i < x.Len(); i++ {
-		e := x.Entry(i)
-		if e.Kind != KindResponse || e.Dir != DirRecv || e.Error {
+	x.mu.RLock()
+	for i := range x.recs.len() { // the records themselves, under one lock: this runs for every message
+		r := x.recs.at(i)
+		if r.kind != KindResponse || dirCodes[r.dir] != DirRecv || r.flags&flagError != 0 {
 			continue
 		}
-		if l, ok := ListOf(x.MethodOf(i)); ok {
-			if last[e.Server] == nil {
-				last[e.Server] = map[string]int{}
+		if l, ok := ListOf(x.methods.names[r.method]); ok {
+			server := x.servers.names[r.server]
+			if last[server] == nil {
+				last[server] = map[string]int{}
 			}
-			last[e.Server][l.Method] = i
+			last[server][l.Method] = i
 		}
 	}
+	x.mu.RUnlock()
 	for si := range st.Servers {
 		ss := &st.Servers[si]
 		for _, l := range Lists() {

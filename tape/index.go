@@ -86,11 +86,12 @@ type Index struct {
 	warnings warningList
 	torn     bool // the last line was indexed without its newline
 
-	methods interner[uint32] // 0 is ""
-	servers interner[uint16]
-	connIdx map[connKey]uint32
-	starts  map[uint16]int  // $transport/start records seen per server
-	inited  map[uint32]bool // connections an initialize request was sent on
+	methods  interner[uint32] // 0 is ""
+	servers  interner[uint16]
+	connIdx  map[connKey]uint32
+	lastConn lastConn
+	starts   map[uint16]int  // $transport/start records seen per server
+	inited   map[uint32]bool // connections an initialize request was sent on
 
 	pairs   pairer
 	lastTS  int64 // the last known timestamp, for the jump check (0: none yet)
@@ -190,7 +191,8 @@ var errNoMap = errors.New("cannot map the tape")
 
 // extendMapped indexes [start, size) of f through read-only mappings of a
 // window at a time: no copy through read(2), and no more than a window (or
-// the longest line) resident at once.
+// the longest line) resident at once. A window of more than two segments
+// is classified by workers, one a core (consumeParallel).
 func (x *Index) extendMapped(f *os.File, start, size int64, final func() bool, progress []func(int64)) error {
 	page := int64(os.Getpagesize())
 	pos := start
@@ -216,8 +218,13 @@ func (x *Index) extendMapped(f *os.File, start, size int64, final func() bool, p
 					continue
 				}
 			}
-			lr := &lineReader{buf: chunk[:cut], end: cut, eof: true, off: pos}
-			done, err := x.consume(lr, final, progress)
+			var done bool
+			if w := indexWorkers(); w > 1 && cut > 2*segmentBytes {
+				done, err = x.consumeParallel(chunk[:cut], pos, w, final, progress)
+			} else {
+				lr := &lineReader{buf: chunk[:cut], end: cut, eof: true, off: pos}
+				done, err = x.consume(lr, final, progress)
+			}
 			_ = unmap()
 			if err != nil || done {
 				return err
@@ -267,7 +274,12 @@ func (x *Index) consume(lr *lineReader, final func() bool, progress []func(int64
 
 // addLine indexes one line's messages and reports whether it was torn.
 func (x *Index) addLine(line []byte, off int64, lineNo int, nl bool) (torn bool, err error) {
-	msgs := x.cls.classify(line)
+	return x.addClassified(line, x.cls.classify(line), off, lineNo, nl)
+}
+
+// addClassified indexes one line's messages msgs, as the classifier found
+// them, and reports whether the line was torn.
+func (x *Index) addClassified(line []byte, msgs []msgInfo, off int64, lineNo int, nl bool) (torn bool, err error) {
 	if len(msgs) == 0 {
 		return false, nil
 	}
@@ -393,9 +405,11 @@ func stringBytes(line []byte, s span) []byte {
 // string shares the last number, named "(more)": a hostile tape with a
 // million server names must not wrap the index's small fields.
 type interner[T ~uint16 | ~uint32] struct {
-	names []string
-	index map[string]T
-	limit int
+	names   []string
+	index   map[string]T
+	limit   int
+	last    T    // the number of the name looked up last, when hasLast
+	hasLast bool // (never the "(more)" a name past the limit shares)
 }
 
 func newInterner[T ~uint16 | ~uint32](limit int, first ...string) interner[T] {
@@ -407,7 +421,11 @@ func newInterner[T ~uint16 | ~uint32](limit int, first ...string) interner[T] {
 }
 
 func (in *interner[T]) of(b []byte) T {
+	if in.hasLast && string(b) == in.names[in.last] { // the name before again: no hashing
+		return in.last
+	}
 	if i, ok := in.index[string(b)]; ok { // no allocation for the lookup
+		in.last, in.hasLast = i, in.names[i] == string(b)
 		return i
 	}
 	if len(in.names) == in.limit-1 {
@@ -424,13 +442,28 @@ func (in *interner[T]) of(b []byte) T {
 }
 
 func (x *Index) conn(server uint16, session []byte) uint32 {
-	k := connKey{server, x.starts[server], string(session)} // no allocation for the lookup
-	if i, ok := x.connIdx[k]; ok {
-		return i
+	starts := x.starts[server]
+	if c := &x.lastConn; c.ok && c.server == server && c.starts == starts && string(c.session) == string(session) {
+		return c.conn // the connection of the message before: no hashing
 	}
-	i := uint32(len(x.connIdx))
-	x.connIdx[k] = i
+	k := connKey{server, starts, string(session)} // no allocation for the lookup
+	i, ok := x.connIdx[k]
+	if !ok {
+		i = uint32(len(x.connIdx))
+		x.connIdx[k] = i
+	}
+	x.lastConn = lastConn{ok: true, server: server, starts: starts, session: append(x.lastConn.session[:0], session...), conn: i}
 	return i
+}
+
+// lastConn is the connection of the last message indexed, looked up again
+// for the next one without hashing.
+type lastConn struct {
+	ok      bool
+	server  uint16
+	starts  int
+	session []byte
+	conn    uint32
 }
 
 // Len returns the number of messages indexed.
@@ -471,6 +504,20 @@ func (x *Index) entry(i int) Entry {
 		e.Time = time.Unix(0, r.ts).UTC()
 	}
 	return e
+}
+
+// seqsOf returns the sequence numbers of the messages of kind k, in order,
+// read under one lock: cheaper than an Entry a message when few are of k.
+func (x *Index) seqsOf(k Kind) []int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	var out []int
+	for i := range x.recs.len() {
+		if x.recs.at(i).kind == k {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // Message returns message i whole: its entry with Raw and ID, read from the source.

@@ -303,8 +303,10 @@ func (x *Index) pairOf(i int) Pair {
 			}
 		}
 	}
-	if prev, ok := x.pairs.chains[int32(i)]; ok {
-		p.ChainPrev = int(prev)
+	if len(x.pairs.chains) > 0 { // most tapes have no retries: no hashing a message
+		if prev, ok := x.pairs.chains[int32(i)]; ok {
+			p.ChainPrev = int(prev)
+		}
 	}
 	return p
 }

@@ -1,6 +1,7 @@
 package tape
 
 import (
+	"slices"
 	"sort"
 	"time"
 )
@@ -93,18 +94,30 @@ func ComputeStats(x *Index, server string) Stats {
 		server uint16
 		method uint32
 		dir    uint8
-		bucket string
+		bucket uint8 // 0 for a method, else 1 + an index into buckets
 	}
+	buckets := [...]string{BucketInvalid, BucketOrphans}
+	const invalid, orphans = 1, 2
 	per := map[key]*MethodStats{}
 	servers := map[uint16]bool{}
+	var lastKey key
+	var last *MethodStats
 	get := func(k key) *MethodStats {
+		if last != nil && k == lastKey { // runs of one method's messages: no hashing
+			return last
+		}
 		m := per[k]
 		if m == nil {
-			m = &MethodStats{Method: x.methods.names[k.method], Dir: dirCodes[k.dir], Bucket: k.bucket}
+			m = &MethodStats{Method: x.methods.names[k.method], Dir: dirCodes[k.dir]}
+			if k.bucket > 0 {
+				m.Bucket = buckets[k.bucket-1]
+			}
 			per[k] = m
 		}
+		lastKey, last = k, m
 		return m
 	}
+	lastServer := -1
 	for i := range x.recs.len() {
 		r := x.recs.at(i)
 		if server != "" && x.servers.names[r.server] != server {
@@ -118,13 +131,16 @@ func ComputeStats(x *Index, server string) Stats {
 		case KindInvalid:
 			st.Invalid++
 			servers[r.server] = true
-			get(key{r.server, 0, r.dir, BucketInvalid}).Invalid++
+			get(key{r.server, 0, r.dir, invalid}).Invalid++
 			continue
 		}
-		servers[r.server] = true
+		if int(r.server) != lastServer {
+			servers[r.server] = true
+			lastServer = int(r.server)
+		}
 		switch r.kind {
 		case KindRequest:
-			m := get(key{r.server, r.method, r.dir, ""})
+			m := get(key{r.server, r.method, r.dir, 0})
 			m.Requests++
 			switch p := x.pairOf(i); {
 			case p.Cancelled:
@@ -135,15 +151,15 @@ func ComputeStats(x *Index, server string) Stats {
 				m.latencies = append(m.latencies, p.Latency)
 			}
 		case KindNotification:
-			get(key{r.server, r.method, r.dir, ""}).Notifications++
+			get(key{r.server, r.method, r.dir, 0}).Notifications++
 		case KindResponse:
 			reqDir := r.dir
 			if reqDir == 1 || reqDir == 2 {
 				reqDir = 3 - reqDir
 			}
-			k := key{r.server, r.method, reqDir, ""}
+			k := key{r.server, r.method, reqDir, 0}
 			if r.partner < 0 {
-				k = key{r.server, 0, reqDir, BucketOrphans}
+				k = key{r.server, 0, reqDir, orphans}
 			}
 			m := get(k)
 			m.Responses++
@@ -217,7 +233,7 @@ func latencyStats(ls []time.Duration) LatencyStats {
 	if len(ls) == 0 {
 		return LatencyStats{}
 	}
-	sort.Slice(ls, func(i, j int) bool { return ls[i] < ls[j] })
+	slices.Sort(ls)
 	pct := func(p float64) time.Duration {
 		i := int(p*float64(len(ls))+0.5) - 1
 		if i < 0 {

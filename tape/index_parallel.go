@@ -1,0 +1,149 @@
+package tape
+
+import (
+	"bytes"
+	"runtime"
+)
+
+// Indexing a mapped window in parallel: classifying a line (finding its
+// messages' spans, kind, _meta, flags) depends on nothing but the line, so
+// workers classify segments of the window (split at newlines) while the
+// indexing goroutine adds each segment's messages in file order, exactly as
+// the serial loop adds them (pairing, numbering, warnings and clock checks
+// need the order). The result is the serial one: the same lines, the same
+// msgInfo for each, added in the same order.
+
+const (
+	segmentBytes = 128 << 10 // a segment classified at once: small enough that its lines are still cached when they are added
+	segmentsOut  = 8         // segments in flight: bounds the memory
+)
+
+// segment is a run of whole lines of the window and what classifying them
+// found.
+type segment struct {
+	data  []byte
+	off   int64 // file offset of data[0]
+	first bool  // the tape's first line starts it: a BOM is skipped
+	lines []segLine
+	msgs  []msgInfo
+	done  chan struct{}
+}
+
+// segLine is one line of a segment, as the line reader yields it.
+type segLine struct {
+	line   []byte
+	off    int64 // file offset of line[0]
+	next   int64 // file offset after the line and its newline
+	nl     bool
+	m0, m1 int32 // its messages: segment.msgs[m0:m1]
+}
+
+// classify splits s.data into lines and classifies each with c.
+func (s *segment) classify(c *classifier) {
+	s.lines, s.msgs = s.lines[:0], s.msgs[:0]
+	lr := &lineReader{buf: s.data, end: len(s.data), eof: true, off: s.off, line: 1}
+	if s.first {
+		lr.line = 0
+	}
+	for {
+		line, off, nl, err := lr.next()
+		if err != nil { // io.EOF: a lineReader over memory has no other error
+			return
+		}
+		m0 := int32(len(s.msgs))
+		s.msgs = append(s.msgs, c.classify(line)...)
+		s.lines = append(s.lines, segLine{line: line, off: off, next: lr.off, nl: nl, m0: m0, m1: int32(len(s.msgs))})
+	}
+}
+
+// indexWorkers is how many goroutines classify a window: the cores Go may
+// use, up to 4; 1 means the serial loop.
+func indexWorkers() int {
+	return min(runtime.GOMAXPROCS(0), 4)
+}
+
+// consumeParallel indexes the whole lines of data (a window of the file from
+// offset pos, ending at a newline or at the end of the file) as consume
+// would, with the classifying done by workers. It reports whether it
+// stopped early, at an unfinished last line.
+func (x *Index) consumeParallel(data []byte, pos int64, workers int, final func() bool, progress []func(int64)) (stopped bool, err error) {
+	const batchBytes = 8 << 20
+	x.mu.Lock()
+	defer func() { x.mu.Unlock() }()
+	first := x.line == 0
+
+	free := make(chan *segment, segmentsOut)
+	for range segmentsOut {
+		free <- &segment{done: make(chan struct{}, 1)}
+	}
+	work := make(chan *segment, segmentsOut)
+	order := make(chan *segment, segmentsOut)
+	quit := make(chan struct{})
+	go func() { // cut data into segments, in order
+		defer close(order)
+		defer close(work)
+		for at := 0; at < len(data); {
+			var s *segment
+			select {
+			case s = <-free:
+			case <-quit:
+				return
+			}
+			end := min(at+segmentBytes, len(data))
+			if end < len(data) {
+				if k := bytes.IndexByte(data[end:], '\n'); k >= 0 {
+					end += k + 1
+				} else {
+					end = len(data)
+				}
+			}
+			s.data, s.off, s.first = data[at:end], pos+int64(at), first && at == 0
+			work <- s
+			order <- s
+			at = end
+		}
+	}()
+	for range workers {
+		go func() {
+			var c classifier
+			for s := range work {
+				s.classify(&c)
+				s.done <- struct{}{}
+			}
+		}()
+	}
+	stop := func() {
+		close(quit)
+		for s := range order { // the workers are done with the window before it is unmapped
+			<-s.done
+		}
+	}
+	chunk := int64(0)
+	for s := range order {
+		<-s.done
+		for i := range s.lines {
+			l := &s.lines[i]
+			if !l.nl && final != nil && !final() {
+				stop()
+				return true, nil // an unfinished line: wait for the rest
+			}
+			lineNo := x.line + 1
+			torn, err := x.addClassified(l.line, s.msgs[l.m0:l.m1], l.off, lineNo, l.nl)
+			if err != nil {
+				stop()
+				return false, err
+			}
+			x.size, x.line, x.torn = l.next, lineNo, torn
+			if chunk += int64(len(l.line)) + 1; chunk > batchBytes {
+				chunk = 0
+				x.mu.Unlock()
+				for _, p := range progress {
+					p(l.next)
+				}
+				x.mu.Lock()
+			}
+		}
+		free <- s
+	}
+	return false, nil
+}
