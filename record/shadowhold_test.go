@@ -89,6 +89,16 @@ func TestShadowHold(t *testing.T) {
 			sent := time.Now()
 			answered := post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)
 			post(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
+			// B gets the last notification after its 202 was forwarded:
+			// wait for it (Close cancels B's requests in flight).
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				mu.Lock()
+				n := len(order)
+				mu.Unlock()
+				if n >= 4 {
+					break
+				}
+			}
 			srv.Close()
 			if err := p.Close("test over"); err != nil {
 				t.Fatal(err)
