@@ -353,8 +353,15 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} else {
 			// The tape first, then the server.
 			p.note(p.message(body, tape.DirSend, recordMeta{ex: ex}))
-			p.shadow.give(shadowItem{msg: body, session: ex.session, exchange: ex.no,
-				protocol: ex.protocolVersion, mcpMethod: ex.mcpMethod, mcpName: ex.mcpName})
+			// B gets the copy once A's answer was forwarded (written to
+			// the client's connection), or the shadow's hold passed.
+			if ticket := p.shadow.give(shadowItem{msg: body, session: ex.session, exchange: ex.no,
+				protocol: ex.protocolVersion, mcpMethod: ex.mcpMethod, mcpName: ex.mcpName}); ticket != 0 {
+				defer func() {
+					_ = http.NewResponseController(w).Flush()
+					p.shadow.answered(ticket)
+				}()
+			}
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))

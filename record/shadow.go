@@ -5,10 +5,23 @@ package record
 // A shadow sends a copy of the client's messages to a second server, B,
 // and records B's side on the same tape as a lane of its own (tape's
 // vocabulary: tape.ShadowServer, _meta.shadow, _meta.shadowOf), never
-// forwarding anything of B's to the client. The path to A pays for one
-// copy of the message and one non-blocking channel send (offer); the rest
-// happens off it:
+// forwarding anything of B's to the client. The path to A pays for
+// putting the message in the shadow's queue (offer, give: a slot in a
+// ring under a lock, no copy of the proxy's request body, no wake-up);
+// the rest happens off it, and after it:
 //
+//   - a copy is held in the queue until A's answer to it has been
+//     forwarded to the client (the proxy's exchange ended: answered), or
+//     ShadowOptions.Hold after it was offered if A is slower, so that B's
+//     exchange (its CPU on the machine the client shares) falls outside
+//     the client's own exchange with A rather than in it. The queue is
+//     taken in order, so B still gets the client's messages in the order
+//     the client sent them (the handshake first, notifications in
+//     place), and a copy waits at most Hold for its own exchange (a slow
+//     A's copy no longer than Hold, and the copies behind it no longer
+//     than their own Hold). B's latency on the lane is B's own, from when
+//     the copy was sent to B. The stdio shim's copies are not held (it
+//     sees no end of an exchange);
 //   - a dispatcher takes the copies in order, samples the client's
 //     requests (ShadowOptions.Sample), and hands each to its lane: over
 //     stdio the one B process, over HTTP one B session a client session
@@ -64,6 +77,10 @@ type ShadowOptions struct {
 	// Drain bounds the wait for B's pending answers when the recording
 	// ends; 0 means DefaultShadowDrain.
 	Drain time.Duration
+	// Hold bounds how long the proxy's copy of a client message waits
+	// for A's answer to be forwarded before it goes to B anyway; 0 means
+	// DefaultShadowHold.
+	Hold time.Duration
 	// Transport does the HTTP requests to B; nil means a clone of
 	// http.DefaultTransport.
 	Transport http.RoundTripper
@@ -75,6 +92,7 @@ type ShadowOptions struct {
 const (
 	DefaultShadowQueue = 1024
 	DefaultShadowDrain = 2 * time.Second
+	DefaultShadowHold  = 5 * time.Millisecond
 	// shadowInFlight bounds the HTTP requests to B at once; a copy beyond
 	// it is dropped.
 	shadowInFlight = 64
@@ -121,7 +139,7 @@ type shadow struct {
 	sk   *laneTape
 	tr   shadowTransport
 
-	q       chan shadowItem
+	q       *shadowQueue
 	closing atomic.Bool
 	stopped chan struct{} // the dispatcher ended
 	dropped atomic.Int64  // copies that found the queue full, not yet noted
@@ -171,8 +189,11 @@ func newShadow(o ShadowOptions, main *recorder) (*shadow, error) {
 	if o.Drain <= 0 {
 		o.Drain = DefaultShadowDrain
 	}
+	if o.Hold <= 0 {
+		o.Hold = DefaultShadowHold
+	}
 	rec := &recorder{dest: main.dest, server: tape.ShadowServer(main.server), redact: main.redact, now: main.now}
-	s := &shadow{o: o, rec: rec, main: main, q: make(chan shadowItem, o.Queue),
+	s := &shadow{o: o, rec: rec, main: main, q: newShadowQueue(o.Queue, o.Hold),
 		stopped: make(chan struct{}), pending: map[string]pendingCall{}, lanes: map[string]*shadowLane{}}
 	s.sk = newLaneTape(rec, main.note)
 	switch {
@@ -206,26 +227,40 @@ func (s *shadow) begin() {
 func (s *shadow) note(err error) { s.main.note(err) }
 
 // offer hands a copy of a client message to the shadow, without ever
-// blocking: a full queue drops it (counted, noted later).
+// blocking: a full queue drops it (counted, noted later). The copy goes
+// to B at once (not held).
 func (s *shadow) offer(it shadowItem) {
 	if s == nil || s.closing.Load() {
 		return
 	}
 	it.msg = bytes.Clone(it.msg)
-	s.give(it)
+	if _, ok := s.q.push(it, true); !ok {
+		s.dropped.Add(1)
+	}
 }
 
 // give is offer of a message the caller never changes or reuses after
-// (the proxy's request body, read into a buffer of its own): no copy.
-func (s *shadow) give(it shadowItem) {
+// (the proxy's request body, read into a buffer of its own): no copy. The
+// copy is held until the caller says A's answer to it was forwarded
+// (answered with the ticket give returns), or Hold passed.
+func (s *shadow) give(it shadowItem) uint64 {
 	if s == nil || s.closing.Load() {
-		return
+		return 0
 	}
-	select {
-	case s.q <- it:
-	default:
+	seq, ok := s.q.push(it, false)
+	if !ok {
 		s.dropped.Add(1)
 	}
+	return seq
+}
+
+// answered says A's answer to the copy give returned ticket for has been
+// forwarded to the client: the copy may go to B.
+func (s *shadow) answered(ticket uint64) {
+	if s == nil || ticket == 0 {
+		return
+	}
+	s.q.ready(ticket)
 }
 
 // end tells the shadow the client DELETEd its session: B's session on
@@ -250,7 +285,11 @@ func (s *shadow) bind(no int64, session string) {
 func (s *shadow) dispatch() {
 	defer close(s.stopped)
 	var peek tape.Peeker
-	for it := range s.q {
+	for {
+		it, ok := s.q.pop()
+		if !ok {
+			break
+		}
 		s.noteDropped("the shadow's queue was full (B slower than the client)")
 		if it.bind != "" {
 			s.mu.Lock()
@@ -583,7 +622,7 @@ func (s *shadow) close() {
 	if s == nil || !s.closing.CompareAndSwap(false, true) {
 		return
 	}
-	close(s.q)
+	s.q.close()
 	<-s.stopped
 	s.mu.Lock()
 	for _, l := range s.lanes {

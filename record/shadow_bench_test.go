@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,15 +34,35 @@ func jsonEcho(delay time.Duration) http.HandlerFunc {
 	}
 }
 
-// BenchmarkProxyShadow measures what shadowing adds on the client's path:
-// the same upstream A (answering after 200 µs) through two proxies taken
-// in turn, one recording plainly, one recording with --shadow at a B ten
-// times slower (2 ms). B falls behind at once (the client asks faster than
-// B answers): the copies past its bounded queue and in-flight limit are
-// dropped, never waited for. It reports the client-visible p50 and p99 of
-// both, their ratios (shadow/plain), and the lane's records.
-// TAPEDECK_BENCH_SHADOW=off runs the second proxy plain too: its ratios
-// show the noise of the machine.
+// BenchmarkProxyShadow measures what shadowing adds on the client's path
+// at the budget's rate, 1,000 requests a second: the same upstream A
+// (answering after 200 µs) through two proxies, one recording plainly,
+// one recording with --shadow at a B ten times slower (2 ms). The load is
+// an open loop, as a real client's is: a request every millisecond, each
+// sent at its time whether or not the one before was answered, so a slow
+// answer overlaps the next request rather than delaying it. The two
+// proxies take turns in blocks of shadowBlock requests, with a rest of
+// shadowRest between blocks, longer than B's answer and the shadow's hold
+// (ShadowOptions.Hold): what B does for a block's copies (its HTTP
+// exchange, the lane's records) happens within that block, between and
+// during its own requests, and never spills onto the other proxy's block.
+// Interleaving the blocks spreads the machine's changing load over both.
+// It reports the client-visible p50 and p99 of both (measured from each
+// request's sending to its answer read whole), their ratios
+// (shadow/plain), and the lane's records (2 a request B was sent and
+// answered). TAPEDECK_BENCH_SHADOW=off runs the second proxy plain too:
+// its ratios show the noise of the machine.
+//
+// (Before, the benchmark was a closed loop alternating one plain and one
+// shadow call: B's exchange then overlapped whichever call came next, so
+// the measure depended on when the shadow did its work rather than on
+// what a client sending at a given rate sees.)
+const (
+	shadowRate  = 1000 // requests a second, the budget's rate
+	shadowBlock = 100  // requests to one proxy before the other takes its turn
+	shadowRest  = 20 * time.Millisecond
+)
+
 func BenchmarkProxyShadow(b *testing.B) {
 	const aDelay = 200 * time.Microsecond
 	up := httptest.NewServer(jsonEcho(aDelay))
@@ -85,7 +106,8 @@ func BenchmarkProxyShadow(b *testing.B) {
 		req.Header.Set("Mcp-Session-Id", "bench")
 		resp, err := client.Do(req)
 		if err != nil {
-			b.Fatal(err)
+			b.Error(err) // called from the pacing goroutines: no Fatal
+			return 0
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
@@ -96,19 +118,35 @@ func BenchmarkProxyShadow(b *testing.B) {
 		call(e, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
 	}
 	payload := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"data":"` + strings.Repeat("x", 512) + `"}}}`
-	for range 100 {
-		for _, e := range endpoints {
-			call(e, payload)
+	// paced sends n requests to endpoint at shadowRate, open loop, and
+	// returns their latencies once all are answered.
+	paced := func(endpoint string, n int) []time.Duration {
+		out := make([]time.Duration, n)
+		var wg sync.WaitGroup
+		start := time.Now()
+		for i := range n {
+			time.Sleep(time.Until(start.Add(time.Duration(i) * time.Second / shadowRate)))
+			wg.Go(func() { out[i] = call(endpoint, payload) })
 		}
+		wg.Wait()
+		time.Sleep(shadowRest)
+		return out
+	}
+	for _, e := range endpoints {
+		paced(e, shadowBlock) // warm up: connections, buffers
 	}
 	lat := make([][]time.Duration, len(endpoints))
 	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	for done := 0; done < b.N; done += shadowBlock {
+		n := min(shadowBlock, b.N-done)
 		for k, e := range endpoints {
-			lat[k] = append(lat[k], call(e, payload))
+			lat[k] = append(lat[k], paced(e, n)...)
 		}
 	}
 	b.StopTimer()
+	if b.Failed() {
+		return
+	}
 	plain.Close()
 	shadowed.Close()
 	for _, p := range []*record.Proxy{plainP, shadowP} {

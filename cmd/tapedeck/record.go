@@ -240,7 +240,7 @@ doing it. The README's "Injecting faults" section has every key.
 	f.StringArrayVar(&o.allowHosts, "allow-host", nil, "HTTP: accept the Host header `HOST` besides loopback ones and the --listen host; * accepts any (repeatable)")
 	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "HTTP: accept the Origin header `ORIGIN` besides loopback ones, e.g. https://app.example.com; * accepts any, to test a server's own Origin check (repeatable)")
 	f.BoolVar(&o.allowAnyOrigins, "allow-any-origin", false, "HTTP: the same as --allow-origin '*'")
-	f.StringVar(&o.shadow, "shadow", "", "HTTP: also send a copy of the client's traffic to the MCP endpoint `URL` (server B), in a session of its own; its answers are recorded as a shadow lane, never forwarded (see Shadow traffic below)")
+	f.StringVar(&o.shadow, "shadow", "", "HTTP: also send a copy of the client's traffic to the MCP endpoint `URL` (server B), in a session of its own; its answers are recorded as a shadow lane, never forwarded; B gets each copy once A's answer was forwarded to the client (at most 5ms after the client sent it), its latency on the lane its own (see Shadow traffic below)")
 	f.StringVar(&o.shadowCmd, "shadow-cmd", "", "stdio: also start `\"COMMAND ARGS\"` (split on spaces) as server B and send it a copy of the client's traffic, as --shadow")
 	f.Float64Var(&o.shadowSample, "shadow-sample", 1, "the share `P` of the client's requests B gets, in (0, 1] (the handshake and notifications always go)")
 	f.BoolVar(&o.proxyAuth, "proxy-auth", false, "HTTP: route the OAuth authorization server's metadata and endpoints through the proxy too, each exchange recorded with its secrets redacted (see OAuth above)")
