@@ -172,6 +172,10 @@ type shadowLane struct {
 	protocol  string            // the client's protocol version, for B's requests of the lane's own
 	sem       chan struct{}     // HTTP requests in flight
 	flight    sync.WaitGroup    // the lane's HTTP requests in flight
+	// wrote is closed once the lane's last HTTP request to B was written
+	// (or failed): the next one waits for it, so B's connections carry the
+	// copies in the client's order (see httpShadow.send).
+	wrote chan struct{}
 	mu        sync.Mutex
 	sessionMu sync.Mutex
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"sync"
 	"time"
 
@@ -113,8 +114,8 @@ func (t *httpShadow) start(*shadow) error { return nil }
 
 func (t *httpShadow) stop() { t.cancel() }
 
-func (t *httpShadow) send(s *shadow, l *shadowLane, it shadowItem, msg []byte, sync bool) error {
-	if sync {
+func (t *httpShadow) send(s *shadow, l *shadowLane, it shadowItem, msg []byte, wait bool) error {
+	if wait {
 		return t.post(s, l, it, msg)
 	}
 	select {
@@ -122,18 +123,40 @@ func (t *httpShadow) send(s *shadow, l *shadowLane, it shadowItem, msg []byte, s
 	default:
 		return errors.New("too many requests to B in flight (B slower than the client)")
 	}
+	// Each request goes on a connection of its own, concurrently: wait
+	// until the one before was written, else a notification sent just
+	// after a request (a copy released when A answered, see shadowQueue)
+	// can reach B first. The wait is bounded: a B that stops reading
+	// holds the lane no longer than wireOrderWait.
+	if prev := l.wrote; prev != nil {
+		select {
+		case <-prev:
+		case <-time.After(wireOrderWait):
+		case <-t.ctx.Done():
+		}
+	}
+	wrote := make(chan struct{})
+	l.wrote = wrote
 	s.flight.Add(1)
 	l.flight.Add(1)
 	go func() {
 		defer s.flight.Done()
 		defer l.flight.Done()
 		defer func() { <-l.sem }()
-		if err := t.post(s, l, it, msg); err != nil {
+		var once sync.Once
+		done := func() { once.Do(func() { close(wrote) }) }
+		defer done()
+		ctx := httptrace.WithClientTrace(t.ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { done() }})
+		if err := t.postCtx(ctx, s, l, it, msg); err != nil {
 			s.fail(l, msg, err)
 		}
 	}()
 	return nil
 }
+
+// wireOrderWait bounds how long a copy waits for the one before it to be
+// written to B.
+const wireOrderWait = 100 * time.Millisecond
 
 // end DELETEs l's session at B, once B answered the lane's requests in
 // flight or Drain passed, and records the exchange on the lane.
@@ -177,7 +200,12 @@ func (t *httpShadow) end(s *shadow, l *shadowLane) {
 
 // post sends one message to B in l's session and records what comes back.
 func (t *httpShadow) post(s *shadow, l *shadowLane, it shadowItem, msg []byte) error {
-	req, err := http.NewRequestWithContext(t.ctx, http.MethodPost, t.o.URL.String(), bytes.NewReader(msg))
+	return t.postCtx(t.ctx, s, l, it, msg)
+}
+
+// postCtx is post with the request's context (a trace of its writing).
+func (t *httpShadow) postCtx(ctx context.Context, s *shadow, l *shadowLane, it shadowItem, msg []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.o.URL.String(), bytes.NewReader(msg))
 	if err != nil {
 		return err
 	}
