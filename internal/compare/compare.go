@@ -300,10 +300,10 @@ func selfName(x *tape.Index, s string) string {
 // calls reads the client's calls of server s, in recorded order; keep, if
 // not nil, chooses among them by their request's seq. The index says
 // which messages are calls and answers, how they pair, when they were
-// sent and how they failed; one sequential read of the file takes only
-// those messages' bytes (no line classified again), and their params and
-// answers are hashed from their bytes: params through one canonical scan
-// (canonParams), decoded only where it cannot tell.
+// sent and how they failed; one sequential read of the file, in step with
+// the index, takes only those messages' bytes (no line classified again),
+// and their params and answers are hashed from their bytes: params through
+// one canonical scan (canonParams), decoded only where it cannot tell.
 func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep func(seq int) bool) ([]call, error) {
 	x := side.Index
 	strs := map[string]string{}
@@ -316,11 +316,32 @@ func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep 
 		}
 		return v
 	}
-	// slot[seq] is 1 + the call a message belongs to (0: none).
-	slot := make([]int32, x.Len())
+	r, err := side.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	br := &messageReader{x: x, r: bufio.NewReaderSize(r, 1<<20)}
+	answerOf := func(k *call, raw []byte) {
+		// Answers with the same bytes are the same: only the others are
+		// read again and compared by meaning.
+		k.answer = maphash.Bytes(seeds[0], answerBytes(raw))
+	}
+	// awaited[seq] is 1 + the call whose answer is at seq (0: none).
+	awaited := make([]int32, x.Len())
 	var out []call
+	var canon []byte
+	var cs canonScan
 	for i := range x.Len() {
 		e := x.Entry(i)
+		if w := awaited[i]; w != 0 {
+			raw, err := br.at(e)
+			if err != nil {
+				return out, err
+			}
+			answerOf(&out[w-1], raw)
+			continue
+		}
 		if e.Kind != tape.KindRequest || e.Dir != tape.DirSend || (s != "" && e.Server != s) {
 			continue
 		}
@@ -329,6 +350,7 @@ func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep 
 		}
 		p := x.Pair(i)
 		k := call{req: int32(i), resp: -1, method: intern(e.Method)}
+		var early []byte // the answer, recorded before the request
 		switch {
 		case p.Partner < 0 && p.Cancelled:
 			k.status = "cancelled"
@@ -344,76 +366,111 @@ func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep 
 			if re := x.Entry(p.Partner); !e.Time.IsZero() && !re.Time.IsZero() {
 				k.latency, k.timed = re.Time.Sub(e.Time), true
 			}
-			slot[p.Partner] = int32(len(out) + 1)
+			if p.Partner > i {
+				awaited[p.Partner] = int32(len(out) + 1)
+			} else {
+				m, err := x.Message(p.Partner)
+				if err != nil {
+					return out, err
+				}
+				early = m.Raw
+			}
 		}
-		slot[i] = int32(len(out) + 1)
+		raw, err := br.at(e)
+		if err != nil {
+			return out, err
+		}
+		k.target = intern(tape.Target(k.method, raw))
+		canon = paramsKey(&cs, append(append(canon[:0], k.method...), 0), raw, n)
+		binary.LittleEndian.PutUint64(k.key[:8], maphash.Bytes(seeds[0], canon))
+		binary.LittleEndian.PutUint64(k.key[8:], maphash.Bytes(seeds[1], canon))
+		if early != nil {
+			answerOf(&k, early)
+		}
 		out = append(out, k)
 	}
-	r, err := side.Open()
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	br := bufio.NewReaderSize(r, 1<<20)
-	var pos int64
-	var canon []byte
-	var cs canonScan
-	for i := range x.Len() {
-		if slot[i] == 0 {
-			continue
-		}
-		k := &out[slot[i]-1]
-		e := x.Entry(i)
-		var raw []byte
-		if e.Batch != 0 || e.Offset < pos {
-			m, err := x.Message(i) // one of a batch: its bytes are part of a line
-			if err != nil {
-				return out, err
-			}
-			raw = m.Raw
-		} else {
-			if _, err := br.Discard(int(e.Offset - pos)); err != nil {
-				return out, fmt.Errorf("read message %d (line %d): %w", i, e.Line, err)
-			}
-			pos = e.Offset
-			line, err := br.ReadSlice('\n')
-			if errors.Is(err, bufio.ErrBufferFull) {
-				rest, err2 := br.ReadBytes('\n')
-				line = append(slices.Clone(line), rest...)
-				err = err2
-			}
-			if err != nil && !(errors.Is(err, io.EOF) && len(line) > 0) {
-				return out, fmt.Errorf("read message %d (line %d): %w", i, e.Line, err)
-			}
-			pos += int64(len(line))
-			raw = bytes.TrimRight(line, "\r\n")
-		}
-		if int32(i) == k.req {
-			k.target = intern(tape.Target(k.method, raw))
-			params := gjsonGet(raw, "params").Raw
-			key := append(append(canon[:0], k.method...), 0)
-			var ok bool
-			if canon, ok = cs.params(key, []byte(params), n); !ok {
-				canon = append(key, params...)
-				if v, err := n.NormalizeParams([]byte(params)); err == nil {
-					if b, err := tape.CanonicalValue(v); err == nil {
-						canon = append(key, b...)
-					}
-				}
-			}
-			binary.LittleEndian.PutUint64(k.key[:8], maphash.Bytes(seeds[0], canon))
-			binary.LittleEndian.PutUint64(k.key[8:], maphash.Bytes(seeds[1], canon))
-		} else {
-			// Answers with the same bytes are the same: only the others are
-			// read again and compared by meaning.
-			ans := gjsonGet(raw, "result")
-			if !ans.Exists() {
-				ans = gjsonGet(raw, "error")
-			}
-			k.answer = maphash.String(seeds[0], ans.Raw)
-		}
-	}
 	return out, nil
+}
+
+// messageReader reads messages' bytes from a tape in the order of its
+// index: those on lines of their own from the reader, skipping what lies
+// between, others (one of a batch, or behind the reader) from the index.
+type messageReader struct {
+	x   *tape.Index
+	r   *bufio.Reader
+	pos int64
+}
+
+// at returns message e's bytes, valid until the next call.
+func (m *messageReader) at(e tape.Entry) ([]byte, error) {
+	if e.Batch != 0 || e.Offset < m.pos {
+		msg, err := m.x.Message(e.Seq) // one of a batch: its bytes are part of a line
+		return msg.Raw, err
+	}
+	if _, err := m.r.Discard(int(e.Offset - m.pos)); err != nil {
+		return nil, fmt.Errorf("read message %d (line %d): %w", e.Seq, e.Line, err)
+	}
+	m.pos = e.Offset
+	line, err := m.r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		rest, err2 := m.r.ReadBytes('\n')
+		line = append(slices.Clone(line), rest...)
+		err = err2
+	}
+	if err != nil && !(errors.Is(err, io.EOF) && len(line) > 0) {
+		return nil, fmt.Errorf("read message %d (line %d): %w", e.Seq, e.Line, err)
+	}
+	m.pos += int64(len(line))
+	return bytes.TrimRight(line, "\r\n"), nil
+}
+
+// paramsKey appends to key the canonical bytes of the request raw's params
+// (tape.CanonicalValue of Normalizer.NormalizeParams): found by one scan of
+// their bytes from where the params start (no second scan to find where they
+// end), or decoded where the scan cannot tell.
+func paramsKey(cs *canonScan, key, raw []byte, n *tape.Normalizer) []byte {
+	start, found, ok := valueStart(raw, "params")
+	if ok && !found {
+		if b, ok := cs.params(key, nil, n); ok {
+			return b
+		}
+	}
+	if ok && found {
+		if b, end, ok := cs.paramsAt(key, raw, start, n); ok && memberEnds(raw, end) {
+			return b
+		}
+	}
+	params := gjsonGet(raw, "params").Raw
+	if b, ok := cs.params(key, []byte(params), n); ok {
+		return b
+	}
+	if v, err := n.NormalizeParams([]byte(params)); err == nil {
+		if b, err := tape.CanonicalValue(v); err == nil {
+			return append(key, b...)
+		}
+	}
+	return append(key, params...)
+}
+
+// answerBytes is the answer of response raw as recorded: its result
+// member, else its error member (gjson's Raw of either), "" when neither.
+func answerBytes(raw []byte) []byte {
+	if v, found, ok := memberValue(raw, "result"); ok {
+		if found {
+			return v
+		}
+		if v, found, ok := memberValue(raw, "error"); ok {
+			if found {
+				return v
+			}
+			return nil
+		}
+	}
+	ans := gjsonGet(raw, "result")
+	if !ans.Exists() {
+		ans = gjsonGet(raw, "error")
+	}
+	return []byte(ans.Raw)
 }
 
 // gjsonGet is gjson.GetBytes without its copy of the result: the result
