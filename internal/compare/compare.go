@@ -63,8 +63,7 @@ type call struct {
 	code      int32
 	timed     bool
 	method    string   // interned: shared by every call of the method
-	target    string   // interned likewise
-	key       [16]byte // method, target and normalized params
+	key       [16]byte // method and normalized params
 	answer    uint64   // the answer's result or error member, as recorded, hashed
 	status    string   // one of tape.Call's statuses (constants)
 	latency   time.Duration
@@ -380,7 +379,6 @@ func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep 
 		if err != nil {
 			return out, err
 		}
-		k.target = intern(tape.Target(k.method, raw))
 		canon = paramsKey(&cs, append(append(canon[:0], k.method...), 0), raw, n)
 		binary.LittleEndian.PutUint64(k.key[:8], maphash.Bytes(seeds[0], canon))
 		binary.LittleEndian.PutUint64(k.key[8:], maphash.Bytes(seeds[1], canon))
@@ -594,24 +592,31 @@ func alignCalls(a, b []call, xa, xb *tape.Index, n *tape.Normalizer, o Options) 
 func replaced(dels, ins []call, xa, xb *tape.Index, n *tape.Normalizer) []CallDiff {
 	var out []CallDiff
 	used := make([]bool, len(ins))
-	for _, d := range dels {
+	tdels, tins := make([]string, len(dels)), make([]string, len(ins))
+	for k, d := range dels {
+		tdels[k] = target(xa, d)
+	}
+	for k, c := range ins {
+		tins[k] = target(xb, c)
+	}
+	for j, d := range dels {
 		paired := false
 		for k, c := range ins {
-			if used[k] || c.method != d.method || c.target != d.target {
+			if used[k] || c.method != d.method || tins[k] != tdels[j] {
 				continue
 			}
 			used[k], paired = true, true
 			pa, pb := params(xa, int(d.req), n), params(xb, int(c.req), n)
-			out = append(out, CallDiff{Kind: "params", A: int(d.req), B: int(c.req), Method: d.method, Target: d.target, Diff: tape.Diff(pa, pb)})
+			out = append(out, CallDiff{Kind: "params", A: int(d.req), B: int(c.req), Method: d.method, Target: tdels[j], Diff: tape.Diff(pa, pb)})
 			break
 		}
 		if !paired {
-			out = append(out, CallDiff{Kind: "onlyA", A: int(d.req), B: -1, Method: d.method, Target: d.target, Params: paramsText(xa, int(d.req))})
+			out = append(out, CallDiff{Kind: "onlyA", A: int(d.req), B: -1, Method: d.method, Target: tdels[j], Params: paramsText(xa, int(d.req))})
 		}
 	}
 	for k, c := range ins {
 		if !used[k] {
-			out = append(out, CallDiff{Kind: "onlyB", A: -1, B: int(c.req), Method: c.method, Target: c.target, Params: paramsText(xb, int(c.req))})
+			out = append(out, CallDiff{Kind: "onlyB", A: -1, B: int(c.req), Method: c.method, Target: tins[k], Params: paramsText(xb, int(c.req))})
 		}
 	}
 	return out
@@ -620,7 +625,7 @@ func replaced(dels, ins []call, xa, xb *tape.Index, n *tape.Normalizer) []CallDi
 // answerDiffs compares the answers of two aligned calls.
 func answerDiffs(a, b call, xa, xb *tape.Index, n *tape.Normalizer, o Options) []CallDiff {
 	var out []CallDiff
-	base := CallDiff{A: int(a.req), B: int(b.req), Method: a.method, Target: a.target, StatusA: statusText(a), StatusB: statusText(b)}
+	base := CallDiff{A: int(a.req), B: int(b.req), Method: a.method, StatusA: statusText(a), StatusB: statusText(b)}
 	if a.status != b.status || a.code != b.code {
 		d := base
 		d.Kind = "status"
@@ -637,6 +642,12 @@ func answerDiffs(a, b call, xa, xb *tape.Index, n *tape.Normalizer, o Options) [
 		d := base
 		d.Kind, d.LatencyA, d.LatencyB = "latency", a.latency, b.latency
 		out = append(out, d)
+	}
+	if len(out) > 0 { // named only where it is printed: most aligned calls do not differ
+		t := target(xa, a)
+		for k := range out {
+			out[k].Target = t
+		}
 	}
 	return out
 }
@@ -689,6 +700,16 @@ func params(x *tape.Index, seq int, n *tape.Normalizer) any {
 		return nil
 	}
 	return v
+}
+
+// target is the tool, prompt or resource call c names (tape.Target), read
+// from its request: only calls that differ are named, so calls leaves it.
+func target(x *tape.Index, c call) string {
+	m, err := x.Message(int(c.req))
+	if err != nil {
+		return ""
+	}
+	return tape.Target(c.method, m.Raw)
 }
 
 func paramsText(x *tape.Index, seq int) string {
