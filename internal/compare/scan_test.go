@@ -117,3 +117,70 @@ func TestScanAgreesWithGjson(t *testing.T) {
 		}
 	}
 }
+
+// TestMessageReaderMapped: read through mappings of a window at a time
+// (moved along, widened for lines longer than the window, the last line
+// without its newline, with a \r), a tape's messages are the bytes read
+// through a buffer.
+func TestMessageReaderMapped(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "realistic.tape.jsonl")
+	if _, err := tape.WriteSynth(path, tape.SynthOptions{Messages: 600, Profile: tape.SynthRealistic}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = append(data, `{"jsonrpc":"2.0","id":"last","method":"ping","_meta":{"dir":"send","server":"synth","ts":"2026-01-01T00:00:00.000Z"}}`+"\r"...)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	x, err := tape.OpenIndex(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	longest := 0
+	for l := range bytes.Lines(data) {
+		longest = max(longest, len(l))
+	}
+	page := os.Getpagesize()
+	if longest <= 2*page {
+		t.Fatalf("the longest line has %d bytes: no line longer than the window of %d", longest, 2*page)
+	}
+	for _, window := range []int64{int64(2 * page), 1 << 20} {
+		open := func(threshold int64) *messageReader {
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { f.Close() })
+			return newMessageReader(x, f, threshold, window)
+		}
+		mapped, buffered := open(0), open(1<<62)
+		if mapped.f == nil || buffered.f != nil {
+			t.Fatalf("mapped %v, buffered %v: expected one of each", mapped.f != nil, buffered.f != nil)
+		}
+		n := 0
+		for i := range x.Len() {
+			e := x.Entry(i)
+			got, err := mapped.at(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = slices0(got)
+			want, err := buffered.at(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("window %d, message %d: mapped %.80q, buffered %.80q", window, i, got, want)
+			}
+			n++
+		}
+		mapped.close()
+		if n != x.Len() || n < 600 {
+			t.Fatalf("%d messages read of %d", n, x.Len())
+		}
+	}
+}
