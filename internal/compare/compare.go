@@ -179,6 +179,7 @@ func Compare(a, b Side, o Options) (Report, error) {
 	// Calls are keyed by 128 bits of hash of their method and canonical
 	// params, the same seeds for both tapes.
 	seeds := [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+	la, lb := newAnswers(a.Index), newAnswers(b.Index)
 	for _, p := range pairs {
 		sr := ServerReport{Server: p.a}
 		switch {
@@ -213,8 +214,8 @@ func Compare(a, b Side, o Options) (Report, error) {
 		}
 		sr.CallsA, sr.CallsB = len(ca), len(cb)
 		if p.inA && p.inB {
-			handshake(&sr, a.Index, b.Index, p.a, p.b)
-			sr.Definitions = definitions(a.Index, b.Index, p.a, p.b, n)
+			handshake(&sr, la, lb, p.a, p.b)
+			sr.Definitions = definitions(la, lb, p.a, p.b, n)
 		}
 		sr.Calls, sr.Matched, sr.Aligned = alignCalls(ca, cb, a.Index, b.Index, n, o)
 		r.Servers = append(r.Servers, sr)

@@ -184,3 +184,38 @@ func TestMessageReaderMapped(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswersAgreeWithLastAnswer: the last answers found in one walk a
+// server are those lastAnswer finds in a walk a method, on every testdata
+// tape, for every server and method asked (one no list names included).
+func TestAnswersAgreeWithLastAnswer(t *testing.T) {
+	paths, _ := filepath.Glob("../../testdata/*.tape.jsonl")
+	hostile, _ := filepath.Glob("../../testdata/hostile/*.tape.jsonl")
+	methods := []string{"initialize", tape.MethodDiscover, "tools/call"}
+	for _, l := range tape.Lists() {
+		methods = append(methods, l.Method)
+	}
+	found := 0
+	for _, p := range append(paths, hostile...) {
+		x, err := tape.OpenIndex(p)
+		if err != nil {
+			continue // no index is made of it (empty)
+		}
+		a := newAnswers(x)
+		for _, s := range append(x.Servers(), "nobody") {
+			for _, m := range methods {
+				got, want := a.last(s, m), lastAnswer(x, s, m)
+				if !bytes.Equal(got, want) {
+					t.Errorf("%s, server %q, %s: %.60q, lastAnswer %.60q", p, s, m, got, want)
+				}
+				if want != nil {
+					found++
+				}
+			}
+		}
+		x.Close()
+	}
+	if found < 20 {
+		t.Errorf("only %d answers found: the tapes do not test it", found)
+	}
+}
