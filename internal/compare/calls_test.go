@@ -39,7 +39,7 @@ func TestCallsAgreeWithReadCalls(t *testing.T) {
 		if err != nil {
 			continue // a tape no index is made of (empty): nothing to agree on
 		}
-		got, err := calls(side, "", &tape.Normalizer{}, seeds, nil)
+		got, err := calls(side, "", &tape.Normalizer{}, seeds, nil, nil)
 		if err != nil {
 			t.Errorf("%s: calls: %v", path, err)
 			continue

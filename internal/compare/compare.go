@@ -199,11 +199,11 @@ func Compare(a, b Side, o Options) (Report, error) {
 		go func() {
 			defer close(done)
 			if p.inB {
-				cb, errB = calls(b, p.b, &tape.Normalizer{Ignore: o.Ignore}, seeds, notPolls(b.Index))
+				cb, errB = calls(b, p.b, &tape.Normalizer{Ignore: o.Ignore}, seeds, notPolls(b.Index), lb)
 			}
 		}()
 		if p.inA {
-			ca, err = calls(a, p.a, n, seeds, notPolls(a.Index))
+			ca, err = calls(a, p.a, n, seeds, notPolls(a.Index), la)
 		}
 		<-done
 		if err != nil {
@@ -305,7 +305,9 @@ func selfName(x *tape.Index, s string) string {
 // the index, takes only those messages' bytes (no line classified again),
 // and their params and answers are hashed from their bytes: params through
 // one canonical scan (canonParams), decoded only where it cannot tell.
-func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep func(seq int) bool) ([]call, error) {
+// ans, if not nil, is given server s's last answers on the way (see
+// answers.note), which spares it a walk of its own.
+func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep func(seq int) bool, ans *answers) ([]call, error) {
 	x := side.Index
 	strs := map[string]string{}
 	intern := func(v string) string {
@@ -334,8 +336,17 @@ func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep 
 	var out []call
 	var canon []byte
 	var cs canonScan
+	var last map[string]int
+	if ans != nil {
+		last = map[string]int{}
+	}
 	for i := range x.Len() {
 		e := x.Entry(i)
+		if last != nil && e.Server == s && e.Kind == tape.KindResponse && e.Dir == tape.DirRecv {
+			if m := x.MethodOf(i); answered(m) {
+				last[m] = i
+			}
+		}
 		if w := awaited[i]; w != 0 {
 			raw, err := br.at(e)
 			if err != nil {
@@ -389,6 +400,9 @@ func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep 
 			answerOf(&k, early)
 		}
 		out = append(out, k)
+	}
+	if ans != nil {
+		ans.seqs[s] = last
 	}
 	return out, nil
 }

@@ -70,24 +70,31 @@ func newAnswers(x *tape.Index) *answers {
 	return &answers{x: x, seqs: map[string]map[string]int{}}
 }
 
-// last is lastAnswer(x, s, method).
-func (a *answers) last(s, method string) []byte {
-	wanted := []string{"initialize", tape.MethodDiscover}
-	for _, l := range tape.Lists() {
-		wanted = append(wanted, l.Method)
+// answered reports whether answers keeps the last answers to method.
+func answered(method string) bool {
+	if method == "initialize" || method == tape.MethodDiscover {
+		return true
 	}
-	if !slices.Contains(wanted, method) {
+	_, ok := tape.ListOf(method)
+	return ok
+}
+
+// last is lastAnswer(x, s, method). calls, reading every message of the
+// tape, fills a server's in on the way.
+func (a *answers) last(s, method string) []byte {
+	if !answered(method) {
 		return lastAnswer(a.x, s, method)
 	}
 	seqs, ok := a.seqs[s]
 	if !ok {
 		seqs = map[string]int{}
-		for i := a.x.Len() - 1; i >= 0 && len(seqs) < len(wanted); i-- {
+		wanted := 2 + len(tape.Lists())
+		for i := a.x.Len() - 1; i >= 0 && len(seqs) < wanted; i-- {
 			e := a.x.Entry(i)
 			if e.Server != s || e.Kind != tape.KindResponse || e.Dir != tape.DirRecv {
 				continue
 			}
-			if m := a.x.MethodOf(i); slices.Contains(wanted, m) {
+			if m := a.x.MethodOf(i); answered(m) {
 				if _, seen := seqs[m]; !seen {
 					seqs[m] = i
 				}

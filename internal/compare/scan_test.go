@@ -2,6 +2,8 @@ package compare
 
 import (
 	"bytes"
+	"hash/maphash"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -202,11 +204,24 @@ func TestAnswersAgreeWithLastAnswer(t *testing.T) {
 			continue // no index is made of it (empty)
 		}
 		a := newAnswers(x)
+		seeds := [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 		for _, s := range append(x.Servers(), "nobody") {
+			// filled in on the way by calls
+			filled := newAnswers(x)
+			side := Side{Name: p, Index: x, Open: func() (io.ReadCloser, error) { return os.Open(p) }}
+			if _, err := calls(side, s, &tape.Normalizer{}, seeds, nil, filled); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := filled.seqs[s]; !ok {
+				t.Errorf("%s, server %q: calls gave no last answers", p, s)
+			}
 			for _, m := range methods {
 				got, want := a.last(s, m), lastAnswer(x, s, m)
 				if !bytes.Equal(got, want) {
 					t.Errorf("%s, server %q, %s: %.60q, lastAnswer %.60q", p, s, m, got, want)
+				}
+				if got := filled.last(s, m); !bytes.Equal(got, want) {
+					t.Errorf("%s, server %q, %s: %.60q as calls found it, lastAnswer %.60q", p, s, m, got, want)
 				}
 				if want != nil {
 					found++

@@ -41,11 +41,11 @@ func Shadow(side Side, o Options) (Report, error) {
 				return false
 			}
 			return copied[shadowKey(tape.ParseHTTPMeta(m.Raw).Session, string(m.ID))]
-		})
+		}, nil)
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", side.Name, err)
 		}
-		cb, err := calls(side, lane, n, seeds, nil)
+		cb, err := calls(side, lane, n, seeds, nil, nil)
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", side.Name, err)
 		}
