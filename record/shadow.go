@@ -164,18 +164,18 @@ type pendingCall struct {
 // shadowLane is one B session: over stdio the process's, over HTTP one a
 // client session.
 type shadowLane struct {
-	in        chan shadowItem
-	closed    bool              // in is closed (under shadow.mu)
-	session   string            // B's Mcp-Session-Id
-	byClient  map[string]string // the client's request id -> B's, for cancellations
-	client    string            // the client's session
-	protocol  string            // the client's protocol version, for B's requests of the lane's own
-	sem       chan struct{}     // HTTP requests in flight
-	flight    sync.WaitGroup    // the lane's HTTP requests in flight
+	in       chan shadowItem
+	closed   bool              // in is closed (under shadow.mu)
+	session  string            // B's Mcp-Session-Id
+	byClient map[string]string // the client's request id -> B's, for cancellations
+	client   string            // the client's session
+	protocol string            // the client's protocol version, for B's requests of the lane's own
+	sem      chan struct{}     // HTTP requests in flight
+	flight   sync.WaitGroup    // the lane's HTTP requests in flight
 	// wrote is closed once the lane's last HTTP request to B was written
 	// (or failed): the next one waits for it, so B's connections carry the
 	// copies in the client's order (see httpShadow.send).
-	wrote chan struct{}
+	wrote     chan struct{}
 	mu        sync.Mutex
 	sessionMu sync.Mutex
 }

@@ -3,7 +3,9 @@ package tape
 // Calls: a request with its answer, as exporters and diff see a session.
 
 import (
+	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -51,38 +53,59 @@ type Call struct {
 	TraceParent string
 }
 
-// ReadCalls reads the tape at path in one sequential pass and calls fn for
-// each request of server ("" for all) with its response, in the order the
-// calls completed (a response's position; requests never answered come
-// last, in recorded order). x is the tape's index, which holds the
-// pairing. Memory holds only the requests still awaiting their answer.
+// ReadCalls reads the tape through r (from its start) in one sequential
+// pass and calls fn for each request of server ("" for all) with its
+// response, in the order the calls completed (a response's position;
+// requests never answered come last, in recorded order). x is the tape's
+// index: it says which messages are requests and responses, how they pair
+// and where their bytes are, so only those messages are read from r and no
+// line is classified again; a message's id, _meta and stripped bytes come
+// from one scan of its members. Messages written after the index was built
+// are left out. Memory holds only the requests still awaiting their answer.
 func ReadCalls(r io.Reader, x *Index, server string, fn func(Call) error) error {
-	rd := NewReader(r)
+	src := spanReader{r: bufio.NewReaderSize(r, 1<<20)}
 	open := map[int]Call{} // request seq → call awaiting its response
 	var order []int        // requests in recorded order, to flush the unanswered ones
-	for e := range rd.Entries() {
-		if server != "" && e.Server != server {
+	var cls classifier
+	for seq, n := 0, x.Len(); seq < n; seq++ {
+		e, size := x.span(seq)
+		if e.Kind != KindRequest && e.Kind != KindResponse {
 			continue
 		}
-		if e.Seq >= x.Len() {
-			break // written after the index was built
+		if server != "" && e.Server != server && e.Server != moreServers {
+			continue
 		}
+		raw, err := src.read(e.Offset, size)
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			break // the tape is shorter than its index: it was cut since
+		}
+		if err != nil {
+			return fmt.Errorf("read message %d (line %d): %w", seq, e.Line, err)
+		}
+		m := cls.callMessage(raw)
+		if e.Server = stringValue(raw, m.server); server != "" && e.Server != server {
+			continue
+		}
+		e.Dir, e.Time = Dir(stringValue(raw, m.dir)), m.when
 		switch e.Kind {
 		case KindRequest:
-			c := Call{Request: e.Seq, Response: -1, Server: e.Server, Dir: e.Dir, Method: e.Method, ID: e.ID, Start: e.Time, Line: e.Line}
-			if bytes.Contains(e.Raw, []byte(`"http"`)) { // the HTTP dialect's _meta, else no need to parse it
-				if hm := ParseHTTPMeta(e.Raw); hm.HTTP {
+			c := Call{Request: seq, Response: -1, Server: e.Server, Dir: e.Dir, Method: e.Method, Start: e.Time, Line: e.Line}
+			if m.id.ok() {
+				c.ID = ID(m.id.in(raw))
+			}
+			if bytes.Contains(raw, []byte(`"http"`)) { // the HTTP dialect's _meta, else no need to parse it
+				if hm := ParseHTTPMeta(raw); hm.HTTP {
 					c.Session, c.HTTP = hm.Session, true
 				}
 			}
-			c.RequestRaw = StripMeta(e.Raw)
+			c.RequestRaw = m.stripped(raw)
 			if bytes.Contains(c.RequestRaw, []byte("traceparent")) {
 				if tp := gjson.GetBytes(c.RequestRaw, "params._meta.traceparent"); tp.Type == gjson.String {
 					c.TraceParent = tp.String()
 				}
 			}
 			c.Target = Target(e.Method, c.RequestRaw)
-			p := x.Pair(e.Seq)
+			p := x.Pair(seq)
 			switch {
 			case p.Partner < 0 && p.Cancelled:
 				c.Status = "cancelled"
@@ -91,7 +114,7 @@ func ReadCalls(r io.Reader, x *Index, server string, fn func(Call) error) error 
 			case x.Entry(p.Partner).Kind == KindLifecycle:
 				c.Status = "challenged"
 			}
-			if p.Partner >= 0 && p.Partner < e.Seq {
+			if p.Partner >= 0 && p.Partner < seq {
 				// Answered before it was recorded (Reordered): the answer
 				// came first and waits in open under the response's seq.
 				if r, ok := open[-p.Partner-1]; ok {
@@ -103,27 +126,24 @@ func ReadCalls(r io.Reader, x *Index, server string, fn func(Call) error) error 
 					continue
 				}
 			}
-			open[e.Seq] = c
-			order = append(order, e.Seq)
+			open[seq] = c
+			order = append(order, seq)
 		case KindResponse:
-			p := x.Pair(e.Seq)
+			p := x.Pair(seq)
 			if p.Partner < 0 {
 				continue // an orphan: no call to complete
 			}
 			c, ok := open[p.Partner]
 			if !ok {
 				// Its request comes later on the tape (Reordered).
-				open[-e.Seq-1] = Call{ResponseRaw: StripMeta(e.Raw), End: e.Time}
+				open[-seq-1] = Call{ResponseRaw: m.stripped(raw), End: e.Time}
 				continue
 			}
 			delete(open, p.Partner)
-			if err := fn(complete(c, StripMeta(e.Raw), e.Time, e.Seq, x)); err != nil {
+			if err := fn(complete(c, m.stripped(raw), e.Time, seq, x)); err != nil {
 				return err
 			}
 		}
-	}
-	if err := rd.Err(); err != nil {
-		return err
 	}
 	for _, seq := range order {
 		if c, ok := open[seq]; ok {
@@ -133,6 +153,117 @@ func ReadCalls(r io.Reader, x *Index, server string, fn func(Call) error) error 
 		}
 	}
 	return nil
+}
+
+// moreServers is the name the index gives every server past the most it
+// tells apart (see Index.ServersOverflow): such a message's own name is
+// read from its bytes.
+const moreServers = "(more)"
+
+// span returns message i's entry (without its body) and its size in bytes.
+func (x *Index) span(i int) (Entry, int) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.entry(i), int(x.recs.at(i).n)
+}
+
+// callInfo is what ReadCalls reads of a message's bytes: its id, the
+// tape's _meta (dir, server, ts) as the classifier reads them, and the
+// member StripMeta cuts.
+type callInfo struct {
+	msgInfo
+	cut     span
+	first   bool
+	hasCut  bool
+	scanned bool
+}
+
+// callMessage scans message raw's members once (see classifier.object and
+// recordMetaMember, whose choices it makes: the last "id"; the last
+// AltMetaKey member, else the last "_meta").
+func (c *classifier) callMessage(raw []byte) callInfo {
+	var ci callInfo
+	i := skipWS(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return ci
+	}
+	prevEnd, isFirst := i+1, true
+	var meta, alt, metaCut, altCut span
+	var metaFirst, altFirst bool
+	_, err := c.members(raw, i, func(key []byte, v span) {
+		switch string(key) {
+		case "id":
+			ci.id = v
+		case "_meta":
+			meta, metaCut, metaFirst = v, span{prevEnd, v.end}, isFirst
+		case AltMetaKey:
+			alt, altCut, altFirst = v, span{prevEnd, v.end}, isFirst
+		}
+		isFirst = false
+		prevEnd = v.end
+	})
+	if err != nil {
+		return ci
+	}
+	switch {
+	case alt.ok():
+		ci.cut, ci.first, ci.hasCut = altCut, altFirst, true
+		meta = alt
+	case meta.ok():
+		ci.cut, ci.first, ci.hasCut = metaCut, metaFirst, true
+	}
+	c.meta(raw, &ci.msgInfo, meta)
+	return ci
+}
+
+// stripped is StripMeta(raw), in memory of its own.
+func (ci *callInfo) stripped(raw []byte) []byte {
+	if !ci.hasCut {
+		return bytes.Clone(raw)
+	}
+	return spliceOut(raw, ci.cut, ci.first)
+}
+
+// spanReader reads a tape's bytes forward, a line at a time, keeping the
+// last line read so that the messages of a batch are sliced from it.
+type spanReader struct {
+	r      *bufio.Reader
+	pos    int64  // the offset of the next byte r gives
+	seg    []byte // the bytes last read, from segOff: valid until the next read
+	segOff int64
+}
+
+// read returns the size bytes at off, valid until the next call: off is
+// never behind the last call's.
+func (s *spanReader) read(off int64, size int) ([]byte, error) {
+	if off >= s.segOff && off+int64(size) <= s.segOff+int64(len(s.seg)) {
+		return s.seg[off-s.segOff:][:size], nil
+	}
+	if off < s.pos {
+		return nil, fmt.Errorf("expected a message at byte %d, behind the reader at byte %d", off, s.pos)
+	}
+	if _, err := s.r.Discard(int(off - s.pos)); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	s.pos = off
+	line, err := s.r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		rest, err2 := s.r.ReadBytes('\n')
+		line = append(bytes.Clone(line), rest...)
+		err = err2
+	}
+	s.seg, s.segOff = line, off
+	s.pos += int64(len(line))
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	if len(line) < size {
+		return nil, io.ErrUnexpectedEOF
+	}
+	return line[:size], nil
 }
 
 // complete fills in a call's answer.

@@ -39,7 +39,7 @@ func TestCallsAgreeWithReadCalls(t *testing.T) {
 		if err != nil {
 			continue // a tape no index is made of (empty): nothing to agree on
 		}
-		got, err := calls(side, "", &tape.Normalizer{}, seeds, nil)
+		got, err := calls(side, "", &tape.Normalizer{}, seeds, nil, nil)
 		if err != nil {
 			t.Errorf("%s: calls: %v", path, err)
 			continue
@@ -74,9 +74,9 @@ func TestCallsAgreeWithReadCalls(t *testing.T) {
 				continue
 			}
 			timed := c.Response >= 0 && !c.Start.IsZero() && !c.End.IsZero()
-			if k.resp != int32(c.Response) || k.status != c.Status || k.code != int32(c.ErrorCode) || k.method != c.Method || k.target != c.Target || k.timed != timed || (timed && k.latency != c.Latency) {
+			if k.resp != int32(c.Response) || k.status != c.Status || k.code != int32(c.ErrorCode) || k.method != c.Method || target(side.Index, k) != c.Target || k.timed != timed || (timed && k.latency != c.Latency) {
 				t.Errorf("%s: call #%d: calls says resp %d %s code %d %s %q timed %v %v; ReadCalls resp %d %s code %d %s %q timed %v %v",
-					path, c.Request, k.resp, k.status, k.code, k.method, k.target, k.timed, k.latency,
+					path, c.Request, k.resp, k.status, k.code, k.method, target(side.Index, k), k.timed, k.latency,
 					c.Response, c.Status, c.ErrorCode, c.Method, c.Target, timed, c.Latency)
 			}
 		}

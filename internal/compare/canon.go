@@ -27,21 +27,34 @@ func (c *canonScan) params(dst, params []byte, n *tape.Normalizer) ([]byte, bool
 	if len(n.Ignore) > 0 {
 		return dst, false
 	}
-	c.b, c.n, c.ms = dst, n, c.ms[:0]
 	i := skipWS(params, 0)
 	if i == len(params) {
 		return append(dst, "null"...), true
 	}
-	var ok bool
-	if params[i] == '{' {
-		i, ok = c.object(params, i, 0, true)
-	} else {
-		i, ok = c.value(params, i, 0)
-	}
-	if !ok || skipWS(params, i) != len(params) {
+	b, end, ok := c.paramsAt(dst, params, i, n)
+	if !ok || skipWS(params, end) != len(params) {
 		return dst, false
 	}
-	return c.b, true
+	return b, true
+}
+
+// paramsAt is params for the value starting at s[i], which need not end
+// the input: it also returns where the value ends.
+func (c *canonScan) paramsAt(dst, s []byte, i int, n *tape.Normalizer) ([]byte, int, bool) {
+	if len(n.Ignore) > 0 || i >= len(s) {
+		return dst, i, false
+	}
+	c.b, c.n, c.ms = dst, n, c.ms[:0]
+	var ok bool
+	if s[i] == '{' {
+		i, ok = c.object(s, i, 0, true)
+	} else {
+		i, ok = c.value(s, i, 0)
+	}
+	if !ok {
+		return dst, i, false
+	}
+	return c.b, i, true
 }
 
 type canonScan struct {
@@ -356,6 +369,51 @@ func (c *canonScan) sortMembers(from int, ms []member, dropped [][]byte) bool {
 // quote) and whether it holds an escape; false for what the scan leaves
 // to the decoding path (see canonParams).
 func scanString(s []byte, i int, key bool) (int, bool, bool) {
+	// Most strings hold no escape: the closing quote is the next one, found
+	// with bytes.IndexByte, and the bytes before it are checked eight at a
+	// time for control characters and bytes above ASCII.
+	q := bytes.IndexByte(s[i+1:], '"')
+	if q < 0 {
+		return len(s), false, false
+	}
+	q += i + 1
+	str := s[i+1 : q]
+	if bytes.IndexByte(str, '\\') >= 0 {
+		return scanEscaped(s, i, key)
+	}
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	high := false
+	k := 0
+	for ; k+8 <= len(str); k += 8 {
+		w := binary.LittleEndian.Uint64(str[k:])
+		if ((w-ones*0x20)|w)&highs == 0 {
+			continue
+		}
+		for _, ch := range str[k : k+8] {
+			switch {
+			case ch < 0x20:
+				return i + 1 + k, false, false
+			case ch >= 0x80:
+				high = true
+			}
+		}
+	}
+	for _, ch := range str[k:] {
+		switch {
+		case ch < 0x20:
+			return i + 1 + k, false, false
+		case ch >= 0x80:
+			high = true
+		}
+	}
+	if high && (!utf8.Valid(str) || bytes.Contains(str, []byte("\u2028")) || bytes.Contains(str, []byte("\u2029"))) {
+		return q, false, false
+	}
+	return q + 1, false, true
+}
+
+// scanEscaped is scanString for a string with a backslash in it.
+func scanEscaped(s []byte, i int, key bool) (int, bool, bool) {
 	j := i + 1
 	esc, high := false, false
 	for j < len(s) {

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"os"
 	"slices"
 	"time"
 	"unicode/utf8"
@@ -63,8 +64,7 @@ type call struct {
 	code      int32
 	timed     bool
 	method    string   // interned: shared by every call of the method
-	target    string   // interned likewise
-	key       [16]byte // method, target and normalized params
+	key       [16]byte // method and normalized params
 	answer    uint64   // the answer's result or error member, as recorded, hashed
 	status    string   // one of tape.Call's statuses (constants)
 	latency   time.Duration
@@ -179,6 +179,7 @@ func Compare(a, b Side, o Options) (Report, error) {
 	// Calls are keyed by 128 bits of hash of their method and canonical
 	// params, the same seeds for both tapes.
 	seeds := [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+	la, lb := newAnswers(a.Index), newAnswers(b.Index)
 	for _, p := range pairs {
 		sr := ServerReport{Server: p.a}
 		switch {
@@ -198,11 +199,11 @@ func Compare(a, b Side, o Options) (Report, error) {
 		go func() {
 			defer close(done)
 			if p.inB {
-				cb, errB = calls(b, p.b, &tape.Normalizer{Ignore: o.Ignore}, seeds, notPolls(b.Index))
+				cb, errB = calls(b, p.b, &tape.Normalizer{Ignore: o.Ignore}, seeds, notPolls(b.Index), lb)
 			}
 		}()
 		if p.inA {
-			ca, err = calls(a, p.a, n, seeds, notPolls(a.Index))
+			ca, err = calls(a, p.a, n, seeds, notPolls(a.Index), la)
 		}
 		<-done
 		if err != nil {
@@ -213,8 +214,8 @@ func Compare(a, b Side, o Options) (Report, error) {
 		}
 		sr.CallsA, sr.CallsB = len(ca), len(cb)
 		if p.inA && p.inB {
-			handshake(&sr, a.Index, b.Index, p.a, p.b)
-			sr.Definitions = definitions(a.Index, b.Index, p.a, p.b, n)
+			handshake(&sr, la, lb, p.a, p.b)
+			sr.Definitions = definitions(la, lb, p.a, p.b, n)
 		}
 		sr.Calls, sr.Matched, sr.Aligned = alignCalls(ca, cb, a.Index, b.Index, n, o)
 		r.Servers = append(r.Servers, sr)
@@ -300,11 +301,13 @@ func selfName(x *tape.Index, s string) string {
 // calls reads the client's calls of server s, in recorded order; keep, if
 // not nil, chooses among them by their request's seq. The index says
 // which messages are calls and answers, how they pair, when they were
-// sent and how they failed; one sequential read of the file takes only
-// those messages' bytes (no line classified again), and their params and
-// answers are hashed from their bytes: params through one canonical scan
-// (canonParams), decoded only where it cannot tell.
-func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep func(seq int) bool) ([]call, error) {
+// sent and how they failed; one sequential read of the file, in step with
+// the index, takes only those messages' bytes (no line classified again),
+// and their params and answers are hashed from their bytes: params through
+// one canonical scan (canonParams), decoded only where it cannot tell.
+// ans, if not nil, is given server s's last answers on the way (see
+// answers.note), which spares it a walk of its own.
+func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep func(seq int) bool, ans *answers) ([]call, error) {
 	x := side.Index
 	strs := map[string]string{}
 	intern := func(v string) string {
@@ -316,11 +319,42 @@ func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep 
 		}
 		return v
 	}
-	// slot[seq] is 1 + the call a message belongs to (0: none).
-	slot := make([]int32, x.Len())
+	r, err := side.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	br := newMessageReader(x, r, mapThreshold, mapWindow)
+	defer br.close()
+	answerOf := func(k *call, raw []byte) {
+		// Answers with the same bytes are the same: only the others are
+		// read again and compared by meaning.
+		k.answer = maphash.Bytes(seeds[0], answerBytes(raw))
+	}
+	// awaited[seq] is 1 + the call whose answer is at seq (0: none).
+	awaited := make([]int32, x.Len())
 	var out []call
+	var canon []byte
+	var cs canonScan
+	var last map[string]int
+	if ans != nil {
+		last = map[string]int{}
+	}
 	for i := range x.Len() {
 		e := x.Entry(i)
+		if last != nil && e.Server == s && e.Kind == tape.KindResponse && e.Dir == tape.DirRecv {
+			if m := x.MethodOf(i); answered(m) {
+				last[m] = i
+			}
+		}
+		if w := awaited[i]; w != 0 {
+			raw, err := br.at(e)
+			if err != nil {
+				return out, err
+			}
+			answerOf(&out[w-1], raw)
+			continue
+		}
 		if e.Kind != tape.KindRequest || e.Dir != tape.DirSend || (s != "" && e.Server != s) {
 			continue
 		}
@@ -329,6 +363,7 @@ func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep 
 		}
 		p := x.Pair(i)
 		k := call{req: int32(i), resp: -1, method: intern(e.Method)}
+		var early []byte // the answer, recorded before the request
 		switch {
 		case p.Partner < 0 && p.Cancelled:
 			k.status = "cancelled"
@@ -344,76 +379,188 @@ func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep 
 			if re := x.Entry(p.Partner); !e.Time.IsZero() && !re.Time.IsZero() {
 				k.latency, k.timed = re.Time.Sub(e.Time), true
 			}
-			slot[p.Partner] = int32(len(out) + 1)
+			if p.Partner > i {
+				awaited[p.Partner] = int32(len(out) + 1)
+			} else {
+				m, err := x.Message(p.Partner)
+				if err != nil {
+					return out, err
+				}
+				early = m.Raw
+			}
 		}
-		slot[i] = int32(len(out) + 1)
+		raw, err := br.at(e)
+		if err != nil {
+			return out, err
+		}
+		canon = paramsKey(&cs, append(append(canon[:0], k.method...), 0), raw, n)
+		binary.LittleEndian.PutUint64(k.key[:8], maphash.Bytes(seeds[0], canon))
+		binary.LittleEndian.PutUint64(k.key[8:], maphash.Bytes(seeds[1], canon))
+		if early != nil {
+			answerOf(&k, early)
+		}
 		out = append(out, k)
 	}
-	r, err := side.Open()
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	br := bufio.NewReaderSize(r, 1<<20)
-	var pos int64
-	var canon []byte
-	var cs canonScan
-	for i := range x.Len() {
-		if slot[i] == 0 {
-			continue
-		}
-		k := &out[slot[i]-1]
-		e := x.Entry(i)
-		var raw []byte
-		if e.Batch != 0 || e.Offset < pos {
-			m, err := x.Message(i) // one of a batch: its bytes are part of a line
-			if err != nil {
-				return out, err
-			}
-			raw = m.Raw
-		} else {
-			if _, err := br.Discard(int(e.Offset - pos)); err != nil {
-				return out, fmt.Errorf("read message %d (line %d): %w", i, e.Line, err)
-			}
-			pos = e.Offset
-			line, err := br.ReadSlice('\n')
-			if errors.Is(err, bufio.ErrBufferFull) {
-				rest, err2 := br.ReadBytes('\n')
-				line = append(slices.Clone(line), rest...)
-				err = err2
-			}
-			if err != nil && !(errors.Is(err, io.EOF) && len(line) > 0) {
-				return out, fmt.Errorf("read message %d (line %d): %w", i, e.Line, err)
-			}
-			pos += int64(len(line))
-			raw = bytes.TrimRight(line, "\r\n")
-		}
-		if int32(i) == k.req {
-			k.target = intern(tape.Target(k.method, raw))
-			params := gjsonGet(raw, "params").Raw
-			key := append(append(canon[:0], k.method...), 0)
-			var ok bool
-			if canon, ok = cs.params(key, []byte(params), n); !ok {
-				canon = append(key, params...)
-				if v, err := n.NormalizeParams([]byte(params)); err == nil {
-					if b, err := tape.CanonicalValue(v); err == nil {
-						canon = append(key, b...)
-					}
-				}
-			}
-			binary.LittleEndian.PutUint64(k.key[:8], maphash.Bytes(seeds[0], canon))
-			binary.LittleEndian.PutUint64(k.key[8:], maphash.Bytes(seeds[1], canon))
-		} else {
-			// Answers with the same bytes are the same: only the others are
-			// read again and compared by meaning.
-			ans := gjsonGet(raw, "result")
-			if !ans.Exists() {
-				ans = gjsonGet(raw, "error")
-			}
-			k.answer = maphash.String(seeds[0], ans.Raw)
-		}
+	if ans != nil {
+		ans.seqs[s] = last
 	}
 	return out, nil
+}
+
+// messageReader reads messages' bytes from a tape in the order of its
+// index: those on lines of their own from the file, through read-only
+// mappings of a window at a time where it can be mapped (no copy, and no
+// more than a window resident), else through a buffer, skipping what lies
+// between; others (one of a batch, or behind the reader) from the index.
+type messageReader struct {
+	x   *tape.Index
+	r   *bufio.Reader
+	pos int64
+	// the mapped window: data holds the file's bytes from base
+	f      *os.File
+	size   int64
+	data   []byte
+	base   int64
+	unmap  func() error
+	window int64
+}
+
+const (
+	mapThreshold = 4 << 20  // below this, reading beats mapping
+	mapWindow    = 64 << 20 // mapped at a time
+)
+
+// newMessageReader reads from r, mapped a window at a time when r is a
+// file of threshold bytes or more.
+func newMessageReader(x *tape.Index, r io.Reader, threshold, window int64) *messageReader {
+	m := &messageReader{x: x, window: window}
+	if f, ok := r.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() >= threshold {
+			if data, unmap, err := mapRange(f, 0, min(st.Size(), window)); err == nil {
+				m.f, m.size, m.data, m.unmap = f, st.Size(), data, unmap
+				return m
+			}
+		}
+	}
+	m.r = bufio.NewReaderSize(r, 1<<20)
+	return m
+}
+
+// close unmaps the window.
+func (m *messageReader) close() {
+	if m.unmap != nil {
+		_ = m.unmap()
+		m.unmap, m.data = nil, nil
+	}
+}
+
+// at returns message e's bytes, valid until the next call.
+func (m *messageReader) at(e tape.Entry) ([]byte, error) {
+	if e.Batch != 0 || e.Offset < m.pos {
+		msg, err := m.x.Message(e.Seq) // one of a batch: its bytes are part of a line
+		return msg.Raw, err
+	}
+	if m.f != nil {
+		return m.mapped(e)
+	}
+	if _, err := m.r.Discard(int(e.Offset - m.pos)); err != nil {
+		return nil, fmt.Errorf("read message %d (line %d): %w", e.Seq, e.Line, err)
+	}
+	m.pos = e.Offset
+	line, err := m.r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		rest, err2 := m.r.ReadBytes('\n')
+		line = append(slices.Clone(line), rest...)
+		err = err2
+	}
+	if err != nil && !(errors.Is(err, io.EOF) && len(line) > 0) {
+		return nil, fmt.Errorf("read message %d (line %d): %w", e.Seq, e.Line, err)
+	}
+	m.pos += int64(len(line))
+	return bytes.TrimRight(line, "\r\n"), nil
+}
+
+// mapped is at through the mapped window, moved (and widened for a line
+// longer than it) as the reading goes.
+func (m *messageReader) mapped(e tape.Entry) ([]byte, error) {
+	if e.Offset >= m.size {
+		return nil, fmt.Errorf("read message %d (line %d): %w", e.Seq, e.Line, io.ErrUnexpectedEOF)
+	}
+	page := int64(os.Getpagesize())
+	length := m.window
+	for {
+		end := m.base + int64(len(m.data))
+		if e.Offset >= m.base && e.Offset < end {
+			rest := m.data[e.Offset-m.base:]
+			k := bytes.IndexByte(rest, '\n')
+			if k >= 0 || end == m.size {
+				if k >= 0 {
+					rest = rest[:k]
+				}
+				m.pos = e.Offset + int64(len(rest))
+				return bytes.TrimRight(rest, "\r"), nil
+			}
+			if m.base == e.Offset&^(page-1) {
+				length = 2 * int64(len(m.data)) // one line longer than the window
+			}
+		}
+		m.close()
+		base := e.Offset &^ (page - 1)
+		data, unmap, err := mapRange(m.f, base, min(m.size-base, length))
+		if err != nil {
+			return nil, fmt.Errorf("read message %d (line %d): map the tape at byte %d: %w", e.Seq, e.Line, base, err)
+		}
+		m.data, m.base, m.unmap = data, base, unmap
+	}
+}
+
+// paramsKey appends to key the canonical bytes of the request raw's params
+// (tape.CanonicalValue of Normalizer.NormalizeParams): found by one scan of
+// their bytes from where the params start (no second scan to find where they
+// end), or decoded where the scan cannot tell.
+func paramsKey(cs *canonScan, key, raw []byte, n *tape.Normalizer) []byte {
+	start, found, ok := valueStart(raw, "params")
+	if ok && !found {
+		if b, ok := cs.params(key, nil, n); ok {
+			return b
+		}
+	}
+	if ok && found {
+		if b, end, ok := cs.paramsAt(key, raw, start, n); ok && memberEnds(raw, end) {
+			return b
+		}
+	}
+	params := gjsonGet(raw, "params").Raw
+	if b, ok := cs.params(key, []byte(params), n); ok {
+		return b
+	}
+	if v, err := n.NormalizeParams([]byte(params)); err == nil {
+		if b, err := tape.CanonicalValue(v); err == nil {
+			return append(key, b...)
+		}
+	}
+	return append(key, params...)
+}
+
+// answerBytes is the answer of response raw as recorded: its result
+// member, else its error member (gjson's Raw of either), "" when neither.
+func answerBytes(raw []byte) []byte {
+	if v, found, ok := memberValue(raw, "result"); ok {
+		if found {
+			return v
+		}
+		if v, found, ok := memberValue(raw, "error"); ok {
+			if found {
+				return v
+			}
+			return nil
+		}
+	}
+	ans := gjsonGet(raw, "result")
+	if !ans.Exists() {
+		ans = gjsonGet(raw, "error")
+	}
+	return []byte(ans.Raw)
 }
 
 // gjsonGet is gjson.GetBytes without its copy of the result: the result
@@ -537,24 +684,31 @@ func alignCalls(a, b []call, xa, xb *tape.Index, n *tape.Normalizer, o Options) 
 func replaced(dels, ins []call, xa, xb *tape.Index, n *tape.Normalizer) []CallDiff {
 	var out []CallDiff
 	used := make([]bool, len(ins))
-	for _, d := range dels {
+	tdels, tins := make([]string, len(dels)), make([]string, len(ins))
+	for k, d := range dels {
+		tdels[k] = target(xa, d)
+	}
+	for k, c := range ins {
+		tins[k] = target(xb, c)
+	}
+	for j, d := range dels {
 		paired := false
 		for k, c := range ins {
-			if used[k] || c.method != d.method || c.target != d.target {
+			if used[k] || c.method != d.method || tins[k] != tdels[j] {
 				continue
 			}
 			used[k], paired = true, true
 			pa, pb := params(xa, int(d.req), n), params(xb, int(c.req), n)
-			out = append(out, CallDiff{Kind: "params", A: int(d.req), B: int(c.req), Method: d.method, Target: d.target, Diff: tape.Diff(pa, pb)})
+			out = append(out, CallDiff{Kind: "params", A: int(d.req), B: int(c.req), Method: d.method, Target: tdels[j], Diff: tape.Diff(pa, pb)})
 			break
 		}
 		if !paired {
-			out = append(out, CallDiff{Kind: "onlyA", A: int(d.req), B: -1, Method: d.method, Target: d.target, Params: paramsText(xa, int(d.req))})
+			out = append(out, CallDiff{Kind: "onlyA", A: int(d.req), B: -1, Method: d.method, Target: tdels[j], Params: paramsText(xa, int(d.req))})
 		}
 	}
 	for k, c := range ins {
 		if !used[k] {
-			out = append(out, CallDiff{Kind: "onlyB", A: -1, B: int(c.req), Method: c.method, Target: c.target, Params: paramsText(xb, int(c.req))})
+			out = append(out, CallDiff{Kind: "onlyB", A: -1, B: int(c.req), Method: c.method, Target: tins[k], Params: paramsText(xb, int(c.req))})
 		}
 	}
 	return out
@@ -563,7 +717,7 @@ func replaced(dels, ins []call, xa, xb *tape.Index, n *tape.Normalizer) []CallDi
 // answerDiffs compares the answers of two aligned calls.
 func answerDiffs(a, b call, xa, xb *tape.Index, n *tape.Normalizer, o Options) []CallDiff {
 	var out []CallDiff
-	base := CallDiff{A: int(a.req), B: int(b.req), Method: a.method, Target: a.target, StatusA: statusText(a), StatusB: statusText(b)}
+	base := CallDiff{A: int(a.req), B: int(b.req), Method: a.method, StatusA: statusText(a), StatusB: statusText(b)}
 	if a.status != b.status || a.code != b.code {
 		d := base
 		d.Kind = "status"
@@ -580,6 +734,12 @@ func answerDiffs(a, b call, xa, xb *tape.Index, n *tape.Normalizer, o Options) [
 		d := base
 		d.Kind, d.LatencyA, d.LatencyB = "latency", a.latency, b.latency
 		out = append(out, d)
+	}
+	if len(out) > 0 { // named only where it is printed: most aligned calls do not differ
+		t := target(xa, a)
+		for k := range out {
+			out[k].Target = t
+		}
 	}
 	return out
 }
@@ -632,6 +792,16 @@ func params(x *tape.Index, seq int, n *tape.Normalizer) any {
 		return nil
 	}
 	return v
+}
+
+// target is the tool, prompt or resource call c names (tape.Target), read
+// from its request: only calls that differ are named, so calls leaves it.
+func target(x *tape.Index, c call) string {
+	m, err := x.Message(int(c.req))
+	if err != nil {
+		return ""
+	}
+	return tape.Target(c.method, m.Raw)
 }
 
 func paramsText(x *tape.Index, seq int) string {

@@ -11,8 +11,8 @@ import (
 
 // handshake compares the two sessions' last initialize answers of server
 // sa of A and sb of B: the protocol version, the server's identity and its capabilities.
-func handshake(sr *ServerReport, xa, xb *tape.Index, sa, sb string) {
-	ra, rb := lastAnswer(xa, sa, "initialize"), lastAnswer(xb, sb, "initialize")
+func handshake(sr *ServerReport, xa, xb *answers, sa, sb string) {
+	ra, rb := xa.last(sa, "initialize"), xb.last(sb, "initialize")
 	if ra == nil || rb == nil {
 		return
 	}
@@ -57,6 +57,62 @@ func absent(r gjson.Result) string {
 	return strings.Join(strings.Fields(r.Raw), " ")
 }
 
+// answers are the last answers of a tape's servers to the methods a
+// comparison reads (initialize, server/discover, the list methods), found
+// for each server in one walk of the index back from its end, which stops
+// once it has them all, rather than in a walk a method.
+type answers struct {
+	x    *tape.Index
+	seqs map[string]map[string]int // server → method → the seq of its last answer
+}
+
+func newAnswers(x *tape.Index) *answers {
+	return &answers{x: x, seqs: map[string]map[string]int{}}
+}
+
+// answered reports whether answers keeps the last answers to method.
+func answered(method string) bool {
+	if method == "initialize" || method == tape.MethodDiscover {
+		return true
+	}
+	_, ok := tape.ListOf(method)
+	return ok
+}
+
+// last is lastAnswer(x, s, method). calls, reading every message of the
+// tape, fills a server's in on the way.
+func (a *answers) last(s, method string) []byte {
+	if !answered(method) {
+		return lastAnswer(a.x, s, method)
+	}
+	seqs, ok := a.seqs[s]
+	if !ok {
+		seqs = map[string]int{}
+		wanted := 2 + len(tape.Lists())
+		for i := a.x.Len() - 1; i >= 0 && len(seqs) < wanted; i-- {
+			e := a.x.Entry(i)
+			if e.Server != s || e.Kind != tape.KindResponse || e.Dir != tape.DirRecv {
+				continue
+			}
+			if m := a.x.MethodOf(i); answered(m) {
+				if _, seen := seqs[m]; !seen {
+					seqs[m] = i
+				}
+			}
+		}
+		a.seqs[s] = seqs
+	}
+	i, ok := seqs[method]
+	if !ok {
+		return nil
+	}
+	m, err := a.x.Message(i)
+	if err != nil {
+		return nil
+	}
+	return tape.StripMeta(m.Raw)
+}
+
 // lastAnswer returns the body of the last answer to a method of server s.
 func lastAnswer(x *tape.Index, s, method string) []byte {
 	for i := x.Len() - 1; i >= 0; i-- {
@@ -79,10 +135,10 @@ func lastAnswer(x *tape.Index, s, method string) []byte {
 // definitions compares the tools, prompts, resources and resource
 // templates the two sessions last listed for server sa of A and sb of B: the "rug pull" a
 // server can do between runs (a description or an input schema changed).
-func definitions(xa, xb *tape.Index, sa, sb string, n *tape.Normalizer) []Definition {
+func definitions(xa, xb *answers, sa, sb string, n *tape.Normalizer) []Definition {
 	var out []Definition
 	for _, l := range tape.Lists() {
-		ra, rb := lastAnswer(xa, sa, l.Method), lastAnswer(xb, sb, l.Method)
+		ra, rb := xa.last(sa, l.Method), xb.last(sb, l.Method)
 		if ra == nil || rb == nil {
 			continue
 		}

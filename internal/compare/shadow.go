@@ -41,17 +41,18 @@ func Shadow(side Side, o Options) (Report, error) {
 				return false
 			}
 			return copied[shadowKey(tape.ParseHTTPMeta(m.Raw).Session, string(m.ID))]
-		})
+		}, nil)
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", side.Name, err)
 		}
-		cb, err := calls(side, lane, n, seeds, nil)
+		cb, err := calls(side, lane, n, seeds, nil, nil)
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", side.Name, err)
 		}
 		sr := ServerReport{Server: s, ServerB: lane, CallsA: len(ca), CallsB: len(cb)}
-		handshake(&sr, x, x, s, lane)
-		sr.Definitions = definitions(x, x, s, lane, n)
+		ans := newAnswers(x)
+		handshake(&sr, ans, ans, s, lane)
+		sr.Definitions = definitions(ans, ans, s, lane, n)
 		sr.Calls, sr.Matched, sr.Aligned = alignCalls(ca, cb, x, x, n, o)
 		r.Servers = append(r.Servers, sr)
 	}
