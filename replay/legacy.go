@@ -95,7 +95,7 @@ type LegacyHandler struct {
 type legacySession struct {
 	mu   sync.Mutex
 	e    *Engine
-	out  chan []byte   // SSE message events to write, in order
+	out  chan Output   // SSE message events to write, in order
 	wake chan struct{} // the engine has outputs due later
 	gone chan struct{} // closed when the stream ends: nothing more is sent
 }
@@ -154,7 +154,7 @@ func (h *LegacyHandler) stream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := newLegacyID()
-	s := &legacySession{e: e, out: make(chan []byte, 64), wake: make(chan struct{}, 1), gone: make(chan struct{})}
+	s := &legacySession{e: e, out: make(chan Output, 64), wake: make(chan struct{}, 1), gone: make(chan struct{})}
 	h.mu.Lock()
 	h.sessions[id] = s
 	h.mu.Unlock()
@@ -172,11 +172,16 @@ func (h *LegacyHandler) stream(w http.ResponseWriter, r *http.Request) {
 	defer timer.Stop()
 	for {
 		select {
-		case msg := <-s.out:
-			if err := sse.Write(w, sse.Event{Event: "message", Data: msg}); err != nil {
+		case o := <-s.out:
+			if err := sse.Write(w, sse.Event{Event: "message", Data: o.Msg}); err != nil {
 				return
 			}
 			fl.Flush()
+			if o.progress && len(s.out) > 0 {
+				// As over stdio: a progress notification and the answer
+				// in one read lose the progress in the TypeScript SDK.
+				time.Sleep(progressGap)
+			}
 		case <-s.wake:
 			if at, ok := h.due(s); ok {
 				timer.Reset(time.Until(at))
@@ -251,7 +256,7 @@ func (h *LegacyHandler) send(s *legacySession, outs []Output) {
 			continue
 		}
 		select {
-		case s.out <- o.Msg:
+		case s.out <- o:
 		case <-s.gone:
 			return
 		case <-h.done:
