@@ -61,7 +61,7 @@ pending (never answered), cancelled, late, orphan. --since takes an age
 				return err
 			}
 			defer l.Close()
-			hits, err := l.Search(q)
+			hits, err := l.SearchContext(cmd.Context(), q)
 			if err != nil {
 				return err
 			}

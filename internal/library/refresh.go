@@ -182,7 +182,7 @@ func (l *Library) refresh(ctx context.Context) (Report, error) {
 		}
 	}
 	start := time.Now()
-	prog := l.startProgress(len(todo), total)
+	prog := l.startProgress(len(todo), total, false)
 	l.reading.Store(prog)
 	ir, err := l.index(ctx, todo, &prog.read)
 	l.reading.Store(nil)
@@ -395,12 +395,11 @@ const (
 
 // batch is an open write transaction with its statements.
 type batch struct {
-	tx       *sql.Tx
-	grp, txt *sql.Stmt // a group's facts, its text
-	args     []any     // txt's arguments, reused
-	facts    []byte    // reused
-	rows     int
-	start    time.Time
+	tx    *sql.Tx
+	grp   *sql.Stmt // a group's facts
+	facts []byte    // reused
+	rows  int
+	start time.Time
 }
 
 func (l *Library) begin(ctx context.Context) (*batch, error) {
@@ -414,23 +413,19 @@ func (l *Library) begin(ctx context.Context) (*batch, error) {
 		sql string
 	}{
 		{&b.grp, "INSERT INTO groups(id, ts_max, facts) VALUES (?, ?, ?)"},
-		{&b.txt, textInsert},
 	} {
 		if *s.st, err = tx.PrepareContext(ctx, s.sql); err != nil {
 			b.close()
 			return nil, err
 		}
 	}
-	b.args = make([]any, 1+groupSize)
 	return b, nil
 }
 
 // close ends the transaction: after a Commit, the Rollback does nothing.
 func (b *batch) close() {
-	for _, st := range []*sql.Stmt{b.grp, b.txt} {
-		if st != nil {
-			st.Close()
-		}
+	if b.grp != nil {
+		b.grp.Close()
 	}
 	b.tx.Rollback()
 }
@@ -517,7 +512,8 @@ func (b *batch) insert(ctx context.Context, t *tapeRows, base int64) error {
 	return nil
 }
 
-// group stores one group: its facts, and its messages' text.
+// group stores one group's facts; its messages' text is indexed when a
+// search needs it (textpass.go).
 func (b *batch) group(ctx context.Context, base int64, rows []row) error {
 	id := base | int64(rows[0].seq)
 	var tsMax int64
@@ -525,24 +521,7 @@ func (b *batch) group(ctx context.Context, base int64, rows []row) error {
 		tsMax = max(tsMax, rows[i].ts)
 	}
 	b.facts = encodeFacts(b.facts[:0], rows)
-	if _, err := b.grp.ExecContext(ctx, id, nullTime(tsMax), b.facts); err != nil {
-		return err
-	}
-	args := b.args
-	args[0] = id
-	hasText := false
-	for i := range groupSize {
-		args[1+i] = nil // no text: no work for FTS5
-		if i < len(rows) && rows[i].text != "" {
-			args[1+i] = rows[i].text
-			hasText = true
-		}
-	}
-	if !hasText {
-		return nil
-	}
-	_, err := b.txt.ExecContext(ctx, args...)
-	clear(args)
+	_, err := b.grp.ExecContext(ctx, id, nullTime(tsMax), b.facts)
 	return err
 }
 

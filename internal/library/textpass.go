@@ -1,0 +1,292 @@
+package library
+
+// The text pass: a refresh indexes a tape's facts (its tapes row and its
+// groups), which ls, the sessions view and a search by filters alone
+// need; the text of its messages, which only a search for words needs,
+// is indexed by the first such search, here. FTS5 tokenizing a few
+// hundred bytes of every message is most of what indexing a big tape
+// costs, so a tape listed is not made to wait on it.
+//
+// tapes.text_seq says how far a tape's text is indexed (the groups whose
+// first message is before it have their text row) and tapes.text_indexed
+// is the tapes.indexed its text was complete for: a tape with
+// text_indexed <> indexed has groups without text, those from text_seq
+// on. A group's facts never gain a message (an append makes new groups),
+// so a group's text, once written, stays right. A whole read of a tape
+// deletes its rows and starts from 0 again.
+//
+// Each transaction writes the text of some groups and moves text_seq
+// with them, reading both under the write lock: a pass cancelled, or
+// racing another process's, leaves an index that the next one completes.
+// The message's bytes are read from the tape at the offsets its facts
+// keep, through the same Text a refresh used to run.
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// textTape is a tape whose text is behind its facts.
+type textTape struct {
+	id      int64
+	path    string
+	pending int64 // bytes of it whose text is not indexed, about (progress)
+}
+
+// IndexText indexes the text of the tapes whose text is behind their
+// facts (those under these directories or files; with none, all of
+// them), for a search. It stops when ctx ends, leaving what it did
+// indexed. A line goes to Options.Progress after ProgressAfter, as for a
+// refresh.
+func (l *Library) IndexText(ctx context.Context, under ...string) error {
+	l.textMu.Lock()
+	defer l.textMu.Unlock()
+	return l.withRebuild(func() error { return l.indexText(ctx, under) })
+}
+
+func (l *Library) indexText(ctx context.Context, under []string) error {
+	where, args := underClause(under)
+	rows, err := l.db.Query("SELECT id, path, indexed, text_indexed FROM tapes WHERE is_tape = 1 AND text_indexed <> indexed"+where+" ORDER BY id", args...)
+	if err != nil {
+		return err
+	}
+	var todo []textTape
+	var total int64
+	for rows.Next() {
+		var t textTape
+		var indexed, done int64
+		if err := rows.Scan(&t.id, &t.path, &indexed, &done); err != nil {
+			rows.Close()
+			return err
+		}
+		t.pending = max(indexed-done, 0)
+		total += t.pending
+		todo = append(todo, t)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	start := time.Now()
+	prog := l.startProgress(len(todo), total, true)
+	for _, t := range todo {
+		if err = l.textOf(ctx, t, prog); err != nil {
+			break
+		}
+	}
+	prog.end(l.opts.Progress, start, err)
+	return err
+}
+
+// textOf indexes the text of one tape, a transaction at a time.
+func (l *Library) textOf(ctx context.Context, t textTape, prog *progress) error {
+	f, err := os.Open(t.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // gone: the next refresh forgets it
+	}
+	if err != nil {
+		return fmt.Errorf("index the text of %s: %w", t.path, err)
+	}
+	defer f.Close()
+	w := &textWriter{f: plainReaderAt{f}, args: make([]any, 1+groupSize)}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		done, err := w.batch(ctx, l.db, t, prog)
+		if err != nil {
+			return fmt.Errorf("index the text of %s: %w", t.path, err)
+		}
+		if done {
+			return nil
+		}
+	}
+}
+
+// textWriter writes a tape's text rows.
+type textWriter struct {
+	f    io.ReaderAt
+	args []any  // the insert's arguments, reused
+	buf  []byte // a group's bytes, reused
+}
+
+// textGroups is how many groups a query of the pass reads.
+const textGroups = 64
+
+// batch writes the text of the tape's next groups in one transaction,
+// for up to batchTime; done says the tape's text is complete (or the tape
+// is gone from the index, or cut short on disk: the next refresh reads
+// it again).
+func (w *textWriter) batch(ctx context.Context, db *sql.DB, t textTape, prog *progress) (done bool, err error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback()
+	var indexed, seq, textIndexed int64
+	err = tx.QueryRowContext(ctx, "SELECT indexed, text_seq, text_indexed FROM tapes WHERE id = ? AND is_tape = 1", t.id).Scan(&indexed, &seq, &textIndexed)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && textIndexed == indexed {
+		return true, nil // forgotten, or done by another process meanwhile
+	}
+	if err != nil {
+		return false, err
+	}
+	ins, err := tx.PrepareContext(ctx, textInsert)
+	if err != nil {
+		return false, err
+	}
+	defer ins.Close()
+	// The statements run without ctx, which is looked at between groups
+	// (see batch.insert).
+	bg := context.Background()
+	base := t.id << 32
+	start := time.Now()
+	type group struct {
+		first int
+		facts []byte
+	}
+	var groups []group
+	for time.Since(start) < batchTime {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		groups = groups[:0]
+		rows, err := tx.QueryContext(bg, "SELECT id, facts FROM groups WHERE id BETWEEN ? AND ? ORDER BY id LIMIT ?", base|seq, base|0xffffffff, textGroups)
+		if err != nil {
+			return false, err
+		}
+		for rows.Next() {
+			var id int64
+			var facts []byte
+			if err := rows.Scan(&id, &facts); err != nil {
+				rows.Close()
+				return false, err
+			}
+			groups = append(groups, group{first: int(id - base), facts: facts})
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return false, err
+		}
+		if len(groups) == 0 {
+			done = true
+			break
+		}
+		for _, g := range groups {
+			rs, err := decodeFacts(g.facts, g.first)
+			if err != nil {
+				return false, err
+			}
+			n, ok, err := w.group(bg, ins, base, rs)
+			if err != nil {
+				return false, err
+			}
+			if !ok {
+				// The tape is shorter than its facts say: it changed
+				// since it was indexed, and the next refresh reads it
+				// again. Keep what was written.
+				return true, commitText(tx, t.id, seq, nil)
+			}
+			prog.read.Add(n)
+			seq = int64(g.first + len(rs))
+		}
+		if len(groups) < textGroups {
+			done = true
+			break
+		}
+	}
+	var complete any
+	if done {
+		complete = indexed
+	}
+	return done, commitText(tx, t.id, seq, complete)
+}
+
+// commitText records how far the tape's text is indexed (and, when
+// complete is set, for which indexed bytes it is complete) and commits.
+func commitText(tx *sql.Tx, id, seq int64, complete any) error {
+	_, err := tx.Exec("UPDATE tapes SET text_seq = ?, text_indexed = coalesce(?, text_indexed) WHERE id = ?", seq, complete, id)
+	if err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// group writes the text row of one group, its messages' bytes read from
+// the tape; it returns the bytes read, and false when the tape ends
+// before them.
+func (w *textWriter) group(ctx context.Context, ins *sql.Stmt, base int64, rs []row) (int64, bool, error) {
+	lo, hi := int64(-1), int64(0)
+	for i := range rs {
+		if rs[i].kind == tape.KindInvalid {
+			continue
+		}
+		if lo < 0 {
+			lo = rs[i].off
+		}
+		lo, hi = min(lo, rs[i].off), max(hi, rs[i].off+int64(rs[i].n))
+	}
+	if lo < 0 {
+		return 0, true, nil // no text
+	}
+	// The group's messages are one span of the tape, read at once; one
+	// far too long for that is read a message at a time.
+	const maxSpan = 8 << 20
+	whole := hi-lo <= maxSpan
+	if whole {
+		if int64(cap(w.buf)) < hi-lo {
+			w.buf = make([]byte, hi-lo)
+		}
+		w.buf = w.buf[:hi-lo]
+		if k, err := w.f.ReadAt(w.buf, lo); k < len(w.buf) {
+			if err == nil || errors.Is(err, io.EOF) {
+				return 0, false, nil
+			}
+			return 0, false, err
+		}
+	}
+	args := w.args
+	args[0] = base | int64(rs[0].seq)
+	hasText := false
+	var read int64
+	for i := range groupSize {
+		args[1+i] = nil // no text: no work for FTS5
+		if i >= len(rs) || rs[i].kind == tape.KindInvalid {
+			continue
+		}
+		r := &rs[i]
+		var raw []byte
+		if whole {
+			raw = w.buf[r.off-lo : r.off-lo+int64(r.n)]
+		} else {
+			raw = make([]byte, r.n)
+			if k, err := w.f.ReadAt(raw, r.off); k < len(raw) {
+				if err == nil || errors.Is(err, io.EOF) {
+					return 0, false, nil
+				}
+				return 0, false, err
+			}
+		}
+		read += int64(r.n)
+		if s := Text(raw, TextLimit); s != "" {
+			args[1+i] = s
+			hasText = true
+		}
+	}
+	if !hasText {
+		return read, true, nil
+	}
+	_, err := ins.ExecContext(ctx, args...)
+	clear(args)
+	return read, true, err
+}
