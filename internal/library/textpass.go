@@ -120,35 +120,46 @@ type textWriter struct {
 	buf  []byte // a group's bytes, reused
 }
 
-// textGroups is how many groups a query of the pass reads.
-const textGroups = 64
+// How much a transaction of the pass writes: rounds of textGroups
+// groups, for up to textBatchTime (at least one round). Variables for the
+// tests.
+var (
+	textGroups    = 64
+	textBatchTime = batchTime
+	// textWritten, when set, is called after each group's text is
+	// written (tests).
+	textWritten func()
+)
 
-// batch writes the text of the tape's next groups in one transaction,
-// for up to batchTime; done says the tape's text is complete (or the tape
+// batch writes the text of the tape's next groups in one transaction; done says the tape's text is complete (or the tape
 // is gone from the index, or cut short on disk: the next refresh reads
 // it again).
 func (w *textWriter) batch(ctx context.Context, db *sql.DB, t textTape, prog *progress) (done bool, err error) {
-	tx, err := db.BeginTx(ctx, nil)
+	// Not under ctx: a transaction ended by it is rolled back, while the
+	// groups written before it ended are worth keeping. ctx is looked at
+	// between groups.
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	bg := context.Background()
+	tx, err := db.BeginTx(bg, nil)
 	if err != nil {
 		return false, err
 	}
 	defer tx.Rollback()
 	var indexed, seq, textIndexed int64
-	err = tx.QueryRowContext(ctx, "SELECT indexed, text_seq, text_indexed FROM tapes WHERE id = ? AND is_tape = 1", t.id).Scan(&indexed, &seq, &textIndexed)
+	err = tx.QueryRowContext(bg, "SELECT indexed, text_seq, text_indexed FROM tapes WHERE id = ? AND is_tape = 1", t.id).Scan(&indexed, &seq, &textIndexed)
 	if errors.Is(err, sql.ErrNoRows) || err == nil && textIndexed == indexed {
 		return true, nil // forgotten, or done by another process meanwhile
 	}
 	if err != nil {
 		return false, err
 	}
-	ins, err := tx.PrepareContext(ctx, textInsert)
+	ins, err := tx.PrepareContext(bg, textInsert)
 	if err != nil {
 		return false, err
 	}
 	defer ins.Close()
-	// The statements run without ctx, which is looked at between groups
-	// (see batch.insert).
-	bg := context.Background()
 	base := t.id << 32
 	start := time.Now()
 	type group struct {
@@ -156,8 +167,11 @@ func (w *textWriter) batch(ctx context.Context, db *sql.DB, t textTape, prog *pr
 		facts []byte
 	}
 	var groups []group
-	for time.Since(start) < batchTime {
+	for round := 0; round == 0 || time.Since(start) < textBatchTime; round++ {
 		if err := ctx.Err(); err != nil {
+			if cerr := commitText(tx, t.id, seq, nil); cerr != nil {
+				return false, cerr
+			}
 			return false, err
 		}
 		groups = groups[:0]
@@ -199,6 +213,15 @@ func (w *textWriter) batch(ctx context.Context, db *sql.DB, t textTape, prog *pr
 			}
 			prog.read.Add(n)
 			seq = int64(g.first + len(rs))
+			if textWritten != nil {
+				textWritten()
+			}
+			if err := ctx.Err(); err != nil {
+				if cerr := commitText(tx, t.id, seq, nil); cerr != nil {
+					return false, cerr
+				}
+				return false, err
+			}
 		}
 		if len(groups) < textGroups {
 			done = true
