@@ -90,15 +90,7 @@ func (l *Library) indexText(ctx context.Context, under []string) error {
 
 // textOf indexes the text of one tape, a transaction at a time.
 func (l *Library) textOf(ctx context.Context, t textTape, prog *progress) error {
-	f, err := os.Open(t.path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil // gone: the next refresh forgets it
-	}
-	if err != nil {
-		return fmt.Errorf("index the text of %s: %w", t.path, err)
-	}
-	defer f.Close()
-	w := &textWriter{f: plainReaderAt{f}, args: make([]any, 1+groupSize)}
+	w := &textWriter{args: make([]any, 1+groupSize)}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -155,6 +147,18 @@ func (w *textWriter) batch(ctx context.Context, db *sql.DB, t textTape, prog *pr
 	if err != nil {
 		return false, err
 	}
+	// The tape is opened under the write lock, after its row is read: a
+	// tape replaced by another file since is read whole by the refresh
+	// that sees it, which writes its rows anew.
+	f, err := os.Open(t.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return true, nil // gone: the next refresh forgets it
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	w.f = plainReaderAt{f}
 	ins, err := tx.PrepareContext(bg, textInsert)
 	if err != nil {
 		return false, err
