@@ -90,7 +90,7 @@ func (l *Library) indexText(ctx context.Context, under []string) error {
 
 // textOf indexes the text of one tape, a transaction at a time.
 func (l *Library) textOf(ctx context.Context, t textTape, prog *progress) error {
-	w := &textWriter{args: make([]any, 1+groupSize)}
+	w := &textWriter{}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -107,9 +107,8 @@ func (l *Library) textOf(ctx context.Context, t textTape, prog *progress) error 
 
 // textWriter writes a tape's text rows.
 type textWriter struct {
-	f    io.ReaderAt
-	args []any  // the insert's arguments, reused
-	buf  []byte // a group's bytes, reused
+	f   io.ReaderAt
+	buf []byte // a group's bytes, reused
 }
 
 // How much a transaction of the pass writes: rounds of textGroups
@@ -200,32 +199,70 @@ func (w *textWriter) batch(ctx context.Context, db *sql.DB, t textTape, prog *pr
 			done = true
 			break
 		}
-		for _, g := range groups {
-			rs, err := decodeFacts(g.facts, g.first)
-			if err != nil {
-				return false, err
-			}
-			n, ok, err := w.group(bg, ins, base, rs)
-			if err != nil {
-				return false, err
-			}
-			if !ok {
-				// The tape is shorter than its facts say: it changed
-				// since it was indexed, and the next refresh reads it
-				// again. Keep what was written.
-				return true, commitText(tx, t.id, seq, nil)
-			}
-			prog.read.Add(n)
-			seq = int64(g.first + len(rs))
-			if textWritten != nil {
-				textWritten()
-			}
-			if err := ctx.Err(); err != nil {
-				if cerr := commitText(tx, t.id, seq, nil); cerr != nil {
-					return false, cerr
+		// The groups' bytes are read and their text made in a goroutine
+		// while FTS5 takes the text made before: FTS5's tokenizing is
+		// most of the work, Text much of the rest.
+		texts := make(chan groupText, 8)
+		stop := make(chan struct{})
+		go func() {
+			defer close(texts)
+			for _, g := range groups {
+				gt := groupText{first: g.first}
+				var rs []row
+				if rs, gt.err = decodeFacts(g.facts, g.first); gt.err == nil {
+					gt.next = g.first + len(rs)
+					gt.args, gt.read, gt.ok, gt.err = w.texts(base, rs)
 				}
-				return false, err
+				select {
+				case texts <- gt:
+				case <-stop:
+					return
+				}
+				if gt.err != nil || !gt.ok {
+					return
+				}
 			}
+		}()
+		stopped, err := func() (bool, error) {
+			defer func() {
+				close(stop)
+				for range texts { // let the goroutine end
+				}
+			}()
+			for gt := range texts {
+				if gt.err != nil {
+					return false, gt.err
+				}
+				if !gt.ok {
+					// The tape is shorter than its facts say: it changed
+					// since it was indexed, and the next refresh reads it
+					// again. Keep what was written.
+					return true, nil
+				}
+				if gt.args != nil {
+					if _, err := ins.ExecContext(bg, gt.args...); err != nil {
+						return false, err
+					}
+				}
+				prog.read.Add(gt.read)
+				seq = int64(gt.next)
+				if textWritten != nil {
+					textWritten()
+				}
+				if ctx.Err() != nil {
+					return true, nil
+				}
+			}
+			return false, nil
+		}()
+		if err != nil {
+			return false, err
+		}
+		if stopped {
+			if cerr := commitText(tx, t.id, seq, nil); cerr != nil {
+				return false, cerr
+			}
+			return ctx.Err() == nil, ctx.Err()
 		}
 		if len(groups) < textGroups {
 			done = true
@@ -249,10 +286,19 @@ func commitText(tx *sql.Tx, id, seq int64, complete any) error {
 	return tx.Commit()
 }
 
-// group writes the text row of one group, its messages' bytes read from
-// the tape; it returns the bytes read, and false when the tape ends
-// before them.
-func (w *textWriter) group(ctx context.Context, ins *sql.Stmt, base int64, rs []row) (int64, bool, error) {
+// groupText is a group's text row, made ready for the insert.
+type groupText struct {
+	first, next int   // the seq of its first message, and after its last
+	args        []any // the insert's arguments; nil: no text
+	read        int64 // bytes read
+	ok          bool  // false: the tape ends before its messages
+	err         error
+}
+
+// texts makes the arguments of the text row of a group, its messages'
+// bytes read from the tape (nil when none has text); it returns the
+// bytes read, and false when the tape ends before them.
+func (w *textWriter) texts(base int64, rs []row) ([]any, int64, bool, error) {
 	lo, hi := int64(-1), int64(0)
 	for i := range rs {
 		if rs[i].kind == tape.KindInvalid {
@@ -264,7 +310,7 @@ func (w *textWriter) group(ctx context.Context, ins *sql.Stmt, base int64, rs []
 		lo, hi = min(lo, rs[i].off), max(hi, rs[i].off+int64(rs[i].n))
 	}
 	if lo < 0 {
-		return 0, true, nil // no text
+		return nil, 0, true, nil // no text
 	}
 	// The group's messages are one span of the tape, read at once; one
 	// far too long for that is read a message at a time.
@@ -277,21 +323,20 @@ func (w *textWriter) group(ctx context.Context, ins *sql.Stmt, base int64, rs []
 		w.buf = w.buf[:hi-lo]
 		if k, err := w.f.ReadAt(w.buf, lo); k < len(w.buf) {
 			if err == nil || errors.Is(err, io.EOF) {
-				return 0, false, nil
+				return nil, 0, false, nil
 			}
-			return 0, false, err
+			return nil, 0, false, err
 		}
 	}
-	args := w.args
+	args := make([]any, 1+groupSize) // nil: no text, no work for FTS5
 	args[0] = base | int64(rs[0].seq)
 	hasText := false
 	var read int64
-	for i := range groupSize {
-		args[1+i] = nil // no text: no work for FTS5
-		if i >= len(rs) || rs[i].kind == tape.KindInvalid {
+	for i := range rs {
+		r := &rs[i]
+		if r.kind == tape.KindInvalid {
 			continue
 		}
-		r := &rs[i]
 		var raw []byte
 		if whole {
 			raw = w.buf[r.off-lo : r.off-lo+int64(r.n)]
@@ -299,9 +344,9 @@ func (w *textWriter) group(ctx context.Context, ins *sql.Stmt, base int64, rs []
 			raw = make([]byte, r.n)
 			if k, err := w.f.ReadAt(raw, r.off); k < len(raw) {
 				if err == nil || errors.Is(err, io.EOF) {
-					return 0, false, nil
+					return nil, 0, false, nil
 				}
-				return 0, false, err
+				return nil, 0, false, err
 			}
 		}
 		read += int64(r.n)
@@ -311,9 +356,7 @@ func (w *textWriter) group(ctx context.Context, ins *sql.Stmt, base int64, rs []
 		}
 	}
 	if !hasText {
-		return read, true, nil
+		return nil, read, true, nil
 	}
-	_, err := ins.ExecContext(ctx, args...)
-	clear(args)
-	return read, true, err
+	return args, read, true, nil
 }
