@@ -309,39 +309,43 @@ func (l *Library) index(ctx context.Context, todo []fileInfo, read *atomic.Int64
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	jobs := make(chan fileInfo)
 	// Each tape read streams its rows to the writer in chunks; the writer
-	// takes the tapes in the order their reading started.
+	// takes the tapes in the order of todo (so the ids they get, which
+	// order the hits of a search with the same time, do not depend on
+	// which worker starts first): each is queued for the writer, then
+	// handed to a worker.
+	jobs := make(chan *tapeRows)
 	tapes := make(chan *tapeRows, workers)
 	var wg sync.WaitGroup
-	var startMu sync.Mutex // a tape is queued for the writer when its reading starts
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for f := range jobs {
-				t := &tapeRows{file: f, prior: f.prior, chunks: make(chan []row, 4), decided: make(chan struct{}), read: read}
-				t.decide = sync.OnceFunc(func() { close(t.decided) })
-				startMu.Lock()
-				select {
-				case tapes <- t:
-				case <-ctx.Done():
-					startMu.Unlock()
-					return
-				}
-				startMu.Unlock()
+			for t := range jobs {
 				t.err = readTape(ctx, t)
 				t.decide()
 				close(t.chunks)
 			}
 		}()
 	}
+	wg.Add(1)
 	go func() {
+		defer wg.Done()
 		defer close(jobs)
 		for _, f := range todo {
+			t := &tapeRows{file: f, prior: f.prior, chunks: make(chan []row, 4), decided: make(chan struct{}), read: read}
+			t.decide = sync.OnceFunc(func() { close(t.decided) })
 			select {
-			case jobs <- f:
+			case tapes <- t:
 			case <-ctx.Done():
+				return
+			}
+			select {
+			case jobs <- t:
+			case <-ctx.Done():
+				t.err = ctx.Err() // queued, never read: the writer sees it end
+				t.decide()
+				close(t.chunks)
 				return
 			}
 		}
