@@ -86,6 +86,9 @@ func newSessions(ctx context.Context, l *library.Library) (tui.Sessions, error) 
 			}
 			return sessionRows(l)
 		},
+		// Once the rows are in, the text of the new tapes, so that a
+		// search finds it ready; a search that needs it says what failed.
+		AfterRefresh: func() { _ = l.IndexText(ctx) },
 		Indexing: func() (tui.IndexProgress, bool) {
 			p, ok := l.Indexing()
 			return tui.IndexProgress{Tapes: p.Tapes, Read: p.Read, Total: p.Total}, ok
