@@ -77,6 +77,10 @@ type SessionsOptions struct {
 	// (false while it reads none); polled for the progress line while
 	// Refresh runs.
 	Indexing func() (IndexProgress, bool)
+	// AfterRefresh, when set, runs in a tea.Cmd once Refresh has brought
+	// the rows in (not after a failed one): work the view does not wait
+	// for, such as indexing the text a search needs.
+	AfterRefresh func()
 	// EmptyDemo ends the view with the demo picked (SessionChoice.Empty)
 	// when Refresh finds no tape in the library. Resume clears it.
 	EmptyDemo bool
@@ -301,6 +305,9 @@ func (m Sessions) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if len(m.rows) == 0 && m.opts.EmptyDemo {
 			m.choice = &SessionChoice{Demo: true, Empty: true}
 			return m, tea.Quit
+		}
+		if after := m.opts.AfterRefresh; after != nil {
+			return m, func() tea.Msg { after(); return nil }
 		}
 		return m, nil
 	case sessionHitsMsg:

@@ -482,3 +482,18 @@ func lineWith(s, sub string) string {
 	}
 	return ""
 }
+
+// AfterRefresh runs once a refresh has brought the rows in, not after a
+// failed one.
+func TestSessionsAfterRefresh(t *testing.T) {
+	calls := 0
+	opts := SessionsOptions{Rows: fakeRows(), Refresh: func() ([]SessionRow, error) { return nil, nil }, AfterRefresh: func() { calls++ }}
+	m := NewSessions(opts)
+	if _, _ = sendSessions(t, m, sessionsRefreshedMsg{err: errors.New("disk I/O error")}); calls != 0 {
+		t.Errorf("after a failed refresh: AfterRefresh ran %d times, want 0", calls)
+	}
+	m = NewSessions(opts)
+	if m, _ = sendSessions(t, m, sessionsRefreshedMsg{rows: fakeRows()}); calls != 1 || len(m.Rows()) != 3 {
+		t.Errorf("after a refresh: AfterRefresh ran %d times, %d rows; want 1 and 3", calls, len(m.Rows()))
+	}
+}

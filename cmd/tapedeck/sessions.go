@@ -79,13 +79,16 @@ func newSessions(ctx context.Context, l *library.Library) (tui.Sessions, error) 
 	}
 	return tui.NewSessions(tui.SessionsOptions{
 		Rows:   rows,
-		Search: func(q string) ([]tui.SessionHit, error) { return searchLibrary(l, q, time.Now()) },
+		Search: func(q string) ([]tui.SessionHit, error) { return searchLibrary(ctx, l, q, time.Now()) },
 		Refresh: func() ([]tui.SessionRow, error) {
 			if _, err := l.Refresh(ctx); err != nil {
 				return nil, err
 			}
 			return sessionRows(l)
 		},
+		// Once the rows are in, the text of the new tapes, so that a
+		// search finds it ready; a search that needs it says what failed.
+		AfterRefresh: func() { _ = l.IndexText(ctx) },
 		Indexing: func() (tui.IndexProgress, bool) {
 			p, ok := l.Indexing()
 			return tui.IndexProgress{Tapes: p.Tapes, Read: p.Read, Total: p.Total}, ok
@@ -144,14 +147,15 @@ func sessionRows(l *library.Library) ([]tui.SessionRow, error) {
 // searchLimit caps the hits the sessions view lists.
 const searchLimit = 500
 
-// searchLibrary runs the sessions view's search line over the library.
-func searchLibrary(l *library.Library, line string, now time.Time) ([]tui.SessionHit, error) {
+// searchLibrary runs the sessions view's search line over the library
+// (indexing, under ctx, the text of the tapes whose text is not yet).
+func searchLibrary(ctx context.Context, l *library.Library, line string, now time.Time) ([]tui.SessionHit, error) {
 	q, err := library.ParseSearchLine(line, now)
 	if err != nil {
 		return nil, err
 	}
 	q.Limit = searchLimit
-	hits, err := l.Search(q)
+	hits, err := l.SearchContext(ctx, q)
 	if err != nil {
 		return nil, err
 	}

@@ -135,7 +135,9 @@ func sessionsFrame(tb testing.TB, msgs int, waitFresh bool) (first time.Duration
 // tapes the index held, without waiting for the new one, whose row comes
 // in when the background refresh has indexed it.
 func TestSessionsFirstFrameWhileIndexing(t *testing.T) {
-	sessionsFrame(t, 3000, true)
+	// Big enough (about 45 MB) that its refresh, facts only, cannot end
+	// before the first frame.
+	sessionsFrame(t, 20_000, true)
 }
 
 // BenchmarkSessionsFirstFrame is the sessions view's time to its first

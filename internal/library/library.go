@@ -22,7 +22,10 @@
 // and need no second index), and text, a contentless FTS5 table over the
 // same rowids, a column per message of the group holding the string
 // values of its params, result or error, cut to TextLimit bytes (see
-// group.go). Snippets are made from the tape itself (the message's offset
+// group.go). A refresh writes a tape's facts (tapes, groups) only; the
+// text of its messages is indexed by the first search that needs it
+// (textpass.go), so that ls and the sessions view never wait on FTS5.
+// Snippets are made from the tape itself (the message's offset
 // and length are kept), so the text is not stored twice.
 package library
 
@@ -48,8 +51,10 @@ import (
 // negotiation, no longer counted among a tape's errors (status
 // "negotiation"). 3: tapes.resume and tapes.tail, so that a tape only
 // appended to is indexed from its old end (append.go). 4: groups of
-// messages (group.go) instead of a messages row and a text row each.
-const schemaVersion = 4
+// messages (group.go) instead of a messages row and a text row each. 5:
+// tapes.text_seq and tapes.text_indexed, the text indexed apart from the
+// facts, when a search needs it (textpass.go).
+const schemaVersion = 5
 
 // TextLimit is how many bytes of a message's string values are indexed
 // for search: enough for the words that name what a call was about, small
@@ -81,7 +86,9 @@ CREATE TABLE IF NOT EXISTS tapes(
 	pending INTEGER NOT NULL DEFAULT 0,
 	warnings INTEGER NOT NULL DEFAULT 0,
 	resume BLOB,                -- what an append needs of the indexed part (append.go); NULL: read it all again
-	tail BLOB                   -- fingerprint of the indexed bytes' head and tail; NULL: not resumable
+	tail BLOB,                  -- fingerprint of the indexed bytes' head and tail; NULL: not resumable
+	text_seq INTEGER NOT NULL DEFAULT 0,     -- the messages before this seq have their text in text (textpass.go)
+	text_indexed INTEGER NOT NULL DEFAULT 0  -- indexed, when all of them had: text_indexed <> indexed is a tape whose text is behind
 );
 CREATE TABLE IF NOT EXISTS groups(
 	id INTEGER PRIMARY KEY,     -- tape id << 32 | seq of its first message
@@ -118,6 +125,7 @@ type Library struct {
 	db     *sql.DB
 	memory bool
 	mu     sync.Mutex // one Refresh at a time within a process
+	textMu sync.Mutex // one text pass at a time within a process
 	// reading is the progress of the refresh reading tapes, nil when none
 	// is (Indexing).
 	reading atomic.Pointer[progress]
@@ -158,11 +166,13 @@ func Open(opts Options) (*Library, error) {
 // Memory reports whether the index lives in memory only.
 func (l *Library) Memory() bool { return l.memory }
 
-// Close closes the index, once a Refresh in progress (in another
-// goroutine) has ended: cancel its context first.
+// Close closes the index, once a Refresh or a text pass in progress (in
+// another goroutine) has ended: cancel its context first.
 func (l *Library) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.textMu.Lock()
+	defer l.textMu.Unlock()
 	if l.db == nil {
 		return nil
 	}

@@ -7,13 +7,14 @@ import (
 	"time"
 )
 
-// progress reports a long refresh on Options.Progress: nothing for one
+// progress reports a long refresh, or text pass, on Options.Progress: nothing for one
 // that ends within ProgressAfter, then a line at that point and one every
 // few seconds, and a last line when it is done.
 type progress struct {
 	read  atomic.Int64 // bytes of tapes read so far
 	total int64
 	tapes int
+	text  bool // a text pass (textpass.go), not a refresh
 	stop  chan struct{}
 	done  chan bool // whether a line was written
 }
@@ -37,8 +38,8 @@ func (l *Library) Indexing() (Progress, bool) {
 
 const progressEvery = 3 * time.Second
 
-func (l *Library) startProgress(tapes int, total int64) *progress {
-	p := &progress{total: total, tapes: tapes, stop: make(chan struct{}), done: make(chan bool, 1)}
+func (l *Library) startProgress(tapes int, total int64, text bool) *progress {
+	p := &progress{total: total, tapes: tapes, text: text, stop: make(chan struct{}), done: make(chan bool, 1)}
 	w, after := l.opts.Progress, l.opts.ProgressAfter
 	if w == nil {
 		p.done <- false
@@ -57,7 +58,7 @@ func (l *Library) startProgress(tapes int, total int64) *progress {
 				p.done <- wrote
 				return
 			case <-timer.C:
-				fmt.Fprintf(w, "tapedeck: indexing %d tape(s): %s of %s read\n", p.tapes, mb(p.read.Load()), mb(p.total))
+				fmt.Fprintf(w, "tapedeck: indexing %s%d tape(s): %s of %s read\n", p.of(), p.tapes, mb(p.read.Load()), mb(p.total))
 				wrote = true
 				timer.Reset(progressEvery)
 			}
@@ -73,10 +74,22 @@ func (p *progress) end(w io.Writer, start time.Time, err error) {
 		return
 	}
 	if err != nil {
-		fmt.Fprintf(w, "tapedeck: indexing stopped after %s of %s: %v\n", mb(p.read.Load()), mb(p.total), err)
+		what := "indexing"
+		if p.text {
+			what = "indexing the text"
+		}
+		fmt.Fprintf(w, "tapedeck: %s stopped after %s of %s: %v\n", what, mb(p.read.Load()), mb(p.total), err)
 		return
 	}
-	fmt.Fprintf(w, "tapedeck: indexed %d tape(s), %s read, in %s\n", p.tapes, mb(p.read.Load()), time.Since(start).Round(100*time.Millisecond))
+	fmt.Fprintf(w, "tapedeck: indexed %s%d tape(s), %s read, in %s\n", p.of(), p.tapes, mb(p.read.Load()), time.Since(start).Round(100*time.Millisecond))
+}
+
+// of names what is indexed before the tapes' number.
+func (p *progress) of() string {
+	if p.text {
+		return "the text of "
+	}
+	return ""
 }
 
 func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }

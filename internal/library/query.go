@@ -2,6 +2,7 @@ package library
 
 import (
 	"cmp"
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -151,9 +152,17 @@ type Hit struct {
 	n       int
 }
 
-// Search finds the messages that match q, newest first, each with a
-// snippet of its text read from the tape.
+// Search is SearchContext without an end.
 func (l *Library) Search(q Query) ([]Hit, error) {
+	return l.SearchContext(context.Background(), q)
+}
+
+// SearchContext finds the messages that match q, newest first, each with
+// a snippet of its text read from the tape. A search for words first
+// indexes the text of the tapes it covers whose text is behind their
+// facts (IndexText: the first search after a refresh that read new
+// bytes), which ctx can stop.
+func (l *Library) SearchContext(ctx context.Context, q Query) ([]Hit, error) {
 	parts, terms := ftsParts(q.Text)
 	match := strings.Join(parts, " ")
 	if strings.TrimSpace(q.Text) != "" && match == "" {
@@ -166,6 +175,11 @@ func (l *Library) Search(q Query) ([]Hit, error) {
 	limit := q.Limit
 	if limit <= 0 {
 		limit = 100
+	}
+	if match != "" {
+		if err := l.IndexText(ctx, q.Under...); err != nil {
+			return nil, err
+		}
 	}
 	var hits []Hit
 	err = l.withRebuild(func() error {

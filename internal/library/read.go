@@ -24,7 +24,6 @@ type row struct {
 	method, target, status string
 	off                    int64
 	n                      int
-	text                   string
 }
 
 // summary is what the index keeps of a whole tape.
@@ -300,9 +299,6 @@ func emit(ctx context.Context, t *tapeRows, x *tape.Index, src io.ReaderAt, v sp
 				t.updates = append(t.updates, r)
 			}
 			continue
-		}
-		if e.Kind != tape.KindInvalid {
-			r.text = Text(e.Raw, TextLimit)
 		}
 		chunk = append(chunk, r)
 		if len(chunk) == chunkRows {

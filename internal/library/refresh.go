@@ -182,7 +182,7 @@ func (l *Library) refresh(ctx context.Context) (Report, error) {
 		}
 	}
 	start := time.Now()
-	prog := l.startProgress(len(todo), total)
+	prog := l.startProgress(len(todo), total, false)
 	l.reading.Store(prog)
 	ir, err := l.index(ctx, todo, &prog.read)
 	l.reading.Store(nil)
@@ -309,39 +309,43 @@ func (l *Library) index(ctx context.Context, todo []fileInfo, read *atomic.Int64
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	jobs := make(chan fileInfo)
 	// Each tape read streams its rows to the writer in chunks; the writer
-	// takes the tapes in the order their reading started.
+	// takes the tapes in the order of todo (so the ids they get, which
+	// order the hits of a search with the same time, do not depend on
+	// which worker starts first): each is queued for the writer, then
+	// handed to a worker.
+	jobs := make(chan *tapeRows)
 	tapes := make(chan *tapeRows, workers)
 	var wg sync.WaitGroup
-	var startMu sync.Mutex // a tape is queued for the writer when its reading starts
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for f := range jobs {
-				t := &tapeRows{file: f, prior: f.prior, chunks: make(chan []row, 4), decided: make(chan struct{}), read: read}
-				t.decide = sync.OnceFunc(func() { close(t.decided) })
-				startMu.Lock()
-				select {
-				case tapes <- t:
-				case <-ctx.Done():
-					startMu.Unlock()
-					return
-				}
-				startMu.Unlock()
+			for t := range jobs {
 				t.err = readTape(ctx, t)
 				t.decide()
 				close(t.chunks)
 			}
 		}()
 	}
+	wg.Add(1)
 	go func() {
+		defer wg.Done()
 		defer close(jobs)
 		for _, f := range todo {
+			t := &tapeRows{file: f, prior: f.prior, chunks: make(chan []row, 4), decided: make(chan struct{}), read: read}
+			t.decide = sync.OnceFunc(func() { close(t.decided) })
 			select {
-			case jobs <- f:
+			case tapes <- t:
 			case <-ctx.Done():
+				return
+			}
+			select {
+			case jobs <- t:
+			case <-ctx.Done():
+				t.err = ctx.Err() // queued, never read: the writer sees it end
+				t.decide()
+				close(t.chunks)
 				return
 			}
 		}
@@ -395,12 +399,11 @@ const (
 
 // batch is an open write transaction with its statements.
 type batch struct {
-	tx       *sql.Tx
-	grp, txt *sql.Stmt // a group's facts, its text
-	args     []any     // txt's arguments, reused
-	facts    []byte    // reused
-	rows     int
-	start    time.Time
+	tx    *sql.Tx
+	grp   *sql.Stmt // a group's facts
+	facts []byte    // reused
+	rows  int
+	start time.Time
 }
 
 func (l *Library) begin(ctx context.Context) (*batch, error) {
@@ -414,23 +417,19 @@ func (l *Library) begin(ctx context.Context) (*batch, error) {
 		sql string
 	}{
 		{&b.grp, "INSERT INTO groups(id, ts_max, facts) VALUES (?, ?, ?)"},
-		{&b.txt, textInsert},
 	} {
 		if *s.st, err = tx.PrepareContext(ctx, s.sql); err != nil {
 			b.close()
 			return nil, err
 		}
 	}
-	b.args = make([]any, 1+groupSize)
 	return b, nil
 }
 
 // close ends the transaction: after a Commit, the Rollback does nothing.
 func (b *batch) close() {
-	for _, st := range []*sql.Stmt{b.grp, b.txt} {
-		if st != nil {
-			st.Close()
-		}
+	if b.grp != nil {
+		b.grp.Close()
 	}
 	b.tx.Rollback()
 }
@@ -517,7 +516,8 @@ func (b *batch) insert(ctx context.Context, t *tapeRows, base int64) error {
 	return nil
 }
 
-// group stores one group: its facts, and its messages' text.
+// group stores one group's facts; its messages' text is indexed when a
+// search needs it (textpass.go).
 func (b *batch) group(ctx context.Context, base int64, rows []row) error {
 	id := base | int64(rows[0].seq)
 	var tsMax int64
@@ -525,24 +525,7 @@ func (b *batch) group(ctx context.Context, base int64, rows []row) error {
 		tsMax = max(tsMax, rows[i].ts)
 	}
 	b.facts = encodeFacts(b.facts[:0], rows)
-	if _, err := b.grp.ExecContext(ctx, id, nullTime(tsMax), b.facts); err != nil {
-		return err
-	}
-	args := b.args
-	args[0] = id
-	hasText := false
-	for i := range groupSize {
-		args[1+i] = nil // no text: no work for FTS5
-		if i < len(rows) && rows[i].text != "" {
-			args[1+i] = rows[i].text
-			hasText = true
-		}
-	}
-	if !hasText {
-		return nil
-	}
-	_, err := b.txt.ExecContext(ctx, args...)
-	clear(args)
+	_, err := b.grp.ExecContext(ctx, id, nullTime(tsMax), b.facts)
 	return err
 }
 

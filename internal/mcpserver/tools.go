@@ -145,7 +145,7 @@ func (s *service) searchTapes(ctx context.Context, _ *mcp.CallToolRequest, in Se
 	if _, err := s.lib.Refresh(ctx); err != nil {
 		return nil, out, err
 	}
-	hits, err := s.lib.Search(q)
+	hits, err := s.lib.SearchContext(ctx, q)
 	if err != nil {
 		return nil, out, err
 	}
