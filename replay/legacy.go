@@ -170,17 +170,22 @@ func (h *LegacyHandler) stream(w http.ResponseWriter, r *http.Request) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
+	var progressAt time.Time // when the last progress notification was written
 	for {
 		select {
 		case o := <-s.out:
+			// As over stdio: a progress notification and what follows
+			// it in one read lose the progress in the TypeScript SDK, so
+			// a progress notification is left progressGap to land.
+			if wait := progressGap - time.Since(progressAt); wait > 0 {
+				time.Sleep(wait)
+			}
 			if err := sse.Write(w, sse.Event{Event: "message", Data: o.Msg}); err != nil {
 				return
 			}
 			fl.Flush()
-			if o.progress && len(s.out) > 0 {
-				// As over stdio: a progress notification and the answer
-				// in one read lose the progress in the TypeScript SDK.
-				time.Sleep(progressGap)
+			if o.progress {
+				progressAt = time.Now()
 			}
 		case <-s.wake:
 			if at, ok := h.due(s); ok {
