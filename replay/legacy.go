@@ -170,23 +170,20 @@ func (h *LegacyHandler) stream(w http.ResponseWriter, r *http.Request) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
-	var progressAt time.Time // when the last progress notification was written
+	var pace progressPacer
 	for {
 		select {
 		case o := <-s.out:
-			// As over stdio: a progress notification and what follows
-			// it in one read lose the progress in the TypeScript SDK, so
-			// a progress notification is left progressGap to land.
-			if wait := progressGap - time.Since(progressAt); wait > 0 {
-				time.Sleep(wait)
+			// As over stdio: progress is left progressGap to land
+			// before the answer that retires its handler.
+			if d := pace.wait(o); d > 0 {
+				time.Sleep(d)
 			}
 			if err := sse.Write(w, sse.Event{Event: "message", Data: o.Msg}); err != nil {
 				return
 			}
 			fl.Flush()
-			if o.progress {
-				progressAt = time.Now()
-			}
+			pace.wrote(o)
 		case <-s.wake:
 			if at, ok := h.due(s); ok {
 				timer.Reset(time.Until(at))

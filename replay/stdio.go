@@ -50,8 +50,9 @@ type stdioEdge struct {
 	rx  *RuleEdge
 	now func() time.Time
 
-	mu sync.Mutex
-	bw *bufio.Writer
+	mu   sync.Mutex
+	bw   *bufio.Writer
+	pace progressPacer
 }
 
 func newStdioEdge(e *Engine, w io.Writer, o StdioOptions, now func() time.Time) *stdioEdge {
@@ -77,12 +78,12 @@ func (s *stdioEdge) in(line []byte) error {
 			}
 		}
 	}
-	werr := writeOutputs(s.bw, out, s.o, s.rx)
+	werr := writeOutputs(s.bw, out, s.o, s.rx, &s.pace)
 	s.mu.Unlock()
 	if miss != nil && werr == nil && !s.o.Miss(line, miss.Divergence, s.client) {
 		// Not taken: the client gets the divergence after all.
 		s.mu.Lock()
-		werr = writeOutputs(s.bw, []Output{*miss}, s.o, s.rx)
+		werr = writeOutputs(s.bw, []Output{*miss}, s.o, s.rx, &s.pace)
 		s.mu.Unlock()
 	}
 	return errors.Join(werr, err)
@@ -92,7 +93,7 @@ func (s *stdioEdge) in(line []byte) error {
 func (s *stdioEdge) write(out []Output) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return writeOutputs(s.bw, out, s.o, s.rx)
+	return writeOutputs(s.bw, out, s.o, s.rx, &s.pace)
 }
 
 func (s *stdioEdge) flush() error {
@@ -224,11 +225,38 @@ func ServeStdio(ctx context.Context, e *Engine, r io.Reader, w io.Writer, o Stdi
 }
 
 // progressGap is how long a progress notification is left to land before
-// what follows it in the same batch is written. The TypeScript SDK handles
-// a notification in a microtask but a response at once: read in one chunk,
-// the response retires the request's progress handler before its progress
-// notifications are handled, and they are dropped as unknown.
-const progressGap = 2 * time.Millisecond
+// a message other than progress is written after it. The TypeScript SDK
+// handles a notification in a microtask but a response at once: read in
+// one chunk, the response retires the request's progress handler before
+// its progress notifications are handled, and they are dropped as unknown.
+// Progress after progress needs no gap (no handler is retired), so the
+// gap is paid once a call, not once a notification.
+const progressGap = 5 * time.Millisecond
+
+// progressPacer keeps progressGap between the last progress notification
+// an edge wrote and the next message of another kind.
+type progressPacer struct {
+	at      time.Time // when the last progress notification was written
+	pending bool      // and nothing else was written since
+}
+
+// wrote notes that o was written.
+func (p *progressPacer) wrote(o Output) {
+	if o.progress {
+		p.at, p.pending = time.Now(), true
+	} else {
+		p.pending = false
+	}
+}
+
+// wait is how long to wait before writing o: the rest of the gap when o
+// follows a progress notification and is not one.
+func (p *progressPacer) wait(o Output) time.Duration {
+	if o.progress || !p.pending {
+		return 0
+	}
+	return progressGap - time.Since(p.at)
+}
 
 // receive hands a client's line to the engine; a nil line stands for one
 // over jsonrpc.MaxLine, refused with jsonrpc.LineTooLong.
@@ -239,9 +267,9 @@ func receive(e *Engine, line []byte, now time.Time) []Output {
 	return e.Receive(line, now)
 }
 
-func writeOutputs(bw *bufio.Writer, out []Output, o StdioOptions, rx *RuleEdge) error {
+func writeOutputs(bw *bufio.Writer, out []Output, o StdioOptions, rx *RuleEdge, pace *progressPacer) error {
 	out, cut := rx.Out(out)
-	for i, m := range out {
+	for _, m := range out {
 		if m.Divergence != nil && o.OnDivergence != nil && m.Divergence.Resolution != Pending {
 			o.OnDivergence(*m.Divergence)
 		}
@@ -253,22 +281,17 @@ func writeOutputs(bw *bufio.Writer, out []Output, o StdioOptions, rx *RuleEdge) 
 		if m.Msg == nil {
 			continue
 		}
-		if m.hold > 0 {
+		if d := max(m.hold, pace.wait(m)); d > 0 {
 			if err := bw.Flush(); err != nil {
 				return err
 			}
-			time.Sleep(m.hold)
+			time.Sleep(d)
 		}
 		bw.Write(m.Msg)
 		if err := bw.WriteByte('\n'); err != nil {
 			return err
 		}
-		if m.progress && i+1 < len(out) {
-			if err := bw.Flush(); err != nil {
-				return err
-			}
-			time.Sleep(progressGap)
-		}
+		pace.wrote(m)
 	}
 	if cut != nil {
 		_ = bw.Flush()
