@@ -274,22 +274,11 @@ func (c *classifier) topMembers(b []byte, i int, t *topMembers, m *msgInfo) (int
 		return i + 1, nil
 	}
 	for {
-		if i >= len(b) || b[i] != '"' {
-			return 0, fmt.Errorf("expected a member name at column %d, found %s", i+1, found(b, i))
-		}
+		var key []byte
 		var err error
-		kend := shortString(b, i)
-		if kend == 0 {
-			if kend, err = skipString(b, i); err != nil {
-				return 0, err
-			}
+		if key, i, err = memberName(b, i); err != nil {
+			return 0, err
 		}
-		key := b[i+1 : kend-1]
-		i = skipWS(b, kend)
-		if i >= len(b) || b[i] != ':' {
-			return 0, fmt.Errorf("expected ':' after member %q at column %d, found %s", key, i+1, found(b, i))
-		}
-		i = skipWS(b, i+1)
 		var vend int
 		switch string(key) {
 		case "params":

@@ -3,6 +3,8 @@ package tape
 import (
 	"bytes"
 	"time"
+
+	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
 
 // Encoder formats the tape lines of one direction of one server on a
@@ -32,9 +34,9 @@ func (e *Encoder) KeepMicroseconds() *Encoder {
 // from server.
 func NewEncoder(dir Dir, server string) *Encoder {
 	p := []byte(`"_meta":{"dir":`)
-	p = appendString(p, string(dir))
+	p = jsonscan.AppendQuoted(p, string(dir), false)
 	p = append(p, `,"server":`...)
-	p = appendString(p, server)
+	p = jsonscan.AppendQuoted(p, server, false)
 	p = append(p, `,"ts":"`...)
 	return &Encoder{prefix: p, lastMS: -1}
 }

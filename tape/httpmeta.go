@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tapedeck/tapedeck/tape/jsonscan"
 	"github.com/tidwall/gjson"
 )
 
@@ -295,19 +296,7 @@ func appendMetaString(b []byte, key, value string) []byte {
 	if value == "" && key != MetaEvent {
 		return b
 	}
-	return appendJSONString(appendMetaKey(b, key), value)
-}
-
-// appendJSONString appends s as a JSON string, as Writer encodes it
-// (encoding/json without HTML escaping); plain printable ASCII, what header
-// values and event ids nearly always are, is copied as it is.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			return appendString(b, s)
-		}
-	}
-	return append(append(append(b, '"'), s...), '"')
+	return jsonscan.AppendQuoted(appendMetaKey(b, key), value, false)
 }
 
 // HTTPExchange is what a lifecycle record of an HTTP exchange whose answer

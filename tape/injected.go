@@ -3,6 +3,8 @@ package tape
 import (
 	"encoding/json"
 	"strconv"
+
+	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
 
 // AddInjections fills in st.Injected from the messages of x that carry
@@ -79,9 +81,9 @@ func AppendInjections(b []byte, in []Injection) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"rule":`...)
-		b = appendString(b, x.Rule)
+		b = jsonscan.AppendQuoted(b, x.Rule, false)
 		b = append(b, `,"action":`...)
-		b = appendString(b, x.Action)
+		b = jsonscan.AppendQuoted(b, x.Action, false)
 		if x.Audit {
 			b = append(b, `,"audit":true`...)
 		}
@@ -99,7 +101,7 @@ func AppendInjections(b []byte, in []Injection) []byte {
 		}
 		if x.Note != "" {
 			b = append(b, `,"note":`...)
-			b = appendString(b, x.Note)
+			b = jsonscan.AppendQuoted(b, x.Note, false)
 		}
 		b = append(b, '}')
 	}

@@ -38,22 +38,11 @@ func (c *classifier) members(b []byte, i int, fn func(key []byte, v span)) (int,
 		return i + 1, nil
 	}
 	for {
-		if i >= len(b) || b[i] != '"' {
-			return 0, fmt.Errorf("expected a member name at column %d, found %s", i+1, found(b, i))
-		}
+		var key []byte
 		var err error
-		kend := shortString(b, i)
-		if kend == 0 {
-			if kend, err = skipString(b, i); err != nil {
-				return 0, err
-			}
+		if key, i, err = memberName(b, i); err != nil {
+			return 0, err
 		}
-		key := b[i+1 : kend-1]
-		i = skipWS(b, kend)
-		if i >= len(b) || b[i] != ':' {
-			return 0, fmt.Errorf("expected ':' after member %q at column %d, found %s", key, i+1, found(b, i))
-		}
-		i = skipWS(b, i+1)
 		vend, err := c.skipValue(b, i)
 		if err != nil {
 			return 0, fmt.Errorf("member %q: %w", key, err)
@@ -69,6 +58,26 @@ func (c *classifier) members(b []byte, i int, fn func(key []byte, v span)) (int,
 		}
 		return 0, fmt.Errorf("expected ',' or '}' after member %q at column %d, found %s", key, i+1, found(b, i))
 	}
+}
+
+// memberName reads the member name at b[i] and the ':' after it: the name
+// (without quotes, escapes left as they are) and where its value starts.
+func memberName(b []byte, i int) (key []byte, v int, err error) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, 0, fmt.Errorf("expected a member name at column %d, found %s", i+1, found(b, i))
+	}
+	kend := shortString(b, i)
+	if kend == 0 {
+		if kend, err = skipString(b, i); err != nil {
+			return nil, 0, err
+		}
+	}
+	key = b[i+1 : kend-1]
+	i = skipWS(b, kend)
+	if i >= len(b) || b[i] != ':' {
+		return nil, 0, fmt.Errorf("expected ':' after member %q at column %d, found %s", key, i+1, found(b, i))
+	}
+	return key, skipWS(b, i+1), nil
 }
 
 // skipValue returns the index just after the JSON value starting at b[i].

@@ -2,12 +2,13 @@ package tape
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
 
 // What Tasks reads, and how: the index says which messages are about tasks
@@ -297,115 +298,13 @@ func decodeString(b []byte, s span) string { return stringValue(b, s) }
 // tape's _meta is stripped (as Tasks read it before): whether it, or
 // that, is valid JSON.
 func validBody(b []byte) bool {
-	if validJSON(b) {
+	if jsonscan.Valid(b) {
 		return true
 	}
 	if s := StripMeta(b); len(s) != len(b) {
-		return validJSON(s)
+		return jsonscan.Valid(s)
 	}
 	return false
-}
-
-// maxJSONDepth is encoding/json's limit on nesting: deeper is invalid.
-const maxJSONDepth = 10000
-
-// validJSON reports what json.Valid(b) reports, without its per-byte
-// state machine (TestValidJSONAgrees holds it to json.Valid).
-func validJSON(b []byte) bool {
-	i := validValue(b, skipWS(b, 0), 0)
-	return i >= 0 && skipWS(b, i) == len(b)
-}
-
-// validValue returns the index after the valid JSON value at b[i], nested
-// depth deep, or -1.
-func validValue(b []byte, i, depth int) int {
-	var stackBuf [32]byte
-	stack := stackBuf[:0]
-value:
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '{':
-		if stack = append(stack, '{'); depth+len(stack) > maxJSONDepth {
-			return -1
-		}
-		i = skipWS(b, i+1)
-		if i < len(b) && b[i] == '}' {
-			stack = stack[:len(stack)-1]
-			i++
-			goto after
-		}
-		goto key
-	case '[':
-		if stack = append(stack, '['); depth+len(stack) > maxJSONDepth {
-			return -1
-		}
-		i = skipWS(b, i+1)
-		if i < len(b) && b[i] == ']' {
-			stack = stack[:len(stack)-1]
-			i++
-			goto after
-		}
-		goto value
-	case '"':
-		if i = validString(b, i); i < 0 {
-			return -1
-		}
-	case 't':
-		if !bytes.HasPrefix(b[i:], []byte("true")) {
-			return -1
-		}
-		i += 4
-	case 'f':
-		if !bytes.HasPrefix(b[i:], []byte("false")) {
-			return -1
-		}
-		i += 5
-	case 'n':
-		if !bytes.HasPrefix(b[i:], []byte("null")) {
-			return -1
-		}
-		i += 4
-	default:
-		if i = validNumber(b, i); i < 0 {
-			return -1
-		}
-	}
-after:
-	if len(stack) == 0 {
-		return i
-	}
-	i = skipWS(b, i)
-	if i >= len(b) {
-		return -1
-	}
-	switch top := stack[len(stack)-1]; {
-	case b[i] == ',':
-		i = skipWS(b, i+1)
-		if top == '{' {
-			goto key
-		}
-		goto value
-	case top == '{' && b[i] == '}', top == '[' && b[i] == ']':
-		stack = stack[:len(stack)-1]
-		i++
-		goto after
-	}
-	return -1
-key:
-	if i >= len(b) || b[i] != '"' {
-		return -1
-	}
-	if i = validString(b, i); i < 0 {
-		return -1
-	}
-	i = skipWS(b, i)
-	if i >= len(b) || b[i] != ':' {
-		return -1
-	}
-	i = skipWS(b, i+1)
-	goto value
 }
 
 // The objects readTaskBody reads, and the fields it reads of them.
@@ -474,7 +373,7 @@ func (f *taskBody) object(b []byte, i, level int, ok *bool) int {
 		if i >= len(b) || b[i] != '"' {
 			return -1
 		}
-		kend := validString(b, i)
+		kend := jsonscan.StringEnd(b, i)
 		if kend < 0 {
 			return -1
 		}
@@ -490,9 +389,9 @@ func (f *taskBody) object(b []byte, i, level int, ok *bool) int {
 		v := i
 		switch c := b[i]; {
 		case field == fieldNone:
-			i = validValue(b, i, depth)
+			i = jsonscan.ValueEnd(b, i, depth)
 		case field == fieldTaskID || field == fieldStatus:
-			i = validValue(b, i, depth)
+			i = jsonscan.ValueEnd(b, i, depth)
 			if i < 0 {
 				return -1
 			}
@@ -509,7 +408,7 @@ func (f *taskBody) object(b []byte, i, level int, ok *bool) int {
 			}
 			i = f.object(b, i, field, ok)
 		default:
-			i = validValue(b, i, depth)
+			i = jsonscan.ValueEnd(b, i, depth)
 			switch {
 			case c != 'n':
 				*ok = false
@@ -548,96 +447,6 @@ func (f *taskBody) set(level, field int, v span) {
 	default:
 		f.taskStatus = v
 	}
-}
-
-// validString returns the index after the valid JSON string at b[i] ==
-// '"', or -1: no control character, only JSON's escapes. Bytes that are
-// not UTF-8 are valid (encoding/json reads each as U+FFFD).
-func validString(b []byte, i int) int {
-	i++
-	// Eight bytes at a time while none is a quote, a backslash or a
-	// control character.
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	for ; i+8 <= len(b); i += 8 {
-		w := binary.LittleEndian.Uint64(b[i:])
-		q, bs := w^(ones*'"'), w^(ones*'\\')
-		if ((q-ones)&^q|(bs-ones)&^bs|(w-ones*0x20)&^w)&highs != 0 {
-			break
-		}
-	}
-	for ; i < len(b); i++ {
-		c := b[i]
-		switch {
-		case c == '"':
-			return i + 1
-		case c < 0x20:
-			return -1
-		case c == '\\':
-			i++
-			if i >= len(b) {
-				return -1
-			}
-			switch b[i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if i+4 >= len(b) {
-					return -1
-				}
-				for _, h := range b[i+1 : i+5] {
-					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
-						return -1
-					}
-				}
-				i += 4
-			default:
-				return -1
-			}
-		}
-	}
-	return -1
-}
-
-// validNumber returns the index after the JSON number at b[i], or -1.
-func validNumber(b []byte, i int) int {
-	digits := func(i int) int {
-		j := i
-		for j < len(b) && '0' <= b[j] && b[j] <= '9' {
-			j++
-		}
-		return j
-	}
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	switch {
-	case i >= len(b):
-		return -1
-	case b[i] == '0':
-		i++
-	case '1' <= b[i] && b[i] <= '9':
-		i = digits(i)
-	default:
-		return -1
-	}
-	if i < len(b) && b[i] == '.' {
-		j := digits(i + 1)
-		if j == i+1 {
-			return -1
-		}
-		i = j
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		j := digits(i)
-		if j == i {
-			return -1
-		}
-		i = j
-	}
-	return i
 }
 
 // blockReader reads spans of a tape a block at a time, keeping the last

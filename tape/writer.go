@@ -11,6 +11,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
 
 // Meta is the _meta object a Writer adds to each message.
@@ -45,9 +47,9 @@ func appendTS(b []byte, t time.Time, micro bool) []byte {
 // appendJSON appends the _meta object.
 func (m Meta) appendJSON(b []byte, micro bool) ([]byte, error) {
 	b = append(b, `{"dir":`...)
-	b = appendString(b, string(m.Dir))
+	b = jsonscan.AppendQuoted(b, string(m.Dir), false)
 	b = append(b, `,"server":`...)
-	b = appendString(b, m.Server)
+	b = jsonscan.AppendQuoted(b, m.Server, false)
 	b = append(b, `,"ts":"`...)
 	b = appendTS(b, m.Time, micro)
 	b = append(b, '"')
@@ -64,7 +66,7 @@ func (m Meta) appendJSON(b []byte, micro bool) ([]byte, error) {
 			return nil, fmt.Errorf("_meta.%s: %w", k, err)
 		}
 		b = append(b, ',')
-		b = appendString(b, k)
+		b = jsonscan.AppendQuoted(b, k, false)
 		b = append(b, ':')
 		b = append(b, v...)
 	}
@@ -73,12 +75,7 @@ func (m Meta) appendJSON(b []byte, micro bool) ([]byte, error) {
 
 // AppendString appends s as a JSON string, escaped as Writer escapes it
 // (for a _meta member encoded outside tape, such as record's shadow lane's).
-func AppendString(b []byte, s string) []byte { return appendString(b, s) }
-
-func appendString(b []byte, s string) []byte {
-	v, _ := marshalNoEscape(s)
-	return append(b, v...)
-}
+func AppendString(b []byte, s string) []byte { return jsonscan.AppendQuoted(b, s, false) }
 
 func marshalNoEscape(v any) ([]byte, error) {
 	var buf bytes.Buffer
@@ -213,7 +210,7 @@ func (w *Writer) writeBatch(msg []byte, m Meta) error {
 // message, such as "$transport/start". m.Dir is forced to DirLifecycle.
 func (w *Writer) WriteLifecycle(method string, params any, m Meta) error {
 	b := []byte(`{"jsonrpc":"2.0","method":`)
-	b = appendString(b, method)
+	b = jsonscan.AppendQuoted(b, method, false)
 	if params != nil {
 		p, err := marshalNoEscape(params)
 		if err != nil {

@@ -44,17 +44,7 @@ func TestReplayCoverageClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep struct {
-		Requests, Matched int
-		Divergences       []json.RawMessage
-		Unused            []json.RawMessage
-	}
-	if err := json.Unmarshal(data, &rep); err != nil {
-		t.Fatalf("report: %v\n%s", err, data)
-	}
-	if rep.Requests != 18 || rep.Matched != 18 || len(rep.Divergences) != 0 || len(rep.Unused) != 0 {
-		t.Fatalf("report: want 18 requests, 18 matched, no divergence, nothing unused; got\n%s", data)
-	}
+	cleanReport(t, data, 18)
 }
 
 // TestVerifyCoverage verifies ts-everything-coverage against a live
@@ -109,14 +99,7 @@ func TestReplayV2HTTP(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no report: %v\n%s", err, srv.Output())
 	}
-	var rep struct {
-		Requests, Matched int
-		Divergences       []json.RawMessage
-		Unused            []json.RawMessage
-	}
-	if err := json.Unmarshal(data, &rep); err != nil || rep.Requests != 5 || rep.Matched != 5 || len(rep.Divergences) != 0 || len(rep.Unused) != 0 {
-		t.Fatalf("report: want 5 requests, 5 matched, no divergence, nothing unused (%v); got\n%s", err, data)
-	}
+	cleanReport(t, data, 5)
 }
 
 // TestVerifyV2HTTP verifies ts-v2-http against a live v2 SDK server: the
@@ -162,14 +145,7 @@ func TestReplayURLElicitation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep struct {
-		Requests, Matched int
-		Divergences       []json.RawMessage
-		Unused            []json.RawMessage
-	}
-	if err := json.Unmarshal(data, &rep); err != nil || rep.Requests != 2 || rep.Matched != 2 || len(rep.Divergences) != 0 || len(rep.Unused) != 0 {
-		t.Fatalf("report: want 2 requests, 2 matched, no divergence, nothing unused (%v); got\n%s", err, data)
-	}
+	cleanReport(t, data, 2)
 }
 
 // TestVerifyURLElicitation verifies ts-sdk-url-elicitation against the
@@ -184,5 +160,22 @@ func TestVerifyURLElicitation(t *testing.T) {
 	out := stdout.String() + stderr.String()
 	if err != nil || !strings.Contains(out, "2 calls, 2 passed, 0 failed") || !strings.Contains(out, "PASS tools/call authorize") {
 		t.Fatalf("ts-sdk-url-elicitation against the live SDK server: %v\n%s", err, out)
+	}
+}
+
+// cleanReport fails unless data, a replay's --report, counts requests
+// requests, all matched, with no divergence and nothing unused.
+func cleanReport(t *testing.T, data []byte, requests int) {
+	t.Helper()
+	var rep struct {
+		Requests, Matched int
+		Divergences       []json.RawMessage
+		Unused            []json.RawMessage
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, data)
+	}
+	if rep.Requests != requests || rep.Matched != requests || len(rep.Divergences) != 0 || len(rep.Unused) != 0 {
+		t.Fatalf("report: want %d requests, %d matched, no divergence, nothing unused; got\n%s", requests, requests, data)
 	}
 }

@@ -411,16 +411,10 @@ func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep 
 // more than a window resident), else through a buffer, skipping what lies
 // between; others (one of a batch, or behind the reader) from the index.
 type messageReader struct {
-	x   *tape.Index
-	r   *bufio.Reader
-	pos int64
-	// the mapped window: data holds the file's bytes from base
-	f      *os.File
-	size   int64
-	data   []byte
-	base   int64
-	unmap  func() error
-	window int64
+	x      *tape.Index
+	r      *bufio.Reader
+	pos    int64
+	mapped *tape.MappedLines // the file mapped a window at a time, or nil
 }
 
 const (
@@ -431,11 +425,11 @@ const (
 // newMessageReader reads from r, mapped a window at a time when r is a
 // file of threshold bytes or more.
 func newMessageReader(x *tape.Index, r io.Reader, threshold, window int64) *messageReader {
-	m := &messageReader{x: x, window: window}
+	m := &messageReader{x: x}
 	if f, ok := r.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() >= threshold {
-			if data, unmap, err := mapRange(f, 0, min(st.Size(), window)); err == nil {
-				m.f, m.size, m.data, m.unmap = f, st.Size(), data, unmap
+			if ml, err := tape.MapLines(f, st.Size(), window); err == nil {
+				m.mapped = ml
 				return m
 			}
 		}
@@ -446,9 +440,8 @@ func newMessageReader(x *tape.Index, r io.Reader, threshold, window int64) *mess
 
 // close unmaps the window.
 func (m *messageReader) close() {
-	if m.unmap != nil {
-		_ = m.unmap()
-		m.unmap, m.data = nil, nil
+	if m.mapped != nil {
+		_ = m.mapped.Close()
 	}
 }
 
@@ -458,8 +451,13 @@ func (m *messageReader) at(e tape.Entry) ([]byte, error) {
 		msg, err := m.x.Message(e.Seq) // one of a batch: its bytes are part of a line
 		return msg.Raw, err
 	}
-	if m.f != nil {
-		return m.mapped(e)
+	if m.mapped != nil {
+		line, err := m.mapped.Line(e.Offset)
+		if err != nil {
+			return nil, fmt.Errorf("read message %d (line %d): %w", e.Seq, e.Line, err)
+		}
+		m.pos = e.Offset + int64(len(line))
+		return bytes.TrimRight(line, "\r"), nil
 	}
 	if _, err := m.r.Discard(int(e.Offset - m.pos)); err != nil {
 		return nil, fmt.Errorf("read message %d (line %d): %w", e.Seq, e.Line, err)
@@ -476,40 +474,6 @@ func (m *messageReader) at(e tape.Entry) ([]byte, error) {
 	}
 	m.pos += int64(len(line))
 	return bytes.TrimRight(line, "\r\n"), nil
-}
-
-// mapped is at through the mapped window, moved (and widened for a line
-// longer than it) as the reading goes.
-func (m *messageReader) mapped(e tape.Entry) ([]byte, error) {
-	if e.Offset >= m.size {
-		return nil, fmt.Errorf("read message %d (line %d): %w", e.Seq, e.Line, io.ErrUnexpectedEOF)
-	}
-	page := int64(os.Getpagesize())
-	length := m.window
-	for {
-		end := m.base + int64(len(m.data))
-		if e.Offset >= m.base && e.Offset < end {
-			rest := m.data[e.Offset-m.base:]
-			k := bytes.IndexByte(rest, '\n')
-			if k >= 0 || end == m.size {
-				if k >= 0 {
-					rest = rest[:k]
-				}
-				m.pos = e.Offset + int64(len(rest))
-				return bytes.TrimRight(rest, "\r"), nil
-			}
-			if m.base == e.Offset&^(page-1) {
-				length = 2 * int64(len(m.data)) // one line longer than the window
-			}
-		}
-		m.close()
-		base := e.Offset &^ (page - 1)
-		data, unmap, err := mapRange(m.f, base, min(m.size-base, length))
-		if err != nil {
-			return nil, fmt.Errorf("read message %d (line %d): map the tape at byte %d: %w", e.Seq, e.Line, base, err)
-		}
-		m.data, m.base, m.unmap = data, base, unmap
-	}
 }
 
 // paramsKey appends to key the canonical bytes of the request raw's params

@@ -160,8 +160,8 @@ func TestMessageReaderMapped(t *testing.T) {
 			return newMessageReader(x, f, threshold, window)
 		}
 		mapped, buffered := open(0), open(1<<62)
-		if mapped.f == nil || buffered.f != nil {
-			t.Fatalf("mapped %v, buffered %v: expected one of each", mapped.f != nil, buffered.f != nil)
+		if mapped.mapped == nil || buffered.mapped != nil {
+			t.Fatalf("mapped %v, buffered %v: expected one of each", mapped.mapped != nil, buffered.mapped != nil)
 		}
 		n := 0
 		for i := range x.Len() {

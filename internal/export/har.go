@@ -26,6 +26,7 @@ import (
 
 	"github.com/tapedeck/tapedeck/internal/sse"
 	"github.com/tapedeck/tapedeck/tape"
+	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
 
 type harEntry struct {
@@ -136,7 +137,7 @@ func harEntries(src Source) ([]*harEntry, error) {
 func writeHAR(w io.Writer, entries []*harEntry, version, comment string) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
 	b := append([]byte(nil), `{"log":{"version":"1.2","creator":{"name":"tapedeck","version":`...)
-	b = appendJSONString(b, version, false)
+	b = jsonscan.AppendQuoted(b, version, false)
 	b = append(b, `},"entries":[`...)
 	for i, en := range entries {
 		if i > 0 {
@@ -153,7 +154,7 @@ func writeHAR(w io.Writer, entries []*harEntry, version, comment string) error {
 	b = append(b, ']')
 	if comment != "" {
 		b = append(b, `,"comment":`...)
-		b = appendJSONString(b, comment, false)
+		b = jsonscan.AppendQuoted(b, comment, false)
 	}
 	b = append(b, "}}\n"...)
 	if _, err := bw.Write(b); err != nil {
@@ -164,16 +165,16 @@ func writeHAR(w io.Writer, entries []*harEntry, version, comment string) error {
 
 func appendHAREntry(b []byte, en *harEntry) []byte {
 	b = append(b, `{"startedDateTime":`...)
-	b = appendJSONString(b, en.StartedDateTime, false)
+	b = jsonscan.AppendQuoted(b, en.StartedDateTime, false)
 	b = append(b, `,"time":`...)
 	b = appendJSONFloat(b, en.Time)
 	q := &en.Request
 	b = append(b, `,"request":{"method":`...)
-	b = appendJSONString(b, q.Method, false)
+	b = jsonscan.AppendQuoted(b, q.Method, false)
 	b = append(b, `,"url":`...)
-	b = appendJSONString(b, q.URL, false)
+	b = jsonscan.AppendQuoted(b, q.URL, false)
 	b = append(b, `,"httpVersion":`...)
-	b = appendJSONString(b, q.HTTPVersion, false)
+	b = jsonscan.AppendQuoted(b, q.HTTPVersion, false)
 	b = append(b, `,"cookies":`...)
 	b = appendHARNVs(b, q.Cookies)
 	b = append(b, `,"headers":`...)
@@ -182,11 +183,11 @@ func appendHAREntry(b []byte, en *harEntry) []byte {
 	b = appendHARNVs(b, q.QueryString)
 	if pd := q.PostData; pd != nil {
 		b = append(b, `,"postData":{"mimeType":`...)
-		b = appendJSONString(b, pd.MimeType, false)
+		b = jsonscan.AppendQuoted(b, pd.MimeType, false)
 		b = append(b, `,"params":`...)
 		b = appendHARNVs(b, pd.Params)
 		b = append(b, `,"text":`...)
-		b = appendJSONString(b, pd.Text, false)
+		b = jsonscan.AppendQuoted(b, pd.Text, false)
 		b = append(b, '}')
 	}
 	b = append(b, `,"headersSize":`...)
@@ -197,9 +198,9 @@ func appendHAREntry(b []byte, en *harEntry) []byte {
 	b = append(b, `},"response":{"status":`...)
 	b = strconv.AppendInt(b, int64(p.Status), 10)
 	b = append(b, `,"statusText":`...)
-	b = appendJSONString(b, p.StatusText, false)
+	b = jsonscan.AppendQuoted(b, p.StatusText, false)
 	b = append(b, `,"httpVersion":`...)
-	b = appendJSONString(b, p.HTTPVersion, false)
+	b = jsonscan.AppendQuoted(b, p.HTTPVersion, false)
 	b = append(b, `,"cookies":`...)
 	b = appendHARNVs(b, p.Cookies)
 	b = append(b, `,"headers":`...)
@@ -207,13 +208,13 @@ func appendHAREntry(b []byte, en *harEntry) []byte {
 	b = append(b, `,"content":{"size":`...)
 	b = strconv.AppendInt(b, int64(p.Content.Size), 10)
 	b = append(b, `,"mimeType":`...)
-	b = appendJSONString(b, p.Content.MimeType, false)
+	b = jsonscan.AppendQuoted(b, p.Content.MimeType, false)
 	if p.Content.Text != "" {
 		b = append(b, `,"text":`...)
-		b = appendJSONString(b, p.Content.Text, false)
+		b = jsonscan.AppendQuoted(b, p.Content.Text, false)
 	}
 	b = append(b, `},"redirectURL":`...)
-	b = appendJSONString(b, p.RedirectURL, false)
+	b = jsonscan.AppendQuoted(b, p.RedirectURL, false)
 	b = append(b, `,"headersSize":`...)
 	b = strconv.AppendInt(b, int64(p.HeadersSize), 10)
 	b = append(b, `,"bodySize":`...)
@@ -227,7 +228,7 @@ func appendHAREntry(b []byte, en *harEntry) []byte {
 	b = append(b, '}')
 	if en.Comment != "" {
 		b = append(b, `,"comment":`...)
-		b = appendJSONString(b, en.Comment, false)
+		b = jsonscan.AppendQuoted(b, en.Comment, false)
 	}
 	return append(b, '}')
 }
@@ -243,9 +244,9 @@ func appendHARNVs(b []byte, nvs []harNV) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"name":`...)
-		b = appendJSONString(b, nv.Name, false)
+		b = jsonscan.AppendQuoted(b, nv.Name, false)
 		b = append(b, `,"value":`...)
-		b = appendJSONString(b, nv.Value, false)
+		b = jsonscan.AppendQuoted(b, nv.Value, false)
 		b = append(b, '}')
 	}
 	return append(b, ']')

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/tape"
+	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
 
 // Source is a tape to export: its index (pairing, stats, warnings) and a
@@ -132,15 +133,15 @@ func appendCall(b []byte, c tape.Call) []byte {
 // appendString appends v quoted as encoding/json's Marshal quotes it (< >
 // & escaped).
 func appendString(b []byte, v string) []byte {
-	return appendJSONString(b, v, true)
+	return jsonscan.AppendQuoted(b, v, true)
 }
 
 // appendRaw appends a message that is JSON already, its bytes copied as
-// they are (checked by validJSON, not decoded); one that is not (a damaged
+// they are (checked by jsonscan.Valid, not decoded); one that is not (a damaged
 // line) goes in as a string.
 func appendRaw(b, raw []byte) []byte {
-	if validJSON(raw) {
+	if jsonscan.Valid(raw) {
 		return append(b, raw...)
 	}
-	return appendJSONString(b, raw, true)
+	return jsonscan.AppendQuoted(b, raw, true)
 }

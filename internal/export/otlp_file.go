@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/tapedeck/tapedeck/tape/jsonscan"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -283,42 +284,15 @@ func appendQuotedUint(b []byte, n uint64) []byte {
 func appendOTLPString[S ~string | ~[]byte](b []byte, s S) []byte {
 	b = append(b, '"')
 	start := 0
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	for i := 0; i < len(s); {
-		for i+8 <= len(s) {
-			w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-			q, bs := w^(ones*'"'), w^(ones*'\\')
-			// bytes below 0x20 (or with their high bit set, which need
-			// nothing: checked one by one below), '"', '\\'
-			if ((q-ones)&^q|(bs-ones)&^bs|(w-ones*0x20)&^w)&highs != 0 {
-				break
-			}
-			i += 8
-		}
-		if i >= len(s) {
-			break
-		}
-		c := s[i]
-		if c > 31 && c != '"' && c != '\\' {
-			i++
-			continue
-		}
+	for i := jsonscan.Plain(s, 0); i < len(s); i = jsonscan.Plain(s, start) {
 		b = append(b, s[start:i]...)
-		switch c {
-		case '\\', '"':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
+		switch c := s[i]; c {
+		case '\b', '\f': // not by name, unlike encoding/json
+			b = append(b, '\\', 'u', '0', '0', '0', "0123456789abcdef"[c])
 		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			b = jsonscan.AppendEscape(b, c)
 		}
-		i++
-		start = i
+		start = i + 1
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')

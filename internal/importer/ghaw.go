@@ -29,6 +29,7 @@ import (
 	"io"
 
 	"github.com/tapedeck/tapedeck/tape"
+	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
 
 const formatGHAW = "gh-aw"
@@ -75,7 +76,7 @@ func ghawLine(out *out, line []byte, o Options, st *ghawState) error {
 	// One pass validates the envelope and hands over its members; a line
 	// it refuses is looked at again, to say why.
 	st.typ, st.timestamp, st.serverID, st.direction, st.payload = nil, nil, nil, nil, nil
-	if len(line) == 0 || line[0] != '{' || scanObject(line, 0, 1, func(k, v []byte) {
+	if len(line) == 0 || line[0] != '{' || jsonscan.ObjectEnd(line, 0, 1, func(k, v []byte) {
 		if bytes.IndexByte(k, '\\') >= 0 {
 			st.set(unquoteKey(k), v)
 		} else {

@@ -50,6 +50,7 @@ import (
 
 	"github.com/tapedeck/tapedeck/internal/sse"
 	"github.com/tapedeck/tapedeck/tape"
+	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
 
 const formatHAR = "har"
@@ -219,7 +220,7 @@ func (n node) optText() ([]byte, error) {
 	if n.absent() {
 		return nil, nil
 	}
-	b, ok := unquote(nil, bytes.TrimSpace(n.raw))
+	b, ok := jsonscan.Unquote(nil, bytes.TrimSpace(n.raw))
 	if !ok {
 		return nil, n.errorf("expected a string, found %s", n.found())
 	}

@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/tape"
+	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
 
 // Options tune an import.
@@ -271,7 +272,7 @@ func checkMessage(raw []byte) error {
 	if len(raw) == 0 {
 		return errors.New("expected a JSON-RPC message, found nothing")
 	}
-	if !validJSON(raw) {
+	if !jsonscan.Valid(raw) {
 		return fmt.Errorf("expected a JSON-RPC message, found invalid JSON %s", quoteStart(raw))
 	}
 	switch raw[0] {
@@ -527,7 +528,7 @@ func readAll(format string, r io.Reader, max int64) ([]byte, error) {
 	if len(bytes.TrimSpace(doc)) == 0 {
 		return nil, &Error{Format: format, Err: errors.New("expected a JSON document, found an empty input")}
 	}
-	if !validJSON(doc) {
+	if !jsonscan.Valid(doc) {
 		var v any
 		return nil, syntaxError(format, doc, json.Unmarshal(doc, &v))
 	}

@@ -44,6 +44,7 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/tape"
+	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
 
 const formatInspector = "inspector"
@@ -103,24 +104,24 @@ func Inspector(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	allObjects := true // each element an object or null (encoding/json took them as entries)
 	valid := false
 	if t[0] == '[' {
-		i := skipSpace(t, 1)
+		i := jsonscan.SkipSpace(t, 1)
 		for i < len(t) && t[i] != ']' {
 			var j int
 			if t[i] == '{' {
 				fields = append(fields, inspectorEntry{})
 				e := &fields[len(fields)-1]
-				j = scanObject(t, i, 2, e.set)
+				j = jsonscan.ObjectEnd(t, i, 2, e.set)
 			} else {
 				fields = append(fields, inspectorEntry{})
-				j = scanValue(t, i, 1)
+				j = jsonscan.ValueEnd(t, i, 1)
 				allObjects = allObjects && t[i] == 'n'
 			}
 			if j < 0 {
 				break
 			}
 			elems = append(elems, t[i:j])
-			if i = skipSpace(t, j); i < len(t) && t[i] == ',' {
-				if i = skipSpace(t, i+1); i < len(t) && t[i] == ']' {
+			if i = jsonscan.SkipSpace(t, j); i < len(t) && t[i] == ',' {
+				if i = jsonscan.SkipSpace(t, i+1); i < len(t) && t[i] == ']' {
 					i = -1 // a trailing comma
 					break
 				}
@@ -130,7 +131,7 @@ func Inspector(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 		}
 		valid = i == len(t)-1 && t[i] == ']'
 	} else {
-		valid = validJSON(t)
+		valid = jsonscan.Valid(t)
 	}
 	if !valid {
 		var v any
@@ -303,7 +304,7 @@ func compact(b []byte) []byte {
 	for i := 0; i < len(b); {
 		switch c := b[i]; c {
 		case '"':
-			i = scanString(b, i)
+			i = jsonscan.StringEnd(b, i)
 			if i < 0 {
 				return b // not valid JSON: left as it is
 			}

@@ -16,8 +16,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
 
 // jaegerKVRaw is a tag as its bytes, for kvValue later.
@@ -40,7 +41,7 @@ func scanJaeger(body []byte) ([]traceSpan, bool) {
 		}
 		return p.unknown(k, "data", "errors")
 	})
-	if !ok || skipSpace(p.b, p.i) != len(p.b) {
+	if !ok || jsonscan.SkipSpace(p.b, p.i) != len(p.b) {
 		return nil, false
 	}
 	return p.spans, true
@@ -48,7 +49,7 @@ func scanJaeger(body []byte) ([]traceSpan, bool) {
 
 // null reads a null.
 func (p *otlpScan) null() bool {
-	p.i = skipSpace(p.b, p.i)
+	p.i = jsonscan.SkipSpace(p.b, p.i)
 	if e := literal(p.b, p.i, "null"); e >= 0 {
 		p.i = e
 		return true
@@ -69,8 +70,8 @@ func (p *otlpScan) unknown(k []byte, fields ...string) bool {
 			return false
 		}
 	}
-	p.i = skipSpace(p.b, p.i)
-	e := scanValue(p.b, p.i, 2)
+	p.i = jsonscan.SkipSpace(p.b, p.i)
+	e := jsonscan.ValueEnd(p.b, p.i, 2)
 	if e < 0 {
 		return false
 	}
@@ -101,8 +102,8 @@ func plainText(raw []byte) (string, bool) {
 
 // int64 reads an integer (a JSON number encoding/json puts in an int64).
 func (p *otlpScan) int64() (int64, bool) {
-	p.i = skipSpace(p.b, p.i)
-	e := scanNumber(p.b, p.i)
+	p.i = jsonscan.SkipSpace(p.b, p.i)
+	e := jsonscan.NumberEnd(p.b, p.i)
 	if e < 0 {
 		return 0, false
 	}
@@ -313,8 +314,8 @@ func (p *otlpScan) jaegerTags(f func(jaegerKVRaw) bool) bool {
 				kv.typ, ok = p.plainStr()
 				return once(&seen, 2) && ok
 			case "value":
-				p.i = skipSpace(p.b, p.i)
-				e := scanValue(p.b, p.i, 2)
+				p.i = jsonscan.SkipSpace(p.b, p.i)
+				e := jsonscan.ValueEnd(p.b, p.i, 2)
 				if e < 0 {
 					return false
 				}
@@ -326,60 +327,4 @@ func (p *otlpScan) jaegerTags(f func(jaegerKVRaw) bool) bool {
 		})
 		return ok && f(kv)
 	})
-}
-
-// unescapeStd appends the text of raw, a JSON string's bytes between its
-// quotes checked by scanString, to dst as encoding/json decodes it:
-// invalid UTF-8 and a lone surrogate as U+FFFD.
-func unescapeStd(dst, raw []byte) []byte {
-	for i := 0; i < len(raw); {
-		j := i
-		for j < len(raw) && raw[j] != '\\' && raw[j] < utf8.RuneSelf {
-			j++
-		}
-		dst = append(dst, raw[i:j]...)
-		if j >= len(raw) {
-			break
-		}
-		if c := raw[j]; c != '\\' {
-			r, size := utf8.DecodeRune(raw[j:])
-			if r == utf8.RuneError && size == 1 {
-				dst = utf8.AppendRune(dst, utf8.RuneError)
-			} else {
-				dst = append(dst, raw[j:j+size]...)
-			}
-			i = j + size
-			continue
-		}
-		i = j + 2
-		switch c := raw[j+1]; c {
-		case 'b':
-			dst = append(dst, '\b')
-		case 'f':
-			dst = append(dst, '\f')
-		case 'n':
-			dst = append(dst, '\n')
-		case 'r':
-			dst = append(dst, '\r')
-		case 't':
-			dst = append(dst, '\t')
-		case 'u':
-			r := hexRune(raw[j+2 : j+6])
-			i = j + 6
-			if utf16.IsSurrogate(r) {
-				if i+6 <= len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
-					if c := utf16.DecodeRune(r, hexRune(raw[i+2:i+6])); c != utf8.RuneError {
-						dst = utf8.AppendRune(dst, c)
-						i += 6
-						continue
-					}
-				}
-				r = utf8.RuneError
-			}
-			dst = utf8.AppendRune(dst, r)
-		default: // '"', '\\', '/'
-			dst = append(dst, c)
-		}
-	}
-	return dst
 }

@@ -41,6 +41,7 @@ import (
 	"io"
 
 	"github.com/tapedeck/tapedeck/tape"
+	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
 
 const formatMCPSnoop = "mcpsnoop"
@@ -153,7 +154,7 @@ func snoopLine(ro *reorder, line []byte, o Options, st *snoopState) error {
 	// a line it refuses is looked at again, to say why.
 	env := &st.env
 	*env = snoopFields{}
-	loaded := len(line) > 0 && line[0] == '{' && scanObject(line, 0, 1, func(k, v []byte) {
+	loaded := len(line) > 0 && line[0] == '{' && jsonscan.ObjectEnd(line, 0, 1, func(k, v []byte) {
 		if bytes.IndexByte(k, '\\') >= 0 {
 			env.set(unquoteKey(k), v)
 		} else {

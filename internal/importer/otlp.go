@@ -38,6 +38,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/tapedeck/tapedeck/tape"
+	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
 
 // The names tapedeck's OTLP export uses (internal/export/otlp_bodies.go).
@@ -72,7 +73,7 @@ type carriedRecord struct {
 // text appends the record's line to buf.
 func (r carriedRecord) text(buf []byte) []byte {
 	if r.raw != nil && r.std {
-		return unescapeStd(buf, r.raw)
+		return jsonscan.Unescape(buf, r.raw)
 	}
 	if r.raw != nil {
 		return unescapeJSON(buf, r.raw)
@@ -379,7 +380,7 @@ func writeRecord(out *out, line []byte, o Options) error {
 func plainRecord(out *out, line, metaRaw []byte, o Options) (bool, error) {
 	var dir, server, ts []byte
 	n := 0
-	ok := len(metaRaw) > 0 && metaRaw[0] == '{' && scanObject(metaRaw, 0, 1, func(k, v []byte) {
+	ok := len(metaRaw) > 0 && metaRaw[0] == '{' && jsonscan.ObjectEnd(metaRaw, 0, 1, func(k, v []byte) {
 		n++
 		switch string(k) {
 		case "dir":
@@ -404,7 +405,7 @@ func plainRecord(out *out, line, metaRaw []byte, o Options) (bool, error) {
 		return false, nil
 	}
 	msg := tape.StripMeta(line)
-	if !validJSON(msg) {
+	if !jsonscan.Valid(msg) {
 		return false, nil
 	}
 	if h := out.peek.Peek(msg); !h.Plain || h.Kind == tape.KindInvalid {

@@ -14,13 +14,14 @@ package importer
 // one. The fast path reads the same spans pdata would (TestOTLPScanAgrees).
 
 import (
-	"encoding/hex"
 	"strconv"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
 
 type otlpScan struct {
@@ -41,14 +42,14 @@ func scanOTLPLine(line []byte, spans []traceSpan) (out []traceSpan, ok bool) {
 		n++
 		return p.array(p.resourceSpans)
 	})
-	if !ok || skipSpace(p.b, p.i) != len(p.b) {
+	if !ok || jsonscan.SkipSpace(p.b, p.i) != len(p.b) {
 		return spans, false
 	}
 	return p.spans, true
 }
 
 func (p *otlpScan) lit(c byte) bool {
-	p.i = skipSpace(p.b, p.i)
+	p.i = jsonscan.SkipSpace(p.b, p.i)
 	if p.i < len(p.b) && p.b[p.i] == c {
 		p.i++
 		return true
@@ -58,11 +59,11 @@ func (p *otlpScan) lit(c byte) bool {
 
 // str returns the bytes between the quotes of the string at p.i.
 func (p *otlpScan) str() ([]byte, bool) {
-	p.i = skipSpace(p.b, p.i)
+	p.i = jsonscan.SkipSpace(p.b, p.i)
 	if p.i >= len(p.b) || p.b[p.i] != '"' {
 		return nil, false
 	}
-	e := scanString(p.b, p.i)
+	e := jsonscan.StringEnd(p.b, p.i)
 	if e < 0 {
 		return nil, false
 	}
@@ -233,7 +234,7 @@ func (p *otlpScan) span() bool {
 			s.end = t
 			return once(&seen, 64) && ok
 		case "attributes":
-			start := skipSpace(p.b, p.i)
+			start := jsonscan.SkipSpace(p.b, p.i)
 			ok := p.keyValues(nil)
 			s.attrsRaw = p.b[start:p.i]
 			return once(&seen, 128) && ok
@@ -366,7 +367,7 @@ func (p *otlpScan) anyValue(depth int) (kind string, val []byte, ok bool) {
 		if n++; n > 1 {
 			return false
 		}
-		start := skipSpace(p.b, p.i)
+		start := jsonscan.SkipSpace(p.b, p.i)
 		switch string(k) {
 		case "stringValue":
 			kind = "stringValue"
@@ -384,7 +385,7 @@ func (p *otlpScan) anyValue(depth int) (kind string, val []byte, ok bool) {
 			return err == nil
 		case "doubleValue":
 			kind = "doubleValue"
-			e := scanNumber(p.b, start)
+			e := jsonscan.NumberEnd(p.b, start)
 			if e < 0 {
 				return false
 			}
@@ -457,7 +458,7 @@ func (p *otlpScan) id(n int) (string, bool) {
 
 // smallInt reads an enum given as a number: 0 to 9.
 func (p *otlpScan) smallInt() (int, bool) {
-	p.i = skipSpace(p.b, p.i)
+	p.i = jsonscan.SkipSpace(p.b, p.i)
 	if p.i >= len(p.b) || !isDigit(p.b[p.i]) {
 		return 0, false
 	}
@@ -488,7 +489,7 @@ func (p *otlpScan) time() (time.Time, bool) {
 }
 
 // jsonText is the text of a string's bytes between its quotes (checked by
-// scanString) as pdata's decoder (json-iterator) reads it: bytes other
+// jsonscan.StringEnd) as pdata's decoder (json-iterator) reads it: bytes other
 // than escapes as they are (invalid UTF-8 included).
 func jsonText(raw []byte) (string, bool) {
 	for _, c := range raw {
@@ -500,7 +501,7 @@ func jsonText(raw []byte) (string, bool) {
 }
 
 // unescapeJSON appends the text of raw, a JSON string's bytes between its
-// quotes checked by scanString, to dst as json-iterator decodes it: a
+// quotes checked by jsonscan.StringEnd, to dst as json-iterator decodes it: a
 // lone surrogate or a bad pair as U+FFFD (and the second of a bad pair as
 // itself).
 func unescapeJSON(dst, raw []byte) []byte {
@@ -526,14 +527,14 @@ func unescapeJSON(dst, raw []byte) []byte {
 		case 't':
 			dst = append(dst, '\t')
 		case 'u':
-			r := hexRune(raw[j+2 : j+6])
+			r := jsonscan.Hex4(raw[j+2 : j+6])
 			i = j + 6
 			if !utf16.IsSurrogate(r) {
 				dst = utf8.AppendRune(dst, r)
 				continue
 			}
 			if i+1 < len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
-				r2 := hexRune(raw[i+2 : i+6])
+				r2 := jsonscan.Hex4(raw[i+2 : i+6])
 				i += 6
 				if c := utf16.DecodeRune(r, r2); c != utf8.RuneError {
 					dst = utf8.AppendRune(dst, c)
@@ -548,10 +549,4 @@ func unescapeJSON(dst, raw []byte) []byte {
 		}
 	}
 	return dst
-}
-
-func hexRune(h []byte) rune {
-	var b [2]byte
-	hex.Decode(b[:], h)
-	return rune(b[0])<<8 | rune(b[1])
 }

@@ -1,0 +1,285 @@
+// Package jsonscan is JSON scanning for the hot paths that read or write
+// tapes' bytes without decoding them: a validity check that says what
+// json.Valid says, the end of a value or a string, a string's text as
+// encoding/json decodes it, and a string quoted as encoding/json quotes it.
+// Each crosses a string's plain bytes eight at a time (most of a tape's
+// bytes are in strings) and is held to encoding/json by a fuzz test.
+//
+// It sits under tape because tape uses it and imports no other tapedeck
+// package (TestImportRules); the importers and exporters use it too.
+package jsonscan
+
+import (
+	"bytes"
+	"encoding/binary"
+)
+
+// MaxDepth is encoding/json's limit on nesting: deeper is invalid.
+const MaxDepth = 10000
+
+// Valid reports what json.Valid(b) reports, without its per-byte state
+// machine.
+func Valid(b []byte) bool {
+	i := ValueEnd(b, SkipSpace(b, 0), 0)
+	return i >= 0 && SkipSpace(b, i) == len(b)
+}
+
+// SkipSpace returns the index of the first byte at or after b[i] that is
+// not JSON white space.
+func SkipSpace(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\r', '\n':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// ValueEnd returns the index after the valid JSON value at b[i] (no white
+// space before it), nested depth deep (0 for a document), or -1.
+func ValueEnd(b []byte, i, depth int) int {
+	var stackBuf [32]byte
+	stack := stackBuf[:0]
+value:
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '{':
+		if stack = append(stack, '{'); depth+len(stack) > MaxDepth {
+			return -1
+		}
+		i = SkipSpace(b, i+1)
+		if i < len(b) && b[i] == '}' {
+			stack = stack[:len(stack)-1]
+			i++
+			goto after
+		}
+		goto key
+	case '[':
+		if stack = append(stack, '['); depth+len(stack) > MaxDepth {
+			return -1
+		}
+		i = SkipSpace(b, i+1)
+		if i < len(b) && b[i] == ']' {
+			stack = stack[:len(stack)-1]
+			i++
+			goto after
+		}
+		goto value
+	case '"':
+		if i = StringEnd(b, i); i < 0 {
+			return -1
+		}
+	case 't':
+		if !bytes.HasPrefix(b[i:], []byte("true")) {
+			return -1
+		}
+		i += 4
+	case 'f':
+		if !bytes.HasPrefix(b[i:], []byte("false")) {
+			return -1
+		}
+		i += 5
+	case 'n':
+		if !bytes.HasPrefix(b[i:], []byte("null")) {
+			return -1
+		}
+		i += 4
+	default:
+		if i = NumberEnd(b, i); i < 0 {
+			return -1
+		}
+	}
+after:
+	if len(stack) == 0 {
+		return i
+	}
+	i = SkipSpace(b, i)
+	if i >= len(b) {
+		return -1
+	}
+	switch top := stack[len(stack)-1]; {
+	case b[i] == ',':
+		i = SkipSpace(b, i+1)
+		if top == '{' {
+			goto key
+		}
+		goto value
+	case top == '{' && b[i] == '}', top == '[' && b[i] == ']':
+		stack = stack[:len(stack)-1]
+		i++
+		goto after
+	}
+	return -1
+key:
+	if i >= len(b) || b[i] != '"' {
+		return -1
+	}
+	if i = StringEnd(b, i); i < 0 {
+		return -1
+	}
+	i = SkipSpace(b, i)
+	if i >= len(b) || b[i] != ':' {
+		return -1
+	}
+	i = SkipSpace(b, i+1)
+	goto value
+}
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// StringEnd returns the index after the valid JSON string at b[i] == '"',
+// or -1: no control character, only JSON's escapes. Bytes that are not
+// UTF-8 are valid (encoding/json reads each as U+FFFD).
+func StringEnd(b []byte, i int) int {
+	i++
+	// Eight bytes at a time while none is a quote, a backslash or a
+	// control character.
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		q, bs := w^(ones*'"'), w^(ones*'\\')
+		if ((q-ones)&^q|(bs-ones)&^bs|(w-ones*0x20)&^w)&highs != 0 {
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case c == '"':
+			return i + 1
+		case c < 0x20:
+			return -1
+		case c == '\\':
+			i++
+			if i >= len(b) {
+				return -1
+			}
+			switch b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if i+4 >= len(b) {
+					return -1
+				}
+				for _, h := range b[i+1 : i+5] {
+					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+						return -1
+					}
+				}
+				i += 4
+			default:
+				return -1
+			}
+		}
+	}
+	return -1
+}
+
+// NumberEnd returns the index after the JSON number at b[i], or -1.
+func NumberEnd(b []byte, i int) int {
+	digits := func(i int) int {
+		j := i
+		for j < len(b) && '0' <= b[j] && b[j] <= '9' {
+			j++
+		}
+		return j
+	}
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i >= len(b):
+		return -1
+	case b[i] == '0':
+		i++
+	case '1' <= b[i] && b[i] <= '9':
+		i = digits(i)
+	default:
+		return -1
+	}
+	if i < len(b) && b[i] == '.' {
+		j := digits(i + 1)
+		if j == i+1 {
+			return -1
+		}
+		i = j
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		j := digits(i)
+		if j == i {
+			return -1
+		}
+		i = j
+	}
+	return i
+}
+
+// Members validates doc, a whole JSON document, and when it is an object
+// calls f with each of its members' key (its bytes between the quotes,
+// escapes and all: Unescape reads them) and value, in order, as ObjectEnd
+// does. It reports whether doc is a valid object.
+func Members(doc []byte, f func(key, val []byte)) bool {
+	i := SkipSpace(doc, 0)
+	if i >= len(doc) || doc[i] != '{' {
+		return false
+	}
+	i = ObjectEnd(doc, i, 1, f)
+	return i >= 0 && SkipSpace(doc, i) == len(doc)
+}
+
+// ObjectEnd validates the object at b[i] == '{' at nesting depth (1 for a
+// document's), calling f (when not nil) with each member's key (its bytes
+// between the quotes, escapes and all) and value, in order, and returns
+// the index after it, or -1 when it is not valid (f may have been called
+// for the members before the fault).
+func ObjectEnd(b []byte, i, depth int, f func(key, val []byte)) int {
+	if depth > MaxDepth {
+		return -1
+	}
+	i = SkipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return -1
+		}
+		ke := StringEnd(b, i)
+		if ke < 0 {
+			return -1
+		}
+		j := SkipSpace(b, ke)
+		if j >= len(b) || b[j] != ':' {
+			return -1
+		}
+		vs := SkipSpace(b, j+1)
+		ve := ValueEnd(b, vs, depth)
+		if ve < 0 {
+			return -1
+		}
+		if f != nil {
+			f(b[i+1:ke-1], b[vs:ve])
+		}
+		i = SkipSpace(b, ve)
+		if i >= len(b) {
+			return -1
+		}
+		if b[i] == '}' {
+			return i + 1
+		}
+		if b[i] != ',' {
+			return -1
+		}
+		i = SkipSpace(b, i+1)
+	}
+}
