@@ -93,8 +93,8 @@ func ReadCalls(r io.Reader, x *Index, server string, fn func(Call) error) error 
 			if m.id.ok() {
 				c.ID = ID(m.id.in(raw))
 			}
-			if bytes.Contains(raw, []byte(`"http"`)) { // the HTTP dialect's _meta, else no need to parse it
-				if hm := ParseHTTPMeta(raw); hm.HTTP {
+			if meta := m.meta.in(raw); bytes.Contains(meta, []byte(`"http"`)) { // the HTTP dialect's _meta, else no need to parse it
+				if hm := httpMetaOf(meta); hm.HTTP {
 					c.Session, c.HTTP = hm.Session, true
 				}
 			}
@@ -155,6 +155,58 @@ func ReadCalls(r io.Reader, x *Index, server string, fn func(Call) error) error 
 	return nil
 }
 
+// Message is one message of a tape as ReadMessages gives it.
+type Message struct {
+	// Entry is the message's index entry, with Raw its bytes (_meta
+	// included; valid only until fn returns) and Dir, Server and Time
+	// read from them as a Reader reads them. ID is not filled in.
+	Entry
+	Body []byte   // StripMeta(Raw), in memory of its own
+	HTTP HTTPMeta // ParseHTTPMeta(Raw)
+}
+
+// ReadMessages reads the tape through r (from its start) in one sequential
+// pass and calls fn with each valid message of server ("" for all) in
+// recorded order, as ReadCalls does: x says where each message's bytes are
+// and what it is, so no line is classified again, and its _meta and
+// stripped body come from one scan of its members. Invalid lines are left
+// out, and so are messages written after the index was built. m is reused
+// by the next call.
+func ReadMessages(r io.Reader, x *Index, server string, fn func(m *Message) error) error {
+	src := spanReader{r: bufio.NewReaderSize(r, 1<<20)}
+	var cls classifier
+	var msg Message
+	for seq, n := 0, x.Len(); seq < n; seq++ {
+		e, size := x.span(seq)
+		if e.Kind == KindInvalid {
+			continue
+		}
+		if server != "" && e.Server != server && e.Server != moreServers {
+			continue
+		}
+		raw, err := src.read(e.Offset, size)
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			break // the tape is shorter than its index: it was cut since
+		}
+		if err != nil {
+			return fmt.Errorf("read message %d (line %d): %w", seq, e.Line, err)
+		}
+		m := cls.callMessage(raw)
+		if e.Server = stringValue(raw, m.server); server != "" && e.Server != server {
+			continue
+		}
+		e.Dir, e.Time, e.Raw = Dir(stringValue(raw, m.dir)), m.when, raw
+		msg = Message{Entry: e, Body: m.stripped(raw)}
+		if m.meta.ok() {
+			msg.HTTP = httpMetaOf(m.meta.in(raw))
+		}
+		if err := fn(&msg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // moreServers is the name the index gives every server past the most it
 // tells apart (see Index.ServersOverflow): such a message's own name is
 // read from its bytes.
@@ -172,6 +224,7 @@ func (x *Index) span(i int) (Entry, int) {
 // member StripMeta cuts.
 type callInfo struct {
 	msgInfo
+	meta    span // the record's metadata object, RecordMeta's
 	cut     span
 	first   bool
 	hasCut  bool
@@ -211,6 +264,9 @@ func (c *classifier) callMessage(raw []byte) callInfo {
 		meta = alt
 	case meta.ok():
 		ci.cut, ci.first, ci.hasCut = metaCut, metaFirst, true
+	}
+	if meta.ok() {
+		ci.meta = meta
 	}
 	c.meta(raw, &ci.msgInfo, meta)
 	return ci

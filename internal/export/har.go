@@ -105,18 +105,8 @@ func harEntries(src Source) ([]*harEntry, error) {
 		return nil, err
 	}
 	defer r.Close()
-	h := harBuilder{x: src.Index, server: src.Server, streams: map[int64]*harEntry{}, open: map[int]*harEntry{}}
-	rd := tape.NewReader(r)
-	for e := range rd.Entries() {
-		if e.Seq >= src.Index.Len() {
-			break
-		}
-		if h.server != "" && e.Server != h.server {
-			continue
-		}
-		h.add(e)
-	}
-	if err := rd.Err(); err != nil {
+	h := harBuilder{x: src.Index, streams: map[int64]*harEntry{}, open: map[int]*harEntry{}}
+	if err := tape.ReadMessages(r, src.Index, src.Server, h.add); err != nil {
 		return nil, err
 	}
 	h.flush()
@@ -253,7 +243,6 @@ func appendHARNVs(b []byte, nvs []harNV) []byte {
 
 type harBuilder struct {
 	x        *tape.Index
-	server   string
 	upstream string
 	entries  []*harEntry
 	open     map[int]*harEntry   // request seq → its entry, awaiting the answer
@@ -322,9 +311,14 @@ func (h *harBuilder) exchange(e tape.Entry, hm tape.HTTPMeta) bool {
 	return true
 }
 
-func (h *harBuilder) add(e tape.Entry) {
-	body := ownedString(tape.StripMeta(e.Raw))
-	hm := tape.ParseHTTPMeta(e.Raw)
+func (h *harBuilder) add(m *tape.Message) error {
+	h.addMessage(m.Entry, ownedString(m.Body), m.HTTP)
+	return nil
+}
+
+// addMessage adds message e (its Raw valid only during the call), body its
+// bytes without _meta and hm its HTTP metadata.
+func (h *harBuilder) addMessage(e tape.Entry, body string, hm tape.HTTPMeta) {
 	switch {
 	case e.Kind == tape.KindLifecycle && e.Method == tape.MethodStart:
 		if u := gjson.GetBytes(e.Raw, "params.upstream"); u.Exists() {
@@ -444,9 +438,8 @@ func (h *harBuilder) flush() {
 	}
 }
 
-// ownedString is b as a string without a copy: b is a Reader entry's Raw
-// (a copy the caller owns) or StripMeta's copy of it, which nothing writes
-// to after.
+// ownedString is b as a string without a copy: b is a Message's Body (a
+// copy the caller owns), which nothing writes to after.
 func ownedString(b []byte) string {
 	if len(b) == 0 {
 		return ""
