@@ -359,3 +359,28 @@ func readCallsReader(r io.Reader, x *Index, server string, fn func(Call) error) 
 	}
 	return nil
 }
+
+// containsTraceparent agrees with bytes.Contains: at either end, split
+// across the last bytes, after near misses, with 'p's everywhere.
+func TestContainsTraceparent(t *testing.T) {
+	const w = "traceparent"
+	cases := []string{"", "p", w, w[:10], w[1:], "x" + w, w + "x", "tracepartraceparent", "pppppppppppppp" + w,
+		"traceparenX", "raceparent", "aaaaaparent", "trace" + "pp" + "arent", strings.Repeat("pa", 50) + w[:10],
+		strings.Repeat("tracepar", 20) + w + strings.Repeat("p", 7), `{"params":{"_meta":{"traceparent":"00-1-2-01"}}}`}
+	for i := range len(w) + 3 {
+		cases = append(cases, strings.Repeat("p", i)+w, w+strings.Repeat("p", i), strings.Repeat("q", i)+w[:len(w)-1])
+	}
+	found := 0
+	for _, c := range cases {
+		want := bytes.Contains([]byte(c), []byte(w))
+		if got := containsTraceparent([]byte(c)); got != want {
+			t.Errorf("containsTraceparent(%q) = %v, bytes.Contains says %v", c, got, want)
+		}
+		if want {
+			found++
+		}
+	}
+	if found == 0 || found == len(cases) {
+		t.Fatalf("%d of %d cases contain the word: both answers must be tested", found, len(cases))
+	}
+}
