@@ -16,6 +16,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -120,27 +121,65 @@ func harEntries(src Source) ([]*harEntry, error) {
 }
 
 // writeHAR writes the log of entries as encoding/json writes harLog (with
-// SetEscapeHTML(false)), an entry at a time through one buffer: the log is
-// as large as the tape, and its bodies are most of it.
-// TestHARWriterAgrees holds it to encoding/json.
+// SetEscapeHTML(false)): the entries are formatted a chunk at a time by
+// one goroutine a core (harFormatters), the chunks written in order as
+// they are ready, a few in flight: the log is as large as the tape, and
+// its bodies are most of it. TestHARWriterAgrees holds it to encoding/json.
 func writeHAR(w io.Writer, entries []*harEntry, version, comment string) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
 	b := append([]byte(nil), `{"log":{"version":"1.2","creator":{"name":"tapedeck","version":`...)
 	b = appendJSONString(b, version, false)
 	b = append(b, `},"entries":[`...)
-	for i, en := range entries {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendHAREntry(b, en)
-		if len(b) >= 1<<15 {
-			if _, err := bw.Write(b); err != nil {
-				return err
+	if _, err := bw.Write(b); err != nil {
+		return err
+	}
+	type chunk struct {
+		from, to int
+		b        []byte
+		done     chan struct{}
+	}
+	work := make(chan *chunk, harChunksOut)
+	order := make(chan *chunk, harChunksOut)
+	quit := make(chan struct{})
+	go func() { // cut entries into chunks, in order
+		defer close(order)
+		defer close(work)
+		for at := 0; at < len(entries); at += harChunk {
+			c := &chunk{from: at, to: min(at+harChunk, len(entries)), done: make(chan struct{})}
+			select {
+			case order <- c:
+			case <-quit:
+				return
 			}
-			b = b[:0]
+			work <- c
+		}
+	}()
+	for range harFormatters() {
+		go func() {
+			for c := range work {
+				for i := c.from; i < c.to; i++ {
+					if i > 0 {
+						c.b = append(c.b, ',')
+					}
+					c.b = appendHAREntry(c.b, entries[i])
+				}
+				close(c.done)
+			}
+		}()
+	}
+	var werr error
+	for c := range order {
+		<-c.done
+		if werr == nil {
+			if _, werr = bw.Write(c.b); werr != nil {
+				close(quit)
+			}
 		}
 	}
-	b = append(b, ']')
+	if werr != nil {
+		return werr
+	}
+	b = append(b[:0], ']')
 	if comment != "" {
 		b = append(b, `,"comment":`...)
 		b = appendJSONString(b, comment, false)
@@ -150,6 +189,17 @@ func writeHAR(w io.Writer, entries []*harEntry, version, comment string) error {
 		return err
 	}
 	return bw.Flush()
+}
+
+const (
+	harChunk     = 256 // entries formatted at once
+	harChunksOut = 4   // chunks in flight (formatted or being formatted, not yet written)
+)
+
+// harFormatters is how many goroutines format a HAR's entries: the cores
+// Go may use, up to 4.
+func harFormatters() int {
+	return min(runtime.GOMAXPROCS(0), 4)
 }
 
 func appendHAREntry(b []byte, en *harEntry) []byte {
