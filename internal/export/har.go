@@ -138,6 +138,12 @@ func writeHAR(w io.Writer, entries []*harEntry, version, comment string) error {
 		b        []byte
 		done     chan struct{}
 	}
+	// The chunks are reused, their buffers grown once: a buffer grown
+	// afresh for each chunk cost more than the formatting.
+	free := make(chan *chunk, harChunksOut)
+	for range harChunksOut {
+		free <- &chunk{done: make(chan struct{}, 1)}
+	}
 	work := make(chan *chunk, harChunksOut)
 	order := make(chan *chunk, harChunksOut)
 	quit := make(chan struct{})
@@ -145,12 +151,14 @@ func writeHAR(w io.Writer, entries []*harEntry, version, comment string) error {
 		defer close(order)
 		defer close(work)
 		for at := 0; at < len(entries); at += harChunk {
-			c := &chunk{from: at, to: min(at+harChunk, len(entries)), done: make(chan struct{})}
+			var c *chunk
 			select {
-			case order <- c:
+			case c = <-free:
 			case <-quit:
 				return
 			}
+			c.from, c.to, c.b = at, min(at+harChunk, len(entries)), c.b[:0]
+			order <- c
 			work <- c
 		}
 	}()
@@ -163,7 +171,7 @@ func writeHAR(w io.Writer, entries []*harEntry, version, comment string) error {
 					}
 					c.b = appendHAREntry(c.b, entries[i])
 				}
-				close(c.done)
+				c.done <- struct{}{}
 			}
 		}()
 	}
@@ -175,6 +183,7 @@ func writeHAR(w io.Writer, entries []*harEntry, version, comment string) error {
 				close(quit)
 			}
 		}
+		free <- c
 	}
 	if werr != nil {
 		return werr
