@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -93,13 +95,13 @@ func ReadCalls(r io.Reader, x *Index, server string, fn func(Call) error) error 
 			if m.id.ok() {
 				c.ID = ID(m.id.in(raw))
 			}
-			if bytes.Contains(raw, []byte(`"http"`)) { // the HTTP dialect's _meta, else no need to parse it
-				if hm := ParseHTTPMeta(raw); hm.HTTP {
+			if meta := m.meta.in(raw); bytes.Contains(meta, []byte(`"http"`)) { // the HTTP dialect's _meta, else no need to parse it
+				if hm := httpMetaOf(meta); hm.HTTP {
 					c.Session, c.HTTP = hm.Session, true
 				}
 			}
 			c.RequestRaw = m.stripped(raw)
-			if bytes.Contains(c.RequestRaw, []byte("traceparent")) {
+			if containsTraceparent(c.RequestRaw) {
 				if tp := gjson.GetBytes(c.RequestRaw, "params._meta.traceparent"); tp.Type == gjson.String {
 					c.TraceParent = tp.String()
 				}
@@ -155,6 +157,77 @@ func ReadCalls(r io.Reader, x *Index, server string, fn func(Call) error) error 
 	return nil
 }
 
+// Message is one message of a tape as ReadMessages gives it.
+type Message struct {
+	// Entry is the message's index entry, with Raw its bytes (_meta
+	// included; valid only until fn returns) and Dir, Server and Time
+	// read from them as a Reader reads them. ID is not filled in.
+	Entry
+	Body []byte   // StripMeta(Raw), in memory of its own
+	HTTP HTTPMeta // ParseHTTPMeta(Raw)
+}
+
+// ReadMessages reads the tape through r (from its start) in one sequential
+// pass and calls fn with each valid message of server ("" for all) in
+// recorded order, as ReadCalls does: x says where each message's bytes are
+// and what it is, so no line is classified again, and its _meta and
+// stripped body come from one scan of its members. Invalid lines are left
+// out, and so are messages written after the index was built. m is reused
+// by the next call.
+func ReadMessages(r io.Reader, x *Index, server string, fn func(m *Message) error) error {
+	src := spanReader{r: bufio.NewReaderSize(r, 1<<20)}
+	var cls classifier
+	var msg Message
+	for seq, n := 0, x.Len(); seq < n; seq++ {
+		e, size := x.span(seq)
+		if e.Kind == KindInvalid {
+			continue
+		}
+		if server != "" && e.Server != server && e.Server != moreServers {
+			continue
+		}
+		raw, err := src.read(e.Offset, size)
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			break // the tape is shorter than its index: it was cut since
+		}
+		if err != nil {
+			return fmt.Errorf("read message %d (line %d): %w", seq, e.Line, err)
+		}
+		m := cls.callMessage(raw)
+		if e.Server = stringValue(raw, m.server); server != "" && e.Server != server {
+			continue
+		}
+		e.Dir, e.Time, e.Raw = Dir(stringValue(raw, m.dir)), m.when, raw
+		msg = Message{Entry: e, Body: m.stripped(raw)}
+		if m.meta.ok() {
+			msg.HTTP = httpMetaOf(m.meta.in(raw))
+		}
+		if err := fn(&msg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// containsTraceparent is bytes.Contains(b, []byte("traceparent")), found
+// by its 'p' (rarer in text than its 't', whose every occurrence
+// bytes.Index would stop at): the check runs on every request's bytes.
+func containsTraceparent(b []byte) bool {
+	const word, at = "traceparent", 5 // b[k] == 'p' starts a match at k-at
+	for k := at; k+len(word)-at <= len(b); {
+		i := bytes.IndexByte(b[k:len(b)-(len(word)-at-1)], 'p')
+		if i < 0 {
+			return false
+		}
+		k += i
+		if string(b[k-at:k-at+len(word)]) == word {
+			return true
+		}
+		k++
+	}
+	return false
+}
+
 // moreServers is the name the index gives every server past the most it
 // tells apart (see Index.ServersOverflow): such a message's own name is
 // read from its bytes.
@@ -172,6 +245,7 @@ func (x *Index) span(i int) (Entry, int) {
 // member StripMeta cuts.
 type callInfo struct {
 	msgInfo
+	meta    span // the record's metadata object, RecordMeta's
 	cut     span
 	first   bool
 	hasCut  bool
@@ -212,16 +286,36 @@ func (c *classifier) callMessage(raw []byte) callInfo {
 	case meta.ok():
 		ci.cut, ci.first, ci.hasCut = metaCut, metaFirst, true
 	}
+	if meta.ok() {
+		ci.meta = meta
+	}
 	c.meta(raw, &ci.msgInfo, meta)
 	return ci
 }
 
-// stripped is StripMeta(raw), in memory of its own.
+// stripped is StripMeta(raw), in memory of its own (spliceOut's bytes,
+// in memory not cleared first: every byte of it is written, and clearing
+// the bodies of a whole tape cost a third of making them).
 func (ci *callInfo) stripped(raw []byte) []byte {
 	if !ci.hasCut {
 		return bytes.Clone(raw)
 	}
-	return spliceOut(raw, ci.cut, ci.first)
+	head, rest := raw[:ci.cut.start], raw[ci.cut.end:]
+	if ci.first {
+		if j := skipWS(rest, 0); j < len(rest) && rest[j] == ',' {
+			rest = rest[j+1:]
+		}
+	}
+	n := len(head) + len(rest)
+	if n == 0 {
+		return []byte{}
+	}
+	var sb strings.Builder
+	sb.Grow(n) // allocates n bytes without clearing them
+	sb.Write(head)
+	sb.Write(rest)
+	s := sb.String()
+	return unsafe.Slice(unsafe.StringData(s), len(s)) // sb is dropped: the bytes are the slice's alone
 }
 
 // spanReader reads a tape's bytes forward, a line at a time, keeping the

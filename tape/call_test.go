@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 )
@@ -69,6 +70,60 @@ func TestReadCalls(t *testing.T) {
 // names and a tape that grew after its index was built; and it stops as
 // the former did when fn fails.
 func TestReadCallsAgreesWithReader(t *testing.T) {
+	paths := agreementTapes(t)
+	calls := map[string]int{}
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The index of the whole tape, and of its first half: the tape grew
+		// after that index was built (the reader gets all of it).
+		cut := bytes.IndexByte(data[len(data)/2:], '\n') + len(data)/2 + 1
+		for _, size := range []int{len(data), cut} {
+			x := NewIndex(bytes.NewReader(data))
+			if err := x.Extend(int64(size), nil); err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			for _, server := range append([]string{""}, x.Servers()...) {
+				var want, got []Call
+				werr := readCallsReader(bytes.NewReader(data), x, server, func(c Call) error { want = append(want, c); return nil })
+				gerr := ReadCalls(bytes.NewReader(data), x, server, func(c Call) error { got = append(got, c); return nil })
+				if werr != nil || gerr != nil {
+					t.Fatalf("%s (%d bytes indexed, server %q): errors %v and %v", path, size, server, werr, gerr)
+				}
+				if len(got) != len(want) {
+					t.Fatalf("%s (%d bytes indexed, server %q): %d calls, the reader's way %d", path, size, server, len(got), len(want))
+				}
+				for i := range want {
+					if !reflect.DeepEqual(got[i], want[i]) {
+						t.Fatalf("%s (%d bytes indexed, server %q): call %d is\n%#v\nthe reader's way\n%#v", path, size, server, i, got[i], want[i])
+					}
+					calls[want[i].Status]++
+				}
+				if len(want) > 1 { // fn's error ends both at the same call
+					stop := errors.New("stop")
+					var nw, ng int
+					werr := readCallsReader(bytes.NewReader(data), x, server, func(Call) error { nw++; return stopAt(nw, 2, stop) })
+					gerr := ReadCalls(bytes.NewReader(data), x, server, func(Call) error { ng++; return stopAt(ng, 2, stop) })
+					if werr != stop || gerr != stop || nw != ng {
+						t.Fatalf("%s: fn failing at the second call: %v after %d calls, the reader's way %v after %d", path, gerr, ng, werr, nw)
+					}
+				}
+			}
+		}
+	}
+	for _, s := range []string{"ok", "error", "tool-error", "pending", "cancelled", "late", "challenged"} {
+		if calls[s] == 0 {
+			t.Errorf("no call was %s: the tapes do not cover it (%v)", s, calls)
+		}
+	}
+}
+
+// agreementTapes returns the tapes TestReadCallsAgreesWithReader and
+// TestReadMessagesAgreesWithReader read: every testdata tape, synthetic
+// ones, and one of oddities written into t's temporary directory.
+func agreementTapes(t *testing.T) []string {
 	paths, _ := filepath.Glob("../testdata/*.tape.jsonl")
 	hostile, _ := filepath.Glob("../testdata/hostile/*.tape.jsonl")
 	paths = append(append(paths, hostile...), "testdata/oauth-stepup.tape.jsonl", "../assets/demo.tape.jsonl")
@@ -120,14 +175,22 @@ func TestReadCallsAgreesWithReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	paths = append(paths, oddPath)
-	calls := map[string]int{}
-	for _, path := range paths {
+	return paths
+}
+
+// TestReadMessagesAgreesWithReader: ReadMessages gives every valid message
+// NewReader gives (of each server, and up to the index's end when the tape
+// grew since), with the same entry, Body StripMeta's and HTTP
+// ParseHTTPMeta's of its bytes, on the tapes of
+// TestReadCallsAgreesWithReader; and fn's error ends it.
+func TestReadMessagesAgreesWithReader(t *testing.T) {
+	kinds := map[Kind]int{}
+	httpSeen := false
+	for _, path := range agreementTapes(t) {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The index of the whole tape, and of its first half: the tape grew
-		// after that index was built (the reader gets all of it).
 		cut := bytes.IndexByte(data[len(data)/2:], '\n') + len(data)/2 + 1
 		for _, size := range []int{len(data), cut} {
 			x := NewIndex(bytes.NewReader(data))
@@ -135,38 +198,77 @@ func TestReadCallsAgreesWithReader(t *testing.T) {
 				t.Fatalf("%s: %v", path, err)
 			}
 			for _, server := range append([]string{""}, x.Servers()...) {
-				var want, got []Call
-				werr := readCallsReader(bytes.NewReader(data), x, server, func(c Call) error { want = append(want, c); return nil })
-				gerr := ReadCalls(bytes.NewReader(data), x, server, func(c Call) error { got = append(got, c); return nil })
-				if werr != nil || gerr != nil {
-					t.Fatalf("%s (%d bytes indexed, server %q): errors %v and %v", path, size, server, werr, gerr)
-				}
-				if len(got) != len(want) {
-					t.Fatalf("%s (%d bytes indexed, server %q): %d calls, the reader's way %d", path, size, server, len(got), len(want))
-				}
-				for i := range want {
-					if !reflect.DeepEqual(got[i], want[i]) {
-						t.Fatalf("%s (%d bytes indexed, server %q): call %d is\n%#v\nthe reader's way\n%#v", path, size, server, i, got[i], want[i])
+				var want []Entry
+				rd := NewReader(bytes.NewReader(data))
+				for e := range rd.Entries() {
+					if e.Seq >= x.Len() {
+						break
 					}
-					calls[want[i].Status]++
+					if e.Kind != KindInvalid && (server == "" || e.Server == server) {
+						want = append(want, e)
+					}
 				}
-				if len(want) > 1 { // fn's error ends both at the same call
+				if err := rd.Err(); err != nil {
+					t.Fatal(err)
+				}
+				i := 0
+				err := ReadMessages(bytes.NewReader(data), x, server, func(m *Message) error {
+					where := fmt.Sprintf("%s (%d bytes indexed, server %q), message %d", path, size, server, i)
+					if i >= len(want) {
+						return fmt.Errorf("%s: more messages than the reader's %d", where, len(want))
+					}
+					w := want[i]
+					i++
+					got := m.Entry
+					// What a Reader does not fill in (ID: Message leaves
+					// it out) or cannot know (Negotiation: only an index
+					// judges a probe by its request).
+					got.ID, got.Negotiation = w.ID, w.Negotiation
+					if !bytes.Equal(got.Raw, w.Raw) {
+						t.Errorf("%s: bytes\n%s\nthe reader's\n%s", where, got.Raw, w.Raw)
+					}
+					got.Raw, w.Raw = nil, nil
+					if !reflect.DeepEqual(got, w) && !(got.Time.Equal(w.Time) && sameButTime(got, w)) {
+						t.Errorf("%s: entry\n%+v\nthe reader's\n%+v", where, got, w)
+					}
+					if !bytes.Equal(m.Body, StripMeta(m.Raw)) {
+						t.Errorf("%s: body %s, StripMeta's %s", where, m.Body, StripMeta(m.Raw))
+					}
+					if hm := ParseHTTPMeta(m.Raw); !reflect.DeepEqual(m.HTTP, hm) {
+						t.Errorf("%s: HTTP %+v, ParseHTTPMeta's %+v", where, m.HTTP, hm)
+					}
+					httpSeen = httpSeen || m.HTTP.HTTP
+					kinds[w.Kind]++
+					return nil
+				})
+				if err != nil || i != len(want) {
+					t.Fatalf("%s (%d bytes indexed, server %q): %d messages (%v), the reader's %d", path, size, server, i, err, len(want))
+				}
+				if len(want) > 1 {
 					stop := errors.New("stop")
-					var nw, ng int
-					werr := readCallsReader(bytes.NewReader(data), x, server, func(Call) error { nw++; return stopAt(nw, 2, stop) })
-					gerr := ReadCalls(bytes.NewReader(data), x, server, func(Call) error { ng++; return stopAt(ng, 2, stop) })
-					if werr != stop || gerr != stop || nw != ng {
-						t.Fatalf("%s: fn failing at the second call: %v after %d calls, the reader's way %v after %d", path, gerr, ng, werr, nw)
+					n := 0
+					if err := ReadMessages(bytes.NewReader(data), x, server, func(*Message) error { n++; return stopAt(n, 2, stop) }); err != stop || n != 2 {
+						t.Fatalf("%s: fn failing at the second message: %v after %d", path, err, n)
 					}
 				}
 			}
 		}
 	}
-	for _, s := range []string{"ok", "error", "tool-error", "pending", "cancelled", "late", "challenged"} {
-		if calls[s] == 0 {
-			t.Errorf("no call was %s: the tapes do not cover it (%v)", s, calls)
+	for _, k := range []Kind{KindRequest, KindResponse, KindNotification, KindLifecycle} {
+		if kinds[k] == 0 {
+			t.Errorf("no message was a %v: the tapes do not cover it (%v)", k, kinds)
 		}
 	}
+	if !httpSeen {
+		t.Error("no message was recorded over HTTP: the tapes do not cover it")
+	}
+}
+
+// sameButTime reports whether a and b are equal but for the location of
+// their Time.
+func sameButTime(a, b Entry) bool {
+	a.Time, b.Time = time.Time{}, time.Time{}
+	return reflect.DeepEqual(a, b)
 }
 
 func stopAt(n, at int, err error) error {
@@ -256,4 +358,29 @@ func readCallsReader(r io.Reader, x *Index, server string, fn func(Call) error) 
 		}
 	}
 	return nil
+}
+
+// containsTraceparent agrees with bytes.Contains: at either end, split
+// across the last bytes, after near misses, with 'p's everywhere.
+func TestContainsTraceparent(t *testing.T) {
+	const w = "traceparent"
+	cases := []string{"", "p", w, w[:10], w[1:], "x" + w, w + "x", "tracepartraceparent", "pppppppppppppp" + w,
+		"traceparenX", "raceparent", "aaaaaparent", "trace" + "pp" + "arent", strings.Repeat("pa", 50) + w[:10],
+		strings.Repeat("tracepar", 20) + w + strings.Repeat("p", 7), `{"params":{"_meta":{"traceparent":"00-1-2-01"}}}`}
+	for i := range len(w) + 3 {
+		cases = append(cases, strings.Repeat("p", i)+w, w+strings.Repeat("p", i), strings.Repeat("q", i)+w[:len(w)-1])
+	}
+	found := 0
+	for _, c := range cases {
+		want := bytes.Contains([]byte(c), []byte(w))
+		if got := containsTraceparent([]byte(c)); got != want {
+			t.Errorf("containsTraceparent(%q) = %v, bytes.Contains says %v", c, got, want)
+		}
+		if want {
+			found++
+		}
+	}
+	if found == 0 || found == len(cases) {
+		t.Fatalf("%d of %d cases contain the word: both answers must be tested", found, len(cases))
+	}
 }

@@ -167,7 +167,12 @@ func (m HTTPMeta) Params() []MCPParam {
 // ParseHTTPMeta reads the HTTP members of a tape line's metadata (see
 // RecordMeta). Members of the wrong type are left zero.
 func ParseHTTPMeta(line []byte) HTTPMeta {
-	meta := RecordMeta(line)
+	return httpMetaOf(RecordMeta(line))
+}
+
+// httpMetaOf reads the HTTP members of meta, a record's metadata object
+// (RecordMeta's), or nil.
+func httpMetaOf(meta []byte) HTTPMeta {
 	if meta == nil {
 		return HTTPMeta{}
 	}

@@ -16,6 +16,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -106,18 +107,8 @@ func harEntries(src Source) ([]*harEntry, error) {
 		return nil, err
 	}
 	defer r.Close()
-	h := harBuilder{x: src.Index, server: src.Server, streams: map[int64]*harEntry{}, open: map[int]*harEntry{}}
-	rd := tape.NewReader(r)
-	for e := range rd.Entries() {
-		if e.Seq >= src.Index.Len() {
-			break
-		}
-		if h.server != "" && e.Server != h.server {
-			continue
-		}
-		h.add(e)
-	}
-	if err := rd.Err(); err != nil {
+	h := harBuilder{x: src.Index, streams: map[int64]*harEntry{}, open: map[int]*harEntry{}}
+	if err := tape.ReadMessages(r, src.Index, src.Server, h.add); err != nil {
 		return nil, err
 	}
 	h.flush()
@@ -131,27 +122,74 @@ func harEntries(src Source) ([]*harEntry, error) {
 }
 
 // writeHAR writes the log of entries as encoding/json writes harLog (with
-// SetEscapeHTML(false)), an entry at a time through one buffer: the log is
-// as large as the tape, and its bodies are most of it.
-// TestHARWriterAgrees holds it to encoding/json.
+// SetEscapeHTML(false)): the entries are formatted a chunk at a time by
+// one goroutine a core (harFormatters), the chunks written in order as
+// they are ready, a few in flight: the log is as large as the tape, and
+// its bodies are most of it. TestHARWriterAgrees holds it to encoding/json.
 func writeHAR(w io.Writer, entries []*harEntry, version, comment string) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
 	b := append([]byte(nil), `{"log":{"version":"1.2","creator":{"name":"tapedeck","version":`...)
 	b = jsonscan.AppendQuoted(b, version, false)
 	b = append(b, `},"entries":[`...)
-	for i, en := range entries {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendHAREntry(b, en)
-		if len(b) >= 1<<15 {
-			if _, err := bw.Write(b); err != nil {
-				return err
-			}
-			b = b[:0]
-		}
+	if _, err := bw.Write(b); err != nil {
+		return err
 	}
-	b = append(b, ']')
+	type chunk struct {
+		from, to int
+		b        []byte
+		done     chan struct{}
+	}
+	// The chunks are reused, their buffers grown once: a buffer grown
+	// afresh for each chunk cost more than the formatting.
+	free := make(chan *chunk, harChunksOut)
+	for range harChunksOut {
+		free <- &chunk{done: make(chan struct{}, 1)}
+	}
+	work := make(chan *chunk, harChunksOut)
+	order := make(chan *chunk, harChunksOut)
+	quit := make(chan struct{})
+	go func() { // cut entries into chunks, in order
+		defer close(order)
+		defer close(work)
+		for at := 0; at < len(entries); at += harChunk {
+			var c *chunk
+			select {
+			case c = <-free:
+			case <-quit:
+				return
+			}
+			c.from, c.to, c.b = at, min(at+harChunk, len(entries)), c.b[:0]
+			order <- c
+			work <- c
+		}
+	}()
+	for range harFormatters() {
+		go func() {
+			for c := range work {
+				for i := c.from; i < c.to; i++ {
+					if i > 0 {
+						c.b = append(c.b, ',')
+					}
+					c.b = appendHAREntry(c.b, entries[i])
+				}
+				c.done <- struct{}{}
+			}
+		}()
+	}
+	var werr error
+	for c := range order {
+		<-c.done
+		if werr == nil {
+			if _, werr = bw.Write(c.b); werr != nil {
+				close(quit)
+			}
+		}
+		free <- c
+	}
+	if werr != nil {
+		return werr
+	}
+	b = append(b[:0], ']')
 	if comment != "" {
 		b = append(b, `,"comment":`...)
 		b = jsonscan.AppendQuoted(b, comment, false)
@@ -161,6 +199,17 @@ func writeHAR(w io.Writer, entries []*harEntry, version, comment string) error {
 		return err
 	}
 	return bw.Flush()
+}
+
+const (
+	harChunk     = 256 // entries formatted at once
+	harChunksOut = 4   // chunks in flight (formatted or being formatted, not yet written)
+)
+
+// harFormatters is how many goroutines format a HAR's entries: the cores
+// Go may use, up to 4.
+func harFormatters() int {
+	return min(runtime.GOMAXPROCS(0), 4)
 }
 
 func appendHAREntry(b []byte, en *harEntry) []byte {
@@ -254,7 +303,6 @@ func appendHARNVs(b []byte, nvs []harNV) []byte {
 
 type harBuilder struct {
 	x        *tape.Index
-	server   string
 	upstream string
 	entries  []*harEntry
 	open     map[int]*harEntry   // request seq → its entry, awaiting the answer
@@ -323,9 +371,14 @@ func (h *harBuilder) exchange(e tape.Entry, hm tape.HTTPMeta) bool {
 	return true
 }
 
-func (h *harBuilder) add(e tape.Entry) {
-	body := ownedString(tape.StripMeta(e.Raw))
-	hm := tape.ParseHTTPMeta(e.Raw)
+func (h *harBuilder) add(m *tape.Message) error {
+	h.addMessage(m.Entry, ownedString(m.Body), m.HTTP)
+	return nil
+}
+
+// addMessage adds message e (its Raw valid only during the call), body its
+// bytes without _meta and hm its HTTP metadata.
+func (h *harBuilder) addMessage(e tape.Entry, body string, hm tape.HTTPMeta) {
 	switch {
 	case e.Kind == tape.KindLifecycle && e.Method == tape.MethodStart:
 		if u := gjson.GetBytes(e.Raw, "params.upstream"); u.Exists() {
@@ -445,9 +498,8 @@ func (h *harBuilder) flush() {
 	}
 }
 
-// ownedString is b as a string without a copy: b is a Reader entry's Raw
-// (a copy the caller owns) or StripMeta's copy of it, which nothing writes
-// to after.
+// ownedString is b as a string without a copy: b is a Message's Body (a
+// copy the caller owns), which nothing writes to after.
 func ownedString(b []byte) string {
 	if len(b) == 0 {
 		return ""

@@ -2,10 +2,14 @@ package export
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/tapedeck/tapedeck/tape"
 )
@@ -67,6 +71,15 @@ func TestHARWriterAgrees(t *testing.T) {
 		}
 		cases[src.Name] = entries
 	}
+	// More entries than the chunks in flight hold, formatted by several
+	// goroutines: the chunks are written in order, a comma between each.
+	var many []*harEntry
+	for len(many) < 3*harChunk*harChunksOut+harChunk/2 {
+		for _, entries := range cases {
+			many = append(many, entries...)
+		}
+	}
+	cases["many"] = many
 	for name, entries := range cases {
 		for _, comment := range []string{"exported from " + name, ""} {
 			var want harLog
@@ -90,5 +103,37 @@ func TestHARWriterAgrees(t *testing.T) {
 				t.Fatalf("%s: the HAR differs from encoding/json's at byte %d:\nexpected …%s\nfound    …%s", name, i, exp[max(0, i-80):min(len(exp), i+80)], got.Bytes()[max(0, i-80):min(got.Len(), i+80)])
 			}
 		}
+	}
+}
+
+// failingWriter fails every write after its first n bytes.
+type failingWriter struct{ n int }
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if w.n -= len(p); w.n < 0 {
+		return 0, errors.New("disk full")
+	}
+	return len(p), nil
+}
+
+// A write that fails ends writeHAR with its error, however many chunks are
+// being formatted, and leaves no goroutine behind.
+func TestHARWriteFails(t *testing.T) {
+	en := &harEntry{StartedDateTime: "2026-01-01T00:00:00Z", Request: harRequest{Method: "POST", PostData: &harPostData{Text: strings.Repeat("x", 1000)}}}
+	entries := make([]*harEntry, 10*harChunk*harChunksOut)
+	for i := range entries {
+		entries[i] = en
+	}
+	before := runtime.NumGoroutine()
+	for _, n := range []int{0, 1 << 16, 1 << 20} {
+		if err := writeHAR(&failingWriter{n: n}, entries, "v", ""); err == nil || err.Error() != "disk full" {
+			t.Fatalf("writer failing after %d bytes: %v, expected disk full", n, err)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines after, %d before: the formatters did not end", runtime.NumGoroutine(), before)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -41,7 +41,7 @@ func JSON(w io.Writer, src Source) error {
 	first := true
 	enc := json.NewEncoder(bw)
 	var buf []byte
-	err = tape.ReadCalls(r, src.Index, src.Server, func(c tape.Call) error {
+	err = readCalls(r, src.Index, src.Server, func(c tape.Call) error {
 		if !first {
 			bw.WriteByte(',')
 		}

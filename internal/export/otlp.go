@@ -210,7 +210,7 @@ func (t *Tracer) export(ctx context.Context, src Source) (int, error) {
 			return 0, err
 		}
 	}
-	err = tape.ReadCalls(r, src.Index, src.Server, func(c tape.Call) error {
+	err = readCalls(r, src.Index, src.Server, func(c tape.Call) error {
 		t.add(c, carried.of(c.Request))
 		return nil
 	})
