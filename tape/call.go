@@ -8,9 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -293,29 +291,12 @@ func (c *classifier) callMessage(raw []byte) callInfo {
 	return ci
 }
 
-// stripped is StripMeta(raw), in memory of its own (spliceOut's bytes,
-// in memory not cleared first: every byte of it is written, and clearing
-// the bodies of a whole tape cost a third of making them).
+// stripped is StripMeta(raw), in memory of its own.
 func (ci *callInfo) stripped(raw []byte) []byte {
 	if !ci.hasCut {
 		return bytes.Clone(raw)
 	}
-	head, rest := raw[:ci.cut.start], raw[ci.cut.end:]
-	if ci.first {
-		if j := skipWS(rest, 0); j < len(rest) && rest[j] == ',' {
-			rest = rest[j+1:]
-		}
-	}
-	n := len(head) + len(rest)
-	if n == 0 {
-		return []byte{}
-	}
-	var sb strings.Builder
-	sb.Grow(n) // allocates n bytes without clearing them
-	sb.Write(head)
-	sb.Write(rest)
-	s := sb.String()
-	return unsafe.Slice(unsafe.StringData(s), len(s)) // sb is dropped: the bytes are the slice's alone
+	return spliceOut(raw, ci.cut, ci.first)
 }
 
 // spanReader reads a tape's bytes forward, a line at a time, keeping the
