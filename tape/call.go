@@ -63,30 +63,10 @@ type Call struct {
 // from one scan of its members. Messages written after the index was built
 // are left out. Memory holds only the requests still awaiting their answer.
 func ReadCalls(r io.Reader, x *Index, server string, fn func(Call) error) error {
-	src := spanReader{r: bufio.NewReaderSize(r, 1<<20)}
 	open := map[int]Call{} // request seq → call awaiting its response
 	var order []int        // requests in recorded order, to flush the unanswered ones
-	var cls classifier
-	for seq, n := 0, x.Len(); seq < n; seq++ {
-		e, size := x.span(seq)
-		if e.Kind != KindRequest && e.Kind != KindResponse {
-			continue
-		}
-		if server != "" && e.Server != server && e.Server != moreServers {
-			continue
-		}
-		raw, err := src.read(e.Offset, size)
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			break // the tape is shorter than its index: it was cut since
-		}
-		if err != nil {
-			return fmt.Errorf("read message %d (line %d): %w", seq, e.Line, err)
-		}
-		m := cls.callMessage(raw)
-		if e.Server = stringValue(raw, m.server); server != "" && e.Server != server {
-			continue
-		}
-		e.Dir, e.Time = Dir(stringValue(raw, m.dir)), m.when
+	calls := func(k Kind) bool { return k == KindRequest || k == KindResponse }
+	err := walkIndexed(r, x, server, calls, func(seq int, e Entry, raw []byte, m *callInfo) error {
 		switch e.Kind {
 		case KindRequest:
 			c := Call{Request: seq, Response: -1, Server: e.Server, Dir: e.Dir, Method: e.Method, Start: e.Time, Line: e.Line}
@@ -120,10 +100,7 @@ func ReadCalls(r io.Reader, x *Index, server string, fn func(Call) error) error 
 				if r, ok := open[-p.Partner-1]; ok {
 					delete(open, -p.Partner-1)
 					c = complete(c, r.ResponseRaw, r.End, p.Partner, x)
-					if err := fn(c); err != nil {
-						return err
-					}
-					continue
+					return fn(c)
 				}
 			}
 			open[seq] = c
@@ -131,19 +108,21 @@ func ReadCalls(r io.Reader, x *Index, server string, fn func(Call) error) error 
 		case KindResponse:
 			p := x.Pair(seq)
 			if p.Partner < 0 {
-				continue // an orphan: no call to complete
+				return nil // an orphan: no call to complete
 			}
 			c, ok := open[p.Partner]
 			if !ok {
 				// Its request comes later on the tape (Reordered).
 				open[-seq-1] = Call{ResponseRaw: m.stripped(raw), End: e.Time}
-				continue
+				return nil
 			}
 			delete(open, p.Partner)
-			if err := fn(complete(c, m.stripped(raw), e.Time, seq, x)); err != nil {
-				return err
-			}
+			return fn(complete(c, m.stripped(raw), e.Time, seq, x))
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	for _, seq := range order {
 		if c, ok := open[seq]; ok {
@@ -173,12 +152,29 @@ type Message struct {
 // out, and so are messages written after the index was built. m is reused
 // by the next call.
 func ReadMessages(r io.Reader, x *Index, server string, fn func(m *Message) error) error {
+	var msg Message
+	valid := func(k Kind) bool { return k != KindInvalid }
+	return walkIndexed(r, x, server, valid, func(_ int, e Entry, raw []byte, m *callInfo) error {
+		e.Raw = raw
+		msg = Message{Entry: e, Body: m.stripped(raw)}
+		if m.meta.ok() {
+			msg.HTTP = httpMetaOf(m.meta.in(raw))
+		}
+		return fn(&msg)
+	})
+}
+
+// walkIndexed is ReadCalls' and ReadMessages' pass: it reads, through r
+// from the tape's start, the bytes of each message of server ("" for all)
+// whose kind want takes, as x places them, and calls fn with its entry
+// (Server, Dir and Time read from its _meta), its bytes and one scan of its
+// members. It stops at the index's end or where the tape was cut short.
+func walkIndexed(r io.Reader, x *Index, server string, want func(Kind) bool, fn func(seq int, e Entry, raw []byte, m *callInfo) error) error {
 	src := spanReader{r: bufio.NewReaderSize(r, 1<<20)}
 	var cls classifier
-	var msg Message
 	for seq, n := 0, x.Len(); seq < n; seq++ {
 		e, size := x.span(seq)
-		if e.Kind == KindInvalid {
+		if !want(e.Kind) {
 			continue
 		}
 		if server != "" && e.Server != server && e.Server != moreServers {
@@ -195,12 +191,8 @@ func ReadMessages(r io.Reader, x *Index, server string, fn func(m *Message) erro
 		if e.Server = stringValue(raw, m.server); server != "" && e.Server != server {
 			continue
 		}
-		e.Dir, e.Time, e.Raw = Dir(stringValue(raw, m.dir)), m.when, raw
-		msg = Message{Entry: e, Body: m.stripped(raw)}
-		if m.meta.ok() {
-			msg.HTTP = httpMetaOf(m.meta.in(raw))
-		}
-		if err := fn(&msg); err != nil {
+		e.Dir, e.Time = Dir(stringValue(raw, m.dir)), m.when
+		if err := fn(seq, e, raw, &m); err != nil {
 			return err
 		}
 	}
