@@ -45,12 +45,17 @@ func specCheck(x *tape.Index, add func(rule string, seq int, server, msg string)
 		}
 		return s
 	}
+	// The messages' bytes are read in the index's order through one
+	// reader (a message behind it, such as an answer's request, through
+	// the index), not a read and a classification each.
+	mr := x.MessageReader()
+	defer mr.Close()
 	msg := func(i int) []byte {
-		m, err := x.Message(i)
+		raw, err := mr.At(x.Entry(i))
 		if err != nil {
 			return nil
 		}
-		return m.Raw
+		return raw
 	}
 	for i := range x.Len() {
 		e := x.Entry(i)
@@ -199,21 +204,19 @@ func specResponse(x *tape.Index, e tape.Entry, i int, st *specServer, fromClient
 }
 
 func specToolResult(x *tape.Index, e tape.Entry, i int, st *specServer, res gjson.Result, failure tape.Failure, add func(string, int, string, string)) {
-	name := ""
-	if p := x.Pair(i); p.Partner >= 0 {
-		if m, err := x.Message(p.Partner); err == nil {
-			name = tape.Target("tools/call", m.Raw)
-		}
-	}
 	if failure == tape.ToolError {
 		if len(res.Get("content").Array()) == 0 {
-			add(SpecToolError, i, e.Server, fmt.Sprintf("the tool %s failed (isError) with no content saying why", name))
+			add(SpecToolError, i, e.Server, fmt.Sprintf("the tool %s failed (isError) with no content saying why", toolCalled(x, i)))
 		}
 		return
+	}
+	if !st.schemas {
+		return // no tool of the server's lists an outputSchema
 	}
 	if rt := res.Get("resultType").String(); rt != "" && rt != "complete" {
 		return // input_required or a task: the result comes later
 	}
+	name := toolCalled(x, i)
 	td := st.tools[name]
 	if td == nil || td.schema == nil || st.version != "" && st.version < "2025-06-18" {
 		return
@@ -237,6 +240,18 @@ func specToolResult(x *tape.Index, e tape.Entry, i int, st *specServer, res gjso
 	if err != nil {
 		add(SpecOutputSchema, i, e.Server, fmt.Sprintf("the tool %s's structuredContent does not match its outputSchema: %s", name, oneLine(err.Error())))
 	}
+}
+
+// toolCalled is the tool the tools/call answered at i called, read from
+// its request ("" when there is none): only where a finding or a schema
+// needs it, since reading a request's bytes costs a read of the tape.
+func toolCalled(x *tape.Index, i int) string {
+	if p := x.Pair(i); p.Partner >= 0 {
+		if m, err := x.Message(p.Partner); err == nil {
+			return tape.Target("tools/call", m.Raw)
+		}
+	}
+	return ""
 }
 
 // requestVersion returns the protocol version a 2026-07-28 request carries

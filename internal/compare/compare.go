@@ -10,14 +10,10 @@
 package compare
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"io"
-	"os"
 	"slices"
 	"time"
 	"unsafe"
@@ -322,8 +318,8 @@ func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep 
 		return nil, err
 	}
 	defer r.Close()
-	br := newMessageReader(x, r, mapThreshold, mapWindow)
-	defer br.close()
+	br := tape.NewMessageReader(x, r)
+	defer br.Close()
 	answerOf := func(k *call, raw []byte) {
 		// Answers with the same bytes are the same: only the others are
 		// read again and compared by meaning.
@@ -346,7 +342,7 @@ func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep 
 			}
 		}
 		if w := awaited[i]; w != 0 {
-			raw, err := br.at(e)
+			raw, err := br.At(e)
 			if err != nil {
 				return out, err
 			}
@@ -387,7 +383,7 @@ func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep 
 				early = m.Raw
 			}
 		}
-		raw, err := br.at(e)
+		raw, err := br.At(e)
 		if err != nil {
 			return out, err
 		}
@@ -403,77 +399,6 @@ func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep 
 		ans.seqs[s] = last
 	}
 	return out, nil
-}
-
-// messageReader reads messages' bytes from a tape in the order of its
-// index: those on lines of their own from the file, through read-only
-// mappings of a window at a time where it can be mapped (no copy, and no
-// more than a window resident), else through a buffer, skipping what lies
-// between; others (one of a batch, or behind the reader) from the index.
-type messageReader struct {
-	x      *tape.Index
-	r      *bufio.Reader
-	pos    int64
-	mapped *tape.MappedLines // the file mapped a window at a time, or nil
-}
-
-const (
-	mapThreshold = 4 << 20  // below this, reading beats mapping
-	mapWindow    = 64 << 20 // mapped at a time
-)
-
-// newMessageReader reads from r, mapped a window at a time when r is a
-// file of threshold bytes or more.
-func newMessageReader(x *tape.Index, r io.Reader, threshold, window int64) *messageReader {
-	m := &messageReader{x: x}
-	if f, ok := r.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() >= threshold {
-			if ml, err := tape.MapLines(f, st.Size(), window); err == nil {
-				m.mapped = ml
-				return m
-			}
-		}
-	}
-	m.r = bufio.NewReaderSize(r, 1<<20)
-	return m
-}
-
-// close unmaps the window.
-func (m *messageReader) close() {
-	if m.mapped != nil {
-		_ = m.mapped.Close()
-	}
-}
-
-// at returns message e's bytes, valid until the next call.
-func (m *messageReader) at(e tape.Entry) ([]byte, error) {
-	if e.Batch != 0 || e.Offset < m.pos {
-		msg, err := m.x.Message(e.Seq) // one of a batch: its bytes are part of a line
-		return msg.Raw, err
-	}
-	if m.mapped != nil {
-		line, err := m.mapped.Line(e.Offset)
-		if err != nil {
-			return nil, fmt.Errorf("read message %d (line %d): %w", e.Seq, e.Line, err)
-		}
-		m.pos = e.Offset + int64(len(line))
-		return bytes.TrimRight(line, "\r"), nil
-	}
-	if _, err := m.r.Discard(int(e.Offset - m.pos)); err != nil {
-		return nil, fmt.Errorf("read message %d (line %d): %w", e.Seq, e.Line, err)
-	}
-	m.pos = e.Offset
-	line, err := m.r.ReadSlice('\n')
-	if errors.Is(err, bufio.ErrBufferFull) {
-		rest, err2 := m.r.ReadBytes('\n')
-		line = append(slices.Clone(line), rest...)
-		err = err2
-	}
-	if err != nil && !(errors.Is(err, io.EOF) && len(line) > 0) {
-		return nil, fmt.Errorf("read message %d (line %d): %w", e.Seq, e.Line, err)
-	}
-	m.pos += int64(len(line))
-	return bytes.TrimRight(line, "\r\n"), nil
 }
 
 // paramsKey appends to key the canonical bytes of the request raw's params
