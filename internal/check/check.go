@@ -109,6 +109,11 @@ func Tape(name string, x *tape.Index, o Options) []Finding {
 		out = append(out, Finding{Rule: rule, Tape: name, Line: line, Seq: seq, Server: server, Message: msg, Fail: o.fails(rule)})
 	}
 
+	// Messages' bytes are read forward through one reader, not a read
+	// and a classification each (Index.Message).
+	mr := x.MessageReader()
+	defer mr.Close()
+	msg := func(i int) ([]byte, error) { return mr.At(x.Entry(i)) }
 	called := map[string]bool{}
 	for i := range x.Len() {
 		e := x.Entry(i)
@@ -122,16 +127,16 @@ func Tape(name string, x *tape.Index, o Options) []Finding {
 			add(RuleInvalid, i, e.Server, msg)
 		case tape.KindLifecycle:
 			if e.Method == tape.MethodHTTPExchange {
-				if m, err := x.Message(i); err == nil {
-					if pr := gjson.GetBytes(m.Raw, "params"); pr.Get("status").Int() == 401 && pr.Get(tape.ParamWWWAuthenticate).Exists() &&
+				if raw, err := msg(i); err == nil {
+					if pr := gjson.GetBytes(raw, "params"); pr.Get("status").Int() == 401 && pr.Get(tape.ParamWWWAuthenticate).Exists() &&
 						!strings.Contains(strings.ToLower(pr.Get(tape.ParamWWWAuthenticate).Raw), "resource_metadata") {
 						add(RuleChallenge, i, e.Server, "a 401 whose WWW-Authenticate names no resource_metadata: "+firstLine(pr.Get(tape.ParamWWWAuthenticate+".0").String()))
 					}
 				}
 			}
 			if e.Method == tape.MethodStderr {
-				if m, err := x.Message(i); err == nil {
-					add(RuleStderr, i, e.Server, "the server wrote: "+firstLine(gjson.GetBytes(m.Raw, "params.text").String()))
+				if raw, err := msg(i); err == nil {
+					add(RuleStderr, i, e.Server, "the server wrote: "+firstLine(gjson.GetBytes(raw, "params.text").String()))
 				}
 			}
 		case tape.KindRequest:
@@ -140,8 +145,8 @@ func Tape(name string, x *tape.Index, o Options) []Finding {
 			// for --expect-tool, --forbid-tool or a finding's text.
 			target := ""
 			if e.Method == "tools/call" && (len(o.ExpectTools)+len(o.ForbidTools) > 0 || p.Cancelled || p.Pending || slow) {
-				if m, err := x.Message(i); err == nil {
-					target = tape.Target(e.Method, m.Raw)
+				if raw, err := msg(i); err == nil {
+					target = tape.Target(e.Method, raw)
 					called[target] = true
 				}
 			}
@@ -169,13 +174,13 @@ func Tape(name string, x *tape.Index, o Options) []Finding {
 			}
 			switch x.Failure(i) {
 			case tape.RPCError:
-				m, _ := x.Message(i)
-				er := gjson.GetBytes(m.Raw, "error")
+				raw, _ := msg(i)
+				er := gjson.GetBytes(raw, "error")
 				add(RuleError, i, e.Server, fmt.Sprintf("%s: error %d %s", method, er.Get("code").Int(), er.Get("message").String()))
 			case tape.ToolError:
-				m, _ := x.Message(i)
+				raw, _ := msg(i)
 				text := ""
-				for _, c := range gjson.GetBytes(m.Raw, "result.content").Array() {
+				for _, c := range gjson.GetBytes(raw, "result.content").Array() {
 					if t := c.Get("text"); t.Exists() {
 						text = firstLine(t.String())
 						break
@@ -190,8 +195,8 @@ func Tape(name string, x *tape.Index, o Options) []Finding {
 				add(RuleToolError, i, e.Server, fmt.Sprintf("%s%s failed: %s", method, target, text))
 			}
 			if method == "initialize" {
-				if m, err := x.Message(i); err == nil {
-					if v := gjson.GetBytes(m.Raw, "result.protocolVersion").String(); slices.Contains(deprecatedVersions, v) {
+				if raw, err := msg(i); err == nil {
+					if v := gjson.GetBytes(raw, "result.protocolVersion").String(); slices.Contains(deprecatedVersions, v) {
 						add(RuleDeprecated, i, e.Server, "the session negotiated protocol "+v+", older than 2025-06-18")
 					}
 				}
