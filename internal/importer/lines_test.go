@@ -148,3 +148,16 @@ func TestImportParallelEqualsSerial(t *testing.T) {
 		})
 	}
 }
+
+// checkParallelEqualsSerial fails t when importing data on several
+// workers with small chunks writes, counts or fails otherwise than on one.
+func checkParallelEqualsSerial(t *testing.T, format string, data []byte) {
+	t.Helper()
+	want, wantRes, wantErr := importWith(format, bytes.NewReader(data), Options{workers: 1, MaxLine: 300})
+	for _, chunk := range []int{1, 64} {
+		got, res, err := importWith(format, bytes.NewReader(data), Options{workers: 3, chunk: chunk, MaxLine: 300})
+		if got != want || err != wantErr || !reflect.DeepEqual(res, wantRes) {
+			t.Fatalf("chunk %d: tape %q, %+v, error %q; serial: tape %q, %+v, error %q", chunk, got, res, err, want, wantRes, wantErr)
+		}
+	}
+}
