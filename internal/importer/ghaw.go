@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"time"
 
 	"github.com/tapedeck/tapedeck/tape"
 	"github.com/tapedeck/tapedeck/tape/jsonscan"
@@ -35,20 +36,56 @@ import (
 const formatGHAW = "gh-aw"
 
 // GHAW imports a GitHub Agentic Workflows gateway log (rpc-messages.jsonl).
+// Workers read the lines (ghawParse); the ordered stage writes each
+// server's first $transport/start and the records.
 func GHAW(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	out := newOut(w)
-	st := &ghawState{started: map[string]bool{}}
-	lines, err := eachLine(r, formatGHAW, o.maxLine(), func(line []byte) error { return ghawLine(out, line, o, st) })
+	started := map[string]bool{} // server_id → $transport/start written
+	enc := newRecEncoder()
+	lines, err := eachLineParallel(r, formatGHAW, o,
+		func() *ghawWorker { return &ghawWorker{enc: newRecEncoder(), o: o} },
+		ghawParse,
+		func(x *ghawRec, buf []byte) error {
+			switch {
+			case x.err != nil:
+				return x.err
+			case x.skipped:
+				out.res.Skipped++ // the gateway's own event: no message
+				return nil
+			}
+			if !started[x.id] {
+				started[x.id] = true
+				if err := out.put(enc.startRec(formatGHAW, map[string]any{"server_id": x.id}, tape.Meta{Server: x.server, Time: x.ts})); err != nil {
+					return err
+				}
+			}
+			return out.put(x.r.bytesIn(buf))
+		})
 	if err == nil && lines == 0 {
 		err = &Error{Format: formatGHAW, Err: errors.New("expected rpc-messages.jsonl envelopes (JSON lines), found an empty input")}
 	}
 	return out.result(), err
 }
 
+// ghawWorker is a worker's state.
+type ghawWorker struct {
+	st  ghawState
+	enc *recEncoder
+	o   Options
+}
+
+// ghawRec is what a worker made of an envelope.
+type ghawRec struct {
+	err        error // the envelope's error
+	skipped    bool  // the gateway's own event
+	id, server string
+	ts         time.Time
+	r          rec
+}
+
 // ghawState is what reading a log carries from line to line.
 type ghawState struct {
-	started map[string]bool // server_id → $transport/start written
-	peek    tape.Peeker
+	peek tape.Peeker
 	// an envelope's members, raw (nil when missing)
 	typ, timestamp, serverID, direction, payload []byte
 }
@@ -70,8 +107,10 @@ func (st *ghawState) set(key string, v []byte) {
 
 func ghawNode(path string, raw []byte) node { return node{format: formatGHAW, path: path, raw: raw} }
 
-func ghawLine(out *out, line []byte, o Options, st *ghawState) error {
-	started := st.started
+// ghawParse reads an envelope and encodes its record (appended to buf).
+func ghawParse(wk *ghawWorker, line, buf []byte) (x ghawRec, _ []byte) {
+	st, o := &wk.st, wk.o
+	fail := func(err error) (ghawRec, []byte) { return ghawRec{err: err}, buf }
 	line = bytes.TrimSpace(line)
 	// One pass validates the envelope and hands over its members; a line
 	// it refuses is looked at again, to say why.
@@ -88,29 +127,28 @@ func ghawLine(out *out, line []byte, o Options, st *ghawState) error {
 			var v any
 			se := syntaxError(formatGHAW, line, json.Unmarshal(line, &v))
 			se.Line, se.Column = 0, 0
-			return se
+			return fail(se)
 		}
-		return env.errorf("expected an rpc-messages.jsonl envelope (an object), found %s", env.found())
+		return fail(env.errorf("expected an rpc-messages.jsonl envelope (an object), found %s", env.found()))
 	}
 	typ, err := ghawNode("$.type", st.typ).str()
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	if typ != "REQUEST" && typ != "RESPONSE" {
-		out.res.Skipped++ // the gateway's own event: no message
-		return nil
+		return ghawRec{skipped: true}, buf
 	}
 	ts, err := ghawNode("$.timestamp", st.timestamp).time()
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	id, err := ghawNode("$.server_id", st.serverID).optStr()
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	dirName, err := ghawNode("$.direction", st.direction).optStr()
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	server := o.Server
 	if server == "" {
@@ -126,40 +164,38 @@ func ghawLine(out *out, line []byte, o Options, st *ghawState) error {
 	case dirName == "IN", dirName == "" && typ == "RESPONSE":
 		m.Dir = tape.DirRecv
 	default:
-		return ghawNode("$.direction", st.direction).errorf(`expected "IN" or "OUT", found %q`, dirName)
+		return fail(ghawNode("$.direction", st.direction).errorf(`expected "IN" or "OUT", found %q`, dirName))
 	}
 	payload := ghawNode("$.payload", st.payload)
 	if payload.absent() {
-		return payload.errorf("expected the JSON-RPC message of a %s, found nothing", typ)
+		return fail(payload.errorf("expected the JSON-RPC message of a %s, found nothing", typ))
 	}
 	msg := bytes.TrimSpace(payload.raw)
 	object := msg[0] == '{'
 	if msg[0] == '"' {
 		s, err := payload.str()
 		if err != nil {
-			return err
+			return fail(err)
 		}
 		msg = bytes.TrimSpace([]byte(s))
 	}
-	if !started[id] {
-		started[id] = true
-		if err := out.lifecycle(tape.MethodStart, startParams(formatGHAW, map[string]any{"server_id": id}), tape.Meta{Server: server, Time: ts}); err != nil {
-			return err
-		}
-	}
+	x.id, x.server, x.ts = id, server, ts
 	if object {
 		// Valid JSON (the envelope was): a message the Peeker reads as one
 		// plain JSON-RPC message goes to the Encoder, its line the one
 		// out.message would write.
 		if h := st.peek.Peek(msg); h.Plain && h.Kind != tape.KindInvalid {
-			return out.plain(msg, m)
+			x.r, buf = wk.enc.plain(buf, msg, m)
+			return x, buf
 		}
 	}
 	if checkMessage(msg) != nil {
 		if len(msg) == 0 {
 			msg = []byte(`""`)
 		}
-		return out.invalid(msg, m)
+		x.r, buf = wk.enc.invalid(buf, msg, m)
+		return x, buf
 	}
-	return out.message(msg, m)
+	x.r, buf = wk.enc.message(buf, msg, m)
+	return x, buf
 }

@@ -78,5 +78,6 @@ func FuzzImportGHAW(f *testing.F) {
 	f.Add([]byte(`{"timestamp":"2026-01-02T03:04:05Z","direction":"IN","type":"RESPONSE","payload":[{"jsonrpc":"2.0","id":1,"result":{}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkFuzzResult(t, "gh-aw", data)
+		checkParallelEqualsSerial(t, "gh-aw", data)
 	})
 }

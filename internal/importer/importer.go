@@ -47,6 +47,10 @@ type Options struct {
 	// DefaultMaxLine and DefaultMaxDocument. Past them the import fails
 	// with an error naming the line, instead of reading without end.
 	MaxLine, MaxDocument int64
+
+	// workers and chunk set the line-oriented importers' workers and
+	// chunk size (lines.go) in tests; zero means the defaults.
+	workers, chunk int
 }
 
 // Default bounds of an import's input.
@@ -182,9 +186,10 @@ func errorf(format, path, msg string, args ...any) *Error {
 
 // out writes records and counts them.
 type out struct {
-	w       *tape.Writer
-	res     Result
-	servers map[string]bool
+	w          *tape.Writer
+	res        Result
+	servers    map[string]bool
+	lastServer string // the server put counted last (in servers)
 
 	// The fast path of plain messages without _meta extras (tape.Encoder,
 	// as the recorders write): an Encoder a direction and server, and the
@@ -544,42 +549,6 @@ func startParams(format string, more map[string]any) map[string]any {
 		}
 	}
 	return p
-}
-
-// eachLine hands fn each line of r that is not blank, at most max bytes
-// long (a longer one is an error naming its line), and returns how many it
-// handed; an *Error from fn gets the line's number. The line's bytes are
-// the reader's, good until fn returns: fn copies what it keeps.
-func eachLine(r io.Reader, format string, max int64, fn func(line []byte) error) (int, error) {
-	br := bufio.NewReaderSize(r, 1<<20)
-	var long []byte
-	lines := 0
-	for n := 1; ; n++ {
-		line, err := readLine(br, max, &long)
-		if errors.Is(err, errLineTooLong) {
-			return lines, &Error{Format: format, Line: n, Err: fmt.Errorf("expected a line of at most %d bytes, found a longer one", max)}
-		}
-		if len(line) == 0 && errors.Is(err, io.EOF) {
-			return lines, nil
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return lines, err
-		}
-		if len(bytes.TrimSpace(line)) > 0 {
-			lines++
-			if perr := fn(line); perr != nil {
-				var ie *Error
-				if errors.As(perr, &ie) {
-					ie.Line = n
-					return lines, ie
-				}
-				return lines, perr
-			}
-		}
-		if err != nil {
-			return lines, nil
-		}
-	}
 }
 
 // readDocument reads r to its end, at most max+1 bytes: into one buffer

@@ -34,7 +34,6 @@ package importer
 // show the request came first (reorder.go), counted in Result.Reordered.
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -48,10 +47,21 @@ const formatMCPSnoop = "mcpsnoop"
 
 // MCPSnoop imports an mcpsnoop session log. What was read before an error
 // is on the tape, the records the reorder repair still held among it.
+//
+// Workers read the lines (snoopParse: the envelope validated, the record
+// encoded); the ordered stage (snoopApply) writes each session's first
+// $transport/start and passes the records through the reorder repair.
 func MCPSnoop(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	out := newOut(w)
 	ro := newReorder(out)
-	lines, err := snoopLines(r, ro, o)
+	started := map[string]bool{} // session_id → $transport/start written
+	enc := newRecEncoder()
+	lines, err := eachLineParallel(r, formatMCPSnoop, o,
+		func() *snoopWorker {
+			return &snoopWorker{enc: newRecEncoder(), o: o}
+		},
+		func(wk *snoopWorker, line, buf []byte) (snoopRec, []byte) { return snoopParse(wk, line, buf) },
+		func(x *snoopRec, buf []byte) error { return snoopApply(ro, enc, started, x, buf) })
 	if ferr := ro.flush(true); err == nil {
 		err = ferr
 	}
@@ -61,17 +71,75 @@ func MCPSnoop(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	return out.result(), err
 }
 
-// snoopLines reads r's envelopes into ro, returning how many lines held one.
-func snoopLines(r io.Reader, ro *reorder, o Options) (int, error) {
-	st := &snoopState{started: map[string]bool{}}
-	return eachLine(r, formatMCPSnoop, o.maxLine(), func(line []byte) error { return snoopLine(ro, line, o, st) })
+// snoopWorker is a worker's state: the strings and Peeker it reuses and
+// its encoder.
+type snoopWorker struct {
+	st  snoopState
+	enc *recEncoder
+	o   Options
+}
+
+// snoopRec is what a worker made of an envelope, for snoopApply.
+type snoopRec struct {
+	err       error // the envelope's error, before anything of it is written
+	meta      bool  // a session header: start holds its $transport/start's params
+	session   string
+	transport string
+	start     map[string]any // a meta's start params, else nil (transport and session)
+	sm        tape.Meta      // the meta of the $transport/start the session's first envelope writes
+	post      error          // the envelope's error after its session's start (or a meta's params)
+	how       int            // what r is: recNone, recAdd or recPair
+	kind      tape.Kind      // recPair: the message's kind, id and meta
+	id        tape.ID
+	m         tape.Meta
+	r         rec
+}
+
+const (
+	recNone = iota
+	recAdd  // passed through the reorder in its place
+	recPair // a message with an id, paired by the reorder
+)
+
+// snoopApply applies x in the log's order: the session's first
+// $transport/start, then x's record through the reorder.
+func snoopApply(ro *reorder, enc *recEncoder, started map[string]bool, x *snoopRec, buf []byte) error {
+	if x.err != nil {
+		return x.err
+	}
+	if x.meta {
+		if started[x.session] {
+			return nil // a repeated session header says nothing new
+		}
+		started[x.session] = true
+		if x.post != nil {
+			return x.post
+		}
+		return ro.add(held{r: enc.startRec(formatMCPSnoop, x.start, x.sm)})
+	}
+	if !started[x.session] {
+		started[x.session] = true
+		p := map[string]any{"transport": x.transport, "session": x.session}
+		if err := ro.add(held{r: enc.startRec(formatMCPSnoop, p, x.sm)}); err != nil {
+			return err
+		}
+	}
+	if x.post != nil {
+		return x.post
+	}
+	switch x.how {
+	case recAdd:
+		return ro.add(held{r: x.r.bytesIn(buf)})
+	case recPair:
+		return ro.pair(x.kind, x.id, x.m, x.session, x.r.bytesIn(buf))
+	}
+	return nil
 }
 
 // snoopState is what reading a log carries from line to line.
 type snoopState struct {
-	started map[string]bool // session_id → $transport/start written
-	env     snoopFields
-	peek    tape.Peeker
+	env  snoopFields
+	peek tape.Peeker
 	// the last line's strings, kept while the next line's bytes are the
 	// same (a log's envelopes repeat them)
 	strs [snoopStrs]struct {
@@ -145,9 +213,10 @@ func snoopNode(path string, raw []byte) node {
 	return node{format: formatMCPSnoop, path: path, raw: raw}
 }
 
-func snoopLine(ro *reorder, line []byte, o Options, st *snoopState) error {
-	out := ro.out
-	started := st.started
+// snoopParse reads an envelope and encodes its record (appended to buf),
+// without what depends on the lines before it (snoopApply's part).
+func snoopParse(wk *snoopWorker, line, buf []byte) (x snoopRec, _ []byte) {
+	st, o := &wk.st, wk.o
 	line = bytes.TrimSpace(line)
 	// The line's one pass (scanObject): it validates the envelope and
 	// hands over its members, the message's bytes taken as they are. Only
@@ -161,6 +230,9 @@ func snoopLine(ro *reorder, line []byte, o Options, st *snoopState) error {
 			env.set(string(k), v)
 		}
 	}) == len(line)
+	fail := func(err error) (snoopRec, []byte) {
+		return snoopRec{err: err}, buf
+	}
 	if !loaded {
 		*env = snoopFields{}
 		n := root(formatMCPSnoop, line)
@@ -169,9 +241,9 @@ func snoopLine(ro *reorder, line []byte, o Options, st *snoopState) error {
 				var v any
 				se := syntaxError(formatMCPSnoop, line, json.Unmarshal(line, &v))
 				se.Line, se.Column = 0, 0
-				return se
+				return fail(se)
 			}
-			return n.errorf("expected an mcpsnoop envelope (an object), found %s", n.found())
+			return fail(n.errorf("expected an mcpsnoop envelope (an object), found %s", n.found()))
 		}
 		for k, v := range n.obj {
 			env.set(k, v)
@@ -180,39 +252,39 @@ func snoopLine(ro *reorder, line []byte, o Options, st *snoopState) error {
 	dirNode := snoopNode("$.direction", env.direction)
 	if dirNode.absent() {
 		_, err := dirNode.str()
-		return err
+		return fail(err)
 	}
 	dir, err := st.str(strDirection, dirNode)
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	ts, err := snoopNode("$.ts", env.ts).time()
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	label, err := st.str(strLabel, snoopNode("$.server_label", env.serverLabel))
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	session, err := st.str(strSession, snoopNode("$.session_id", env.sessionID))
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	transport, err := st.str(strTransport, snoopNode("$.transport", env.transport))
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	text, err := snoopNode("$.text", env.text).optStr()
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	statusNode := snoopNode("$.status", env.status)
 	status, err := statusNode.optNum(0)
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	if status != 0 && (status < 100 || status > 999 || status != float64(int(status))) {
-		return statusNode.errorf("expected an HTTP status (100 to 999), found %v", status)
+		return fail(statusNode.errorf("expected an HTTP status (100 to 999), found %v", status))
 	}
 	var mcpMethod, mcpName, mcpProtocol string
 	for _, f := range []struct {
@@ -224,7 +296,7 @@ func snoopLine(ro *reorder, line []byte, o Options, st *snoopState) error {
 			continue
 		}
 		if *f.s, err = snoopNode(f.key, f.raw).optStr(); err != nil {
-			return err
+			return fail(err)
 		}
 	}
 	var truncated, redacted bool
@@ -236,7 +308,7 @@ func snoopLine(ro *reorder, line []byte, o Options, st *snoopState) error {
 		if v := snoopNode(f.key, f.raw); !v.absent() {
 			b := string(bytes.TrimSpace(v.raw))
 			if b != "true" && b != "false" {
-				return v.errorf("expected true or false, found %s", v.found())
+				return fail(v.errorf("expected true or false, found %s", v.found()))
 			}
 			*f.b = b == "true"
 		}
@@ -250,46 +322,39 @@ func snoopLine(ro *reorder, line []byte, o Options, st *snoopState) error {
 	}
 	m := tape.Meta{Server: server, Time: ts}
 	raw := snoopNode("$.raw", env.raw)
+	x.session, x.transport, x.sm = session, transport, m
 
 	if dir == "meta" {
-		if started[session] {
-			return nil // a repeated session header says nothing new
-		}
-		started[session] = true
+		x.meta = true
 		if raw.absent() {
-			return ro.other(func() error {
-				return out.lifecycle(tape.MethodStart, startParams(formatMCPSnoop, map[string]any{"transport": transport, "session": session}), m)
-			})
+			x.start = map[string]any{"transport": transport, "session": session}
+			return x, buf
 		}
 		p, err := snoopMeta(raw)
 		if err != nil {
-			return err
+			x.post = err
+			return x, buf
 		}
 		p["transport"], p["session"] = transport, session
-		return ro.other(func() error { return out.lifecycle(tape.MethodStart, startParams(formatMCPSnoop, p), m) })
+		x.start = p
+		return x, buf
 	}
 	switch dir {
 	case "c2s", "s2c", "stderr":
 	default:
-		return dirNode.errorf(`expected "c2s", "s2c", "stderr" or "meta", found %q`, dir)
+		return fail(dirNode.errorf(`expected "c2s", "s2c", "stderr" or "meta", found %q`, dir))
 	}
-	if !started[session] {
-		started[session] = true
-		sm := m
-		if transport == "http" {
-			sm.Extra = map[string]any{tape.MetaTransport: "http"}
-		}
-		if err := ro.other(func() error {
-			return out.lifecycle(tape.MethodStart, startParams(formatMCPSnoop, map[string]any{"transport": transport, "session": session}), sm)
-		}); err != nil {
-			return err
-		}
+	if transport == "http" {
+		x.sm.Extra = map[string]any{tape.MetaTransport: "http"}
 	}
 	if dir == "stderr" {
 		if !raw.absent() {
-			return raw.errorf("expected no raw message on a stderr envelope (its line is in text), found %s", raw.found())
+			x.post = raw.errorf("expected no raw message on a stderr envelope (its line is in text), found %s", raw.found())
+			return x, buf
 		}
-		return ro.other(func() error { return out.lifecycle(tape.MethodStderr, map[string]string{"text": text}, m) })
+		x.how = recAdd
+		x.r, buf = wk.enc.lifecycle(buf, tape.MethodStderr, map[string]string{"text": text}, m)
+		return x, buf
 	}
 
 	m.Dir = tape.DirSend
@@ -324,6 +389,7 @@ func snoopLine(ro *reorder, line []byte, o Options, st *snoopState) error {
 		}
 		m.Extra = extra
 	}
+	x.m = m
 	switch {
 	case !raw.absent():
 		msg := bytes.TrimSpace(raw.raw)
@@ -331,19 +397,38 @@ func snoopLine(ro *reorder, line []byte, o Options, st *snoopState) error {
 			// The envelope was valid JSON: a message the Peeker reads as
 			// one plain JSON-RPC message is one as checkMessage would
 			// find it (tape.FuzzEncoderAgreesWithClassify), and goes to
-			// the Encoder.
+			// the Encoder (or, with extras, the Writer).
 			if h := st.peek.Peek(msg); h.Plain && h.Kind != tape.KindInvalid {
-				return ro.plain(msg, h, m, session)
+				if m.Extra == nil {
+					x.r, buf = wk.enc.plain(buf, msg, m)
+				} else {
+					x.r, buf = wk.enc.message(buf, msg, m)
+				}
+				x.how = recAdd
+				if len(h.ID) > 0 {
+					x.how, x.kind, x.id = recPair, h.Kind, tape.ID(h.ID)
+				}
+				return x, buf
 			}
 		}
 		if checkMessage(msg) != nil {
 			// JSON, but no JSON-RPC message: what crossed the wire, kept as
 			// an invalid frame.
-			return ro.invalid(msg, m)
+			x.how = recAdd
+			x.r, buf = wk.enc.invalid(buf, msg, m)
+			return x, buf
 		}
-		return ro.message(msg, m, session)
+		// Only single messages (no batches) are repaired.
+		x.how = recAdd
+		if es := tape.Classify(msg); len(es) == 1 && es[0].ID != "" {
+			x.how, x.kind, x.id = recPair, es[0].Kind, es[0].ID
+		}
+		x.r, buf = wk.enc.message(buf, msg, m)
+		return x, buf
 	case text != "":
-		return ro.other(func() error { return out.invalid([]byte(text), m) })
+		x.how = recAdd
+		x.r, buf = wk.enc.invalid(buf, []byte(text), m)
+		return x, buf
 	case status != 0:
 		p := map[string]any{"status": int(status)}
 		if status == 202 {
@@ -354,9 +439,12 @@ func snoopLine(ro *reorder, line []byte, o Options, st *snoopState) error {
 		if transport == "" {
 			delete(lm.Extra, tape.MetaTransport)
 		}
-		return ro.other(func() error { return out.lifecycle(tape.MethodHTTPExchange, p, lm) })
+		x.how = recAdd
+		x.r, buf = wk.enc.lifecycle(buf, tape.MethodHTTPExchange, p, lm)
+		return x, buf
 	}
-	return root(formatMCPSnoop, line).errorf("expected a %s envelope with raw (a JSON-RPC message), text (a frame that is not JSON) or status (an HTTP answer without a message), found none of them", dir)
+	x.post = root(formatMCPSnoop, line).errorf("expected a %s envelope with raw (a JSON-RPC message), text (a frame that is not JSON) or status (an HTTP answer without a message), found none of them", dir)
+	return x, buf
 }
 
 // snoopMeta reads a meta envelope's raw: {"command":[...],"cwd":"..."}.
@@ -394,29 +482,3 @@ func snoopMeta(raw node) (map[string]any, error) {
 }
 
 var errLineTooLong = errors.New("line too long")
-
-// readLine reads a line (with its newline) of at most max bytes; a longer
-// one is errLineTooLong, found without holding more than max bytes. The
-// line is br's buffer, or buf's for one longer than br's buffer: it is
-// good until the next read.
-func readLine(br *bufio.Reader, max int64, buf *[]byte) ([]byte, error) {
-	chunk, err := br.ReadSlice('\n')
-	if !errors.Is(err, bufio.ErrBufferFull) {
-		if int64(len(chunk)) > max {
-			return nil, errLineTooLong
-		}
-		return chunk, err
-	}
-	line := (*buf)[:0]
-	for {
-		if int64(len(line)+len(chunk)) > max {
-			return nil, errLineTooLong
-		}
-		line = append(line, chunk...)
-		*buf = line
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return line, err
-		}
-		chunk, err = br.ReadSlice('\n')
-	}
-}

@@ -190,6 +190,7 @@ func FuzzImportMCPSnoop(f *testing.F) {
 	f.Add([]byte(`{"ts":"2026-01-02T03:04:05Z","direction":"s2c","status":202,"transport":"http"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkFuzzResult(t, "mcpsnoop", data)
+		checkParallelEqualsSerial(t, "mcpsnoop", data)
 	})
 }
 

@@ -1,0 +1,357 @@
+package importer
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// Importing a line-oriented log on every core: turning a line into tape
+// bytes (validating and splitting its envelope, encoding its record)
+// depends on nothing but the line, so workers do it for chunks of the
+// input (split at newlines), while one ordered stage applies what is
+// stateful across lines (a session's first $transport/start, the reorder
+// repair, counters, a line's error) chunk after chunk, in input order, and
+// writes the records' bytes. What reaches the tape, and the error and its
+// line, are those of reading the lines one by one; with one worker (one
+// core) the chunks are made and applied in turn, without goroutines.
+
+const (
+	linesChunk    = 512 << 10 // input bytes a worker takes at once (whole lines: more for a longer line)
+	linesInFlight = 8         // chunks read, worked on or waiting to be applied: bounds the memory
+)
+
+// lineWorkers is how many goroutines work on chunks: o.workers when set
+// (tests), else the cores Go may use, up to 4.
+func (o Options) lineWorkers() int {
+	if o.workers > 0 {
+		return o.workers
+	}
+	return min(runtime.GOMAXPROCS(0), 4)
+}
+
+func (o Options) lineChunk() int {
+	if o.chunk > 0 {
+		return o.chunk
+	}
+	return linesChunk
+}
+
+// lineChunk is a run of whole lines of the input and what a worker made
+// of them.
+type lineChunk[R any] struct {
+	buf   []byte // the chunk's storage, reused
+	data  []byte // whole lines (the last one without its newline at the end of the input)
+	err   error  // after data's lines: errLineTooLong (the next line) or the reader's error
+	lines int    // the lines data holds
+	items []lineItem[R]
+	out   []byte // the records' bytes (lineItem.r's spans)
+	done  chan struct{}
+}
+
+// lineItem is what a worker made of a line that is not blank.
+type lineItem[R any] struct {
+	rel     int  // the line's index in its chunk (0 for the first)
+	tooLong bool // longer than the bound: the import's error
+	r       R
+}
+
+// lineReader cuts its input into chunks of whole lines.
+type lineReader struct {
+	r    io.Reader
+	size int
+	max  int64
+	tail []byte // the bytes after the last newline handed out
+	err  error  // the read error (io.EOF at the end) once seen
+	done bool
+}
+
+// fill sets c.data to the next lines (at least size bytes of them when
+// the input has that many), and c.err to what stops the input after
+// them. It reports false at the end of the input.
+func fillChunk[R any](cr *lineReader, c *lineChunk[R]) bool {
+	if cr.done {
+		return false
+	}
+	buf := append(c.buf[:0], cr.tail...)
+	defer func() { c.buf = buf[:0] }()
+	c.err = nil
+	from := 0 // where to look for the last newline: buf[:from] holds none after nl
+	nl := -1
+	for {
+		if k := bytes.LastIndexByte(buf[from:], '\n'); k >= 0 {
+			nl = from + k
+		}
+		from = len(buf)
+		if int64(len(buf)-(nl+1)) > cr.max {
+			// An unended line already longer than the bound (with its
+			// newline yet to come, longer still): the lines before it,
+			// then the error, without holding more of it.
+			c.data, c.err, cr.done = buf[:nl+1], errLineTooLong, true
+			return true
+		}
+		if cr.err != nil {
+			cr.done = true
+			if errors.Is(cr.err, io.EOF) {
+				c.data = buf // the last line may lack its newline
+				return len(buf) > 0
+			}
+			c.data, c.err = buf[:nl+1], cr.err // a line cut by the error is not read
+			return true
+		}
+		if nl >= 0 && len(buf) >= cr.size {
+			c.data = buf[:nl+1]
+			cr.tail = append(cr.tail[:0], buf[nl+1:]...)
+			return true
+		}
+		if cap(buf)-len(buf) < 4096 {
+			nb := make([]byte, len(buf), max(2*cap(buf), cr.size+cr.size/4))
+			copy(nb, buf)
+			buf = nb
+		}
+		n, err := cr.r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err != nil {
+			cr.err = err
+		}
+	}
+}
+
+// work makes c's items: each line that is not blank, through parse
+// (which appends its record's bytes to out).
+func workChunk[R, W any](c *lineChunk[R], w W, max int64, parse func(w W, line, out []byte) (R, []byte)) {
+	c.items, c.out, c.lines = c.items[:0], c.out[:0], 0
+	data := c.data
+	for len(data) > 0 {
+		line := data
+		if k := bytes.IndexByte(data, '\n'); k >= 0 {
+			line, data = data[:k+1], data[k+1:]
+		} else {
+			data = nil
+		}
+		rel := c.lines
+		c.lines++
+		if int64(len(line)) > max {
+			c.items = append(c.items, lineItem[R]{rel: rel, tooLong: true})
+			return // the import stops here
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var r R
+		r, c.out = parse(w, line, c.out)
+		c.items = append(c.items, lineItem[R]{rel: rel, r: r})
+	}
+}
+
+// eachLineParallel reads r's lines as eachLine does, each that is not
+// blank parsed by a worker (newWorker makes each worker's state) and then
+// applied in input order with the bytes of the chunk's records; it returns
+// how many lines were applied. An *Error from apply gets the line's
+// number; a line longer than o.maxLine() is an error naming it.
+func eachLineParallel[R, W any](r io.Reader, format string, o Options, newWorker func() W, parse func(w W, line, out []byte) (R, []byte), apply func(r *R, out []byte) error) (int, error) {
+	max := o.maxLine()
+	cr := &lineReader{r: r, size: o.lineChunk(), max: max}
+	lines, base := 0, 0
+	tooLong := func(n int) error {
+		return &Error{Format: format, Line: n, Err: fmt.Errorf("expected a line of at most %d bytes, found a longer one", max)}
+	}
+	// applyChunk applies c's items; done reports the end of the import.
+	applyChunk := func(c *lineChunk[R]) (done bool, err error) {
+		for i := range c.items {
+			it := &c.items[i]
+			n := base + it.rel + 1
+			if it.tooLong {
+				return true, tooLong(n)
+			}
+			lines++
+			if err := apply(&it.r, c.out); err != nil {
+				var ie *Error
+				if errors.As(err, &ie) {
+					ie.Line = n
+				}
+				return true, err
+			}
+		}
+		base += c.lines
+		switch {
+		case errors.Is(c.err, errLineTooLong):
+			return true, tooLong(base + 1)
+		case c.err != nil:
+			return true, c.err
+		}
+		return false, nil
+	}
+
+	workers := o.lineWorkers()
+	if workers <= 1 {
+		c := &lineChunk[R]{}
+		w := newWorker()
+		for fillChunk(cr, c) {
+			workChunk(c, w, max, parse)
+			if done, err := applyChunk(c); done {
+				return lines, err
+			}
+		}
+		return lines, nil
+	}
+
+	free := make(chan *lineChunk[R], linesInFlight)
+	for range linesInFlight {
+		free <- &lineChunk[R]{done: make(chan struct{}, 1)}
+	}
+	// Every chunk is in at most one of free, work and order at a time, so
+	// sends to work and order never block.
+	work := make(chan *lineChunk[R], linesInFlight)
+	order := make(chan *lineChunk[R], linesInFlight)
+	quit := make(chan struct{})
+	defer close(quit) // the reader stops at its next chunk; workers at the end of work
+	go func() {
+		defer close(order)
+		defer close(work)
+		for {
+			var c *lineChunk[R]
+			select {
+			case c = <-free:
+			case <-quit:
+				return
+			}
+			if !fillChunk(cr, c) {
+				return
+			}
+			work <- c
+			order <- c
+		}
+	}()
+	for range workers {
+		go func() {
+			w := newWorker()
+			for c := range work {
+				workChunk(c, w, max, parse)
+				c.done <- struct{}{}
+			}
+		}()
+	}
+	for c := range order {
+		<-c.done
+		if done, err := applyChunk(c); done {
+			return lines, err
+		}
+		free <- c
+	}
+	return lines, nil
+}
+
+// rec is a record (one or more tape lines) encoded ahead of writing: its
+// bytes, what out counts once they are written, and the error encoding it
+// met after its bytes (written first, as the Writer would have).
+type rec struct {
+	start, end int    // its bytes in the chunk's out, until b is set
+	b          []byte // its bytes
+	err        error
+	msgs, life int
+	server     string
+}
+
+// bytesIn returns r with b taken from out.
+func (r rec) bytesIn(out []byte) rec {
+	r.b = out[r.start:r.end]
+	return r
+}
+
+// put writes r's bytes and counts it.
+func (o *out) put(r rec) error {
+	if len(r.b) > 0 {
+		if err := o.w.WriteLines(r.b); err != nil {
+			return err
+		}
+	}
+	if r.err != nil {
+		return r.err
+	}
+	o.res.Messages += r.msgs
+	o.res.Lifecycle += r.life
+	if r.server != o.lastServer || len(o.servers) == 0 {
+		o.servers[r.server] = true
+		o.lastServer = r.server
+	}
+	return nil
+}
+
+// recEncoder encodes records as out writes them, into a buffer.
+type recEncoder struct {
+	buf     []byte
+	scratch []byte // startRec's
+	w       *tape.Writer
+	encs    map[encKey]*tape.Encoder
+}
+
+func newRecEncoder() *recEncoder {
+	e := &recEncoder{encs: map[encKey]*tape.Encoder{}}
+	e.w = tape.NewWriter(e).KeepMicroseconds()
+	return e
+}
+
+// Write appends p to the buffer (the Writer's io.Writer).
+func (e *recEncoder) Write(p []byte) (int, error) {
+	e.buf = append(e.buf, p...)
+	return len(p), nil
+}
+
+// with runs f appending to out, returning the record of what it appended.
+func (e *recEncoder) with(out []byte, f func() error) (rec, []byte) {
+	e.buf = out
+	start := len(out)
+	err := f()
+	out, e.buf = e.buf, nil
+	return rec{start: start, end: len(out), err: err}, out
+}
+
+// plain is out.plain's record.
+func (e *recEncoder) plain(out, msg []byte, m tape.Meta) (rec, []byte) {
+	k := encKey{m.Dir, m.Server}
+	enc := e.encs[k]
+	if enc == nil {
+		enc = tape.NewEncoder(m.Dir, m.Server).KeepMicroseconds()
+		e.encs[k] = enc
+	}
+	start := len(out)
+	out = enc.AppendLinePlain(out, msg, m.Time, nil)
+	return rec{start: start, end: len(out), msgs: 1, server: m.Server}, out
+}
+
+// message is out.message's record.
+func (e *recEncoder) message(out, msg []byte, m tape.Meta) (rec, []byte) {
+	r, out := e.with(out, func() error { return e.w.Write(msg, m) })
+	r.server, r.msgs = m.Server, 1
+	if bytes.HasPrefix(bytes.TrimSpace(msg), []byte("[")) {
+		r.msgs = len(tape.Classify(msg))
+	}
+	return r, out
+}
+
+// lifecycle is out.lifecycle's record.
+func (e *recEncoder) lifecycle(out []byte, method string, params any, m tape.Meta) (rec, []byte) {
+	r, out := e.with(out, func() error { return e.w.WriteLifecycle(method, params, m) })
+	r.server, r.life = m.Server, 1
+	return r, out
+}
+
+// invalid is out.invalid's record.
+func (e *recEncoder) invalid(out, frame []byte, m tape.Meta) (rec, []byte) {
+	r, out := e.with(out, func() error { return e.w.WriteInvalid(frame, m) })
+	r.server, r.life = m.Server, 1
+	return r, out
+}
+
+// startRec encodes a $transport/start for the ordered stage (a session's
+// first), its bytes e's until the next call.
+func (e *recEncoder) startRec(format string, params map[string]any, m tape.Meta) rec {
+	r, out := e.lifecycle(e.scratch[:0], tape.MethodStart, startParams(format, params), m)
+	e.scratch = out
+	return r.bytesIn(out)
+}
