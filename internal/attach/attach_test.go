@@ -353,18 +353,25 @@ func TestCancel(t *testing.T) {
 	case <-time.After(time.Second):
 		t.Fatal("Run did not return within 1 s of the cancel")
 	}
+	// Run's close of the connection ends its reader and the session's
+	// goroutine; only the stdin reader is left, blocked in the pipe's Read.
+	settles(t, before+1, "the cancel, stdin still open")
 	pw.Close()
+	settles(t, before, "the end of stdin")
+}
+
+// settles waits up to 5 s for at most want goroutines to run.
+func settles(t *testing.T, want int, after string) {
+	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		// The session's goroutine ends when Run's close reaches it; the
-		// relay's when their calls return.
 		n := runtime.NumGoroutine()
-		if n <= before {
-			break
+		if n <= want {
+			return
 		}
 		if time.Now().After(deadline) {
 			buf := make([]byte, 1<<16)
-			t.Fatalf("%d goroutines 5 s after the cancel, want at most %d:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+			t.Fatalf("%d goroutines 5 s after %s, want at most %d:\n%s", n, after, want, buf[:runtime.Stack(buf, true)])
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
