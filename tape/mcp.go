@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/tidwall/gjson"
 )
 
 // MCP vocabulary
@@ -454,4 +456,18 @@ func paramText(v any) (string, bool) {
 		}
 	}
 	return s, true
+}
+
+// RequestIdentity is what a 2026-07-28 request says of its client in its
+// own params._meta (there is no initialize to say it once): the client's
+// name and version (io.modelcontextprotocol/clientInfo) and the protocol
+// version it speaks (io.modelcontextprotocol/protocolVersion); "" for what
+// it does not carry. raw is the message.
+func RequestIdentity(raw []byte) (name, version, protocol string) {
+	m := gjson.GetBytes(raw, "params._meta")
+	if !m.IsObject() {
+		return "", "", ""
+	}
+	ci := m.Get(`io\.modelcontextprotocol/clientInfo`)
+	return ci.Get("name").String(), ci.Get("version").String(), m.Get(`io\.modelcontextprotocol/protocolVersion`).String()
 }

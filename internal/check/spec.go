@@ -257,7 +257,8 @@ func toolCalled(x *tape.Index, i int) string {
 // requestVersion returns the protocol version a 2026-07-28 request carries
 // in its own params._meta, or "".
 func requestVersion(raw []byte) string {
-	return gjson.GetBytes(raw, `params._meta.io\.modelcontextprotocol/protocolVersion`).String()
+	_, _, v := tape.RequestIdentity(raw)
+	return v
 }
 
 // compileSchema compiles a tool's outputSchema (JSON Schema 2020-12 unless

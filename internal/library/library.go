@@ -53,8 +53,10 @@ import (
 // appended to is indexed from its old end (append.go). 4: groups of
 // messages (group.go) instead of a messages row and a text row each. 5:
 // tapes.text_seq and tapes.text_indexed, the text indexed apart from the
-// facts, when a search needs it (textpass.go).
-const schemaVersion = 5
+// facts, when a search needs it (textpass.go). 6: a 2026-07-28 session's
+// client and protocol read from its server/discover probe's _meta (no
+// initialize says them).
+const schemaVersion = 6
 
 // TextLimit is how many bytes of a message's string values are indexed
 // for search: enough for the words that name what a call was about, small
@@ -129,6 +131,9 @@ type Library struct {
 	// reading is the progress of the refresh reading tapes, nil when none
 	// is (Indexing).
 	reading atomic.Pointer[progress]
+	// keptRoots are the directories of an index of another version, to
+	// add back once it is rebuilt (setup, restoreRoots).
+	keptRoots []string
 }
 
 // Open opens (creating it if need be) the index at opts.Path. A file that
@@ -151,8 +156,13 @@ func Open(opts Options) (*Library, error) {
 		return l, nil
 	}
 	if isCorrupt(err) {
-		fmt.Fprintf(opts.Notes, "tapedeck: the index %s is unreadable (%v); rebuilding it from the tapes\n", opts.Path, shortErr(err))
+		if !errors.Is(err, errOtherVersion) {
+			fmt.Fprintf(opts.Notes, "tapedeck: the index %s is unreadable (%v); rebuilding it from the tapes\n", opts.Path, shortErr(err))
+		}
 		if err = l.rebuildFile(); err == nil {
+			err = l.restoreRoots()
+		}
+		if err == nil {
 			return l, nil
 		}
 	}
@@ -252,6 +262,35 @@ func privateFile(path string) error {
 	return nil
 }
 
+// keepRoots reads the directories added to the library before the index is
+// rebuilt, as far as it can: they are the user's, not a cache, and outlive
+// the rebuild (every version has had roots).
+func (l *Library) keepRoots() {
+	rows, err := l.db.Query("SELECT path FROM roots")
+	if err != nil {
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p string
+		if rows.Scan(&p) == nil {
+			l.keptRoots = append(l.keptRoots, p)
+		}
+	}
+}
+
+// restoreRoots adds back the directories keepRoots read.
+func (l *Library) restoreRoots() error {
+	roots := l.keptRoots
+	l.keptRoots = nil
+	for _, p := range roots {
+		if _, err := l.db.Exec("INSERT OR IGNORE INTO roots(path) VALUES (?)", p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // rebuildFile removes the index file (and its WAL) and creates it anew.
 func (l *Library) rebuildFile() error {
 	if l.db != nil {
@@ -278,7 +317,8 @@ func (l *Library) setup() error {
 			return fmt.Errorf("an in-memory index of version %d", v)
 		}
 		fmt.Fprintf(l.opts.Notes, "tapedeck: the index %s is of another version (%d, expected %d); rebuilding it\n", l.opts.Path, v, schemaVersion)
-		return errCorruptIndex
+		l.keepRoots()
+		return errOtherVersion
 	}
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -307,6 +347,10 @@ func (l *Library) setup() error {
 
 // errCorruptIndex marks an index to rebuild.
 var errCorruptIndex = errors.New("the index needs a rebuild")
+
+// errOtherVersion marks an index of another schema version: rebuilt too,
+// with its own note (setup's) and its roots kept.
+var errOtherVersion = fmt.Errorf("an index of another version: %w", errCorruptIndex)
 
 // isCorrupt reports whether err says the index file is damaged or is not
 // an index.
@@ -354,7 +398,12 @@ func (l *Library) withRebuild(fn func() error) error {
 		return err
 	}
 	fmt.Fprintf(l.opts.Notes, "tapedeck: the index %s is damaged (%v); rebuilding it from the tapes\n", l.opts.Path, shortErr(err))
-	if rerr := l.rebuildFile(); rerr != nil {
+	l.keepRoots()
+	rerr := l.rebuildFile()
+	if rerr == nil {
+		rerr = l.restoreRoots()
+	}
+	if rerr != nil {
 		if isUnwritable(rerr) {
 			fmt.Fprintf(l.opts.Notes, "tapedeck: note: cannot write the index %s (%v); using an index in memory for this run\n", l.opts.Path, shortErr(rerr))
 			if merr := l.openMemory(); merr != nil {

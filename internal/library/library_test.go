@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -426,14 +427,23 @@ func TestCorruptIndex(t *testing.T) {
 	t.Run("another version", func(t *testing.T) {
 		db := filepath.Join(t.TempDir(), "index.db")
 		l, _ := open(t, db, dir)
+		added := t.TempDir()
+		if _, err := l.Add(added); err != nil {
+			t.Fatal(err)
+		}
 		l.db.Exec("PRAGMA user_version = 99")
 		l.Close()
 		l, notes := open(t, db, dir)
-		if !strings.Contains(notes.String(), "another version") {
-			t.Errorf("notes %q", notes)
+		if !strings.Contains(notes.String(), "another version") || strings.Contains(notes.String(), "unreadable") {
+			t.Errorf("notes %q: expected one note, that the index is of another version", notes)
 		}
 		if rep := refresh(t, l); rep.Indexed != 1 {
 			t.Errorf("report %+v", rep)
+		}
+		// The directories the user added are not a cache: they outlive
+		// the rebuild.
+		if roots, err := l.Roots(); err != nil || !slices.Contains(roots, added) {
+			t.Errorf("roots after the rebuild %v, %v: expected %s among them", roots, err, added)
 		}
 	})
 }
@@ -728,5 +738,26 @@ func TestParseSearchLine(t *testing.T) {
 		if _, err := ParseSearchLine(bad, now); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
+	}
+}
+
+// A 2026-07-28 session has no initialize: the client names itself in the
+// server/discover probe's _meta, and the library takes it from there
+// (testdata/ts-v2-http, recorded from the v2 SDK's client and server).
+func TestModernClient(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile("../../testdata/ts-v2-http.tape.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "v2.jsonl"), string(data))
+	l, _ := open(t, filepath.Join(t.TempDir(), "index.db"), dir)
+	refresh(t, l)
+	ts, err := l.Tapes()
+	if err != nil || len(ts) != 1 {
+		t.Fatalf("tapes %v, %v", ts, err)
+	}
+	if got := ts[0]; got.Client != "v2-http-client" || got.ClientVersion != "2.4.0" || got.Protocol != "2026-07-28" {
+		t.Errorf("client %q %q, protocol %q: expected v2-http-client 2.4.0 speaking 2026-07-28, as its server/discover says", got.Client, got.ClientVersion, got.Protocol)
 	}
 }

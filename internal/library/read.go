@@ -240,6 +240,16 @@ func emit(ctx context.Context, t *tapeRows, x *tape.Index, src io.ReaderAt, v sp
 					t.fixups = append(t.fixups, row{seq: v.seq(p.Partner), target: r.target})
 				}
 			}
+			if s.client == "" && e.Method == tape.MethodDiscover {
+				// 2026-07-28: no initialize; each request names its client
+				// in its _meta, the server/discover probe first.
+				if name, version, protocol := tape.RequestIdentity(e.Raw); name != "" {
+					s.client, s.clientVersion = name, version
+					if s.protocol == "" {
+						s.protocol = protocol
+					}
+				}
+			}
 			if e.Method == "initialize" && s.client == "" {
 				ci := gjson.GetBytes(e.Raw, "params.clientInfo")
 				s.client, s.clientVersion = ci.Get("name").String(), ci.Get("version").String()
