@@ -29,6 +29,10 @@ type State struct {
 	Session string // its HTTP session (Mcp-Session-Id), if any
 
 	InitAt     int    // the last initialize request at or before Seq, or -1
+	// Discover says InitAt is a 2026-07-28 server/discover probe, which the
+	// server answered (not rejected as negotiation): that era's handshake,
+	// the client's identity in its _meta and the server's in its answer's.
+	Discover bool
 	Asked      string // the protocol version the client asked for
 	Version    string // the version the server answered, "" if not answered by Seq
 	ClientInfo string // "name version"
@@ -141,7 +145,7 @@ func (s *StateIndex) extend() {
 		switch {
 		case e.Kind == KindRequest && e.Dir == DirSend:
 			switch e.Method {
-			case "initialize":
+			case "initialize", MethodDiscover:
 				s.inits[e.Server] = append(s.inits[e.Server], i)
 			case "resources/subscribe", "resources/unsubscribe":
 				s.subs[e.Server] = append(s.subs[e.Server], i)
@@ -256,17 +260,35 @@ func (s *StateIndex) At(seq int) State {
 			st.Session = hm.NewSession
 		}
 	}
-	if init, _ := lastAtOrBefore(s.inits[server], seq); init >= 0 {
+	if init := s.handshake(server, seq); init >= 0 {
 		st.InitAt = init
-		p := gjson.GetBytes(s.body(init), "params")
-		st.Asked = p.Get("protocolVersion").String()
-		st.ClientInfo = infoText(p.Get("clientInfo"))
-		st.ClientCaps = capabilities(p.Get("capabilities"))
-		if ans := s.x.Pair(init).Partner; ans >= 0 && ans <= seq {
-			r := gjson.GetBytes(s.body(ans), "result")
-			st.Version = r.Get("protocolVersion").String()
-			st.ServerInfo = infoText(r.Get("serverInfo"))
-			st.ServerCaps = capabilities(r.Get("capabilities"))
+		if s.x.Entry(init).Method == MethodDiscover {
+			st.Discover = true
+			m := gjson.GetBytes(s.body(init), "params._meta")
+			st.Asked = m.Get(`io\.modelcontextprotocol/protocolVersion`).String()
+			st.ClientInfo = infoText(m.Get(`io\.modelcontextprotocol/clientInfo`))
+			st.ClientCaps = capabilities(m.Get(`io\.modelcontextprotocol/clientCapabilities`))
+			if ans := s.x.Pair(init).Partner; ans >= 0 && ans <= seq {
+				r := gjson.GetBytes(s.body(ans), "result")
+				for _, v := range r.Get("supportedVersions").Array() {
+					if v.String() == st.Asked || st.Version == "" {
+						st.Version = v.String()
+					}
+				}
+				st.ServerInfo = infoText(r.Get(`_meta.io\.modelcontextprotocol/serverInfo`))
+				st.ServerCaps = capabilities(r.Get("capabilities"))
+			}
+		} else {
+			p := gjson.GetBytes(s.body(init), "params")
+			st.Asked = p.Get("protocolVersion").String()
+			st.ClientInfo = infoText(p.Get("clientInfo"))
+			st.ClientCaps = capabilities(p.Get("capabilities"))
+			if ans := s.x.Pair(init).Partner; ans >= 0 && ans <= seq {
+				r := gjson.GetBytes(s.body(ans), "result")
+				st.Version = r.Get("protocolVersion").String()
+				st.ServerInfo = infoText(r.Get("serverInfo"))
+				st.ServerCaps = capabilities(r.Get("capabilities"))
+			}
 		}
 	}
 	for _, l := range Lists() {
@@ -296,6 +318,23 @@ func (s *StateIndex) At(seq int) State {
 }
 
 // infoText is an Implementation's "name version".
+// handshake is the server's last handshake request at or before seq: an
+// initialize, or a server/discover probe the server did not reject (a
+// rejected one negotiated nothing: Negotiation), or -1.
+func (s *StateIndex) handshake(server string, seq int) int {
+	inits := s.inits[server]
+	for {
+		i, k := lastAtOrBefore(inits, seq)
+		if i < 0 || s.x.Entry(i).Method != MethodDiscover {
+			return i
+		}
+		if p := s.x.Pair(i).Partner; p < 0 || p > seq || !s.x.Negotiation(p) {
+			return i
+		}
+		inits = inits[:k]
+	}
+}
+
 func infoText(info gjson.Result) string {
 	return strings.TrimSpace(info.Get("name").String() + " " + info.Get("version").String())
 }

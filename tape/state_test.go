@@ -156,3 +156,37 @@ func TestStatePendingFarAnswer(t *testing.T) {
 		t.Errorf("pending at #%d: %v, want [1]", n-1, got)
 	}
 }
+
+// A 2026-07-28 session has no initialize: its handshake is the
+// server/discover probe (testdata/ts-v2-http, the v2 SDK's client and
+// server), the client's identity in the probe's _meta and the server's in
+// its answer's. A probe a server of an earlier era rejected negotiates
+// nothing: the initialize after it is the handshake
+// (testdata/sdk-everything-discover).
+func TestStateDiscover(t *testing.T) {
+	x, err := tape.OpenIndex("../testdata/ts-v2-http.tape.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	st := tape.NewStateIndex(x).At(x.Len() - 1)
+	if !st.Discover || st.InitAt < 0 || x.Entry(st.InitAt).Method != tape.MethodDiscover {
+		t.Fatalf("handshake at %d (discover %v): expected the server/discover probe", st.InitAt, st.Discover)
+	}
+	if st.ClientInfo != "v2-http-client 2.4.0" || st.ServerInfo != "v2-http-server 2.4.0" || st.Asked != "2026-07-28" || st.Version != "2026-07-28" {
+		t.Errorf("client %q server %q asked %q version %q: expected the v2 client and server at 2026-07-28", st.ClientInfo, st.ServerInfo, st.Asked, st.Version)
+	}
+	if len(st.ServerCaps) == 0 {
+		t.Errorf("no server capabilities: expected the probe's answer's (tools, prompts)")
+	}
+
+	y, err := tape.OpenIndex("../testdata/sdk-everything-discover.tape.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer y.Close()
+	st = tape.NewStateIndex(y).At(y.Len() - 1)
+	if st.InitAt < 0 || st.Discover || y.Entry(st.InitAt).Method != "initialize" {
+		t.Errorf("handshake at %d (discover %v): expected the initialize after the rejected probe", st.InitAt, st.Discover)
+	}
+}

@@ -46,7 +46,7 @@ func renderState(st tape.State, x *tape.Index, s *Styles, width int) string {
 	b.WriteString(s.Detail.Header.Render(head) + "\n\n")
 	renderTasks(&b, st.Tasks, x, st.Seq, s, kv)
 	if st.InitAt < 0 {
-		kv("handshake", "none yet (no initialize before this message)")
+		kv("handshake", "none yet (no initialize or server/discover before this message)")
 	} else {
 		v := st.Version
 		switch {
@@ -55,7 +55,11 @@ func renderState(st tape.State, x *tape.Index, s *Styles, width int) string {
 		case v != st.Asked:
 			v += " (the client asked " + st.Asked + ")"
 		}
-		kv("protocol", v+fmt.Sprintf("  · initialize #%d", st.InitAt))
+		by := "initialize"
+		if st.Discover {
+			by = "server/discover" // 2026-07-28: no initialize
+		}
+		kv("protocol", v+fmt.Sprintf("  · %s #%d", by, st.InitAt))
 		kv("client", st.ClientInfo+" · capabilities: "+capsText(st.ClientCaps))
 		if st.ServerInfo != "" {
 			kv("server", st.ServerInfo+" · capabilities: "+capsText(st.ServerCaps))
