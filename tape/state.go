@@ -28,11 +28,11 @@ type State struct {
 	Server  string // that message's server
 	Session string // its HTTP session (Mcp-Session-Id), if any
 
-	InitAt     int    // the last initialize request at or before Seq, or -1
+	InitAt int // the last handshake request (initialize, or see Discover) at or before Seq, or -1
 	// Discover says InitAt is a 2026-07-28 server/discover probe, which the
 	// server answered (not rejected as negotiation): that era's handshake,
 	// the client's identity in its _meta and the server's in its answer's.
-	Discover bool
+	Discover   bool
 	Asked      string // the protocol version the client asked for
 	Version    string // the version the server answered, "" if not answered by Seq
 	ClientInfo string // "name version"
