@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -93,6 +94,12 @@ func CanonicalNumber(s string) string {
 // run and say nothing of what was asked. Keys starting with
 // "io.modelcontextprotocol/" (the 2026-07-28 identity keys) are volatile too.
 var volatileMetaKeys = [...]string{"progressToken", "traceparent", "tracestate", "baggage"}
+
+// VolatileMetaKey reports whether k is one of the volatile params._meta
+// keys the Normalizer drops.
+func VolatileMetaKey(k string) bool {
+	return slices.Contains(volatileMetaKeys[:], k) || strings.HasPrefix(k, "io.modelcontextprotocol/")
+}
 
 // Normalizer turns messages into comparable values: it drops what identifies
 // a message on the wire (jsonrpc, id, the tape's _meta), the volatile keys of
@@ -199,11 +206,8 @@ func dropVolatile(params map[string]any) {
 	if !ok {
 		return
 	}
-	for _, k := range volatileMetaKeys {
-		delete(meta, k)
-	}
 	for k := range meta {
-		if strings.HasPrefix(k, "io.modelcontextprotocol/") {
+		if VolatileMetaKey(k) {
 			delete(meta, k)
 		}
 	}

@@ -47,7 +47,7 @@ func (c *canonScan) paramsAt(dst, s []byte, i int, n *tape.Normalizer) ([]byte, 
 	c.b, c.n, c.ms = dst, n, c.ms[:0]
 	var ok bool
 	if s[i] == '{' {
-		i, ok = c.object(s, i, 0, true)
+		i, ok = c.object(s, i, 0, true, nil)
 	} else {
 		i, ok = c.value(s, i, 0)
 	}
@@ -81,7 +81,7 @@ func (c *canonScan) value(s []byte, i, depth int) (int, bool) {
 	}
 	switch ch := s[i]; {
 	case ch == '{':
-		return c.object(s, i, depth, false)
+		return c.object(s, i, depth, false, nil)
 	case ch == '[':
 		if depth > 500 {
 			return i, false
@@ -150,22 +150,16 @@ func (c *canonScan) literal(s []byte, i int, lit string) (int, bool) {
 	return i + len(lit), true
 }
 
-// volatile is the Normalizer's list of params._meta keys that change on
+// volatile is the Normalizer's rule for params._meta keys that change on
 // every run.
-func volatile(k []byte) bool {
-	switch string(k) {
-	case "progressToken", "traceparent", "tracestate", "baggage":
-		return true
-	}
-	return bytes.HasPrefix(k, []byte("io.modelcontextprotocol/"))
-}
+func volatile(k []byte) bool { return tape.VolatileMetaKey(string(k)) }
 
 // object appends an object with its members sorted by key. top marks the
 // params object itself, where the Normalizer's rules apply: params._meta
 // without its volatile keys (and dropped when empty), an absent arguments
 // (beside name) or context (beside ref) read as {}, and empty params as
 // null (see tape.Normalizer).
-func (c *canonScan) object(s []byte, i, depth int, top bool) (int, bool) {
+func (c *canonScan) object(s []byte, i, depth int, top bool, drop func(key []byte) bool) (int, bool) {
 	if depth > 500 {
 		return i, false
 	}
@@ -212,7 +206,11 @@ func (c *canonScan) object(s []byte, i, depth int, top bool) (int, bool) {
 			} else if i, ok = c.value(s, i, depth+1); !ok {
 				return i, false
 			}
-			if m.start >= 0 {
+			switch {
+			case drop != nil && drop(key):
+				c.b = c.b[:comma]
+				dropped = append(dropped, key)
+			case m.start >= 0:
 				m.end = len(c.b)
 				c.ms = append(c.ms, m)
 			}
@@ -261,67 +259,9 @@ func (c *canonScan) object(s []byte, i, depth int, top bool) (int, bool) {
 // KeepVolatile).
 func (c *canonScan) meta(s []byte, i, depth int) (int, bool) {
 	if c.n.KeepVolatile {
-		return c.object(s, i, depth, false)
+		return c.object(s, i, depth, false, nil)
 	}
-	start := len(c.b)
-	c.b = append(c.b, '{')
-	base := len(c.ms)
-	defer func() { c.ms = c.ms[:base] }()
-	var dropped [][]byte
-	i = skipWS(s, i+1)
-	if i < len(s) && s[i] == '}' {
-		c.b = append(c.b, '}')
-		return i + 1, true
-	}
-	for {
-		if i >= len(s) || s[i] != '"' {
-			return i, false
-		}
-		j, esc, ok := scanString(s, i, true)
-		if !ok || esc {
-			return j, false
-		}
-		key := s[i+1 : j-1]
-		i = skipWS(s, j)
-		if i >= len(s) || s[i] != ':' {
-			return i, false
-		}
-		i = skipWS(s, i+1)
-		comma := len(c.b)
-		if len(c.ms) > base {
-			c.b = append(c.b, ',')
-		}
-		m := member{key: key, start: len(c.b)}
-		c.b = append(c.b, s[j-len(key)-2:j]...)
-		c.b = append(c.b, ':')
-		if i, ok = c.value(s, i, depth+1); !ok {
-			return i, false
-		}
-		if volatile(key) {
-			c.b = c.b[:comma]
-			dropped = append(dropped, key)
-		} else {
-			m.end = len(c.b)
-			c.ms = append(c.ms, m)
-		}
-		i = skipWS(s, i)
-		if i >= len(s) {
-			return i, false
-		}
-		if s[i] == '}' {
-			i++
-			break
-		}
-		if s[i] != ',' {
-			return i, false
-		}
-		i = skipWS(s, i+1)
-	}
-	if !c.sortMembers(start+1, c.ms[base:], dropped) {
-		return i, false
-	}
-	c.b = append(c.b, '}')
-	return i, true
+	return c.object(s, i, depth, false, volatile)
 }
 
 // sortMembers puts the members written from b[from:] in key order with
