@@ -42,7 +42,7 @@ type State struct {
 
 	Lists         []ListState // the lists listed or changed by Seq, in Lists() order
 	Subscriptions []string    // resource URIs subscribed to (and not unsubscribed) by Seq
-	Pending       []int       // client requests sent by Seq and not answered by then, oldest first
+	Pending       []int       // client requests sent by Seq and neither answered nor cancelled by then, oldest first
 	Tasks         []TaskState // the server's tasks created by Seq (see Tasks)
 }
 
@@ -114,6 +114,7 @@ type StateIndex struct {
 	lists   map[string][]int // server + "\x00" + list method → answers to it
 	changed map[string][]int // server + "\x00" + notification → list_changed notifications
 	subs    map[string][]int // server → its resources/subscribe and unsubscribe requests
+	cancels map[string][]int // server → the client's notifications/cancelled
 	long    []int            // requests answered more than pendingWindow messages later, or never
 	bodies  map[int][]byte   // message bodies read, by seq
 	tasks   []Task           // the tape's tasks, found again when taskN is not the index's Len
@@ -123,7 +124,7 @@ type StateIndex struct {
 // NewStateIndex returns a StateIndex over x.
 func NewStateIndex(x *Index) *StateIndex {
 	return &StateIndex{x: x, inits: map[string][]int{}, lists: map[string][]int{},
-		changed: map[string][]int{}, subs: map[string][]int{}, bodies: map[int][]byte{}}
+		changed: map[string][]int{}, subs: map[string][]int{}, cancels: map[string][]int{}, bodies: map[int][]byte{}}
 }
 
 // StateAt returns the protocol state as of message seq of x. To ask for the
@@ -161,6 +162,8 @@ func (s *StateIndex) extend() {
 		case e.Kind == KindNotification && strings.HasSuffix(e.Method, "/list_changed"):
 			k := e.Server + "\x00" + e.Method
 			s.changed[k] = append(s.changed[k], i)
+		case e.Kind == KindNotification && e.Dir == DirSend && e.Method == "notifications/cancelled":
+			s.cancels[e.Server] = append(s.cancels[e.Server], i)
 		}
 	}
 	slices.Sort(s.long)
@@ -396,15 +399,33 @@ func (s *StateIndex) subscriptionsAt(server string, seq int) []string {
 	return out
 }
 
+// cancelledBy reports whether the client cancelled request i by seq (a
+// notifications/cancelled naming its id): it awaits no answer any more.
+func (s *StateIndex) cancelledBy(i, seq int) bool {
+	if !s.x.Pair(i).Cancelled {
+		return false
+	}
+	id := gjson.GetBytes(s.body(i), "id").Raw
+	for _, c := range s.cancels[s.x.Entry(i).Server] {
+		if c > seq {
+			break
+		}
+		if c > i && gjson.GetBytes(s.body(c), "params.requestId").Raw == id {
+			return true
+		}
+	}
+	return false
+}
+
 // pendingAt returns the client requests sent at or before seq and not
-// answered by then, oldest first.
+// answered (nor cancelled) by then, oldest first.
 func (s *StateIndex) pendingAt(seq int) []int {
 	var out []int
 	for _, i := range s.long {
 		if i > seq {
 			break
 		}
-		if p := s.x.Pair(i).Partner; p < 0 || p > seq {
+		if p := s.x.Pair(i).Partner; (p < 0 || p > seq) && !s.cancelledBy(i, seq) {
 			out = append(out, i)
 		}
 	}
@@ -413,7 +434,7 @@ func (s *StateIndex) pendingAt(seq int) []int {
 		if e.Kind != KindRequest || e.Dir != DirSend {
 			continue
 		}
-		if p := s.x.Pair(i).Partner; p > seq && p-i <= pendingWindow && !slices.Contains(out, i) {
+		if p := s.x.Pair(i).Partner; p > seq && p-i <= pendingWindow && !slices.Contains(out, i) && !s.cancelledBy(i, seq) {
 			out = append(out, i)
 		}
 	}

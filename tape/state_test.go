@@ -3,6 +3,7 @@ package tape_test
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -178,6 +179,27 @@ func TestStateDiscover(t *testing.T) {
 	}
 	if len(st.ServerCaps) == 0 {
 		t.Errorf("no server capabilities: expected the probe's answer's (tools, prompts)")
+	}
+	// The client ended its subscriptions/listen with notifications/cancelled
+	// (never answered): pending until then, not after.
+	listen, cancel := -1, -1
+	for i := range x.Len() {
+		switch x.Entry(i).Method {
+		case tape.MethodListen:
+			listen = i
+		case "notifications/cancelled":
+			cancel = i
+		}
+	}
+	if listen < 0 || cancel < listen {
+		t.Fatalf("listen at %d, cancelled at %d: expected a listen request and its cancellation", listen, cancel)
+	}
+	si := tape.NewStateIndex(x)
+	if p := si.At(cancel - 1).Pending; !slices.Contains(p, listen) {
+		t.Errorf("pending before the cancellation %v: expected the listen request #%d", p, listen)
+	}
+	if p := si.At(cancel).Pending; slices.Contains(p, listen) {
+		t.Errorf("pending after the cancellation %v: the listen request #%d was cancelled, it awaits no answer", p, listen)
 	}
 
 	y, err := tape.OpenIndex("../testdata/sdk-everything-discover.tape.jsonl")
