@@ -364,17 +364,7 @@ func TestServerStdio(t *testing.T) {
 	if ev := nextEvent(t, s, debug.Progress); ev.Reached != 0 || ev.Awaiting != 2 {
 		t.Fatalf("progress %+v, want reached 0, awaiting 2", ev)
 	}
-	lines := make(chan string, 4)
-	go func() {
-		br := bufio.NewReader(c)
-		for {
-			l, err := br.ReadString('\n')
-			if err != nil {
-				return
-			}
-			lines <- l
-		}
-	}()
+	lines := connLines(c, 4)
 	select {
 	case l := <-lines:
 		t.Fatalf("answer before delivery: %s", l)
@@ -475,17 +465,7 @@ func TestServerTwoDivergences(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	lines := make(chan string, 8)
-	go func() {
-		br := bufio.NewReader(c)
-		for {
-			l, err := br.ReadString('\n')
-			if err != nil {
-				return
-			}
-			lines <- l
-		}
-	}()
+	lines := connLines(c, 8)
 	var divs []*debug.LiveDivergence
 	for _, id := range []string{"101", "102"} {
 		if _, err := io.WriteString(c, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"nope"}}`+"\n"); err != nil {
@@ -578,17 +558,7 @@ func TestServerAnswerPastTheEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		lines := make(chan string, 8)
-		go func() {
-			br := bufio.NewReader(c)
-			for {
-				l, err := br.ReadString('\n')
-				if err != nil {
-					return
-				}
-				lines <- l
-			}
-		}()
+		lines := connLines(c, 8)
 		io.WriteString(c, initLine+"\n"+call+"\n")
 		resolve(t, s)
 		for {
@@ -613,4 +583,20 @@ func TestServerAnswerPastTheEnd(t *testing.T) {
 			t.Errorf("the client's call got %q, want the -32090 error", got)
 		}
 	})
+}
+
+// connLines reads c's lines into a channel with room for n, until c ends.
+func connLines(c net.Conn, n int) <-chan string {
+	lines := make(chan string, n)
+	go func() {
+		br := bufio.NewReader(c)
+		for {
+			l, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			lines <- l
+		}
+	}()
+	return lines
 }
