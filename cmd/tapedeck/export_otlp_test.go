@@ -201,3 +201,58 @@ func TestRecordOTLPLive(t *testing.T) {
 		t.Errorf("the tape: %v", err)
 	}
 }
+
+// record --otlp-endpoint sends a task's span as the task ends: the
+// TypeScript SDK's task client runs server-everything's research task (3
+// polls) through the recorder, and Jaeger holds one "task tools/call ..."
+// span with the task's terminal status, beside the calls' spans.
+func TestRecordOTLPLiveTask(t *testing.T) {
+	otlp, query := mcptest.StartJaeger(t)
+	from := time.Now().Add(-time.Minute)
+	bin := mcptest.BuildBinary(t, "./cmd/tapedeck")
+	rec := filepath.Join(t.TempDir(), "task.jsonl")
+	live := taskClient(t, append([]string{"--polls", "3", "--interval", "300", "--stdio", bin, "record", "--otlp-endpoint", otlp, "-o", rec, "--"}, mcptest.Peers(t).EverythingStdio()...)...)
+	if !strings.Contains(live, "result: # Research Report") {
+		t.Fatalf("the live run did not finish its task:\n%s", live)
+	}
+	type span struct {
+		OperationName string
+		Tags          []struct {
+			Key   string
+			Value any
+		}
+	}
+	var task *span
+	waitFor(t, 20*time.Second, func() error {
+		resp, err := http.Get(jaegerTraces(query, "tapedeck", from, time.Now().Add(time.Minute)))
+		if err != nil {
+			return err
+		}
+		var r struct{ Data []struct{ Spans []span } }
+		err = json.NewDecoder(resp.Body).Decode(&r)
+		resp.Body.Close()
+		if err != nil {
+			return fmt.Errorf("the query's answer is not JSON: %v", err)
+		}
+		var names []string
+		for _, tr := range r.Data {
+			for i, s := range tr.Spans {
+				names = append(names, s.OperationName)
+				if strings.HasPrefix(s.OperationName, "task ") {
+					task = &tr.Spans[i]
+				}
+			}
+		}
+		if task == nil {
+			return fmt.Errorf("Jaeger holds the spans %v and no task span", names)
+		}
+		return nil
+	}, "Jaeger to hold the recorded task's span")
+	tags := map[string]string{}
+	for _, tg := range task.Tags {
+		tags[tg.Key] = fmt.Sprint(tg.Value)
+	}
+	if task.OperationName != "task tools/call simulate-research-query" || tags["mcp.task.status"] != "completed" || tags["mcp.task.id"] == "" {
+		t.Errorf("the task span %q with tags %v: expected task tools/call simulate-research-query, completed, with its task id", task.OperationName, tags)
+	}
+}
