@@ -38,15 +38,22 @@ func (m Model) followLink() Model {
 	if seq < 0 {
 		return m
 	}
+	en := m.x.Entry(seq)
 	ans := seq
-	if en := m.x.Entry(seq); en.Kind == tape.KindRequest {
-		ans = m.x.Pair(seq).Partner
+	switch en.Kind {
+	case tape.KindRequest:
+		if ans = m.x.Pair(seq).Partner; ans < 0 {
+			m.notify(false, fmt.Sprintf("#%d was never answered on the tape: no resource_link to follow", seq))
+			return m
+		}
+	case tape.KindResponse:
+	default:
+		m.notify(false, fmt.Sprintf("#%d is %s: L follows a resource_link in an answer", seq, kindPhrase(en)))
+		return m
 	}
 	var uris []string
-	if ans >= 0 {
-		if msg, err := m.x.Message(ans); err == nil {
-			uris = resourceLinks(msg.Raw)
-		}
+	if msg, err := m.x.Message(ans); err == nil {
+		uris = resourceLinks(msg.Raw)
 	}
 	if len(uris) == 0 {
 		m.notify(false, fmt.Sprintf("#%d's answer holds no resource_link", seq))
@@ -93,4 +100,17 @@ func findRead(x *tape.Index, server string, uris []string, from int) int {
 		}
 	}
 	return -1
+}
+
+// kindPhrase names a row that is neither a request nor an answer, for the
+// status line: "a notification (notifications/progress)".
+func kindPhrase(en tape.Entry) string {
+	switch en.Kind {
+	case tape.KindNotification:
+		return "a notification (" + text.Safe(en.Method) + ")"
+	case tape.KindLifecycle:
+		return "a transport event (" + text.Safe(en.Method) + ")"
+	default:
+		return "not a JSON-RPC message"
+	}
 }

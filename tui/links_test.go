@@ -36,6 +36,8 @@ func linkModel(t *testing.T) Model {
 		tapetest.Line{Dir: tape.DirRecv, MS: 11, Msg: `{"jsonrpc":"2.0","id":4,"result":{"contents":[{"uri":"demo://resource/static/document/architecture.md","text":"a"}]}}`},           // 7
 		tapetest.Line{Dir: tape.DirSend, MS: 20, Msg: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"get-resource-links","arguments":{"count":1}}}`},                   // 8
 		tapetest.Line{Dir: tape.DirRecv, MS: 21, Msg: `{"jsonrpc":"2.0","id":5,"result":{"content":[` + links("never.md") + `]}}`},                                                       // 9
+		tapetest.Line{Dir: tape.DirRecv, MS: 22, Msg: `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`},                                         // 10
+		tapetest.Line{Dir: tape.DirSend, MS: 23, Msg: `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"get-resource-links","arguments":{"count":1}}}`},                   // 11
 	)
 	clock := &fakeClock{t: time.Date(2026, 5, 16, 12, 0, 0, 0, time.UTC)}
 	m := New(x, Options{Now: clock.now, CopyDir: t.TempDir(), Name: "links"})
@@ -68,5 +70,15 @@ func TestFollowResourceLink(t *testing.T) {
 	}
 	if !strings.Contains(screen(got), "#2's answer holds no resource_link") {
 		t.Errorf("the status line does not show the notice:\n%s", screen(got))
+	}
+	for seq, want := range map[int]string{
+		10: "#10 is a notification (notifications/message): L follows a resource_link in an answer",
+		11: "#11 was never answered on the tape: no resource_link to follow",
+	} {
+		m.selectSeq(seq)
+		got = send(t, m, keys("L")...)
+		if c := got.timeline.Cursor(); c != seq || got.notice != want {
+			t.Errorf("L on #%d: cursor #%d, notice %q, want %q", seq, c, got.notice, want)
+		}
 	}
 }
