@@ -46,6 +46,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tapedeck/tapedeck/internal/sse"
@@ -84,6 +85,8 @@ type harImport struct {
 	upstream, creator string
 	transport         string
 	peek              tape.Peeker
+	arena             []byte      // the texts of messages (harImport.text)
+	failed            atomic.Bool // apply met an error: stop cutting entries
 }
 
 // HAR imports a HAR 1.2 log of MCP traffic. The document is streamed: its
@@ -162,7 +165,7 @@ func (h *harImport) add(rec *harRec) *harRec {
 // harHeaders reads a HAR headers array into a lower-cased map.
 func harHeaders(n node) (map[string]string, error) {
 	out := map[string]string{}
-	if n.absent() {
+	if n.absent() || string(n.raw) == "[]" {
 		return out, nil
 	}
 	hs, err := n.array()
@@ -219,22 +222,6 @@ func (n *node) loadFast() error {
 	return nil
 }
 
-// optText returns a string's text as bytes of its own, or nil when the
-// member is missing or null.
-func (n node) optText() ([]byte, error) {
-	if n.absent() {
-		return nil, nil
-	}
-	b, ok := jsonscan.Unquote(nil, bytes.TrimSpace(n.raw))
-	if !ok {
-		return nil, n.errorf("expected a string, found %s", n.found())
-	}
-	if b == nil {
-		b = []byte{}
-	}
-	return b, nil
-}
-
 // entry reads entry i, raw at path, whose members f's scan found.
 func (h *harImport) entry(i int, path string, raw []byte, f *harFields) error {
 	e := node{format: formatHAR, path: path, raw: raw}
@@ -286,7 +273,7 @@ func (h *harImport) entry(i int, path string, raw []byte, f *harFields) error {
 		if err := harObjectNode(pd); err != nil {
 			return err
 		}
-		if body, err = pdText.optText(); err != nil {
+		if body, err = h.text(pdText); err != nil {
 			return err
 		}
 	}
@@ -314,7 +301,7 @@ func (h *harImport) entry(i int, path string, raw []byte, f *harFields) error {
 		if err := harObjectNode(content); err != nil {
 			return err
 		}
-		if ctext, err = ctextNode.optText(); err != nil {
+		if ctext, err = h.text(ctextNode); err != nil {
 			return err
 		}
 		if mime, err = at(content, "mimeType", f.mime).optStr(); err != nil {

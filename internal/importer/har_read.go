@@ -33,19 +33,15 @@ type harDoc struct {
 	head []byte // the document's first harHead bytes, for syntax errors
 }
 
-// more reads the next chunk, keeping buf[keep:] (keep <= i), and returns
-// how far the kept bytes moved toward the buffer's start. At the end of
-// the input it sets eof.
-func (d *harDoc) more(keep int) (int, error) {
-	n := copy(d.buf, d.buf[keep:])
-	d.buf = d.buf[:n]
+// more reads the next chunk after buf[keep:] (keep <= i), into a new
+// buffer: the entries cut from the old one may still be being read (by
+// harImport.apply). At the end of the input it sets eof.
+func (d *harDoc) more(keep int) error {
+	tail := d.buf[keep:]
+	nb := make([]byte, len(tail), len(tail)+max(harChunk, 2*len(tail))) // a long value: read as much again
+	copy(nb, tail)
+	d.buf = nb
 	d.i -= keep
-	want := max(harChunk, n) // a long value: read as much again
-	if cap(d.buf)-len(d.buf) < want {
-		nb := make([]byte, n, n+want)
-		copy(nb, d.buf)
-		d.buf = nb
-	}
 	for !d.eof {
 		n, err := d.r.Read(d.buf[len(d.buf):cap(d.buf)])
 		if len(d.head) < harHead {
@@ -57,13 +53,13 @@ func (d *harDoc) more(keep int) (int, error) {
 			break
 		}
 		if err != nil {
-			return keep, err
+			return err
 		}
 		if n > 0 {
 			break
 		}
 	}
-	return keep, nil
+	return nil
 }
 
 // space skips white space, reading on; it reports false at the input's end.
@@ -76,7 +72,7 @@ func (d *harDoc) space() (bool, error) {
 		if d.eof {
 			return false, nil
 		}
-		if _, err := d.more(d.i); err != nil {
+		if err := d.more(d.i); err != nil {
 			return false, err
 		}
 	}
@@ -104,7 +100,7 @@ func (h *harImport) value(d *harDoc, path string, scan func(b []byte, i int) int
 		if int64(len(d.buf)-s) > d.max {
 			return nil, errorf(formatHAR, path, "expected a JSON value of at most %d bytes, found a longer one", d.max)
 		}
-		if _, err := d.more(s); err != nil {
+		if err := d.more(s); err != nil {
 			return nil, err
 		}
 	}
@@ -122,7 +118,7 @@ func (h *harImport) syntax(d *harDoc, path string) error {
 	if len(d.head) < harHead {
 		// The document may be short: read it to its end, or past harHead.
 		for !d.eof && len(d.head) < harHead {
-			if _, err := d.more(d.i); err != nil {
+			if err := d.more(d.i); err != nil {
 				return err
 			}
 		}
@@ -357,12 +353,71 @@ func (h *harImport) readLog(d *harDoc) (int, error) {
 	return entries, nil
 }
 
+// harBatch is a run of entries cut by the scanner, for apply.
+type harBatch struct {
+	first  int // the first entry's number
+	raws   [][]byte
+	fields []harFields
+}
+
+// harBatchLen is how many entries go to apply at a time.
+const harBatchLen = 256
+
+// readEntries cuts the entries (and validates them) while apply reads
+// them, in order, on another goroutine: the two halves of the work on the
+// two cores. The first error by entry number is returned: apply's (on
+// entries already cut) before the scanner's (on the entry it could not
+// cut).
 func (h *harImport) readEntries(d *harDoc) (int, error) {
 	if err := h.expect(d, "$.log.entries", '[', "an array"); err != nil {
 		return 0, err
 	}
+	batches := make(chan *harBatch, 4)
+	done := make(chan error, 1)
+	go func() { done <- h.apply(batches) }()
+	n, err := h.cutEntries(d, batches)
+	close(batches)
+	if aerr := <-done; aerr != nil {
+		return 0, aerr
+	}
+	return n, err
+}
+
+// apply reads each entry of each batch in order, until one fails; it
+// drains the rest.
+func (h *harImport) apply(batches <-chan *harBatch) error {
+	var err error
+	for b := range batches {
+		for k := 0; err == nil && k < len(b.raws); k++ {
+			i := b.first + k
+			err = h.entry(i, fmt.Sprintf("$.log.entries[%d]", i), b.raws[k], &b.fields[k])
+		}
+		if err != nil {
+			h.failed.Store(true)
+		}
+	}
+	return err
+}
+
+// cutEntries cuts the entries into batches for apply, until the array's
+// end, an error, or apply's failure, and returns how many it cut.
+func (h *harImport) cutEntries(d *harDoc, batches chan<- *harBatch) (int, error) {
+	b := &harBatch{}
+	send := func(next int) {
+		if len(b.raws) > 0 {
+			batches <- b
+		}
+		b = &harBatch{first: next, raws: make([][]byte, 0, harBatchLen), fields: make([]harFields, 0, harBatchLen)}
+	}
+	defer func() { send(0) }()
 	var f harFields
 	for i := 0; ; i++ {
+		if len(b.raws) == harBatchLen {
+			send(i)
+			if h.failed.Load() {
+				return i, nil // apply's error is the one returned
+			}
+		}
 		ok, err := d.space()
 		if err != nil {
 			return 0, err
@@ -390,14 +445,12 @@ func (h *harImport) readEntries(d *harDoc) (int, error) {
 				return 0, h.syntax(d, "$.log.entries")
 			}
 		}
-		path := fmt.Sprintf("$.log.entries[%d]", i)
-		raw, err := h.value(d, path, f.scan)
+		raw, err := h.value(d, fmt.Sprintf("$.log.entries[%d]", i), f.scan)
 		if err != nil {
 			return 0, err
 		}
-		if err := h.entry(i, path, raw, &f); err != nil {
-			return 0, err
-		}
+		b.raws = append(b.raws, raw)
+		b.fields = append(b.fields, f)
 	}
 }
 

@@ -2,6 +2,7 @@ package importer
 
 import (
 	"bytes"
+	"unicode/utf8"
 
 	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
@@ -171,4 +172,66 @@ func harObject(b []byte, i, depth int, val func(key []byte, vs int) int) int {
 		}
 		i = jsonscan.SkipSpace(b, i+1)
 	}
+}
+
+// text is optText of a member the scan validated: the string's text in
+// the import's arena (not re-validated), nil when missing or null.
+func (h *harImport) text(n node) ([]byte, error) {
+	if n.absent() {
+		return nil, nil
+	}
+	raw := bytes.TrimSpace(n.raw)
+	if len(raw) < 2 || raw[0] != '"' {
+		return nil, n.errorf("expected a string, found %s", n.found())
+	}
+	s := raw[1 : len(raw)-1]
+	if cap(h.arena)-len(h.arena) < len(s) {
+		h.arena = make([]byte, 0, max(harArena, len(s)))
+	}
+	start := len(h.arena)
+	h.arena = harUnescape(h.arena, s)
+	return h.arena[start:len(h.arena):len(h.arena)], nil
+}
+
+// harArena is the size of the blocks the texts of messages are kept in.
+const harArena = 4 << 20
+
+// harUnescape is jsonscan.Unescape of s (a valid JSON string's bytes
+// between its quotes), its plain runs found with IndexByte and copied
+// whole: a HAR's bodies are JSON in strings, a \" every few bytes.
+func harUnescape(dst, s []byte) []byte {
+	for len(s) > 0 {
+		k := bytes.IndexByte(s, '\\')
+		run := s
+		if k >= 0 {
+			run = s[:k]
+		}
+		if utf8.Valid(run) {
+			dst = append(dst, run...)
+		} else {
+			dst = jsonscan.Unescape(dst, run)
+		}
+		if k < 0 {
+			return dst
+		}
+		switch c := s[k+1]; c {
+		case '"', '\\', '/':
+			dst = append(dst, c)
+			s = s[k+2:]
+			continue
+		}
+		// Other escapes (\n, \u...) to the next plain byte, where a
+		// surrogate pair is read whole.
+		j := k
+		for j < len(s) && s[j] == '\\' {
+			if s[j+1] == 'u' {
+				j += 6
+			} else {
+				j += 2
+			}
+		}
+		dst = jsonscan.Unescape(dst, s[k:j])
+		s = s[j:]
+	}
+	return dst
 }
