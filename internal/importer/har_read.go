@@ -25,12 +25,13 @@ const harChunk = 4 << 20
 
 // harDoc is the document being read: buf[i:] not yet consumed.
 type harDoc struct {
-	r    io.Reader
-	buf  []byte
-	i    int
-	eof  bool
-	max  int64
-	head []byte // the document's first harHead bytes, for syntax errors
+	r     io.Reader
+	buf   []byte
+	i     int
+	eof   bool
+	max   int64
+	chunk int    // the size of the last read
+	head  []byte // the document's first harHead bytes, for syntax errors
 }
 
 // more reads the next chunk after buf[keep:] (keep <= i), into a new
@@ -38,7 +39,10 @@ type harDoc struct {
 // harImport.apply). At the end of the input it sets eof.
 func (d *harDoc) more(keep int) error {
 	tail := d.buf[keep:]
-	nb := make([]byte, len(tail), len(tail)+max(harChunk, 2*len(tail))) // a long value: read as much again
+	// Chunks grow from 64 KiB to harChunk (a short document is read in a
+	// short buffer); a long value is read as much again at a time.
+	d.chunk = min(max(2*d.chunk, 64<<10), harChunk)
+	nb := make([]byte, len(tail), len(tail)+max(d.chunk, 2*len(tail)))
 	copy(nb, tail)
 	d.buf = nb
 	d.i -= keep
@@ -257,7 +261,8 @@ func (h *harImport) members(d *harDoc, path string, val func(key string) error) 
 func (h *harImport) read(r io.Reader) (int, error) {
 	d := &harDoc{r: r, max: h.o.maxDocument()}
 	if size := harSize(r); size > 0 {
-		d.buf = make([]byte, 0, min(size+1, harChunk))
+		d.chunk = min(size+1, harChunk)
+		d.buf = make([]byte, 0, d.chunk)
 	}
 	ok, err := d.space()
 	if err != nil {
