@@ -46,6 +46,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tapedeck/tapedeck/internal/sse"
@@ -60,6 +61,7 @@ type harRec struct {
 	t      time.Time
 	order  float64
 	msg    []byte // a wire message, or nil for a lifecycle record
+	plain  bool   // msg is one the Encoder writes as it is (harImport.check)
 	method string // lifecycle
 	params map[string]any
 	m      tape.Meta
@@ -82,6 +84,9 @@ type harImport struct {
 	mcpScheme         int // mcp:// entries (mcpsnoop's HAR export)
 	upstream, creator string
 	transport         string
+	peek              tape.Peeker
+	arena             []byte      // the texts of messages (harImport.text)
+	failed            atomic.Bool // apply met an error: stop cutting entries
 }
 
 // HAR imports a HAR 1.2 log of MCP traffic. The document is streamed: its
@@ -130,9 +135,12 @@ func HAR(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	for _, rec := range h.recs {
 		rec.m.Time = rec.t
 		var err error
-		if rec.msg != nil {
+		switch {
+		case rec.plain && rec.m.Extra == nil:
+			err = out.plain(rec.msg, rec.m)
+		case rec.msg != nil:
 			err = out.message(rec.msg, rec.m)
-		} else {
+		default:
 			err = out.lifecycle(rec.method, rec.params, rec.m)
 		}
 		if err != nil {
@@ -157,7 +165,7 @@ func (h *harImport) add(rec *harRec) *harRec {
 // harHeaders reads a HAR headers array into a lower-cased map.
 func harHeaders(n node) (map[string]string, error) {
 	out := map[string]string{}
-	if n.absent() {
+	if n.absent() || string(n.raw) == "[]" {
 		return out, nil
 	}
 	hs, err := n.array()
@@ -214,31 +222,20 @@ func (n *node) loadFast() error {
 	return nil
 }
 
-// optText returns a string's text as bytes of its own, or nil when the
-// member is missing or null.
-func (n node) optText() ([]byte, error) {
-	if n.absent() {
-		return nil, nil
+// entry reads entry i, raw at path, whose members f's scan found.
+func (h *harImport) entry(i int, path string, raw []byte, f *harFields) error {
+	e := node{format: formatHAR, path: path, raw: raw}
+	if raw[0] != '{' {
+		return e.errorf("expected an object, found %s", e.found())
 	}
-	b, ok := jsonscan.Unquote(nil, bytes.TrimSpace(n.raw))
-	if !ok {
-		return nil, n.errorf("expected a string, found %s", n.found())
+	at := func(n node, key string, raw []byte) node {
+		return node{format: formatHAR, path: n.path + "." + key, raw: raw}
 	}
-	if b == nil {
-		b = []byte{}
-	}
-	return b, nil
-}
-
-func (h *harImport) entry(i int, e node) error {
-	if err := e.loadFast(); err != nil {
-		return err
-	}
-	start, err := e.get("startedDateTime").time()
+	start, err := at(e, "startedDateTime", f.started).time()
 	if err != nil {
 		return err
 	}
-	total, err := e.get("time").optNum(0)
+	total, err := at(e, "time", f.time).optNum(0)
 	if err != nil {
 		return err
 	}
@@ -246,69 +243,71 @@ func (h *harImport) entry(i int, e node) error {
 		total = 0 // -1: not known
 	}
 	if total > float64(365*24*time.Hour/time.Millisecond) {
-		return e.get("time").errorf("expected the entry's time in milliseconds (under a year), found %v", total)
+		return at(e, "time", f.time).errorf("expected the entry's time in milliseconds (under a year), found %v", total)
 	}
 	end := start.Add(time.Duration(total * float64(time.Millisecond)))
-	req := e.get("request")
-	if err := req.loadFast(); err != nil {
+	req := at(e, "request", f.request)
+	if err := harObjectNode(req); err != nil {
 		return err
 	}
-	method, err := req.get("method").str()
+	method, err := at(req, "method", f.method).str()
 	if err != nil {
 		return err
 	}
-	rawURL, err := req.get("url").str()
+	rawURL, err := at(req, "url", f.url).str()
 	if err != nil {
 		return err
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return req.get("url").errorf("expected a URL, found %q", rawURL)
+		return at(req, "url", f.url).errorf("expected a URL, found %q", rawURL)
 	}
-	reqHeaders, err := harHeaders(req.get("headers"))
+	reqHeaders, err := harHeaders(at(req, "headers", f.reqHeaders))
 	if err != nil {
 		return err
 	}
 	var body []byte
-	pd := req.get("postData")
+	pd := at(req, "postData", f.postData)
+	pdText := at(pd, "text", f.text)
 	if !pd.absent() {
-		if err := pd.loadFast(); err != nil {
+		if err := harObjectNode(pd); err != nil {
 			return err
 		}
-		if body, err = pd.get("text").optText(); err != nil {
+		if body, err = h.text(pdText); err != nil {
 			return err
 		}
 	}
-	resp := e.get("response")
-	if err := resp.loadFast(); err != nil {
+	resp := at(e, "response", f.response)
+	if err := harObjectNode(resp); err != nil {
 		return err
 	}
-	st, err := resp.get("status").num()
+	st, err := at(resp, "status", f.status).num()
 	if err != nil {
 		return err
 	}
 	if st != float64(int(st)) || st < 0 || st > 999 {
-		return resp.get("status").errorf("expected an HTTP status, found %v", st)
+		return at(resp, "status", f.status).errorf("expected an HTTP status, found %v", st)
 	}
 	status := int(st)
-	respHeaders, err := harHeaders(resp.get("headers"))
+	respHeaders, err := harHeaders(at(resp, "headers", f.respHeaders))
 	if err != nil {
 		return err
 	}
-	content := resp.get("content")
+	content := at(resp, "content", f.content)
+	ctextNode := at(content, "text", f.ctext)
 	var ctext []byte
 	var mime string
 	if !content.absent() {
-		if err := content.loadFast(); err != nil {
+		if err := harObjectNode(content); err != nil {
 			return err
 		}
-		if ctext, err = content.get("text").optText(); err != nil {
+		if ctext, err = h.text(ctextNode); err != nil {
 			return err
 		}
-		if mime, err = content.get("mimeType").optStr(); err != nil {
+		if mime, err = at(content, "mimeType", f.mime).optStr(); err != nil {
 			return err
 		}
-		enc, err := content.get("encoding").optStr()
+		enc, err := at(content, "encoding", f.enc).optStr()
 		if err != nil {
 			return err
 		}
@@ -316,10 +315,10 @@ func (h *harImport) entry(i int, e node) error {
 			text := ctext
 			ctext, err = base64.StdEncoding.DecodeString(string(text))
 			if err != nil {
-				return content.get("text").errorf("expected base64 (content.encoding says so), found %s", quoteStart(text))
+				return ctextNode.errorf("expected base64 (content.encoding says so), found %s", quoteStart(text))
 			}
 		} else if enc != "" {
-			return content.get("encoding").errorf(`expected "base64" or no encoding, found %q`, enc)
+			return at(content, "encoding", f.enc).errorf(`expected "base64" or no encoding, found %q`, enc)
 		}
 	}
 	if mime == "" {
@@ -328,7 +327,7 @@ func (h *harImport) entry(i int, e node) error {
 	mime = strings.ToLower(mime)
 
 	if u.Scheme == "stdio" {
-		return h.stdioEntry(i, pd.get("text"), content.get("text"), u, start, end, body, ctext)
+		return h.stdioEntry(i, pdText, ctextNode, u, start, end, body, ctext)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		if u.Scheme == "mcp" {
@@ -377,19 +376,19 @@ func (h *harImport) entry(i int, e node) error {
 	case "POST":
 		if len(bytes.TrimSpace(body)) == 0 || !json.Valid(body) || !jsonRPCish(body) {
 			if len(bytes.TrimSpace(body)) > 0 && strings.Contains(strings.ToLower(reqHeaders["content-type"]), "json") && !json.Valid(body) && bytes.Contains(body, []byte(`"jsonrpc"`)) {
-				return pd.get("text").errorf("expected a JSON-RPC message, found invalid JSON %s", quoteStart(body))
+				return pdText.errorf("expected a JSON-RPC message, found invalid JSON %s", quoteStart(body))
 			}
 			h.skipped++
 			return nil
 		}
 		if err := checkMessage(body); err != nil {
-			return pd.get("text").errorf("%v", err)
+			return pdText.errorf("%v", err)
 		}
 		h.note(rawURL)
 		sent := h.add(&harRec{t: start, msg: bytes.TrimSpace(body), m: meta(tape.DirSend, nil), entry: i})
 		sent.answerID = answerID(body)
 		inReplyTo := singleRequestID(body)
-		return h.answer(i, content, end, ctext, sse, status, inReplyTo, "POST", func(more map[string]any) tape.Meta {
+		return h.answer(i, ctextNode, end, ctext, sse, status, inReplyTo, "POST", func(more map[string]any) tape.Meta {
 			for k, v := range answer {
 				more[k] = v
 			}
@@ -411,7 +410,7 @@ func (h *harImport) entry(i int, e node) error {
 		if !sse {
 			return nil
 		}
-		return h.events(content.get("text"), ctext, start, h.streams, i, func(more map[string]any) tape.Meta {
+		return h.events(ctextNode, ctext, start, h.streams, i, func(more map[string]any) tape.Meta {
 			more[tape.MetaStatus] = status
 			return meta(tape.DirRecv, more)
 		})
@@ -437,15 +436,15 @@ func (h *harImport) note(u string) {
 
 // answer records the answer to a POST: a JSON body, SSE events, or an
 // $http/exchange when it holds no message.
-func (h *harImport) answer(i int, content node, end time.Time, text []byte, sse bool, status int, inReplyTo any, method string, meta func(map[string]any) tape.Meta) error {
+func (h *harImport) answer(i int, at node, end time.Time, text []byte, sse bool, status int, inReplyTo any, method string, meta func(map[string]any) tape.Meta) error {
 	trimmed := bytes.TrimSpace(text)
 	switch {
 	case sse && len(trimmed) > 0:
 		h.streams++
-		return h.events(content.get("text"), text, end, h.streams, i, meta)
+		return h.events(at, text, end, h.streams, i, meta)
 	case len(trimmed) > 0 && json.Valid(trimmed) && jsonRPCish(trimmed):
 		if err := checkMessage(trimmed); err != nil {
-			return content.get("text").errorf("%v", err)
+			return at.errorf("%v", err)
 		}
 		more := map[string]any{}
 		if inReplyTo != nil && bytes.Contains(trimmed, []byte(`"id":null`)) {
@@ -454,7 +453,7 @@ func (h *harImport) answer(i int, content node, end time.Time, text []byte, sse 
 		h.add(&harRec{t: end, msg: trimmed, m: meta(more), entry: i, answer: true})
 		return nil
 	case len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') && !json.Valid(trimmed):
-		return content.get("text").errorf("expected the answer's JSON-RPC message, found invalid JSON %s", quoteStart(trimmed))
+		return at.errorf("expected the answer's JSON-RPC message, found invalid JSON %s", quoteStart(trimmed))
 	}
 	p := map[string]any{"method": method, "status": status}
 	if len(trimmed) > 0 {
@@ -504,17 +503,40 @@ func (h *harImport) stdioEntry(i int, pd, ct node, u *url.URL, start, end time.T
 	if len(bytes.TrimSpace(body)) == 0 {
 		return pd.errorf("expected the JSON-RPC message of a stdio:// entry, found nothing")
 	}
-	if err := checkMessage(body); err != nil {
+	body = bytes.TrimSpace(body)
+	plain, err := h.check(body)
+	if err != nil {
 		return pd.errorf("%v", err)
 	}
-	h.add(&harRec{t: start, msg: bytes.TrimSpace(body), m: tape.Meta{Dir: out, Server: server}, entry: i, serverStart: out == tape.DirRecv})
-	if len(bytes.TrimSpace(ctext)) == 0 {
+	h.add(&harRec{t: start, msg: body, plain: plain, m: tape.Meta{Dir: out, Server: server}, entry: i, serverStart: out == tape.DirRecv})
+	ctext = bytes.TrimSpace(ctext)
+	if len(ctext) == 0 {
 		return nil // a notification, answered 202
 	}
-	if err := checkMessage(ctext); err != nil {
+	if plain, err = h.check(ctext); err != nil {
 		return ct.errorf("%v", err)
 	}
-	h.add(&harRec{t: end, msg: bytes.TrimSpace(ctext), m: tape.Meta{Dir: back, Server: server}, entry: i, answer: true})
+	h.add(&harRec{t: end, msg: ctext, plain: plain, m: tape.Meta{Dir: back, Server: server}, entry: i, answer: true})
+	return nil
+}
+
+// check is checkMessage of msg (trimmed), which it also reports plain: one
+// JSON-RPC object the Encoder's fast path writes as it is (out.plain).
+func (h *harImport) check(msg []byte) (bool, error) {
+	if len(msg) > 0 && msg[0] == '{' && jsonscan.Valid(msg) {
+		if hd := h.peek.Peek(msg); hd.Plain && hd.Kind != tape.KindInvalid {
+			return true, nil
+		}
+	}
+	return false, checkMessage(msg)
+}
+
+// harObjectNode is loadFast's error for a member that is not an object
+// (the scan validated its members).
+func harObjectNode(n node) error {
+	if t := bytes.TrimSpace(n.raw); len(t) == 0 || t[0] != '{' {
+		return n.errorf("expected an object, found %s", n.found())
+	}
 	return nil
 }
 
