@@ -174,11 +174,15 @@ func inspectorRead(t []byte, o Options) (entries, answers []inspectorMsg, server
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			segs[s] = inspectorScanSeg(t, guesses[s-1], limits[s], findServer)
+			segs[s] = inspectorScanSeg(t, guesses[s-1], limits[s], false)
 		}()
 	}
 	segs[0] = inspectorScanSeg(t, first, limits[0], findServer)
 	wg.Wait()
+	// Only the first segment looks for the server's name (the initialize
+	// answer is at the start): the others' messages are looked at only if
+	// it names none.
+	named := len(segs[0].entries)
 
 	// Chain the segments, scanning again one whose guess was wrong.
 	pos, base := first, 0 // base: the elements before the segment
@@ -190,7 +194,7 @@ func inspectorRead(t []byte, o Options) (entries, answers []inspectorMsg, server
 		sg := segs[s]
 		segs[s] = nil
 		if sg.start != pos {
-			sg = inspectorScanSeg(t, pos, limits[s], findServer)
+			sg = inspectorScanSeg(t, pos, limits[s], false)
 		}
 		if sg.bad || sg.closed && sg.next != len(t)-1 {
 			return nil, nil, "", errInspectorSyntax
@@ -220,6 +224,9 @@ func inspectorRead(t []byte, o Options) (entries, answers []inspectorMsg, server
 		pos = sg.next
 	}
 	if bad == nil {
+		if server == "" && findServer {
+			server = inspectorServer(entries, answers, named)
+		}
 		return entries, answers, server, nil
 	}
 	if bad.err == errNotEntry {
@@ -382,4 +389,25 @@ func inspectorWrite(out *out, entries, answers []inspectorMsg, server string, o 
 		r.buf = nil
 	}
 	return nil
+}
+
+// inspectorServer is the server the first of entries from the one at
+// from (and the answers folded into them, each after its request's
+// entry, answers in the order of seq) names, "" for none.
+func inspectorServer(entries, answers []inspectorMsg, from int) string {
+	k := 0
+	for j := from; j < len(entries); j++ {
+		if name := serverInfoName(entries[j].raw); name != "" {
+			return name
+		}
+		for ; k < len(answers) && answers[k].seq <= j; k++ {
+			if answers[k].seq < j {
+				continue
+			}
+			if name := serverInfoName(answers[k].raw); name != "" {
+				return name
+			}
+		}
+	}
+	return ""
 }
