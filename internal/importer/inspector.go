@@ -87,7 +87,7 @@ type inspectorMsg struct {
 
 // Inspector imports an MCP Inspector v2 history (Protocol) export.
 //
-// The document is read whole and its array scanned once, on every core
+// The document is mapped (a file) or read whole, and its array scanned once, on every core
 // (inspector_par.go): each element validated, checked and read into its
 // message(s), direction and time. Only once the whole document is known
 // to be valid, and every entry good, are the records encoded, again on
@@ -95,8 +95,13 @@ type inspectorMsg struct {
 // its error is the one the first fault in the document makes.
 func Inspector(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	out := newOut(w)
-	doc, err := readDocument(r, o.maxDocument())
+	doc, unmap, mapped, err := inspectorMap(r, o.maxDocument())
 	if err != nil {
+		return out.result(), err
+	}
+	if mapped {
+		defer unmap() // after the records, which alias doc, are written
+	} else if doc, err = readDocument(r, o.maxDocument()); err != nil {
 		return out.result(), err
 	}
 	if max := o.maxDocument(); int64(len(doc)) > max {

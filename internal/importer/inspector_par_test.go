@@ -2,8 +2,13 @@ package importer
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -137,5 +142,59 @@ func TestImportInspectorFaultsMidDocument(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An export in a file is mapped, not read: the tape is the one reading it
+// makes; a file already read into is read from where it stands, as any
+// reader is; an import stopped before it starts reads nothing.
+func TestImportInspectorFile(t *testing.T) {
+	doc := inspectorDoc(300, 1, ",\n  ")
+	want, wantRes, err := importInspector(doc, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "export.json")
+	if err := os.WriteFile(path, []byte("   "+doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, _, mapped, err := inspectorMap(f, DefaultMaxDocument); !mapped || err != nil {
+		t.Fatalf("a file of %d bytes: mapped %v, %v; expected it mapped", len(doc), mapped, err)
+	}
+	var got bytes.Buffer
+	res, err := Import("inspector", f, &got, Options{})
+	if err != nil || got.String() != want || fmt.Sprint(res) != fmt.Sprint(wantRes) {
+		t.Errorf("from the file: %+v, %v, %d bytes; from a reader: %+v, %d bytes", res, err, got.Len(), wantRes, len(want))
+	}
+	// Read from byte 3 on: the same tape; from byte 4 on, not an export.
+	for _, c := range []struct {
+		at   int64
+		want string
+	}{{3, ""}, {4, "invalid JSON"}} {
+		if _, err := f.Seek(c.at, io.SeekStart); err != nil {
+			t.Fatal(err)
+		}
+		got.Reset()
+		_, err = Import("inspector", f, &got, Options{})
+		switch {
+		case c.want == "" && (err != nil || got.String() != want):
+			t.Errorf("from byte %d: %v, %d bytes; expected the tape of %d bytes", c.at, err, got.Len(), len(want))
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("from byte %d: %v; expected %q (the file read from there)", c.at, err, c.want)
+		}
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	got.Reset()
+	if _, err := ImportContext(ctx, "inspector", f, &got, Options{}); !errors.Is(err, context.Canceled) || got.Len() != 0 {
+		t.Errorf("stopped: %v, %d bytes written; expected context.Canceled and nothing", err, got.Len())
 	}
 }
