@@ -177,25 +177,27 @@ func inspectorPlace(entries, answers []inspectorMsg) {
 // Path is the member's (".timestamp"), to follow the element's.
 func inspectorEntryOf(s *inspectorScan, peek *tape.Peeker, findServer bool) (entry, answer inspectorMsg, hasAnswer bool, server string, err error) {
 	e := &s.e
-	n := func(key string, raw []byte) node {
-		return node{format: formatInspector, path: "." + key, raw: raw}
+	n := func(path string, raw []byte) node { // path: ".key", constant (not made for each element)
+		return node{format: formatInspector, path: path, raw: raw}
 	}
-	ts, err := n("timestamp", e.Timestamp).time()
+	ts, err := n(".timestamp", e.Timestamp).time()
 	if err != nil {
 		return entry, answer, false, "", err
 	}
-	direction, err := n("direction", e.Direction).str()
+	direction, err := inspectorWord(n(".direction", e.Direction))
 	if err != nil {
 		return entry, answer, false, "", err
 	}
 	if direction != "request" && direction != "response" && direction != "notification" {
-		return entry, answer, false, "", n("direction", e.Direction).errorf(`expected "request", "response" or "notification", found %q`, direction)
+		return entry, answer, false, "", n(".direction", e.Direction).errorf(`expected "request", "response" or "notification", found %q`, direction)
 	}
-	origin, err := n("origin", e.Origin).optStr()
-	if err != nil {
-		return entry, answer, false, "", err
+	var origin string
+	if o := n(".origin", e.Origin); !o.absent() {
+		if origin, err = inspectorWord(o); err != nil {
+			return entry, answer, false, "", err
+		}
 	}
-	msg, plain, err := inspectorMessage(n("message", e.Message), s.msgWS, peek)
+	msg, plain, err := inspectorMessage(n(".message", e.Message), s.msgWS, peek)
 	if err != nil {
 		return entry, answer, false, "", err
 	}
@@ -208,13 +210,13 @@ func inspectorEntryOf(s *inspectorScan, peek *tape.Peeker, findServer bool) (ent
 	case "":
 		dir = inspectorGuessDir(direction, msg)
 	default:
-		return entry, answer, false, "", n("origin", e.Origin).errorf(`expected "client" or "server", found %q`, origin)
+		return entry, answer, false, "", n(".origin", e.Origin).errorf(`expected "client" or "server", found %q`, origin)
 	}
 	if findServer {
 		server = serverInfoName(msg)
 	}
 	entry = inspectorMsg{raw: msg, plain: plain, dir: dir, at: ts}
-	resp := n("response", e.Response)
+	resp := n(".response", e.Response)
 	if resp.absent() {
 		return entry, answer, false, server, nil
 	}
@@ -225,7 +227,7 @@ func inspectorEntryOf(s *inspectorScan, peek *tape.Peeker, findServer bool) (ent
 	if err != nil {
 		return entry, answer, false, "", err
 	}
-	d, err := ms(n("duration", e.Duration), 0)
+	d, err := ms(n(".duration", e.Duration), 0)
 	if err != nil {
 		return entry, answer, false, "", err
 	}
@@ -237,6 +239,24 @@ func inspectorEntryOf(s *inspectorScan, peek *tape.Peeker, findServer bool) (ent
 		back = tape.DirSend
 	}
 	return entry, inspectorMsg{raw: a, plain: plain, dir: back, at: ts.Add(d)}, true, server, nil
+}
+
+// inspectorWord is n.str() for a direction or origin, the words the
+// export uses given without making a string of each.
+func inspectorWord(n node) (string, error) {
+	switch string(n.raw) {
+	case `"request"`:
+		return "request", nil
+	case `"response"`:
+		return "response", nil
+	case `"notification"`:
+		return "notification", nil
+	case `"client"`:
+		return "client", nil
+	case `"server"`:
+		return "server", nil
+	}
+	return n.str()
 }
 
 // inspectorMessage returns the JSON-RPC message (an object) at n, and

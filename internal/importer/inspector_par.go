@@ -363,6 +363,9 @@ func inspectorWrite(out *out, entries, answers []inspectorMsg, server string, o 
 		for _, r := range runs {
 			select {
 			case r.buf = <-bufs:
+				if r.buf == nil {
+					r.buf = make([]byte, 0, size+size/4)
+				}
 			case <-quit:
 				return
 			}
