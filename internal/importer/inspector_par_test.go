@@ -198,3 +198,23 @@ func TestImportInspectorFile(t *testing.T) {
 		t.Errorf("stopped: %v, %d bytes written; expected context.Canceled and nothing", err, got.Len())
 	}
 }
+
+// Whatever the export, segments on several workers (tiny ones, so that
+// guesses land everywhere) make what one worker makes: the same tape, or
+// the same error.
+func FuzzInspectorWorkers(f *testing.F) {
+	f.Add(inspectorDoc(12, 1, ",\n  "))
+	f.Add(inspectorDoc(12, 11, ",\n"))
+	f.Add(strings.Replace(inspectorDoc(12, 1, ",\n  "), `"timestamp":"2026-01-02T03:00:00.007Z"`, `"timestamp":7`, 1))
+	f.Add(inspectorDoc(12, -1, ",\n  ")[:900])
+	f.Add("[\n  null,\n  {}\n]")
+	f.Fuzz(func(t *testing.T, doc string) {
+		want, wantRes, wantErr := importInspector(doc, Options{workers: 1, chunk: 1 << 30})
+		for _, w := range []int{2, 5} {
+			got, res, err := importInspector(doc, Options{workers: w, chunk: 16})
+			if got != want || fmt.Sprint(res) != fmt.Sprint(wantRes) || fmt.Sprint(err) != fmt.Sprint(wantErr) {
+				t.Fatalf("%d workers: %+v, %v, %q\none worker: %+v, %v, %q", w, res, err, got, wantRes, wantErr, want)
+			}
+		}
+	})
+}
