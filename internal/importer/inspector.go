@@ -56,20 +56,23 @@ type inspectorEntry struct {
 }
 
 // set keeps member key's value, the key matched as encoding/json matches
-// a struct's fields (exactly, else without regard to case).
-func (e *inspectorEntry) set(key []byte, v []byte) {
+// a struct's fields (exactly, else without regard to case), and returns
+// which member it is (memberNone for one the import does not read).
+func (e *inspectorEntry) set(key []byte, v []byte) int {
 	if bytes.IndexByte(key, '\\') >= 0 {
 		key = []byte(unquoteKey(key))
 	}
 	for _, f := range [...]struct {
-		name string
-		dst  *[]byte
-	}{{"timestamp", &e.Timestamp}, {"direction", &e.Direction}, {"origin", &e.Origin}, {"message", &e.Message}, {"response", &e.Response}, {"duration", &e.Duration}} {
+		name   string
+		dst    *[]byte
+		member int
+	}{{"timestamp", &e.Timestamp, memberTimestamp}, {"direction", &e.Direction, memberDirection}, {"origin", &e.Origin, memberOrigin}, {"message", &e.Message, memberMessage}, {"response", &e.Response, memberResponse}, {"duration", &e.Duration, memberDuration}} {
 		if string(key) == f.name || bytes.EqualFold(key, []byte(f.name)) {
 			*f.dst = v
-			return
+			return f.member
 		}
 	}
+	return memberNone
 }
 
 // inspectorMsg is one message of the export, placed.
@@ -83,10 +86,22 @@ type inspectorMsg struct {
 }
 
 // Inspector imports an MCP Inspector v2 history (Protocol) export.
+//
+// The document is mapped (a file) or read whole, and its array scanned once, on every core
+// (inspector_par.go): each element validated, checked and read into its
+// message(s), direction and time. Only once the whole document is known
+// to be valid, and every entry good, are the records encoded, again on
+// every core, and written in order: a refused export writes nothing, and
+// its error is the one the first fault in the document makes.
 func Inspector(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	out := newOut(w)
-	doc, err := readDocument(r, o.maxDocument())
+	doc, unmap, mapped, err := inspectorMap(r, o.maxDocument())
 	if err != nil {
+		return out.result(), err
+	}
+	if mapped {
+		defer unmap() // after the records, which alias doc, are written
+	} else if doc, err = readDocument(r, o.maxDocument()); err != nil {
 		return out.result(), err
 	}
 	if max := o.maxDocument(); int64(len(doc)) > max {
@@ -95,144 +110,54 @@ func Inspector(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	if len(bytes.TrimSpace(doc)) == 0 {
 		return out.result(), &Error{Format: formatInspector, Err: errors.New("expected a JSON document, found an empty input")}
 	}
-	// One pass validates the document and reads each element's members
-	// (scanning bytes, not decoding them); only a document it refuses is
-	// looked at again, to say why.
 	t := bytes.TrimSpace(doc)
-	var elems [][]byte
-	var fields []inspectorEntry
-	allObjects := true // each element an object or null (encoding/json took them as entries)
-	valid := false
-	if t[0] == '[' {
-		i := jsonscan.SkipSpace(t, 1)
-		for i < len(t) && t[i] != ']' {
-			var j int
-			if t[i] == '{' {
-				fields = append(fields, inspectorEntry{})
-				e := &fields[len(fields)-1]
-				j = jsonscan.ObjectEnd(t, i, 2, e.set)
-			} else {
-				fields = append(fields, inspectorEntry{})
-				j = jsonscan.ValueEnd(t, i, 1)
-				allObjects = allObjects && t[i] == 'n'
-			}
-			if j < 0 {
-				break
-			}
-			elems = append(elems, t[i:j])
-			if i = jsonscan.SkipSpace(t, j); i < len(t) && t[i] == ',' {
-				if i = jsonscan.SkipSpace(t, i+1); i < len(t) && t[i] == ']' {
-					i = -1 // a trailing comma
-					break
-				}
-			} else if i >= len(t) || t[i] != ']' {
-				break
-			}
-		}
-		valid = i == len(t)-1 && t[i] == ']'
-	} else {
-		valid = jsonscan.Valid(t)
-	}
-	if !valid {
-		var v any
-		return out.result(), syntaxError(formatInspector, doc, json.Unmarshal(doc, &v))
-	}
 	if t[0] != '[' {
+		if !jsonscan.Valid(t) {
+			var v any
+			return out.result(), syntaxError(formatInspector, doc, json.Unmarshal(doc, &v))
+		}
 		return out.result(), errorf(formatInspector, "$", "expected the Inspector's history export (a JSON array of message entries), found %s", kindOf(doc))
 	}
-	if len(elems) == 0 {
-		return out.result(), errorf(formatInspector, "$", "expected the Inspector's history export (a JSON array of message entries), found an empty array")
+	entries, answers, server, err := inspectorRead(t, o)
+	if err != nil {
+		if errors.Is(err, errInspectorSyntax) {
+			var v any
+			return out.result(), syntaxError(formatInspector, doc, json.Unmarshal(doc, &v))
+		}
+		return out.result(), err
 	}
-	var entries, answers []inspectorMsg
-	var times []time.Time // the running latest entry time, for placing answers
-	var sides []tape.Dir  // each entry's direction
-	var peek tape.Peeker
-	server := o.Server
-	for i, raw := range elems {
-		n := func(key string, raw []byte) node {
-			return node{format: formatInspector, path: fmt.Sprintf("$[%d].%s", i, key), raw: raw}
-		}
-		if raw[0] != '{' {
-			found := kindOf(raw)
-			if allObjects {
-				found = kindOf(nil) // null, which encoding/json decoded as no entry
-			}
-			return out.result(), errorf(formatInspector, fmt.Sprintf("$[%d]", i), "expected a message entry (an object), found %s", found)
-		}
-		e := &fields[i]
-		ts, err := n("timestamp", e.Timestamp).time()
-		if err != nil {
-			return out.result(), err
-		}
-		direction, err := n("direction", e.Direction).str()
-		if err != nil {
-			return out.result(), err
-		}
-		if direction != "request" && direction != "response" && direction != "notification" {
-			return out.result(), n("direction", e.Direction).errorf(`expected "request", "response" or "notification", found %q`, direction)
-		}
-		origin, err := n("origin", e.Origin).optStr()
-		if err != nil {
-			return out.result(), err
-		}
-		msg, plain, err := inspectorMessage(n("message", e.Message), &peek)
-		if err != nil {
-			return out.result(), err
-		}
-		var dir tape.Dir
-		switch origin {
-		case "client":
-			dir = tape.DirSend
-		case "server":
-			dir = tape.DirRecv
-		case "":
-			dir = inspectorGuessDir(direction, msg)
-		default:
-			return out.result(), n("origin", e.Origin).errorf(`expected "client" or "server", found %q`, origin)
-		}
-		if server == "" {
-			server = serverInfoName(msg)
-		}
-		latest := ts
-		if len(times) > 0 && times[len(times)-1].After(ts) {
-			latest = times[len(times)-1]
-		}
-		times = append(times, latest)
-		sides = append(sides, dir)
-		entries = append(entries, inspectorMsg{raw: msg, plain: plain, dir: dir, at: ts})
-		resp := n("response", e.Response)
-		if resp.absent() {
-			continue
-		}
-		if direction != "request" {
-			return out.result(), resp.errorf("expected a response only on a request entry, found one on a %s entry", direction)
-		}
-		answer, plain, err := inspectorMessage(resp, &peek)
-		if err != nil {
-			return out.result(), err
-		}
-		d, err := ms(n("duration", e.Duration), 0)
-		if err != nil {
-			return out.result(), err
-		}
-		if server == "" {
-			server = serverInfoName(answer)
-		}
-		back := tape.DirRecv
-		if dir == tape.DirRecv {
-			back = tape.DirSend
-		}
-		answers = append(answers, inspectorMsg{raw: answer, plain: plain, dir: back, at: ts.Add(d), seq: i})
+	if len(entries) == 0 {
+		return out.result(), errorf(formatInspector, "$", "expected the Inspector's history export (a JSON array of message entries), found an empty array")
 	}
 	if server == "" {
 		server = "inspector"
 	}
-	// Each answer goes before the first later entry of a later time, or of
-	// its own time from the side that asked.
+	inspectorPlace(entries, answers)
+	if err := out.lifecycle(tape.MethodStart, startParams(formatInspector, nil), tape.Meta{Server: server, Time: entries[0].at}); err != nil {
+		return out.result(), err
+	}
+	err = inspectorWrite(out, entries, answers, server, o)
+	return out.result(), err
+}
+
+// inspectorPlace sets each answer's slot and sorts the answers by it:
+// each goes before the first later entry of a later time, or of its own
+// time from the side that asked.
+func inspectorPlace(entries, answers []inspectorMsg) {
+	if len(answers) == 0 {
+		return
+	}
+	times := make([]time.Time, len(entries)) // the running latest entry time
+	for i, e := range entries {
+		times[i] = e.at
+		if i > 0 && times[i-1].After(e.at) {
+			times[i] = times[i-1]
+		}
+	}
 	for k := range answers {
 		a := &answers[k]
 		j := a.seq + 1 + sort.Search(len(times)-a.seq-1, func(x int) bool { return !times[a.seq+1+x].Before(a.at) })
-		for j < len(entries) && entries[j].at.Equal(a.at) && sides[j] == a.dir {
+		for j < len(entries) && entries[j].at.Equal(a.at) && entries[j].dir == a.dir {
 			j++
 		}
 		a.slot = j
@@ -243,38 +168,101 @@ func Inspector(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 		}
 		return answers[x].at.Before(answers[y].at)
 	})
-	if err := out.lifecycle(tape.MethodStart, startParams(formatInspector, nil), tape.Meta{Server: server, Time: entries[0].at}); err != nil {
-		return out.result(), err
+}
+
+// inspectorEntryOf reads one element's members (e; msgWS and respWS say
+// whether its message and response have white space between tokens) into
+// its entry and, for a request with its answer folded in, the answer (ok
+// false when none), and the server the element names (""). An error's
+// Path is the member's (".timestamp"), to follow the element's.
+func inspectorEntryOf(s *inspectorScan, peek *tape.Peeker, findServer bool) (entry, answer inspectorMsg, hasAnswer bool, server string, err error) {
+	e := &s.e
+	n := func(path string, raw []byte) node { // path: ".key", constant (not made for each element)
+		return node{format: formatInspector, path: path, raw: raw}
 	}
-	write := func(m inspectorMsg) error {
-		meta := tape.Meta{Dir: m.dir, Server: server, Time: m.at}
-		if m.plain {
-			return out.plain(m.raw, meta)
-		}
-		return out.message(m.raw, meta)
+	ts, err := n(".timestamp", e.Timestamp).time()
+	if err != nil {
+		return entry, answer, false, "", err
 	}
-	k := 0
-	for j, e := range entries {
-		for ; k < len(answers) && answers[k].slot == j; k++ {
-			if err := write(answers[k]); err != nil {
-				return out.result(), err
-			}
-		}
-		if err := write(e); err != nil {
-			return out.result(), err
-		}
+	direction, err := inspectorWord(n(".direction", e.Direction))
+	if err != nil {
+		return entry, answer, false, "", err
 	}
-	for ; k < len(answers); k++ {
-		if err := write(answers[k]); err != nil {
-			return out.result(), err
+	if direction != "request" && direction != "response" && direction != "notification" {
+		return entry, answer, false, "", n(".direction", e.Direction).errorf(`expected "request", "response" or "notification", found %q`, direction)
+	}
+	var origin string
+	if o := n(".origin", e.Origin); !o.absent() {
+		if origin, err = inspectorWord(o); err != nil {
+			return entry, answer, false, "", err
 		}
 	}
-	return out.result(), nil
+	msg, plain, err := inspectorMessage(n(".message", e.Message), s.msgWS, peek)
+	if err != nil {
+		return entry, answer, false, "", err
+	}
+	var dir tape.Dir
+	switch origin {
+	case "client":
+		dir = tape.DirSend
+	case "server":
+		dir = tape.DirRecv
+	case "":
+		dir = inspectorGuessDir(direction, msg)
+	default:
+		return entry, answer, false, "", n(".origin", e.Origin).errorf(`expected "client" or "server", found %q`, origin)
+	}
+	if findServer {
+		server = serverInfoName(msg)
+	}
+	entry = inspectorMsg{raw: msg, plain: plain, dir: dir, at: ts}
+	resp := n(".response", e.Response)
+	if resp.absent() {
+		return entry, answer, false, server, nil
+	}
+	if direction != "request" {
+		return entry, answer, false, "", resp.errorf("expected a response only on a request entry, found one on a %s entry", direction)
+	}
+	a, plain, err := inspectorMessage(resp, s.respWS, peek)
+	if err != nil {
+		return entry, answer, false, "", err
+	}
+	d, err := ms(n(".duration", e.Duration), 0)
+	if err != nil {
+		return entry, answer, false, "", err
+	}
+	if findServer && server == "" {
+		server = serverInfoName(a)
+	}
+	back := tape.DirRecv
+	if dir == tape.DirRecv {
+		back = tape.DirSend
+	}
+	return entry, inspectorMsg{raw: a, plain: plain, dir: back, at: ts.Add(d)}, true, server, nil
+}
+
+// inspectorWord is n.str() for a direction or origin, the words the
+// export uses given without making a string of each.
+func inspectorWord(n node) (string, error) {
+	switch string(n.raw) {
+	case `"request"`:
+		return "request", nil
+	case `"response"`:
+		return "response", nil
+	case `"notification"`:
+		return "notification", nil
+	case `"client"`:
+		return "client", nil
+	case `"server"`:
+		return "server", nil
+	}
+	return n.str()
 }
 
 // inspectorMessage returns the JSON-RPC message (an object) at n, and
-// whether the Encoder takes it as it is.
-func inspectorMessage(n node, peek *tape.Peeker) ([]byte, bool, error) {
+// whether the Encoder takes it as it is; ws says whether it has white
+// space between its tokens to remove.
+func inspectorMessage(n node, ws bool, peek *tape.Peeker) ([]byte, bool, error) {
 	t := bytes.TrimSpace(n.raw)
 	if len(t) == 0 || t[0] != '{' {
 		return nil, false, n.errorf("expected a JSON-RPC message (an object), found %s", n.found())
@@ -282,7 +270,10 @@ func inspectorMessage(n node, peek *tape.Peeker) ([]byte, bool, error) {
 	// The document is valid JSON: what is left to check is the message. A
 	// message the Peeker reads as one plain JSON-RPC message is one as
 	// Classify finds it (tape.FuzzEncoderAgreesWithClassify).
-	c := compact(t)
+	c := t
+	if ws {
+		c = compact(t)
+	}
 	if h := peek.Peek(c); h.Plain && h.Kind != tape.KindInvalid {
 		return c, true, nil
 	}
