@@ -14,14 +14,15 @@ package export
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/tidwall/gjson"
 
@@ -63,6 +64,7 @@ type harPostData struct {
 	MimeType string  `json:"mimeType"`
 	Params   []harNV `json:"params"`
 	Text     string  `json:"text"`
+	body     harText // Text's bytes in the tape, when body.ref (Text is then "")
 }
 
 type harResponse struct {
@@ -78,9 +80,23 @@ type harResponse struct {
 }
 
 type harContent struct {
-	Size     int    `json:"size"`
-	MimeType string `json:"mimeType"`
-	Text     string `json:"text,omitempty"`
+	Size     int     `json:"size"`
+	MimeType string  `json:"mimeType"`
+	Text     string  `json:"text,omitempty"`
+	body     harText // Text's bytes in the tape, when body.ref (Text is then "")
+}
+
+// setText sets the content's text.
+func (c *harContent) setText(t harText) {
+	c.Text, c.body, c.Size = t.s, t, t.size()
+}
+
+// text is the content's text.
+func (c *harContent) text() harText {
+	if c.body.ref {
+		return c.body
+	}
+	return harString(c.Text)
 }
 
 type harTimings struct {
@@ -91,25 +107,102 @@ type harTimings struct {
 
 // HAR writes the tape as a HAR 1.2 log. Entries are held until the tape
 // is read (HAR is one JSON document in start order), so its memory grows
-// with the tape; for a very long tape prefer json or otlp.
+// with the tape's messages; their bodies are not held when the tape is a
+// regular file (they are read from it again as the entries are written).
 func HAR(w io.Writer, src Source, version string) error {
-	entries, err := harEntries(src)
+	r, err := src.Open()
 	if err != nil {
 		return err
 	}
-	return writeHAR(w, entries, version, "exported from "+src.Name+" by tapedeck export --format har")
+	defer r.Close()
+	var file *os.File
+	var lines func() (*tape.MappedLines, error)
+	if f, ok := r.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			size := st.Size()
+			open := func() (*tape.MappedLines, error) { return tape.MapLines(f, size, harWindow) }
+			if ml, err := open(); err == nil { // else the system cannot map it: bodies held
+				_ = ml.Close()
+				file, lines = f, open
+			}
+		}
+	}
+	var at io.ReaderAt
+	if file != nil {
+		at = file
+	}
+	entries, err := readHAREntries(r, src, at)
+	if err != nil {
+		return err
+	}
+	return writeHAR(w, entries, lines, version, "exported from "+src.Name+" by tapedeck export --format har")
 }
 
-// harEntries reads the tape and returns its HAR entries in start order.
+// harWindow is how much of the tape a formatter maps at a time.
+const harWindow = 64 << 20
+
+// harEntries reads the tape and returns its HAR entries in start order,
+// their bodies held.
 func harEntries(src Source) ([]*harEntry, error) {
 	r, err := src.Open()
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	h := harBuilder{x: src.Index, streams: map[int64]*harEntry{}, open: map[int]*harEntry{}}
-	if err := tape.ReadMessages(r, src.Index, src.Server, h.add); err != nil {
-		return nil, err
+	return readHAREntries(r, src, nil)
+}
+
+// readHAREntries reads the tape through r (from its start) in the index's
+// order and returns its HAR entries in start order. With file (the tape,
+// a regular file), the entries keep where their bodies are instead of the
+// bodies. As tape.ReadMessages: invalid lines are left out, and so are
+// messages written after the index was built or past where the tape now ends.
+func readHAREntries(r io.Reader, src Source, file io.ReaderAt) ([]*harEntry, error) {
+	x := src.Index
+	h := harBuilder{x: x, file: file, streams: map[int64]*harEntry{}, open: map[int]*harEntry{}}
+	mr := tape.NewMessageReader(x, r)
+	defer mr.Close()
+	var scratch []byte
+	for seq, n := 0, x.Len(); seq < n; seq++ {
+		e := x.Entry(seq)
+		if e.Kind == tape.KindInvalid {
+			continue
+		}
+		if src.Server != "" && e.Server != src.Server && e.Server != harMoreServers {
+			continue
+		}
+		raw, err := mr.At(e)
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			break // the tape is shorter than its index: it was cut since
+		}
+		if err != nil {
+			return nil, err
+		}
+		raw = raw[:harSkipBack(raw, len(raw)-1)+1] // the message, without the line's trailing blanks
+		meta, a, b := harCut(raw)
+		if e.Server == harMoreServers || e.Dir == tape.DirUnknown {
+			// The index keeps no name past its limit, and an escaped
+			// direction as unknown: read them as the tape has them.
+			if e.Server == harMoreServers {
+				e.Server = gjson.GetBytes(meta, "server").String()
+			}
+			if d := gjson.GetBytes(meta, "dir"); d.Type == gjson.String {
+				e.Dir = tape.Dir(d.String())
+			}
+		}
+		if src.Server != "" && e.Server != src.Server {
+			continue
+		}
+		var hm tape.HTTPMeta
+		if meta != nil {
+			scratch = append(append(append(scratch[:0], `{"_meta":`...), meta...), '}')
+			hm = tape.ParseHTTPMeta(scratch)
+		}
+		e.Raw = raw
+		h.addMessage(e, harMessage{raw: raw, a: a, b: b, off: e.Offset, ref: file != nil && e.Batch == 0}, hm)
+		if h.err != nil {
+			return nil, h.err
+		}
 	}
 	h.flush()
 	sort.SliceStable(h.entries, func(i, j int) bool {
@@ -126,7 +219,7 @@ func harEntries(src Source) ([]*harEntry, error) {
 // one goroutine a core (harFormatters), the chunks written in order as
 // they are ready, a few in flight: the log is as large as the tape, and
 // its bodies are most of it. TestHARWriterAgrees holds it to encoding/json.
-func writeHAR(w io.Writer, entries []*harEntry, version, comment string) error {
+func writeHAR(w io.Writer, entries []*harEntry, lines func() (*tape.MappedLines, error), version, comment string) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
 	b := append([]byte(nil), `{"log":{"version":"1.2","creator":{"name":"tapedeck","version":`...)
 	b = jsonscan.AppendQuoted(b, version, false)
@@ -137,6 +230,7 @@ func writeHAR(w io.Writer, entries []*harEntry, version, comment string) error {
 	type chunk struct {
 		from, to int
 		b        []byte
+		err      error
 		done     chan struct{}
 	}
 	// The chunks are reused, their buffers grown once: a buffer grown
@@ -158,19 +252,21 @@ func writeHAR(w io.Writer, entries []*harEntry, version, comment string) error {
 			case <-quit:
 				return
 			}
-			c.from, c.to, c.b = at, min(at+harChunk, len(entries)), c.b[:0]
+			c.from, c.to, c.b, c.err = at, min(at+harChunk, len(entries)), c.b[:0], nil
 			order <- c
 			work <- c
 		}
 	}()
 	for range harFormatters() {
 		go func() {
+			l := harLines{open: lines}
+			defer l.close()
 			for c := range work {
-				for i := c.from; i < c.to; i++ {
+				for i := c.from; i < c.to && c.err == nil; i++ {
 					if i > 0 {
 						c.b = append(c.b, ',')
 					}
-					c.b = appendHAREntry(c.b, entries[i])
+					c.b, c.err = l.appendEntry(c.b, entries[i])
 				}
 				c.done <- struct{}{}
 			}
@@ -180,7 +276,10 @@ func writeHAR(w io.Writer, entries []*harEntry, version, comment string) error {
 	for c := range order {
 		<-c.done
 		if werr == nil {
-			if _, werr = bw.Write(c.b); werr != nil {
+			if werr = c.err; werr == nil {
+				_, werr = bw.Write(c.b)
+			}
+			if werr != nil {
 				close(quit)
 			}
 		}
@@ -201,6 +300,10 @@ func writeHAR(w io.Writer, entries []*harEntry, version, comment string) error {
 	return bw.Flush()
 }
 
+// harMoreServers is the name the index gives every server past the most it
+// tells apart (tape.Index.ServersOverflow).
+const harMoreServers = "(more)"
+
 const (
 	harChunk     = 256 // entries formatted at once
 	harChunksOut = 4   // chunks in flight (formatted or being formatted, not yet written)
@@ -212,7 +315,10 @@ func harFormatters() int {
 	return min(runtime.GOMAXPROCS(0), 4)
 }
 
-func appendHAREntry(b []byte, en *harEntry) []byte {
+// appendEntry appends entry en as encoding/json writes it, its bodies read
+// from the tape where it keeps only where they are.
+func (l *harLines) appendEntry(b []byte, en *harEntry) ([]byte, error) {
+	var err error
 	b = append(b, `{"startedDateTime":`...)
 	b = jsonscan.AppendQuoted(b, en.StartedDateTime, false)
 	b = append(b, `,"time":`...)
@@ -236,7 +342,9 @@ func appendHAREntry(b []byte, en *harEntry) []byte {
 		b = append(b, `,"params":`...)
 		b = appendHARNVs(b, pd.Params)
 		b = append(b, `,"text":`...)
-		b = jsonscan.AppendQuoted(b, pd.Text, false)
+		if b, err = l.appendText(b, pd.text()); err != nil {
+			return b, err
+		}
 		b = append(b, '}')
 	}
 	b = append(b, `,"headersSize":`...)
@@ -258,9 +366,11 @@ func appendHAREntry(b []byte, en *harEntry) []byte {
 	b = strconv.AppendInt(b, int64(p.Content.Size), 10)
 	b = append(b, `,"mimeType":`...)
 	b = jsonscan.AppendQuoted(b, p.Content.MimeType, false)
-	if p.Content.Text != "" {
+	if t := p.Content.text(); t.size() > 0 {
 		b = append(b, `,"text":`...)
-		b = jsonscan.AppendQuoted(b, p.Content.Text, false)
+		if b, err = l.appendText(b, t); err != nil {
+			return b, err
+		}
 	}
 	b = append(b, `},"redirectURL":`...)
 	b = jsonscan.AppendQuoted(b, p.RedirectURL, false)
@@ -279,7 +389,7 @@ func appendHAREntry(b []byte, en *harEntry) []byte {
 		b = append(b, `,"comment":`...)
 		b = jsonscan.AppendQuoted(b, en.Comment, false)
 	}
-	return append(b, '}')
+	return append(b, '}'), nil
 }
 
 // appendHARNVs appends name/value pairs; nil is null, as encoding/json has it.
@@ -303,6 +413,8 @@ func appendHARNVs(b []byte, nvs []harNV) []byte {
 
 type harBuilder struct {
 	x        *tape.Index
+	file     io.ReaderAt // the tape, where bodies kept as refs are read again
+	err      error       // the first failure to read one
 	upstream string
 	entries  []*harEntry
 	open     map[int]*harEntry   // request seq → its entry, awaiting the answer
@@ -354,7 +466,7 @@ func (h *harBuilder) exchange(e tape.Entry, hm tape.HTTPMeta) bool {
 		// The answer to a POSTed notification or reply (202): its
 		// message is the entry opened for it.
 		if en := h.lastOpenPost(); en != nil {
-			h.finish(en, e, ex.Status, ex.Body, "text/plain")
+			h.finish(en, e, ex.Status, harString(ex.Body), "text/plain")
 			return true
 		}
 	}
@@ -365,20 +477,14 @@ func (h *harBuilder) exchange(e tape.Entry, hm tape.HTTPMeta) bool {
 		h.streams[ex.Stream] = en
 	}
 	if ex.Body != "" {
-		en.Response.Content.Text = ex.Body
-		en.Response.Content.Size = len(ex.Body)
+		en.Response.Content.setText(harString(ex.Body))
 	}
 	return true
 }
 
-func (h *harBuilder) add(m *tape.Message) error {
-	h.addMessage(m.Entry, ownedString(m.Body), m.HTTP)
-	return nil
-}
-
 // addMessage adds message e (its Raw valid only during the call), body its
 // bytes without _meta and hm its HTTP metadata.
-func (h *harBuilder) addMessage(e tape.Entry, body string, hm tape.HTTPMeta) {
+func (h *harBuilder) addMessage(e tape.Entry, body harMessage, hm tape.HTTPMeta) {
 	switch {
 	case e.Kind == tape.KindLifecycle && e.Method == tape.MethodStart:
 		if u := gjson.GetBytes(e.Raw, "params.upstream"); u.Exists() {
@@ -394,13 +500,13 @@ func (h *harBuilder) addMessage(e tape.Entry, body string, hm tape.HTTPMeta) {
 			path = "/client"
 		}
 		en := h.entry(e.Time, "POST", h.url(e, path), hm)
-		en.Request.PostData = &harPostData{MimeType: "application/json", Params: []harNV{}, Text: body}
-		en.Request.BodySize = len(body)
+		en.Request.PostData = postData(body)
+		en.Request.BodySize = len(body.raw) - (body.b - body.a)
 		en.Comment = describe(e)
 		if e.Kind == tape.KindRequest {
 			h.open[e.Seq] = en
 		} else if !hm.HTTP {
-			h.finish(en, e, 202, "", "")
+			h.finish(en, e, 202, harText{}, "")
 		} else {
 			h.open[-e.Seq-1] = en // answered by the next $http/exchange 202
 		}
@@ -417,20 +523,19 @@ func (h *harBuilder) addMessage(e tape.Entry, body string, hm tape.HTTPMeta) {
 		}
 		if hm.SSE {
 			en.Response.Content.MimeType = "text/event-stream"
-			en.Response.Content.Text += sseEvent(hm.Event, body)
+			h.addEvent(en, hm, body)
 			if hm.Stream != 0 {
 				h.streams[hm.Stream] = en
 			}
-			h.finish(en, e, status, en.Response.Content.Text, "text/event-stream")
+			h.finish(en, e, status, en.Response.Content.text(), "text/event-stream")
 			return
 		}
-		h.finish(en, e, status, body, "application/json")
+		h.finish(en, e, status, body.text(), "application/json")
 	default:
 		// A server message on a stream: a notification or the server's own
 		// request, on the POST's stream or the GET stream.
 		if en := h.streams[hm.Stream]; hm.HTTP && en != nil {
-			en.Response.Content.Text += sseEvent(hm.Event, body)
-			en.Response.Content.Size = len(en.Response.Content.Text)
+			h.addEvent(en, hm, body)
 			return
 		}
 		if hm.HTTP {
@@ -439,7 +544,7 @@ func (h *harBuilder) addMessage(e tape.Entry, body string, hm tape.HTTPMeta) {
 			for _, en := range h.open {
 				if en.Response.Content.MimeType == "application/json" && hm.Stream != 0 {
 					en.Response.Content.MimeType = "text/event-stream"
-					en.Response.Content.Text += sseEvent(hm.Event, body)
+					h.addEvent(en, hm, body)
 					h.streams[hm.Stream] = en
 					return
 				}
@@ -447,12 +552,12 @@ func (h *harBuilder) addMessage(e tape.Entry, body string, hm tape.HTTPMeta) {
 		}
 		en := h.entry(e.Time, "POST", h.url(e, "/client"), hm)
 		en.Comment = describe(e) + " (server to client)"
-		en.Request.PostData = &harPostData{MimeType: "application/json", Params: []harNV{}, Text: body}
-		en.Request.BodySize = len(body)
+		en.Request.PostData = postData(body)
+		en.Request.BodySize = len(body.raw) - (body.b - body.a)
 		if e.Kind == tape.KindRequest {
 			h.open[e.Seq] = en
 		} else {
-			h.finish(en, e, 202, "", "")
+			h.finish(en, e, 202, harText{}, "")
 		}
 	}
 }
@@ -475,14 +580,37 @@ func (h *harBuilder) lastOpenPost() *harEntry {
 	return out
 }
 
-func (h *harBuilder) finish(en *harEntry, e tape.Entry, status int, text, mime string) {
+// postData is a POST's body.
+func postData(body harMessage) *harPostData {
+	pd := &harPostData{MimeType: "application/json", Params: []harNV{}, body: body.text()}
+	pd.Text = pd.body.s
+	return pd
+}
+
+// text is the POST's body.
+func (pd *harPostData) text() harText {
+	if pd.body.ref {
+		return pd.body
+	}
+	return harString(pd.Text)
+}
+
+// addEvent appends message body to en's response as an SSE event.
+func (h *harBuilder) addEvent(en *harEntry, hm tape.HTTPMeta, body harMessage) {
+	text, err := readText(h.file, en.Response.Content.text())
+	if err != nil && h.err == nil {
+		h.err = err
+	}
+	en.Response.Content.setText(harString(text + sseEvent(hm.Event, body.String())))
+}
+
+func (h *harBuilder) finish(en *harEntry, e tape.Entry, status int, text harText, mime string) {
 	en.Response.Status, en.Response.StatusText = status, statusText(status)
 	if mime != "" {
 		en.Response.Content.MimeType = mime
 	}
-	en.Response.Content.Text = text
-	en.Response.Content.Size = len(text)
-	en.Response.BodySize = len(text)
+	en.Response.Content.setText(text)
+	en.Response.BodySize = text.size()
 	if !e.Time.IsZero() && !en.start.IsZero() {
 		ms := float64(e.Time.Sub(en.start)) / float64(time.Millisecond)
 		en.Time, en.Timings.Wait = ms, ms
@@ -496,15 +624,6 @@ func (h *harBuilder) flush() {
 			en.Comment += " (no answer on the tape)"
 		}
 	}
-}
-
-// ownedString is b as a string without a copy: b is a Message's Body (a
-// copy the caller owns), which nothing writes to after.
-func ownedString(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(&b[0], len(b))
 }
 
 func sseEvent(id, data string) string {

@@ -1,0 +1,164 @@
+package export
+
+import (
+	"bytes"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tapedeck/tapedeck/tape"
+	"github.com/tapedeck/tapedeck/tape/jsonscan"
+)
+
+// HAR of a tape on disk keeps where its bodies are and reads them again
+// as it writes the entries: its output is the log of the entries with
+// their bodies held (which TestHARWriterAgrees holds to encoding/json),
+// on every fixture tape.
+func TestHARRefsAgree(t *testing.T) {
+	refs := 0
+	for _, src := range fixtureSources(t) {
+		entries, err := harEntries(src)
+		if err != nil {
+			t.Fatalf("%s: %v", src.Name, err)
+		}
+		var want, got bytes.Buffer
+		if err := writeHAR(&want, entries, nil, "v", "exported from "+src.Name+" by tapedeck export --format har"); err != nil {
+			t.Fatal(err)
+		}
+		if err := HAR(&got, src, "v"); err != nil {
+			t.Fatalf("%s: %v", src.Name, err)
+		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			i := 0
+			for i < want.Len() && i < got.Len() && want.Bytes()[i] == got.Bytes()[i] {
+				i++
+			}
+			t.Fatalf("%s: HAR with its bodies read from the tape differs at byte %d:\nexpected …%s\nfound    …%s", src.Name, i, want.Bytes()[max(0, i-80):min(want.Len(), i+80)], got.Bytes()[max(0, i-80):min(got.Len(), i+80)])
+		}
+		// The entries HAR wrote kept refs, not bodies.
+		r, err := src.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept, err := readHAREntries(r, src, r.(*os.File))
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, en := range kept {
+			if pd := en.Request.PostData; pd != nil && pd.body.ref {
+				refs++
+				if pd.Text != "" {
+					t.Fatalf("%s: a body kept as a ref and as text %q", src.Name, pd.Text)
+				}
+			}
+		}
+	}
+	if refs < 3000/2 {
+		t.Fatalf("expected the requests' bodies kept as refs (at least the realistic tape's 1500), found %d", refs)
+	}
+}
+
+// A tape cut shorter after HAR read it: the bodies it reads again are not
+// there, and HAR says so instead of writing what is not on the tape.
+func TestHARTapeChanged(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	if _, err := tape.WriteSynth(path, tape.SynthOptions{Messages: 50, Seed: 3, Profile: tape.SynthRealistic}); err != nil {
+		t.Fatal(err)
+	}
+	x, err := tape.OpenIndex(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	entries, err := readHAREntries(f, Source{Name: "t", Index: x}, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := f.Stat()
+	if err := os.Truncate(path, st.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+	g, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	st, _ = g.Stat()
+	lines := func() (*tape.MappedLines, error) { return tape.MapLines(g, st.Size(), harWindow) }
+	err = writeHAR(&bytes.Buffer{}, entries, lines, "v", "")
+	if err == nil || !strings.Contains(err.Error(), "read the message at byte") {
+		t.Fatalf("expected an error reading a body past the tape's new end, found %v", err)
+	}
+}
+
+// appendHAREscaped escapes as jsonscan.AppendQuoted (held to
+// encoding/json) does without HTML escaping, and so does harCut's body
+// split in two.
+func TestHAREscapedAgrees(t *testing.T) {
+	cases := []string{"", "plain", `a"b\c`, "\x00\x1f\t\n\r\b\f", "é€😀", "\u2028x\u2029", "\xff\xfe", "ab\xe2\x80", "\xe2\x80\xa8", "<&>", strings.Repeat("abc\"", 40)}
+	rng := rand.New(rand.NewSource(1))
+	alphabet := []byte("ab \"\\\x00\x7f\xc3\xa9\xe2\x80\xa8\xf0\x9f\x98\x80\xff<")
+	for range 2000 {
+		b := make([]byte, rng.Intn(40))
+		for i := range b {
+			b[i] = alphabet[rng.Intn(len(alphabet))]
+		}
+		cases = append(cases, string(b))
+	}
+	for _, c := range cases {
+		want := jsonscan.AppendQuoted(nil, c, false)
+		got := append(appendHAREscaped([]byte{'"'}, []byte(c)), '"')
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%q: expected %s, found %s", c, want, got)
+		}
+	}
+}
+
+// harCut cuts what tape.StripMeta cuts and finds what tape.RecordMeta
+// finds, wherever the record's _meta sits.
+func TestHARCut(t *testing.T) {
+	lines := []string{
+		`{"jsonrpc":"2.0","id":1,"result":{},"_meta":{"dir":"recv"}}`,
+		`{"_meta":{"dir":"send"},"jsonrpc":"2.0","id":1,"method":"x"}`,
+		`{ "_meta" : {"dir":"send"} , "id":1}`,
+		`{"id":1 ,  "_meta":{"a":1}  }`,
+		`{"_meta":{"own":1},"id":2,"_tapedeck":{"dir":"recv"}}`,
+		`{"_tapedeck":{"dir":"recv"},"_meta":{"own":1}}`,
+		`{"_meta":{"x":1}}`,
+		`{"id":1}`,
+		`{"a":"_meta\":","_meta":{}}`,
+		`{"_meta":1,"_meta":{"dir":"send"}}`,
+	}
+	var raws [][]byte
+	for _, l := range lines {
+		raws = append(raws, []byte(l))
+	}
+	for _, src := range fixtureSources(t) { // and every message of the fixture tapes
+		for i := range src.Index.Len() {
+			m, err := src.Index.Message(i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raws = append(raws, m.Raw)
+		}
+	}
+	for _, raw := range raws {
+		l := string(raw)
+		meta, a, b := harCut(raw)
+		if want := tape.RecordMeta(raw); !bytes.Equal(meta, want) {
+			t.Fatalf("%s: meta %s, expected %s", l, meta, want)
+		}
+		got := string(raw[:a]) + string(raw[b:])
+		if want := string(tape.StripMeta(raw)); got != want {
+			t.Fatalf("%s: body %s, expected %s", l, got, want)
+		}
+	}
+}
