@@ -15,10 +15,10 @@ package export
 import (
 	"bufio"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -262,6 +262,16 @@ func writeHAR(w io.Writer, entries []*harEntry, lines func() (*tape.MappedLines,
 			l := harLines{open: lines}
 			defer l.close()
 			for c := range work {
+				// Grown once to about what the chunk takes: growing it
+				// as it fills copied the bodies again.
+				need := 0
+				for _, en := range entries[c.from:c.to] {
+					need += harEntryBase + en.Response.Content.Size + len(en.Comment)
+					if pd := en.Request.PostData; pd != nil {
+						need += pd.text().size()
+					}
+				}
+				c.b = slices.Grow(c.b, need+need/8)
 				for i := c.from; i < c.to && c.err == nil; i++ {
 					if i > 0 {
 						c.b = append(c.b, ',')
@@ -303,6 +313,9 @@ func writeHAR(w io.Writer, entries []*harEntry, lines func() (*tape.MappedLines,
 // harMoreServers is the name the index gives every server past the most it
 // tells apart (tape.Index.ServersOverflow).
 const harMoreServers = "(more)"
+
+// harEntryBase is about what an entry takes besides its bodies.
+const harEntryBase = 640
 
 const (
 	harChunk     = 256 // entries formatted at once
@@ -417,8 +430,9 @@ type harBuilder struct {
 	err      error       // the first failure to read one
 	upstream string
 	entries  []*harEntry
-	open     map[int]*harEntry   // request seq → its entry, awaiting the answer
-	streams  map[int64]*harEntry // SSE stream number → the entry carrying it
+	open     map[int]*harEntry    // request seq → its entry, awaiting the answer
+	streams  map[int64]*harEntry  // SSE stream number → the entry carrying it
+	urls     map[[2]string]string // server and path → its stdio:// URL
 	n        int
 }
 
@@ -426,7 +440,16 @@ func (h *harBuilder) url(e tape.Entry, path string) string {
 	if h.upstream != "" {
 		return h.upstream
 	}
-	return "stdio://" + urlName(e.Server) + path
+	k := [2]string{e.Server, path}
+	u, ok := h.urls[k]
+	if !ok {
+		if h.urls == nil {
+			h.urls = map[[2]string]string{}
+		}
+		u = "stdio://" + urlName(e.Server) + path
+		h.urls[k] = u
+	}
+	return u
 }
 
 func urlName(s string) string {
@@ -631,8 +654,7 @@ func sseEvent(id, data string) string {
 }
 
 func describe(e tape.Entry) string {
-	s := fmt.Sprintf("#%d %s %s", e.Seq, e.Kind, e.Method)
-	return strings.TrimSpace(s)
+	return strings.TrimSpace("#" + strconv.Itoa(e.Seq) + " " + e.Kind.String() + " " + e.Method)
 }
 
 func statusText(code int) string {

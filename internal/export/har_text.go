@@ -1,6 +1,7 @@
 package export
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"unicode/utf8"
@@ -181,12 +182,20 @@ var harPlain = func() (t [256]bool) {
 // appendHAREscaped appends s escaped as encoding/json escapes a string's
 // contents (jsonscan.AppendQuoted without HTML escaping, without the
 // quotes): runs of bytes that need nothing are copied at once, found
-// through a table, with well-formed UTF-8 (but U+2028 and U+2029) in them.
+// a word at a time and through a table, with well-formed UTF-8 (but U+2028 and U+2029) in them.
 func appendHAREscaped(dst, s []byte) []byte {
 	start := 0
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	for i := 0; i < len(s); {
-		for i+4 <= len(s) && harPlain[s[i]] && harPlain[s[i+1]] && harPlain[s[i+2]] && harPlain[s[i+3]] {
-			i += 4
+		// Eight bytes at a time while none is '"', '\\', a control byte
+		// or non-ASCII, then a byte at a time through the table.
+		for i+8 <= len(s) {
+			w := binary.LittleEndian.Uint64(s[i:])
+			q, bs := w^(ones*'"'), w^(ones*'\\')
+			if ((q-ones)&^q|(bs-ones)&^bs|(w-ones*0x20)&^w|w)&highs != 0 {
+				break
+			}
+			i += 8
 		}
 		for i < len(s) && harPlain[s[i]] {
 			i++
