@@ -41,6 +41,7 @@ type harEntry struct {
 	Comment         string      `json:"comment,omitempty"`
 	start           time.Time
 	order           int
+	startLater      bool // StartedDateTime is start's, formatted as the entry is written
 }
 
 type harNV struct {
@@ -149,7 +150,11 @@ func harEntries(src Source) ([]*harEntry, error) {
 		return nil, err
 	}
 	defer r.Close()
-	return readHAREntries(r, src, nil)
+	entries, err := readHAREntries(r, src, nil)
+	for _, en := range entries {
+		en.StartedDateTime, en.startLater = en.start.UTC().Format(time.RFC3339Nano), false
+	}
+	return entries, err
 }
 
 // readHAREntries reads the tape through r (from its start) in the index's
@@ -194,7 +199,7 @@ func readHAREntries(r io.Reader, src Source, file io.ReaderAt) ([]*harEntry, err
 			continue
 		}
 		var hm tape.HTTPMeta
-		if meta != nil {
+		if meta != nil && !stdioMeta(meta) {
 			scratch = append(append(append(scratch[:0], `{"_meta":`...), meta...), '}')
 			hm = tape.ParseHTTPMeta(scratch)
 		}
@@ -333,7 +338,14 @@ func harFormatters() int {
 func (l *harLines) appendEntry(b []byte, en *harEntry) ([]byte, error) {
 	var err error
 	b = append(b, `{"startedDateTime":`...)
-	b = jsonscan.AppendQuoted(b, en.StartedDateTime, false)
+	if en.startLater {
+		// RFC 3339 has nothing a JSON string escapes.
+		b = append(b, '"')
+		b = en.start.UTC().AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	} else {
+		b = jsonscan.AppendQuoted(b, en.StartedDateTime, false)
+	}
 	b = append(b, `,"time":`...)
 	b = appendJSONFloat(b, en.Time)
 	q := &en.Request
@@ -462,7 +474,7 @@ func urlName(s string) string {
 func (h *harBuilder) entry(start time.Time, method, url string, hm tape.HTTPMeta) *harEntry {
 	h.n++
 	en := &harEntry{start: start, order: h.n}
-	en.StartedDateTime = start.UTC().Format(time.RFC3339Nano)
+	en.startLater = true
 	en.Request = harRequest{Method: method, URL: url, HTTPVersion: "HTTP/1.1", Cookies: []harNV{}, Headers: []harNV{}, QueryString: []harNV{}, HeadersSize: -1, BodySize: 0}
 	en.Response = harResponse{Status: 0, HTTPVersion: "HTTP/1.1", Cookies: []harNV{}, Headers: []harNV{}, HeadersSize: -1, BodySize: -1, Content: harContent{MimeType: "application/json"}}
 	for _, kv := range []harNV{{"Mcp-Session-Id", hm.Session}, {"MCP-Protocol-Version", hm.Protocol}, {"Mcp-Method", hm.MCPMethod}, {"Mcp-Name", hm.MCPName}} {

@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -156,9 +157,30 @@ func TestHARCut(t *testing.T) {
 		if want := tape.RecordMeta(raw); !bytes.Equal(meta, want) {
 			t.Fatalf("%s: meta %s, expected %s", l, meta, want)
 		}
+		if meta != nil && stdioMeta(meta) && !reflect.DeepEqual(tape.ParseHTTPMeta(raw), tape.HTTPMeta{}) {
+			t.Fatalf("%s: taken for a stdio record, but it has HTTP metadata %+v", l, tape.ParseHTTPMeta(raw))
+		}
 		got := string(raw[:a]) + string(raw[b:])
 		if want := string(tape.StripMeta(raw)); got != want {
 			t.Fatalf("%s: body %s, expected %s", l, got, want)
+		}
+	}
+}
+
+// stdioMeta takes only a stdio record's three members for one.
+func TestHARStdioMeta(t *testing.T) {
+	for meta, want := range map[string]bool{
+		`{"dir":"send","server":"s","ts":"2026-01-01T00:00:00Z"}`:                  true,
+		`{"dir":"send","server":"","ts":""}`:                                       true,
+		`{"dir":"send","server":"s","ts":"t","transport":"http"}`:                  false,
+		`{"dir":"send","server":"s\"","ts":"t"}`:                                   false,
+		`{"dir":"send","server":"s","ts":"t"} `:                                    false,
+		`{"dir":"send","transport":"http","server":"s","ts":"t"}`:                  false,
+		`{"dir":"send","server":"s","ts":"t","session":"x","protocolVersion":"1"}`: false,
+		`{"dir":"send","server":"s"}`:                                              false,
+	} {
+		if got := stdioMeta([]byte(meta)); got != want {
+			t.Fatalf("stdioMeta(%s) = %v, expected %v", meta, got, want)
 		}
 	}
 }

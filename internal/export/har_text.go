@@ -1,6 +1,7 @@
 package export
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -227,4 +228,24 @@ func appendHAREscaped(dst, s []byte) []byte {
 		start = i
 	}
 	return append(dst, s[start:]...)
+}
+
+// stdioMeta reports whether meta is exactly {"dir":"…","server":"…","ts":"…"}
+// (strings without escapes), a stdio record's metadata, which holds no
+// HTTP metadata (tape.ParseHTTPMeta would find none): most records of a
+// stdio tape, which are then not scanned again.
+func stdioMeta(meta []byte) bool {
+	rest := meta
+	for _, key := range []string{`{"dir":"`, `,"server":"`, `,"ts":"`} {
+		if len(rest) < len(key) || string(rest[:len(key)]) != key {
+			return false
+		}
+		rest = rest[len(key):]
+		k := bytes.IndexByte(rest, '"')
+		if k < 0 || bytes.IndexByte(rest[:k], '\\') >= 0 {
+			return false
+		}
+		rest = rest[k+1:]
+	}
+	return string(rest) == "}"
 }
