@@ -19,7 +19,6 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +40,7 @@ type harEntry struct {
 	Comment         string      `json:"comment,omitempty"`
 	start           time.Time
 	order           int
+	held            int  // how many of the builder's maps hold it: it may change while they do
 	startLater      bool // StartedDateTime is start's, formatted as the entry is written
 }
 
@@ -132,15 +132,17 @@ func HAR(w io.Writer, src Source, version string) error {
 	if file != nil {
 		at = file
 	}
-	entries, err := readHAREntries(r, src, at)
-	if err != nil {
+	// The tape is read on a goroutine of its own while the formatters
+	// write the entries it has finished with.
+	produce := func(send func([]*harEntry) bool) error {
+		_, err := readHAREntries(r, src, at, send)
 		return err
 	}
-	return writeHAR(w, entries, lines, version, "exported from "+src.Name+" by tapedeck export --format har")
+	return writeHARFrom(w, produce, lines, version, "exported from "+src.Name+" by tapedeck export --format har")
 }
 
 // harWindow is how much of the tape a formatter maps at a time.
-const harWindow = 64 << 20
+const harWindow = 16 << 20
 
 // harEntries reads the tape and returns its HAR entries in start order,
 // their bodies held.
@@ -150,7 +152,7 @@ func harEntries(src Source) ([]*harEntry, error) {
 		return nil, err
 	}
 	defer r.Close()
-	entries, err := readHAREntries(r, src, nil)
+	entries, err := readHAREntries(r, src, nil, nil)
 	for _, en := range entries {
 		en.StartedDateTime, en.startLater = en.start.UTC().Format(time.RFC3339Nano), false
 	}
@@ -162,9 +164,17 @@ func harEntries(src Source) ([]*harEntry, error) {
 // a regular file), the entries keep where their bodies are instead of the
 // bodies. As tape.ReadMessages: invalid lines are left out, and so are
 // messages written after the index was built or past where the tape now ends.
-func readHAREntries(r io.Reader, src Source, file io.ReaderAt) ([]*harEntry, error) {
+//
+// With emit, the entries are handed to emit in start order as soon as
+// they are done (no message left can change them or start before them),
+// and none are returned; emit says false to stop the reading.
+func readHAREntries(r io.Reader, src Source, file io.ReaderAt, emit func([]*harEntry) bool) ([]*harEntry, error) {
 	x := src.Index
 	h := harBuilder{x: x, file: file, streams: map[int64]*harEntry{}, open: map[int]*harEntry{}}
+	var later []time.Time // later[k]: the earliest time of messages from harBlock*k on
+	if emit != nil {
+		later = harLaterTimes(x)
+	}
 	mr := tape.NewMessageReader(x, r)
 	defer mr.Close()
 	var scratch []byte
@@ -208,14 +218,21 @@ func readHAREntries(r io.Reader, src Source, file io.ReaderAt) ([]*harEntry, err
 		if h.err != nil {
 			return nil, h.err
 		}
+		if emit != nil && len(h.entries) >= h.nextTry {
+			if !h.emitDone(later, seq+1, emit) {
+				return nil, nil
+			}
+		}
 	}
 	h.flush()
-	sort.SliceStable(h.entries, func(i, j int) bool {
-		if !h.entries[i].start.Equal(h.entries[j].start) {
-			return h.entries[i].start.Before(h.entries[j].start)
+	if emit != nil {
+		for _, en := range h.entries {
+			en.held = 0 // nothing is left to change it
 		}
-		return h.entries[i].order < h.entries[j].order
-	})
+		h.emitDone(nil, x.Len(), emit)
+		return nil, nil
+	}
+	sortHAREntries(h.entries)
 	return h.entries, nil
 }
 
@@ -225,6 +242,17 @@ func readHAREntries(r io.Reader, src Source, file io.ReaderAt) ([]*harEntry, err
 // they are ready, a few in flight: the log is as large as the tape, and
 // its bodies are most of it. TestHARWriterAgrees holds it to encoding/json.
 func writeHAR(w io.Writer, entries []*harEntry, lines func() (*tape.MappedLines, error), version, comment string) error {
+	return writeHARFrom(w, func(send func([]*harEntry) bool) error {
+		send(entries)
+		return nil
+	}, lines, version, comment)
+}
+
+// writeHARFrom is writeHAR of the entries produce sends, in order, on a
+// goroutine of its own (send says false when the writing failed: produce
+// should return); produce's error is returned after what it sent before
+// is written.
+func writeHARFrom(w io.Writer, produce func(send func([]*harEntry) bool) error, lines func() (*tape.MappedLines, error), version, comment string) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
 	b := append([]byte(nil), `{"log":{"version":"1.2","creator":{"name":"tapedeck","version":`...)
 	b = jsonscan.AppendQuoted(b, version, false)
@@ -233,10 +261,11 @@ func writeHAR(w io.Writer, entries []*harEntry, lines func() (*tape.MappedLines,
 		return err
 	}
 	type chunk struct {
-		from, to int
-		b        []byte
-		err      error
-		done     chan struct{}
+		entries []*harEntry
+		first   bool // the log's first entries: no ',' before them
+		b       []byte
+		err     error
+		done    chan struct{}
 	}
 	// The chunks are reused, their buffers grown once: a buffer grown
 	// afresh for each chunk cost more than the formatting.
@@ -247,20 +276,26 @@ func writeHAR(w io.Writer, entries []*harEntry, lines func() (*tape.MappedLines,
 	work := make(chan *chunk, harChunksOut)
 	order := make(chan *chunk, harChunksOut)
 	quit := make(chan struct{})
-	go func() { // cut entries into chunks, in order
+	var perr error // produce's, read once order is closed
+	go func() {    // cut entries into chunks, in order
 		defer close(order)
 		defer close(work)
-		for at := 0; at < len(entries); at += harChunk {
-			var c *chunk
-			select {
-			case c = <-free:
-			case <-quit:
-				return
+		first := true
+		perr = produce(func(entries []*harEntry) bool {
+			for at := 0; at < len(entries); at += harChunk {
+				var c *chunk
+				select {
+				case c = <-free:
+				case <-quit:
+					return false
+				}
+				c.entries, c.first, c.b, c.err = entries[at:min(at+harChunk, len(entries))], first, c.b[:0], nil
+				first = false
+				order <- c
+				work <- c
 			}
-			c.from, c.to, c.b, c.err = at, min(at+harChunk, len(entries)), c.b[:0], nil
-			order <- c
-			work <- c
-		}
+			return true
+		})
 	}()
 	for range harFormatters() {
 		go func() {
@@ -270,18 +305,20 @@ func writeHAR(w io.Writer, entries []*harEntry, lines func() (*tape.MappedLines,
 				// Grown once to about what the chunk takes: growing it
 				// as it fills copied the bodies again.
 				need := 0
-				for _, en := range entries[c.from:c.to] {
+				for _, en := range c.entries {
 					need += harEntryBase + en.Response.Content.Size + len(en.Comment)
 					if pd := en.Request.PostData; pd != nil {
 						need += pd.text().size()
 					}
 				}
 				c.b = slices.Grow(c.b, need+need/8)
-				for i := c.from; i < c.to && c.err == nil; i++ {
-					if i > 0 {
+				for i, en := range c.entries {
+					if i > 0 || !c.first {
 						c.b = append(c.b, ',')
 					}
-					c.b, c.err = l.appendEntry(c.b, entries[i])
+					if c.b, c.err = l.appendEntry(c.b, en); c.err != nil {
+						break
+					}
 				}
 				c.done <- struct{}{}
 			}
@@ -298,10 +335,14 @@ func writeHAR(w io.Writer, entries []*harEntry, lines func() (*tape.MappedLines,
 				close(quit)
 			}
 		}
+		c.entries = nil
 		free <- c
 	}
 	if werr != nil {
 		return werr
+	}
+	if perr != nil {
+		return perr
 	}
 	b = append(b[:0], ']')
 	if comment != "" {
@@ -445,6 +486,7 @@ type harBuilder struct {
 	open     map[int]*harEntry    // request seq → its entry, awaiting the answer
 	streams  map[int64]*harEntry  // SSE stream number → the entry carrying it
 	urls     map[[2]string]string // server and path → its stdio:// URL
+	nextTry  int                  // when emitting: the entries (not yet emitted) at which to try again
 	n        int
 }
 
@@ -509,7 +551,7 @@ func (h *harBuilder) exchange(e tape.Entry, hm tape.HTTPMeta) bool {
 	en.Response.Status, en.Response.StatusText = ex.Status, statusText(ex.Status)
 	if ex.Stream != 0 {
 		en.Response.Content.MimeType = "text/event-stream"
-		h.streams[ex.Stream] = en
+		h.setStream(ex.Stream, en)
 	}
 	if ex.Body != "" {
 		en.Response.Content.setText(harString(ex.Body))
@@ -539,11 +581,11 @@ func (h *harBuilder) addMessage(e tape.Entry, body harMessage, hm tape.HTTPMeta)
 		en.Request.BodySize = len(body.raw) - (body.b - body.a)
 		en.Comment = describe(e)
 		if e.Kind == tape.KindRequest {
-			h.open[e.Seq] = en
+			h.setOpen(e.Seq, en)
 		} else if !hm.HTTP {
 			h.finish(en, e, 202, harText{}, "")
 		} else {
-			h.open[-e.Seq-1] = en // answered by the next $http/exchange 202
+			h.setOpen(-e.Seq-1, en) // answered by the next $http/exchange 202
 		}
 	case e.Kind == tape.KindResponse:
 		p := h.x.Pair(e.Seq)
@@ -551,7 +593,7 @@ func (h *harBuilder) addMessage(e tape.Entry, body harMessage, hm tape.HTTPMeta)
 		if en == nil {
 			return
 		}
-		delete(h.open, p.Partner)
+		h.unsetOpen(p.Partner)
 		status := hm.Status
 		if status == 0 {
 			status = 200
@@ -560,7 +602,7 @@ func (h *harBuilder) addMessage(e tape.Entry, body harMessage, hm tape.HTTPMeta)
 			en.Response.Content.MimeType = "text/event-stream"
 			h.addEvent(en, hm, body)
 			if hm.Stream != 0 {
-				h.streams[hm.Stream] = en
+				h.setStream(hm.Stream, en)
 			}
 			h.finish(en, e, status, en.Response.Content.text(), "text/event-stream")
 			return
@@ -580,7 +622,7 @@ func (h *harBuilder) addMessage(e tape.Entry, body harMessage, hm tape.HTTPMeta)
 				if en.Response.Content.MimeType == "application/json" && hm.Stream != 0 {
 					en.Response.Content.MimeType = "text/event-stream"
 					h.addEvent(en, hm, body)
-					h.streams[hm.Stream] = en
+					h.setStream(hm.Stream, en)
 					return
 				}
 			}
@@ -590,7 +632,7 @@ func (h *harBuilder) addMessage(e tape.Entry, body harMessage, hm tape.HTTPMeta)
 		en.Request.PostData = postData(body)
 		en.Request.BodySize = len(body.raw) - (body.b - body.a)
 		if e.Kind == tape.KindRequest {
-			h.open[e.Seq] = en
+			h.setOpen(e.Seq, en)
 		} else {
 			h.finish(en, e, 202, harText{}, "")
 		}
@@ -609,7 +651,7 @@ func (h *harBuilder) lastOpenPost() *harEntry {
 	}
 	for k, en := range h.open {
 		if en == out {
-			delete(h.open, k)
+			h.unsetOpen(k)
 		}
 	}
 	return out

@@ -43,7 +43,7 @@ func TestHARRefsAgree(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		kept, err := readHAREntries(r, src, r.(*os.File))
+		kept, err := readHAREntries(r, src, r.(*os.File), nil)
 		r.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -79,7 +79,7 @@ func TestHARTapeChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	entries, err := readHAREntries(f, Source{Name: "t", Index: x}, f)
+	entries, err := readHAREntries(f, Source{Name: "t", Index: x}, f, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
