@@ -42,6 +42,7 @@ type harEntry struct {
 	order           int
 	held            int  // how many of the builder's maps hold it: it may change while they do
 	startLater      bool // StartedDateTime is start's, formatted as the entry is written
+	unanswered      bool // a stdio request that nothing on the tape answers after it: done at once
 }
 
 type harNV struct {
@@ -581,7 +582,7 @@ func (h *harBuilder) addMessage(e tape.Entry, body harMessage, hm tape.HTTPMeta)
 		en.Request.BodySize = len(body.raw) - (body.b - body.a)
 		en.Comment = describe(e)
 		if e.Kind == tape.KindRequest {
-			h.setOpen(e.Seq, en)
+			h.openRequest(e, en, hm)
 		} else if !hm.HTTP {
 			h.finish(en, e, 202, harText{}, "")
 		} else {
@@ -632,7 +633,7 @@ func (h *harBuilder) addMessage(e tape.Entry, body harMessage, hm tape.HTTPMeta)
 		en.Request.PostData = postData(body)
 		en.Request.BodySize = len(body.raw) - (body.b - body.a)
 		if e.Kind == tape.KindRequest {
-			h.setOpen(e.Seq, en)
+			h.openRequest(e, en, hm)
 		} else {
 			h.finish(en, e, 202, harText{}, "")
 		}
@@ -697,7 +698,7 @@ func (h *harBuilder) finish(en *harEntry, e tape.Entry, status int, text harText
 // flush ends what never got an answer.
 func (h *harBuilder) flush() {
 	for _, en := range h.open {
-		if en.Response.Status == 0 {
+		if en.Response.Status == 0 && !en.unanswered {
 			en.Comment += " (no answer on the tape)"
 		}
 	}

@@ -2,6 +2,8 @@ package export
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/tapedeck/tapedeck/tape"
 	"github.com/tapedeck/tapedeck/tape/jsonscan"
+	"github.com/tapedeck/tapedeck/tape/tapetest"
 )
 
 // HAR of a tape on disk keeps where its bodies are and reads them again
@@ -182,5 +185,79 @@ func TestHARStdioMeta(t *testing.T) {
 		if got := stdioMeta([]byte(meta)); got != want {
 			t.Fatalf("stdioMeta(%s) = %v, expected %v", meta, got, want)
 		}
+	}
+}
+
+// HAR writes entries while it reads (those answered, which no message left
+// can start before), in the order of the whole tape's entries sorted at
+// the end: on a tape whose times go back now and then, answers out of
+// order and one request never answered.
+func TestHARStreamsInOrder(t *testing.T) {
+	var lines []tapetest.Line
+	const n = 3000
+	ms := func(i int) int {
+		if i%97 == 0 {
+			return i*10 - 2500 // before the 250 requests already on the tape
+		}
+		return i * 10
+	}
+	for i := range n {
+		lines = append(lines, tapetest.Line{Dir: tape.DirSend, MS: ms(i), Msg: fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"t%d"}}`, i, i)})
+		if j := i - 3; j >= 0 && j != 5 {
+			lines = append(lines, tapetest.Line{Dir: tape.DirRecv, MS: ms(i) + 1, Msg: fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"n":%d}}`, j, j)})
+		}
+	}
+	_, data := tapetest.Build(t, "s", lines...)
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	x, err := tape.OpenIndex(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	src := Source{Name: "t", Index: x, Open: func() (io.ReadCloser, error) { return os.Open(path) }}
+	all, err := harEntries(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var streamed []*harEntry
+	batches := 0
+	if _, err := readHAREntries(f, src, f, func(b []*harEntry) bool {
+		batches++
+		streamed = append(streamed, b...)
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if batches < n/harChunk {
+		t.Fatalf("expected the entries handed over as the tape is read, in %d batches or more, found %d", n/harChunk, batches)
+	}
+	if len(streamed) != len(all) {
+		t.Fatalf("expected %d entries, found %d", len(all), len(streamed))
+	}
+	for i := range all {
+		if streamed[i].order != all[i].order {
+			t.Fatalf("entry %d: expected the one made %dth (%s), found the %dth (%s)", i, all[i].order, all[i].start, streamed[i].order, streamed[i].start)
+		}
+	}
+	var want, got bytes.Buffer
+	if err := writeHAR(&want, all, nil, "v", "exported from t by tapedeck export --format har"); err != nil {
+		t.Fatal(err)
+	}
+	if err := HAR(&got, src, "v"); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Fatal("HAR written as the tape is read differs from the HAR of its entries sorted at the end")
+	}
+	if !strings.Contains(got.String(), "#7 request tools/call (no answer on the tape)") {
+		t.Fatal("expected request 5 (seq 7) without an answer")
 	}
 }

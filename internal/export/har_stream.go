@@ -31,9 +31,25 @@ func (h *harBuilder) setOpen(k int, en *harEntry) {
 	en.held++
 }
 
+// openRequest keeps request e's entry en open for its answer. A stdio
+// request that no message after it answers (none on the tape, or its
+// answer recorded before it) stays open as before (flush ends it) but is
+// done at once, its comment what flush would make it, so that it holds
+// back no entry after it.
+func (h *harBuilder) openRequest(e tape.Entry, en *harEntry, hm tape.HTTPMeta) {
+	h.setOpen(e.Seq, en)
+	if !hm.HTTP && h.x.Pair(e.Seq).Partner < e.Seq {
+		en.unanswered = true
+		en.held--
+		en.Comment += " (no answer on the tape)"
+	}
+}
+
 func (h *harBuilder) unsetOpen(k int) {
 	if en := h.open[k]; en != nil {
-		en.held--
+		if !en.unanswered {
+			en.held--
+		}
 		delete(h.open, k)
 	}
 }
