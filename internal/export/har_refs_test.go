@@ -109,9 +109,9 @@ func TestHARTapeChanged(t *testing.T) {
 func TestHAREscapedAgrees(t *testing.T) {
 	cases := []string{"", "plain", `a"b\c`, "\x00\x1f\t\n\r\b\f", "é€😀", "\u2028x\u2029", "\xff\xfe", "ab\xe2\x80", "\xe2\x80\xa8", "<&>", strings.Repeat("abc\"", 40)}
 	rng := rand.New(rand.NewSource(1))
-	alphabet := []byte("ab \"\\\x00\x7f\xc3\xa9\xe2\x80\xa8\xf0\x9f\x98\x80\xff<")
+	alphabet := []byte("abcdefghijklmnop \"\\\x00\x7f\xc3\xa9\xe2\x80\xa8\xf0\x9f\x98\x80\xff<")
 	for range 2000 {
-		b := make([]byte, rng.Intn(40))
+		b := make([]byte, rng.Intn(100))
 		for i := range b {
 			b[i] = alphabet[rng.Intn(len(alphabet))]
 		}

@@ -188,12 +188,20 @@ func appendHAREscaped(dst, s []byte) []byte {
 	start := 0
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	for i := 0; i < len(s); {
-		// Eight bytes at a time while none is '"', '\\', a control byte
+		// Sixteen, then eight bytes at a time while none is '"', '\\', a control byte
 		// or non-ASCII, then a byte at a time through the table.
+		for i+16 <= len(s) {
+			w, v := binary.LittleEndian.Uint64(s[i:]), binary.LittleEndian.Uint64(s[i+8:])
+			wq, wb, vq, vb := w^(ones*'"'), w^(ones*'\\'), v^(ones*'"'), v^(ones*'\\')
+			if ((wq-ones)&^wq|(wb-ones)&^wb|(w-ones*0x20)|w|(vq-ones)&^vq|(vb-ones)&^vb|(v-ones*0x20)|v)&highs != 0 {
+				break
+			}
+			i += 16
+		}
 		for i+8 <= len(s) {
 			w := binary.LittleEndian.Uint64(s[i:])
 			q, bs := w^(ones*'"'), w^(ones*'\\')
-			if ((q-ones)&^q|(bs-ones)&^bs|(w-ones*0x20)&^w|w)&highs != 0 {
+			if ((q-ones)&^q|(bs-ones)&^bs|(w-ones*0x20)|w)&highs != 0 {
 				break
 			}
 			i += 8
