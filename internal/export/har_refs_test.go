@@ -117,6 +117,11 @@ func TestHAREscapedAgrees(t *testing.T) {
 		}
 		cases = append(cases, string(b))
 	}
+	for at := range 40 { // one byte to escape at each place of the word loops
+		for _, special := range []string{`"`, `\`, "\x01", "\x7f", "é", "\u2028", "\xff"} {
+			cases = append(cases, strings.Repeat("a", at)+special+strings.Repeat("b", 20))
+		}
+	}
 	for _, c := range cases {
 		want := jsonscan.AppendQuoted(nil, c, false)
 		got := append(appendHAREscaped([]byte{'"'}, []byte(c)), '"')
