@@ -14,14 +14,14 @@ package export
 
 import (
 	"bufio"
-	"fmt"
+	"errors"
 	"io"
+	"os"
 	"runtime"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/tidwall/gjson"
 
@@ -40,6 +40,9 @@ type harEntry struct {
 	Comment         string      `json:"comment,omitempty"`
 	start           time.Time
 	order           int
+	held            int  // how many of the builder's maps hold it: it may change while they do
+	startLater      bool // StartedDateTime is start's, formatted as the entry is written
+	unanswered      bool // a stdio request that nothing on the tape answers after it: done at once
 }
 
 type harNV struct {
@@ -63,6 +66,7 @@ type harPostData struct {
 	MimeType string  `json:"mimeType"`
 	Params   []harNV `json:"params"`
 	Text     string  `json:"text"`
+	body     harText // Text's bytes in the tape, when body.ref (Text is then "")
 }
 
 type harResponse struct {
@@ -78,9 +82,23 @@ type harResponse struct {
 }
 
 type harContent struct {
-	Size     int    `json:"size"`
-	MimeType string `json:"mimeType"`
-	Text     string `json:"text,omitempty"`
+	Size     int     `json:"size"`
+	MimeType string  `json:"mimeType"`
+	Text     string  `json:"text,omitempty"`
+	body     harText // Text's bytes in the tape, when body.ref (Text is then "")
+}
+
+// setText sets the content's text.
+func (c *harContent) setText(t harText) {
+	c.Text, c.body, c.Size = t.s, t, t.size()
+}
+
+// text is the content's text.
+func (c *harContent) text() harText {
+	if c.body.ref {
+		return c.body
+	}
+	return harString(c.Text)
 }
 
 type harTimings struct {
@@ -91,33 +109,131 @@ type harTimings struct {
 
 // HAR writes the tape as a HAR 1.2 log. Entries are held until the tape
 // is read (HAR is one JSON document in start order), so its memory grows
-// with the tape; for a very long tape prefer json or otlp.
+// with the tape's messages; their bodies are not held when the tape is a
+// regular file (they are read from it again as the entries are written).
 func HAR(w io.Writer, src Source, version string) error {
-	entries, err := harEntries(src)
+	r, err := src.Open()
 	if err != nil {
 		return err
 	}
-	return writeHAR(w, entries, version, "exported from "+src.Name+" by tapedeck export --format har")
+	defer r.Close()
+	var file *os.File
+	var lines func() (*tape.MappedLines, error)
+	if f, ok := r.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			size := st.Size()
+			open := func() (*tape.MappedLines, error) { return tape.MapLines(f, size, harWindow) }
+			if ml, err := open(); err == nil { // else the system cannot map it: bodies held
+				_ = ml.Close()
+				file, lines = f, open
+			}
+		}
+	}
+	var at io.ReaderAt
+	if file != nil {
+		at = file
+	}
+	// The tape is read on a goroutine of its own while the formatters
+	// write the entries it has finished with.
+	produce := func(send func([]*harEntry) bool) error {
+		_, err := readHAREntries(r, src, at, send)
+		return err
+	}
+	return writeHARFrom(w, produce, lines, version, "exported from "+src.Name+" by tapedeck export --format har")
 }
 
-// harEntries reads the tape and returns its HAR entries in start order.
+// harWindow is how much of the tape a formatter maps at a time.
+const harWindow = 16 << 20
+
+// harEntries reads the tape and returns its HAR entries in start order,
+// their bodies held.
 func harEntries(src Source) ([]*harEntry, error) {
 	r, err := src.Open()
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	h := harBuilder{x: src.Index, streams: map[int64]*harEntry{}, open: map[int]*harEntry{}}
-	if err := tape.ReadMessages(r, src.Index, src.Server, h.add); err != nil {
-		return nil, err
+	entries, err := readHAREntries(r, src, nil, nil)
+	for _, en := range entries {
+		en.StartedDateTime, en.startLater = en.start.UTC().Format(time.RFC3339Nano), false
+	}
+	return entries, err
+}
+
+// readHAREntries reads the tape through r (from its start) in the index's
+// order and returns its HAR entries in start order. With file (the tape,
+// a regular file), the entries keep where their bodies are instead of the
+// bodies. As tape.ReadMessages: invalid lines are left out, and so are
+// messages written after the index was built or past where the tape now ends.
+//
+// With emit, the entries are handed to emit in start order as soon as
+// they are done (no message left can change them or start before them),
+// and none are returned; emit says false to stop the reading.
+func readHAREntries(r io.Reader, src Source, file io.ReaderAt, emit func([]*harEntry) bool) ([]*harEntry, error) {
+	x := src.Index
+	h := harBuilder{x: x, file: file, streams: map[int64]*harEntry{}, open: map[int]*harEntry{}}
+	var later []time.Time // later[k]: the earliest time of messages from harBlock*k on
+	if emit != nil {
+		later = harLaterTimes(x)
+	}
+	mr := tape.NewMessageReader(x, r)
+	defer mr.Close()
+	var scratch []byte
+	for seq, n := 0, x.Len(); seq < n; seq++ {
+		e := x.Entry(seq)
+		if e.Kind == tape.KindInvalid {
+			continue
+		}
+		if src.Server != "" && e.Server != src.Server && e.Server != harMoreServers {
+			continue
+		}
+		raw, err := mr.At(e)
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			break // the tape is shorter than its index: it was cut since
+		}
+		if err != nil {
+			return nil, err
+		}
+		raw = raw[:harSkipBack(raw, len(raw)-1)+1] // the message, without the line's trailing blanks
+		meta, a, b := harCut(raw)
+		if e.Server == harMoreServers || e.Dir == tape.DirUnknown {
+			// The index keeps no name past its limit, and an escaped
+			// direction as unknown: read them as the tape has them.
+			if e.Server == harMoreServers {
+				e.Server = gjson.GetBytes(meta, "server").String()
+			}
+			if d := gjson.GetBytes(meta, "dir"); d.Type == gjson.String {
+				e.Dir = tape.Dir(d.String())
+			}
+		}
+		if src.Server != "" && e.Server != src.Server {
+			continue
+		}
+		var hm tape.HTTPMeta
+		if meta != nil && !stdioMeta(meta) {
+			scratch = append(append(append(scratch[:0], `{"_meta":`...), meta...), '}')
+			hm = tape.ParseHTTPMeta(scratch)
+		}
+		e.Raw = raw
+		h.addMessage(e, harMessage{raw: raw, a: a, b: b, off: e.Offset, ref: file != nil && e.Batch == 0}, hm)
+		if h.err != nil {
+			return nil, h.err
+		}
+		if emit != nil && len(h.entries) >= h.nextTry {
+			if !h.emitDone(later, seq+1, emit) {
+				return nil, nil
+			}
+		}
 	}
 	h.flush()
-	sort.SliceStable(h.entries, func(i, j int) bool {
-		if !h.entries[i].start.Equal(h.entries[j].start) {
-			return h.entries[i].start.Before(h.entries[j].start)
+	if emit != nil {
+		for _, en := range h.entries {
+			en.held = 0 // nothing is left to change it
 		}
-		return h.entries[i].order < h.entries[j].order
-	})
+		h.emitDone(nil, x.Len(), emit)
+		return nil, nil
+	}
+	sortHAREntries(h.entries)
 	return h.entries, nil
 }
 
@@ -126,7 +242,18 @@ func harEntries(src Source) ([]*harEntry, error) {
 // one goroutine a core (harFormatters), the chunks written in order as
 // they are ready, a few in flight: the log is as large as the tape, and
 // its bodies are most of it. TestHARWriterAgrees holds it to encoding/json.
-func writeHAR(w io.Writer, entries []*harEntry, version, comment string) error {
+func writeHAR(w io.Writer, entries []*harEntry, lines func() (*tape.MappedLines, error), version, comment string) error {
+	return writeHARFrom(w, func(send func([]*harEntry) bool) error {
+		send(entries)
+		return nil
+	}, lines, version, comment)
+}
+
+// writeHARFrom is writeHAR of the entries produce sends, in order, on a
+// goroutine of its own (send says false when the writing failed: produce
+// should return); produce's error is returned after what it sent before
+// is written.
+func writeHARFrom(w io.Writer, produce func(send func([]*harEntry) bool) error, lines func() (*tape.MappedLines, error), version, comment string) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
 	b := append([]byte(nil), `{"log":{"version":"1.2","creator":{"name":"tapedeck","version":`...)
 	b = jsonscan.AppendQuoted(b, version, false)
@@ -135,9 +262,11 @@ func writeHAR(w io.Writer, entries []*harEntry, version, comment string) error {
 		return err
 	}
 	type chunk struct {
-		from, to int
-		b        []byte
-		done     chan struct{}
+		entries []*harEntry
+		first   bool // the log's first entries: no ',' before them
+		b       []byte
+		err     error
+		done    chan struct{}
 	}
 	// The chunks are reused, their buffers grown once: a buffer grown
 	// afresh for each chunk cost more than the formatting.
@@ -148,29 +277,49 @@ func writeHAR(w io.Writer, entries []*harEntry, version, comment string) error {
 	work := make(chan *chunk, harChunksOut)
 	order := make(chan *chunk, harChunksOut)
 	quit := make(chan struct{})
-	go func() { // cut entries into chunks, in order
+	var perr error // produce's, read once order is closed
+	go func() {    // cut entries into chunks, in order
 		defer close(order)
 		defer close(work)
-		for at := 0; at < len(entries); at += harChunk {
-			var c *chunk
-			select {
-			case c = <-free:
-			case <-quit:
-				return
+		first := true
+		perr = produce(func(entries []*harEntry) bool {
+			for at := 0; at < len(entries); at += harChunk {
+				var c *chunk
+				select {
+				case c = <-free:
+				case <-quit:
+					return false
+				}
+				c.entries, c.first, c.b, c.err = entries[at:min(at+harChunk, len(entries))], first, c.b[:0], nil
+				first = false
+				order <- c
+				work <- c
 			}
-			c.from, c.to, c.b = at, min(at+harChunk, len(entries)), c.b[:0]
-			order <- c
-			work <- c
-		}
+			return true
+		})
 	}()
 	for range harFormatters() {
 		go func() {
+			l := harLines{open: lines}
+			defer l.close()
 			for c := range work {
-				for i := c.from; i < c.to; i++ {
-					if i > 0 {
+				// Grown once to about what the chunk takes: growing it
+				// as it fills copied the bodies again.
+				need := 0
+				for _, en := range c.entries {
+					need += harEntryBase + en.Response.Content.Size + len(en.Comment)
+					if pd := en.Request.PostData; pd != nil {
+						need += pd.text().size()
+					}
+				}
+				c.b = slices.Grow(c.b, need+need/8)
+				for i, en := range c.entries {
+					if i > 0 || !c.first {
 						c.b = append(c.b, ',')
 					}
-					c.b = appendHAREntry(c.b, entries[i])
+					if c.b, c.err = l.appendEntry(c.b, en); c.err != nil {
+						break
+					}
 				}
 				c.done <- struct{}{}
 			}
@@ -180,14 +329,21 @@ func writeHAR(w io.Writer, entries []*harEntry, version, comment string) error {
 	for c := range order {
 		<-c.done
 		if werr == nil {
-			if _, werr = bw.Write(c.b); werr != nil {
+			if werr = c.err; werr == nil {
+				_, werr = bw.Write(c.b)
+			}
+			if werr != nil {
 				close(quit)
 			}
 		}
+		c.entries = nil
 		free <- c
 	}
 	if werr != nil {
 		return werr
+	}
+	if perr != nil {
+		return perr
 	}
 	b = append(b[:0], ']')
 	if comment != "" {
@@ -201,6 +357,13 @@ func writeHAR(w io.Writer, entries []*harEntry, version, comment string) error {
 	return bw.Flush()
 }
 
+// harMoreServers is the name the index gives every server past the most it
+// tells apart (tape.Index.ServersOverflow).
+const harMoreServers = "(more)"
+
+// harEntryBase is about what an entry takes besides its bodies.
+const harEntryBase = 640
+
 const (
 	harChunk     = 256 // entries formatted at once
 	harChunksOut = 4   // chunks in flight (formatted or being formatted, not yet written)
@@ -212,9 +375,19 @@ func harFormatters() int {
 	return min(runtime.GOMAXPROCS(0), 4)
 }
 
-func appendHAREntry(b []byte, en *harEntry) []byte {
+// appendEntry appends entry en as encoding/json writes it, its bodies read
+// from the tape where it keeps only where they are.
+func (l *harLines) appendEntry(b []byte, en *harEntry) ([]byte, error) {
+	var err error
 	b = append(b, `{"startedDateTime":`...)
-	b = jsonscan.AppendQuoted(b, en.StartedDateTime, false)
+	if en.startLater {
+		// RFC 3339 has nothing a JSON string escapes.
+		b = append(b, '"')
+		b = en.start.UTC().AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	} else {
+		b = jsonscan.AppendQuoted(b, en.StartedDateTime, false)
+	}
 	b = append(b, `,"time":`...)
 	b = appendJSONFloat(b, en.Time)
 	q := &en.Request
@@ -236,7 +409,9 @@ func appendHAREntry(b []byte, en *harEntry) []byte {
 		b = append(b, `,"params":`...)
 		b = appendHARNVs(b, pd.Params)
 		b = append(b, `,"text":`...)
-		b = jsonscan.AppendQuoted(b, pd.Text, false)
+		if b, err = l.appendText(b, pd.text()); err != nil {
+			return b, err
+		}
 		b = append(b, '}')
 	}
 	b = append(b, `,"headersSize":`...)
@@ -258,9 +433,11 @@ func appendHAREntry(b []byte, en *harEntry) []byte {
 	b = strconv.AppendInt(b, int64(p.Content.Size), 10)
 	b = append(b, `,"mimeType":`...)
 	b = jsonscan.AppendQuoted(b, p.Content.MimeType, false)
-	if p.Content.Text != "" {
+	if t := p.Content.text(); t.size() > 0 {
 		b = append(b, `,"text":`...)
-		b = jsonscan.AppendQuoted(b, p.Content.Text, false)
+		if b, err = l.appendText(b, t); err != nil {
+			return b, err
+		}
 	}
 	b = append(b, `},"redirectURL":`...)
 	b = jsonscan.AppendQuoted(b, p.RedirectURL, false)
@@ -279,7 +456,7 @@ func appendHAREntry(b []byte, en *harEntry) []byte {
 		b = append(b, `,"comment":`...)
 		b = jsonscan.AppendQuoted(b, en.Comment, false)
 	}
-	return append(b, '}')
+	return append(b, '}'), nil
 }
 
 // appendHARNVs appends name/value pairs; nil is null, as encoding/json has it.
@@ -303,10 +480,14 @@ func appendHARNVs(b []byte, nvs []harNV) []byte {
 
 type harBuilder struct {
 	x        *tape.Index
+	file     io.ReaderAt // the tape, where bodies kept as refs are read again
+	err      error       // the first failure to read one
 	upstream string
 	entries  []*harEntry
-	open     map[int]*harEntry   // request seq → its entry, awaiting the answer
-	streams  map[int64]*harEntry // SSE stream number → the entry carrying it
+	open     map[int]*harEntry    // request seq → its entry, awaiting the answer
+	streams  map[int64]*harEntry  // SSE stream number → the entry carrying it
+	urls     map[[2]string]string // server and path → its stdio:// URL
+	nextTry  int                  // when emitting: the entries (not yet emitted) at which to try again
 	n        int
 }
 
@@ -314,7 +495,16 @@ func (h *harBuilder) url(e tape.Entry, path string) string {
 	if h.upstream != "" {
 		return h.upstream
 	}
-	return "stdio://" + urlName(e.Server) + path
+	k := [2]string{e.Server, path}
+	u, ok := h.urls[k]
+	if !ok {
+		if h.urls == nil {
+			h.urls = map[[2]string]string{}
+		}
+		u = "stdio://" + urlName(e.Server) + path
+		h.urls[k] = u
+	}
+	return u
 }
 
 func urlName(s string) string {
@@ -327,7 +517,7 @@ func urlName(s string) string {
 func (h *harBuilder) entry(start time.Time, method, url string, hm tape.HTTPMeta) *harEntry {
 	h.n++
 	en := &harEntry{start: start, order: h.n}
-	en.StartedDateTime = start.UTC().Format(time.RFC3339Nano)
+	en.startLater = true
 	en.Request = harRequest{Method: method, URL: url, HTTPVersion: "HTTP/1.1", Cookies: []harNV{}, Headers: []harNV{}, QueryString: []harNV{}, HeadersSize: -1, BodySize: 0}
 	en.Response = harResponse{Status: 0, HTTPVersion: "HTTP/1.1", Cookies: []harNV{}, Headers: []harNV{}, HeadersSize: -1, BodySize: -1, Content: harContent{MimeType: "application/json"}}
 	for _, kv := range []harNV{{"Mcp-Session-Id", hm.Session}, {"MCP-Protocol-Version", hm.Protocol}, {"Mcp-Method", hm.MCPMethod}, {"Mcp-Name", hm.MCPName}} {
@@ -354,7 +544,7 @@ func (h *harBuilder) exchange(e tape.Entry, hm tape.HTTPMeta) bool {
 		// The answer to a POSTed notification or reply (202): its
 		// message is the entry opened for it.
 		if en := h.lastOpenPost(); en != nil {
-			h.finish(en, e, ex.Status, ex.Body, "text/plain")
+			h.finish(en, e, ex.Status, harString(ex.Body), "text/plain")
 			return true
 		}
 	}
@@ -362,23 +552,17 @@ func (h *harBuilder) exchange(e tape.Entry, hm tape.HTTPMeta) bool {
 	en.Response.Status, en.Response.StatusText = ex.Status, statusText(ex.Status)
 	if ex.Stream != 0 {
 		en.Response.Content.MimeType = "text/event-stream"
-		h.streams[ex.Stream] = en
+		h.setStream(ex.Stream, en)
 	}
 	if ex.Body != "" {
-		en.Response.Content.Text = ex.Body
-		en.Response.Content.Size = len(ex.Body)
+		en.Response.Content.setText(harString(ex.Body))
 	}
 	return true
 }
 
-func (h *harBuilder) add(m *tape.Message) error {
-	h.addMessage(m.Entry, ownedString(m.Body), m.HTTP)
-	return nil
-}
-
 // addMessage adds message e (its Raw valid only during the call), body its
 // bytes without _meta and hm its HTTP metadata.
-func (h *harBuilder) addMessage(e tape.Entry, body string, hm tape.HTTPMeta) {
+func (h *harBuilder) addMessage(e tape.Entry, body harMessage, hm tape.HTTPMeta) {
 	switch {
 	case e.Kind == tape.KindLifecycle && e.Method == tape.MethodStart:
 		if u := gjson.GetBytes(e.Raw, "params.upstream"); u.Exists() {
@@ -394,15 +578,15 @@ func (h *harBuilder) addMessage(e tape.Entry, body string, hm tape.HTTPMeta) {
 			path = "/client"
 		}
 		en := h.entry(e.Time, "POST", h.url(e, path), hm)
-		en.Request.PostData = &harPostData{MimeType: "application/json", Params: []harNV{}, Text: body}
-		en.Request.BodySize = len(body)
+		en.Request.PostData = postData(body)
+		en.Request.BodySize = len(body.raw) - (body.b - body.a)
 		en.Comment = describe(e)
 		if e.Kind == tape.KindRequest {
-			h.open[e.Seq] = en
+			h.openRequest(e, en, hm)
 		} else if !hm.HTTP {
-			h.finish(en, e, 202, "", "")
+			h.finish(en, e, 202, harText{}, "")
 		} else {
-			h.open[-e.Seq-1] = en // answered by the next $http/exchange 202
+			h.setOpen(-e.Seq-1, en) // answered by the next $http/exchange 202
 		}
 	case e.Kind == tape.KindResponse:
 		p := h.x.Pair(e.Seq)
@@ -410,27 +594,26 @@ func (h *harBuilder) addMessage(e tape.Entry, body string, hm tape.HTTPMeta) {
 		if en == nil {
 			return
 		}
-		delete(h.open, p.Partner)
+		h.unsetOpen(p.Partner)
 		status := hm.Status
 		if status == 0 {
 			status = 200
 		}
 		if hm.SSE {
 			en.Response.Content.MimeType = "text/event-stream"
-			en.Response.Content.Text += sseEvent(hm.Event, body)
+			h.addEvent(en, hm, body)
 			if hm.Stream != 0 {
-				h.streams[hm.Stream] = en
+				h.setStream(hm.Stream, en)
 			}
-			h.finish(en, e, status, en.Response.Content.Text, "text/event-stream")
+			h.finish(en, e, status, en.Response.Content.text(), "text/event-stream")
 			return
 		}
-		h.finish(en, e, status, body, "application/json")
+		h.finish(en, e, status, body.text(), "application/json")
 	default:
 		// A server message on a stream: a notification or the server's own
 		// request, on the POST's stream or the GET stream.
 		if en := h.streams[hm.Stream]; hm.HTTP && en != nil {
-			en.Response.Content.Text += sseEvent(hm.Event, body)
-			en.Response.Content.Size = len(en.Response.Content.Text)
+			h.addEvent(en, hm, body)
 			return
 		}
 		if hm.HTTP {
@@ -439,20 +622,20 @@ func (h *harBuilder) addMessage(e tape.Entry, body string, hm tape.HTTPMeta) {
 			for _, en := range h.open {
 				if en.Response.Content.MimeType == "application/json" && hm.Stream != 0 {
 					en.Response.Content.MimeType = "text/event-stream"
-					en.Response.Content.Text += sseEvent(hm.Event, body)
-					h.streams[hm.Stream] = en
+					h.addEvent(en, hm, body)
+					h.setStream(hm.Stream, en)
 					return
 				}
 			}
 		}
 		en := h.entry(e.Time, "POST", h.url(e, "/client"), hm)
 		en.Comment = describe(e) + " (server to client)"
-		en.Request.PostData = &harPostData{MimeType: "application/json", Params: []harNV{}, Text: body}
-		en.Request.BodySize = len(body)
+		en.Request.PostData = postData(body)
+		en.Request.BodySize = len(body.raw) - (body.b - body.a)
 		if e.Kind == tape.KindRequest {
-			h.open[e.Seq] = en
+			h.openRequest(e, en, hm)
 		} else {
-			h.finish(en, e, 202, "", "")
+			h.finish(en, e, 202, harText{}, "")
 		}
 	}
 }
@@ -469,20 +652,43 @@ func (h *harBuilder) lastOpenPost() *harEntry {
 	}
 	for k, en := range h.open {
 		if en == out {
-			delete(h.open, k)
+			h.unsetOpen(k)
 		}
 	}
 	return out
 }
 
-func (h *harBuilder) finish(en *harEntry, e tape.Entry, status int, text, mime string) {
+// postData is a POST's body.
+func postData(body harMessage) *harPostData {
+	pd := &harPostData{MimeType: "application/json", Params: []harNV{}, body: body.text()}
+	pd.Text = pd.body.s
+	return pd
+}
+
+// text is the POST's body.
+func (pd *harPostData) text() harText {
+	if pd.body.ref {
+		return pd.body
+	}
+	return harString(pd.Text)
+}
+
+// addEvent appends message body to en's response as an SSE event.
+func (h *harBuilder) addEvent(en *harEntry, hm tape.HTTPMeta, body harMessage) {
+	text, err := readText(h.file, en.Response.Content.text())
+	if err != nil && h.err == nil {
+		h.err = err
+	}
+	en.Response.Content.setText(harString(text + sseEvent(hm.Event, body.String())))
+}
+
+func (h *harBuilder) finish(en *harEntry, e tape.Entry, status int, text harText, mime string) {
 	en.Response.Status, en.Response.StatusText = status, statusText(status)
 	if mime != "" {
 		en.Response.Content.MimeType = mime
 	}
-	en.Response.Content.Text = text
-	en.Response.Content.Size = len(text)
-	en.Response.BodySize = len(text)
+	en.Response.Content.setText(text)
+	en.Response.BodySize = text.size()
 	if !e.Time.IsZero() && !en.start.IsZero() {
 		ms := float64(e.Time.Sub(en.start)) / float64(time.Millisecond)
 		en.Time, en.Timings.Wait = ms, ms
@@ -492,19 +698,10 @@ func (h *harBuilder) finish(en *harEntry, e tape.Entry, status int, text, mime s
 // flush ends what never got an answer.
 func (h *harBuilder) flush() {
 	for _, en := range h.open {
-		if en.Response.Status == 0 {
+		if en.Response.Status == 0 && !en.unanswered {
 			en.Comment += " (no answer on the tape)"
 		}
 	}
-}
-
-// ownedString is b as a string without a copy: b is a Message's Body (a
-// copy the caller owns), which nothing writes to after.
-func ownedString(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(&b[0], len(b))
 }
 
 func sseEvent(id, data string) string {
@@ -512,8 +709,7 @@ func sseEvent(id, data string) string {
 }
 
 func describe(e tape.Entry) string {
-	s := fmt.Sprintf("#%d %s %s", e.Seq, e.Kind, e.Method)
-	return strings.TrimSpace(s)
+	return strings.TrimSpace("#" + strconv.Itoa(e.Seq) + " " + e.Kind.String() + " " + e.Method)
 }
 
 func statusText(code int) string {

@@ -91,7 +91,7 @@ func TestHARWriterAgrees(t *testing.T) {
 				want.Log.Entries = append(want.Log.Entries, *e)
 			}
 			var got bytes.Buffer
-			if err := writeHAR(&got, entries, "v<1>", comment); err != nil {
+			if err := writeHAR(&got, entries, nil, "v<1>", comment); err != nil {
 				t.Fatal(err)
 			}
 			exp := append(encodingJSON(t, want, false), '\n')
@@ -126,7 +126,7 @@ func TestHARWriteFails(t *testing.T) {
 	}
 	before := runtime.NumGoroutine()
 	for _, n := range []int{0, 1 << 16, 1 << 20} {
-		if err := writeHAR(&failingWriter{n: n}, entries, "v", ""); err == nil || err.Error() != "disk full" {
+		if err := writeHAR(&failingWriter{n: n}, entries, nil, "v", ""); err == nil || err.Error() != "disk full" {
 			t.Fatalf("writer failing after %d bytes: %v, expected disk full", n, err)
 		}
 	}

@@ -1,0 +1,259 @@
+package export
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"unicode/utf8"
+
+	"github.com/tapedeck/tapedeck/tape"
+	"github.com/tapedeck/tapedeck/tape/jsonscan"
+)
+
+// A HAR's bodies are not held: an entry keeps where its message's bytes
+// are in the tape (harText), and the formatters read them from the file,
+// mapped, when they write the entry. Only texts made of several messages
+// (an SSE stream's events), the bodies of a tape that is not a regular
+// file and the messages of a batch are held as strings.
+
+// harText is a body: s, or (ref) message bytes of the tape's line at off,
+// raw its first n bytes, and the text raw[:a] followed by raw[b:n] (the
+// message without the tape's _meta, as tape.StripMeta cuts it).
+type harText struct {
+	s       string
+	off     int64
+	n, a, b int32
+	ref     bool
+}
+
+func harString(s string) harText { return harText{s: s} }
+
+// size is the text's length in bytes.
+func (t harText) size() int {
+	if t.ref {
+		return int(t.a) + int(t.n-t.b)
+	}
+	return len(t.s)
+}
+
+// harMessage is a message's bytes as pass one sees them: raw (valid
+// during the call), its body raw[:a]+raw[b:], and, when ref, the offset
+// of its line in the tape, from which the formatters read it again.
+type harMessage struct {
+	raw  []byte
+	a, b int
+	off  int64
+	ref  bool
+}
+
+// text is the message's body as an entry keeps it.
+func (m harMessage) text() harText {
+	if !m.ref || len(m.raw) > 1<<31-1 {
+		return harText{s: m.String()}
+	}
+	return harText{off: m.off, n: int32(len(m.raw)), a: int32(m.a), b: int32(m.b), ref: true}
+}
+
+// String is the body, in memory of its own.
+func (m harMessage) String() string {
+	return string(m.raw[:m.a]) + string(m.raw[m.b:])
+}
+
+// harCut returns where raw's record metadata is (meta, a sub-slice of raw,
+// as tape.RecordMeta finds it) and the body's bounds a and b as
+// tape.StripMeta cuts it: the member and its separator, raw[:a]+raw[b:].
+// Without a record _meta, a == b == len(raw).
+func harCut(raw []byte) (meta []byte, a, b int) {
+	meta = tape.RecordMeta(raw)
+	if meta == nil {
+		return nil, len(raw), len(raw)
+	}
+	ms := cap(raw) - cap(meta) // meta's start in raw
+	me := ms + len(meta)
+	// Back from the value over ':' and the member's name (which the
+	// classifier matched without escapes) to what comes before it.
+	i := harSkipBack(raw, ms-1)
+	if i < 0 || raw[i] != ':' {
+		return nil, len(raw), len(raw)
+	}
+	i = harSkipBack(raw, i-1) // the name's closing quote
+	k := -1
+	for _, name := range []string{tape.AltMetaKey, "_meta"} {
+		if j := i - len(name) - 1; j >= 0 && raw[i] == '"' && raw[j] == '"' && string(raw[j+1:i]) == name {
+			k = j
+			break
+		}
+	}
+	if k < 0 {
+		return nil, len(raw), len(raw)
+	}
+	i = harSkipBack(raw, k-1)
+	switch {
+	case i >= 0 && raw[i] == ',': // after another member: cut from its end
+		return meta, harSkipBack(raw, i-1) + 1, me
+	case i >= 0 && raw[i] == '{': // the first member: cut it and the ',' after it
+		j := jsonscan.SkipSpace(raw, me)
+		if j < len(raw) && raw[j] == ',' {
+			return meta, i + 1, j + 1
+		}
+		return meta, i + 1, me
+	}
+	return nil, len(raw), len(raw)
+}
+
+// harSkipBack returns the index of the last byte at or before i that is
+// not JSON whitespace, or -1.
+func harSkipBack(b []byte, i int) int {
+	for i >= 0 && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i--
+	}
+	return i
+}
+
+// harLines reads the formatters' bodies: the tape's file mapped a window
+// at a time, one reader a formatter.
+type harLines struct {
+	open  func() (*tape.MappedLines, error)
+	lines *tape.MappedLines
+}
+
+func (l *harLines) close() {
+	if l.lines != nil {
+		_ = l.lines.Close()
+		l.lines = nil
+	}
+}
+
+// appendText appends t quoted as encoding/json quotes a string (without
+// HTML escaping), its bytes read from the tape when it is a ref.
+func (l *harLines) appendText(dst []byte, t harText) ([]byte, error) {
+	if !t.ref {
+		return jsonscan.AppendQuoted(dst, t.s, false), nil
+	}
+	if l.lines == nil {
+		if l.open == nil {
+			return dst, fmt.Errorf("a body at byte %d of the tape, but no tape to read it from", t.off)
+		}
+		ml, err := l.open()
+		if err != nil {
+			return dst, err
+		}
+		l.lines = ml
+	}
+	line, err := l.lines.Line(t.off)
+	if err != nil {
+		return dst, fmt.Errorf("read the message at byte %d of the tape again: %w", t.off, err)
+	}
+	if len(line) < int(t.n) {
+		return dst, fmt.Errorf("read the message at byte %d of the tape again: expected %d bytes, found %d (the tape changed)", t.off, t.n, len(line))
+	}
+	raw := line[:t.n]
+	dst = append(dst, '"')
+	dst = appendHAREscaped(dst, raw[:t.a])
+	dst = appendHAREscaped(dst, raw[t.b:])
+	return append(dst, '"'), nil
+}
+
+// readText is t's text, read from r (the tape) when it is a ref: for the
+// rare text that grows after it was kept (an SSE event added to an answer).
+func readText(r io.ReaderAt, t harText) (string, error) {
+	if !t.ref {
+		return t.s, nil
+	}
+	if r == nil {
+		return "", fmt.Errorf("a body at byte %d of the tape, but no tape to read it from", t.off)
+	}
+	raw := make([]byte, t.n)
+	if k, err := r.ReadAt(raw, t.off); k < len(raw) {
+		return "", fmt.Errorf("read the message at byte %d of the tape again: %w", t.off, err)
+	}
+	return string(raw[:t.a]) + string(raw[t.b:]), nil
+}
+
+// harPlain[c] says byte c goes into a JSON string as it is: ASCII from
+// 0x20, except '"' and '\\'. Bytes from 0x80 are looked at as UTF-8.
+var harPlain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// appendHAREscaped appends s escaped as encoding/json escapes a string's
+// contents (jsonscan.AppendQuoted without HTML escaping, without the
+// quotes): runs of bytes that need nothing are copied at once, found
+// a word at a time and through a table, with well-formed UTF-8 (but U+2028 and U+2029) in them.
+func appendHAREscaped(dst, s []byte) []byte {
+	start := 0
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for i := 0; i < len(s); {
+		// Sixteen, then eight bytes at a time while none is '"', '\\', a control byte
+		// or non-ASCII, then a byte at a time through the table.
+		for i+16 <= len(s) {
+			w, v := binary.LittleEndian.Uint64(s[i:]), binary.LittleEndian.Uint64(s[i+8:])
+			wq, wb, vq, vb := w^(ones*'"'), w^(ones*'\\'), v^(ones*'"'), v^(ones*'\\')
+			if ((wq-ones)&^wq|(wb-ones)&^wb|(w-ones*0x20)|w|(vq-ones)&^vq|(vb-ones)&^vb|(v-ones*0x20)|v)&highs != 0 {
+				break
+			}
+			i += 16
+		}
+		for i+8 <= len(s) {
+			w := binary.LittleEndian.Uint64(s[i:])
+			q, bs := w^(ones*'"'), w^(ones*'\\')
+			if ((q-ones)&^q|(bs-ones)&^bs|(w-ones*0x20)|w)&highs != 0 {
+				break
+			}
+			i += 8
+		}
+		for i < len(s) && harPlain[s[i]] {
+			i++
+		}
+		if i >= len(s) {
+			break
+		}
+		c := s[i]
+		if c < utf8.RuneSelf {
+			dst = append(dst, s[start:i]...)
+			dst = jsonscan.AppendEscape(dst, c)
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRune(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', "0123456789abcdef"[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	return append(dst, s[start:]...)
+}
+
+// stdioMeta reports whether meta is exactly {"dir":"…","server":"…","ts":"…"}
+// (strings without escapes), a stdio record's metadata, which holds no
+// HTTP metadata (tape.ParseHTTPMeta would find none): most records of a
+// stdio tape, which are then not scanned again.
+func stdioMeta(meta []byte) bool {
+	rest := meta
+	for _, key := range []string{`{"dir":"`, `,"server":"`, `,"ts":"`} {
+		if len(rest) < len(key) || string(rest[:len(key)]) != key {
+			return false
+		}
+		rest = rest[len(key):]
+		k := bytes.IndexByte(rest, '"')
+		if k < 0 || bytes.IndexByte(rest[:k], '\\') >= 0 {
+			return false
+		}
+		rest = rest[k+1:]
+	}
+	return string(rest) == "}"
+}
