@@ -618,14 +618,21 @@ func (h *harBuilder) addMessage(e tape.Entry, body harMessage, hm tape.HTTPMeta)
 		}
 		if hm.HTTP {
 			// On the stream of a POST not answered yet: it comes before the
-			// answer in the same body.
+			// answer in the same body. The tape does not say which POST
+			// opened the stream: the earliest one still without a stream
+			// (not a pick of the map's order, so that two exports of a
+			// tape are the same).
+			var first *harEntry
 			for _, en := range h.open {
-				if en.Response.Content.MimeType == "application/json" && hm.Stream != 0 {
-					en.Response.Content.MimeType = "text/event-stream"
-					h.addEvent(en, hm, body)
-					h.setStream(hm.Stream, en)
-					return
+				if en.Response.Content.MimeType == "application/json" && hm.Stream != 0 && (first == nil || en.order < first.order) {
+					first = en
 				}
+			}
+			if first != nil {
+				first.Response.Content.MimeType = "text/event-stream"
+				h.addEvent(first, hm, body)
+				h.setStream(hm.Stream, first)
+				return
 			}
 		}
 		en := h.entry(e.Time, "POST", h.url(e, "/client"), hm)

@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -135,5 +136,44 @@ func TestHARWriteFails(t *testing.T) {
 			t.Fatalf("%d goroutines after, %d before: the formatters did not end", runtime.NumGoroutine(), before)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// A server message on a stream the tape has not tied to a POST yet goes to
+// the earliest POST still awaiting its answer, the same one every time (it
+// went to whichever the map's order gave).
+func TestHARStreamOfOpenPostIsStable(t *testing.T) {
+	const meta = `"server":"s","http":"POST","session":"S","transport":"http"`
+	tp := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"},"_meta":{"dir":"send","ts":"2026-01-01T00:00:00.000Z",` + meta + `}}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"b"},"_meta":{"dir":"send","ts":"2026-01-01T00:00:00.001Z",` + meta + `}}
+{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"c"},"_meta":{"dir":"send","ts":"2026-01-01T00:00:00.002Z",` + meta + `}}
+{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"on a new stream"},"_meta":{"dir":"recv","ts":"2026-01-01T00:00:00.003Z","status":200,"stream":9,` + meta + `}}
+{"jsonrpc":"2.0","id":1,"result":{},"_meta":{"dir":"recv","ts":"2026-01-01T00:00:00.004Z","status":200,"stream":9,` + meta + `}}
+{"jsonrpc":"2.0","id":2,"result":{},"_meta":{"dir":"recv","ts":"2026-01-01T00:00:00.005Z","status":200,` + meta + `}}
+{"jsonrpc":"2.0","id":3,"result":{},"_meta":{"dir":"recv","ts":"2026-01-01T00:00:00.006Z","status":200,` + meta + `}}
+`
+	var first []byte
+	for i := range 40 {
+		var b bytes.Buffer
+		if err := HAR(&b, source(t, "t", tp), "test"); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = b.Bytes()
+			continue
+		}
+		if !bytes.Equal(b.Bytes(), first) {
+			t.Fatalf("export %d differs from the first:\n%s\n---\n%s", i, b.Bytes(), first)
+		}
+	}
+	var log harLog
+	if err := json.Unmarshal(first, &log); err != nil {
+		t.Fatal(err)
+	}
+	for i, en := range log.Log.Entries {
+		has := strings.Contains(en.Response.Content.Text, "on a new stream")
+		if has != (i == 0) {
+			t.Errorf("entry %d (%s): holds the stream's notification: %v; want it on the first POST only", i, en.Request.PostData.Text, has)
+		}
 	}
 }
