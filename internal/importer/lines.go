@@ -8,6 +8,7 @@ import (
 	"runtime"
 
 	"github.com/tapedeck/tapedeck/tape"
+	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
 
 // Importing a line-oriented log on every core: turning a line into tape
@@ -284,14 +285,14 @@ func (o *out) put(r rec) error {
 
 // recEncoder encodes records as out writes them, into a buffer.
 type recEncoder struct {
-	buf     []byte
-	scratch []byte // startRec's
-	w       *tape.Writer
-	encs    map[encKey]*tape.Encoder
+	buf      []byte
+	scratch  []byte // startRec's
+	w        *tape.Writer
+	prefixes map[encKey][]byte // plain's, by direction and server
 }
 
 func newRecEncoder() *recEncoder {
-	e := &recEncoder{encs: map[encKey]*tape.Encoder{}}
+	e := &recEncoder{prefixes: map[encKey][]byte{}}
 	e.w = tape.NewWriter(e).KeepMicroseconds()
 	return e
 }
@@ -311,17 +312,38 @@ func (e *recEncoder) with(out []byte, f func() error) (rec, []byte) {
 	return rec{start: start, end: len(out), err: err}, out
 }
 
-// plain is out.plain's record.
+// plain is out.plain's record: msg, a single JSON-RPC object on one line
+// a tape.Peeker found Plain, with _meta spliced in before its closing
+// brace, byte for byte the line tape.Encoder.AppendLinePlain (made
+// KeepMicroseconds) writes, its time formatted by hand.
 func (e *recEncoder) plain(out, msg []byte, m tape.Meta) (rec, []byte) {
 	k := encKey{m.Dir, m.Server}
-	enc := e.encs[k]
-	if enc == nil {
-		enc = tape.NewEncoder(m.Dir, m.Server).KeepMicroseconds()
-		e.encs[k] = enc
+	prefix := e.prefixes[k]
+	if prefix == nil {
+		prefix = metaPrefix(m.Dir, m.Server)
+		e.prefixes[k] = prefix
 	}
 	start := len(out)
-	out = enc.AppendLinePlain(out, msg, m.Time, nil)
+	msg = bytes.TrimSpace(msg)
+	n := len(msg)
+	out = append(out, msg[:n-1]...)
+	if len(bytes.TrimSpace(msg[1:n-1])) > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, prefix...)
+	out = appendTS(out, m.Time)
+	out = append(out, "\"}}\n"...)
 	return rec{start: start, end: len(out), msgs: 1, server: m.Server}, out
+}
+
+// metaPrefix is a plain line's _meta up to its time's opening quote, as
+// tape.NewEncoder builds it.
+func metaPrefix(dir tape.Dir, server string) []byte {
+	p := []byte(`"_meta":{"dir":`)
+	p = jsonscan.AppendQuoted(p, string(dir), false)
+	p = append(p, `,"server":`...)
+	p = jsonscan.AppendQuoted(p, server, false)
+	return append(p, `,"ts":"`...)
 }
 
 // message is out.message's record.
