@@ -126,7 +126,7 @@ func ghawParse(wk *ghawWorker, line, buf []byte) (x ghawRec, _ []byte) {
 		if ve < 0 {
 			return -1
 		}
-		if bytes.IndexByte(k, '\\') >= 0 {
+		if hasBackslash(k) {
 			st.set(unquoteKey(k), line[vs:ve])
 		} else {
 			st.set(string(k), line[vs:ve])

@@ -233,7 +233,7 @@ func snoopParse(wk *snoopWorker, line, buf []byte) (x snoopRec, _ []byte) {
 		if ve < 0 {
 			return -1
 		}
-		if bytes.IndexByte(k, '\\') >= 0 {
+		if hasBackslash(k) {
 			env.set(unquoteKey(k), line[vs:ve])
 		} else {
 			env.set(string(k), line[vs:ve])

@@ -23,6 +23,17 @@ func members(doc []byte, f func(key string, val []byte)) bool {
 	return jsonscan.Members(doc, func(k, v []byte) { f(unquoteKey(k), v) })
 }
 
+// hasBackslash reports whether k, a member's key (short), holds a
+// backslash.
+func hasBackslash(k []byte) bool {
+	for _, c := range k {
+		if c == '\\' {
+			return true
+		}
+	}
+	return false
+}
+
 // unquoteKey is the text of a member's key (its bytes between the quotes,
 // which jsonscan checked).
 func unquoteKey(k []byte) string {
@@ -163,6 +174,30 @@ func stringEnd(b []byte, i int) int {
 // valueEnd is jsonscan.ValueEnd (the index after the valid JSON value at
 // b[i], nested depth deep, or -1) with stringEnd.
 func valueEnd(b []byte, i, depth int) int {
+	var nl bool
+	return valueEndNL(b, i, depth, &nl)
+}
+
+// skipSpace is jsonscan.SkipSpace, setting *nl when the space it skips
+// holds a line break ('\n' or '\r').
+func skipSpace(b []byte, i int, nl *bool) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t':
+			i++
+		case '\r', '\n':
+			*nl = true
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// valueEndNL is valueEnd, setting *nl when the value holds a line break
+// (in a valid value, only in the space between its tokens).
+func valueEndNL(b []byte, i, depth int, nl *bool) int {
 	var stackBuf [32]byte
 	stack := stackBuf[:0]
 value:
@@ -174,7 +209,7 @@ value:
 		if stack = append(stack, '{'); depth+len(stack) > jsonscan.MaxDepth {
 			return -1
 		}
-		i = jsonscan.SkipSpace(b, i+1)
+		i = skipSpace(b, i+1, nl)
 		if i < len(b) && b[i] == '}' {
 			stack = stack[:len(stack)-1]
 			i++
@@ -185,7 +220,7 @@ value:
 		if stack = append(stack, '['); depth+len(stack) > jsonscan.MaxDepth {
 			return -1
 		}
-		i = jsonscan.SkipSpace(b, i+1)
+		i = skipSpace(b, i+1, nl)
 		if i < len(b) && b[i] == ']' {
 			stack = stack[:len(stack)-1]
 			i++
@@ -217,13 +252,13 @@ after:
 	if len(stack) == 0 {
 		return i
 	}
-	i = jsonscan.SkipSpace(b, i)
+	i = skipSpace(b, i, nl)
 	if i >= len(b) {
 		return -1
 	}
 	switch top := stack[len(stack)-1]; {
 	case b[i] == ',':
-		i = jsonscan.SkipSpace(b, i+1)
+		i = skipSpace(b, i+1, nl)
 		if top == '{' {
 			goto key
 		}
@@ -241,11 +276,11 @@ key:
 	if i = stringEnd(b, i); i < 0 {
 		return -1
 	}
-	i = jsonscan.SkipSpace(b, i)
+	i = skipSpace(b, i, nl)
 	if i >= len(b) || b[i] != ':' {
 		return -1
 	}
-	i = jsonscan.SkipSpace(b, i+1)
+	i = skipSpace(b, i+1, nl)
 	goto value
 }
 
@@ -255,10 +290,17 @@ key:
 // all, vs where its value starts; value returns the value's end, -1 when
 // it is not valid.
 func objectEnd(b []byte, i, depth int, value func(key []byte, vs int) int) int {
+	var nl bool
+	return objectEndNL(b, i, depth, &nl, value)
+}
+
+// objectEndNL is objectEnd, setting *nl when the space between the
+// object's members holds a line break.
+func objectEndNL(b []byte, i, depth int, nl *bool, value func(key []byte, vs int) int) int {
 	if depth > jsonscan.MaxDepth {
 		return -1
 	}
-	i = jsonscan.SkipSpace(b, i+1)
+	i = skipSpace(b, i+1, nl)
 	if i < len(b) && b[i] == '}' {
 		return i + 1
 	}
@@ -270,11 +312,11 @@ func objectEnd(b []byte, i, depth int, value func(key []byte, vs int) int) int {
 		if ke < 0 {
 			return -1
 		}
-		j := jsonscan.SkipSpace(b, ke)
+		j := skipSpace(b, ke, nl)
 		if j >= len(b) || b[j] != ':' {
 			return -1
 		}
-		vs := jsonscan.SkipSpace(b, j+1)
+		vs := skipSpace(b, j+1, nl)
 		if vs >= len(b) {
 			return -1
 		}
@@ -282,7 +324,7 @@ func objectEnd(b []byte, i, depth int, value func(key []byte, vs int) int) int {
 		if ve < 0 {
 			return -1
 		}
-		i = jsonscan.SkipSpace(b, ve)
+		i = skipSpace(b, ve, nl)
 		if i >= len(b) {
 			return -1
 		}
@@ -292,7 +334,7 @@ func objectEnd(b []byte, i, depth int, value func(key []byte, vs int) int) int {
 		if b[i] != ',' {
 			return -1
 		}
-		i = jsonscan.SkipSpace(b, i+1)
+		i = skipSpace(b, i+1, nl)
 	}
 }
 
@@ -304,14 +346,15 @@ type msgHead struct {
 	msg                 []byte // the object walked
 	id, method          []byte
 	result, error, meta bool
+	nl                  bool // a line break in the space between its tokens
 }
 
 // messageEnd validates the object at b[i] == '{' at nesting depth as
 // objectEnd does and fills h with its top-level members.
 func messageEnd(b []byte, i, depth int, h *msgHead) int {
 	*h = msgHead{}
-	end := objectEnd(b, i, depth, func(key []byte, vs int) int {
-		ve := valueEnd(b, vs, depth)
+	end := objectEndNL(b, i, depth, &h.nl, func(key []byte, vs int) int {
+		ve := valueEndNL(b, vs, depth, &h.nl)
 		if ve < 0 {
 			return -1
 		}
@@ -367,6 +410,8 @@ func (h *msgHead) head() (_ tape.Head, ok bool) {
 	if h.method != nil {
 		hd.Method = h.method[1 : len(h.method)-1]
 	}
-	hd.Plain = !h.meta && bytes.IndexByte(h.msg, '\n') < 0 && bytes.IndexByte(h.msg, '\r') < 0
+	// A valid object holds a line break only between its tokens (a
+	// string holds none raw), where the walk saw it.
+	hd.Plain = !h.meta && !h.nl
 	return hd, true
 }
