@@ -86,6 +86,7 @@ type ghawRec struct {
 type ghawState struct {
 	peek tape.Peeker
 	head msgHead // the payload's, when it is an object
+	ts   utcParser
 	// an envelope's members, raw (nil when missing)
 	typ, timestamp, serverID, direction, payload []byte
 }
@@ -149,7 +150,7 @@ func ghawParse(wk *ghawWorker, line, buf []byte) (x ghawRec, _ []byte) {
 	if typ != "REQUEST" && typ != "RESPONSE" {
 		return ghawRec{skipped: true}, buf
 	}
-	ts, ok := parseUTC(st.timestamp)
+	ts, ok := st.ts.parse(st.timestamp)
 	if !ok {
 		if ts, err = ghawNode("$.timestamp", st.timestamp).time(); err != nil {
 			return fail(err)

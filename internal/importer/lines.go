@@ -289,6 +289,7 @@ type recEncoder struct {
 	scratch  []byte // startRec's
 	w        *tape.Writer
 	prefixes map[encKey][]byte // plain's, by direction and server
+	ts       tsWriter
 }
 
 func newRecEncoder() *recEncoder {
@@ -331,7 +332,7 @@ func (e *recEncoder) plain(out, msg []byte, m tape.Meta) (rec, []byte) {
 		out = append(out, ',')
 	}
 	out = append(out, prefix...)
-	out = appendTS(out, m.Time)
+	out = e.ts.append(out, m.Time)
 	out = append(out, "\"}}\n"...)
 	return rec{start: start, end: len(out), msgs: 1, server: m.Server}, out
 }

@@ -139,6 +139,7 @@ func snoopApply(ro *reorder, enc *recEncoder, started map[string]bool, x *snoopR
 type snoopState struct {
 	env  snoopFields
 	head msgHead // the raw message's, when it is an object
+	ts   utcParser
 	peek tape.Peeker
 	// the last line's strings, kept while the next line's bytes are the
 	// same (a log's envelopes repeat them)
@@ -268,7 +269,7 @@ func snoopParse(wk *snoopWorker, line, buf []byte) (x snoopRec, _ []byte) {
 	if err != nil {
 		return fail(err)
 	}
-	ts, ok := parseUTC(env.ts)
+	ts, ok := st.ts.parse(env.ts)
 	if !ok {
 		if ts, err = snoopNode("$.ts", env.ts).time(); err != nil {
 			return fail(err)

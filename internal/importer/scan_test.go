@@ -134,9 +134,13 @@ func TestParseUTC(t *testing.T) {
 		"2026-01-01T23:59:60Z", "2026-13-01T00:00:00Z", "2026-00-01T00:00:00Z", "2026-01-00T00:00:00Z",
 		"2026-01-01T00:00:00.Z", "2026-01-01T00:00:00.1234567891Z", "2026-01-01T00:00:00.5z", "2026-01-01t00:00:00Z",
 		"2026-01-01T00:00:00+02:00", "2026-01-01T00:00:00", "2026-01-01 00:00:00Z", "+026-01-01T00:00:00Z", "2026-01-01T00:00:00.1x3Z")
+	var p utcParser // consecutive inputs share their second: its cache is held to parseUTC
 	for _, s := range in {
 		raw := []byte(`"` + s + `"`)
 		got, ok := parseUTC(raw)
+		if pt, pok := p.parse(raw); pok != ok || pt != got {
+			t.Fatalf("utcParser.parse(%s) = %v, %v; parseUTC %v, %v", raw, pt, pok, got, ok)
+		}
 		want, err := time.Parse(time.RFC3339Nano, s)
 		if !ok {
 			if err == nil && s == want.UTC().Format(time.RFC3339Nano) && want.Year() >= 0 {
@@ -167,9 +171,14 @@ func TestAppendTS(t *testing.T) {
 		case 1:
 			ns -= ns % 1e3
 		}
-		times = append(times, time.Unix(r.Int64N(1<<36)-1<<35, ns).In(time.FixedZone("z", r.IntN(50000))))
+		tm := time.Unix(r.Int64N(1<<36)-1<<35, ns).In(time.FixedZone("z", r.IntN(50000)))
+		times = append(times, tm, tm.Add(time.Duration(r.Int64N(2e6))), tm.Add(-time.Duration(r.Int64N(2e6))))
 	}
+	var w tsWriter // consecutive times often share their second: its cache is held to appendTS
 	for _, tm := range times {
+		if got, want := w.append([]byte("x"), tm), appendTS([]byte("x"), tm); !bytes.Equal(got, want) {
+			t.Fatalf("tsWriter.append(%v) = %s, appendTS %s", tm, got, want)
+		}
 		want := tm.UTC().AppendFormat(nil, tape.TimeFormat)
 		if tm.Nanosecond()%1e6 >= 1e3 {
 			want = tm.UTC().AppendFormat(nil, tape.TimeFormatMicro)
