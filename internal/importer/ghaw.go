@@ -30,7 +30,6 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/tape"
-	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
 
 const formatGHAW = "gh-aw"
@@ -86,6 +85,8 @@ type ghawRec struct {
 // ghawState is what reading a log carries from line to line.
 type ghawState struct {
 	peek tape.Peeker
+	head msgHead // the payload's, when it is an object
+	ts   utcParser
 	// an envelope's members, raw (nil when missing)
 	typ, timestamp, serverID, direction, payload []byte
 }
@@ -115,12 +116,23 @@ func ghawParse(wk *ghawWorker, line, buf []byte) (x ghawRec, _ []byte) {
 	// One pass validates the envelope and hands over its members; a line
 	// it refuses is looked at again, to say why.
 	st.typ, st.timestamp, st.serverID, st.direction, st.payload = nil, nil, nil, nil, nil
-	if len(line) == 0 || line[0] != '{' || jsonscan.ObjectEnd(line, 0, 1, func(k, v []byte) {
-		if bytes.IndexByte(k, '\\') >= 0 {
-			st.set(unquoteKey(k), v)
+	st.head = msgHead{}
+	if len(line) == 0 || line[0] != '{' || objectEnd(line, 0, 1, func(k []byte, vs int) int {
+		var ve int
+		if line[vs] == '{' && string(k) == "payload" {
+			ve = messageEnd(line, vs, 2, &st.head) // the message, walked as the Peeker would
 		} else {
-			st.set(string(k), v)
+			ve = valueEnd(line, vs, 1)
 		}
+		if ve < 0 {
+			return -1
+		}
+		if hasBackslash(k) {
+			st.set(unquoteKey(k), line[vs:ve])
+		} else {
+			st.set(string(k), line[vs:ve])
+		}
+		return ve
 	}) != len(line) {
 		env := root(formatGHAW, line)
 		if !json.Valid(line) {
@@ -138,9 +150,11 @@ func ghawParse(wk *ghawWorker, line, buf []byte) (x ghawRec, _ []byte) {
 	if typ != "REQUEST" && typ != "RESPONSE" {
 		return ghawRec{skipped: true}, buf
 	}
-	ts, err := ghawNode("$.timestamp", st.timestamp).time()
-	if err != nil {
-		return fail(err)
+	ts, ok := st.ts.parse(st.timestamp)
+	if !ok {
+		if ts, err = ghawNode("$.timestamp", st.timestamp).time(); err != nil {
+			return fail(err)
+		}
 	}
 	id, err := ghawNode("$.server_id", st.serverID).optStr()
 	if err != nil {
@@ -184,7 +198,11 @@ func ghawParse(wk *ghawWorker, line, buf []byte) (x ghawRec, _ []byte) {
 		// Valid JSON (the envelope was): a message the Peeker reads as one
 		// plain JSON-RPC message goes to the Encoder, its line the one
 		// out.message would write.
-		if h := st.peek.Peek(msg); h.Plain && h.Kind != tape.KindInvalid {
+		h, ok := st.head.head()
+		if !ok || !st.head.of(msg) {
+			h = st.peek.Peek(msg)
+		}
+		if h.Plain && h.Kind != tape.KindInvalid {
 			x.r, buf = wk.enc.plain(buf, msg, m)
 			return x, buf
 		}

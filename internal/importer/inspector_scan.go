@@ -2,7 +2,6 @@ package importer
 
 import (
 	"bytes"
-	"encoding/binary"
 
 	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
@@ -47,7 +46,7 @@ func (s *inspectorScan) object(t []byte, i int) int {
 		if i >= len(t) || t[i] != '"' {
 			return -1
 		}
-		ke := inspectorStringEnd(t, i)
+		ke := stringEnd(t, i)
 		if ke < 0 {
 			return -1
 		}
@@ -124,7 +123,7 @@ value:
 		}
 		goto value
 	case '"':
-		if i = inspectorStringEnd(b, i); i < 0 {
+		if i = stringEnd(b, i); i < 0 {
 			return -1
 		}
 	case 't':
@@ -172,7 +171,7 @@ key:
 	if i >= len(b) || b[i] != '"' {
 		return -1
 	}
-	if i = inspectorStringEnd(b, i); i < 0 {
+	if i = stringEnd(b, i); i < 0 {
 		return -1
 	}
 	i = skipWS(b, i, ws)
@@ -181,82 +180,4 @@ key:
 	}
 	i = skipWS(b, i+1, ws)
 	goto value
-}
-
-// inspectorStringEnd is jsonscan.StringEnd (the index after the valid JSON
-// string at b[i] == '"', or -1) for long strings: the closing quote and
-// each backslash found by bytes.IndexByte, and the bytes between them
-// checked for control characters 32 at a time; escapes do not slow the
-// rest of the string down.
-func inspectorStringEnd(b []byte, i int) int {
-	i++
-	q := -1 // the next quote at or after i, once found
-	for {
-		if q < i {
-			k := bytes.IndexByte(b[i:], '"')
-			if k < 0 {
-				return -1
-			}
-			q = i + k
-		}
-		seg := b[i:q]
-		k := bytes.IndexByte(seg, '\\')
-		if k < 0 {
-			if hasControl(seg) {
-				return -1
-			}
-			return q + 1
-		}
-		if hasControl(seg[:k]) {
-			return -1
-		}
-		i += k + 1 // the escaped character
-		if i >= len(b) {
-			return -1
-		}
-		switch b[i] {
-		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			i++
-		case 'u':
-			if i+4 >= len(b) {
-				return -1
-			}
-			for _, h := range b[i+1 : i+5] {
-				if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
-					return -1
-				}
-			}
-			i += 5
-		default:
-			return -1
-		}
-	}
-}
-
-// hasControl reports whether s holds a byte below 0x20.
-func hasControl(s []byte) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	const k = ones * 0x20
-	i := 0
-	for ; i+32 <= len(s); i += 32 {
-		w0 := binary.LittleEndian.Uint64(s[i:])
-		w1 := binary.LittleEndian.Uint64(s[i+8:])
-		w2 := binary.LittleEndian.Uint64(s[i+16:])
-		w3 := binary.LittleEndian.Uint64(s[i+24:])
-		if ((w0-k)&^w0|(w1-k)&^w1|(w2-k)&^w2|(w3-k)&^w3)&highs != 0 {
-			return true
-		}
-	}
-	for ; i+8 <= len(s); i += 8 {
-		w := binary.LittleEndian.Uint64(s[i:])
-		if (w-k)&^w&highs != 0 {
-			return true
-		}
-	}
-	for ; i < len(s); i++ {
-		if s[i] < 0x20 {
-			return true
-		}
-	}
-	return false
 }

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"sync"
 
 	"github.com/tapedeck/tapedeck/tape"
+	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
 
 // Importing a line-oriented log on every core: turning a line into tape
@@ -51,6 +53,15 @@ type lineChunk[R any] struct {
 	items []lineItem[R]
 	out   []byte // the records' bytes (lineItem.r's spans)
 	done  chan struct{}
+	win   *mapWindow // the mapping data is in, held until applied; nil when read
+}
+
+// release lets go of c's mapping, once its records are applied.
+func (c *lineChunk[R]) release() {
+	if c.win != nil {
+		c.win.release()
+		c.win = nil
+	}
 }
 
 // lineItem is what a worker made of a line that is not blank.
@@ -68,6 +79,8 @@ type lineReader struct {
 	tail []byte // the bytes after the last newline handed out
 	err  error  // the read error (io.EOF at the end) once seen
 	done bool
+	m    *mapSource // the file's mapped part, nil when it is read
+	read bool       // m handed out: the file is read after it
 }
 
 // fill sets c.data to the next lines (at least size bytes of them when
@@ -76,6 +89,23 @@ type lineReader struct {
 func fillChunk[R any](cr *lineReader, c *lineChunk[R]) bool {
 	if cr.done {
 		return false
+	}
+	if cr.m != nil && !cr.read {
+		ok, err := fillMapped(cr, c)
+		switch {
+		case err != nil:
+			c.data, c.err, cr.done = nil, err, true
+			return true
+		case ok:
+			c.err = nil
+			return true
+		}
+		// The mapped part is handed out: read from its end.
+		cr.read = true
+		if _, err := cr.m.f.Seek(cr.m.off, io.SeekStart); err != nil {
+			c.data, c.err, cr.done = nil, err, true
+			return true
+		}
 	}
 	buf := append(c.buf[:0], cr.tail...)
 	defer func() { c.buf = buf[:0] }()
@@ -155,7 +185,7 @@ func workChunk[R, W any](c *lineChunk[R], w W, max int64, parse func(w W, line, 
 // number; a line longer than o.maxLine() is an error naming it.
 func eachLineParallel[R, W any](r io.Reader, format string, o Options, newWorker func() W, parse func(w W, line, out []byte) (R, []byte), apply func(r *R, out []byte) error) (int, error) {
 	max := o.maxLine()
-	cr := &lineReader{r: r, size: o.lineChunk(), max: max}
+	cr := &lineReader{r: r, size: o.lineChunk(), max: max, m: newMapSource(r, max)}
 	lines, base := 0, 0
 	tooLong := func(n int) error {
 		return &Error{Format: format, Line: n, Err: fmt.Errorf("expected a line of at most %d bytes, found a longer one", max)}
@@ -191,9 +221,14 @@ func eachLineParallel[R, W any](r io.Reader, format string, o Options, newWorker
 	if workers <= 1 {
 		c := &lineChunk[R]{}
 		w := newWorker()
+		if cr.m != nil {
+			defer cr.m.close()
+		}
 		for fillChunk(cr, c) {
 			workChunk(c, w, max, parse)
-			if done, err := applyChunk(c); done {
+			done, err := applyChunk(c)
+			c.release()
+			if done {
 				return lines, err
 			}
 		}
@@ -209,8 +244,19 @@ func eachLineParallel[R, W any](r io.Reader, format string, o Options, newWorker
 	work := make(chan *lineChunk[R], linesInFlight)
 	order := make(chan *lineChunk[R], linesInFlight)
 	quit := make(chan struct{})
-	defer close(quit) // the reader stops at its next chunk; workers at the end of work
+	var wg sync.WaitGroup
+	defer func() {
+		close(quit) // the reader stops at its next chunk; workers at the end of work
+		if cr.m != nil {
+			// A mapping is unmapped once no goroutine reads it (a file's
+			// reads end: this does not wait on a pipe).
+			wg.Wait()
+			cr.m.close()
+		}
+	}()
+	wg.Add(1 + workers)
 	go func() {
+		defer wg.Done()
 		defer close(order)
 		defer close(work)
 		for {
@@ -229,6 +275,7 @@ func eachLineParallel[R, W any](r io.Reader, format string, o Options, newWorker
 	}()
 	for range workers {
 		go func() {
+			defer wg.Done()
 			w := newWorker()
 			for c := range work {
 				workChunk(c, w, max, parse)
@@ -238,7 +285,9 @@ func eachLineParallel[R, W any](r io.Reader, format string, o Options, newWorker
 	}
 	for c := range order {
 		<-c.done
-		if done, err := applyChunk(c); done {
+		done, err := applyChunk(c)
+		c.release()
+		if done {
 			return lines, err
 		}
 		free <- c
@@ -284,14 +333,15 @@ func (o *out) put(r rec) error {
 
 // recEncoder encodes records as out writes them, into a buffer.
 type recEncoder struct {
-	buf     []byte
-	scratch []byte // startRec's
-	w       *tape.Writer
-	encs    map[encKey]*tape.Encoder
+	buf      []byte
+	scratch  []byte // startRec's
+	w        *tape.Writer
+	prefixes map[encKey][]byte // plain's, by direction and server
+	ts       tsWriter
 }
 
 func newRecEncoder() *recEncoder {
-	e := &recEncoder{encs: map[encKey]*tape.Encoder{}}
+	e := &recEncoder{prefixes: map[encKey][]byte{}}
 	e.w = tape.NewWriter(e).KeepMicroseconds()
 	return e
 }
@@ -311,17 +361,38 @@ func (e *recEncoder) with(out []byte, f func() error) (rec, []byte) {
 	return rec{start: start, end: len(out), err: err}, out
 }
 
-// plain is out.plain's record.
+// plain is out.plain's record: msg, a single JSON-RPC object on one line
+// a tape.Peeker found Plain, with _meta spliced in before its closing
+// brace, byte for byte the line tape.Encoder.AppendLinePlain (made
+// KeepMicroseconds) writes, its time formatted by hand.
 func (e *recEncoder) plain(out, msg []byte, m tape.Meta) (rec, []byte) {
 	k := encKey{m.Dir, m.Server}
-	enc := e.encs[k]
-	if enc == nil {
-		enc = tape.NewEncoder(m.Dir, m.Server).KeepMicroseconds()
-		e.encs[k] = enc
+	prefix := e.prefixes[k]
+	if prefix == nil {
+		prefix = metaPrefix(m.Dir, m.Server)
+		e.prefixes[k] = prefix
 	}
 	start := len(out)
-	out = enc.AppendLinePlain(out, msg, m.Time, nil)
+	msg = bytes.TrimSpace(msg)
+	n := len(msg)
+	out = append(out, msg[:n-1]...)
+	if len(bytes.TrimSpace(msg[1:n-1])) > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, prefix...)
+	out = e.ts.append(out, m.Time)
+	out = append(out, "\"}}\n"...)
 	return rec{start: start, end: len(out), msgs: 1, server: m.Server}, out
+}
+
+// metaPrefix is a plain line's _meta up to its time's opening quote, as
+// tape.NewEncoder builds it.
+func metaPrefix(dir tape.Dir, server string) []byte {
+	p := []byte(`"_meta":{"dir":`)
+	p = jsonscan.AppendQuoted(p, string(dir), false)
+	p = append(p, `,"server":`...)
+	p = jsonscan.AppendQuoted(p, server, false)
+	return append(p, `,"ts":"`...)
 }
 
 // message is out.message's record.

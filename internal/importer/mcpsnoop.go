@@ -40,7 +40,6 @@ import (
 	"io"
 
 	"github.com/tapedeck/tapedeck/tape"
-	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
 
 const formatMCPSnoop = "mcpsnoop"
@@ -139,6 +138,8 @@ func snoopApply(ro *reorder, enc *recEncoder, started map[string]bool, x *snoopR
 // snoopState is what reading a log carries from line to line.
 type snoopState struct {
 	env  snoopFields
+	head msgHead // the raw message's, when it is an object
+	ts   utcParser
 	peek tape.Peeker
 	// the last line's strings, kept while the next line's bytes are the
 	// same (a log's envelopes repeat them)
@@ -222,13 +223,23 @@ func snoopParse(wk *snoopWorker, line, buf []byte) (x snoopRec, _ []byte) {
 	// hands over its members, the message's bytes taken as they are. Only
 	// a line it refuses is looked at again, to say why.
 	env := &st.env
-	*env = snoopFields{}
-	loaded := len(line) > 0 && line[0] == '{' && jsonscan.ObjectEnd(line, 0, 1, func(k, v []byte) {
-		if bytes.IndexByte(k, '\\') >= 0 {
-			env.set(unquoteKey(k), v)
+	*env, st.head = snoopFields{}, msgHead{}
+	loaded := len(line) > 0 && line[0] == '{' && objectEnd(line, 0, 1, func(k []byte, vs int) int {
+		var ve int
+		if line[vs] == '{' && string(k) == "raw" {
+			ve = messageEnd(line, vs, 2, &st.head) // the message, walked as the Peeker would
 		} else {
-			env.set(string(k), v)
+			ve = valueEnd(line, vs, 1)
 		}
+		if ve < 0 {
+			return -1
+		}
+		if hasBackslash(k) {
+			env.set(unquoteKey(k), line[vs:ve])
+		} else {
+			env.set(string(k), line[vs:ve])
+		}
+		return ve
 	}) == len(line)
 	fail := func(err error) (snoopRec, []byte) {
 		return snoopRec{err: err}, buf
@@ -258,9 +269,11 @@ func snoopParse(wk *snoopWorker, line, buf []byte) (x snoopRec, _ []byte) {
 	if err != nil {
 		return fail(err)
 	}
-	ts, err := snoopNode("$.ts", env.ts).time()
-	if err != nil {
-		return fail(err)
+	ts, ok := st.ts.parse(env.ts)
+	if !ok {
+		if ts, err = snoopNode("$.ts", env.ts).time(); err != nil {
+			return fail(err)
+		}
 	}
 	label, err := st.str(strLabel, snoopNode("$.server_label", env.serverLabel))
 	if err != nil {
@@ -398,7 +411,11 @@ func snoopParse(wk *snoopWorker, line, buf []byte) (x snoopRec, _ []byte) {
 			// one plain JSON-RPC message is one as checkMessage would
 			// find it (tape.FuzzEncoderAgreesWithClassify), and goes to
 			// the Encoder (or, with extras, the Writer).
-			if h := st.peek.Peek(msg); h.Plain && h.Kind != tape.KindInvalid {
+			h, ok := st.head.head()
+			if !ok || !st.head.of(msg) {
+				h = st.peek.Peek(msg)
+			}
+			if h.Plain && h.Kind != tape.KindInvalid {
 				if m.Extra == nil {
 					x.r, buf = wk.enc.plain(buf, msg, m)
 				} else {

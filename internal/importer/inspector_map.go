@@ -1,11 +1,8 @@
-//go:build unix
-
 package importer
 
 import (
 	"io"
 	"os"
-	"syscall"
 )
 
 // inspectorMap maps the export when r is a regular file read from its
@@ -32,10 +29,9 @@ func inspectorMap(r io.Reader, max int64) (doc []byte, unmap func(), ok bool, er
 	if off, err := f.Seek(0, io.SeekCurrent); err != nil || off != 0 {
 		return nil, nil, false, nil
 	}
-	data, err := syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	data, release, err := mapRange(f, 0, st.Size())
 	if err != nil {
 		return nil, nil, false, nil
 	}
-	_ = syscall.Madvise(data, syscall.MADV_SEQUENTIAL)
-	return data, func() { _ = syscall.Munmap(data) }, true, nil
+	return data, func() { _ = release() }, true, nil
 }
