@@ -152,9 +152,12 @@ func (s *traceSpan) jsonAttr(k string) json.RawMessage {
 // writes it (and tapedeck export --format otlp): one
 // ExportTraceServiceRequest a line.
 func OTLP(r io.Reader, w *tape.Writer, o Options) (Result, error) {
+	if data, ctx, release, ok := mappedInput(r); ok {
+		defer release()
+		return otlpMapped(ctx, data, w, o)
+	}
 	var spans []traceSpan
 	br := bufio.NewReaderSize(r, 1<<20)
-	var u ptrace.JSONUnmarshaler
 	hint := 4096 // the last line's length: the next one's buffer
 	for line := 1; ; line++ {
 		// The spans keep slices of the line: read into a buffer of its own.
@@ -162,15 +165,9 @@ func OTLP(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 		if len(b) > hint {
 			hint = len(b) + len(b)/8
 		}
-		if own := bytes.TrimSpace(b); len(own) > 0 {
-			var ok bool
-			if spans, ok = scanOTLPLine(own, spans); !ok {
-				td, uerr := u.UnmarshalTraces(own)
-				if uerr != nil {
-					return Result{}, &Error{Format: "otlp", Line: line, Err: fmt.Errorf("expected an OTLP JSON ExportTraceServiceRequest, found %s: %v", quoteStart(own), uerr)}
-				}
-				spans = append(spans, pdataSpans(td)...)
-			}
+		var lerr error
+		if spans, lerr = addOTLPLine(spans, bytes.TrimSpace(b), line); lerr != nil {
+			return Result{}, lerr
 		}
 		if errors.Is(err, io.EOF) {
 			break
@@ -179,6 +176,28 @@ func OTLP(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 			return Result{}, err
 		}
 	}
+	return otlpSpans(spans, w, o)
+}
+
+// addOTLPLine appends the spans of own, line's bytes trimmed, to spans:
+// read by the fast path, else by pdata.
+func addOTLPLine(spans []traceSpan, own []byte, line int) ([]traceSpan, error) {
+	if len(own) == 0 {
+		return spans, nil
+	}
+	if s, ok := scanOTLPLine(own, spans); ok {
+		return s, nil
+	}
+	var u ptrace.JSONUnmarshaler
+	td, err := u.UnmarshalTraces(own)
+	if err != nil {
+		return spans, &Error{Format: "otlp", Line: line, Err: fmt.Errorf("expected an OTLP JSON ExportTraceServiceRequest, found %s: %v", quoteStart(own), err)}
+	}
+	return append(spans, pdataSpans(td)...), nil
+}
+
+// otlpSpans writes the tape of the spans read from every line.
+func otlpSpans(spans []traceSpan, w *tape.Writer, o Options) (Result, error) {
 	if len(spans) == 0 {
 		return Result{}, &Error{Format: "otlp", Path: "$.resourceSpans[*].scopeSpans[*].spans", Err: errors.New("expected OTLP JSON spans, found none (an empty input or no spans)")}
 	}
