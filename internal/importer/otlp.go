@@ -311,15 +311,18 @@ func writeSpans(format string, spans []traceSpan, w *tape.Writer, o Options) (Re
 		}
 		return cmp.Compare(a.rec, b.rec)
 	})
-	var line []byte
+	rl := recordLines{out: out, o: o}
 	for k, ref := range refs {
 		if k+1 < len(refs) && refs[k+1].tape == ref.tape && refs[k+1].seq == ref.seq {
 			continue // read again later
 		}
-		line = spans[ref.span].records[ref.rec].text(line[:0])
-		if err := writeRecord(out, line, o); err != nil {
+		if err := rl.write(spans[ref.span].records[ref.rec]); err != nil {
+			_ = rl.flush()
 			return Result{}, &Error{Format: format, Path: fmt.Sprintf("tape %q, record %d", names[ref.tape], ref.seq), Err: err}
 		}
+	}
+	if err := rl.flush(); err != nil {
+		return Result{}, &Error{Format: format, Err: err}
 	}
 	var rest []traceSpan
 	for _, s := range spans {
@@ -397,30 +400,8 @@ func writeRecord(out *out, line []byte, o Options) error {
 // dir (send or recv), server and ts, plain strings: the line writeRecord's
 // Writer would write. It reports false, writing nothing, for any other.
 func plainRecord(out *out, line, metaRaw []byte, o Options) (bool, error) {
-	var dir, server, ts []byte
-	n := 0
-	ok := len(metaRaw) > 0 && metaRaw[0] == '{' && jsonscan.ObjectEnd(metaRaw, 0, 1, func(k, v []byte) {
-		n++
-		switch string(k) {
-		case "dir":
-			dir = v
-		case "server":
-			server = v
-		case "ts":
-			ts = v
-		}
-	}) == len(metaRaw)
-	if !ok || n != 3 || dir == nil || server == nil || ts == nil {
-		return false, nil
-	}
-	d, ok1 := plainString(dir)
-	srv, ok2 := plainString(server)
-	when, ok3 := plainString(ts)
-	if !ok1 || !ok2 || !ok3 || d != string(tape.DirSend) && d != string(tape.DirRecv) {
-		return false, nil
-	}
-	t, err := parseTime(when)
-	if err != nil {
+	d, srv, t, ok := plainMeta(metaRaw)
+	if !ok {
 		return false, nil
 	}
 	msg := tape.StripMeta(line)
@@ -433,7 +414,39 @@ func plainRecord(out *out, line, metaRaw []byte, o Options) (bool, error) {
 	if o.Server != "" {
 		srv = o.Server
 	}
-	return true, out.plain(msg, tape.Meta{Dir: tape.Dir(d), Server: srv, Time: t})
+	return true, out.plain(msg, tape.Meta{Dir: d, Server: srv, Time: t})
+}
+
+// plainMeta reads a record's _meta that holds only dir (send or recv),
+// server and ts, plain strings; ok false for any other.
+func plainMeta(metaRaw []byte) (d tape.Dir, srv string, t time.Time, ok bool) {
+	var dir, server, ts []byte
+	n := 0
+	ok = len(metaRaw) > 0 && metaRaw[0] == '{' && jsonscan.ObjectEnd(metaRaw, 0, 1, func(k, v []byte) {
+		n++
+		switch string(k) {
+		case "dir":
+			dir = v
+		case "server":
+			server = v
+		case "ts":
+			ts = v
+		}
+	}) == len(metaRaw)
+	if !ok || n != 3 || dir == nil || server == nil || ts == nil {
+		return "", "", time.Time{}, false
+	}
+	ds, ok1 := plainString(dir)
+	srv, ok2 := plainString(server)
+	when, ok3 := plainString(ts)
+	if !ok1 || !ok2 || !ok3 || ds != string(tape.DirSend) && ds != string(tape.DirRecv) {
+		return "", "", time.Time{}, false
+	}
+	t, err := parseTime(when)
+	if err != nil {
+		return "", "", time.Time{}, false
+	}
+	return tape.Dir(ds), srv, t, true
 }
 
 // serverMethods are the requests a server sends to its client.
