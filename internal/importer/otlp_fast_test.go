@@ -45,7 +45,8 @@ func FuzzStrEnd(f *testing.F) {
 
 // An input given as a file is read mapped in place: the tape (or the
 // error, with its line) is the one the same bytes read as a stream give,
-// from the file's offset on.
+// from the file's offset on; its lines, read on every processor, give
+// the first failing line's error.
 func TestImportOTLPMapped(t *testing.T) {
 	dir := t.TempDir()
 	var inputs [][]byte
@@ -60,7 +61,8 @@ func TestImportOTLPMapped(t *testing.T) {
 			inputs = append(inputs, b)
 		}
 	}
-	inputs = append(inputs, []byte(otherEmitter), []byte(otherEmitter+"\n\n"+`{"resourceSpans":`+"\n"), []byte("\n  \n"))
+	inputs = append(inputs, []byte(otherEmitter), []byte(otherEmitter+"\n\n"+`{"resourceSpans":`+"\n"), []byte("\n  \n"),
+		[]byte(strings.Repeat(otherEmitter, 3)+"not json\n"+otherEmitter+`{"resourceSpans":`+"\n"+otherEmitter))
 	for i, in := range inputs {
 		for _, skip := range []int{0, 7} {
 			path := filepath.Join(dir, "in.otlp")

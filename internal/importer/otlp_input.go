@@ -5,6 +5,9 @@ import (
 	"context"
 	"io"
 	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/tapedeck/tapedeck/tape"
 )
@@ -41,22 +44,58 @@ func mappedInput(r io.Reader) (data []byte, ctx context.Context, release func(),
 
 // otlpMapped is OTLP of data, the input's bytes mapped in place: its
 // lines are read where they are (the spans keep slices of them until the
-// tape is written).
+// tape is written), on as many goroutines as there are processors, a line
+// at a time in order, their spans put back in the lines' order. The error
+// is the first line's that fails, as one goroutine reading them in order
+// would find it.
 func otlpMapped(ctx context.Context, data []byte, w *tape.Writer, o Options) (Result, error) {
-	var spans []traceSpan
-	for line, i := 1, 0; i < len(data); line++ {
-		if err := ctx.Err(); err != nil {
-			return Result{}, err
-		}
+	var lines [][]byte
+	for i := 0; i < len(data); {
 		end := len(data)
 		if k := bytes.IndexByte(data[i:], '\n'); k >= 0 {
 			end = i + k + 1
 		}
-		var err error
-		if spans, err = addOTLPLine(spans, bytes.TrimSpace(data[i:end]), line); err != nil {
-			return Result{}, err
-		}
+		lines = append(lines, data[i:end])
 		i = end
+	}
+	read := make([][]traceSpan, len(lines))
+	errs := make([]error, len(lines))
+	var next, failed atomic.Int64
+	failed.Store(int64(len(lines)))
+	work := func() {
+		for {
+			k := next.Add(1) - 1
+			if k >= int64(len(lines)) || k > failed.Load() {
+				return
+			}
+			err := ctx.Err()
+			if err == nil {
+				read[k], err = addOTLPLine(nil, bytes.TrimSpace(lines[k]), int(k)+1)
+			}
+			if err != nil {
+				errs[k] = err
+				for f := failed.Load(); k < f && !failed.CompareAndSwap(f, k); f = failed.Load() {
+				}
+				return
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(lines)) - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+	n := 0
+	for k := range lines {
+		if errs[k] != nil {
+			return Result{}, errs[k]
+		}
+		n += len(read[k])
+	}
+	spans := make([]traceSpan, 0, n)
+	for _, s := range read {
+		spans = append(spans, s...)
 	}
 	return otlpSpans(spans, w, o)
 }
