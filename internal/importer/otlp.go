@@ -73,7 +73,7 @@ type carriedRecord struct {
 // text appends the record's line to buf.
 func (r carriedRecord) text(buf []byte) []byte {
 	if r.raw != nil && r.std {
-		return jsonscan.Unescape(buf, r.raw)
+		return stdUnescape(buf, r.raw)
 	}
 	if r.raw != nil {
 		return unescapeJSON(buf, r.raw)
