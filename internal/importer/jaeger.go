@@ -79,7 +79,7 @@ func Jaeger(ctx context.Context, client *http.Client, base string, q JaegerQuery
 		return Result{}, &Error{Format: "jaeger", Err: err}
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<30))
+	body, err := readBody(resp, 1<<30)
 	if err != nil {
 		return Result{}, &Error{Format: "jaeger", Err: fmt.Errorf("reading %s: %w", u, err)}
 	}

@@ -315,7 +315,12 @@ func (p *otlpScan) jaegerTags(f func(jaegerKVRaw) bool) bool {
 				return once(&seen, 2) && ok
 			case "value":
 				p.i = jsonscan.SkipSpace(p.b, p.i)
-				e := jsonscan.ValueEnd(p.b, p.i, 2)
+				var e int
+				if p.i < len(p.b) && p.b[p.i] == '"' {
+					e = strEnd(p.b, p.i) // a record's line: most of the answer
+				} else {
+					e = jsonscan.ValueEnd(p.b, p.i, 2)
+				}
 				if e < 0 {
 					return false
 				}

@@ -73,7 +73,7 @@ type carriedRecord struct {
 // text appends the record's line to buf.
 func (r carriedRecord) text(buf []byte) []byte {
 	if r.raw != nil && r.std {
-		return jsonscan.Unescape(buf, r.raw)
+		return stdUnescape(buf, r.raw)
 	}
 	if r.raw != nil {
 		return unescapeJSON(buf, r.raw)
@@ -152,9 +152,12 @@ func (s *traceSpan) jsonAttr(k string) json.RawMessage {
 // writes it (and tapedeck export --format otlp): one
 // ExportTraceServiceRequest a line.
 func OTLP(r io.Reader, w *tape.Writer, o Options) (Result, error) {
+	if data, ctx, release, ok := mappedInput(r); ok {
+		defer release()
+		return otlpMapped(ctx, data, w, o)
+	}
 	var spans []traceSpan
 	br := bufio.NewReaderSize(r, 1<<20)
-	var u ptrace.JSONUnmarshaler
 	hint := 4096 // the last line's length: the next one's buffer
 	for line := 1; ; line++ {
 		// The spans keep slices of the line: read into a buffer of its own.
@@ -162,15 +165,9 @@ func OTLP(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 		if len(b) > hint {
 			hint = len(b) + len(b)/8
 		}
-		if own := bytes.TrimSpace(b); len(own) > 0 {
-			var ok bool
-			if spans, ok = scanOTLPLine(own, spans); !ok {
-				td, uerr := u.UnmarshalTraces(own)
-				if uerr != nil {
-					return Result{}, &Error{Format: "otlp", Line: line, Err: fmt.Errorf("expected an OTLP JSON ExportTraceServiceRequest, found %s: %v", quoteStart(own), uerr)}
-				}
-				spans = append(spans, pdataSpans(td)...)
-			}
+		var lerr error
+		if spans, lerr = addOTLPLine(spans, bytes.TrimSpace(b), line); lerr != nil {
+			return Result{}, lerr
 		}
 		if errors.Is(err, io.EOF) {
 			break
@@ -179,6 +176,28 @@ func OTLP(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 			return Result{}, err
 		}
 	}
+	return otlpSpans(spans, w, o)
+}
+
+// addOTLPLine appends the spans of own, line's bytes trimmed, to spans:
+// read by the fast path, else by pdata.
+func addOTLPLine(spans []traceSpan, own []byte, line int) ([]traceSpan, error) {
+	if len(own) == 0 {
+		return spans, nil
+	}
+	if s, ok := scanOTLPLine(own, spans); ok {
+		return s, nil
+	}
+	var u ptrace.JSONUnmarshaler
+	td, err := u.UnmarshalTraces(own)
+	if err != nil {
+		return spans, &Error{Format: "otlp", Line: line, Err: fmt.Errorf("expected an OTLP JSON ExportTraceServiceRequest, found %s: %v", quoteStart(own), err)}
+	}
+	return append(spans, pdataSpans(td)...), nil
+}
+
+// otlpSpans writes the tape of the spans read from every line.
+func otlpSpans(spans []traceSpan, w *tape.Writer, o Options) (Result, error) {
 	if len(spans) == 0 {
 		return Result{}, &Error{Format: "otlp", Path: "$.resourceSpans[*].scopeSpans[*].spans", Err: errors.New("expected OTLP JSON spans, found none (an empty input or no spans)")}
 	}
@@ -292,15 +311,18 @@ func writeSpans(format string, spans []traceSpan, w *tape.Writer, o Options) (Re
 		}
 		return cmp.Compare(a.rec, b.rec)
 	})
-	var line []byte
+	rl := recordLines{out: out, o: o}
 	for k, ref := range refs {
 		if k+1 < len(refs) && refs[k+1].tape == ref.tape && refs[k+1].seq == ref.seq {
 			continue // read again later
 		}
-		line = spans[ref.span].records[ref.rec].text(line[:0])
-		if err := writeRecord(out, line, o); err != nil {
+		if err := rl.write(spans[ref.span].records[ref.rec]); err != nil {
+			_ = rl.flush()
 			return Result{}, &Error{Format: format, Path: fmt.Sprintf("tape %q, record %d", names[ref.tape], ref.seq), Err: err}
 		}
+	}
+	if err := rl.flush(); err != nil {
+		return Result{}, &Error{Format: format, Err: err}
 	}
 	var rest []traceSpan
 	for _, s := range spans {
@@ -378,30 +400,8 @@ func writeRecord(out *out, line []byte, o Options) error {
 // dir (send or recv), server and ts, plain strings: the line writeRecord's
 // Writer would write. It reports false, writing nothing, for any other.
 func plainRecord(out *out, line, metaRaw []byte, o Options) (bool, error) {
-	var dir, server, ts []byte
-	n := 0
-	ok := len(metaRaw) > 0 && metaRaw[0] == '{' && jsonscan.ObjectEnd(metaRaw, 0, 1, func(k, v []byte) {
-		n++
-		switch string(k) {
-		case "dir":
-			dir = v
-		case "server":
-			server = v
-		case "ts":
-			ts = v
-		}
-	}) == len(metaRaw)
-	if !ok || n != 3 || dir == nil || server == nil || ts == nil {
-		return false, nil
-	}
-	d, ok1 := plainString(dir)
-	srv, ok2 := plainString(server)
-	when, ok3 := plainString(ts)
-	if !ok1 || !ok2 || !ok3 || d != string(tape.DirSend) && d != string(tape.DirRecv) {
-		return false, nil
-	}
-	t, err := parseTime(when)
-	if err != nil {
+	d, srv, t, ok := plainMeta(metaRaw)
+	if !ok {
 		return false, nil
 	}
 	msg := tape.StripMeta(line)
@@ -414,7 +414,39 @@ func plainRecord(out *out, line, metaRaw []byte, o Options) (bool, error) {
 	if o.Server != "" {
 		srv = o.Server
 	}
-	return true, out.plain(msg, tape.Meta{Dir: tape.Dir(d), Server: srv, Time: t})
+	return true, out.plain(msg, tape.Meta{Dir: d, Server: srv, Time: t})
+}
+
+// plainMeta reads a record's _meta that holds only dir (send or recv),
+// server and ts, plain strings; ok false for any other.
+func plainMeta(metaRaw []byte) (d tape.Dir, srv string, t time.Time, ok bool) {
+	var dir, server, ts []byte
+	n := 0
+	ok = len(metaRaw) > 0 && metaRaw[0] == '{' && jsonscan.ObjectEnd(metaRaw, 0, 1, func(k, v []byte) {
+		n++
+		switch string(k) {
+		case "dir":
+			dir = v
+		case "server":
+			server = v
+		case "ts":
+			ts = v
+		}
+	}) == len(metaRaw)
+	if !ok || n != 3 || dir == nil || server == nil || ts == nil {
+		return "", "", time.Time{}, false
+	}
+	ds, ok1 := plainString(dir)
+	srv, ok2 := plainString(server)
+	when, ok3 := plainString(ts)
+	if !ok1 || !ok2 || !ok3 || ds != string(tape.DirSend) && ds != string(tape.DirRecv) {
+		return "", "", time.Time{}, false
+	}
+	t, err := parseTime(when)
+	if err != nil {
+		return "", "", time.Time{}, false
+	}
+	return tape.Dir(ds), srv, t, true
 }
 
 // serverMethods are the requests a server sends to its client.

@@ -14,6 +14,7 @@ package importer
 // one. The fast path reads the same spans pdata would (TestOTLPScanAgrees).
 
 import (
+	"bytes"
 	"strconv"
 	"time"
 	"unicode/utf16"
@@ -63,7 +64,7 @@ func (p *otlpScan) str() ([]byte, bool) {
 	if p.i >= len(p.b) || p.b[p.i] != '"' {
 		return nil, false
 	}
-	e := jsonscan.StringEnd(p.b, p.i)
+	e := strEnd(p.b, p.i)
 	if e < 0 {
 		return nil, false
 	}
@@ -506,14 +507,13 @@ func jsonText(raw []byte) (string, bool) {
 // itself).
 func unescapeJSON(dst, raw []byte) []byte {
 	for i := 0; i < len(raw); {
-		j := i
-		for j < len(raw) && raw[j] != '\\' {
-			j++
-		}
-		dst = append(dst, raw[i:j]...)
-		if j >= len(raw) {
+		k := bytes.IndexByte(raw[i:], '\\')
+		if k < 0 {
+			dst = append(dst, raw[i:]...)
 			break
 		}
+		j := i + k
+		dst = append(dst, raw[i:j]...)
 		i = j + 2
 		switch c := raw[j+1]; c {
 		case 'b':
