@@ -41,7 +41,7 @@ func JSON(w io.Writer, src Source) error {
 	first := true
 	enc := json.NewEncoder(bw)
 	var buf []byte
-	err = readCalls(r, src.Index, src.Server, func(c tape.Call) error {
+	err = readCalls(r, src.Index, src.Server, tape.CallOptions{Alias: true}, func(c tape.Call) error {
 		if !first {
 			bw.WriteByte(',')
 		}
@@ -122,10 +122,10 @@ func appendCall(b []byte, c tape.Call) []byte {
 		b = str(b, "errorMessage", c.ErrorMessage)
 	}
 	b = append(b, `,"requestMessage":`...)
-	b = appendRaw(b, c.RequestRaw)
+	b = appendMessage(b, c.RequestRaw, c.RequestTail)
 	if c.ResponseRaw != nil {
 		b = append(b, `,"responseMessage":`...)
-		b = appendRaw(b, c.ResponseRaw)
+		b = appendMessage(b, c.ResponseRaw, c.ResponseTail)
 	}
 	return append(b, '}', '\n')
 }
@@ -134,6 +134,16 @@ func appendCall(b []byte, c tape.Call) []byte {
 // & escaped).
 func appendString(b []byte, v string) []byte {
 	return jsonscan.AppendQuoted(b, v, true)
+}
+
+// appendMessage appends a call's message: head and tail, valid JSON, as
+// they are when it was read with tape.CallOptions.Alias (tail not nil),
+// else head through appendRaw.
+func appendMessage(b, head, tail []byte) []byte {
+	if tail != nil {
+		return append(append(b, head...), tail...)
+	}
+	return appendRaw(b, head)
 }
 
 // appendRaw appends a message that is JSON already, its bytes copied as

@@ -210,7 +210,10 @@ func (t *Tracer) export(ctx context.Context, src Source) (int, error) {
 			return 0, err
 		}
 	}
-	err = readCalls(r, src.Index, src.Server, func(c tape.Call) error {
+	// Without bodies a span reads no answer but an initialize's or an
+	// error's, and no message's bytes but through tape's fields.
+	lean := tape.CallOptions{Alias: !t.opts.WithBodies, Lean: !t.opts.WithBodies}
+	err = readCalls(r, src.Index, src.Server, lean, func(c tape.Call) error {
 		t.add(c, carried.of(c.Request))
 		return nil
 	})
@@ -249,7 +252,7 @@ func (t *Tracer) add(c tape.Call, recs []carried) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if c.Method == "initialize" && c.ResponseRaw != nil {
-		t.versions[c.Server] = gjson.GetBytes(c.ResponseRaw, "result.protocolVersion").String()
+		t.versions[c.Server] = gjson.GetBytes(c.ResponseBytes(), "result.protocolVersion").String()
 	}
 	sp := t.spec(c, t.versions[c.Server])
 	sp.events = recs
