@@ -62,12 +62,14 @@ type CallOptions struct {
 	// result being the two joined (Call.RequestBytes). A message that is
 	// not valid JSON is copied as ReadCalls copies it, its tail nil.
 	Alias bool
-	// Lean reads an answer's bytes only where a call needs them without
-	// its body: an initialize's (its protocol version), a JSON-RPC
-	// error's or a rejected probe's (ErrorCode, ErrorMessage), and those
-	// of servers the index does not tell apart (their name). Another
-	// call's ResponseRaw is nil though it has a Response; its End comes
-	// from the index (the same instant, in UTC).
+	// Lean is for a caller that reads no message's body: an answer's
+	// bytes are read only where a call needs them without its body: an
+	// initialize's (its protocol version), a JSON-RPC error's or a
+	// rejected probe's (ErrorCode, ErrorMessage), and those of servers the
+	// index does not tell apart (their name). Another call's ResponseRaw
+	// is nil though it has a Response; its End comes from the index (the
+	// same instant, in UTC). The messages are left in the mapping as with
+	// Alias, but not checked: a tail says nothing of their JSON.
 	Lean bool
 }
 
@@ -93,6 +95,8 @@ func ReadCallsMapped(m *Mapping, x *Index, server string, o CallOptions, fn func
 	var cls classifier
 	var f fastMsg
 	data := m.data
+	valid := o.Alias && !o.Lean  // a tail then says the message is valid JSON
+	inPlace := o.Alias || o.Lean // the bytes left in the mapping
 	for seq, n := 0, x.Len(); seq < n; seq++ {
 		e, size := x.span(seq)
 		if e.Kind != KindRequest && e.Kind != KindResponse {
@@ -111,7 +115,7 @@ func ReadCallsMapped(m *Mapping, x *Index, server string, o CallOptions, fn func
 			continue
 		}
 		raw := data[e.Offset : e.Offset+int64(size)]
-		fast := f.scan(raw, e.Kind == KindRequest)
+		fast := f.scan(&cls, raw, e.Kind == KindRequest, valid)
 		var ci callInfo
 		if fast {
 			ci = f.ci
@@ -127,7 +131,7 @@ func ReadCallsMapped(m *Mapping, x *Index, server string, o CallOptions, fn func
 		if e.Kind == KindRequest {
 			c := a.newCall(seq, e, raw, &ci)
 			switch {
-			case fast && o.Alias:
+			case fast && inPlace:
 				c.RequestRaw, c.RequestTail = ci.parts(raw)
 			default:
 				c.RequestRaw = ci.stripped(raw)
@@ -141,9 +145,9 @@ func ReadCallsMapped(m *Mapping, x *Index, server string, o CallOptions, fn func
 		} else {
 			r := answer{end: e.Time}
 			switch {
-			case fast && o.Alias:
+			case fast && inPlace:
 				r.raw, r.tail = ci.parts(raw)
-				r.full = raw // valid JSON: its "error" is the stripped message's
+				r.full = raw // gjson finds its "error" as in the stripped message
 			default:
 				r.raw = ci.stripped(raw)
 				r.full = r.raw
@@ -194,70 +198,97 @@ func traceParent(b []byte) string {
 type fastMsg struct {
 	ci                            callInfo
 	params, name, uri, ref, pmeta span
-	raw                           []byte
 }
 
-// scan checks that raw is one valid JSON object (as jsonscan.Valid) and
-// reads its members; false when it is not, or when it holds what only
-// callMessage reads.
-func (f *fastMsg) scan(raw []byte, request bool) bool {
-	*f = fastMsg{raw: raw}
-	i := jsonscan.SkipSpace(raw, 0)
+// scan reads raw's members in one pass; false when raw is not an object
+// it reads as callMessage does, or holds what only callMessage and gjson
+// read. With valid (jsonscan), it also checks that raw is valid JSON (as
+// jsonscan.Valid), false when it is not; without, its structure is
+// checked as the index checked it (c's skipValue and members), its
+// strings and literals not.
+func (f *fastMsg) scan(c *classifier, raw []byte, request, valid bool) bool {
+	*f = fastMsg{}
+	c.oddLiteral = false
+	i := skipWS(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return false
 	}
 	prevEnd, isFirst := i+1, true
 	var meta, alt, metaCut, altCut span
 	var metaFirst, altFirst bool
-	i = jsonscan.SkipSpace(raw, i+1)
+	i = skipWS(raw, i+1)
 	end := -1
 	if i < len(raw) && raw[i] == '}' {
 		end = i + 1
 	}
+	paramsOK := true
+	inParams := func(k []byte, s span) {
+		if bytes.IndexByte(k, '\\') >= 0 {
+			paramsOK = false
+		}
+		switch string(k) {
+		case "name":
+			f.name = first(f.name, s)
+		case "uri":
+			f.uri = first(f.uri, s)
+		case "ref":
+			f.ref = first(f.ref, s)
+		case "_meta":
+			if f.pmeta.ok() {
+				paramsOK = false // gjson reads on past a _meta without it: its reading, not ours
+			}
+			f.pmeta = s
+		}
+	}
 	for end < 0 {
-		if i >= len(raw) || raw[i] != '"' {
-			return false
+		var key []byte
+		var vs, ve int
+		if valid {
+			if i >= len(raw) || raw[i] != '"' {
+				return false
+			}
+			ke := jsonscan.StringEnd(raw, i)
+			if ke < 0 {
+				return false
+			}
+			key = raw[i+1 : ke-1]
+			j := skipWS(raw, ke)
+			if j >= len(raw) || raw[j] != ':' {
+				return false
+			}
+			vs = skipWS(raw, j+1)
+		} else {
+			var err error
+			if key, vs, err = memberName(raw, i); err != nil {
+				return false
+			}
 		}
-		ke := jsonscan.StringEnd(raw, i)
-		if ke < 0 {
-			return false
-		}
-		key := raw[i+1 : ke-1]
 		if bytes.IndexByte(key, '\\') >= 0 {
 			return false
 		}
-		j := jsonscan.SkipSpace(raw, ke)
-		if j >= len(raw) || raw[j] != ':' {
-			return false
-		}
-		vs := jsonscan.SkipSpace(raw, j+1)
-		var ve int
-		if request && !f.params.ok() && string(key) == "params" && vs < len(raw) && raw[vs] == '{' {
-			ok := true
-			ve = jsonscan.ObjectEnd(raw, vs, 2, func(k, v []byte) {
-				if bytes.IndexByte(k, '\\') >= 0 {
-					ok = false
+		switch {
+		case request && !f.params.ok() && string(key) == "params" && vs < len(raw) && raw[vs] == '{':
+			if valid {
+				ve = jsonscan.ObjectEnd(raw, vs, 2, func(k, v []byte) {
+					at := cap(raw) - cap(v)
+					inParams(k, span{at, at + len(v)})
+				})
+			} else {
+				var err error
+				if ve, err = c.members(raw, vs, inParams); err != nil {
+					ve = -1
 				}
-				s := span{cap(raw) - cap(v), cap(raw) - cap(v) + len(v)}
-				switch string(k) {
-				case "name":
-					f.name = first(f.name, s)
-				case "uri":
-					f.uri = first(f.uri, s)
-				case "ref":
-					f.ref = first(f.ref, s)
-				case "_meta":
-					if f.pmeta.ok() {
-						ok = false // gjson reads on past a _meta without it: its reading, not ours
-					}
-					f.pmeta = s
-				}
-			})
-			if !ok {
+			}
+			if !paramsOK {
 				return false
 			}
-		} else {
+		case valid:
 			ve = jsonscan.ValueEnd(raw, vs, 1)
+		default:
+			var err error
+			if ve, err = c.skipValue(raw, vs); err != nil {
+				ve = -1
+			}
 		}
 		if ve < 0 {
 			return false
@@ -278,19 +309,21 @@ func (f *fastMsg) scan(raw []byte, request bool) bool {
 		}
 		isFirst = false
 		prevEnd = ve
-		i = jsonscan.SkipSpace(raw, ve)
+		i = skipWS(raw, ve)
 		switch {
 		case i >= len(raw):
 			return false
 		case raw[i] == '}':
 			end = i + 1
 		case raw[i] == ',':
-			i = jsonscan.SkipSpace(raw, i+1)
+			i = skipWS(raw, i+1)
 		default:
 			return false
 		}
 	}
-	if jsonscan.SkipSpace(raw, end) != len(raw) {
+	if valid && skipWS(raw, end) != len(raw) || c.oddLiteral {
+		// not one JSON value; or a literal that members and skipValue
+		// (which callMessage would have used on params) read apart
 		return false
 	}
 	if f.pmeta.ok() && bytes.IndexByte(f.pmeta.in(raw), '\\') >= 0 {

@@ -212,7 +212,7 @@ func (t *Tracer) export(ctx context.Context, src Source) (int, error) {
 	}
 	// Without bodies a span reads no answer but an initialize's or an
 	// error's, and no message's bytes but through tape's fields.
-	lean := tape.CallOptions{Alias: !t.opts.WithBodies, Lean: !t.opts.WithBodies}
+	lean := tape.CallOptions{Lean: !t.opts.WithBodies}
 	err = readCalls(r, src.Index, src.Server, lean, func(c tape.Call) error {
 		t.add(c, carried.of(c.Request))
 		return nil
