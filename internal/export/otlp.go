@@ -116,6 +116,9 @@ type Tracer struct {
 	// tasks are the tape's tasks by creating request: each gets a span
 	// of its own beside its call's (otlp_tasks.go).
 	tasks map[int]tape.Task
+	// traces are the traces of the calls without a traceparent, by
+	// server and session (traceOf).
+	traces map[traceKeyOf]trace.TraceID
 }
 
 // NewTracer returns a Tracer for the tape named name; without an
@@ -313,13 +316,14 @@ func (t *Tracer) spec(c tape.Call, version string) spec {
 		}
 	}
 	if !sp.trace.IsValid() {
-		sp.trace = traceFor(t.name, c)
+		sp.trace = t.traceOf(c)
 	}
 	sp.span = spanFor(t.name, c.Request)
 	transport := "pipe"
 	if c.HTTP {
 		transport = "tcp"
 	}
+	sp.attrs = make([]attribute.KeyValue, 0, 12) // what a call without bodies has at most
 	sp.attrs = append(sp.attrs,
 		attribute.String("mcp.method.name", c.Method),
 		attribute.String("network.transport", transport),
@@ -376,6 +380,22 @@ func traceURL(u string) string {
 	}
 	return u + "/v1/traces"
 }
+
+// traceOf is traceFor(t.name, c), hashed once a server and session.
+func (t *Tracer) traceOf(c tape.Call) trace.TraceID {
+	k := traceKeyOf{c.Server, c.Session}
+	id, ok := t.traces[k]
+	if !ok {
+		id = traceFor(t.name, c)
+		if t.traces == nil {
+			t.traces = map[traceKeyOf]trace.TraceID{}
+		}
+		t.traces[k] = id
+	}
+	return id
+}
+
+type traceKeyOf struct{ server, session string }
 
 // traceFor is the trace a call without a traceparent belongs to: one a
 // session (HTTP) or a server (stdio), derived from the tape's name so that
