@@ -74,7 +74,7 @@ func ReadCalls(r io.Reader, x *Index, server string, fn func(Call) error) error 
 	err := walkIndexed(r, x, server, calls, func(seq int, e Entry, raw []byte, m *callInfo) error {
 		switch e.Kind {
 		case KindRequest:
-			c := a.newCall(seq, e, raw, m)
+			c := newCall(seq, e, raw, m)
 			c.RequestRaw = m.stripped(raw)
 			c.TraceParent = traceParent(c.RequestRaw)
 			c.Target = Target(e.Method, c.RequestRaw)

@@ -11,6 +11,8 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -89,15 +91,140 @@ func joinTail(head, tail []byte) []byte {
 
 // ReadCallsMapped is ReadCalls (the same calls in the same order, with the
 // same fields, but for what o changes) reading the messages from m, a
-// mapping of the tape x indexes.
+// mapping of the tape x indexes. The messages are read by ranges on up to
+// GOMAXPROCS goroutines, and paired and given to fn in order on the
+// caller's.
 func ReadCallsMapped(m *Mapping, x *Index, server string, o CallOptions, fn func(Call) error) error {
 	a := newCallAssembler(x, fn)
-	var cls classifier
-	var f fastMsg
-	data := m.data
+	give := func(c *readChunk) (bool, error) {
+		for i := range c.items {
+			it := &c.items[i]
+			var err error
+			if it.request {
+				err = a.request(it.seq, it.call)
+			} else {
+				err = a.response(it.seq, it.ans)
+			}
+			if err != nil {
+				return false, err
+			}
+		}
+		return !c.cut, nil
+	}
+	n := x.Len()
+	workers := min(runtime.GOMAXPROCS(0), 4)
+	if workers < 2 || n < 2*readChunkLen {
+		r := rangeReader{m: m, x: x, server: server, o: o}
+		var c readChunk
+		r.read(0, n, &c)
+		if _, err := give(&c); err != nil {
+			return err
+		}
+		return a.flush()
+	}
+	type job struct {
+		lo, hi int
+		out    chan *readChunk
+	}
+	jobs := make(chan job)
+	futures := make(chan chan *readChunk, 2*workers)
+	free := make(chan *readChunk, 3*workers)
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rangeReader{m: m, x: x, server: server, o: o}
+			for j := range jobs {
+				var c *readChunk
+				select {
+				case c = <-free:
+				default:
+					c = new(readChunk)
+				}
+				r.read(j.lo, j.hi, c)
+				j.out <- c // buffered: never blocks
+			}
+		}()
+	}
+	go func() {
+		defer close(futures)
+		defer close(jobs)
+		for lo := 0; lo < n; lo += readChunkLen {
+			out := make(chan *readChunk, 1)
+			select {
+			case futures <- out:
+			case <-quit:
+				return
+			}
+			select {
+			case jobs <- job{lo, min(lo+readChunkLen, n), out}:
+			case <-quit:
+				return
+			}
+		}
+	}()
+	defer func() {
+		close(quit)
+		for range futures { // let the dispatcher end
+		}
+		wg.Wait()
+	}()
+	for out := range futures {
+		c := <-out
+		more, err := give(c)
+		if err != nil {
+			return err
+		}
+		if !more {
+			break
+		}
+		clear(c.items) // let the calls' bytes go
+		select {
+		case free <- c:
+		default:
+		}
+	}
+	return a.flush()
+}
+
+// readChunkLen is how many messages a goroutine of ReadCallsMapped reads
+// at once.
+const readChunkLen = 1024
+
+// readChunk is what a range of messages gives: its requests' calls and
+// its answers, in order; cut says the tape ended within the range.
+type readChunk struct {
+	items []readItem
+	cut   bool
+}
+
+type readItem struct {
+	seq     int
+	request bool
+	call    Call   // a request's
+	ans     answer // a response's
+}
+
+// rangeReader reads ranges of a mapped tape's messages for ReadCallsMapped.
+type rangeReader struct {
+	m      *Mapping
+	x      *Index
+	server string
+	o      CallOptions
+	cls    classifier
+	f      fastMsg
+}
+
+// read fills c with the requests and responses among messages [lo, hi).
+func (r *rangeReader) read(lo, hi int, c *readChunk) {
+	c.items, c.cut = c.items[:0], false
+	x, o, server, f := r.x, r.o, r.server, &r.f
+	data := r.m.data
 	valid := o.Alias && !o.Lean  // a tail then says the message is valid JSON
 	inPlace := o.Alias || o.Lean // the bytes left in the mapping
-	for seq, n := 0, x.Len(); seq < n; seq++ {
+	for seq := lo; seq < hi; seq++ {
 		e, size := x.span(seq)
 		if e.Kind != KindRequest && e.Kind != KindResponse {
 			continue
@@ -106,59 +233,53 @@ func ReadCallsMapped(m *Mapping, x *Index, server string, o CallOptions, fn func
 			continue
 		}
 		if e.Offset+int64(size) > int64(len(data)) {
-			break // the tape is shorter than its index: it was cut since
+			c.cut = true // the tape is shorter than its index: it was cut since
+			return
 		}
-		if o.Lean && e.Kind == KindResponse && e.Server != moreServers && !a.needsAnswer(seq) {
-			if err := a.response(seq, answer{end: e.Time}); err != nil {
-				return err
-			}
+		if o.Lean && e.Kind == KindResponse && e.Server != moreServers && !needsAnswer(x, seq) {
+			c.items = append(c.items, readItem{seq: seq, ans: answer{end: e.Time}})
 			continue
 		}
 		raw := data[e.Offset : e.Offset+int64(size)]
-		fast := f.scan(&cls, raw, e.Kind == KindRequest, valid)
+		fast := f.scan(&r.cls, raw, e.Kind == KindRequest, valid)
 		var ci callInfo
 		if fast {
 			ci = f.ci
-			cls.meta(raw, &ci.msgInfo, ci.meta)
+			r.cls.meta(raw, &ci.msgInfo, ci.meta)
 		} else {
-			ci = cls.callMessage(raw)
+			ci = r.cls.callMessage(raw)
 		}
 		if e.Server = stringValue(raw, ci.server); server != "" && e.Server != server {
 			continue
 		}
 		e.Dir, e.Time = Dir(stringValue(raw, ci.dir)), ci.when
-		var err error
 		if e.Kind == KindRequest {
-			c := a.newCall(seq, e, raw, &ci)
+			c.items = append(c.items, readItem{seq: seq, request: true, call: newCall(seq, e, raw, &ci)})
+			call := &c.items[len(c.items)-1].call
 			switch {
 			case fast && inPlace:
-				c.RequestRaw, c.RequestTail = ci.parts(raw)
+				call.RequestRaw, call.RequestTail = ci.parts(raw)
 			default:
-				c.RequestRaw = ci.stripped(raw)
+				call.RequestRaw = ci.stripped(raw)
 			}
 			if fast {
-				c.Target, c.TraceParent = f.target(e.Method, raw), f.traceParent(raw)
+				call.Target, call.TraceParent = f.target(e.Method, raw), f.traceParent(raw)
 			} else {
-				c.Target, c.TraceParent = Target(e.Method, c.RequestRaw), traceParent(c.RequestRaw)
+				call.Target, call.TraceParent = Target(e.Method, call.RequestRaw), traceParent(call.RequestRaw)
 			}
-			err = a.request(seq, c)
-		} else {
-			r := answer{end: e.Time}
-			switch {
-			case fast && inPlace:
-				r.raw, r.tail = ci.parts(raw)
-				r.full = raw // gjson finds its "error" as in the stripped message
-			default:
-				r.raw = ci.stripped(raw)
-				r.full = r.raw
-			}
-			err = a.response(seq, r)
+			continue
 		}
-		if err != nil {
-			return err
+		ans := answer{end: e.Time}
+		switch {
+		case fast && inPlace:
+			ans.raw, ans.tail = ci.parts(raw)
+			ans.full = raw // gjson finds its "error" as in the stripped message
+		default:
+			ans.raw = ci.stripped(raw)
+			ans.full = ans.raw
 		}
+		c.items = append(c.items, readItem{seq: seq, ans: ans})
 	}
-	return a.flush()
 }
 
 // parts is StripMeta(raw) as two slices of raw: the bytes before the cut
@@ -405,7 +526,7 @@ func newCallAssembler(x *Index, fn func(Call) error) *callAssembler {
 
 // newCall is request seq's call before its bytes: e is its entry with
 // Server, Dir and Time read from its _meta.
-func (a *callAssembler) newCall(seq int, e Entry, raw []byte, m *callInfo) Call {
+func newCall(seq int, e Entry, raw []byte, m *callInfo) Call {
 	c := Call{Request: seq, Response: -1, Server: e.Server, Dir: e.Dir, Method: e.Method, Start: e.Time, Line: e.Line}
 	if m.id.ok() {
 		c.ID = ID(m.id.in(raw))
@@ -420,9 +541,9 @@ func (a *callAssembler) newCall(seq int, e Entry, raw []byte, m *callInfo) Call 
 
 // needsAnswer reports whether response seq's bytes make a field of its
 // call (see CallOptions.Lean).
-func (a *callAssembler) needsAnswer(seq int) bool {
-	p := a.x.Pair(seq)
-	return p.Partner >= 0 && (p.Method == "initialize" || a.x.Failure(seq) == RPCError || a.x.Negotiation(seq))
+func needsAnswer(x *Index, seq int) bool {
+	p := x.Pair(seq)
+	return p.Partner >= 0 && (p.Method == "initialize" || x.Failure(seq) == RPCError || x.Negotiation(seq))
 }
 
 func (a *callAssembler) request(seq int, c Call) error {

@@ -52,6 +52,9 @@ func TestReadCallsMappedAgrees(t *testing.T) {
 			if err := x.Extend(int64(size), nil); err != nil {
 				t.Fatalf("%s: %v", path, err)
 			}
+			if size == len(data) && len(data) > 0 {
+				shorterThanIndex(t, path, data, x)
+			}
 			for _, server := range append([]string{""}, x.Servers()...) {
 				var want []Call
 				if err := ReadCalls(bytes.NewReader(data), x, server, func(c Call) error { want = append(want, c); return nil }); err != nil {
@@ -117,6 +120,36 @@ func TestReadCallsMappedAgrees(t *testing.T) {
 	}
 	if tails == 0 || copies == 0 || skipped == 0 {
 		t.Errorf("%d messages left in place, %d copied, %d answers skipped: expected some of each", tails, copies, skipped)
+	}
+}
+
+// shorterThanIndex: a tape cut (mid-line, at two thirds) after x indexed
+// it gives ReadCallsMapped the calls it gives ReadCalls, up to the cut.
+func shorterThanIndex(t *testing.T, path string, data []byte, x *Index) {
+	short := data[:len(data)*2/3]
+	p := filepath.Join(t.TempDir(), "short.tape.jsonl")
+	if err := os.WriteFile(p, short, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, err := MapTape(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var want, got []Call
+	if err := ReadCalls(bytes.NewReader(short), x, "", func(c Call) error { want = append(want, c); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := ReadCallsMapped(m, x, "", CallOptions{}, func(c Call) error { got = append(got, c); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s cut to %d bytes: %d calls, ReadCalls gives %d, or they differ", path, len(short), len(got), len(want))
 	}
 }
 
