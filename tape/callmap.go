@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
-
-	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
 
 // Mapping is a tape file mapped read-only whole: ReadCallsMapped reads
@@ -368,7 +366,7 @@ func (f *fastMsg) scan(c *classifier, raw []byte, request, valid bool) bool {
 			if i >= len(raw) || raw[i] != '"' {
 				return false
 			}
-			ke := jsonscan.StringEnd(raw, i)
+			ke := validStringEnd(raw, i)
 			if ke < 0 {
 				return false
 			}
@@ -390,7 +388,7 @@ func (f *fastMsg) scan(c *classifier, raw []byte, request, valid bool) bool {
 		switch {
 		case request && !f.params.ok() && string(key) == "params" && vs < len(raw) && raw[vs] == '{':
 			if valid {
-				ve = jsonscan.ObjectEnd(raw, vs, 2, func(k, v []byte) {
+				ve = validObjectEnd(raw, vs, 2, func(k, v []byte) {
 					at := cap(raw) - cap(v)
 					inParams(k, span{at, at + len(v)})
 				})
@@ -404,7 +402,7 @@ func (f *fastMsg) scan(c *classifier, raw []byte, request, valid bool) bool {
 				return false
 			}
 		case valid:
-			ve = jsonscan.ValueEnd(raw, vs, 1)
+			ve = validValueEnd(raw, vs, 1)
 		default:
 			var err error
 			if ve, err = c.skipValue(raw, vs); err != nil {
