@@ -114,9 +114,15 @@ func ReadCallsMapped(m *Mapping, x *Index, server string, o CallOptions, fn func
 	if workers < 2 || n < 2*readChunkLen {
 		r := rangeReader{m: m, x: x, server: server, o: o}
 		var c readChunk
-		r.read(0, n, &c)
-		if _, err := give(&c); err != nil {
-			return err
+		for lo := 0; lo < n; lo += readChunkLen {
+			r.read(lo, min(lo+readChunkLen, n), &c)
+			more, err := give(&c)
+			if err != nil {
+				return err
+			}
+			if !more {
+				break
+			}
 		}
 		return a.flush()
 	}

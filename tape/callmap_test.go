@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -201,4 +202,47 @@ func fastPathTape(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestReadCallsMappedOneCore: on one core ReadCallsMapped reads its ranges
+// on the caller's goroutine, with the same calls, and stops where fn fails.
+func TestReadCallsMappedOneCore(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	if _, err := WriteSynth(path, SynthOptions{Messages: 5000, Seed: 9, Profile: SynthRealistic}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := NewIndex(bytes.NewReader(data))
+	if err := x.Extend(int64(len(data)), nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, err := MapTape(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var want, got []Call
+	if err := ReadCalls(bytes.NewReader(data), x, "", func(c Call) error { want = append(want, c); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := ReadCallsMapped(m, x, "", CallOptions{}, func(c Call) error { got = append(got, c); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(want) < 2*readChunkLen/2 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("%d calls, ReadCalls gives %d (expected more than a range's), or they differ", len(got), len(want))
+	}
+	stop := errors.New("stop")
+	n := 0
+	if err := ReadCallsMapped(m, x, "", CallOptions{}, func(Call) error { n++; return stopAt(n, len(want)/2, stop) }); err != stop || n != len(want)/2 {
+		t.Fatalf("fn failing at call %d: %v after %d", len(want)/2, err, n)
+	}
 }
