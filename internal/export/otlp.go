@@ -119,6 +119,10 @@ type Tracer struct {
 	// traces are the traces of the calls without a traceparent, by
 	// server and session (traceOf).
 	traces map[traceKeyOf]trace.TraceID
+	// attrs are the attributes of the span written last to a file, for
+	// the next one's (add); spanKey is what spanOf hashes.
+	attrs   []attribute.KeyValue
+	spanKey []byte
 }
 
 // NewTracer returns a Tracer for the tape named name; without an
@@ -263,6 +267,10 @@ func (t *Tracer) add(c tape.Call, recs []carried) {
 	if tk, ok := t.tasks[c.Request]; ok {
 		t.emit(t.taskSpec(tk, c, sp))
 	}
+	if t.file != nil {
+		clear(sp.attrs)
+		t.attrs = sp.attrs[:0] // written out: the next call's span reuses them
+	}
 }
 
 // emit sends or writes the span sp.
@@ -318,12 +326,14 @@ func (t *Tracer) spec(c tape.Call, version string) spec {
 	if !sp.trace.IsValid() {
 		sp.trace = t.traceOf(c)
 	}
-	sp.span = spanFor(t.name, c.Request)
+	sp.span = t.spanOf(c.Request)
 	transport := "pipe"
 	if c.HTTP {
 		transport = "tcp"
 	}
-	sp.attrs = make([]attribute.KeyValue, 0, 12) // what a call without bodies has at most
+	if sp.attrs, t.attrs = t.attrs, nil; sp.attrs == nil {
+		sp.attrs = make([]attribute.KeyValue, 0, 12) // what a call without bodies has at most
+	}
 	sp.attrs = append(sp.attrs,
 		attribute.String("mcp.method.name", c.Method),
 		attribute.String("network.transport", transport),
@@ -412,6 +422,20 @@ type seedKey struct{}
 
 func withTrace(ctx context.Context, id trace.TraceID) context.Context {
 	return context.WithValue(ctx, traceKey{}, id)
+}
+
+// spanOf is spanFor(t.name, seq), its bytes hashed in one buffer.
+func (t *Tracer) spanOf(seq int) trace.SpanID {
+	if t.spanKey == nil {
+		t.spanKey = []byte("tapedeck-span\x00" + t.name + "\x00")
+	}
+	n := len(t.spanKey)
+	t.spanKey = binary.BigEndian.AppendUint64(t.spanKey, uint64(seq))
+	h := sha256.Sum256(t.spanKey)
+	t.spanKey = t.spanKey[:n]
+	var id trace.SpanID
+	copy(id[:], h[:8])
+	return id
 }
 
 // spanFor is call seq's span id, derived from the tape's name: exporting a
