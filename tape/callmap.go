@@ -253,10 +253,13 @@ func (r *rangeReader) read(lo, hi int, c *readChunk) {
 		} else {
 			ci = r.cls.callMessage(raw)
 		}
-		if e.Server = stringValue(raw, ci.server); server != "" && e.Server != server {
-			continue
+		if server != "" || e.Kind == KindRequest { // an answer gives its call no server or direction
+			if e.Server = stringValue(raw, ci.server); server != "" && e.Server != server {
+				continue
+			}
+			e.Dir = Dir(stringValue(raw, ci.dir))
 		}
-		e.Dir, e.Time = Dir(stringValue(raw, ci.dir)), ci.when
+		e.Time = ci.when
 		if e.Kind == KindRequest {
 			c.items = append(c.items, readItem{seq: seq, request: true, call: newCall(seq, e, raw, &ci)})
 			call := &c.items[len(c.items)-1].call
@@ -543,6 +546,13 @@ func newCall(seq int, e Entry, raw []byte, m *callInfo) Call {
 	return c
 }
 
+// kindAt is message i's kind (Entry(i).Kind without the rest of the entry).
+func (x *Index) kindAt(i int) Kind {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.recs.at(i).kind
+}
+
 // needsAnswer reports whether response seq's bytes make a field of its
 // call (see CallOptions.Lean).
 func needsAnswer(x *Index, seq int) bool {
@@ -558,7 +568,7 @@ func (a *callAssembler) request(seq int, c Call) error {
 		c.Status = "cancelled"
 	case p.Partner < 0:
 		c.Status = "pending"
-	case x.Entry(p.Partner).Kind == KindLifecycle:
+	case x.kindAt(p.Partner) == KindLifecycle:
 		c.Status = "challenged"
 	}
 	if p.Partner >= 0 && p.Partner < seq {
