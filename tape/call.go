@@ -40,8 +40,14 @@ type Call struct {
 	ErrorCode    int64
 	ErrorMessage string
 	// RequestRaw and ResponseRaw are the messages as they crossed the wire
-	// (without the tape's _meta); ResponseRaw is nil without a response.
+	// (without the tape's _meta); ResponseRaw is nil without a response
+	// (and with ReadCallsMapped's CallOptions.Lean, for most answers).
 	RequestRaw, ResponseRaw []byte
+	// RequestTail and ResponseTail are nil but for a call read with
+	// CallOptions.Alias: then a message is RequestRaw followed by
+	// RequestTail (see RequestBytes), both in the tape's mapping, and a
+	// tail not nil says the message is valid JSON.
+	RequestTail, ResponseTail []byte
 	// Line is the request's line in the file.
 	Line int
 	// Session is the request's HTTP session (Mcp-Session-Id), or "" (a
@@ -63,75 +69,26 @@ type Call struct {
 // from one scan of its members. Messages written after the index was built
 // are left out. Memory holds only the requests still awaiting their answer.
 func ReadCalls(r io.Reader, x *Index, server string, fn func(Call) error) error {
-	open := map[int]Call{} // request seq → call awaiting its response
-	var order []int        // requests in recorded order, to flush the unanswered ones
+	a := newCallAssembler(x, fn)
 	calls := func(k Kind) bool { return k == KindRequest || k == KindResponse }
 	err := walkIndexed(r, x, server, calls, func(seq int, e Entry, raw []byte, m *callInfo) error {
 		switch e.Kind {
 		case KindRequest:
-			c := Call{Request: seq, Response: -1, Server: e.Server, Dir: e.Dir, Method: e.Method, Start: e.Time, Line: e.Line}
-			if m.id.ok() {
-				c.ID = ID(m.id.in(raw))
-			}
-			if meta := m.meta.in(raw); bytes.Contains(meta, []byte(`"http"`)) { // the HTTP dialect's _meta, else no need to parse it
-				if hm := httpMetaOf(meta); hm.HTTP {
-					c.Session, c.HTTP = hm.Session, true
-				}
-			}
+			c := newCall(seq, e, raw, m)
 			c.RequestRaw = m.stripped(raw)
-			if containsTraceparent(c.RequestRaw) {
-				if tp := gjson.GetBytes(c.RequestRaw, "params._meta.traceparent"); tp.Type == gjson.String {
-					c.TraceParent = tp.String()
-				}
-			}
+			c.TraceParent = traceParent(c.RequestRaw)
 			c.Target = Target(e.Method, c.RequestRaw)
-			p := x.Pair(seq)
-			switch {
-			case p.Partner < 0 && p.Cancelled:
-				c.Status = "cancelled"
-			case p.Partner < 0:
-				c.Status = "pending"
-			case x.Entry(p.Partner).Kind == KindLifecycle:
-				c.Status = "challenged"
-			}
-			if p.Partner >= 0 && p.Partner < seq {
-				// Answered before it was recorded (Reordered): the answer
-				// came first and waits in open under the response's seq.
-				if r, ok := open[-p.Partner-1]; ok {
-					delete(open, -p.Partner-1)
-					c = complete(c, r.ResponseRaw, r.End, p.Partner, x)
-					return fn(c)
-				}
-			}
-			open[seq] = c
-			order = append(order, seq)
+			return a.request(seq, c)
 		case KindResponse:
-			p := x.Pair(seq)
-			if p.Partner < 0 {
-				return nil // an orphan: no call to complete
-			}
-			c, ok := open[p.Partner]
-			if !ok {
-				// Its request comes later on the tape (Reordered).
-				open[-seq-1] = Call{ResponseRaw: m.stripped(raw), End: e.Time}
-				return nil
-			}
-			delete(open, p.Partner)
-			return fn(complete(c, m.stripped(raw), e.Time, seq, x))
+			b := m.stripped(raw)
+			return a.response(seq, answer{raw: b, full: b, end: e.Time})
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	for _, seq := range order {
-		if c, ok := open[seq]; ok {
-			if err := fn(c); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return a.flush()
 }
 
 // Message is one message of a tape as ReadMessages gives it.
@@ -335,20 +292,25 @@ func (s *spanReader) read(off int64, size int) ([]byte, error) {
 
 // complete fills in a call's answer.
 func complete(c Call, resp []byte, end time.Time, seq int, x *Index) Call {
-	c.Response, c.ResponseRaw, c.End = seq, resp, end
-	if !c.Start.IsZero() && !end.IsZero() {
-		c.Latency = end.Sub(c.Start)
+	return completeWith(c, answer{raw: resp, full: resp, end: end}, seq, x)
+}
+
+// completeWith fills in a call's answer r: its error is read from r.full.
+func completeWith(c Call, r answer, seq int, x *Index) Call {
+	c.Response, c.ResponseRaw, c.ResponseTail, c.End = seq, r.raw, r.tail, r.end
+	if !c.Start.IsZero() && !r.end.IsZero() {
+		c.Latency = r.end.Sub(c.Start)
 	}
 	c.Status = "ok"
 	switch x.Failure(seq) {
 	case RPCError:
 		c.Status = "error"
-		er := gjson.GetBytes(resp, "error")
+		er := gjson.GetBytes(r.full, "error")
 		c.ErrorCode, c.ErrorMessage = er.Get("code").Int(), er.Get("message").String()
 	case NoFailure:
 		if x.Negotiation(seq) {
 			c.Status = "negotiation" // a rejected server/discover probe: not a failure
-			er := gjson.GetBytes(resp, "error")
+			er := gjson.GetBytes(r.full, "error")
 			c.ErrorCode, c.ErrorMessage = er.Get("code").Int(), er.Get("message").String()
 		}
 	case ToolError:

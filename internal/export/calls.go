@@ -3,15 +3,17 @@ package export
 import (
 	"errors"
 	"io"
+	"os"
 
 	"github.com/tapedeck/tapedeck/tape"
 )
 
-// Reading and formatting on two cores: tape.ReadCalls (reading each call's
-// bytes, scanning its members, stripping _meta) runs on a goroutine of its
-// own and hands the calls over in batches, while the caller's goroutine
-// formats and writes them. The calls reach fn in ReadCalls' order; a
-// Call's bytes are its own memory, so handing one over copies nothing.
+// Reading and formatting on two cores: tape.ReadCallsMapped (reading each
+// call's bytes in place from a mapping of the tape, scanning its members)
+// runs on a goroutine of its own and hands the calls over in batches,
+// while the caller's goroutine formats and writes them. The calls reach fn
+// in ReadCalls' order; a Call's bytes are its own memory or the mapping's,
+// which lives until readCalls returns, so handing one over copies nothing.
 
 const (
 	callBatch   = 256 // calls handed over at once
@@ -21,10 +23,19 @@ const (
 // errStopReading ends ReadCalls when fn failed on the other side.
 var errStopReading = errors.New("stop reading: the writer failed")
 
-// readCalls is tape.ReadCalls(r, x, server, fn) with the reading done on
-// another goroutine: fn is called on the caller's, in the same order, and
-// its first error ends the reading and is returned.
-func readCalls(r io.Reader, x *tape.Index, server string, fn func(tape.Call) error) error {
+// readCalls is tape.ReadCallsMapped(r's mapping, x, server, o, fn) with
+// the reading done on another goroutine: fn is called on the caller's, in
+// the same order, and its first error ends the reading and is returned.
+// A call's bytes are valid until readCalls returns. When r is not a file
+// that maps, it is tape.ReadCalls(r, x, server, fn) (o has no effect).
+func readCalls(r io.Reader, x *tape.Index, server string, o tape.CallOptions, fn func(tape.Call) error) error {
+	read := func(fn func(tape.Call) error) error { return tape.ReadCalls(r, x, server, fn) }
+	if f, ok := r.(*os.File); ok {
+		if m, err := tape.MapTape(f); err == nil {
+			defer m.Close() // after the last call was handed over and formatted
+			read = func(fn func(tape.Call) error) error { return tape.ReadCallsMapped(m, x, server, o, fn) }
+		}
+	}
 	batches := make(chan []tape.Call, callBatches)
 	free := make(chan []tape.Call, callBatches+2)
 	quit := make(chan struct{})
@@ -45,7 +56,7 @@ func readCalls(r io.Reader, x *tape.Index, server string, fn func(tape.Call) err
 			}
 			return true
 		}
-		err := tape.ReadCalls(r, x, server, func(c tape.Call) error {
+		err := read(func(c tape.Call) error {
 			if b = append(b, c); len(b) == callBatch && !send() {
 				return errStopReading
 			}

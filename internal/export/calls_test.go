@@ -38,7 +38,7 @@ func TestReadCallsOnTwoGoroutines(t *testing.T) {
 		t.Fatalf("%d calls: expected more than the %d the batches in flight hold", len(want), callBatch*callBatches)
 	}
 	before := runtime.NumGoroutine()
-	if err := readCalls(bytes.NewReader(data), x, "", func(c tape.Call) error { got = append(got, c); return nil }); err != nil {
+	if err := readCalls(bytes.NewReader(data), x, "", tape.CallOptions{}, func(c tape.Call) error { got = append(got, c); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != len(want) {
@@ -52,7 +52,7 @@ func TestReadCallsOnTwoGoroutines(t *testing.T) {
 	for _, at := range []int{1, callBatch, callBatch + 1, len(want) / 2, len(want)} {
 		stop := errors.New("stop")
 		n := 0
-		err := readCalls(bytes.NewReader(data), x, "", func(tape.Call) error {
+		err := readCalls(bytes.NewReader(data), x, "", tape.CallOptions{}, func(tape.Call) error {
 			if n++; n == at {
 				return stop
 			}

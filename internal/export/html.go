@@ -73,7 +73,7 @@ func HTML(w io.Writer, src Source, version string) error {
 		chunk = chunk[:0]
 		return nil
 	}
-	err = readCalls(r, src.Index, src.Server, func(c tape.Call) error {
+	err = readCalls(r, src.Index, src.Server, tape.CallOptions{}, func(c tape.Call) error {
 		chunk = append(chunk, toHTML(c))
 		if len(chunk) == htmlChunk {
 			return flush()

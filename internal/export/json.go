@@ -41,13 +41,13 @@ func JSON(w io.Writer, src Source) error {
 	first := true
 	enc := json.NewEncoder(bw)
 	var buf []byte
-	err = readCalls(r, src.Index, src.Server, func(c tape.Call) error {
+	err = readCalls(r, src.Index, src.Server, tape.CallOptions{Alias: true}, func(c tape.Call) error {
 		if !first {
 			bw.WriteByte(',')
 		}
 		first = false
-		buf = appendCall(buf[:0], c)
-		_, err := bw.Write(buf)
+		var err error
+		buf, err = writeCall(bw, buf[:0], c)
 		return err
 	})
 	if err != nil {
@@ -73,9 +73,12 @@ func JSON(w io.Writer, src Source) error {
 	return bw.Flush()
 }
 
-// appendCall writes a call's JSON by hand: the export
-// writes hundreds of thousands of them, and the messages are JSON already.
-func appendCall(b []byte, c tape.Call) []byte {
+// writeCall writes a call's JSON to w by hand (the export writes hundreds
+// of thousands of them, and the messages are JSON already): its fields
+// built in b, returned for reuse, and its messages written from the
+// tape's mapping when they are there (tape.CallOptions.Alias), else
+// appended to b.
+func writeCall(w *bufio.Writer, b []byte, c tape.Call) ([]byte, error) {
 	str := func(b []byte, k, v string) []byte {
 		b = append(b, ',', '"')
 		b = append(b, k...)
@@ -122,12 +125,27 @@ func appendCall(b []byte, c tape.Call) []byte {
 		b = str(b, "errorMessage", c.ErrorMessage)
 	}
 	b = append(b, `,"requestMessage":`...)
-	b = appendRaw(b, c.RequestRaw)
+	b = writeMessage(w, b, c.RequestRaw, c.RequestTail)
 	if c.ResponseRaw != nil {
 		b = append(b, `,"responseMessage":`...)
-		b = appendRaw(b, c.ResponseRaw)
+		b = writeMessage(w, b, c.ResponseRaw, c.ResponseTail)
 	}
-	return append(b, '}', '\n')
+	b = append(b, '}', '\n')
+	_, err := w.Write(b) // the first error of any write before it too: bufio keeps it
+	return b, err
+}
+
+// writeMessage writes b and then a call's message, valid JSON, from head
+// and tail as they are when it was read with tape.CallOptions.Alias (tail
+// not nil), returning b emptied; else it appends it to b (appendRaw).
+func writeMessage(w *bufio.Writer, b, head, tail []byte) []byte {
+	if tail == nil {
+		return appendRaw(b, head)
+	}
+	w.Write(b)
+	w.Write(head)
+	w.Write(tail)
+	return b[:0]
 }
 
 // appendString appends v quoted as encoding/json's Marshal quotes it (< >

@@ -116,6 +116,13 @@ type Tracer struct {
 	// tasks are the tape's tasks by creating request: each gets a span
 	// of its own beside its call's (otlp_tasks.go).
 	tasks map[int]tape.Task
+	// traces are the traces of the calls without a traceparent, by
+	// server and session (traceOf).
+	traces map[traceKeyOf]trace.TraceID
+	// attrs are the attributes of the span written last to a file, for
+	// the next one's (add); spanKey is what spanOf hashes.
+	attrs   []attribute.KeyValue
+	spanKey []byte
 }
 
 // NewTracer returns a Tracer for the tape named name; without an
@@ -210,7 +217,10 @@ func (t *Tracer) export(ctx context.Context, src Source) (int, error) {
 			return 0, err
 		}
 	}
-	err = readCalls(r, src.Index, src.Server, func(c tape.Call) error {
+	// Without bodies a span reads no answer but an initialize's or an
+	// error's, and no message's bytes but through tape's fields.
+	lean := tape.CallOptions{Lean: !t.opts.WithBodies}
+	err = readCalls(r, src.Index, src.Server, lean, func(c tape.Call) error {
 		t.add(c, carried.of(c.Request))
 		return nil
 	})
@@ -249,13 +259,17 @@ func (t *Tracer) add(c tape.Call, recs []carried) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if c.Method == "initialize" && c.ResponseRaw != nil {
-		t.versions[c.Server] = gjson.GetBytes(c.ResponseRaw, "result.protocolVersion").String()
+		t.versions[c.Server] = gjson.GetBytes(c.ResponseBytes(), "result.protocolVersion").String()
 	}
 	sp := t.spec(c, t.versions[c.Server])
 	sp.events = recs
 	t.emit(sp)
 	if tk, ok := t.tasks[c.Request]; ok {
 		t.emit(t.taskSpec(tk, c, sp))
+	}
+	if t.file != nil {
+		clear(sp.attrs)
+		t.attrs = sp.attrs[:0] // written out: the next call's span reuses them
 	}
 }
 
@@ -310,12 +324,15 @@ func (t *Tracer) spec(c tape.Call, version string) spec {
 		}
 	}
 	if !sp.trace.IsValid() {
-		sp.trace = traceFor(t.name, c)
+		sp.trace = t.traceOf(c)
 	}
-	sp.span = spanFor(t.name, c.Request)
+	sp.span = t.spanOf(c.Request)
 	transport := "pipe"
 	if c.HTTP {
 		transport = "tcp"
+	}
+	if sp.attrs, t.attrs = t.attrs, nil; sp.attrs == nil {
+		sp.attrs = make([]attribute.KeyValue, 0, 12) // what a call without bodies has at most
 	}
 	sp.attrs = append(sp.attrs,
 		attribute.String("mcp.method.name", c.Method),
@@ -374,6 +391,22 @@ func traceURL(u string) string {
 	return u + "/v1/traces"
 }
 
+// traceOf is traceFor(t.name, c), hashed once a server and session.
+func (t *Tracer) traceOf(c tape.Call) trace.TraceID {
+	k := traceKeyOf{c.Server, c.Session}
+	id, ok := t.traces[k]
+	if !ok {
+		id = traceFor(t.name, c)
+		if t.traces == nil {
+			t.traces = map[traceKeyOf]trace.TraceID{}
+		}
+		t.traces[k] = id
+	}
+	return id
+}
+
+type traceKeyOf struct{ server, session string }
+
 // traceFor is the trace a call without a traceparent belongs to: one a
 // session (HTTP) or a server (stdio), derived from the tape's name so that
 // exporting a tape twice gives the same ids.
@@ -389,6 +422,20 @@ type seedKey struct{}
 
 func withTrace(ctx context.Context, id trace.TraceID) context.Context {
 	return context.WithValue(ctx, traceKey{}, id)
+}
+
+// spanOf is spanFor(t.name, seq), its bytes hashed in one buffer.
+func (t *Tracer) spanOf(seq int) trace.SpanID {
+	if t.spanKey == nil {
+		t.spanKey = []byte("tapedeck-span\x00" + t.name + "\x00")
+	}
+	n := len(t.spanKey)
+	t.spanKey = binary.BigEndian.AppendUint64(t.spanKey, uint64(seq))
+	h := sha256.Sum256(t.spanKey)
+	t.spanKey = t.spanKey[:n]
+	var id trace.SpanID
+	copy(id[:], h[:8])
+	return id
 }
 
 // spanFor is call seq's span id, derived from the tape's name: exporting a
