@@ -1,8 +1,6 @@
 package importer
 
 import (
-	"bytes"
-
 	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
 
@@ -55,8 +53,9 @@ func (s *inspectorScan) object(t []byte, i int) int {
 			return -1
 		}
 		vs := jsonscan.SkipSpace(t, j+1)
-		ws := false
-		ve := valueEndWS(t, vs, depth, &ws)
+		var sp uint8
+		ve := valueEndSpace(t, vs, depth, &sp)
+		ws := sp&spaceAny != 0
 		if ve < 0 {
 			return -1
 		}
@@ -78,106 +77,4 @@ func (s *inspectorScan) object(t []byte, i int) int {
 		}
 		i = jsonscan.SkipSpace(t, i+1)
 	}
-}
-
-// skipWS is jsonscan.SkipSpace, setting *ws when it skipped any.
-func skipWS(b []byte, i int, ws *bool) int {
-	j := jsonscan.SkipSpace(b, i)
-	if j != i {
-		*ws = true
-	}
-	return j
-}
-
-// valueEndWS is jsonscan.ValueEnd (the index after the valid JSON value at
-// b[i], nested depth deep, or -1), setting *ws when the value has white
-// space between its tokens.
-func valueEndWS(b []byte, i, depth int, ws *bool) int {
-	var stackBuf [32]byte
-	stack := stackBuf[:0]
-value:
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '{':
-		if stack = append(stack, '{'); depth+len(stack) > jsonscan.MaxDepth {
-			return -1
-		}
-		i = skipWS(b, i+1, ws)
-		if i < len(b) && b[i] == '}' {
-			stack = stack[:len(stack)-1]
-			i++
-			goto after
-		}
-		goto key
-	case '[':
-		if stack = append(stack, '['); depth+len(stack) > jsonscan.MaxDepth {
-			return -1
-		}
-		i = skipWS(b, i+1, ws)
-		if i < len(b) && b[i] == ']' {
-			stack = stack[:len(stack)-1]
-			i++
-			goto after
-		}
-		goto value
-	case '"':
-		if i = stringEnd(b, i); i < 0 {
-			return -1
-		}
-	case 't':
-		if !bytes.HasPrefix(b[i:], []byte("true")) {
-			return -1
-		}
-		i += 4
-	case 'f':
-		if !bytes.HasPrefix(b[i:], []byte("false")) {
-			return -1
-		}
-		i += 5
-	case 'n':
-		if !bytes.HasPrefix(b[i:], []byte("null")) {
-			return -1
-		}
-		i += 4
-	default:
-		if i = jsonscan.NumberEnd(b, i); i < 0 {
-			return -1
-		}
-	}
-after:
-	if len(stack) == 0 {
-		return i
-	}
-	i = skipWS(b, i, ws)
-	if i >= len(b) {
-		return -1
-	}
-	switch top := stack[len(stack)-1]; {
-	case b[i] == ',':
-		i = skipWS(b, i+1, ws)
-		if top == '{' {
-			goto key
-		}
-		goto value
-	case top == '{' && b[i] == '}', top == '[' && b[i] == ']':
-		stack = stack[:len(stack)-1]
-		i++
-		goto after
-	}
-	return -1
-key:
-	if i >= len(b) || b[i] != '"' {
-		return -1
-	}
-	if i = stringEnd(b, i); i < 0 {
-		return -1
-	}
-	i = skipWS(b, i, ws)
-	if i >= len(b) || b[i] != ':' {
-		return -1
-	}
-	i = skipWS(b, i+1, ws)
-	goto value
 }

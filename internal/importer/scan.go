@@ -174,30 +174,42 @@ func stringEnd(b []byte, i int) int {
 // valueEnd is jsonscan.ValueEnd (the index after the valid JSON value at
 // b[i], nested depth deep, or -1) with stringEnd.
 func valueEnd(b []byte, i, depth int) int {
-	var nl bool
-	return valueEndNL(b, i, depth, &nl)
+	var sp uint8
+	return valueEndSpace(b, i, depth, &sp)
 }
 
-// skipSpace is jsonscan.SkipSpace, setting *nl when the space it skips
-// holds a line break ('\n' or '\r').
-func skipSpace(b []byte, i int, nl *bool) int {
+// The space a scan crossed between tokens, as bits: any white space (an
+// Inspector export's message that has none is compact), a line break ('\n'
+// or '\r': a message that has none is written to the tape as it is).
+const (
+	spaceAny uint8 = 1 << iota
+	spaceBreak
+)
+
+// skipSpace is jsonscan.SkipSpace, adding to *sp what it skipped.
+func skipSpace(b []byte, i int, sp *uint8) int {
+	start := i
 	for i < len(b) {
 		switch b[i] {
 		case ' ', '\t':
 			i++
 		case '\r', '\n':
-			*nl = true
+			*sp |= spaceBreak
 			i++
 		default:
-			return i
+			goto done
 		}
+	}
+done:
+	if i != start {
+		*sp |= spaceAny
 	}
 	return i
 }
 
-// valueEndNL is valueEnd, setting *nl when the value holds a line break
-// (in a valid value, only in the space between its tokens).
-func valueEndNL(b []byte, i, depth int, nl *bool) int {
+// valueEndSpace is valueEnd, adding to *sp the space between the value's
+// tokens (a valid value holds white space only there).
+func valueEndSpace(b []byte, i, depth int, sp *uint8) int {
 	var stackBuf [32]byte
 	stack := stackBuf[:0]
 value:
@@ -209,7 +221,7 @@ value:
 		if stack = append(stack, '{'); depth+len(stack) > jsonscan.MaxDepth {
 			return -1
 		}
-		i = skipSpace(b, i+1, nl)
+		i = skipSpace(b, i+1, sp)
 		if i < len(b) && b[i] == '}' {
 			stack = stack[:len(stack)-1]
 			i++
@@ -220,7 +232,7 @@ value:
 		if stack = append(stack, '['); depth+len(stack) > jsonscan.MaxDepth {
 			return -1
 		}
-		i = skipSpace(b, i+1, nl)
+		i = skipSpace(b, i+1, sp)
 		if i < len(b) && b[i] == ']' {
 			stack = stack[:len(stack)-1]
 			i++
@@ -252,13 +264,13 @@ after:
 	if len(stack) == 0 {
 		return i
 	}
-	i = skipSpace(b, i, nl)
+	i = skipSpace(b, i, sp)
 	if i >= len(b) {
 		return -1
 	}
 	switch top := stack[len(stack)-1]; {
 	case b[i] == ',':
-		i = skipSpace(b, i+1, nl)
+		i = skipSpace(b, i+1, sp)
 		if top == '{' {
 			goto key
 		}
@@ -276,11 +288,11 @@ key:
 	if i = stringEnd(b, i); i < 0 {
 		return -1
 	}
-	i = skipSpace(b, i, nl)
+	i = skipSpace(b, i, sp)
 	if i >= len(b) || b[i] != ':' {
 		return -1
 	}
-	i = skipSpace(b, i+1, nl)
+	i = skipSpace(b, i+1, sp)
 	goto value
 }
 
@@ -290,17 +302,17 @@ key:
 // all, vs where its value starts; value returns the value's end, -1 when
 // it is not valid.
 func objectEnd(b []byte, i, depth int, value func(key []byte, vs int) int) int {
-	var nl bool
-	return objectEndNL(b, i, depth, &nl, value)
+	var sp uint8
+	return objectEndSpace(b, i, depth, &sp, value)
 }
 
-// objectEndNL is objectEnd, setting *nl when the space between the
-// object's members holds a line break.
-func objectEndNL(b []byte, i, depth int, nl *bool, value func(key []byte, vs int) int) int {
+// objectEndSpace is objectEnd, adding to *sp the space between the
+// object's members.
+func objectEndSpace(b []byte, i, depth int, sp *uint8, value func(key []byte, vs int) int) int {
 	if depth > jsonscan.MaxDepth {
 		return -1
 	}
-	i = skipSpace(b, i+1, nl)
+	i = skipSpace(b, i+1, sp)
 	if i < len(b) && b[i] == '}' {
 		return i + 1
 	}
@@ -312,11 +324,11 @@ func objectEndNL(b []byte, i, depth int, nl *bool, value func(key []byte, vs int
 		if ke < 0 {
 			return -1
 		}
-		j := skipSpace(b, ke, nl)
+		j := skipSpace(b, ke, sp)
 		if j >= len(b) || b[j] != ':' {
 			return -1
 		}
-		vs := skipSpace(b, j+1, nl)
+		vs := skipSpace(b, j+1, sp)
 		if vs >= len(b) {
 			return -1
 		}
@@ -324,7 +336,7 @@ func objectEndNL(b []byte, i, depth int, nl *bool, value func(key []byte, vs int
 		if ve < 0 {
 			return -1
 		}
-		i = skipSpace(b, ve, nl)
+		i = skipSpace(b, ve, sp)
 		if i >= len(b) {
 			return -1
 		}
@@ -334,7 +346,7 @@ func objectEndNL(b []byte, i, depth int, nl *bool, value func(key []byte, vs int
 		if b[i] != ',' {
 			return -1
 		}
-		i = skipSpace(b, i+1, nl)
+		i = skipSpace(b, i+1, sp)
 	}
 }
 
@@ -346,15 +358,15 @@ type msgHead struct {
 	msg                 []byte // the object walked
 	id, method          []byte
 	result, error, meta bool
-	nl                  bool // a line break in the space between its tokens
+	space               uint8 // the space between its tokens (spaceAny, spaceBreak)
 }
 
 // messageEnd validates the object at b[i] == '{' at nesting depth as
 // objectEnd does and fills h with its top-level members.
 func messageEnd(b []byte, i, depth int, h *msgHead) int {
 	*h = msgHead{}
-	end := objectEndNL(b, i, depth, &h.nl, func(key []byte, vs int) int {
-		ve := valueEndNL(b, vs, depth, &h.nl)
+	end := objectEndSpace(b, i, depth, &h.space, func(key []byte, vs int) int {
+		ve := valueEndSpace(b, vs, depth, &h.space)
 		if ve < 0 {
 			return -1
 		}
@@ -412,6 +424,6 @@ func (h *msgHead) head() (_ tape.Head, ok bool) {
 	}
 	// A valid object holds a line break only between its tokens (a
 	// string holds none raw), where the walk saw it.
-	hd.Plain = !h.meta && !h.nl
+	hd.Plain = !h.meta && h.space&spaceBreak == 0
 	return hd, true
 }
