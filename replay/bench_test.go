@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -67,9 +66,7 @@ type pipeServer struct {
 func startPipeServer(tb testing.TB, blocking bool, serve func(r io.Reader, w io.Writer) error) *pipeServer {
 	inR, inW, err := os.Pipe()
 	if blocking {
-		var fds [2]int
-		err = syscall.Pipe2(fds[:], syscall.O_CLOEXEC)
-		inR, inW = os.NewFile(uintptr(fds[0]), "|0"), os.NewFile(uintptr(fds[1]), "|1")
+		inR, inW, err = blockingPipe()
 	}
 	if err != nil {
 		tb.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,11 +27,11 @@ func TestServeStdioStopsOnCancel(t *testing.T) {
 			return r, w
 		},
 		"blocking": func() (io.ReadCloser, io.Closer) {
-			var fds [2]int
-			if err := syscall.Pipe2(fds[:], syscall.O_CLOEXEC); err != nil {
+			r, w, err := blockingPipe()
+			if err != nil {
 				t.Fatal(err)
 			}
-			return os.NewFile(uintptr(fds[0]), "|0"), os.NewFile(uintptr(fds[1]), "|1")
+			return r, w
 		},
 	}
 	for name, pipe := range pipes {

@@ -1,0 +1,5 @@
+package mmap
+
+import "golang.org/x/sys/unix"
+
+const mapPopulate = unix.MAP_POPULATE
