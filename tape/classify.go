@@ -210,7 +210,7 @@ func (c *classifier) object(b []byte, i int) (msgInfo, int, error) {
 		if err := idProblem(b, m.id, m.method.ok()); err != nil {
 			return m, 0, err
 		}
-		if id := m.id.in(b); id[0] != '"' && bytes.ContainsAny(id, ".eE") {
+		if id := m.id.in(b); id[0] != '"' && notInteger(id) {
 			m.notes = append(m.notes, fmt.Sprintf("id %s is not an integer: MCP ids are strings or integers", id))
 		}
 	}
@@ -549,6 +549,17 @@ func jsonString(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// notInteger reports whether the number literal b holds a point or an
+// exponent (bytes.ContainsAny(b, ".eE"), without its call and set).
+func notInteger(b []byte) bool {
+	for _, c := range b {
+		if c == '.' || c == 'e' || c == 'E' {
+			return true
+		}
+	}
+	return false
 }
 
 // jsonNumber reports whether b is a number as JSON writes one: no leading

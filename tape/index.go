@@ -90,7 +90,7 @@ type Index struct {
 	servers  interner[uint16]
 	connIdx  map[connKey]uint32
 	lastConn lastConn
-	starts   map[uint16]int  // $transport/start records seen per server
+	starts   []int           // $transport/start records seen per server (by its number)
 	inited   map[uint32]bool // connections an initialize request was sent on
 
 	pairs   pairer
@@ -111,7 +111,6 @@ func NewIndex(src io.ReaderAt, opts ...ReaderOption) *Index {
 		methods: newInterner[uint32](1<<31, ""),
 		servers: newInterner[uint16](1 << 16),
 		connIdx: map[connKey]uint32{},
-		starts:  map[uint16]int{},
 		inited:  map[uint32]bool{},
 		pairs:   newPairer(),
 	}
@@ -341,6 +340,9 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 	r.server = x.servers.of(stringBytes(line, m.server))
 	r.method = x.methods.of(stringBytes(line, m.method))
 	if m.kind == KindLifecycle && string(m.method.in(line)) == `"`+MethodStart+`"` {
+		for int(r.server) >= len(x.starts) {
+			x.starts = append(x.starts, 0)
+		}
 		x.starts[r.server]++
 		if startFailed(line[m.start:m.end]) {
 			x.startFailures++
@@ -442,7 +444,10 @@ func (in *interner[T]) of(b []byte) T {
 }
 
 func (x *Index) conn(server uint16, session []byte) uint32 {
-	starts := x.starts[server]
+	starts := 0 // a slice, not a map: this runs for every message
+	if int(server) < len(x.starts) {
+		starts = x.starts[server]
+	}
 	if c := &x.lastConn; c.ok && c.server == server && c.starts == starts && string(c.session) == string(session) {
 		return c.conn // the connection of the message before: no hashing
 	}

@@ -94,18 +94,26 @@ func (c *classifier) skipValue(b []byte, i int) (int, error) {
 		}
 		return skipString(b, i)
 	case '{', '[':
-	default:
-		j := i
-		for j < len(b) && !isDelim(b[j]) {
-			j++
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 't', 'f', 'n':
+		// A literal: up to the next delimiter (its first byte is none).
+		// One pass, with no call: a tape's ids, numbers and true/false
+		// are many and short.
+		j, odd := i+1, false
+		for ; j < len(b); j++ {
+			ch := b[j]
+			if isDelim(ch) {
+				break
+			}
+			if ch == '"' || ch == '{' || ch == '[' {
+				odd = true
+			}
 		}
-		if j == i || !bytes.ContainsRune([]byte("-0123456789tfn"), rune(b[i])) {
-			return 0, fmt.Errorf("expected a value at column %d, found %s", i+1, found(b, i))
-		}
-		if bytes.ContainsAny(b[i:j], `"{[`) {
+		if odd {
 			c.oddLiteral = true // a bracket scan of the object around it reads it otherwise
 		}
 		return j, nil
+	default:
+		return 0, fmt.Errorf("expected a value at column %d, found %s", i+1, found(b, i))
 	}
 	start := i
 	stack := c.stack[:0]
