@@ -125,29 +125,39 @@ func (m *msgInfo) entry(line []byte) Entry {
 
 // classify returns the messages of one line; the slice is reused by the next call.
 func (c *classifier) classify(b []byte) []msgInfo {
-	c.msgs = c.msgs[:0]
+	c.msgs = c.appendLine(c.msgs[:0], b, false)
+	return c.msgs
+}
+
+// appendLine appends the messages of one line b to dst, as classify finds
+// them, and returns it: each is scanned in place, in dst, not copied there
+// (a msgInfo is a few hundred bytes, and a tape has millions). ascii says
+// the caller knows b holds no byte above 0x7f, so it is not checked again.
+func (c *classifier) appendLine(dst []msgInfo, b []byte, ascii bool) []msgInfo {
+	n0 := len(dst)
 	i := skipWS(b, 0)
 	if i == len(b) {
-		return c.msgs
+		return dst
 	}
 	invalid := func(problem string) []msgInfo {
-		c.msgs = append(c.msgs[:0], msgInfo{start: 0, end: len(b), kind: KindInvalid, problem: problem})
-		return c.msgs
+		return append(dst[:n0], msgInfo{start: 0, end: len(b), kind: KindInvalid, problem: problem})
 	}
-	bad := !asciiOrValidUTF8(b)
+	bad := !ascii && !asciiOrValidUTF8(b)
 	switch b[i] {
 	case '{':
-		m, end, err := c.object(b, i)
+		dst = append(dst, msgInfo{})
+		m := &dst[n0]
+		end, err := c.object(b, i, m)
 		if err != nil {
+			dir, server, ts, when := m.dir, m.server, m.ts, m.when // known when only the meaning was wrong
 			out := invalid(err.Error())
-			out[0].dir, out[0].server, out[0].ts, out[0].when = m.dir, m.server, m.ts, m.when // known when only the meaning was wrong
+			out[n0].dir, out[n0].server, out[n0].ts, out[n0].when = dir, server, ts, when
 			return out
 		}
 		if j := skipWS(b, end); j != len(b) {
 			return invalid(fmt.Sprintf("expected end of line after the message at column %d, found %s", j+1, found(b, j)))
 		}
 		m.badUTF8 = bad
-		c.msgs = append(c.msgs, m)
 	case '[':
 		i = skipWS(b, i+1)
 		if i < len(b) && b[i] == ']' {
@@ -157,12 +167,13 @@ func (c *classifier) classify(b []byte) []msgInfo {
 			if i >= len(b) || b[i] != '{' {
 				return invalid(fmt.Sprintf("expected a JSON-RPC object in the batch at column %d, found %s", i+1, found(b, i)))
 			}
-			m, end, err := c.object(b, i)
+			dst = append(dst, msgInfo{})
+			m := &dst[len(dst)-1]
+			end, err := c.object(b, i, m)
 			if err != nil {
 				return invalid(err.Error())
 			}
 			m.badUTF8 = bad
-			c.msgs = append(c.msgs, m)
 			i = skipWS(b, end)
 			if i < len(b) && b[i] == ',' {
 				i = skipWS(b, i+1)
@@ -179,19 +190,22 @@ func (c *classifier) classify(b []byte) []msgInfo {
 	default:
 		return invalid(fmt.Sprintf("expected a JSON-RPC object or batch at column %d, found %s", i+1, found(b, i)))
 	}
-	return c.msgs
+	return dst
 }
 
 // object scans the JSON-RPC object starting at b[i] == '{'. Its members are
 // walked once (topMembers): params and result, the objects that hold a
 // message's bulk, are read in the same walk instead of skipped, then walked
 // again.
-func (c *classifier) object(b []byte, i int) (msgInfo, int, error) {
-	m := msgInfo{start: i}
+//
+// m is zero on entry; it is filled in place. On an error, what m holds of
+// _meta is what was read of it before the fault.
+func (c *classifier) object(b []byte, i int, m *msgInfo) (int, error) {
+	m.start = i
 	var t topMembers
-	end, err := c.topMembers(b, i, &t, &m)
+	end, err := c.topMembers(b, i, &t, m)
 	if err != nil {
-		return m, 0, err
+		return 0, err
 	}
 	meta, params, result := t.meta, t.params, t.result
 	hasResult, hasError := t.hasResult, t.hasError
@@ -201,14 +215,14 @@ func (c *classifier) object(b []byte, i int) (msgInfo, int, error) {
 	m.end = end
 	m.noVersion = string(m.version.in(b)) != `"2.0"`
 	if !c.wire {
-		c.meta(b, &m, meta)
+		c.meta(b, m, meta)
 	}
 	if m.method.ok() && b[m.method.start] != '"' {
-		return m, 0, fmt.Errorf("expected \"method\" to be a string, found %s", found(b, m.method.start))
+		return 0, fmt.Errorf("expected \"method\" to be a string, found %s", found(b, m.method.start))
 	}
 	if m.id.ok() {
 		if err := idProblem(b, m.id, m.method.ok()); err != nil {
-			return m, 0, err
+			return 0, err
 		}
 		if id := m.id.in(b); id[0] != '"' && notInteger(id) {
 			m.notes = append(m.notes, fmt.Sprintf("id %s is not an integer: MCP ids are strings or integers", id))
@@ -232,9 +246,9 @@ func (c *classifier) object(b []byte, i int) (msgInfo, int, error) {
 			m.notes = append(m.notes, `expected "result" or "error" in a response, found both; read as an error`)
 		}
 	case hasResult || hasError:
-		return m, 0, fmt.Errorf("expected \"id\" in a response, found none")
+		return 0, fmt.Errorf("expected \"id\" in a response, found none")
 	default:
-		return m, 0, fmt.Errorf("expected a JSON-RPC message (\"method\", or \"id\" with \"result\" or \"error\"), found neither")
+		return 0, fmt.Errorf("expected a JSON-RPC message (\"method\", or \"id\" with \"result\" or \"error\"), found neither")
 	}
 	if params.ok() && b[params.start] == '{' {
 		if string(method) == `"notifications/cancelled"` {
@@ -246,7 +260,7 @@ func (c *classifier) object(b []byte, i int) (msgInfo, int, error) {
 		m.inputReq = string(t.resultType.in(b)) == `"input_required"`
 		m.toolError = string(t.isError.in(b)) == "true"
 	}
-	return m, end, nil
+	return end, nil
 }
 
 // topMembers is what object's walk of a message's members found beyond

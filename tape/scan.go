@@ -15,6 +15,26 @@ import (
 // asciiOrValidUTF8 is utf8.Valid with a faster walk over ASCII, 64 bytes at a
 // time: most of a tape is ASCII.
 func asciiOrValidUTF8(b []byte) bool {
+	return utf8.Valid(b[asciiBlocks(b):]) // nothing before it is a sequence's start
+}
+
+// isASCII reports whether b holds no byte above 0x7f.
+func isASCII(b []byte) bool {
+	i := asciiBlocks(b)
+	if len(b)-i >= 64 {
+		return false
+	}
+	for _, c := range b[i:] {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// asciiBlocks returns the length of b's longest prefix of whole 64-byte
+// blocks that are ASCII.
+func asciiBlocks(b []byte) int {
 	i := 0
 	for ; i+64 <= len(b); i += 64 {
 		p := b[i : i+64 : i+64]
@@ -23,10 +43,10 @@ func asciiOrValidUTF8(b []byte) bool {
 			binary.LittleEndian.Uint64(p[32:]) | binary.LittleEndian.Uint64(p[40:]) |
 			binary.LittleEndian.Uint64(p[48:]) | binary.LittleEndian.Uint64(p[56:])
 		if w&0x8080808080808080 != 0 {
-			break // not ASCII: utf8.Valid from here (nothing before it is a sequence's start)
+			break
 		}
 	}
-	return utf8.Valid(b[i:])
+	return i
 }
 
 // members walks the object at b[i] == '{', calling fn with each key (without
