@@ -209,13 +209,14 @@ func (c *classifier) object(b []byte, i int, m *msgInfo) (int, error) {
 	}
 	meta, params, result := t.meta, t.params, t.result
 	hasResult, hasError := t.hasResult, t.hasError
+	pre := &t.metaRead
 	if t.alt.ok() { // the message has a _meta of its own (see AltMetaKey)
-		meta = t.alt
+		meta, pre = t.alt, &t.altRead
 	}
 	m.end = end
 	m.noVersion = string(m.version.in(b)) != `"2.0"`
 	if !c.wire {
-		c.meta(b, m, meta)
+		c.metaFrom(b, m, meta, pre)
 	}
 	if m.method.ok() && b[m.method.start] != '"' {
 		return 0, fmt.Errorf("expected \"method\" to be a string, found %s", found(b, m.method.start))
@@ -271,9 +272,73 @@ func (c *classifier) object(b []byte, i int, m *msgInfo) (int, error) {
 type topMembers struct {
 	params, result, meta, alt span
 	hasResult, hasError       bool
-	requestID                 span // params.requestId
-	inputResponses            bool // params.inputResponses present
-	resultType, isError       span // result.resultType, result.isError (the last of each)
+	requestID                 span     // params.requestId
+	inputResponses            bool     // params.inputResponses present
+	resultType, isError       span     // result.resultType, result.isError (the last of each)
+	metaRead, altRead         metaRead // what walking _meta and AltMetaKey found (the last of each)
+}
+
+// metaRead is what a walk of a _meta object's members finds, as meta reads
+// them: topMembers walks the message's _meta this way instead of skipping
+// it, so that meta does not walk it a second time.
+type metaRead struct {
+	ok                       bool // walked, and it ended where skipValue ends
+	dir, server, ts, session span
+	replyTo, batch, exchange span
+	injected, dropped        bool
+	notes                    []string
+}
+
+// member notes one member of _meta, key and its value v.
+func (r *metaRead) member(b, key []byte, v span) {
+	switch string(key) {
+	case "inReplyTo":
+		r.replyTo = v
+	case "batch":
+		r.batch = v
+	case "exchange":
+		r.exchange = v
+	case MetaInjected:
+		r.injected = true
+		r.dropped = bytes.Contains(v.in(b), []byte(`"dropped":true`))
+	}
+	if b[v.start] != '"' {
+		switch k := string(key); k {
+		case "dir", "server", "ts", "session":
+			r.notes = append(r.notes, fmt.Sprintf("expected _meta.%s to be a string, found %s", k, found(b, v.start)))
+		}
+		return
+	}
+	switch string(key) {
+	case "dir":
+		r.dir = v
+	case "server":
+		r.server = v
+	case "ts":
+		r.ts = v
+	case "session":
+		r.session = v
+	}
+}
+
+// walkMeta walks the _meta object (or AltMetaKey's) at b[i] into r, and
+// returns its end; r.ok false and end 0 when the walk and skipValue could
+// end apart (a malformed member, an odd literal), for skipValue to decide.
+func (c *classifier) walkMeta(b []byte, i int, r *metaRead) int {
+	*r = metaRead{}
+	if i >= len(b) || b[i] != '{' {
+		return 0
+	}
+	c.oddLiteral = false
+	end, err := c.members(b, i, func(key []byte, v span) { r.member(b, key, v) })
+	odd := c.oddLiteral
+	c.oddLiteral = false
+	if err != nil || odd {
+		*r = metaRead{}
+		return 0
+	}
+	r.ok = true
+	return end
 }
 
 // topMembers walks the members of the message object at b[i] == '{' as
@@ -303,6 +368,24 @@ func (c *classifier) topMembers(b []byte, i int, t *topMembers, m *msgInfo) (int
 			t.resultType, t.isError = span{}, span{}
 			vend, err = c.inner(b, i, key, t)
 			t.hasResult, t.result = true, span{i, vend}
+		case "_meta", AltMetaKey:
+			r := &t.metaRead
+			if string(key) == AltMetaKey {
+				r = &t.altRead
+			}
+			if !c.wire {
+				vend = c.walkMeta(b, i, r)
+			}
+			if vend == 0 {
+				if vend, err = c.skipValue(b, i); err != nil {
+					return 0, fmt.Errorf("member %q: %w", key, err)
+				}
+			}
+			if r == &t.metaRead {
+				t.meta = span{i, vend}
+			} else {
+				t.alt = span{i, vend}
+			}
 		default:
 			vend, err = c.skipValue(b, i)
 			if err != nil {
@@ -318,10 +401,6 @@ func (c *classifier) topMembers(b []byte, i int, t *topMembers, m *msgInfo) (int
 				m.method = v
 			case "error":
 				t.hasError = true
-			case "_meta":
-				t.meta = v
-			case AltMetaKey:
-				t.alt = v
 			}
 		}
 		if err != nil {
@@ -384,7 +463,11 @@ func (c *classifier) inner(b []byte, i int, key []byte, t *topMembers) (int, err
 
 // meta reads the _meta object's dir, server, ts and session, noting what is
 // missing or odd.
-func (c *classifier) meta(b []byte, m *msgInfo, meta span) {
+func (c *classifier) meta(b []byte, m *msgInfo, meta span) { c.metaFrom(b, m, meta, nil) }
+
+// metaFrom is meta, with what a walk of the object at meta found when pre
+// says it was walked already (pre.ok).
+func (c *classifier) metaFrom(b []byte, m *msgInfo, meta span, pre *metaRead) {
 	if !meta.ok() {
 		m.notes = append(m.notes, "no _meta: direction, server and time unknown")
 		return
@@ -393,36 +476,18 @@ func (c *classifier) meta(b []byte, m *msgInfo, meta span) {
 		m.notes = append(m.notes, fmt.Sprintf("expected _meta to be an object, found %s", found(b, meta.start)))
 		return
 	}
-	_, _ = c.members(b, meta.start, func(key []byte, v span) {
-		switch string(key) {
-		case "inReplyTo":
-			m.replyTo = v
-		case "batch":
-			m.batch = v
-		case "exchange":
-			m.exchange = v
-		case MetaInjected:
-			m.injected = true
-			m.dropped = bytes.Contains(v.in(b), []byte(`"dropped":true`))
-		}
-		if b[v.start] != '"' {
-			switch k := string(key); k {
-			case "dir", "server", "ts", "session":
-				m.notes = append(m.notes, fmt.Sprintf("expected _meta.%s to be a string, found %s", k, found(b, v.start)))
-			}
-			return
-		}
-		switch string(key) {
-		case "dir":
-			m.dir = v
-		case "server":
-			m.server = v
-		case "ts":
-			m.ts = v
-		case "session":
-			m.session = v
-		}
-	})
+	var r metaRead
+	if pre != nil && pre.ok {
+		r = *pre // walked already, by topMembers
+	} else {
+		_, _ = c.members(b, meta.start, func(key []byte, v span) { r.member(b, key, v) })
+	}
+	m.dir, m.server, m.ts, m.session = r.dir, r.server, r.ts, r.session
+	m.replyTo, m.batch, m.exchange = r.replyTo, r.batch, r.exchange
+	if r.injected {
+		m.injected, m.dropped = true, r.dropped
+	}
+	m.notes = append(m.notes, r.notes...)
 	switch string(m.dir.in(b)) { // no allocation for the comparison
 	case `"send"`, `"recv"`, `"lifecycle"`:
 	case "":
