@@ -81,6 +81,7 @@ type classifier struct {
 	// oddLiteral: skipValue met a literal holding '"', '{' or '[', which
 	// members and a bracket scan of the same object read apart.
 	oddLiteral bool
+	ts         tsCache
 }
 
 // Classify parses one tape line (without its line ending) into its messages:
@@ -502,7 +503,7 @@ func (c *classifier) metaFrom(b []byte, m *msgInfo, meta span, pre *metaRead) {
 	}
 	if m.ts.ok() {
 		var ok bool
-		if m.when, ok = parseTS(m.ts.in(b)); !ok {
+		if m.when, ok = c.ts.parse(m.ts.in(b)); !ok {
 			m.notes = append(m.notes, fmt.Sprintf("expected _meta.ts in RFC 3339, found %s", m.ts.in(b)))
 		} else if u := m.when.Unix(); u < minUnix || u >= maxUnix {
 			m.notes = append(m.notes, fmt.Sprintf("_meta.ts %s is outside the years %d to %d: time unknown", m.ts.in(b), minYear, maxYear))
@@ -555,11 +556,39 @@ const (
 	maxUnix = 7289654400
 )
 
+// tsCache remembers the date and time to the second of the last timestamp
+// parseTS read in one of the Writer's forms: a tape's timestamps come in
+// order, most share it with the one before, and then only their fraction
+// is new.
+type tsCache struct {
+	key  [19]byte // "2026-05-16T12:00:00", checked as parseTS checks it
+	secs int64    // its Unix seconds
+	ok   bool
+}
+
+// parse is parseTS(q), through the cache.
+func (c *tsCache) parse(q []byte) (time.Time, bool) {
+	if n := len(q); c.ok && (n == 26 || n == 29) && q[0] == '"' && q[20] == '.' && q[n-2] == 'Z' && string(q[1:20]) == string(c.key[:]) {
+		if frac, ok := digits(q[21 : n-2]); ok {
+			unit := time.Millisecond
+			if n == 29 {
+				unit = time.Microsecond
+			}
+			return time.Unix(c.secs, int64(frac)*int64(unit)).UTC(), true
+		}
+	}
+	return parseTSCached(q, c)
+}
+
 // parseTS reads a quoted RFC 3339 timestamp; the mcporter form
 // "2026-05-16T12:00:00.000Z" and the Writer's microsecond form
 // "2026-05-16T12:00:00.000123Z" take a fast path, whose fields are checked as
 // time.Parse checks them (time.Date would roll month 13 into next year).
-func parseTS(q []byte) (time.Time, bool) {
+func parseTS(q []byte) (time.Time, bool) { return parseTSCached(q, nil) }
+
+// parseTSCached is parseTS, noting in cache (when not nil) the date and time
+// of a timestamp it read through its fast path.
+func parseTSCached(q []byte, cache *tsCache) (time.Time, bool) {
 	if len(q) < 2 || q[0] != '"' {
 		return time.Time{}, false
 	}
@@ -589,6 +618,10 @@ func parseTS(q []byte) (time.Time, bool) {
 			unit = time.Microsecond
 		}
 		secs := unixDays(n[0], n[1], n[2])*86400 + int64(n[3]*3600+n[4]*60+n[5])
+		if cache != nil {
+			copy(cache.key[:], s[:19])
+			cache.secs, cache.ok = secs, true
+		}
 		return time.Unix(secs, int64(n[6])*int64(unit)).UTC(), true // time.Date's time, without its normalizing
 	}
 slow:

@@ -178,3 +178,23 @@ func TestIsASCII(t *testing.T) {
 		}
 	}
 }
+
+// TestTSCache checks that timestamps read through the classifier's cache of
+// the last date and time read as parseTS reads them: the same second with
+// other fractions and forms, then times the cache must not answer (another
+// second, a bad fraction, a day that does not exist, the slow path's forms).
+func TestTSCache(t *testing.T) {
+	var c tsCache
+	for _, s := range []string{
+		`"2026-05-16T12:00:00.000Z"`, `"2026-05-16T12:00:00.999Z"`, `"2026-05-16T12:00:00.123456Z"`,
+		`"2026-05-16T12:00:00.12aZ"`, `"2026-05-16T12:00:00.1234Z"`, `"2026-05-16T12:00:00Z"`,
+		`"2026-05-16T12:00:00.000+01:00"`, `"2026-05-16T12:00:01.000Z"`, `"2026-05-16T12:00:00.000Z"`,
+		`"2026-02-30T12:00:00.000Z"`, `"2026-02-30T12:00:00.001Z"`, `"2024-02-29T23:59:59.999Z"`,
+		`"2024-02-29T23:59:59.999999Z"`, `"2024-02-29T23:59:59.000x"`, `"2024-02-29T23:59:59.000"`,
+	} {
+		want, wok := parseTS([]byte(s))
+		if got, ok := c.parse([]byte(s)); ok != wok || got != want {
+			t.Errorf("tsCache.parse(%s) = %v, %v; parseTS = %v, %v", s, got, ok, want, wok)
+		}
+	}
+}
