@@ -337,8 +337,9 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 	if m.kind == KindInvalid && !nl {
 		r.flags |= flagTorn
 	}
-	r.server = x.servers.of(stringBytes(line, m.server))
-	r.method = x.methods.of(stringBytes(line, m.method))
+	utf8OK := m.kind != KindInvalid && !m.badUTF8 // the line was checked whole (an invalid line's flag is never set)
+	r.server = x.servers.of(stringBytes(line, m.server, utf8OK))
+	r.method = x.methods.of(stringBytes(line, m.method, utf8OK))
 	if m.kind == KindLifecycle && string(m.method.in(line)) == `"`+MethodStart+`"` {
 		for int(r.server) >= len(x.starts) {
 			x.starts = append(x.starts, 0)
@@ -348,7 +349,7 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 			x.startFailures++
 		}
 	}
-	r.conn = x.conn(r.server, stringBytes(line, m.session))
+	r.conn = x.conn(r.server, stringBytes(line, m.session, utf8OK))
 	if m.kind == KindRequest {
 		x.noteHandshake(&r, m)
 	}
@@ -392,12 +393,15 @@ func (x *Index) noteNegotiation(req, resp int, raw []byte) {
 	}
 }
 
-func stringBytes(line []byte, s span) []byte {
+// stringBytes returns the text of the JSON string at s in line: its bytes
+// when they need no decoding, else decoded. utf8OK says line is known to
+// be valid UTF-8 (and so is every string of it): not checked again.
+func stringBytes(line []byte, s span, utf8OK bool) []byte {
 	if !s.ok() || line[s.start] != '"' {
 		return nil
 	}
 	raw := line[s.start+1 : s.end-1]
-	if bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
+	if bytes.IndexByte(raw, '\\') >= 0 || !utf8OK && !utf8.Valid(raw) {
 		return []byte(stringValue(line, s))
 	}
 	return raw
