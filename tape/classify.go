@@ -388,9 +388,13 @@ func (c *classifier) topMembers(b []byte, i int, t *topMembers, m *msgInfo) (int
 				t.alt = span{i, vend}
 			}
 		default:
-			vend, err = c.skipValue(b, i)
-			if err != nil {
-				return 0, fmt.Errorf("member %q: %w", key, err)
+			if i < len(b) && b[i] == '"' { // the commonest value, a short string, with no call
+				vend = shortString(b, i)
+			}
+			if vend == 0 {
+				if vend, err = c.skipValue(b, i); err != nil {
+					return 0, fmt.Errorf("member %q: %w", key, err)
+				}
 			}
 			v := span{i, vend}
 			switch string(key) {

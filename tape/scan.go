@@ -63,9 +63,14 @@ func (c *classifier) members(b []byte, i int, fn func(key []byte, v span)) (int,
 		if key, i, err = memberName(b, i); err != nil {
 			return 0, err
 		}
-		vend, err := c.skipValue(b, i)
-		if err != nil {
-			return 0, fmt.Errorf("member %q: %w", key, err)
+		vend := 0
+		if i < len(b) && b[i] == '"' { // the commonest value, a short string, with no call
+			vend = shortString(b, i)
+		}
+		if vend == 0 {
+			if vend, err = c.skipValue(b, i); err != nil {
+				return 0, fmt.Errorf("member %q: %w", key, err)
+			}
 		}
 		fn(key, span{i, vend})
 		i = skipWS(b, vend)
@@ -93,6 +98,9 @@ func memberName(b []byte, i int) (key []byte, v int, err error) {
 		}
 	}
 	key = b[i+1 : kend-1]
+	if kend+1 < len(b) && b[kend] == ':' && b[kend+1] > ' ' { // "key":value, as writers write it: no space to skip
+		return key, kend + 1, nil
+	}
 	i = skipWS(b, kend)
 	if i >= len(b) || b[i] != ':' {
 		return nil, 0, fmt.Errorf("expected ':' after member %q at column %d, found %s", key, i+1, found(b, i))
