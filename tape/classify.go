@@ -356,8 +356,15 @@ func (c *classifier) topMembers(b []byte, i int, t *topMembers, m *msgInfo) (int
 	for {
 		var key []byte
 		var err error
-		if key, i, err = memberName(b, i); err != nil {
-			return 0, err
+		if i < len(b) && b[i] == '"' { // "key":value, as in members
+			if e := shortString(b, i); e > 0 && e+1 < len(b) && b[e] == ':' && b[e+1] > ' ' {
+				key, i = b[i+1:e-1], e+1
+			}
+		}
+		if key == nil {
+			if key, i, err = memberName(b, i); err != nil {
+				return 0, err
+			}
 		}
 		var vend int
 		switch string(key) {

@@ -60,8 +60,17 @@ func (c *classifier) members(b []byte, i int, fn func(key []byte, v span)) (int,
 	for {
 		var key []byte
 		var err error
-		if key, i, err = memberName(b, i); err != nil {
-			return 0, err
+		// The commonest member, a short name written "key":value (no
+		// escape, no space), read here with no call to memberName.
+		if i < len(b) && b[i] == '"' {
+			if e := shortString(b, i); e > 0 && e+1 < len(b) && b[e] == ':' && b[e+1] > ' ' {
+				key, i = b[i+1:e-1], e+1
+			}
+		}
+		if key == nil {
+			if key, i, err = memberName(b, i); err != nil {
+				return 0, err
+			}
 		}
 		vend := 0
 		if i < len(b) && b[i] == '"' { // the commonest value, a short string, with no call
