@@ -81,6 +81,7 @@ type classifier struct {
 	// oddLiteral: skipValue met a literal holding '"', '{' or '[', which
 	// members and a bracket scan of the same object read apart.
 	oddLiteral bool
+	ts         tsCache
 }
 
 // Classify parses one tape line (without its line ending) into its messages:
@@ -125,29 +126,39 @@ func (m *msgInfo) entry(line []byte) Entry {
 
 // classify returns the messages of one line; the slice is reused by the next call.
 func (c *classifier) classify(b []byte) []msgInfo {
-	c.msgs = c.msgs[:0]
+	c.msgs = c.appendLine(c.msgs[:0], b, false)
+	return c.msgs
+}
+
+// appendLine appends the messages of one line b to dst, as classify finds
+// them, and returns it: each is scanned in place, in dst, not copied there
+// (a msgInfo is a few hundred bytes, and a tape has millions). ascii says
+// the caller knows b holds no byte above 0x7f, so it is not checked again.
+func (c *classifier) appendLine(dst []msgInfo, b []byte, ascii bool) []msgInfo {
+	n0 := len(dst)
 	i := skipWS(b, 0)
 	if i == len(b) {
-		return c.msgs
+		return dst
 	}
 	invalid := func(problem string) []msgInfo {
-		c.msgs = append(c.msgs[:0], msgInfo{start: 0, end: len(b), kind: KindInvalid, problem: problem})
-		return c.msgs
+		return append(dst[:n0], msgInfo{start: 0, end: len(b), kind: KindInvalid, problem: problem})
 	}
-	bad := !asciiOrValidUTF8(b)
+	bad := !ascii && !asciiOrValidUTF8(b)
 	switch b[i] {
 	case '{':
-		m, end, err := c.object(b, i)
+		dst = append(dst, msgInfo{})
+		m := &dst[n0]
+		end, err := c.object(b, i, m)
 		if err != nil {
+			dir, server, ts, when := m.dir, m.server, m.ts, m.when // known when only the meaning was wrong
 			out := invalid(err.Error())
-			out[0].dir, out[0].server, out[0].ts, out[0].when = m.dir, m.server, m.ts, m.when // known when only the meaning was wrong
+			out[n0].dir, out[n0].server, out[n0].ts, out[n0].when = dir, server, ts, when
 			return out
 		}
 		if j := skipWS(b, end); j != len(b) {
 			return invalid(fmt.Sprintf("expected end of line after the message at column %d, found %s", j+1, found(b, j)))
 		}
 		m.badUTF8 = bad
-		c.msgs = append(c.msgs, m)
 	case '[':
 		i = skipWS(b, i+1)
 		if i < len(b) && b[i] == ']' {
@@ -157,12 +168,13 @@ func (c *classifier) classify(b []byte) []msgInfo {
 			if i >= len(b) || b[i] != '{' {
 				return invalid(fmt.Sprintf("expected a JSON-RPC object in the batch at column %d, found %s", i+1, found(b, i)))
 			}
-			m, end, err := c.object(b, i)
+			dst = append(dst, msgInfo{})
+			m := &dst[len(dst)-1]
+			end, err := c.object(b, i, m)
 			if err != nil {
 				return invalid(err.Error())
 			}
 			m.badUTF8 = bad
-			c.msgs = append(c.msgs, m)
 			i = skipWS(b, end)
 			if i < len(b) && b[i] == ',' {
 				i = skipWS(b, i+1)
@@ -179,38 +191,42 @@ func (c *classifier) classify(b []byte) []msgInfo {
 	default:
 		return invalid(fmt.Sprintf("expected a JSON-RPC object or batch at column %d, found %s", i+1, found(b, i)))
 	}
-	return c.msgs
+	return dst
 }
 
 // object scans the JSON-RPC object starting at b[i] == '{'. Its members are
 // walked once (topMembers): params and result, the objects that hold a
 // message's bulk, are read in the same walk instead of skipped, then walked
 // again.
-func (c *classifier) object(b []byte, i int) (msgInfo, int, error) {
-	m := msgInfo{start: i}
+//
+// m is zero on entry; it is filled in place. On an error, what m holds of
+// _meta is what was read of it before the fault.
+func (c *classifier) object(b []byte, i int, m *msgInfo) (int, error) {
+	m.start = i
 	var t topMembers
-	end, err := c.topMembers(b, i, &t, &m)
+	end, err := c.topMembers(b, i, &t, m)
 	if err != nil {
-		return m, 0, err
+		return 0, err
 	}
 	meta, params, result := t.meta, t.params, t.result
 	hasResult, hasError := t.hasResult, t.hasError
+	pre := &t.metaRead
 	if t.alt.ok() { // the message has a _meta of its own (see AltMetaKey)
-		meta = t.alt
+		meta, pre = t.alt, &t.altRead
 	}
 	m.end = end
 	m.noVersion = string(m.version.in(b)) != `"2.0"`
 	if !c.wire {
-		c.meta(b, &m, meta)
+		c.metaFrom(b, m, meta, pre)
 	}
 	if m.method.ok() && b[m.method.start] != '"' {
-		return m, 0, fmt.Errorf("expected \"method\" to be a string, found %s", found(b, m.method.start))
+		return 0, fmt.Errorf("expected \"method\" to be a string, found %s", found(b, m.method.start))
 	}
 	if m.id.ok() {
 		if err := idProblem(b, m.id, m.method.ok()); err != nil {
-			return m, 0, err
+			return 0, err
 		}
-		if id := m.id.in(b); id[0] != '"' && bytes.ContainsAny(id, ".eE") {
+		if id := m.id.in(b); id[0] != '"' && notInteger(id) {
 			m.notes = append(m.notes, fmt.Sprintf("id %s is not an integer: MCP ids are strings or integers", id))
 		}
 	}
@@ -232,9 +248,9 @@ func (c *classifier) object(b []byte, i int) (msgInfo, int, error) {
 			m.notes = append(m.notes, `expected "result" or "error" in a response, found both; read as an error`)
 		}
 	case hasResult || hasError:
-		return m, 0, fmt.Errorf("expected \"id\" in a response, found none")
+		return 0, fmt.Errorf("expected \"id\" in a response, found none")
 	default:
-		return m, 0, fmt.Errorf("expected a JSON-RPC message (\"method\", or \"id\" with \"result\" or \"error\"), found neither")
+		return 0, fmt.Errorf("expected a JSON-RPC message (\"method\", or \"id\" with \"result\" or \"error\"), found neither")
 	}
 	if params.ok() && b[params.start] == '{' {
 		if string(method) == `"notifications/cancelled"` {
@@ -246,7 +262,7 @@ func (c *classifier) object(b []byte, i int) (msgInfo, int, error) {
 		m.inputReq = string(t.resultType.in(b)) == `"input_required"`
 		m.toolError = string(t.isError.in(b)) == "true"
 	}
-	return m, end, nil
+	return end, nil
 }
 
 // topMembers is what object's walk of a message's members found beyond
@@ -257,9 +273,73 @@ func (c *classifier) object(b []byte, i int) (msgInfo, int, error) {
 type topMembers struct {
 	params, result, meta, alt span
 	hasResult, hasError       bool
-	requestID                 span // params.requestId
-	inputResponses            bool // params.inputResponses present
-	resultType, isError       span // result.resultType, result.isError (the last of each)
+	requestID                 span     // params.requestId
+	inputResponses            bool     // params.inputResponses present
+	resultType, isError       span     // result.resultType, result.isError (the last of each)
+	metaRead, altRead         metaRead // what walking _meta and AltMetaKey found (the last of each)
+}
+
+// metaRead is what a walk of a _meta object's members finds, as meta reads
+// them: topMembers walks the message's _meta this way instead of skipping
+// it, so that meta does not walk it a second time.
+type metaRead struct {
+	ok                       bool // walked, and it ended where skipValue ends
+	dir, server, ts, session span
+	replyTo, batch, exchange span
+	injected, dropped        bool
+	notes                    []string
+}
+
+// member notes one member of _meta, key and its value v.
+func (r *metaRead) member(b, key []byte, v span) {
+	switch string(key) {
+	case "inReplyTo":
+		r.replyTo = v
+	case "batch":
+		r.batch = v
+	case "exchange":
+		r.exchange = v
+	case MetaInjected:
+		r.injected = true
+		r.dropped = bytes.Contains(v.in(b), []byte(`"dropped":true`))
+	}
+	if b[v.start] != '"' {
+		switch k := string(key); k {
+		case "dir", "server", "ts", "session":
+			r.notes = append(r.notes, fmt.Sprintf("expected _meta.%s to be a string, found %s", k, found(b, v.start)))
+		}
+		return
+	}
+	switch string(key) {
+	case "dir":
+		r.dir = v
+	case "server":
+		r.server = v
+	case "ts":
+		r.ts = v
+	case "session":
+		r.session = v
+	}
+}
+
+// walkMeta walks the _meta object (or AltMetaKey's) at b[i] into r, and
+// returns its end; r.ok false and end 0 when the walk and skipValue could
+// end apart (a malformed member, an odd literal), for skipValue to decide.
+func (c *classifier) walkMeta(b []byte, i int, r *metaRead) int {
+	*r = metaRead{}
+	if i >= len(b) || b[i] != '{' {
+		return 0
+	}
+	c.oddLiteral = false
+	end, err := c.members(b, i, func(key []byte, v span) { r.member(b, key, v) })
+	odd := c.oddLiteral
+	c.oddLiteral = false
+	if err != nil || odd {
+		*r = metaRead{}
+		return 0
+	}
+	r.ok = true
+	return end
 }
 
 // topMembers walks the members of the message object at b[i] == '{' as
@@ -276,8 +356,15 @@ func (c *classifier) topMembers(b []byte, i int, t *topMembers, m *msgInfo) (int
 	for {
 		var key []byte
 		var err error
-		if key, i, err = memberName(b, i); err != nil {
-			return 0, err
+		if i < len(b) && b[i] == '"' { // "key":value, as in members
+			if e := shortString(b, i); e > 0 && e+1 < len(b) && b[e] == ':' && b[e+1] > ' ' {
+				key, i = b[i+1:e-1], e+1
+			}
+		}
+		if key == nil {
+			if key, i, err = memberName(b, i); err != nil {
+				return 0, err
+			}
 		}
 		var vend int
 		switch string(key) {
@@ -289,10 +376,32 @@ func (c *classifier) topMembers(b []byte, i int, t *topMembers, m *msgInfo) (int
 			t.resultType, t.isError = span{}, span{}
 			vend, err = c.inner(b, i, key, t)
 			t.hasResult, t.result = true, span{i, vend}
+		case "_meta", AltMetaKey:
+			r := &t.metaRead
+			if string(key) == AltMetaKey {
+				r = &t.altRead
+			}
+			if !c.wire {
+				vend = c.walkMeta(b, i, r)
+			}
+			if vend == 0 {
+				if vend, err = c.skipValue(b, i); err != nil {
+					return 0, fmt.Errorf("member %q: %w", key, err)
+				}
+			}
+			if r == &t.metaRead {
+				t.meta = span{i, vend}
+			} else {
+				t.alt = span{i, vend}
+			}
 		default:
-			vend, err = c.skipValue(b, i)
-			if err != nil {
-				return 0, fmt.Errorf("member %q: %w", key, err)
+			if i < len(b) && b[i] == '"' { // the commonest value, a short string, with no call
+				vend = shortString(b, i)
+			}
+			if vend == 0 {
+				if vend, err = c.skipValue(b, i); err != nil {
+					return 0, fmt.Errorf("member %q: %w", key, err)
+				}
 			}
 			v := span{i, vend}
 			switch string(key) {
@@ -304,10 +413,6 @@ func (c *classifier) topMembers(b []byte, i int, t *topMembers, m *msgInfo) (int
 				m.method = v
 			case "error":
 				t.hasError = true
-			case "_meta":
-				t.meta = v
-			case AltMetaKey:
-				t.alt = v
 			}
 		}
 		if err != nil {
@@ -370,7 +475,11 @@ func (c *classifier) inner(b []byte, i int, key []byte, t *topMembers) (int, err
 
 // meta reads the _meta object's dir, server, ts and session, noting what is
 // missing or odd.
-func (c *classifier) meta(b []byte, m *msgInfo, meta span) {
+func (c *classifier) meta(b []byte, m *msgInfo, meta span) { c.metaFrom(b, m, meta, nil) }
+
+// metaFrom is meta, with what a walk of the object at meta found when pre
+// says it was walked already (pre.ok).
+func (c *classifier) metaFrom(b []byte, m *msgInfo, meta span, pre *metaRead) {
 	if !meta.ok() {
 		m.notes = append(m.notes, "no _meta: direction, server and time unknown")
 		return
@@ -379,36 +488,18 @@ func (c *classifier) meta(b []byte, m *msgInfo, meta span) {
 		m.notes = append(m.notes, fmt.Sprintf("expected _meta to be an object, found %s", found(b, meta.start)))
 		return
 	}
-	_, _ = c.members(b, meta.start, func(key []byte, v span) {
-		switch string(key) {
-		case "inReplyTo":
-			m.replyTo = v
-		case "batch":
-			m.batch = v
-		case "exchange":
-			m.exchange = v
-		case MetaInjected:
-			m.injected = true
-			m.dropped = bytes.Contains(v.in(b), []byte(`"dropped":true`))
-		}
-		if b[v.start] != '"' {
-			switch k := string(key); k {
-			case "dir", "server", "ts", "session":
-				m.notes = append(m.notes, fmt.Sprintf("expected _meta.%s to be a string, found %s", k, found(b, v.start)))
-			}
-			return
-		}
-		switch string(key) {
-		case "dir":
-			m.dir = v
-		case "server":
-			m.server = v
-		case "ts":
-			m.ts = v
-		case "session":
-			m.session = v
-		}
-	})
+	var r metaRead
+	if pre != nil && pre.ok {
+		r = *pre // walked already, by topMembers
+	} else {
+		_, _ = c.members(b, meta.start, func(key []byte, v span) { r.member(b, key, v) })
+	}
+	m.dir, m.server, m.ts, m.session = r.dir, r.server, r.ts, r.session
+	m.replyTo, m.batch, m.exchange = r.replyTo, r.batch, r.exchange
+	if r.injected {
+		m.injected, m.dropped = true, r.dropped
+	}
+	m.notes = append(m.notes, r.notes...)
 	switch string(m.dir.in(b)) { // no allocation for the comparison
 	case `"send"`, `"recv"`, `"lifecycle"`:
 	case "":
@@ -423,7 +514,7 @@ func (c *classifier) meta(b []byte, m *msgInfo, meta span) {
 	}
 	if m.ts.ok() {
 		var ok bool
-		if m.when, ok = parseTS(m.ts.in(b)); !ok {
+		if m.when, ok = c.ts.parse(m.ts.in(b)); !ok {
 			m.notes = append(m.notes, fmt.Sprintf("expected _meta.ts in RFC 3339, found %s", m.ts.in(b)))
 		} else if u := m.when.Unix(); u < minUnix || u >= maxUnix {
 			m.notes = append(m.notes, fmt.Sprintf("_meta.ts %s is outside the years %d to %d: time unknown", m.ts.in(b), minYear, maxYear))
@@ -462,83 +553,6 @@ func stringValue(b []byte, s span) string {
 	return out
 }
 
-// Timestamps outside these years are taken as unknown: the index
-// keeps times as Unix nanoseconds, and any two times within them are less
-// than 2^63 ns apart, so a latency never overflows.
-const (
-	minYear = 1970
-	maxYear = 2200
-)
-
-// The same bounds as Unix seconds: 1970-01-01 and 2201-01-01.
-const (
-	minUnix = 0
-	maxUnix = 7289654400
-)
-
-// parseTS reads a quoted RFC 3339 timestamp; the mcporter form
-// "2026-05-16T12:00:00.000Z" and the Writer's microsecond form
-// "2026-05-16T12:00:00.000123Z" take a fast path, whose fields are checked as
-// time.Parse checks them (time.Date would roll month 13 into next year).
-func parseTS(q []byte) (time.Time, bool) {
-	if len(q) < 2 || q[0] != '"' {
-		return time.Time{}, false
-	}
-	s := q[1 : len(q)-1]
-	// The Writer's two forms: milliseconds (24 bytes) and microseconds (27).
-	if (len(s) == 24 || len(s) == 27) && s[4] == '-' && s[7] == '-' && s[10] == 'T' && s[13] == ':' && s[16] == ':' && s[19] == '.' && s[len(s)-1] == 'Z' {
-		n := [7]int{}
-		ok := true
-		for k, p := range [6]int{0, 5, 8, 11, 14, 17} { // two digits each, the year four
-			a, b := s[p]-'0', s[p+1]-'0' // a byte below '0' wraps past 9
-			ok = ok && a <= 9 && b <= 9
-			n[k] = int(a)*10 + int(b)
-		}
-		c, d := s[2]-'0', s[3]-'0'
-		ok = ok && c <= 9 && d <= 9
-		n[0] = n[0]*100 + int(c)*10 + int(d)
-		frac, fok := digits(s[20 : len(s)-1])
-		if !ok || !fok {
-			goto slow
-		}
-		n[6] = frac
-		if n[1] < 1 || n[1] > 12 || n[2] < 1 || n[2] > 28 && n[2] > daysIn(n[0], n[1]) || n[3] > 23 || n[4] > 59 || n[5] > 59 {
-			return time.Time{}, false
-		}
-		unit := time.Millisecond
-		if len(s) == 27 {
-			unit = time.Microsecond
-		}
-		secs := unixDays(n[0], n[1], n[2])*86400 + int64(n[3]*3600+n[4]*60+n[5])
-		return time.Unix(secs, int64(n[6])*int64(unit)).UTC(), true // time.Date's time, without its normalizing
-	}
-slow:
-	t, err := time.Parse(time.RFC3339Nano, string(s))
-	return t, err == nil
-}
-
-// daysIn is the number of days in month m (1-12) of year y.
-// unixDays returns the days from 1970-01-01 to y-m-d (a valid date of the
-// proleptic Gregorian calendar, year 0 to 9999), as time.Date counts them
-// (H. Hinnant's days_from_civil).
-func unixDays(y, m, d int) int64 {
-	if m <= 2 {
-		y--
-	}
-	era := y / 400
-	if y < 0 {
-		era = (y - 399) / 400
-	}
-	yoe := y - era*400
-	doy := (153*((m+9)%12)+2)/5 + d - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	return int64(era*146097 + doe - 719468)
-}
-
-func daysIn(y, m int) int {
-	return time.Date(y, time.Month(m)+1, 0, 0, 0, 0, 0, time.UTC).Day()
-}
-
 // jsonString reports whether b, a quoted string the classifier skipped,
 // is valid JSON: no raw control characters, valid escapes. An id echoed
 // back must be. The common id (plain characters) is decided in one scan.
@@ -549,6 +563,17 @@ func jsonString(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// notInteger reports whether the number literal b holds a point or an
+// exponent (bytes.ContainsAny(b, ".eE"), without its call and set).
+func notInteger(b []byte) bool {
+	for _, c := range b {
+		if c == '.' || c == 'e' || c == 'E' {
+			return true
+		}
+	}
+	return false
 }
 
 // jsonNumber reports whether b is a number as JSON writes one: no leading
@@ -591,17 +616,6 @@ func jsonNumber(b []byte) bool {
 		}
 	}
 	return i == len(b)
-}
-
-func digits(s []byte) (int, bool) {
-	v := 0
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		v = v*10 + int(c-'0')
-	}
-	return v, true
 }
 
 // validUTF8 replaces each invalid byte with U+FFFD, as encoding/json does.

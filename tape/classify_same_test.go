@@ -56,6 +56,9 @@ func sameLines(t *testing.T) [][]byte {
 	for _, s := range fuzzSeeds {
 		lines = append(lines, []byte(s))
 	}
+	for _, s := range metaSeeds {
+		lines = append(lines, []byte(s))
+	}
 	for _, p := range []SynthProfile{SynthDefault, SynthSmall, SynthRealistic} {
 		var buf bytes.Buffer
 		if _, err := Synthesize(&buf, SynthOptions{Messages: 1000, Seed: 7, Profile: p, ChangeEvery: 5}); err != nil {
@@ -64,6 +67,22 @@ func sameLines(t *testing.T) [][]byte {
 		addFile(buf.Bytes())
 	}
 	return lines
+}
+
+// metaSeeds are lines whose _meta the classifier walks while it scans the
+// message (topMembers) where skipValue and a walk of members could end
+// apart, or where which _meta counts is decided later.
+var metaSeeds = []string{
+	`{"jsonrpc":"2.0","id":1,"method":"m","_meta":{"dir":"send","x":t"y},"server":"s"}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"m","_meta":{"dir":"send","server":"s" "ts":"2026-01-01T00:00:00.000Z"}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"m","_meta":{"dir":"send"},"_meta":{"dir":"recv","server":"b"}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"m","_tapedeck":{"dir":"recv","server":"t"},"_meta":{"dir":"send","server":"m"}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"m","_meta":{"dir":"send","server":"m"},"_tapedeck":{"dir":1,"server":"t","injected":{"dropped":true}}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"m","_meta":{"dir":"send","server":"m","ts":"2026-01-01T00:00:00.000Z","injected":{"dropped":true},"inReplyTo":3,"batch":"b1","exchange":"e"}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"m","_meta":["dir","send"]}`,
+	`{"jsonrpc":"2.0","id":1,"method":"m","_meta":{"dir":"send",}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"m","_meta":{"dir":"send"`,
+	`{"jsonrpc":"2.0","id":1,"method":"m","_meta":{"a":{"b":[1,"}"]},"dir":"recv"}}`,
 }
 
 // TestClassifySameAsBefore checks that the classifier's fast paths read
@@ -111,6 +130,9 @@ func TestClassifySameAsBefore(t *testing.T) {
 // paths read any line the same way.
 func FuzzClassifySameAsBefore(f *testing.F) {
 	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+	for _, s := range metaSeeds {
 		f.Add([]byte(s))
 	}
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"a":t"x}"},"_meta":{"dir":"recv"}}`))

@@ -1,6 +1,7 @@
 package tape
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"time"
@@ -149,6 +150,51 @@ func TestClassifyImplausibleYear(t *testing.T) {
 		}
 		if !strings.Contains(strings.Join(got[0].Notes, ";"), "outside the years") {
 			t.Errorf("%s: notes %q; want one saying the year is outside the range", ts, got[0].Notes)
+		}
+	}
+}
+
+// TestIsASCII checks the segment-wide check that lets the parallel index
+// skip each line's UTF-8 check: a byte above 0x7f anywhere (in a whole
+// 64-byte block, or in the tail after the last one) is found.
+func TestIsASCII(t *testing.T) {
+	for _, n := range []int{0, 1, 63, 64, 65, 127, 128, 200} {
+		b := bytes.Repeat([]byte("a"), n)
+		if !isASCII(b) {
+			t.Errorf("isASCII of %d ASCII bytes: expected true, found false", n)
+		}
+		for _, at := range []int{0, n / 2, n - 1} {
+			if at < 0 || at >= n {
+				continue
+			}
+			c := bytes.Clone(b)
+			c[at] = 0x80
+			if isASCII(c) {
+				t.Errorf("isASCII of %d bytes with 0x80 at %d: expected false, found true", n, at)
+			}
+			if asciiOrValidUTF8(c) {
+				t.Errorf("asciiOrValidUTF8 of %d bytes with 0x80 at %d: expected false, found true", n, at)
+			}
+		}
+	}
+}
+
+// TestTSCache checks that timestamps read through the classifier's cache of
+// the last date and time read as parseTS reads them: the same second with
+// other fractions and forms, then times the cache must not answer (another
+// second, a bad fraction, a day that does not exist, the slow path's forms).
+func TestTSCache(t *testing.T) {
+	var c tsCache
+	for _, s := range []string{
+		`"2026-05-16T12:00:00.000Z"`, `"2026-05-16T12:00:00.999Z"`, `"2026-05-16T12:00:00.123456Z"`,
+		`"2026-05-16T12:00:00.12aZ"`, `"2026-05-16T12:00:00.1234Z"`, `"2026-05-16T12:00:00Z"`,
+		`"2026-05-16T12:00:00.000+01:00"`, `"2026-05-16T12:00:01.000Z"`, `"2026-05-16T12:00:00.000Z"`,
+		`"2026-02-30T12:00:00.000Z"`, `"2026-02-30T12:00:00.001Z"`, `"2024-02-29T23:59:59.999Z"`,
+		`"2024-02-29T23:59:59.999999Z"`, `"2024-02-29T23:59:59.000x"`, `"2024-02-29T23:59:59.000"`,
+	} {
+		want, wok := parseTS([]byte(s))
+		if got, ok := c.parse([]byte(s)); ok != wok || got != want {
+			t.Errorf("tsCache.parse(%s) = %v, %v; parseTS = %v, %v", s, got, ok, want, wok)
 		}
 	}
 }

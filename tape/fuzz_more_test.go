@@ -131,6 +131,15 @@ func FuzzParseTS(f *testing.F) {
 		if ok && !got.Equal(want) {
 			t.Fatalf("parseTS(%q) = %v, time.Parse = %v", s, got, want)
 		}
+		// Through the classifier's cache, after a time of the same second
+		// and after itself, it reads the same.
+		var c tsCache
+		for _, prev := range []string{"2026-05-16T12:00:00.000Z", s} {
+			c.parse([]byte(`"` + prev + `"`))
+			if cg, cok := c.parse([]byte(`"` + s + `"`)); cok != ok || cg != got {
+				t.Fatalf("tsCache.parse(%q) after %q = %v, %v; parseTS = %v, %v", s, prev, cg, cok, got, ok)
+			}
+		}
 	})
 }
 

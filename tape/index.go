@@ -90,7 +90,7 @@ type Index struct {
 	servers  interner[uint16]
 	connIdx  map[connKey]uint32
 	lastConn lastConn
-	starts   map[uint16]int  // $transport/start records seen per server
+	starts   []int           // $transport/start records seen per server (by its number)
 	inited   map[uint32]bool // connections an initialize request was sent on
 
 	pairs   pairer
@@ -111,7 +111,6 @@ func NewIndex(src io.ReaderAt, opts ...ReaderOption) *Index {
 		methods: newInterner[uint32](1<<31, ""),
 		servers: newInterner[uint16](1 << 16),
 		connIdx: map[connKey]uint32{},
-		starts:  map[uint16]int{},
 		inited:  map[uint32]bool{},
 		pairs:   newPairer(),
 	}
@@ -338,15 +337,19 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 	if m.kind == KindInvalid && !nl {
 		r.flags |= flagTorn
 	}
-	r.server = x.servers.of(stringBytes(line, m.server))
-	r.method = x.methods.of(stringBytes(line, m.method))
+	utf8OK := m.kind != KindInvalid && !m.badUTF8 // the line was checked whole (an invalid line's flag is never set)
+	r.server = x.servers.of(stringBytes(line, m.server, utf8OK))
+	r.method = x.methods.of(stringBytes(line, m.method, utf8OK))
 	if m.kind == KindLifecycle && string(m.method.in(line)) == `"`+MethodStart+`"` {
+		for int(r.server) >= len(x.starts) {
+			x.starts = append(x.starts, 0)
+		}
 		x.starts[r.server]++
 		if startFailed(line[m.start:m.end]) {
 			x.startFailures++
 		}
 	}
-	r.conn = x.conn(r.server, stringBytes(line, m.session))
+	r.conn = x.conn(r.server, stringBytes(line, m.session, utf8OK))
 	if m.kind == KindRequest {
 		x.noteHandshake(&r, m)
 	}
@@ -390,12 +393,15 @@ func (x *Index) noteNegotiation(req, resp int, raw []byte) {
 	}
 }
 
-func stringBytes(line []byte, s span) []byte {
+// stringBytes returns the text of the JSON string at s in line: its bytes
+// when they need no decoding, else decoded. utf8OK says line is known to
+// be valid UTF-8 (and so is every string of it): not checked again.
+func stringBytes(line []byte, s span, utf8OK bool) []byte {
 	if !s.ok() || line[s.start] != '"' {
 		return nil
 	}
 	raw := line[s.start+1 : s.end-1]
-	if bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
+	if bytes.IndexByte(raw, '\\') >= 0 || !utf8OK && !utf8.Valid(raw) {
 		return []byte(stringValue(line, s))
 	}
 	return raw
@@ -442,7 +448,10 @@ func (in *interner[T]) of(b []byte) T {
 }
 
 func (x *Index) conn(server uint16, session []byte) uint32 {
-	starts := x.starts[server]
+	starts := 0 // a slice, not a map: this runs for every message
+	if int(server) < len(x.starts) {
+		starts = x.starts[server]
+	}
 	if c := &x.lastConn; c.ok && c.server == server && c.starts == starts && string(c.session) == string(session) {
 		return c.conn // the connection of the message before: no hashing
 	}

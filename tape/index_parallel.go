@@ -45,13 +45,14 @@ func (s *segment) classify(c *classifier) {
 	if s.first {
 		lr.line = 0
 	}
+	ascii := isASCII(s.data) // then no line of it needs its UTF-8 checked
 	for {
 		line, off, nl, err := lr.next()
 		if err != nil { // io.EOF: a lineReader over memory has no other error
 			return
 		}
 		m0 := int32(len(s.msgs))
-		s.msgs = append(s.msgs, c.classify(line)...)
+		s.msgs = c.appendLine(s.msgs, line, ascii)
 		s.lines = append(s.lines, segLine{line: line, off: off, next: lr.off, nl: nl, m0: m0, m1: int32(len(s.msgs))})
 	}
 }

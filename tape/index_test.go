@@ -433,3 +433,26 @@ func TestContextCosts(t *testing.T) {
 		t.Errorf("context costs %+v, want the last listing: 2 items, %d bytes", c, len(want))
 	}
 }
+
+// TestIndexNamesBadUTF8: a line whose server or method name holds a byte
+// that is not UTF-8 is flagged and its names are read as encoding/json
+// reads them (U+FFFD), while a valid line's names are taken as they are.
+func TestIndexNamesBadUTF8(t *testing.T) {
+	x := indexOf(t, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/\xffcall\",\"_meta\":{\"dir\":\"send\",\"server\":\"s\xfe\",\"ts\":\"2026-01-01T00:00:00.000Z\"}}\n"+
+		"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/caf\xc3\xa9\",\"_meta\":{\"dir\":\"send\",\"server\":\"s\xc3\xa9\",\"ts\":\"2026-01-01T00:00:00.001Z\"}}\n")
+	if got, want := x.Entry(0).Method, "tools/\uFFFDcall"; got != want {
+		t.Errorf("method of the bad line: expected %q, found %q", want, got)
+	}
+	if got, want := x.Entry(0).Server, "s\uFFFD"; got != want {
+		t.Errorf("server of the bad line: expected %q, found %q", want, got)
+	}
+	if got, want := x.Entry(1).Method, "tools/café"; got != want {
+		t.Errorf("method of the valid line: expected %q, found %q", want, got)
+	}
+	if got, want := x.Entry(1).Server, "sé"; got != want {
+		t.Errorf("server of the valid line: expected %q, found %q", want, got)
+	}
+	if x.recs.at(0).flags&flagBadUTF8 == 0 || x.recs.at(1).flags&flagBadUTF8 != 0 {
+		t.Errorf("flagBadUTF8: expected on the first line only, found %b and %b", x.recs.at(0).flags, x.recs.at(1).flags)
+	}
+}

@@ -15,6 +15,26 @@ import (
 // asciiOrValidUTF8 is utf8.Valid with a faster walk over ASCII, 64 bytes at a
 // time: most of a tape is ASCII.
 func asciiOrValidUTF8(b []byte) bool {
+	return utf8.Valid(b[asciiBlocks(b):]) // nothing before it is a sequence's start
+}
+
+// isASCII reports whether b holds no byte above 0x7f.
+func isASCII(b []byte) bool {
+	i := asciiBlocks(b)
+	if len(b)-i >= 64 {
+		return false
+	}
+	for _, c := range b[i:] {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// asciiBlocks returns the length of b's longest prefix of whole 64-byte
+// blocks that are ASCII.
+func asciiBlocks(b []byte) int {
 	i := 0
 	for ; i+64 <= len(b); i += 64 {
 		p := b[i : i+64 : i+64]
@@ -23,10 +43,10 @@ func asciiOrValidUTF8(b []byte) bool {
 			binary.LittleEndian.Uint64(p[32:]) | binary.LittleEndian.Uint64(p[40:]) |
 			binary.LittleEndian.Uint64(p[48:]) | binary.LittleEndian.Uint64(p[56:])
 		if w&0x8080808080808080 != 0 {
-			break // not ASCII: utf8.Valid from here (nothing before it is a sequence's start)
+			break
 		}
 	}
-	return utf8.Valid(b[i:])
+	return i
 }
 
 // members walks the object at b[i] == '{', calling fn with each key (without
@@ -40,12 +60,26 @@ func (c *classifier) members(b []byte, i int, fn func(key []byte, v span)) (int,
 	for {
 		var key []byte
 		var err error
-		if key, i, err = memberName(b, i); err != nil {
-			return 0, err
+		// The commonest member, a short name written "key":value (no
+		// escape, no space), read here with no call to memberName.
+		if i < len(b) && b[i] == '"' {
+			if e := shortString(b, i); e > 0 && e+1 < len(b) && b[e] == ':' && b[e+1] > ' ' {
+				key, i = b[i+1:e-1], e+1
+			}
 		}
-		vend, err := c.skipValue(b, i)
-		if err != nil {
-			return 0, fmt.Errorf("member %q: %w", key, err)
+		if key == nil {
+			if key, i, err = memberName(b, i); err != nil {
+				return 0, err
+			}
+		}
+		vend := 0
+		if i < len(b) && b[i] == '"' { // the commonest value, a short string, with no call
+			vend = shortString(b, i)
+		}
+		if vend == 0 {
+			if vend, err = c.skipValue(b, i); err != nil {
+				return 0, fmt.Errorf("member %q: %w", key, err)
+			}
 		}
 		fn(key, span{i, vend})
 		i = skipWS(b, vend)
@@ -73,6 +107,9 @@ func memberName(b []byte, i int) (key []byte, v int, err error) {
 		}
 	}
 	key = b[i+1 : kend-1]
+	if kend+1 < len(b) && b[kend] == ':' && b[kend+1] > ' ' { // "key":value, as writers write it: no space to skip
+		return key, kend + 1, nil
+	}
 	i = skipWS(b, kend)
 	if i >= len(b) || b[i] != ':' {
 		return nil, 0, fmt.Errorf("expected ':' after member %q at column %d, found %s", key, i+1, found(b, i))
@@ -94,18 +131,26 @@ func (c *classifier) skipValue(b []byte, i int) (int, error) {
 		}
 		return skipString(b, i)
 	case '{', '[':
-	default:
-		j := i
-		for j < len(b) && !isDelim(b[j]) {
-			j++
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 't', 'f', 'n':
+		// A literal: up to the next delimiter (its first byte is none).
+		// One pass, with no call: a tape's ids, numbers and true/false
+		// are many and short.
+		j, odd := i+1, false
+		for ; j < len(b); j++ {
+			ch := b[j]
+			if isDelim(ch) {
+				break
+			}
+			if ch == '"' || ch == '{' || ch == '[' {
+				odd = true
+			}
 		}
-		if j == i || !bytes.ContainsRune([]byte("-0123456789tfn"), rune(b[i])) {
-			return 0, fmt.Errorf("expected a value at column %d, found %s", i+1, found(b, i))
-		}
-		if bytes.ContainsAny(b[i:j], `"{[`) {
+		if odd {
 			c.oddLiteral = true // a bracket scan of the object around it reads it otherwise
 		}
 		return j, nil
+	default:
+		return 0, fmt.Errorf("expected a value at column %d, found %s", i+1, found(b, i))
 	}
 	start := i
 	stack := c.stack[:0]
