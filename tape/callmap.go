@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tapedeck/tapedeck/tape/mmap"
+
 	"github.com/tidwall/gjson"
 )
 
@@ -37,7 +39,7 @@ func MapTape(f *os.File) (*Mapping, error) {
 	if !fi.Mode().IsRegular() || fi.Size() == 0 {
 		return nil, errors.New("map the tape: expected a non-empty regular file")
 	}
-	data, unmap, err := mapRange(f, 0, fi.Size())
+	data, unmap, err := mmap.Map(f, 0, fi.Size(), mmap.Sequential)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tapedeck/tapedeck/tape/mmap"
 )
 
 // rec is the index's record of one message: 48 bytes, no pointers.
@@ -199,7 +201,7 @@ func (x *Index) extendMapped(f *os.File, start, size int64, final func() bool, p
 		base := pos &^ (page - 1)
 		length := min(size-base, mapWindow)
 		for {
-			data, unmap, err := mapRange(f, base, length)
+			data, unmap, err := mmap.Map(f, base, length, mmap.Sequential)
 			if err != nil {
 				if pos == start {
 					return errNoMap

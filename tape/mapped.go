@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/tapedeck/tapedeck/tape/mmap"
 )
 
 // MappedLines reads the lines of a file by their offsets through read-only
@@ -24,7 +26,7 @@ type MappedLines struct {
 // MapLines maps the first window bytes of f, a regular file of size bytes;
 // an error when it cannot be mapped (or the system has no mappings).
 func MapLines(f *os.File, size, window int64) (*MappedLines, error) {
-	data, unmap, err := mapRange(f, 0, min(size, window))
+	data, unmap, err := mmap.Map(f, 0, min(size, window), mmap.Sequential)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +58,7 @@ func (m *MappedLines) Line(off int64) ([]byte, error) {
 		}
 		_ = m.Close()
 		base := off &^ (page - 1)
-		data, unmap, err := mapRange(m.f, base, min(m.size-base, length))
+		data, unmap, err := mmap.Map(m.f, base, min(m.size-base, length), mmap.Sequential)
 		if err != nil {
 			return nil, fmt.Errorf("map the tape at byte %d: %w", base, err)
 		}

@@ -3,6 +3,8 @@ package importer
 import (
 	"io"
 	"os"
+
+	"github.com/tapedeck/tapedeck/tape/mmap"
 )
 
 // inspectorMap maps the export when r is a regular file read from its
@@ -29,7 +31,7 @@ func inspectorMap(r io.Reader, max int64) (doc []byte, unmap func(), ok bool, er
 	if off, err := f.Seek(0, io.SeekCurrent); err != nil || off != 0 {
 		return nil, nil, false, nil
 	}
-	data, release, err := mapRange(f, 0, st.Size())
+	data, release, err := mmap.Map(f, 0, st.Size(), mmap.Sequential)
 	if err != nil {
 		return nil, nil, false, nil
 	}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+
+	"github.com/tapedeck/tapedeck/tape/mmap"
 )
 
 // A line log that is a regular file is read through read-only mappings of
@@ -90,7 +92,7 @@ func (ms *mapSource) remap(at, length int64) bool {
 	page := int64(os.Getpagesize())
 	base := at &^ (page - 1)
 	length += at - base
-	data, unmap, err := mapRange(ms.f, base, length)
+	data, unmap, err := mmap.Map(ms.f, base, length, mmap.Sequential)
 	if err != nil {
 		return false
 	}

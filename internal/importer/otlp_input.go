@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tapedeck/tapedeck/tape"
+	"github.com/tapedeck/tapedeck/tape/mmap"
 )
 
 // mappedInput returns the rest of r, from its offset, mapped in place
@@ -35,11 +36,11 @@ func mappedInput(r io.Reader) (data []byte, ctx context.Context, release func(),
 	if err != nil || off >= st.Size() {
 		return nil, nil, nil, false
 	}
-	data, unmap, err := mapFile(f, st.Size())
+	data, unmap, err := mmap.Map(f, 0, st.Size(), mmap.Populate)
 	if err != nil {
 		return nil, nil, nil, false
 	}
-	return data[off:], ctx, unmap, true
+	return data[off:], ctx, func() { _ = unmap() }, true
 }
 
 // otlpMapped is OTLP of data, the input's bytes mapped in place: its

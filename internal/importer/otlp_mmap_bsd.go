@@ -1,5 +1,0 @@
-//go:build unix && !linux
-
-package importer
-
-const mapPopulate = 0
