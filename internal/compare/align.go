@@ -2,6 +2,7 @@ package compare
 
 import (
 	"fmt"
+	"hash/maphash"
 	"time"
 	"unicode/utf8"
 
@@ -18,7 +19,7 @@ import (
 // calls on one side only (a changed call of the same method and target
 // in the same place is reported as changed params), and aligned calls
 // whose answers differ.
-func alignCalls(a, b []call, xa, xb *tape.Index, n *tape.Normalizer, o Options) ([]CallDiff, int, []Aligned) {
+func alignCalls(a, b []call, xa, xb *tape.Index, n *tape.Normalizer, o Options, seed maphash.Seed) ([]CallDiff, int, []Aligned) {
 	ids := map[[16]byte]rune{}
 	runeOf := func(k [16]byte) rune {
 		if r, ok := ids[k]; ok {
@@ -65,7 +66,7 @@ func alignCalls(a, b []call, xa, xb *tape.Index, n *tape.Normalizer, o Options) 
 		case diffmatchpatch.DiffEqual:
 			for range k {
 				matched++
-				add(int(a[i].req), int(b[j].req), answerDiffs(a[i], b[j], xa, xb, n, o))
+				add(int(a[i].req), int(b[j].req), answerDiffs(a[i], b[j], xa, xb, n, o, seed))
 				i++
 				j++
 			}
@@ -129,14 +130,14 @@ func replaced(dels, ins []call, xa, xb *tape.Index, n *tape.Normalizer) []CallDi
 }
 
 // answerDiffs compares the answers of two aligned calls.
-func answerDiffs(a, b call, xa, xb *tape.Index, n *tape.Normalizer, o Options) []CallDiff {
+func answerDiffs(a, b call, xa, xb *tape.Index, n *tape.Normalizer, o Options, seed maphash.Seed) []CallDiff {
 	var out []CallDiff
 	base := CallDiff{A: int(a.req), B: int(b.req), Method: a.method, StatusA: statusText(a), StatusB: statusText(b)}
 	if a.status != b.status || a.code != b.code {
 		d := base
 		d.Kind = "status"
 		out = append(out, d)
-	} else if a.resp >= 0 && b.resp >= 0 && (a.answer != b.answer || len(o.Ignore) > 0) {
+	} else if a.resp >= 0 && b.resp >= 0 && (len(o.Ignore) > 0 || !sameAnswer(seed, a.answer, b.answer, xa, xb, int(a.resp), int(b.resp))) {
 		ra, rb := answer(xa, int(a.resp), n), answer(xb, int(b.resp), n)
 		if ops := tape.Diff(ra, rb); len(ops) > 0 {
 			d := base

@@ -61,6 +61,10 @@ type canonScan struct {
 	b, tmp []byte
 	n      *tape.Normalizer
 	ms     []member // a stack: each object's members above its parent's
+	// digest, if not nil, writes string values longer than digestMin
+	// bytes as their hashes (see digester): the key of the canonical
+	// bytes, not the bytes.
+	digest *digester
 }
 
 type member struct {
@@ -114,7 +118,11 @@ func (c *canonScan) value(s []byte, i, depth int) (int, bool) {
 	case ch == '"':
 		j, _, ok := scanString(s, i, false)
 		if ok {
-			c.b = append(c.b, s[i:j]...)
+			if c.digest != nil && j-i > digestMin {
+				c.b = c.digest.str(c.b, s[i:j])
+			} else {
+				c.b = append(c.b, s[i:j]...)
+			}
 		}
 		return j, ok
 	case ch == 't':
@@ -324,6 +332,24 @@ func scanString(s []byte, i int, key bool) (int, bool, bool) {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	high := false
 	k := 0
+	// 32 bytes at a time while all are printable ASCII (most text).
+	for ; k+32 <= len(str); k += 32 {
+		w0 := binary.LittleEndian.Uint64(str[k:])
+		w1 := binary.LittleEndian.Uint64(str[k+8:])
+		w2 := binary.LittleEndian.Uint64(str[k+16:])
+		w3 := binary.LittleEndian.Uint64(str[k+24:])
+		if ((w0-ones*0x20)|w0|(w1-ones*0x20)|w1|(w2-ones*0x20)|w2|(w3-ones*0x20)|w3)&highs == 0 {
+			continue
+		}
+		for _, ch := range str[k : k+32] {
+			switch {
+			case ch < 0x20:
+				return i + 1 + k, false, false
+			case ch >= 0x80:
+				high = true
+			}
+		}
+	}
 	for ; k+8 <= len(str); k += 8 {
 		w := binary.LittleEndian.Uint64(str[k:])
 		if ((w-ones*0x20)|w)&highs == 0 {
