@@ -20,7 +20,7 @@ import (
 // in the same place is reported as changed params), and aligned calls
 // whose answers differ.
 func alignCalls(a, b []call, xa, xb *tape.Index, n *tape.Normalizer, o Options, seed maphash.Seed) ([]CallDiff, int, []Aligned) {
-	ids := map[[16]byte]rune{}
+	ids := make(map[[16]byte]rune, max(len(a), len(b)))
 	runeOf := func(k [16]byte) rune {
 		if r, ok := ids[k]; ok {
 			return r
@@ -49,6 +49,9 @@ func alignCalls(a, b []call, xa, xb *tape.Index, n *tape.Normalizer, o Options, 
 
 	var out []CallDiff
 	var rows []Aligned
+	if n := max(len(a), len(b)); n > 0 {
+		rows = make([]Aligned, 0, n)
+	}
 	// add appends diffs found for one row, and the row.
 	add := func(ra, rb int, ds []CallDiff) {
 		row := Aligned{A: ra, B: rb}

@@ -61,6 +61,7 @@ type canonScan struct {
 	b, tmp []byte
 	n      *tape.Normalizer
 	ms     []member // a stack: each object's members above its parent's
+	drops  [][]byte // a stack as ms: the keys of the members left out
 	// digest, if not nil, writes string values longer than digestMin
 	// bytes as their hashes (see digester): the key of the canonical
 	// bytes, not the bytes.
@@ -175,7 +176,8 @@ func (c *canonScan) object(s []byte, i, depth int, top bool, drop func(key []byt
 	c.b = append(c.b, '{')
 	base := len(c.ms)
 	defer func() { c.ms = c.ms[:base] }()
-	var dropped [][]byte
+	dbase := len(c.drops)
+	defer func() { c.drops = c.drops[:dbase] }()
 	i = skipWS(s, i+1)
 	if i < len(s) && s[i] == '}' {
 		i++
@@ -209,7 +211,7 @@ func (c *canonScan) object(s []byte, i, depth int, top bool, drop func(key []byt
 				if string(c.b[vs:]) == "{}" && (!c.n.KeepVolatile || !c.n.Exact) {
 					c.b = c.b[:comma] // an empty _meta is absent
 					m.start = -1
-					dropped = append(dropped, key)
+					c.drops = append(c.drops, key)
 				}
 			} else if i, ok = c.value(s, i, depth+1); !ok {
 				return i, false
@@ -217,7 +219,7 @@ func (c *canonScan) object(s []byte, i, depth int, top bool, drop func(key []byt
 			switch {
 			case drop != nil && drop(key):
 				c.b = c.b[:comma]
-				dropped = append(dropped, key)
+				c.drops = append(c.drops, key)
 			case m.start >= 0:
 				m.end = len(c.b)
 				c.ms = append(c.ms, m)
@@ -256,7 +258,7 @@ func (c *canonScan) object(s []byte, i, depth int, top bool, drop func(key []byt
 			return i, true
 		}
 	}
-	if !c.sortMembers(start+1, c.ms[base:], dropped) {
+	if !c.sortMembers(start+1, c.ms[base:], c.drops[dbase:]) {
 		return i, false
 	}
 	c.b = append(c.b, '}')

@@ -58,6 +58,7 @@ type call struct {
 	req, resp int32
 	code      int32
 	timed     bool
+	needCode  bool     // code is the answer's error code (read with its bytes)
 	method    string   // interned: shared by every call of the method
 	key       [16]byte // method and normalized params
 	answer    uint64   // the answer's result or error member, as recorded, hashed
@@ -319,31 +320,57 @@ func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep 
 		return nil, err
 	}
 	defer r.Close()
-	br := tape.NewMessageReader(x, r)
-	defer br.Close()
+	// at reads message e's bytes (next is the message after it, nil for
+	// the last), in the index's order.
+	var at func(e tape.Entry, next *tape.Entry) ([]byte, error)
+	if sr := newSpanReader(x, r, spanThreshold, spanWindow); sr != nil {
+		defer sr.Close()
+		at = sr.At
+	} else {
+		br := tape.NewMessageReader(x, r)
+		defer br.Close()
+		at = func(e tape.Entry, _ *tape.Entry) ([]byte, error) { return br.At(e) }
+	}
 	answerOf := func(k *call, raw []byte) {
 		// Answers with the same bytes are the same: only the others are
 		// read again and compared by meaning (see answerHash).
 		k.answer = answerHash(seeds[0], raw)
+		if k.needCode {
+			k.code = errorCode(raw)
+		}
 	}
 	// awaited[seq] is 1 + the call whose answer is at seq (0: none).
 	awaited := make([]int32, x.Len())
-	var out []call
+	out := make([]call, 0, x.Len()/3+1) // most tapes are a third calls or more
 	var canon []byte
 	cs := canonScan{digest: &digester{seed: seeds[1]}}
 	var last map[string]int
 	if ans != nil {
 		last = map[string]int{}
 	}
-	for i := range x.Len() {
-		e := x.Entry(i)
+	nx := x.Len()
+	var e, next tape.Entry
+	if nx > 0 {
+		next = x.Entry(0)
+	}
+	nextOf := func(i int) *tape.Entry {
+		if i+1 < nx {
+			return &next
+		}
+		return nil
+	}
+	for i := range nx {
+		e = next
+		if i+1 < nx {
+			next = x.Entry(i + 1)
+		}
 		if last != nil && e.Server == s && e.Kind == tape.KindResponse && e.Dir == tape.DirRecv {
 			if m := x.MethodOf(i); answered(m) {
 				last[m] = i
 			}
 		}
 		if w := awaited[i]; w != 0 {
-			raw, err := br.At(e)
+			raw, err := at(e, nextOf(i))
 			if err != nil {
 				return out, err
 			}
@@ -364,14 +391,17 @@ func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep 
 			k.status = "cancelled"
 		case p.Partner < 0:
 			k.status = "pending"
-		case x.Entry(p.Partner).Kind == tape.KindLifecycle:
-			// Refused over HTTP by a 401 or 403 challenge: a record that
-			// carried no message answers it (tape.ReadCalls: no response).
-			k.status = "challenged"
 		default:
+			re := x.Entry(p.Partner)
+			if re.Kind == tape.KindLifecycle {
+				// Refused over HTTP by a 401 or 403 challenge: a record that
+				// carried no message answers it (tape.ReadCalls: no response).
+				k.status = "challenged"
+				break
+			}
 			k.resp = int32(p.Partner)
-			k.status, k.code = answerStatus(x, p.Partner)
-			if re := x.Entry(p.Partner); !e.Time.IsZero() && !re.Time.IsZero() {
+			k.status, k.needCode = answerStatus(x, p.Partner)
+			if !e.Time.IsZero() && !re.Time.IsZero() {
 				k.latency, k.timed = re.Time.Sub(e.Time), true
 			}
 			if p.Partner > i {
@@ -384,7 +414,7 @@ func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep 
 				early = m.Raw
 			}
 		}
-		raw, err := br.At(e)
+		raw, err := at(e, nextOf(i))
 		if err != nil {
 			return out, err
 		}
@@ -525,24 +555,17 @@ func gjsonGet(raw []byte, path string) gjson.Result {
 	return gjson.Get(unsafe.String(&raw[0], len(raw)), path)
 }
 
-// answerStatus is a call's status and JSON-RPC error code from its answer
-// at seq, as tape.ReadCalls gives them.
-func answerStatus(x *tape.Index, seq int) (string, int32) {
-	status := "ok"
-	code := func() int32 {
-		m, err := x.Message(seq)
-		if err != nil {
-			return 0
-		}
-		return int32(gjson.GetBytes(tape.StripMeta(m.Raw), "error.code").Int())
-	}
-	var c int32
+// answerStatus is a call's status from its answer at seq, as
+// tape.ReadCalls gives it, and whether its JSON-RPC error code counts
+// (errorCode of the answer's bytes).
+func answerStatus(x *tape.Index, seq int) (string, bool) {
+	status, code := "ok", false
 	switch x.Failure(seq) {
 	case tape.RPCError:
-		status, c = "error", code()
+		status, code = "error", true
 	case tape.NoFailure:
 		if x.Negotiation(seq) {
-			status, c = "negotiation", code()
+			status, code = "negotiation", true
 		}
 	case tape.ToolError:
 		status = "tool-error"
@@ -550,5 +573,10 @@ func answerStatus(x *tape.Index, seq int) (string, int32) {
 	if x.Pair(seq).Late {
 		status = "late"
 	}
-	return status, c
+	return status, code
+}
+
+// errorCode is the JSON-RPC error code of response raw.
+func errorCode(raw []byte) int32 {
+	return int32(gjson.GetBytes(tape.StripMeta(raw), "error.code").Int())
 }
