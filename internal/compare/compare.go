@@ -486,19 +486,24 @@ func resultToMeta(raw []byte) ([]byte, bool) {
 	if !found || !ok {
 		return nil, false
 	}
-	m := bytes.LastIndex(raw, []byte(`,"_meta":`))
-	if m < start {
+	// The message's last '}', and the last '{' before it: the _meta's
+	// (an object of strings) when `,"_meta":` is just before it. `,"` is
+	// no string's content (a quote in a string follows a backslash), and
+	// the member is a top-level one when its value closes the message.
+	end := len(raw)
+	for end > 0 && (raw[end-1] == ' ' || raw[end-1] == '\t' || raw[end-1] == '\r' || raw[end-1] == '\n') {
+		end--
+	}
+	if end == 0 || raw[end-1] != '}' {
 		return nil, false
 	}
-	// `,"` is no string's content (a quote in a string follows a
-	// backslash); the member is a top-level one when its value closes
-	// the message.
-	end, ok := skipValue(raw, skipWS(raw, m+len(`,"_meta":`)))
-	if !ok {
+	const key = `,"_meta":`
+	open := bytes.LastIndexByte(raw[:end-1], '{')
+	m := open - len(key)
+	if m < start || string(raw[m:open]) != key {
 		return nil, false
 	}
-	end = skipWS(raw, end)
-	if end >= len(raw) || raw[end] != '}' || skipWS(raw, end+1) != len(raw) {
+	if vend, ok := skipValue(raw, open); !ok || skipWS(raw, vend) != end-1 {
 		return nil, false
 	}
 	return raw[start:m], true

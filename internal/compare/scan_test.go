@@ -251,6 +251,12 @@ func TestAnswerHash(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"result":"a,\"_meta\":{}}","x":1}`, false},
 		{`{"jsonrpc":"2.0","id":1,"error":{"code":1},"_meta":{"dir":"recv"}}`, false},
 		{`{"jsonrpc":"2.0","id":1,"result":[1,2],"extra":3,"_meta":{"dir":"recv"}}`, true},
+		{`{"jsonrpc":"2.0","id":1,"result":[1,2],"_meta":{"dir":"recv","x":{"y":1}}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"result":[1,2],"_meta":{"dir":"recv","ts":"{"}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"result":[1,2],"_meta":{"dir":"recv","_meta":{"y":1}}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"result":{"_meta":{"y":1}},"x":{"_meta":{}}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"_meta":{"dir":"recv"},"result":{"a":"x"},"_meta":{"dir":"recv"}}`, true},
+		{"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"_meta\":{\"dir\":\"recv\"}}\r\n", true},
 	} {
 		v, ok := resultToMeta([]byte(c.msg))
 		if ok != c.fast {
@@ -262,6 +268,31 @@ func TestAnswerHash(t *testing.T) {
 		if h := answerHash(seed, []byte(c.msg)); h&1 == 1 != c.fast {
 			t.Errorf("%s: hash tagged %d", c.msg, h&1)
 		}
+	}
+	// Every response of the testdata tapes and of a synthetic one.
+	paths, _ := filepath.Glob("../../testdata/*.tape.jsonl")
+	hostile, _ := filepath.Glob("../../testdata/hostile/*.tape.jsonl")
+	synth := filepath.Join(t.TempDir(), "realistic.tape.jsonl")
+	if _, err := tape.WriteSynth(synth, tape.SynthOptions{Messages: 2000, Profile: tape.SynthRealistic}); err != nil {
+		t.Fatal(err)
+	}
+	fast := 0
+	for _, p := range append(append(paths, hostile...), synth) {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for l := range bytes.Lines(data) {
+			if v, ok := resultToMeta(l); ok {
+				fast++
+				if want := answerBytes(l); !bytes.HasPrefix(v, want) {
+					t.Fatalf("%s: %.80s: region %.80s does not start with the answer %.80s", p, l, v, want)
+				}
+			}
+		}
+	}
+	if fast < 500 {
+		t.Errorf("only %d answers hashed by their region", fast)
 	}
 	a := []byte(`{"jsonrpc":"2.0","id":1,"result":[1,2],"extra":3,"_meta":{"dir":"recv"}}`)
 	b := []byte(`{"jsonrpc":"2.0","id":2,"result":[1,2],"extra":4,"_meta":{"dir":"recv","ts":"t"}}`)
