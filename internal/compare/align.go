@@ -20,19 +20,19 @@ import (
 // in the same place is reported as changed params), and aligned calls
 // whose answers differ.
 func alignCalls(a, b []call, xa, xb *tape.Index, n *tape.Normalizer, o Options, seed maphash.Seed) ([]CallDiff, int, []Aligned) {
-	ids := make(map[[16]byte]rune, max(len(a), len(b)))
+	ids := newKeyIDs(max(len(a), len(b)))
 	runeOf := func(k [16]byte) rune {
-		if r, ok := ids[k]; ok {
+		if r, ok := ids.get(k); ok {
 			return r
 		}
-		i := rune(len(ids))
+		i := rune(ids.len())
 		if i >= 0xD800 {
 			i += 0x800 // no surrogates: a string must hold every rune
 		}
 		if i > utf8.MaxRune {
 			i = utf8.MaxRune // past a million distinct calls: they share one
 		}
-		ids[k] = i
+		ids.put(k, i)
 		return i
 	}
 	ra := make([]rune, len(a))

@@ -172,12 +172,17 @@ func (c *canonScan) object(s []byte, i, depth int, top bool, drop func(key []byt
 	if depth > 500 {
 		return i, false
 	}
+	base, dbase := len(c.ms), len(c.drops)
+	i, ok := c.members(s, i, depth, top, drop, base, dbase)
+	c.ms, c.drops = c.ms[:base], c.drops[:dbase] // this object's, popped
+	return i, ok
+}
+
+// members is object for the object at s[i], its members pushed on c.ms
+// from base and its left-out keys on c.drops from dbase.
+func (c *canonScan) members(s []byte, i, depth int, top bool, drop func(key []byte) bool, base, dbase int) (int, bool) {
 	start := len(c.b)
 	c.b = append(c.b, '{')
-	base := len(c.ms)
-	defer func() { c.ms = c.ms[:base] }()
-	dbase := len(c.drops)
-	defer func() { c.drops = c.drops[:dbase] }()
 	i = skipWS(s, i+1)
 	if i < len(s) && s[i] == '}' {
 		i++
