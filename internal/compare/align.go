@@ -2,6 +2,7 @@ package compare
 
 import (
 	"fmt"
+	"hash/maphash"
 	"time"
 	"unicode/utf8"
 
@@ -18,20 +19,20 @@ import (
 // calls on one side only (a changed call of the same method and target
 // in the same place is reported as changed params), and aligned calls
 // whose answers differ.
-func alignCalls(a, b []call, xa, xb *tape.Index, n *tape.Normalizer, o Options) ([]CallDiff, int, []Aligned) {
-	ids := map[[16]byte]rune{}
+func alignCalls(a, b []call, xa, xb *tape.Index, n *tape.Normalizer, o Options, seed maphash.Seed) ([]CallDiff, int, []Aligned) {
+	ids := newKeyIDs(max(len(a), len(b)))
 	runeOf := func(k [16]byte) rune {
-		if r, ok := ids[k]; ok {
+		if r, ok := ids.get(k); ok {
 			return r
 		}
-		i := rune(len(ids))
+		i := rune(ids.len())
 		if i >= 0xD800 {
 			i += 0x800 // no surrogates: a string must hold every rune
 		}
 		if i > utf8.MaxRune {
 			i = utf8.MaxRune // past a million distinct calls: they share one
 		}
-		ids[k] = i
+		ids.put(k, i)
 		return i
 	}
 	ra := make([]rune, len(a))
@@ -48,6 +49,9 @@ func alignCalls(a, b []call, xa, xb *tape.Index, n *tape.Normalizer, o Options) 
 
 	var out []CallDiff
 	var rows []Aligned
+	if n := max(len(a), len(b)); n > 0 {
+		rows = make([]Aligned, 0, n)
+	}
 	// add appends diffs found for one row, and the row.
 	add := func(ra, rb int, ds []CallDiff) {
 		row := Aligned{A: ra, B: rb}
@@ -65,7 +69,7 @@ func alignCalls(a, b []call, xa, xb *tape.Index, n *tape.Normalizer, o Options) 
 		case diffmatchpatch.DiffEqual:
 			for range k {
 				matched++
-				add(int(a[i].req), int(b[j].req), answerDiffs(a[i], b[j], xa, xb, n, o))
+				add(int(a[i].req), int(b[j].req), answerDiffs(a[i], b[j], xa, xb, n, o, seed))
 				i++
 				j++
 			}
@@ -129,14 +133,14 @@ func replaced(dels, ins []call, xa, xb *tape.Index, n *tape.Normalizer) []CallDi
 }
 
 // answerDiffs compares the answers of two aligned calls.
-func answerDiffs(a, b call, xa, xb *tape.Index, n *tape.Normalizer, o Options) []CallDiff {
+func answerDiffs(a, b call, xa, xb *tape.Index, n *tape.Normalizer, o Options, seed maphash.Seed) []CallDiff {
 	var out []CallDiff
 	base := CallDiff{A: int(a.req), B: int(b.req), Method: a.method, StatusA: statusText(a), StatusB: statusText(b)}
 	if a.status != b.status || a.code != b.code {
 		d := base
 		d.Kind = "status"
 		out = append(out, d)
-	} else if a.resp >= 0 && b.resp >= 0 && (a.answer != b.answer || len(o.Ignore) > 0) {
+	} else if a.resp >= 0 && b.resp >= 0 && (len(o.Ignore) > 0 || !sameAnswer(seed, a.answer, b.answer, xa, xb, int(a.resp), int(b.resp))) {
 		ra, rb := answer(xa, int(a.resp), n), answer(xb, int(b.resp), n)
 		if ops := tape.Diff(ra, rb); len(ops) > 0 {
 			d := base

@@ -61,6 +61,11 @@ type canonScan struct {
 	b, tmp []byte
 	n      *tape.Normalizer
 	ms     []member // a stack: each object's members above its parent's
+	drops  [][]byte // a stack as ms: the keys of the members left out
+	// digest, if not nil, writes string values longer than digestMin
+	// bytes as their hashes (see digester): the key of the canonical
+	// bytes, not the bytes.
+	digest *digester
 }
 
 type member struct {
@@ -114,7 +119,11 @@ func (c *canonScan) value(s []byte, i, depth int) (int, bool) {
 	case ch == '"':
 		j, _, ok := scanString(s, i, false)
 		if ok {
-			c.b = append(c.b, s[i:j]...)
+			if c.digest != nil && j-i > digestMin {
+				c.b = c.digest.str(c.b, s[i:j])
+			} else {
+				c.b = append(c.b, s[i:j]...)
+			}
 		}
 		return j, ok
 	case ch == 't':
@@ -163,11 +172,17 @@ func (c *canonScan) object(s []byte, i, depth int, top bool, drop func(key []byt
 	if depth > 500 {
 		return i, false
 	}
+	base, dbase := len(c.ms), len(c.drops)
+	i, ok := c.members(s, i, depth, top, drop, base, dbase)
+	c.ms, c.drops = c.ms[:base], c.drops[:dbase] // this object's, popped
+	return i, ok
+}
+
+// members is object for the object at s[i], its members pushed on c.ms
+// from base and its left-out keys on c.drops from dbase.
+func (c *canonScan) members(s []byte, i, depth int, top bool, drop func(key []byte) bool, base, dbase int) (int, bool) {
 	start := len(c.b)
 	c.b = append(c.b, '{')
-	base := len(c.ms)
-	defer func() { c.ms = c.ms[:base] }()
-	var dropped [][]byte
 	i = skipWS(s, i+1)
 	if i < len(s) && s[i] == '}' {
 		i++
@@ -201,7 +216,7 @@ func (c *canonScan) object(s []byte, i, depth int, top bool, drop func(key []byt
 				if string(c.b[vs:]) == "{}" && (!c.n.KeepVolatile || !c.n.Exact) {
 					c.b = c.b[:comma] // an empty _meta is absent
 					m.start = -1
-					dropped = append(dropped, key)
+					c.drops = append(c.drops, key)
 				}
 			} else if i, ok = c.value(s, i, depth+1); !ok {
 				return i, false
@@ -209,7 +224,7 @@ func (c *canonScan) object(s []byte, i, depth int, top bool, drop func(key []byt
 			switch {
 			case drop != nil && drop(key):
 				c.b = c.b[:comma]
-				dropped = append(dropped, key)
+				c.drops = append(c.drops, key)
 			case m.start >= 0:
 				m.end = len(c.b)
 				c.ms = append(c.ms, m)
@@ -248,7 +263,7 @@ func (c *canonScan) object(s []byte, i, depth int, top bool, drop func(key []byt
 			return i, true
 		}
 	}
-	if !c.sortMembers(start+1, c.ms[base:], dropped) {
+	if !c.sortMembers(start+1, c.ms[base:], c.drops[dbase:]) {
 		return i, false
 	}
 	c.b = append(c.b, '}')
@@ -324,6 +339,24 @@ func scanString(s []byte, i int, key bool) (int, bool, bool) {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	high := false
 	k := 0
+	// 32 bytes at a time while all are printable ASCII (most text).
+	for ; k+32 <= len(str); k += 32 {
+		w0 := binary.LittleEndian.Uint64(str[k:])
+		w1 := binary.LittleEndian.Uint64(str[k+8:])
+		w2 := binary.LittleEndian.Uint64(str[k+16:])
+		w3 := binary.LittleEndian.Uint64(str[k+24:])
+		if ((w0-ones*0x20)|w0|(w1-ones*0x20)|w1|(w2-ones*0x20)|w2|(w3-ones*0x20)|w3)&highs == 0 {
+			continue
+		}
+		for _, ch := range str[k : k+32] {
+			switch {
+			case ch < 0x20:
+				return i + 1 + k, false, false
+			case ch >= 0x80:
+				high = true
+			}
+		}
+	}
 	for ; k+8 <= len(str); k += 8 {
 		w := binary.LittleEndian.Uint64(str[k:])
 		if ((w-ones*0x20)|w)&highs == 0 {

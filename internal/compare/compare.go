@@ -10,6 +10,7 @@
 package compare
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
@@ -57,6 +58,7 @@ type call struct {
 	req, resp int32
 	code      int32
 	timed     bool
+	needCode  bool     // code is the answer's error code (read with its bytes)
 	method    string   // interned: shared by every call of the method
 	key       [16]byte // method and normalized params
 	answer    uint64   // the answer's result or error member, as recorded, hashed
@@ -211,7 +213,7 @@ func Compare(a, b Side, o Options) (Report, error) {
 			handshake(&sr, la, lb, p.a, p.b)
 			sr.Definitions = definitions(la, lb, p.a, p.b, n)
 		}
-		sr.Calls, sr.Matched, sr.Aligned = alignCalls(ca, cb, a.Index, b.Index, n, o)
+		sr.Calls, sr.Matched, sr.Aligned = alignCalls(ca, cb, a.Index, b.Index, n, o, seeds[0])
 		r.Servers = append(r.Servers, sr)
 	}
 	return r, nil
@@ -318,31 +320,57 @@ func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep 
 		return nil, err
 	}
 	defer r.Close()
-	br := tape.NewMessageReader(x, r)
-	defer br.Close()
+	// at reads message e's bytes (next is the message after it, nil for
+	// the last), in the index's order.
+	var at func(e tape.Entry, next *tape.Entry) ([]byte, error)
+	if sr := newSpanReader(x, r, spanThreshold, spanWindow); sr != nil {
+		defer sr.Close()
+		at = sr.At
+	} else {
+		br := tape.NewMessageReader(x, r)
+		defer br.Close()
+		at = func(e tape.Entry, _ *tape.Entry) ([]byte, error) { return br.At(e) }
+	}
 	answerOf := func(k *call, raw []byte) {
 		// Answers with the same bytes are the same: only the others are
-		// read again and compared by meaning.
-		k.answer = maphash.Bytes(seeds[0], answerBytes(raw))
+		// read again and compared by meaning (see answerHash).
+		k.answer = answerHash(seeds[0], raw)
+		if k.needCode {
+			k.code = errorCode(raw)
+		}
 	}
 	// awaited[seq] is 1 + the call whose answer is at seq (0: none).
 	awaited := make([]int32, x.Len())
-	var out []call
+	out := make([]call, 0, x.Len()/3+1) // most tapes are a third calls or more
 	var canon []byte
-	var cs canonScan
+	cs := canonScan{digest: &digester{seed: seeds[1]}}
 	var last map[string]int
 	if ans != nil {
 		last = map[string]int{}
 	}
-	for i := range x.Len() {
-		e := x.Entry(i)
+	nx := x.Len()
+	var e, next tape.Entry
+	if nx > 0 {
+		next = x.Entry(0)
+	}
+	nextOf := func(i int) *tape.Entry {
+		if i+1 < nx {
+			return &next
+		}
+		return nil
+	}
+	for i := range nx {
+		e = next
+		if i+1 < nx {
+			next = x.Entry(i + 1)
+		}
 		if last != nil && e.Server == s && e.Kind == tape.KindResponse && e.Dir == tape.DirRecv {
 			if m := x.MethodOf(i); answered(m) {
 				last[m] = i
 			}
 		}
 		if w := awaited[i]; w != 0 {
-			raw, err := br.At(e)
+			raw, err := at(e, nextOf(i))
 			if err != nil {
 				return out, err
 			}
@@ -363,14 +391,17 @@ func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep 
 			k.status = "cancelled"
 		case p.Partner < 0:
 			k.status = "pending"
-		case x.Entry(p.Partner).Kind == tape.KindLifecycle:
-			// Refused over HTTP by a 401 or 403 challenge: a record that
-			// carried no message answers it (tape.ReadCalls: no response).
-			k.status = "challenged"
 		default:
+			re := x.Entry(p.Partner)
+			if re.Kind == tape.KindLifecycle {
+				// Refused over HTTP by a 401 or 403 challenge: a record that
+				// carried no message answers it (tape.ReadCalls: no response).
+				k.status = "challenged"
+				break
+			}
 			k.resp = int32(p.Partner)
-			k.status, k.code = answerStatus(x, p.Partner)
-			if re := x.Entry(p.Partner); !e.Time.IsZero() && !re.Time.IsZero() {
+			k.status, k.needCode = answerStatus(x, p.Partner)
+			if !e.Time.IsZero() && !re.Time.IsZero() {
 				k.latency, k.timed = re.Time.Sub(e.Time), true
 			}
 			if p.Partner > i {
@@ -383,7 +414,7 @@ func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep 
 				early = m.Raw
 			}
 		}
-		raw, err := br.At(e)
+		raw, err := at(e, nextOf(i))
 		if err != nil {
 			return out, err
 		}
@@ -404,7 +435,8 @@ func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep 
 // paramsKey appends to key the canonical bytes of the request raw's params
 // (tape.CanonicalValue of Normalizer.NormalizeParams): found by one scan of
 // their bytes from where the params start (no second scan to find where they
-// end), or decoded where the scan cannot tell.
+// end), or decoded where the scan cannot tell. With cs.digest, long string
+// values are digested (see digester), on either path.
 func paramsKey(cs *canonScan, key, raw []byte, n *tape.Normalizer) []byte {
 	start, found, ok := valueStart(raw, "params")
 	if ok && !found {
@@ -423,10 +455,79 @@ func paramsKey(cs *canonScan, key, raw []byte, n *tape.Normalizer) []byte {
 	}
 	if v, err := n.NormalizeParams([]byte(params)); err == nil {
 		if b, err := tape.CanonicalValue(v); err == nil {
+			if cs.digest != nil {
+				return cs.digest.canon(key, b)
+			}
 			return append(key, b...)
 		}
 	}
 	return append(key, params...)
+}
+
+// answerHash is the hash of response raw's answer as calls keeps it: where
+// the message is a result followed by the tape's _meta and nothing else
+// (as tapedeck writes them), the bytes from the result's value to the
+// _meta, found from both ends without a walk of the result, tagged 1;
+// otherwise answerBytes', tagged 0. Equal hashes mean equal answers; a
+// tagged 1 hash may differ where answerBytes' hashes do not (members
+// between the result and the _meta): sameAnswer tells.
+func answerHash(seed maphash.Seed, raw []byte) uint64 {
+	if v, ok := resultToMeta(raw); ok {
+		return maphash.Bytes(seed, v) | 1
+	}
+	return maphash.Bytes(seed, answerBytes(raw)) &^ 1
+}
+
+// resultToMeta is raw from the value of its first top-level "result"
+// member to its last member, "_meta", the tape's; false when raw is not
+// like that.
+func resultToMeta(raw []byte) ([]byte, bool) {
+	start, found, ok := valueStart(raw, "result")
+	if !found || !ok {
+		return nil, false
+	}
+	// The message's last '}', and the last '{' before it: the _meta's
+	// (an object of strings) when `,"_meta":` is just before it. `,"` is
+	// no string's content (a quote in a string follows a backslash), and
+	// the member is a top-level one when its value closes the message.
+	end := len(raw)
+	for end > 0 && (raw[end-1] == ' ' || raw[end-1] == '\t' || raw[end-1] == '\r' || raw[end-1] == '\n') {
+		end--
+	}
+	if end == 0 || raw[end-1] != '}' {
+		return nil, false
+	}
+	const key = `,"_meta":`
+	open := bytes.LastIndexByte(raw[:end-1], '{')
+	m := open - len(key)
+	if m < start || string(raw[m:open]) != key {
+		return nil, false
+	}
+	if vend, ok := skipValue(raw, open); !ok || skipWS(raw, vend) != end-1 {
+		return nil, false
+	}
+	return raw[start:m], true
+}
+
+// sameAnswer reports whether two responses' answers are the same bytes
+// (answerBytes), read again when their hashes (answerHash) could differ
+// with the same answer bytes.
+func sameAnswer(seed maphash.Seed, ha, hb uint64, xa, xb *tape.Index, ra, rb int) bool {
+	if ha == hb {
+		return true
+	}
+	if ha&1 == 0 && hb&1 == 0 {
+		return false
+	}
+	ma, err := xa.Message(ra)
+	if err != nil {
+		return false
+	}
+	mb, err := xb.Message(rb)
+	if err != nil {
+		return false
+	}
+	return bytes.Equal(answerBytes(ma.Raw), answerBytes(mb.Raw))
 }
 
 // answerBytes is the answer of response raw as recorded: its result
@@ -459,24 +560,17 @@ func gjsonGet(raw []byte, path string) gjson.Result {
 	return gjson.Get(unsafe.String(&raw[0], len(raw)), path)
 }
 
-// answerStatus is a call's status and JSON-RPC error code from its answer
-// at seq, as tape.ReadCalls gives them.
-func answerStatus(x *tape.Index, seq int) (string, int32) {
-	status := "ok"
-	code := func() int32 {
-		m, err := x.Message(seq)
-		if err != nil {
-			return 0
-		}
-		return int32(gjson.GetBytes(tape.StripMeta(m.Raw), "error.code").Int())
-	}
-	var c int32
+// answerStatus is a call's status from its answer at seq, as
+// tape.ReadCalls gives it, and whether its JSON-RPC error code counts
+// (errorCode of the answer's bytes).
+func answerStatus(x *tape.Index, seq int) (string, bool) {
+	status, code := "ok", false
 	switch x.Failure(seq) {
 	case tape.RPCError:
-		status, c = "error", code()
+		status, code = "error", true
 	case tape.NoFailure:
 		if x.Negotiation(seq) {
-			status, c = "negotiation", code()
+			status, code = "negotiation", true
 		}
 	case tape.ToolError:
 		status = "tool-error"
@@ -484,5 +578,10 @@ func answerStatus(x *tape.Index, seq int) (string, int32) {
 	if x.Pair(seq).Late {
 		status = "late"
 	}
-	return status, c
+	return status, code
+}
+
+// errorCode is the JSON-RPC error code of response raw.
+func errorCode(raw []byte) int32 {
+	return int32(gjson.GetBytes(tape.StripMeta(raw), "error.code").Int())
 }

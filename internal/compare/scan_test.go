@@ -2,6 +2,7 @@ package compare
 
 import (
 	"bytes"
+	"encoding/json"
 	"hash/maphash"
 	"io"
 	"math/rand/v2"
@@ -165,5 +166,142 @@ func TestAnswersAgreeWithLastAnswer(t *testing.T) {
 	}
 	if found < 20 {
 		t.Errorf("only %d answers found: the tapes do not test it", found)
+	}
+}
+
+// TestDigestedKeysAgree: the key calls hashes (long string values digested
+// on the way by the scan) is the canonical bytes the decoding path gives
+// with the same strings digested after (digester.canon), for every message
+// TestScanAgreesWithGjson reads and every normalizer: two calls' params
+// are the same key by either path exactly when their canonical bytes are
+// the same. And a long string is digested: two params that differ in one
+// byte of it get different keys, params with the same meaning the same.
+func TestDigestedKeysAgree(t *testing.T) {
+	d := &digester{seed: maphash.MakeSeed()}
+	long := strings.Repeat("lorem ipsum ", 20)
+	msgs := [][]byte{
+		[]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s","arguments":{"q":"` + long + `","n":[1,"` + long + `"]}},"_meta":{"ts":"x"}}`),
+		[]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"n":[1.0,"` + long + `"],"q":"` + long + `"},"name":"s"},"_meta":{"ts":"x"}}`),
+		[]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s","arguments":{"q":"\u006C` + long[1:] + `","n":[1,"` + long + `"]}},"_meta":{"ts":"x"}}`),
+		[]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s","arguments":{"q":"L` + long[1:] + `","n":[1,"` + long + `"]}},"_meta":{"ts":"x"}}`),
+		[]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s","arguments":{"` + long + `":"\u00e9` + long + `"}},"_meta":{"ts":"x"}}`),
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 2000 {
+		p := randomParams(rng)
+		if p == "" {
+			p = "null"
+		}
+		if rng.IntN(2) == 0 {
+			p = strings.NewReplacer(`"plain"`, `"`+long+`"`, `"é"`, `"é`+long+`"`, `"\u0041"`, `"\u0041`+long+`"`, `"tab`, `"tab`+long).Replace(p)
+		}
+		msgs = append(msgs, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":`+p+`,"_meta":{"ts":"x"}}`))
+	}
+	key := []byte("tools/call\x00")
+	digested := 0
+	for _, n := range []*tape.Normalizer{{}, {Exact: true}, {KeepVolatile: true}, {Ignore: []tape.Path{{"arguments", "x"}}}} {
+		cs := canonScan{digest: d}
+		for _, m := range msgs {
+			got := paramsKey(&cs, slices0(key), m, n)
+			want := gjsonParamsKey(key, m, n)
+			if params := gjsonGet(m, "params").Raw; json.Valid([]byte(params)) {
+				want = d.canon(nil, want)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("normalizer %+v, message %s: digested key %q, decoded and digested %q", *n, m, got, want)
+			}
+			if bytes.IndexByte(got, 0xFF) >= 0 {
+				digested++
+			}
+		}
+	}
+	if digested < 100 {
+		t.Errorf("only %d keys digested a string: the test does not test it", digested)
+	}
+	var cs canonScan
+	cs.digest = d
+	k := make([][]byte, 4)
+	for i := range k {
+		k[i] = paramsKey(&cs, slices0(key), msgs[i], &tape.Normalizer{})
+	}
+	if !bytes.Equal(k[0], k[1]) || !bytes.Equal(k[0], k[2]) {
+		t.Errorf("params of one meaning keyed apart:\n%q\n%q\n%q", k[0], k[1], k[2])
+	}
+	if bytes.Equal(k[0], k[3]) {
+		t.Errorf("params that differ in a long string keyed alike: %q", k[0])
+	}
+}
+
+// TestAnswerHash: answerHash's fast region starts with the answer's bytes
+// (answerBytes), so equal hashes mean equal answers, for every response
+// TestScanAgreesWithGjson reads; it is taken only where the tape's _meta
+// closes the message, and a member between the result and the _meta
+// changes the hash but not the answer.
+func TestAnswerHash(t *testing.T) {
+	seed := maphash.MakeSeed()
+	for _, c := range []struct {
+		msg  string
+		fast bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"result":{"a":"x"},"_meta":{"dir":"recv","ts":"t"}}`, true},
+		{`{"jsonrpc":"2.0","id":1,"result":{"a":"x"} , "_meta" :{"dir":"recv"} } `, false},
+		{`{"jsonrpc":"2.0","id":1,"result":{"a":"x"},"_meta":{"dir":"recv"}} `, true},
+		{`{"jsonrpc":"2.0","id":1,"result":{"a":"x","_meta":{"dir":"recv"}}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"_meta":{"dir":"recv"},"result":{"a":"x","_meta":{"y":1}}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"result":"a,\"_meta\":{}}","x":1}`, false},
+		{`{"jsonrpc":"2.0","id":1,"error":{"code":1},"_meta":{"dir":"recv"}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"result":[1,2],"extra":3,"_meta":{"dir":"recv"}}`, true},
+		{`{"jsonrpc":"2.0","id":1,"result":[1,2],"_meta":{"dir":"recv","x":{"y":1}}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"result":[1,2],"_meta":{"dir":"recv","ts":"{"}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"result":[1,2],"_meta":{"dir":"recv","_meta":{"y":1}}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"result":{"_meta":{"y":1}},"x":{"_meta":{}}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"_meta":{"dir":"recv"},"result":{"a":"x"},"_meta":{"dir":"recv"}}`, true},
+		{"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"_meta\":{\"dir\":\"recv\"}}\r\n", true},
+	} {
+		v, ok := resultToMeta([]byte(c.msg))
+		if ok != c.fast {
+			t.Errorf("%s: fast %v, want %v", c.msg, ok, c.fast)
+		}
+		if ok && !bytes.HasPrefix(v, answerBytes([]byte(c.msg))) {
+			t.Errorf("%s: region %s does not start with the answer %s", c.msg, v, answerBytes([]byte(c.msg)))
+		}
+		if h := answerHash(seed, []byte(c.msg)); h&1 == 1 != c.fast {
+			t.Errorf("%s: hash tagged %d", c.msg, h&1)
+		}
+	}
+	// Every response of the testdata tapes and of a synthetic one.
+	paths, _ := filepath.Glob("../../testdata/*.tape.jsonl")
+	hostile, _ := filepath.Glob("../../testdata/hostile/*.tape.jsonl")
+	synth := filepath.Join(t.TempDir(), "realistic.tape.jsonl")
+	if _, err := tape.WriteSynth(synth, tape.SynthOptions{Messages: 2000, Profile: tape.SynthRealistic}); err != nil {
+		t.Fatal(err)
+	}
+	fast := 0
+	for _, p := range append(append(paths, hostile...), synth) {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for l := range bytes.Lines(data) {
+			if v, ok := resultToMeta(l); ok {
+				fast++
+				if want := answerBytes(l); !bytes.HasPrefix(v, want) {
+					t.Fatalf("%s: %.80s: region %.80s does not start with the answer %.80s", p, l, v, want)
+				}
+			}
+		}
+	}
+	if fast < 500 {
+		t.Errorf("only %d answers hashed by their region", fast)
+	}
+	a := []byte(`{"jsonrpc":"2.0","id":1,"result":[1,2],"extra":3,"_meta":{"dir":"recv"}}`)
+	b := []byte(`{"jsonrpc":"2.0","id":2,"result":[1,2],"extra":4,"_meta":{"dir":"recv","ts":"t"}}`)
+	if answerHash(seed, a) == answerHash(seed, b) {
+		t.Error("answers with different members after the result hashed alike")
+	}
+	c := []byte(`{"jsonrpc":"2.0","id":2,"result":[1,2],"_meta":{"dir":"recv","ts":"u"}}`)
+	d := []byte(`{"jsonrpc":"2.0","id":3,"result":[1,2],"_meta":{"dir":"recv","ts":"v"}}`)
+	if answerHash(seed, c) != answerHash(seed, d) {
+		t.Error("the same result with different ids and _meta hashed apart")
 	}
 }

@@ -53,7 +53,7 @@ func Shadow(side Side, o Options) (Report, error) {
 		ans := newAnswers(x)
 		handshake(&sr, ans, ans, s, lane)
 		sr.Definitions = definitions(ans, ans, s, lane, n)
-		sr.Calls, sr.Matched, sr.Aligned = alignCalls(ca, cb, x, x, n, o)
+		sr.Calls, sr.Matched, sr.Aligned = alignCalls(ca, cb, x, x, n, o, seeds[0])
 		r.Servers = append(r.Servers, sr)
 	}
 	if !found {
