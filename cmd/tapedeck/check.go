@@ -13,6 +13,7 @@ import (
 
 	"github.com/tapedeck/tapedeck/internal/check"
 	"github.com/tapedeck/tapedeck/internal/compare"
+	"github.com/tapedeck/tapedeck/internal/outfile"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -251,15 +252,15 @@ prints what changed, field by field.`,
 			if len(b.Servers) == 0 {
 				return fmt.Errorf("baseline save %s: the tape lists no tools, prompts or resources to fingerprint", args[0])
 			}
-			f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+			f, err := outfile.Create(out, outfile.Options{Perm: 0o644})
 			if err != nil {
 				return err
 			}
+			defer f.Abort()
 			if err := b.Write(f); err != nil {
-				f.Close()
 				return err
 			}
-			return f.Close()
+			return f.Commit()
 		},
 	}
 	save.Flags().StringVarP(&out, "output", "o", "", "write the baseline to `FILE`")

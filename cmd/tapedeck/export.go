@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tapedeck/tapedeck/internal/export"
+	"github.com/tapedeck/tapedeck/internal/outfile"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -141,22 +141,23 @@ func runExport(s streams, path string, f exportFlags) error {
 		return fmt.Errorf("export --server %q: not on the tape; it holds %s", f.server, serverList(x.Servers()))
 	}
 	src := export.Source{Name: filepath.Base(path), Index: x, Server: f.server, Open: func() (io.ReadCloser, error) { return tape.Open(path) }}
-	w := s.stdout
-	var file *os.File
-	if f.out != "" && f.out != "-" {
-		file, err = os.OpenFile(f.out, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-		if err != nil {
-			return fmt.Errorf("export -o: %w", err)
-		}
-		w = file
+	if f.out == "" || f.out == "-" {
+		return write(s.stdout, src, f)
 	}
-	err = write(w, src, f)
-	if file != nil {
-		if cerr := file.Close(); err == nil {
-			err = cerr
-		}
+	// Written whole or not at all: a failed export leaves no file that
+	// looks complete.
+	file, err := outfile.Create(f.out, outfile.Options{Perm: 0o600})
+	if err != nil {
+		return fmt.Errorf("export -o: %w", err)
 	}
-	return err
+	defer file.Abort()
+	if err := write(file, src, f); err != nil {
+		return err
+	}
+	if err := file.Commit(); err != nil {
+		return fmt.Errorf("export -o: %w", err)
+	}
+	return nil
 }
 
 func contains(xs []string, s string) bool {

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/tapedeck/tapedeck/internal/outfile"
 )
 
 // Backup is one wrapped entry's original bytes, and the bytes wrap put in
@@ -253,49 +255,16 @@ func replaceConfig(path string, was, data []byte) error {
 // stays a link: its target is replaced. An existing file keeps its
 // permissions; a new one gets perm.
 func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
-	target := path
-	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		if target, err = filepath.EvalSymlinks(path); err != nil {
-			return fmt.Errorf("%s is a symbolic link whose target cannot be reached: %w", path, err)
-		}
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s: expected a regular file, found %s", path, fi.Mode().Type())
 	}
-	if fi, err := os.Stat(target); err == nil {
-		if !fi.Mode().IsRegular() {
-			return fmt.Errorf("%s: expected a regular file, found %s", target, fi.Mode().Type())
-		}
-		perm = fi.Mode().Perm()
-	}
-	dir := filepath.Dir(target)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(target)+".tapedeck-*")
+	f, err := outfile.Create(path, outfile.Options{Perm: perm, Sync: true})
 	if err != nil {
 		return err
 	}
-	done := false
-	defer func() {
-		if !done {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
+	defer f.Abort()
+	if _, err := f.Write(data); err != nil {
 		return err
 	}
-	if err := tmp.Chmod(perm); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), target); err != nil {
-		return err
-	}
-	done = true
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
+	return f.Commit()
 }
