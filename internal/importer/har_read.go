@@ -291,18 +291,46 @@ func (h *harImport) read(r io.Reader) (int, error) {
 	if ok, err := d.space(); err != nil {
 		return 0, err
 	} else if ok {
-		if len(d.head) < harHead && d.eof {
-			var v any
-			if err := json.Unmarshal(d.head, &v); err != nil {
-				return 0, syntaxError(formatHAR, d.head, err)
-			}
-		}
-		return 0, errorf(formatHAR, "$", "invalid JSON: expected the end of the document, found more")
+		return 0, h.trailing(d)
 	}
 	if !sawLog {
 		return 0, errorf(formatHAR, "$.log", "expected an object, found nothing (the member is missing)")
 	}
 	return entries, nil
+}
+
+// trailing is the error of what follows the document at buf[i]: a
+// value (its first token whole) is "more"; anything else is invalid JSON,
+// said by its line and column when the whole document fits in harHead
+// bytes, else as encoding/json says it.
+func (h *harImport) trailing(d *harDoc) error {
+	for !d.eof && len(d.head) < harHead { // a short document: read it whole
+		if err := d.more(d.i); err != nil {
+			return err
+		}
+	}
+	var rest io.Reader = bytes.NewReader(d.buf[d.i:])
+	if !d.eof {
+		rest = io.MultiReader(rest, d.r)
+	}
+	_, err := json.NewDecoder(rest).Token()
+	if err == nil {
+		return errorf(formatHAR, "$", "invalid JSON: expected the end of the document, found more")
+	}
+	if len(d.head) < harHead && d.eof {
+		var v any
+		if uerr := json.Unmarshal(d.head, &v); uerr != nil {
+			return syntaxError(formatHAR, d.head, uerr)
+		}
+	}
+	var se *json.SyntaxError
+	if !errors.As(err, &se) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return err
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		err = errors.New("the document ends too early")
+	}
+	return errorf(formatHAR, "$", "invalid JSON: %v", err)
 }
 
 // harSize is the size of r when it is a regular file (through ctxReader),

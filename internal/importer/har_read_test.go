@@ -125,3 +125,25 @@ func FuzzHARUnescape(f *testing.F) {
 		}
 	})
 }
+
+// Bytes after the document that start no JSON value are a syntax error
+// said by its line and column in a short document (as encoding/json says
+// it), by what encoding/json says of them in a long one; a second value
+// after the document is "more", as before.
+func TestImportHARTrailingBytes(t *testing.T) {
+	short := harDocOf(stdioHAREntry(1, 0, 1))
+	for _, tail := range []string{"x", " ]", "\n}", ",", "\"\\q\"", "tx"} {
+		_, err := Import("har", strings.NewReader(short+tail), io.Discard, Options{})
+		wantError(t, err, "line ", "column ", "invalid JSON: invalid character")
+	}
+	for _, tail := range []string{" []", "1", `"more"`, "null"} {
+		_, err := Import("har", strings.NewReader(short+tail), io.Discard, Options{})
+		wantError(t, err, "$: invalid JSON: expected the end of the document, found more")
+	}
+	var es []string
+	for i := range 5000 { // past harHead: no line and column kept
+		es = append(es, stdioHAREntry(i, i, 1))
+	}
+	_, err := Import("har", strings.NewReader(harDocOf(es...)+"x"), io.Discard, Options{})
+	wantError(t, err, "$: invalid JSON: invalid character 'x' looking for beginning of value")
+}
