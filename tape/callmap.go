@@ -26,6 +26,7 @@ import (
 type Mapping struct {
 	data  []byte
 	unmap func() error
+	file  *os.File
 }
 
 // MapTape maps the file f read-only; an error when it cannot be mapped
@@ -43,7 +44,18 @@ func MapTape(f *os.File) (*Mapping, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Mapping{data: data, unmap: unmap}, nil
+	if afterMap != nil {
+		afterMap()
+	}
+	return &Mapping{data: data, unmap: unmap, file: f}, nil
+}
+
+// Guard runs fn, which reads the mapping's bytes on this goroutine (the
+// calls' bytes read with Alias or Lean), under mmap.Guard: the file cut
+// shorter meanwhile is an error naming it and wrapping mmap.ErrShrank,
+// not a crash.
+func (m *Mapping) Guard(fn func() error) error {
+	return shrank(m.file, mmap.Guard(fn))
 }
 
 // Close unmaps the tape: the bytes of calls read with Alias are gone.
@@ -95,8 +107,17 @@ func joinTail(head, tail []byte) []byte {
 // GOMAXPROCS goroutines, and paired and given to fn in order on the
 // caller's.
 func ReadCallsMapped(m *Mapping, x *Index, server string, o CallOptions, fn func(Call) error) error {
+	return m.Guard(func() error { return readCallsMapped(m, x, server, o, fn) })
+}
+
+// readCallsMapped is ReadCallsMapped on the caller's goroutine, under its
+// Guard; a worker's fault comes back in its chunk.
+func readCallsMapped(m *Mapping, x *Index, server string, o CallOptions, fn func(Call) error) error {
 	a := newCallAssembler(x, fn)
 	give := func(c *readChunk) (bool, error) {
+		if c.err != nil {
+			return false, c.err
+		}
 		for i := range c.items {
 			it := &c.items[i]
 			var err error
@@ -149,7 +170,7 @@ func ReadCallsMapped(m *Mapping, x *Index, server string, o CallOptions, fn func
 				default:
 					c = new(readChunk)
 				}
-				r.read(j.lo, j.hi, c)
+				c.err = mmap.Guard(func() error { r.read(j.lo, j.hi, c); return nil })
 				j.out <- c // buffered: never blocks
 			}
 		}()
@@ -204,6 +225,7 @@ const readChunkLen = 1024
 type readChunk struct {
 	items []readItem
 	cut   bool
+	err   error // reading the range met a fault (mmap.ErrShrank)
 }
 
 type readItem struct {

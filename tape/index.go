@@ -190,6 +190,20 @@ const (
 
 var errNoMap = errors.New("cannot map the tape")
 
+// afterMap, when not nil, is called right after the tape package maps a
+// file (a test's hook: it cuts the file there, between the mapping and
+// the reading).
+var afterMap func()
+
+// shrank names the file a reading of a mapping found cut shorter
+// (mmap.ErrShrank); another error is returned as it is.
+func shrank(f *os.File, err error) error {
+	if errors.Is(err, mmap.ErrShrank) {
+		return fmt.Errorf("read tape %s: %w", f.Name(), err)
+	}
+	return err
+}
+
 // extendMapped indexes [start, size) of f through read-only mappings of a
 // window at a time: no copy through read(2), and no more than a window (or
 // the longest line) resident at once. A window of more than two segments
@@ -208,11 +222,17 @@ func (x *Index) extendMapped(f *os.File, start, size int64, final func() bool, p
 				}
 				return fmt.Errorf("map tape at byte %d: %w", base, err)
 			}
+			if afterMap != nil {
+				afterMap()
+			}
 			chunk := data[pos-base:]
 			last := base+length == size
 			cut := len(chunk)
 			if !last {
-				cut = bytes.LastIndexByte(chunk, '\n') + 1
+				if err := mmap.Guard(func() error { cut = bytes.LastIndexByte(chunk, '\n') + 1; return nil }); err != nil {
+					_ = unmap()
+					return shrank(f, err)
+				}
 				if cut == 0 { // one line longer than the window: map more
 					_ = unmap()
 					length = min(size-base, 2*length)
@@ -224,11 +244,11 @@ func (x *Index) extendMapped(f *os.File, start, size int64, final func() bool, p
 				done, err = x.consumeParallel(chunk[:cut], pos, w, final, progress)
 			} else {
 				lr := &lineReader{buf: chunk[:cut], end: cut, eof: true, off: pos}
-				done, err = x.consume(lr, final, progress)
+				err = mmap.Guard(func() (err error) { done, err = x.consume(lr, final, progress); return err })
 			}
 			_ = unmap()
 			if err != nil || done {
-				return err
+				return shrank(f, err)
 			}
 			pos += int64(cut)
 			break

@@ -3,6 +3,8 @@ package tape
 import (
 	"bytes"
 	"runtime"
+
+	"github.com/tapedeck/tapedeck/tape/mmap"
 )
 
 // Indexing a mapped window in parallel: classifying a line (finding its
@@ -27,6 +29,7 @@ type segment struct {
 	lines []segLine
 	msgs  []msgInfo
 	done  chan struct{}
+	err   error // classifying it met a fault (mmap.ErrShrank)
 }
 
 // segLine is one line of a segment, as the line reader yields it.
@@ -80,35 +83,17 @@ func (x *Index) consumeParallel(data []byte, pos int64, workers int, final func(
 	work := make(chan *segment, segmentsOut)
 	order := make(chan *segment, segmentsOut)
 	quit := make(chan struct{})
-	go func() { // cut data into segments, in order
+	var cutErr error // the cutting met a fault: read after order is closed
+	go func() {      // cut data into segments, in order
 		defer close(order)
 		defer close(work)
-		for at := 0; at < len(data); {
-			var s *segment
-			select {
-			case s = <-free:
-			case <-quit:
-				return
-			}
-			end := min(at+segmentBytes, len(data))
-			if end < len(data) {
-				if k := bytes.IndexByte(data[end:], '\n'); k >= 0 {
-					end += k + 1
-				} else {
-					end = len(data)
-				}
-			}
-			s.data, s.off, s.first = data[at:end], pos+int64(at), first && at == 0
-			work <- s
-			order <- s
-			at = end
-		}
+		cutErr = mmap.Guard(func() error { return cutSegments(data, pos, first, free, work, order, quit) })
 	}()
 	for range workers {
 		go func() {
 			var c classifier
 			for s := range work {
-				s.classify(&c)
+				s.err = mmap.Guard(func() error { s.classify(&c); return nil })
 				s.done <- struct{}{}
 			}
 		}()
@@ -120,31 +105,68 @@ func (x *Index) consumeParallel(data []byte, pos int64, workers int, final func(
 		}
 	}
 	chunk := int64(0)
-	for s := range order {
-		<-s.done
-		for i := range s.lines {
-			l := &s.lines[i]
-			if !l.nl && final != nil && !final() {
-				stop()
-				return true, nil // an unfinished line: wait for the rest
+	drained := false
+	err = mmap.Guard(func() error {
+		for s := range order {
+			<-s.done
+			if s.err != nil {
+				return s.err
 			}
-			lineNo := x.line + 1
-			torn, err := x.addClassified(l.line, s.msgs[l.m0:l.m1], l.off, lineNo, l.nl)
-			if err != nil {
-				stop()
-				return false, err
-			}
-			x.size, x.line, x.torn = l.next, lineNo, torn
-			if chunk += int64(len(l.line)) + 1; chunk > batchBytes {
-				chunk = 0
-				x.mu.Unlock()
-				for _, p := range progress {
-					p(l.next)
+			for i := range s.lines {
+				l := &s.lines[i]
+				if !l.nl && final != nil && !final() {
+					stopped = true // an unfinished line: wait for the rest
+					return nil
 				}
-				x.mu.Lock()
+				lineNo := x.line + 1
+				torn, err := x.addClassified(l.line, s.msgs[l.m0:l.m1], l.off, lineNo, l.nl)
+				if err != nil {
+					return err
+				}
+				x.size, x.line, x.torn = l.next, lineNo, torn
+				if chunk += int64(len(l.line)) + 1; chunk > batchBytes {
+					chunk = 0
+					x.mu.Unlock()
+					for _, p := range progress {
+						p(l.next)
+					}
+					x.mu.Lock()
+				}
+			}
+			free <- s
+		}
+		drained = true
+		return cutErr
+	})
+	if !drained {
+		stop()
+	}
+	return stopped, err
+}
+
+// cutSegments cuts data (from file offset pos) into segments of whole
+// lines, in order, each taken from free and sent to work and order, until
+// the end or quit.
+func cutSegments(data []byte, pos int64, first bool, free <-chan *segment, work, order chan<- *segment, quit <-chan struct{}) error {
+	for at := 0; at < len(data); {
+		var s *segment
+		select {
+		case s = <-free:
+		case <-quit:
+			return nil
+		}
+		end := min(at+segmentBytes, len(data))
+		if end < len(data) {
+			if k := bytes.IndexByte(data[end:], '\n'); k >= 0 {
+				end += k + 1
+			} else {
+				end = len(data)
 			}
 		}
-		free <- s
+		s.data, s.off, s.first = data[at:end], pos+int64(at), first && at == 0
+		work <- s
+		order <- s
+		at = end
 	}
-	return false, nil
+	return nil
 }

@@ -30,10 +30,13 @@ func MapLines(f *os.File, size, window int64) (*MappedLines, error) {
 	if err != nil {
 		return nil, err
 	}
+	if afterMap != nil {
+		afterMap()
+	}
 	return &MappedLines{f: f, size: size, data: data, unmap: unmap, window: window}, nil
 }
 
-// Line returns the line at off, without its "\n" (the file's last line may
+// Line returns the line at off (call it, and read the line, under Guard), without its "\n" (the file's last line may
 // have none), valid until the next call or Close.
 func (m *MappedLines) Line(off int64) ([]byte, error) {
 	if off >= m.size {
@@ -63,7 +66,17 @@ func (m *MappedLines) Line(off int64) ([]byte, error) {
 			return nil, fmt.Errorf("map the tape at byte %d: %w", base, err)
 		}
 		m.data, m.base, m.unmap = data, base, unmap
+		if afterMap != nil {
+			afterMap()
+		}
 	}
+}
+
+// Guard runs fn, which calls Line and reads the lines it returns on this
+// goroutine, under mmap.Guard: the file cut shorter meanwhile is an error
+// naming it and wrapping mmap.ErrShrank, not a crash.
+func (m *MappedLines) Guard(fn func() error) error {
+	return shrank(m.f, mmap.Guard(fn))
 }
 
 // Close unmaps the window.

@@ -63,6 +63,17 @@ func newMessageReader(x *Index, r io.Reader, threshold, window int64) *MessageRe
 	return m
 }
 
+// Guard runs fn, which calls At and reads the messages it returns on this
+// goroutine, so that a mapped file cut shorter meanwhile is an error
+// wrapping mmap.ErrShrank (naming the file), not a crash; without a
+// mapping it is fn().
+func (m *MessageReader) Guard(fn func() error) error {
+	if m.mapped == nil {
+		return fn()
+	}
+	return m.mapped.Guard(fn)
+}
+
 // Close unmaps the window.
 func (m *MessageReader) Close() {
 	if m.mapped != nil {
@@ -71,7 +82,7 @@ func (m *MessageReader) Close() {
 }
 
 // At returns message e's bytes (its line's, _meta included), valid until
-// the next call; e comes from the index, read in its order.
+// the next call (call it, and read them, under Guard); e comes from the index, read in its order.
 func (m *MessageReader) At(e Entry) ([]byte, error) {
 	if e.Batch != 0 || e.Offset < m.pos {
 		msg, err := m.x.Message(e.Seq) // one of a batch: its bytes are part of a line

@@ -12,6 +12,7 @@ package compare
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"io"
@@ -22,6 +23,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tapedeck/tapedeck/tape"
+	"github.com/tapedeck/tapedeck/tape/mmap"
 )
 
 // Options tune the comparison.
@@ -303,7 +305,7 @@ func selfName(x *tape.Index, s string) string {
 // one canonical scan (canonParams), decoded only where it cannot tell.
 // ans, if not nil, is given server s's last answers on the way (see
 // answers.note), which spares it a walk of its own.
-func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep func(seq int) bool, ans *answers) ([]call, error) {
+func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep func(seq int) bool, ans *answers) (_ []call, err error) {
 	x := side.Index
 	strs := map[string]string{}
 	intern := func(v string) string {
@@ -320,6 +322,12 @@ func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep 
 		return nil, err
 	}
 	defer r.Close()
+	defer func() {
+		if errors.Is(err, mmap.ErrShrank) {
+			err = fmt.Errorf("read tape %s: %w", side.Name, err)
+		}
+	}()
+	defer mmap.Catch(&err)() // the tape cut shorter while mapped: ErrShrank, not a crash
 	// at reads message e's bytes (next is the message after it, nil for
 	// the last), in the index's order.
 	var at func(e tape.Entry, next *tape.Entry) ([]byte, error)

@@ -57,11 +57,19 @@ func (s *spanReader) remap(base, length int64) error {
 		return fmt.Errorf("map the tape at byte %d: %w", base, err)
 	}
 	s.data, s.base, s.unmap = data, base, unmap
+	if afterMap != nil {
+		afterMap()
+	}
 	return nil
 }
 
+// afterMap, when not nil, is called right after a spanReader maps a
+// window (a test's hook: it cuts the file there).
+var afterMap func()
+
 // At returns message e's bytes (its line's, _meta included, without the
-// line's end), valid until the next call; next is the message after e
+// line's end), valid until the next call (call it, and read them, under
+// mmap.Guard or mmap.Catch); next is the message after e
 // (nil for the last), whose offset ends e's line when it starts the next.
 func (s *spanReader) At(e tape.Entry, next *tape.Entry) ([]byte, error) {
 	if e.Batch != 0 || e.Offset < s.pos {

@@ -30,10 +30,12 @@ var errStopReading = errors.New("stop reading: the writer failed")
 // that maps, it is tape.ReadCalls(r, x, server, fn) (o has no effect).
 func readCalls(r io.Reader, x *tape.Index, server string, o tape.CallOptions, fn func(tape.Call) error) error {
 	read := func(fn func(tape.Call) error) error { return tape.ReadCalls(r, x, server, fn) }
+	guard := func(fn func() error) error { return fn() } // fn reads the calls' bytes
 	if f, ok := r.(*os.File); ok {
 		if m, err := tape.MapTape(f); err == nil {
 			defer m.Close() // after the last call was handed over and formatted
 			read = func(fn func(tape.Call) error) error { return tape.ReadCallsMapped(m, x, server, o, fn) }
+			guard = m.Guard // the file cut shorter is an error, not a crash
 		}
 	}
 	batches := make(chan []tape.Call, callBatches)
@@ -68,20 +70,32 @@ func readCalls(r io.Reader, x *tape.Index, server string, o tape.CallOptions, fn
 		done <- err
 	}()
 	var ferr error
-	for b := range batches {
-		if ferr == nil {
-			for i := range b {
-				if ferr = fn(b[i]); ferr != nil {
-					close(quit) // the reader stops at its next batch
-					break
+	gerr := guard(func() error {
+		for b := range batches {
+			if ferr == nil {
+				for i := range b {
+					if ferr = fn(b[i]); ferr != nil {
+						close(quit) // the reader stops at its next batch
+						break
+					}
 				}
 			}
+			clear(b) // let the calls' bytes go
+			select {
+			case free <- b[:0]:
+			default:
+			}
 		}
-		clear(b) // let the calls' bytes go
-		select {
-		case free <- b[:0]:
-		default:
+		return nil
+	})
+	if gerr != nil { // fn met the file cut shorter: the reader stops before the mapping goes
+		if ferr == nil {
+			close(quit)
 		}
+		for range batches {
+		}
+		<-done
+		return gerr
 	}
 	err := <-done
 	if ferr != nil {

@@ -15,6 +15,7 @@ package export
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"runtime"
@@ -28,6 +29,7 @@ import (
 	"github.com/tapedeck/tapedeck/internal/sse"
 	"github.com/tapedeck/tapedeck/tape"
 	"github.com/tapedeck/tapedeck/tape/jsonscan"
+	"github.com/tapedeck/tapedeck/tape/mmap"
 )
 
 type harEntry struct {
@@ -139,7 +141,16 @@ func HAR(w io.Writer, src Source, version string) error {
 		_, err := readHAREntries(r, src, at, send)
 		return err
 	}
-	return writeHARFrom(w, produce, lines, version, "exported from "+src.Name+" by tapedeck export --format har")
+	return shrank(src.Name, writeHARFrom(w, produce, lines, version, "exported from "+src.Name+" by tapedeck export --format har"))
+}
+
+// shrank names the tape a reading of its mapping found cut shorter
+// (mmap.ErrShrank); another error is returned as it is.
+func shrank(name string, err error) error {
+	if errors.Is(err, mmap.ErrShrank) {
+		return fmt.Errorf("read tape %s: %w", name, err)
+	}
+	return err
 }
 
 // harWindow is how much of the tape a formatter maps at a time.
@@ -157,7 +168,7 @@ func harEntries(src Source) ([]*harEntry, error) {
 	for _, en := range entries {
 		en.StartedDateTime, en.startLater = en.start.UTC().Format(time.RFC3339Nano), false
 	}
-	return entries, err
+	return entries, shrank(src.Name, err)
 }
 
 // readHAREntries reads the tape through r (from its start) in the index's
@@ -169,7 +180,7 @@ func harEntries(src Source) ([]*harEntry, error) {
 // With emit, the entries are handed to emit in start order as soon as
 // they are done (no message left can change them or start before them),
 // and none are returned; emit says false to stop the reading.
-func readHAREntries(r io.Reader, src Source, file io.ReaderAt, emit func([]*harEntry) bool) ([]*harEntry, error) {
+func readHAREntries(r io.Reader, src Source, file io.ReaderAt, emit func([]*harEntry) bool) (_ []*harEntry, err error) {
 	x := src.Index
 	h := harBuilder{x: x, file: file, streams: map[int64]*harEntry{}, open: map[int]*harEntry{}}
 	var later []time.Time // later[k]: the earliest time of messages from harBlock*k on
@@ -178,6 +189,7 @@ func readHAREntries(r io.Reader, src Source, file io.ReaderAt, emit func([]*harE
 	}
 	mr := tape.NewMessageReader(x, r)
 	defer mr.Close()
+	defer mmap.Catch(&err)() // the tape cut shorter while mapped: ErrShrank, not a crash
 	var scratch []byte
 	for seq, n := 0, x.Len(); seq < n; seq++ {
 		e := x.Entry(seq)
@@ -313,14 +325,17 @@ func writeHARFrom(w io.Writer, produce func(send func([]*harEntry) bool) error, 
 					}
 				}
 				c.b = slices.Grow(c.b, need+need/8)
-				for i, en := range c.entries {
-					if i > 0 || !c.first {
-						c.b = append(c.b, ',')
+				c.err = mmap.Guard(func() (err error) { // the bodies are read from the mapping
+					for i, en := range c.entries {
+						if i > 0 || !c.first {
+							c.b = append(c.b, ',')
+						}
+						if c.b, err = l.appendEntry(c.b, en); err != nil {
+							return err
+						}
 					}
-					if c.b, c.err = l.appendEntry(c.b, en); c.err != nil {
-						break
-					}
-				}
+					return nil
+				})
 				c.done <- struct{}{}
 			}
 		}()

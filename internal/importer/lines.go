@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"sync"
 
 	"github.com/tapedeck/tapedeck/tape"
 	"github.com/tapedeck/tapedeck/tape/jsonscan"
+	"github.com/tapedeck/tapedeck/tape/mmap"
 )
 
 // Importing a line-oriented log on every core: turning a line into tape
@@ -91,7 +93,8 @@ func fillChunk[R any](cr *lineReader, c *lineChunk[R]) bool {
 		return false
 	}
 	if cr.m != nil && !cr.read {
-		ok, err := fillMapped(cr, c)
+		var ok bool
+		err := mmap.Guard(func() (err error) { ok, err = fillMapped(cr, c); return err }) // the file cut shorter: ErrShrank, not a crash
 		switch {
 		case err != nil:
 			c.data, c.err, cr.done = nil, err, true
@@ -154,6 +157,7 @@ func fillChunk[R any](cr *lineReader, c *lineChunk[R]) bool {
 // work makes c's items: each line that is not blank, through parse
 // (which appends its record's bytes to out).
 func workChunk[R, W any](c *lineChunk[R], w W, max int64, parse func(w W, line, out []byte) (R, []byte)) {
+	defer mmap.Catch(&c.err)() // a mapped file cut shorter: ErrShrank, not a crash
 	c.items, c.out, c.lines = c.items[:0], c.out[:0], 0
 	data := c.data
 	for len(data) > 0 {
@@ -183,7 +187,17 @@ func workChunk[R, W any](c *lineChunk[R], w W, max int64, parse func(w W, line, 
 // applied in input order with the bytes of the chunk's records; it returns
 // how many lines were applied. An *Error from apply gets the line's
 // number; a line longer than o.maxLine() is an error naming it.
-func eachLineParallel[R, W any](r io.Reader, format string, o Options, newWorker func() W, parse func(w W, line, out []byte) (R, []byte), apply func(r *R, out []byte) error) (int, error) {
+func eachLineParallel[R, W any](r io.Reader, format string, o Options, newWorker func() W, parse func(w W, line, out []byte) (R, []byte), apply func(r *R, out []byte) error) (_ int, err error) {
+	defer func() {
+		f, ok := r.(*os.File)
+		if c, isCtx := r.(ctxReader); isCtx {
+			f, ok = c.r.(*os.File)
+		}
+		if ok && errors.Is(err, mmap.ErrShrank) {
+			err = fmt.Errorf("read %s: %w", f.Name(), err)
+		}
+	}()
+	defer mmap.Catch(&err)() // the mapped file cut shorter: ErrShrank, not a crash
 	max := o.maxLine()
 	cr := &lineReader{r: r, size: o.lineChunk(), max: max, m: newMapSource(r, max)}
 	lines, base := 0, 0

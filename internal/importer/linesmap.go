@@ -96,6 +96,9 @@ func (ms *mapSource) remap(at, length int64) bool {
 	if err != nil {
 		return false
 	}
+	if afterMap != nil {
+		afterMap()
+	}
 	w := &mapWindow{data: data, base: base, unmap: unmap}
 	w.refs.Store(1)
 	ms.mu.Lock()
@@ -107,6 +110,10 @@ func (ms *mapSource) remap(at, length int64) bool {
 	ms.win = w
 	return true
 }
+
+// afterMap, when not nil, is called right after a window is mapped (a
+// test's hook: it cuts the file there).
+var afterMap func()
 
 // close unmaps every window still mapped (once no chunk is in use).
 func (ms *mapSource) close() {

@@ -54,6 +54,27 @@ func Guard(fn func() error) (err error) {
 	return fn()
 }
 
+// Catch is Guard for the rest of a function with a named error result,
+// without moving its body into a closure:
+//
+//	defer mmap.Catch(&err)()
+//
+// A fault on mapped memory until the function returns (on this goroutine)
+// sets *err to ErrShrank; any other panic goes on.
+func Catch(err *error) func() {
+	old := debug.SetPanicOnFault(true)
+	return func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			if re, ok := r.(runtime.Error); ok && isFault(re) {
+				*err = ErrShrank
+				return
+			}
+			panic(r)
+		}
+	}
+}
+
 // isFault reports whether a runtime error is a memory fault: such an
 // error has the faulting address.
 func isFault(e runtime.Error) bool {
