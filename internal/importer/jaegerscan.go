@@ -30,12 +30,20 @@ type jaegerKVRaw struct {
 }
 
 func scanJaeger(body []byte) ([]traceSpan, bool) {
+	return scanJaegerWith(body, Options{})
+}
+
+// scanJaegerWith is scanJaeger with the spans on o.lineWorkers() cores
+// (jaeger_par.go).
+func scanJaegerWith(body []byte, o Options) ([]traceSpan, bool) {
 	p := otlpScan{b: body}
+	jp := newJaegerPar(body, o)
+	defer jp.stop()
 	var seen uint32
 	ok := p.object(func(k []byte) bool {
 		switch string(k) {
 		case "data":
-			return once(&seen, 1) && p.array(p.jaegerTrace)
+			return once(&seen, 1) && p.array(func() bool { return p.jaegerTrace(jp) })
 		case "errors":
 			return once(&seen, 2) && p.null()
 		}
@@ -117,7 +125,7 @@ type jaegerRawSpan struct {
 	processID string
 }
 
-func (p *otlpScan) jaegerTrace() bool {
+func (p *otlpScan) jaegerTrace(jp *jaegerPar) bool {
 	var spans []jaegerRawSpan
 	type process struct {
 		service, tape string
@@ -127,11 +135,7 @@ func (p *otlpScan) jaegerTrace() bool {
 	ok := p.object(func(k []byte) bool {
 		switch string(k) {
 		case "spans":
-			return once(&seen, 1) && (p.null() || p.array(func() bool {
-				s, ok := p.jaegerSpan()
-				spans = append(spans, s)
-				return ok
-			}))
+			return once(&seen, 1) && (p.null() || p.jaegerSpanArray(jp, &spans))
 		case "processes":
 			return once(&seen, 2) && (p.null() || p.object(func(k []byte) bool {
 				id, ok := plainText(k)
