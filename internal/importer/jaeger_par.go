@@ -40,6 +40,7 @@ type jaegerPar struct {
 	started bool
 	segs    []*jaegerSeg
 	cur     int // segs before it are behind the scan
+	taken   int // segments the scan took
 	quit    atomic.Bool
 	wg      sync.WaitGroup
 }
@@ -119,6 +120,7 @@ func (jp *jaegerPar) take(i int) *jaegerSeg {
 	}
 	sg := jp.segs[jp.cur]
 	jp.cur++
+	jp.taken++
 	if sg.claimed.CompareAndSwap(false, true) {
 		sg.scan(jp.b)
 	} else {

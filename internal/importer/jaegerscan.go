@@ -36,9 +36,17 @@ func scanJaeger(body []byte) ([]traceSpan, bool) {
 // scanJaegerWith is scanJaeger with the spans on o.lineWorkers() cores
 // (jaeger_par.go).
 func scanJaegerWith(body []byte, o Options) ([]traceSpan, bool) {
+	spans, ok, _ := scanJaegerPar(body, o)
+	return spans, ok
+}
+
+// scanJaegerPar is scanJaegerWith, and how many segments the scan took
+// from the workers (or scanned itself).
+func scanJaegerPar(body []byte, o Options) (_ []traceSpan, _ bool, taken int) {
 	p := otlpScan{b: body}
 	jp := newJaegerPar(body, o)
 	defer jp.stop()
+	defer func() { taken = jp.taken }()
 	var seen uint32
 	ok := p.object(func(k []byte) bool {
 		switch string(k) {
@@ -50,9 +58,9 @@ func scanJaegerWith(body []byte, o Options) ([]traceSpan, bool) {
 		return p.unknown(k, "data", "errors")
 	})
 	if !ok || jsonscan.SkipSpace(p.b, p.i) != len(p.b) {
-		return nil, false
+		return nil, false, 0
 	}
-	return p.spans, true
+	return p.spans, true, 0
 }
 
 // null reads a null.
