@@ -83,7 +83,9 @@ func (jp *jaegerPar) start(first int) {
 		jp.segs = append(jp.segs, &jaegerSeg{start: first + g, limit: limit, done: make(chan struct{})})
 	}
 	var next atomic.Int64
-	for range jp.workers - 1 { // and the scan's own goroutine
+	// As many workers as cores: the scan's own goroutine mostly waits
+	// for them (it scans a segment itself only when none has begun it).
+	for range jp.workers {
 		jp.wg.Go(func() {
 			for !jp.quit.Load() {
 				s := next.Add(1) - 1
