@@ -14,6 +14,7 @@ package importer
 // never taken. So what it reads is what one scan from the start reads.
 
 import (
+	"bytes"
 	"sync"
 	"sync/atomic"
 
@@ -92,12 +93,30 @@ func (jp *jaegerPar) start(first int) {
 				if s >= int64(len(jp.segs)) {
 					return
 				}
-				if sg := jp.segs[s]; sg.claimed.CompareAndSwap(false, true) {
+				if sg := jp.segs[s]; !jaegerTraceAt(b, sg.start) && sg.claimed.CompareAndSwap(false, true) {
 					sg.scan(b)
 				}
 			}
 		})
 	}
+}
+
+// jaegerTraceAt reports whether the object at i is most likely a trace,
+// not a span: its first member a string and the next "spans" (Jaeger's
+// traces and spans both begin with their traceID). A worker leaves such a
+// guess alone (scanned as a span, the trace's whole spans array would be
+// one unknown member to skip); the scan still scans it should it stand
+// there.
+func jaegerTraceAt(b []byte, i int) bool {
+	if i+1 >= len(b) || b[i] != '{' || b[i+1] != '"' {
+		return false
+	}
+	k := strEnd(b, i+1)
+	if k < 0 || k >= len(b) || b[k] != ':' || k+1 >= len(b) || b[k+1] != '"' {
+		return false
+	}
+	v := strEnd(b, k+1)
+	return v >= 0 && bytes.HasPrefix(b[v:], []byte(`,"spans":`))
 }
 
 // stop ends the workers (each after the segment it is on).

@@ -204,3 +204,33 @@ func TestJaegerParMalformed(t *testing.T) {
 		t.Errorf("an answer cut short on the wire: %v", err)
 	}
 }
+
+// A worker leaves a guess at a trace's start alone, and takes a span's.
+func TestJaegerTraceAt(t *testing.T) {
+	body := jaegerBuilt(3, 2)
+	traces, spans := 0, 0
+	for i := range body {
+		if !bytes.HasPrefix(body[i:], []byte(`{"traceID":`)) {
+			continue
+		}
+		if bytes.HasPrefix(body[i+len(`{"traceID":"`)+32:], []byte(`","spans":`)) {
+			traces++
+			if !jaegerTraceAt(body, i) {
+				t.Errorf("a trace at %d not told: %.60s", i, body[i:])
+			}
+		} else {
+			spans++
+			if jaegerTraceAt(body, i) {
+				t.Errorf("a span at %d taken for a trace: %.60s", i, body[i:])
+			}
+		}
+	}
+	if traces != 3 || spans != 6 {
+		t.Errorf("%d traces and %d spans looked at, want 3 and 6", traces, spans)
+	}
+	for _, s := range []string{`{"traceID":"a"}`, `{"traceID":1,"spans":[]}`, `{"traceID":"a`, `{`, `{"`} {
+		if jaegerTraceAt([]byte(s), 0) {
+			t.Errorf("%s taken for a trace", s)
+		}
+	}
+}
