@@ -128,21 +128,7 @@ func inspectorGuesses(t []byte, first, n int) []int {
 		return nil
 	}
 	sep := append(append([]byte{','}, ws...), '{')
-	var g []int
-	last := first
-	for k := 1; k < n; k++ {
-		p := max(k*len(t)/n, last+1)
-		if p >= len(t) {
-			break
-		}
-		x := bytes.Index(t[p:], sep)
-		if x < 0 {
-			break
-		}
-		last = p + x + len(sep) - 1
-		g = append(g, last)
-	}
-	return g
+	return guessStarts(t, first, n, sep, len(sep)-1)
 }
 
 // inspectorRead scans t, the export's array (trimmed), and returns its

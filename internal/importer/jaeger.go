@@ -86,7 +86,7 @@ func Jaeger(ctx context.Context, client *http.Client, base string, q JaegerQuery
 	if resp.StatusCode != http.StatusOK {
 		return Result{}, &Error{Format: "jaeger", Err: fmt.Errorf("GET %s: expected 200 OK, found %s: %s", u, resp.Status, quoteStart(body))}
 	}
-	spans, err := jaegerSpans(body)
+	spans, err := jaegerSpansWith(body, o)
 	if err != nil {
 		return Result{}, err
 	}
@@ -109,7 +109,13 @@ type jaegerKV struct {
 // jaegerSpans reads the query API's answer: in one pass (jaegerscan.go),
 // or, when it is not in the shape that reads, with jaegerDecode.
 func jaegerSpans(body []byte) ([]traceSpan, error) {
-	if spans, ok := scanJaeger(body); ok {
+	return jaegerSpansWith(body, Options{})
+}
+
+// jaegerSpansWith is jaegerSpans with the fast path's spans on
+// o.lineWorkers() cores.
+func jaegerSpansWith(body []byte, o Options) ([]traceSpan, error) {
+	if spans, ok := scanJaegerWith(body, o); ok {
 		return spans, nil
 	}
 	return jaegerDecode(body)

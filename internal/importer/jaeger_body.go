@@ -15,6 +15,7 @@ func readBody(resp *http.Response, max int64) ([]byte, error) {
 		return io.ReadAll(lr)
 	}
 	b := make([]byte, 0, min(resp.ContentLength, max)+1)
+	defer prefault(b[:cap(b)])()
 	for {
 		n, err := lr.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]

@@ -39,3 +39,36 @@ func TestReadBody(t *testing.T) {
 		}
 	}
 }
+
+// An answer large enough for prefault reads as it was sent, and prefault
+// leaves what is written into the buffer while it runs as it was written.
+func TestReadBodyLarge(t *testing.T) {
+	body := make([]byte, 40<<20+12345)
+	for i := range body {
+		body[i] = byte(i*7 + i>>12)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.Write(body)
+	}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := readBody(resp, 1<<30)
+	resp.Body.Close()
+	if err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("read %d bytes (%v), want the %d sent", len(got), err, len(body))
+	}
+
+	b := make([]byte, len(body))
+	stop := prefault(b)
+	for i := range b { // while it runs
+		b[i] = body[i]
+	}
+	stop()
+	if !bytes.Equal(b, body) {
+		t.Error("prefault changed bytes written while it ran")
+	}
+}

@@ -30,21 +30,37 @@ type jaegerKVRaw struct {
 }
 
 func scanJaeger(body []byte) ([]traceSpan, bool) {
+	return scanJaegerWith(body, Options{})
+}
+
+// scanJaegerWith is scanJaeger with the spans on o.lineWorkers() cores
+// (jaeger_par.go).
+func scanJaegerWith(body []byte, o Options) ([]traceSpan, bool) {
+	spans, ok, _ := scanJaegerPar(body, o)
+	return spans, ok
+}
+
+// scanJaegerPar is scanJaegerWith, and how many segments the scan took
+// from the workers (or scanned itself).
+func scanJaegerPar(body []byte, o Options) (_ []traceSpan, _ bool, taken int) {
 	p := otlpScan{b: body}
+	jp := newJaegerPar(body, o)
+	defer jp.stop()
+	defer func() { taken = jp.taken }()
 	var seen uint32
 	ok := p.object(func(k []byte) bool {
 		switch string(k) {
 		case "data":
-			return once(&seen, 1) && p.array(p.jaegerTrace)
+			return once(&seen, 1) && p.array(func() bool { return p.jaegerTrace(jp) })
 		case "errors":
 			return once(&seen, 2) && p.null()
 		}
 		return p.unknown(k, "data", "errors")
 	})
 	if !ok || jsonscan.SkipSpace(p.b, p.i) != len(p.b) {
-		return nil, false
+		return nil, false, 0
 	}
-	return p.spans, true
+	return p.spans, true, 0
 }
 
 // null reads a null.
@@ -117,7 +133,7 @@ type jaegerRawSpan struct {
 	processID string
 }
 
-func (p *otlpScan) jaegerTrace() bool {
+func (p *otlpScan) jaegerTrace(jp *jaegerPar) bool {
 	var spans []jaegerRawSpan
 	type process struct {
 		service, tape string
@@ -127,11 +143,7 @@ func (p *otlpScan) jaegerTrace() bool {
 	ok := p.object(func(k []byte) bool {
 		switch string(k) {
 		case "spans":
-			return once(&seen, 1) && (p.null() || p.array(func() bool {
-				s, ok := p.jaegerSpan()
-				spans = append(spans, s)
-				return ok
-			}))
+			return once(&seen, 1) && (p.null() || p.jaegerSpanArray(jp, &spans))
 		case "processes":
 			return once(&seen, 2) && (p.null() || p.object(func(k []byte) bool {
 				id, ok := plainText(k)
