@@ -177,3 +177,33 @@ func TestHARStreamOfOpenPostIsStable(t *testing.T) {
 		}
 	}
 }
+
+// A server message of a sessionless exchange names its POST ("exchange"
+// in its _meta): it goes on that POST's stream, not on an earlier POST
+// still awaiting its answer.
+func TestHARStreamGoesToItsExchange(t *testing.T) {
+	const meta = `"server":"s","http":"POST","transport":"http"`
+	tp := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"},"_meta":{"dir":"send","ts":"2026-01-01T00:00:00.000Z","exchange":1,` + meta + `}}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"streams"},"_meta":{"dir":"send","ts":"2026-01-01T00:00:00.001Z","exchange":2,` + meta + `}}
+{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1},"_meta":{"dir":"recv","ts":"2026-01-01T00:00:00.002Z","exchange":2,"status":200,"stream":7,` + meta + `}}
+{"jsonrpc":"2.0","id":2,"result":{"content":[]},"_meta":{"dir":"recv","ts":"2026-01-01T00:00:00.003Z","exchange":2,"status":200,"stream":7,` + meta + `}}
+{"jsonrpc":"2.0","id":1,"result":{"content":[]},"_meta":{"dir":"recv","ts":"2026-01-01T00:00:00.004Z","exchange":1,"status":200,` + meta + `}}
+`
+	var b bytes.Buffer
+	if err := HAR(&b, source(t, "t", tp), "test"); err != nil {
+		t.Fatal(err)
+	}
+	var log harLog
+	if err := json.Unmarshal(b.Bytes(), &log); err != nil {
+		t.Fatal(err)
+	}
+	if len(log.Log.Entries) != 2 {
+		t.Fatalf("%d entries, expected the two POSTs:\n%s", len(log.Log.Entries), b.Bytes())
+	}
+	for _, en := range log.Log.Entries {
+		streams := strings.Contains(en.Request.PostData.Text, `"streams"`)
+		if has := strings.Contains(en.Response.Content.Text, "notifications/progress"); has != streams {
+			t.Errorf("entry %s: holds exchange 2's notification: %v; want it on exchange 2's POST only (response %q)", en.Request.PostData.Text, has, en.Response.Content.Text)
+		}
+	}
+}
