@@ -199,12 +199,14 @@ func readHAREntries(r io.Reader, src Source, file io.ReaderAt, emit func([]*harE
 		meta, a, b := harCut(raw)
 		if e.Server == harMoreServers || e.Dir == tape.DirUnknown {
 			// The index keeps no name past its limit, and an escaped
-			// direction as unknown: read them as the tape has them.
-			if e.Server == harMoreServers {
-				e.Server = gjson.GetBytes(meta, "server").String()
-			}
-			if d := gjson.GetBytes(meta, "dir"); d.Type == gjson.String {
-				e.Dir = tape.Dir(d.String())
+			// direction as unknown: read them as the classifier reads the
+			// message (as ReadMessages did), an escaped member name not
+			// "server" or "dir" (gjson's reading would decode it).
+			if es := tape.Classify(raw); len(es) == 1 {
+				if e.Server == harMoreServers {
+					e.Server = es[0].Server
+				}
+				e.Dir = es[0].Dir
 			}
 		}
 		if src.Server != "" && e.Server != src.Server {

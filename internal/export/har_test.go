@@ -207,3 +207,32 @@ func TestHARStreamGoesToItsExchange(t *testing.T) {
 		}
 	}
 }
+
+// A _meta whose "dir" member name is escaped ("di\u0072") has no direction
+// for tapedeck (the index warns "no _meta.dir"), as ReadMessages read it
+// for har before: an answer with it that answers nothing is no client
+// POST, and a notification with it is no client message.
+func TestHAREscapedDirIsUnknown(t *testing.T) {
+	const odd = `"di\u0072":"send","server":"s"`
+	tp := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"},"_meta":{"dir":"send","server":"s","ts":"2026-05-16T12:00:00.000Z"}}
+{"jsonrpc":"2.0","id":1,"result":{},"_meta":{"dir":"recv","server":"s","ts":"2026-05-16T12:00:01.000Z"}}
+{"jsonrpc":"2.0","id":9,"result":{"orphan":true},"_meta":{` + odd + `,"ts":"2026-05-16T12:00:02.000Z"}}
+{"jsonrpc":"2.0","method":"notifications/message","params":{"odd":true},"_meta":{` + odd + `,"ts":"2026-05-16T12:00:03.000Z"}}
+`
+	var b bytes.Buffer
+	if err := HAR(&b, source(t, "t", tp), "test"); err != nil {
+		t.Fatal(err)
+	}
+	var log harLog
+	if err := json.Unmarshal(b.Bytes(), &log); err != nil {
+		t.Fatal(err)
+	}
+	for _, en := range log.Log.Entries {
+		if en.Request.PostData != nil && strings.Contains(en.Request.PostData.Text, `"orphan"`) {
+			t.Errorf("the orphan answer with an escaped dir is a client POST: %+v", en)
+		}
+		if en.Request.PostData != nil && strings.Contains(en.Request.PostData.Text, `"odd"`) && !strings.HasSuffix(en.Request.URL, "/client") {
+			t.Errorf("the notification with an escaped dir is a client message to %s: %s", en.Request.URL, en.Request.PostData.Text)
+		}
+	}
+}
