@@ -621,15 +621,16 @@ func (h *harBuilder) addMessage(e tape.Entry, body harMessage, hm tape.HTTPMeta)
 		}
 		if hm.HTTP {
 			// On the stream of a POST not answered yet: it comes before the
-			// answer in the same body. A sessionless exchange's message
-			// names its POST (hm.Exchange); else the tape does not say
-			// which POST opened the stream: the earliest one still without
-			// a stream (not a pick of the map's order, so that two exports
-			// of a tape are the same).
+			// answer in the same body. Only a request's POST has a stream
+			// (a notification or reply is answered 202). A sessionless
+			// exchange's message names its POST (hm.Exchange); else the
+			// tape does not say which POST opened the stream: the earliest
+			// one still without a stream (not a pick of the map's order,
+			// so that two exports of a tape are the same).
 			var first *harEntry
-			for _, en := range h.open {
-				if en.Response.Content.MimeType != "application/json" || hm.Stream == 0 {
-					continue
+			for k, en := range h.open {
+				if k < 0 || en.Response.Content.MimeType != "application/json" || hm.Stream == 0 {
+					continue // a POSTed notification or reply: its 202 has no stream
 				}
 				if first == nil {
 					first = en

@@ -236,3 +236,36 @@ func TestHAREscapedDirIsUnknown(t *testing.T) {
 		}
 	}
 }
+
+// A notification the client POSTed is answered 202 with no body: it opens
+// no stream. A server message on a stream goes to the open POST of a
+// request, not to an earlier notification's POST still awaiting its 202
+// (its $http/exchange record missing).
+func TestHARStreamNotOnNotificationPost(t *testing.T) {
+	const meta = `"server":"s","http":"POST","session":"S","transport":"http"`
+	tp := `{"jsonrpc":"2.0","method":"notifications/initialized","_meta":{"dir":"send","ts":"2026-01-01T00:00:00.000Z",` + meta + `}}
+{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"long"},"_meta":{"dir":"send","ts":"2026-01-01T00:00:00.001Z",` + meta + `}}
+{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1},"_meta":{"dir":"recv","ts":"2026-01-01T00:00:00.002Z","status":200,"stream":7,` + meta + `}}
+{"jsonrpc":"2.0","id":7,"result":{"content":[]},"_meta":{"dir":"recv","ts":"2026-01-01T00:00:00.003Z","status":200,"stream":7,` + meta + `}}
+`
+	var b bytes.Buffer
+	if err := HAR(&b, source(t, "t", tp), "test"); err != nil {
+		t.Fatal(err)
+	}
+	var log harLog
+	if err := json.Unmarshal(b.Bytes(), &log); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, en := range log.Log.Entries {
+		has := strings.Contains(en.Response.Content.Text, "notifications/progress")
+		call := en.Request.PostData != nil && strings.Contains(en.Request.PostData.Text, "tools/call")
+		if has && !call {
+			t.Errorf("the progress went to %s's POST, expected the tools/call's", en.Request.PostData.Text)
+		}
+		found = found || has
+	}
+	if !found {
+		t.Errorf("no entry holds the progress notification:\n%s", b.Bytes())
+	}
+}
