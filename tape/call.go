@@ -275,8 +275,9 @@ func (s *spanReader) read(off int64, size int) ([]byte, error) {
 	s.pos = off
 	line, err := s.r.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
+		head := bytes.Clone(line) // line is the reader's buffer, which ReadBytes refills
 		rest, err2 := s.r.ReadBytes('\n')
-		line = append(bytes.Clone(line), rest...)
+		line = append(head, rest...)
 		err = err2
 	}
 	s.seg, s.segOff = line, off

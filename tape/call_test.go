@@ -384,3 +384,34 @@ func TestContainsTraceparent(t *testing.T) {
 		t.Fatalf("%d of %d cases contain the word: both answers must be tested", found, len(cases))
 	}
 }
+
+// TestReadCallsMessageOverBuffer: a message longer than ReadCalls' read
+// buffer (1 MiB) comes whole, its first MiB included: the reader's buffer
+// holding it is read again for the rest of the line, so its start must be
+// copied before.
+func TestReadCallsMessageOverBuffer(t *testing.T) {
+	const meta = `"_meta":{"dir":"send","server":"s","ts":"2026-05-16T12:00:00.000Z"}`
+	const rmeta = `"_meta":{"dir":"recv","server":"s","ts":"2026-05-16T12:00:01.000Z"}`
+	big := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"big","arguments":{"pad":"` + strings.Repeat("x", 3<<20/2) + `"}},` + meta + `}`
+	data := []byte(`{"jsonrpc":"2.0","id":0,"method":"ping",` + meta + "}\n" +
+		big + "\n" +
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[]},` + rmeta + "}\n")
+	x := NewIndex(bytes.NewReader(data))
+	if err := x.Extend(int64(len(data)), nil); err != nil {
+		t.Fatal(err)
+	}
+	var calls []Call
+	if err := ReadCalls(bytes.NewReader(data), x, "", func(c Call) error { calls = append(calls, c); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 2 {
+		t.Fatalf("%d calls, expected 2", len(calls))
+	}
+	c := calls[0]
+	if want := StripMeta([]byte(big)); !bytes.Equal(c.RequestRaw, want) {
+		t.Errorf("the big request's bytes begin %.60q (%d bytes), expected %.60q (%d bytes)", c.RequestRaw, len(c.RequestRaw), want, len(want))
+	}
+	if c.Method != "tools/call" || c.Target != "big" || c.ID != "1" || c.Server != "s" || c.Start.IsZero() {
+		t.Errorf("the big request's call is %v (id %q, server %q, start %v), expected tools/call big, id 1, server s, a start", c, c.ID, c.Server, c.Start)
+	}
+}

@@ -102,8 +102,9 @@ func (m *MessageReader) At(e Entry) ([]byte, error) {
 	m.pos = e.Offset
 	line, err := m.r.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
+		head := slices.Clone(line) // line is the reader's buffer, which ReadBytes refills
 		rest, err2 := m.r.ReadBytes('\n')
-		line = append(slices.Clone(line), rest...)
+		line = append(head, rest...)
 		err = err2
 	}
 	if err != nil && !(errors.Is(err, io.EOF) && len(line) > 0) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -114,5 +115,30 @@ func TestIndexMessageReader(t *testing.T) {
 	}
 	if !mappedSeen {
 		t.Fatal("no tape was read through a mapping: expected the big one to be")
+	}
+}
+
+// TestMessageReaderLineOverBuffer: read through its 1 MiB buffer (a tape
+// too small to map), a line longer than the buffer comes whole, its first
+// MiB included (the buffer is refilled for the rest of the line).
+func TestMessageReaderLineOverBuffer(t *testing.T) {
+	const meta = `"_meta":{"dir":"send","server":"s","ts":"2026-05-16T12:00:00.000Z"}`
+	big := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"big","arguments":{"pad":"` + strings.Repeat("x", 3<<20/2) + `"}},` + meta + `}`
+	data := []byte(`{"jsonrpc":"2.0","id":0,"method":"ping",` + meta + "}\n" + big + "\n")
+	x := NewIndex(bytes.NewReader(data))
+	if err := x.Extend(int64(len(data)), nil); err != nil {
+		t.Fatal(err)
+	}
+	mr := NewMessageReader(x, bytes.NewReader(data))
+	defer mr.Close()
+	for seq := range x.Len() {
+		e := x.Entry(seq)
+		raw, err := mr.At(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := data[e.Offset : e.Offset+int64(len(raw))]; len(raw) < 2 || !bytes.Equal(raw, want) || raw[len(raw)-1] != '}' {
+			t.Errorf("message %d: %d bytes beginning %.50q, expected line %d's (%d bytes) beginning %.50q", seq, len(raw), raw, e.Line, len(bytes.TrimRight(data[e.Offset:], "\n")), want)
+		}
 	}
 }

@@ -42,9 +42,10 @@ type harEntry struct {
 	Comment         string      `json:"comment,omitempty"`
 	start           time.Time
 	order           int
-	held            int  // how many of the builder's maps hold it: it may change while they do
-	startLater      bool // StartedDateTime is start's, formatted as the entry is written
-	unanswered      bool // a stdio request that nothing on the tape answers after it: done at once
+	held            int   // how many of the builder's maps hold it: it may change while they do
+	startLater      bool  // StartedDateTime is start's, formatted as the entry is written
+	unanswered      bool  // a stdio request that nothing on the tape answers after it: done at once
+	exchange        int64 // the sessionless POST's exchange number (tape.HTTPMeta.Exchange), 0 if none
 }
 
 type harNV struct {
@@ -210,12 +211,14 @@ func readHAREntries(r io.Reader, src Source, file io.ReaderAt, emit func([]*harE
 		meta, a, b := harCut(raw)
 		if e.Server == harMoreServers || e.Dir == tape.DirUnknown {
 			// The index keeps no name past its limit, and an escaped
-			// direction as unknown: read them as the tape has them.
-			if e.Server == harMoreServers {
-				e.Server = gjson.GetBytes(meta, "server").String()
-			}
-			if d := gjson.GetBytes(meta, "dir"); d.Type == gjson.String {
-				e.Dir = tape.Dir(d.String())
+			// direction as unknown: read them as the classifier reads the
+			// message (as ReadMessages did), an escaped member name not
+			// "server" or "dir" (gjson's reading would decode it).
+			if es := tape.Classify(raw); len(es) == 1 {
+				if e.Server == harMoreServers {
+					e.Server = es[0].Server
+				}
+				e.Dir = es[0].Dir
 			}
 		}
 		if src.Server != "" && e.Server != src.Server {
@@ -531,7 +534,7 @@ func urlName(s string) string {
 
 func (h *harBuilder) entry(start time.Time, method, url string, hm tape.HTTPMeta) *harEntry {
 	h.n++
-	en := &harEntry{start: start, order: h.n}
+	en := &harEntry{start: start, order: h.n, exchange: hm.Exchange}
 	en.startLater = true
 	en.Request = harRequest{Method: method, URL: url, HTTPVersion: "HTTP/1.1", Cookies: []harNV{}, Headers: []harNV{}, QueryString: []harNV{}, HeadersSize: -1, BodySize: 0}
 	en.Response = harResponse{Status: 0, HTTPVersion: "HTTP/1.1", Cookies: []harNV{}, Headers: []harNV{}, HeadersSize: -1, BodySize: -1, Content: harContent{MimeType: "application/json"}}
@@ -633,13 +636,23 @@ func (h *harBuilder) addMessage(e tape.Entry, body harMessage, hm tape.HTTPMeta)
 		}
 		if hm.HTTP {
 			// On the stream of a POST not answered yet: it comes before the
-			// answer in the same body. The tape does not say which POST
-			// opened the stream: the earliest one still without a stream
-			// (not a pick of the map's order, so that two exports of a
-			// tape are the same).
+			// answer in the same body. Only a request's POST has a stream
+			// (a notification or reply is answered 202). A sessionless
+			// exchange's message names its POST (hm.Exchange); else the
+			// tape does not say which POST opened the stream: the earliest
+			// one still without a stream (not a pick of the map's order,
+			// so that two exports of a tape are the same).
 			var first *harEntry
-			for _, en := range h.open {
-				if en.Response.Content.MimeType == "application/json" && hm.Stream != 0 && (first == nil || en.order < first.order) {
+			for k, en := range h.open {
+				if k < 0 || en.Response.Content.MimeType != "application/json" || hm.Stream == 0 {
+					continue // a POSTed notification or reply: its 202 has no stream
+				}
+				if first == nil {
+					first = en
+					continue
+				}
+				own, firstOwn := hm.Exchange != 0 && en.exchange == hm.Exchange, hm.Exchange != 0 && first.exchange == hm.Exchange
+				if own && !firstOwn || own == firstOwn && en.order < first.order {
 					first = en
 				}
 			}

@@ -177,3 +177,95 @@ func TestHARStreamOfOpenPostIsStable(t *testing.T) {
 		}
 	}
 }
+
+// A server message of a sessionless exchange names its POST ("exchange"
+// in its _meta): it goes on that POST's stream, not on an earlier POST
+// still awaiting its answer.
+func TestHARStreamGoesToItsExchange(t *testing.T) {
+	const meta = `"server":"s","http":"POST","transport":"http"`
+	tp := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"},"_meta":{"dir":"send","ts":"2026-01-01T00:00:00.000Z","exchange":1,` + meta + `}}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"streams"},"_meta":{"dir":"send","ts":"2026-01-01T00:00:00.001Z","exchange":2,` + meta + `}}
+{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1},"_meta":{"dir":"recv","ts":"2026-01-01T00:00:00.002Z","exchange":2,"status":200,"stream":7,` + meta + `}}
+{"jsonrpc":"2.0","id":2,"result":{"content":[]},"_meta":{"dir":"recv","ts":"2026-01-01T00:00:00.003Z","exchange":2,"status":200,"stream":7,` + meta + `}}
+{"jsonrpc":"2.0","id":1,"result":{"content":[]},"_meta":{"dir":"recv","ts":"2026-01-01T00:00:00.004Z","exchange":1,"status":200,` + meta + `}}
+`
+	var b bytes.Buffer
+	if err := HAR(&b, source(t, "t", tp), "test"); err != nil {
+		t.Fatal(err)
+	}
+	var log harLog
+	if err := json.Unmarshal(b.Bytes(), &log); err != nil {
+		t.Fatal(err)
+	}
+	if len(log.Log.Entries) != 2 {
+		t.Fatalf("%d entries, expected the two POSTs:\n%s", len(log.Log.Entries), b.Bytes())
+	}
+	for _, en := range log.Log.Entries {
+		streams := strings.Contains(en.Request.PostData.Text, `"streams"`)
+		if has := strings.Contains(en.Response.Content.Text, "notifications/progress"); has != streams {
+			t.Errorf("entry %s: holds exchange 2's notification: %v; want it on exchange 2's POST only (response %q)", en.Request.PostData.Text, has, en.Response.Content.Text)
+		}
+	}
+}
+
+// A _meta whose "dir" member name is escaped ("di\u0072") has no direction
+// for tapedeck (the index warns "no _meta.dir"), as ReadMessages read it
+// for har before: an answer with it that answers nothing is no client
+// POST, and a notification with it is no client message.
+func TestHAREscapedDirIsUnknown(t *testing.T) {
+	const odd = `"di\u0072":"send","server":"s"`
+	tp := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"},"_meta":{"dir":"send","server":"s","ts":"2026-05-16T12:00:00.000Z"}}
+{"jsonrpc":"2.0","id":1,"result":{},"_meta":{"dir":"recv","server":"s","ts":"2026-05-16T12:00:01.000Z"}}
+{"jsonrpc":"2.0","id":9,"result":{"orphan":true},"_meta":{` + odd + `,"ts":"2026-05-16T12:00:02.000Z"}}
+{"jsonrpc":"2.0","method":"notifications/message","params":{"odd":true},"_meta":{` + odd + `,"ts":"2026-05-16T12:00:03.000Z"}}
+`
+	var b bytes.Buffer
+	if err := HAR(&b, source(t, "t", tp), "test"); err != nil {
+		t.Fatal(err)
+	}
+	var log harLog
+	if err := json.Unmarshal(b.Bytes(), &log); err != nil {
+		t.Fatal(err)
+	}
+	for _, en := range log.Log.Entries {
+		if en.Request.PostData != nil && strings.Contains(en.Request.PostData.Text, `"orphan"`) {
+			t.Errorf("the orphan answer with an escaped dir is a client POST: %+v", en)
+		}
+		if en.Request.PostData != nil && strings.Contains(en.Request.PostData.Text, `"odd"`) && !strings.HasSuffix(en.Request.URL, "/client") {
+			t.Errorf("the notification with an escaped dir is a client message to %s: %s", en.Request.URL, en.Request.PostData.Text)
+		}
+	}
+}
+
+// A notification the client POSTed is answered 202 with no body: it opens
+// no stream. A server message on a stream goes to the open POST of a
+// request, not to an earlier notification's POST still awaiting its 202
+// (its $http/exchange record missing).
+func TestHARStreamNotOnNotificationPost(t *testing.T) {
+	const meta = `"server":"s","http":"POST","session":"S","transport":"http"`
+	tp := `{"jsonrpc":"2.0","method":"notifications/initialized","_meta":{"dir":"send","ts":"2026-01-01T00:00:00.000Z",` + meta + `}}
+{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"long"},"_meta":{"dir":"send","ts":"2026-01-01T00:00:00.001Z",` + meta + `}}
+{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1},"_meta":{"dir":"recv","ts":"2026-01-01T00:00:00.002Z","status":200,"stream":7,` + meta + `}}
+{"jsonrpc":"2.0","id":7,"result":{"content":[]},"_meta":{"dir":"recv","ts":"2026-01-01T00:00:00.003Z","status":200,"stream":7,` + meta + `}}
+`
+	var b bytes.Buffer
+	if err := HAR(&b, source(t, "t", tp), "test"); err != nil {
+		t.Fatal(err)
+	}
+	var log harLog
+	if err := json.Unmarshal(b.Bytes(), &log); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, en := range log.Log.Entries {
+		has := strings.Contains(en.Response.Content.Text, "notifications/progress")
+		call := en.Request.PostData != nil && strings.Contains(en.Request.PostData.Text, "tools/call")
+		if has && !call {
+			t.Errorf("the progress went to %s's POST, expected the tools/call's", en.Request.PostData.Text)
+		}
+		found = found || has
+	}
+	if !found {
+		t.Errorf("no entry holds the progress notification:\n%s", b.Bytes())
+	}
+}

@@ -185,21 +185,31 @@ func toolPayload(c tape.Call) []attribute.KeyValue {
 	return kv
 }
 
+// jsonValueDepth is how deep jsonValue nests attribute values: below it
+// a value is its JSON text. Each level's ForEach reads all the bytes under
+// it, so without a bound a line of n nested brackets took n²/2 steps.
+const jsonValueDepth = 64
+
 // jsonValue is a JSON value as an attribute value: objects as maps,
-// arrays as slices, integers as int64 where they fit.
-func jsonValue(r gjson.Result) attribute.Value {
+// arrays as slices, integers as int64 where they fit; an object or array
+// nested jsonValueDepth deep as its JSON text.
+func jsonValue(r gjson.Result) attribute.Value { return jsonValueAt(r, 0) }
+
+func jsonValueAt(r gjson.Result, depth int) attribute.Value {
 	switch {
+	case (r.IsObject() || r.IsArray()) && depth >= jsonValueDepth:
+		return attribute.StringValue(r.Raw)
 	case r.IsObject():
 		var kv []attribute.KeyValue
 		r.ForEach(func(k, v gjson.Result) bool {
-			kv = append(kv, attribute.KeyValue{Key: attribute.Key(k.String()), Value: jsonValue(v)})
+			kv = append(kv, attribute.KeyValue{Key: attribute.Key(k.String()), Value: jsonValueAt(v, depth+1)})
 			return true
 		})
 		return attribute.MapValue(kv...)
 	case r.IsArray():
 		var vs []attribute.Value
 		r.ForEach(func(_, v gjson.Result) bool {
-			vs = append(vs, jsonValue(v))
+			vs = append(vs, jsonValueAt(v, depth+1))
 			return true
 		})
 		return attribute.SliceValue(vs...)

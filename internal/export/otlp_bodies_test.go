@@ -7,6 +7,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/tidwall/gjson"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 const bodiesTape = `{"jsonrpc":"2.0","method":"$transport/start","params":{"command":["srv"]},"_meta":{"dir":"lifecycle","server":"s","ts":"2026-01-01T00:00:00.000Z"}}
@@ -146,5 +149,31 @@ func TestLiveCallsWithBodiesCarryEveryRecord(t *testing.T) {
 		if !bytes.Contains(spansOut.Bytes(), q) {
 			t.Errorf("record %d is on no span: %s", i, line)
 		}
+	}
+}
+
+// TestJSONValueDepth: a tool's arguments nested deeper than
+// jsonValueDepth become nested attribute values down to that depth and
+// their JSON text below it: each level's ForEach reads all that lies
+// under it, so a hostile line of a million brackets took hours.
+func TestJSONValueDepth(t *testing.T) {
+	const depth = 3 * jsonValueDepth
+	raw := strings.Repeat(`[`, depth) + `{"k":"v"}` + strings.Repeat(`]`, depth)
+	v := jsonValue(gjson.Parse(raw))
+	levels := 0
+	for v.Type() == attribute.SLICE {
+		s := v.AsSlice()
+		if len(s) != 1 {
+			t.Fatalf("level %d holds %d values, expected 1", levels, len(s))
+		}
+		v, levels = s[0], levels+1
+	}
+	want := strings.Repeat(`[`, depth-jsonValueDepth) + `{"k":"v"}` + strings.Repeat(`]`, depth-jsonValueDepth)
+	if levels != jsonValueDepth || v.Type() != attribute.STRING || v.AsString() != want {
+		t.Errorf("%d levels of slices, then %v %.80q; expected %d, then the rest as its JSON text %.80q", levels, v.Type(), v.Emit(), jsonValueDepth, want)
+	}
+	shallow := jsonValue(gjson.Parse(`{"a":[1,{"b":true}]}`))
+	if m := shallow.AsMap(); shallow.Type() != attribute.MAP || len(m) != 1 || m[0].Value.Type() != attribute.SLICE || m[0].Value.AsSlice()[1].Type() != attribute.MAP {
+		t.Errorf("a shallow object is %v %s, expected maps and slices", shallow.Type(), shallow.Emit())
 	}
 }
