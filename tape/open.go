@@ -91,3 +91,41 @@ func spool(ctx context.Context, path string, max int64) (*os.File, error) {
 	}
 	return tmp, nil
 }
+
+// File returns the file the index reads (for OpenIndex, the tape, or a
+// pipe's copy in an unlinked temporary file), nil when its source is not
+// a file.
+func (x *Index) File() *os.File {
+	f, _ := x.src.(*os.File)
+	return f
+}
+
+// ReopenIndexed opens the tape an index was made of again, read from its
+// start: the file the index reads when it has one (so a pipe, read once
+// into a temporary file, is not read again: it has nothing left), else
+// path. A command that indexes a tape and then reads its messages in order
+// (export, diff) opens it so.
+func ReopenIndexed(x *Index, path string) (*os.File, error) {
+	f := x.File()
+	if f == nil {
+		return Open(path)
+	}
+	if fi, err := f.Stat(); err == nil {
+		if pi, err := os.Stat(f.Name()); err == nil && os.SameFile(fi, pi) {
+			return os.Open(f.Name())
+		}
+	}
+	// An unlinked file (a pipe's copy): another descriptor of it. On
+	// Linux /dev/fd/N opens the file anew; elsewhere it duplicates the
+	// descriptor, whose offset the index does not use (it reads at
+	// offsets).
+	g, err := os.Open(fmt.Sprintf("/dev/fd/%d", f.Fd()))
+	if err != nil {
+		return nil, fmt.Errorf("open %s again: %w", path, err)
+	}
+	if _, err := g.Seek(0, io.SeekStart); err != nil {
+		g.Close()
+		return nil, fmt.Errorf("open %s again: %w", path, err)
+	}
+	return g, nil
+}

@@ -157,7 +157,7 @@ func runCheck(s streams, tapes []string, f checkFlags) error {
 		all = append(all, check.Tape(p, x, o)...)
 		if check.HasShadow(x) {
 			path := p
-			fs, err := check.Shadow(compare.Side{Name: p, Index: x, Open: func() (io.ReadCloser, error) { return tape.Open(path) }}, o)
+			fs, err := check.Shadow(compare.Side{Name: p, Index: x, Open: func() (io.ReadCloser, error) { return tape.ReopenIndexed(x, path) }}, o)
 			if err != nil {
 				x.Close()
 				return fmt.Errorf("check %s: the shadow lane: %w", p, err)

@@ -140,7 +140,7 @@ func runExport(s streams, path string, f exportFlags) error {
 	if f.server != "" && !contains(x.Servers(), f.server) {
 		return fmt.Errorf("export --server %q: not on the tape; it holds %s", f.server, serverList(x.Servers()))
 	}
-	src := export.Source{Name: filepath.Base(path), Index: x, Server: f.server, Open: func() (io.ReadCloser, error) { return tape.Open(path) }}
+	src := export.Source{Name: filepath.Base(path), Index: x, Server: f.server, Open: func() (io.ReadCloser, error) { return tape.ReopenIndexed(x, path) }}
 	if f.out == "" || f.out == "-" {
 		return write(s.stdout, src, f)
 	}

@@ -51,7 +51,7 @@ func OpenSide(path string) (Side, error) {
 	if err != nil {
 		return Side{}, err
 	}
-	return Side{Name: path, Index: x, Open: func() (io.ReadCloser, error) { return tape.Open(path) }}, nil
+	return Side{Name: path, Index: x, Open: func() (io.ReadCloser, error) { return tape.ReopenIndexed(x, path) }}, nil
 }
 
 // call is what the alignment keeps of a call: no bodies, and small (a
