@@ -137,8 +137,10 @@ func runExport(s streams, path string, f exportFlags) error {
 		return err
 	}
 	defer x.Close()
-	if f.server != "" && !contains(x.Servers(), f.server) {
-		return fmt.Errorf("export --server %q: not on the tape; it holds %s", f.server, serverList(x.Servers()))
+	if f.server != "" {
+		if err := serverOnTape(x, "export --server", f.server); err != nil {
+			return err
+		}
 	}
 	src := export.Source{Name: filepath.Base(path), Index: x, Server: f.server, Open: func() (io.ReadCloser, error) { return tape.ReopenIndexed(x, path) }}
 	if f.out == "" || f.out == "-" {

@@ -76,7 +76,7 @@ func TestStatsJSON(t *testing.T) {
 		t.Errorf("totals: %+v", tot)
 	}
 	_, errOut, code := runCLI(t, "stats", "--server", "nope", writeFile(t, "s.jsonl", session))
-	if code != 1 || !strings.Contains(errOut, `server "nope": not on the tape; it holds "everything", "other"`) {
+	if code != 1 || !strings.Contains(errOut, `stats --server "nope": not on the tape; it holds "everything", "other"`) {
 		t.Errorf("unknown server: exit %d, %q", code, errOut)
 	}
 }

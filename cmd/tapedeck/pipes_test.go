@@ -46,3 +46,25 @@ func TestCommandsReadAPipeOnce(t *testing.T) {
 		}
 	}
 }
+
+// --server on a tape that names more servers than the index tells apart:
+// a name past them is said to be past the limit, not "not on the tape",
+// and the list of the tape's servers in the message is cut short (it was
+// all 65 535 names, built in quadratic time: a minute).
+func TestServerFlagPastTheLimit(t *testing.T) {
+	var b strings.Builder
+	for i := range 70_000 {
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":1,"method":"m","_meta":{"dir":"send","server":"s%d","ts":"2026-05-16T12:00:00.000Z"}}`+"\n", i)
+	}
+	path := writeFile(t, "many.jsonl", b.String())
+	for _, cmd := range [][]string{{"export", "--format", "json"}, {"stats"}} {
+		_, errOut, code := runCLI(t, append(cmd, "--server", "s69000", path)...)
+		if code != 1 || !strings.Contains(errOut, `--server "s69000": not among the tape's first 65535 servers`) ||
+			!strings.Contains(errOut, `"s9" and 65525 more`) {
+			t.Errorf("%s --server past the limit: exit %d, %.300q", cmd[0], code, errOut)
+		}
+	}
+	if _, errOut, code := runCLI(t, "export", "--format", "json", "--server", "s100", path); code != 0 {
+		t.Errorf("export --server s100 (within the limit): exit %d, %.300q", code, errOut)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -70,7 +71,9 @@ makes a malformed line an error instead.`,
 			tape.AddAuth(&st, x, server)
 			tape.AddTaskStats(&st, x)
 			if server != "" && len(st.Servers) == 0 {
-				return fmt.Errorf("server %q: not on the tape; it holds %s", server, serverList(x.Servers()))
+				if err := serverOnTape(x, "stats --server", server); err != nil {
+					return err
+				}
 			}
 			if asJSON {
 				enc := json.NewEncoder(s.stdout)
@@ -87,20 +90,42 @@ makes a malformed line an error instead.`,
 }
 
 func serverList(servers []string) string {
-	out := ""
-	for i, s := range servers {
+	if len(servers) == 0 {
+		return "no servers"
+	}
+	const shown = 10 // a tape may name 65 536 of them
+	var b strings.Builder
+	for i, s := range servers[:min(len(servers), shown)] {
 		if i > 0 {
-			out += ", "
+			b.WriteString(", ")
 		}
 		if s == "" {
 			s = "(unnamed)"
 		}
-		out += fmt.Sprintf("%q", s)
+		fmt.Fprintf(&b, "%q", s)
 	}
-	if out == "" {
-		return "no servers"
+	if len(servers) > shown {
+		fmt.Fprintf(&b, " and %d more", len(servers)-shown)
 	}
-	return out
+	return b.String()
+}
+
+// serverOnTape checks a --server flag against the servers the index tells
+// apart: on a tape that names more than it keeps apart, a name past them
+// is not "not on the tape", it is beyond the index's limit.
+func serverOnTape(x *tape.Index, flag, want string) error {
+	servers := x.Servers()
+	limit, over := x.ServersOverflow()
+	if over {
+		servers = servers[:len(servers)-1] // "(more)": every name past the limit
+	}
+	if slices.Contains(servers, want) {
+		return nil
+	}
+	if over {
+		return fmt.Errorf("%s %q: not among the tape's first %d servers, the ones tapedeck tells apart (the tape names more, counted together past them); it holds %s", flag, want, limit, serverList(servers))
+	}
+	return fmt.Errorf("%s %q: not on the tape; it holds %s", flag, want, serverList(servers))
 }
 
 // noTape says that the file at path is no tape when err is a
