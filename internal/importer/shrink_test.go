@@ -60,3 +60,54 @@ func TestImportLogCutWhileMapped(t *testing.T) {
 		}
 	}
 }
+
+// An Inspector export cut shorter once it is mapped: the import ends with
+// an error naming the file and wrapping mmap.ErrShrank, not a SIGBUS
+// crash, whichever goroutine meets the fault: the caller's (right after
+// the mapping, or encoding on one worker), a segment's scanning worker
+// (the first segment whole, the later ones cut), or an encoding worker.
+func TestImportInspectorCutWhileMapped(t *testing.T) {
+	doc := []byte(inspectorDoc(4000, 1, ",\n  "))
+	page := int64(os.Getpagesize())
+	for _, c := range []struct {
+		stage   string // "map": right after the mapping, else mapStage's
+		keep    int64  // the bytes left
+		workers int
+	}{
+		{"map", 0, 4},
+		{"scan", (int64(len(doc))/2 + page - 1) &^ (page - 1), 4},
+		{"scan", 0, 4},
+		{"write", 0, 4},
+		{"write", 0, 1},
+	} {
+		path := filepath.Join(t.TempDir(), "export.json")
+		if err := os.WriteFile(path, doc, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cut := 0
+		cutAt := func(stage string) {
+			if stage == c.stage {
+				cut++
+				if err := os.Truncate(path, c.keep); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		afterMap = func() { cutAt("map") }
+		mapStage = cutAt
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		_, err = Import("inspector", f, &out, Options{workers: c.workers, chunk: 64 << 10})
+		f.Close()
+		afterMap, mapStage = nil, nil
+		if cut != 1 {
+			t.Fatalf("cut at %s %d times, expected once", c.stage, cut)
+		}
+		if !errors.Is(err, mmap.ErrShrank) || !strings.Contains(err.Error(), path) {
+			t.Fatalf("cut to %d bytes at %s, %d workers: expected an error naming %s and wrapping mmap.ErrShrank, found %v", c.keep, c.stage, c.workers, path, err)
+		}
+	}
+}
