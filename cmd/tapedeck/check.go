@@ -36,7 +36,9 @@ func newCheckCmd(s streams) *cobra.Command {
 		Short: "Assert things about recorded sessions, for CI",
 		Long: `check reads tapes and reports what it finds, each finding with its tape,
 line and message; it exits 1 when a finding's rule is in --fail-on (the
-others are reported as notes).
+others are reported as notes). A tape it cannot read whole (changed, or
+cut shorter by another process, while check reads it) is an error, with no
+findings of the part read.
 
 A failure is an exchange answered with a JSON-RPC error (rule error) or a
 tool result with isError (rule tool-error). A server/discover probe that a
@@ -154,7 +156,12 @@ func runCheck(s streams, tapes []string, f checkFlags) error {
 		if err != nil {
 			return err
 		}
-		all = append(all, check.Tape(p, x, o)...)
+		fs, err := check.Tape(p, x, o)
+		if err != nil {
+			x.Close()
+			return fmt.Errorf("check %s: %w", p, err)
+		}
+		all = append(all, fs...)
 		if check.HasShadow(x) {
 			path := p
 			fs, err := check.Shadow(compare.Side{Name: p, Index: x, Open: func() (io.ReadCloser, error) { return tape.ReopenIndexed(x, path) }}, o)

@@ -27,7 +27,7 @@ func TestAuthChallengeRule(t *testing.T) {
 	}
 	defer x.Close()
 	var got []Finding
-	for _, f := range Tape("t", x, Options{FailOn: []string{RuleChallenge}}) {
+	for _, f := range mustTape(t, "t", x, Options{FailOn: []string{RuleChallenge}}) {
 		if f.Rule == RuleChallenge || f.Rule == RulePending {
 			got = append(got, f)
 		}

@@ -72,7 +72,7 @@ func TestBaselineApplies(t *testing.T) {
 			if failOn == nil {
 				failOn = DefaultFailOn
 			}
-			fs := Tape("t.jsonl", tt.x, Options{FailOn: failOn, Baseline: &base, BaselineAs: tt.as, BaselineOnly: tt.only})
+			fs := mustTape(t, "t.jsonl", tt.x, Options{FailOn: failOn, Baseline: &base, BaselineAs: tt.as, BaselineOnly: tt.only})
 			var got, servers []string
 			for _, f := range fs {
 				if f.Rule != RuleDrift || f.Tape != "t.jsonl" {

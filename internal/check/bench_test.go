@@ -31,7 +31,7 @@ func BenchmarkCheck(b *testing.B) {
 					b.Fatal(err)
 				}
 				base := NewBaseline(x)
-				Tape("t.jsonl", x, Options{FailOn: []string{"error"}, ExpectTools: []string{"echo", "search"}, Baseline: &base})
+				mustTape(b, "t.jsonl", x, Options{FailOn: []string{"error"}, ExpectTools: []string{"echo", "search"}, Baseline: &base})
 				x.Close()
 			}
 			y.Report(b, b.Elapsed(), b.N)

@@ -5,6 +5,7 @@
 package check
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tapedeck/tapedeck/tape"
+	"github.com/tapedeck/tapedeck/tape/mmap"
 )
 
 // Rules, the names --fail-on takes.
@@ -95,8 +97,11 @@ type Finding struct {
 	Fail    bool   `json:"fail"` // the rule is in --fail-on
 }
 
-// Tape checks one tape, x, named name.
-func Tape(name string, x *tape.Index, o Options) []Finding {
+// Tape checks one tape, x, named name. The error is a message of the
+// tape it could not read (the file changed since it was indexed; cut
+// shorter while mapped, an error naming it and wrapping mmap.ErrShrank):
+// no findings then, which would be those of part of the tape.
+func Tape(name string, x *tape.Index, o Options) (_ []Finding, err error) {
 	var out []Finding
 	add := func(rule string, seq int, server, msg string) {
 		if _, lane := tape.ShadowOf(server); lane {
@@ -113,9 +118,24 @@ func Tape(name string, x *tape.Index, o Options) []Finding {
 	// and a classification each (Index.Message).
 	mr := x.MessageReader()
 	defer mr.Close()
-	msg := func(i int) ([]byte, error) { return mr.At(x.Entry(i)) }
+	if afterMap != nil {
+		afterMap()
+	}
+	defer shrank(name, &err)
+	defer mmap.Catch(&err)() // the tape cut shorter while mapped: ErrShrank, not a crash
+	var readErr error        // the first message it could not read
+	msg := func(i int) ([]byte, error) {
+		raw, err := mr.At(x.Entry(i))
+		if err != nil && readErr == nil {
+			readErr = err
+		}
+		return raw, err
+	}
 	called := map[string]bool{}
 	for i := range x.Len() {
+		if readErr != nil {
+			return nil, readErr
+		}
 		e := x.Entry(i)
 		p := x.Pair(i)
 		switch e.Kind {
@@ -203,6 +223,9 @@ func Tape(name string, x *tape.Index, o Options) []Finding {
 			}
 		}
 	}
+	if readErr != nil {
+		return nil, readErr
+	}
 	taskFindings(x, o, add)
 	for _, t := range o.ExpectTools {
 		if !called[t] {
@@ -223,9 +246,23 @@ func Tape(name string, x *tape.Index, o Options) []Finding {
 		}
 	}
 	if o.Spec {
-		specCheck(x, add)
+		if err := specCheck(x, add); err != nil {
+			return nil, err
+		}
 	}
-	return out
+	return out, nil
+}
+
+// afterMap, when not nil, is called right after a pass makes its
+// MessageReader, which maps a large tape (a test's hook: it cuts the tape
+// there).
+var afterMap func()
+
+// shrank names the tape in *err when it wraps mmap.ErrShrank.
+func shrank(name string, err *error) {
+	if errors.Is(*err, mmap.ErrShrank) {
+		*err = fmt.Errorf("read tape %s: %w", name, *err)
+	}
 }
 
 // tapeServers returns the servers tape x names, without "" (lines with no

@@ -151,7 +151,7 @@ func TestTapeFindings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fs := Tape("t.jsonl", index(t, tt.lines...), tt.opts)
+			fs := mustTape(t, "t.jsonl", index(t, tt.lines...), tt.opts)
 			var got []short
 			for _, f := range fs {
 				if f.Tape != "t.jsonl" {
@@ -229,7 +229,7 @@ func TestBaselineDrift(t *testing.T) {
 				t.Errorf("drift:\n got %q\nwant %q", got, tt.want)
 			}
 			// check --baseline: each drift item is a drift finding.
-			fs := Tape("t.jsonl", x, Options{FailOn: DefaultFailOn, Baseline: read})
+			fs := mustTape(t, "t.jsonl", x, Options{FailOn: DefaultFailOn, Baseline: read})
 			if len(fs) != len(tt.want) {
 				t.Fatalf("Tape with the baseline: %d findings %+v, want %d drift", len(fs), fs, len(tt.want))
 			}
@@ -442,4 +442,14 @@ func TestEncodeJUnit(t *testing.T) {
 	if f := got.Cases[1].Failure; f == nil || f.Text != "a & <b>" || got.Cases[2].Skipped == nil || got.Cases[2].Skipped.Message != "no answer on the tape" || got.Cases[0].Time != 0.5 {
 		t.Errorf("cases read back as %+v", got.Cases)
 	}
+}
+
+// mustTape is Tape of a tape that reads whole: its findings.
+func mustTape(tb testing.TB, name string, x *tape.Index, o Options) []Finding {
+	tb.Helper()
+	fs, err := Tape(name, x, o)
+	if err != nil {
+		tb.Fatalf("check %s: %v", name, err)
+	}
+	return fs
 }

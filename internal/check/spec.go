@@ -34,8 +34,10 @@ type specTool struct {
 
 var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 
-// specCheck adds the findings of check --spec on tape x through add.
-func specCheck(x *tape.Index, add func(rule string, seq int, server, msg string)) {
+// specCheck adds the findings of check --spec on tape x through add; the
+// error is a message it could not read (see Tape, whose mmap.Catch
+// covers this reading too).
+func specCheck(x *tape.Index, add func(rule string, seq int, server, msg string)) error {
 	servers := map[string]*specServer{}
 	state := func(name string) *specServer {
 		s := servers[name]
@@ -50,14 +52,24 @@ func specCheck(x *tape.Index, add func(rule string, seq int, server, msg string)
 	// the index), not a read and a classification each.
 	mr := x.MessageReader()
 	defer mr.Close()
+	if afterMap != nil {
+		afterMap()
+	}
+	var readErr error // the first message it could not read
 	msg := func(i int) []byte {
 		raw, err := mr.At(x.Entry(i))
 		if err != nil {
+			if readErr == nil {
+				readErr = err
+			}
 			return nil
 		}
 		return raw
 	}
 	for i := range x.Len() {
+		if readErr != nil {
+			return readErr
+		}
 		e := x.Entry(i)
 		st := state(e.Server)
 		fromClient := e.Dir == tape.DirSend
@@ -96,6 +108,7 @@ func specCheck(x *tape.Index, add func(rule string, seq int, server, msg string)
 			specResponse(x, e, i, st, fromClient, msg, add)
 		}
 	}
+	return readErr
 }
 
 // specMethod checks who sent a request or notification e, and in which

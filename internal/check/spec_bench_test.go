@@ -56,10 +56,10 @@ func specVsStats(b *testing.B, path string) {
 	b.ResetTimer()
 	for range b.N {
 		stats := best(func(x *tape.Index) { tape.ComputeStats(x, "") })
-		plain := best(func(x *tape.Index) { Tape(path, x, Options{FailOn: DefaultFailOn}) })
+		plain := best(func(x *tape.Index) { mustTape(b, path, x, Options{FailOn: DefaultFailOn}) })
 		findings := 0
 		spec := best(func(x *tape.Index) {
-			findings = len(Tape(path, x, Options{Spec: true, FailOn: DefaultFailOn}))
+			findings = len(mustTape(b, path, x, Options{Spec: true, FailOn: DefaultFailOn}))
 		})
 		ratio := float64(spec) / float64(stats)
 		b.ReportMetric(ratio, "spec/stats")

@@ -40,7 +40,7 @@ func TestSpecRealPeers(t *testing.T) {
 			}
 			defer x.Close()
 			var got []string
-			for _, f := range Tape(p, x, Options{Spec: true, FailOn: []string{RuleSpec}}) {
+			for _, f := range mustTape(t, p, x, Options{Spec: true, FailOn: []string{RuleSpec}}) {
 				if isSpecRule(f.Rule) {
 					got = append(got, fmt.Sprintf("%s@%d", f.Rule, f.Line))
 					if f.Rule == SpecErrorCode && !strings.Contains(f.Message, "resources/read of an unknown resource answered -32602") {
@@ -121,7 +121,7 @@ func TestSpecRules(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			fs := Tape("t", index(t, c.lines...), Options{Spec: true, FailOn: []string{RuleSpec}})
+			fs := mustTape(t, "t", index(t, c.lines...), Options{Spec: true, FailOn: []string{RuleSpec}})
 			var got []string
 			hit := false
 			for _, f := range fs {
@@ -156,7 +156,7 @@ func TestSpecRules(t *testing.T) {
 // TestSpecOff: without Spec, no spec rule runs.
 func TestSpecOff(t *testing.T) {
 	x := index(t, lines(handshake("2025-06-18"), rec("send", 30, `"method":"notifications/tools/list_changed"`))...)
-	for _, f := range Tape("t", x, Options{}) {
+	for _, f := range mustTape(t, "t", x, Options{}) {
 		if isSpecRule(f.Rule) {
 			t.Errorf("without Spec: %s: %s", f.Rule, f.Message)
 		}
@@ -167,7 +167,7 @@ func TestSpecOff(t *testing.T) {
 // helpUri and a help text, and stays valid SARIF 2.1.0.
 func TestSpecSARIF(t *testing.T) {
 	var b bytes.Buffer
-	fs := Tape("t.jsonl", index(t, lines(handshake("2025-06-18"), rec("send", 30, `"method":"notifications/tools/list_changed"`))...), Options{Spec: true, FailOn: []string{RuleSpec}})
+	fs := mustTape(t, "t.jsonl", index(t, lines(handshake("2025-06-18"), rec("send", 30, `"method":"notifications/tools/list_changed"`))...), Options{Spec: true, FailOn: []string{RuleSpec}})
 	if err := WriteSARIF(&b, fs, "v1"); err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func TestTaskFindings(t *testing.T) {
 		rec("send", 4000, `"id":5,"method":"tasks/get","params":{"taskId":"c"}`),
 		rec("recv", 4020, `"id":5,"result":{"taskId":"c","status":"completed"}`),
 	)
-	got := Tape("t", x, Options{FailOn: DefaultFailOn, MaxDuration: 3 * time.Second})
+	got := mustTape(t, "t", x, Options{FailOn: DefaultFailOn, MaxDuration: 3 * time.Second})
 	want := []short{
 		{RuleTaskFailed, 7, "task a (tools/call job) ended failed after 2.00s", true},
 		{RuleTaskFailed, 9, "task b (tools/call job) ended cancelled after 3.00s", true},
@@ -46,7 +46,7 @@ func TestTaskFindings(t *testing.T) {
 	}
 	defer y.Close()
 	var slow []short
-	for _, f := range Tape("t", y, Options{FailOn: DefaultFailOn, MaxDuration: 4 * time.Second}) {
+	for _, f := range mustTape(t, "t", y, Options{FailOn: DefaultFailOn, MaxDuration: 4 * time.Second}) {
 		slow = append(slow, short{f.Rule, f.Line, f.Message, f.Fail})
 	}
 	want = []short{

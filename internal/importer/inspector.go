@@ -45,6 +45,7 @@ import (
 
 	"github.com/tapedeck/tapedeck/tape"
 	"github.com/tapedeck/tapedeck/tape/jsonscan"
+	"github.com/tapedeck/tapedeck/tape/mmap"
 )
 
 const formatInspector = "inspector"
@@ -93,14 +94,16 @@ type inspectorMsg struct {
 // to be valid, and every entry good, are the records encoded, again on
 // every core, and written in order: a refused export writes nothing, and
 // its error is the one the first fault in the document makes.
-func Inspector(r io.Reader, w *tape.Writer, o Options) (Result, error) {
+func Inspector(r io.Reader, w *tape.Writer, o Options) (_ Result, err error) {
 	out := newOut(w)
 	doc, unmap, mapped, err := inspectorMap(r, o.maxDocument())
 	if err != nil {
 		return out.result(), err
 	}
 	if mapped {
-		defer unmap() // after the records, which alias doc, are written
+		defer func() { err = shrankIn(r, err) }()
+		defer unmap()            // after the records, which alias doc, are written
+		defer mmap.Catch(&err)() // the file cut shorter: ErrShrank, not a crash
 	} else if doc, err = readDocument(r, o.maxDocument()); err != nil {
 		return out.result(), err
 	}
@@ -135,6 +138,9 @@ func Inspector(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	inspectorPlace(entries, answers)
 	if err := out.lifecycle(tape.MethodStart, startParams(formatInspector, nil), tape.Meta{Server: server, Time: entries[0].at}); err != nil {
 		return out.result(), err
+	}
+	if mapped {
+		atStage("write")
 	}
 	err = inspectorWrite(out, entries, answers, server, o)
 	return out.result(), err

@@ -11,7 +11,8 @@ import (
 // start, of at most max bytes (not empty): its bytes without reading them
 // into memory (nor clearing a buffer for them first), read-only, and the
 // call that unmaps them. ok is false when r is none such (or mapping
-// fails): read it instead.
+// fails): read it instead. Its bytes are read under mmap.Guard or
+// mmap.Catch on every goroutine (the file cut shorter meanwhile).
 func inspectorMap(r io.Reader, max int64) (doc []byte, unmap func(), ok bool, err error) {
 	inner := r
 	if c, isCtx := r.(ctxReader); isCtx {
@@ -34,6 +35,9 @@ func inspectorMap(r io.Reader, max int64) (doc []byte, unmap func(), ok bool, er
 	data, release, err := mmap.Map(f, 0, st.Size(), mmap.Sequential)
 	if err != nil {
 		return nil, nil, false, nil
+	}
+	if afterMap != nil {
+		afterMap()
 	}
 	return data, func() { _ = release() }, true, nil
 }

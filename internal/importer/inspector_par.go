@@ -8,6 +8,7 @@ import (
 
 	"github.com/tapedeck/tapedeck/tape"
 	"github.com/tapedeck/tapedeck/tape/jsonscan"
+	"github.com/tapedeck/tapedeck/tape/mmap"
 )
 
 // The export on every core. Its array is cut into segments, one a worker
@@ -152,19 +153,35 @@ func inspectorRead(t []byte, o Options) (entries, answers []inspectorMsg, server
 	guesses := inspectorGuesses(t, first, min(workers, max(1, len(t)/segMin)))
 	limits := append(guesses, len(t)+1)
 	findServer := o.Server == ""
+	atStage("scan")
 	// The segments after the first, each from its guess, on workers; the
 	// first on this goroutine.
+	// A mapped document cut shorter meanwhile: each goroutine's fault is
+	// ErrShrank in faults, not a crash (this one's too, so that the
+	// workers are waited for before the document is unmapped).
 	segs := make([]*inspectorSeg, len(limits))
+	faults := make([]error, len(limits))
 	var wg sync.WaitGroup
 	for s := 1; s < len(limits); s++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			segs[s] = inspectorScanSeg(t, guesses[s-1], limits[s], false)
+			faults[s] = mmap.Guard(func() error {
+				segs[s] = inspectorScanSeg(t, guesses[s-1], limits[s], false)
+				return nil
+			})
 		}()
 	}
-	segs[0] = inspectorScanSeg(t, first, limits[0], findServer)
+	faults[0] = mmap.Guard(func() error {
+		segs[0] = inspectorScanSeg(t, first, limits[0], findServer)
+		return nil
+	})
 	wg.Wait()
+	for _, err := range faults {
+		if err != nil {
+			return nil, nil, "", err
+		}
+	}
 	// Only the first segment looks for the server's name (the initialize
 	// answer is at the start): the others' messages are looked at only if
 	// it names none.
@@ -364,7 +381,11 @@ func inspectorWrite(out *out, entries, answers []inspectorMsg, server string, o 
 			defer wg.Done()
 			e := newRecEncoder()
 			for r := range work {
-				r.encode(e, entries, answers, server)
+				// A mapped document cut shorter meanwhile: the run's
+				// error, not a crash.
+				if err := mmap.Guard(func() error { r.encode(e, entries, answers, server); return nil }); err != nil {
+					r.err = err
+				}
 				close(r.done)
 			}
 		}()

@@ -5,11 +5,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 )
 
-// readBody reads what io.ReadAll of the body bounded at max reads,
-// whether the answer gives its length or is chunked.
+// readBody reads the body whole when it is at most max bytes, whether the
+// answer gives its length or is chunked, and says an answer over max is.
 func TestReadBody(t *testing.T) {
 	body := bytes.Repeat([]byte("0123456789"), 1000)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -29,12 +30,23 @@ func TestReadBody(t *testing.T) {
 			}
 			got, err := readBody(resp, max)
 			resp.Body.Close()
+			if int64(len(body)) > max {
+				// Over the cap: an error that says so (announced, or
+				// read), not the answer cut short.
+				want := "more than 1234 bytes read"
+				if q == "" {
+					want = "10000 bytes announced"
+				}
+				if err == nil || !strings.Contains(err.Error(), "over the 1234 bytes limit ("+want+")") || !strings.Contains(err.Error(), "--since") {
+					t.Errorf("%s, max %d: read %d bytes (%v), want an error saying the answer is over the limit (%s) and naming --since", q, max, len(got), err, want)
+				}
+				continue
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := body[:min(int64(len(body)), max)]
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s, max %d: read %d bytes, want %d", q, max, len(got), len(want))
+			if !bytes.Equal(got, body) {
+				t.Errorf("%s, max %d: read %d bytes, want %d", q, max, len(got), len(body))
 			}
 		}
 	}

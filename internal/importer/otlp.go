@@ -154,7 +154,8 @@ func (s *traceSpan) jsonAttr(k string) json.RawMessage {
 func OTLP(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	if data, ctx, release, ok := mappedInput(r); ok {
 		defer release()
-		return otlpMapped(ctx, data, w, o)
+		res, err := otlpMapped(ctx, data, w, o)
+		return res, shrankIn(r, err) // the file cut shorter: named
 	}
 	var spans []traceSpan
 	br := bufio.NewReaderSize(r, 1<<20)

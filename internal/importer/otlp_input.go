@@ -40,6 +40,9 @@ func mappedInput(r io.Reader) (data []byte, ctx context.Context, release func(),
 	if err != nil {
 		return nil, nil, nil, false
 	}
+	if afterMap != nil {
+		afterMap()
+	}
 	return data[off:], ctx, func() { _ = unmap() }, true
 }
 
@@ -48,8 +51,10 @@ func mappedInput(r io.Reader) (data []byte, ctx context.Context, release func(),
 // tape is written), on as many goroutines as there are processors, a line
 // at a time in order, their spans put back in the lines' order. The error
 // is the first line's that fails, as one goroutine reading them in order
-// would find it.
-func otlpMapped(ctx context.Context, data []byte, w *tape.Writer, o Options) (Result, error) {
+// would find it. The file cut shorter meanwhile is mmap.ErrShrank (the
+// line being read's, on a worker), not a crash.
+func otlpMapped(ctx context.Context, data []byte, w *tape.Writer, o Options) (_ Result, err error) {
+	defer mmap.Catch(&err)()
 	var lines [][]byte
 	for i := 0; i < len(data); {
 		end := len(data)
@@ -64,23 +69,29 @@ func otlpMapped(ctx context.Context, data []byte, w *tape.Writer, o Options) (Re
 	var next, failed atomic.Int64
 	failed.Store(int64(len(lines)))
 	work := func() {
-		for {
-			k := next.Add(1) - 1
-			if k >= int64(len(lines)) || k > failed.Load() {
-				return
-			}
-			err := ctx.Err()
-			if err == nil {
-				read[k], err = addOTLPLine(nil, bytes.TrimSpace(lines[k]), int(k)+1)
-			}
-			if err != nil {
-				errs[k] = err
-				for f := failed.Load(); k < f && !failed.CompareAndSwap(f, k); f = failed.Load() {
+		k := int64(-1)
+		err := mmap.Guard(func() error { // on each goroutine: a fault is its own
+			for {
+				k = next.Add(1) - 1
+				if k >= int64(len(lines)) || k > failed.Load() {
+					return nil
 				}
-				return
+				err := ctx.Err()
+				if err == nil {
+					read[k], err = addOTLPLine(nil, bytes.TrimSpace(lines[k]), int(k)+1)
+				}
+				if err != nil {
+					return err
+				}
+			}
+		})
+		if err != nil {
+			errs[k] = err
+			for f := failed.Load(); k < f && !failed.CompareAndSwap(f, k); f = failed.Load() {
 			}
 		}
 	}
+	atStage("lines")
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(lines)) - 1 {
 		wg.Go(work)
@@ -98,5 +109,6 @@ func otlpMapped(ctx context.Context, data []byte, w *tape.Writer, o Options) (Re
 	for _, s := range read {
 		spans = append(spans, s...)
 	}
+	atStage("write")
 	return otlpSpans(spans, w, o)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -57,6 +58,116 @@ func TestImportLogCutWhileMapped(t *testing.T) {
 					t.Fatalf("%s cut after mapping %d, %d workers: expected an error naming %s and wrapping mmap.ErrShrank, found %v", format, nth, workers, path, err)
 				}
 			}
+		}
+	}
+}
+
+// An Inspector export cut shorter once it is mapped: the import ends with
+// an error naming the file and wrapping mmap.ErrShrank, not a SIGBUS
+// crash, whichever goroutine meets the fault: the caller's (right after
+// the mapping, or encoding on one worker), a segment's scanning worker
+// (the first segment whole, the later ones cut), or an encoding worker.
+func TestImportInspectorCutWhileMapped(t *testing.T) {
+	doc := []byte(inspectorDoc(4000, 1, ",\n  "))
+	page := int64(os.Getpagesize())
+	for _, c := range []struct {
+		stage   string // "map": right after the mapping, else mapStage's
+		keep    int64  // the bytes left
+		workers int
+	}{
+		{"map", 0, 4},
+		{"scan", (int64(len(doc))/2 + page - 1) &^ (page - 1), 4},
+		{"scan", 0, 4},
+		{"write", 0, 4},
+		{"write", 0, 1},
+	} {
+		path := filepath.Join(t.TempDir(), "export.json")
+		if err := os.WriteFile(path, doc, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cut := 0
+		cutAt := func(stage string) {
+			if stage == c.stage {
+				cut++
+				if err := os.Truncate(path, c.keep); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		afterMap = func() { cutAt("map") }
+		mapStage = cutAt
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		_, err = Import("inspector", f, &out, Options{workers: c.workers, chunk: 64 << 10})
+		f.Close()
+		afterMap, mapStage = nil, nil
+		if cut != 1 {
+			t.Fatalf("cut at %s %d times, expected once", c.stage, cut)
+		}
+		if !errors.Is(err, mmap.ErrShrank) || !strings.Contains(err.Error(), path) {
+			t.Fatalf("cut to %d bytes at %s, %d workers: expected an error naming %s and wrapping mmap.ErrShrank, found %v", c.keep, c.stage, c.workers, path, err)
+		}
+	}
+}
+
+// An OTLP input cut shorter once it is mapped: the import ends with an
+// error naming the file and wrapping mmap.ErrShrank, not a SIGBUS crash,
+// whichever goroutine meets the fault: the caller's (cutting the input
+// into lines, right after the mapping; writing the spans, which alias
+// it) or a line's reader (the caller's or a worker's).
+func TestImportOTLPCutWhileMapped(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4)) // workers, on any machine
+	src := filepath.Join(t.TempDir(), "x.otlp")
+	otlpExportWith(t, "../../testdata/sdk-everything-http.tape.jsonl", src, true)
+	one, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat(one, 20)
+	page := int64(os.Getpagesize())
+	if int64(len(data)) < 8*page {
+		t.Fatalf("expected an input of 8 pages or more, found %d bytes", len(data))
+	}
+	for _, c := range []struct {
+		stage string // "map": right after the mapping, else mapStage's
+		keep  int64  // the bytes left
+	}{
+		{"map", 0},
+		{"lines", (int64(len(data))/2 + page - 1) &^ (page - 1)},
+		{"lines", 0},
+		{"write", 0},
+	} {
+		path := filepath.Join(t.TempDir(), "in.otlp")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cut := 0
+		cutAt := func(stage string) {
+			if stage == c.stage {
+				cut++
+				if err := os.Truncate(path, c.keep); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		afterMap = func() { cutAt("map") }
+		mapStage = cutAt
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		_, err = Import("otlp", f, &out, Options{})
+		f.Close()
+		afterMap, mapStage = nil, nil
+		if cut != 1 {
+			t.Fatalf("cut at %s %d times, expected once", c.stage, cut)
+		}
+		if !errors.Is(err, mmap.ErrShrank) || !strings.Contains(err.Error(), path) {
+			t.Fatalf("cut to %d bytes at %s: expected an error naming %s and wrapping mmap.ErrShrank, found %v", c.keep, c.stage, path, err)
 		}
 	}
 }

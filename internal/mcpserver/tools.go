@@ -395,7 +395,11 @@ func (s *service) checkTape(_ context.Context, _ *mcp.CallToolRequest, in CheckI
 		return nil, out, err
 	}
 	defer x.Close()
-	out = CheckOutput{Tape: path, FailOn: o.FailOn, Findings: check.Tape(path, x, o)}
+	fs, err := check.Tape(path, x, o)
+	if err != nil {
+		return nil, out, fmt.Errorf("check %s: %w", path, err)
+	}
+	out = CheckOutput{Tape: path, FailOn: o.FailOn, Findings: fs}
 	if out.Findings == nil {
 		out.Findings = []check.Finding{}
 	}
