@@ -12,6 +12,7 @@ package jsonscan
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 )
 
 // MaxDepth is encoding/json's limit on nesting: deeper is invalid.
@@ -138,47 +139,122 @@ const (
 // StringEnd returns the index after the valid JSON string at b[i] == '"',
 // or -1: no control character, only JSON's escapes. Bytes that are not
 // UTF-8 are valid (encoding/json reads each as U+FFFD).
+//
+// It crosses a string eight bytes at a time to its first quote, backslash
+// or control byte (a short string, a key or a method, ends within the
+// first word or two, and escapes close together are crossed without a
+// call); past a few plain words the run is taken to be long (a tool's
+// text): its next quote and backslash are found with bytes.IndexByte and
+// the bytes before them checked 32 at a time for a control byte.
+// TestStringEndAgrees and FuzzStringEnd hold it to a byte-at-a-time
+// reading.
 func StringEnd(b []byte, i int) int {
 	i++
-	// Eight bytes at a time while none is a quote, a backslash or a
-	// control character.
-	for ; i+8 <= len(b); i += 8 {
-		w := binary.LittleEndian.Uint64(b[i:])
-		q, bs := w^(ones*'"'), w^(ones*'\\')
-		if ((q-ones)&^q|(bs-ones)&^bs|(w-ones*0x20)&^w)&highs != 0 {
-			break
+	q := -1 // the next quote at or after i, once looked for (a long run's)
+	for {
+		// Eight bytes at a time, up to shortWords words: the lowest flagged
+		// byte is the first quote, backslash or control byte (a borrow
+		// only runs upwards from a flagged byte).
+		for n := 0; i+8 <= len(b); n++ {
+			if n == shortWords {
+				goto long
+			}
+			w := binary.LittleEndian.Uint64(b[i:])
+			qq, bs := w^(ones*'"'), w^(ones*'\\')
+			if m := ((qq-ones)&^qq | (bs-ones)&^bs | (w-ones*0x20)&^w) & highs; m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				goto special
+			}
+			i += 8
 		}
-	}
-	for ; i < len(b); i++ {
-		c := b[i]
-		switch {
+		for i < len(b) && b[i] != '"' && b[i] != '\\' && b[i] >= 0x20 {
+			i++
+		}
+		if i >= len(b) {
+			return -1
+		}
+		goto special
+	long:
+		// A long run: the next quote (already found when an escape came
+		// before it), the first backslash before it, and no control byte
+		// before that.
+		if q < i {
+			k := bytes.IndexByte(b[i:], '"')
+			if k < 0 {
+				return -1
+			}
+			q = i + k
+		}
+		if k := bytes.IndexByte(b[i:q], '\\'); k >= 0 {
+			if hasControl(b[i : i+k]) {
+				return -1
+			}
+			i += k
+		} else {
+			if hasControl(b[i:q]) {
+				return -1
+			}
+			return q + 1
+		}
+	special:
+		switch c := b[i]; {
 		case c == '"':
 			return i + 1
 		case c < 0x20:
 			return -1
-		case c == '\\':
-			i++
-			if i >= len(b) {
+		}
+		// A backslash.
+		if i+1 >= len(b) {
+			return -1
+		}
+		switch b[i+1] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			i += 2
+		case 'u':
+			if i+5 >= len(b) {
 				return -1
 			}
-			switch b[i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if i+4 >= len(b) {
+			for _, h := range b[i+2 : i+6] {
+				if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
 					return -1
 				}
-				for _, h := range b[i+1 : i+5] {
-					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
-						return -1
-					}
-				}
-				i += 4
-			default:
-				return -1
 			}
+			i += 6
+		default:
+			return -1
 		}
 	}
-	return -1
+}
+
+// shortWords is how many plain words StringEnd crosses one at a time
+// before it takes the run for a long one.
+const shortWords = 3
+
+// hasControl reports whether s holds a byte below 0x20 (a raw control
+// character, which no JSON string may hold).
+func hasControl(s []byte) bool {
+	i := 0
+	for ; i+32 <= len(s); i += 32 {
+		p := s[i : i+32 : i+32]
+		w0 := binary.LittleEndian.Uint64(p[0:])
+		w1 := binary.LittleEndian.Uint64(p[8:])
+		w2 := binary.LittleEndian.Uint64(p[16:])
+		w3 := binary.LittleEndian.Uint64(p[24:])
+		if ((w0-ones*0x20)&^w0|(w1-ones*0x20)&^w1|(w2-ones*0x20)&^w2|(w3-ones*0x20)&^w3)&highs != 0 {
+			return true
+		}
+	}
+	for ; i+8 <= len(s); i += 8 {
+		if w := binary.LittleEndian.Uint64(s[i:]); (w-ones*0x20)&^w&highs != 0 {
+			return true
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i] < 0x20 {
+			return true
+		}
+	}
+	return false
 }
 
 // NumberEnd returns the index after the JSON number at b[i], or -1.
