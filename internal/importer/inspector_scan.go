@@ -44,7 +44,7 @@ func (s *inspectorScan) object(t []byte, i int) int {
 		if i >= len(t) || t[i] != '"' {
 			return -1
 		}
-		ke := stringEnd(t, i)
+		ke := jsonscan.StringEnd(t, i)
 		if ke < 0 {
 			return -1
 		}

@@ -2,8 +2,6 @@ package importer
 
 import (
 	"bytes"
-	"encoding/binary"
-	"math/bits"
 	"unicode/utf8"
 
 	"github.com/tapedeck/tapedeck/tape"
@@ -79,100 +77,11 @@ func plainString(raw []byte) (string, bool) {
 // method, result, error and _meta), so that its bytes are crossed once
 // before they are copied to the tape. Strings, most of a message's
 // bytes, are crossed by bytes.IndexByte for their closing quote and a
-// backslash, and a word-at-a-time check for control characters.
-
-const (
-	ones  = 0x0101010101010101
-	highs = 0x8080808080808080
-)
-
-// hasControl reports whether s holds a byte below 0x20 (a raw control
-// character, which no JSON string may hold).
-func hasControl(s []byte) bool {
-	i := 0
-	for ; i+32 <= len(s); i += 32 {
-		p := s[i : i+32 : i+32]
-		w0 := binary.LittleEndian.Uint64(p[0:])
-		w1 := binary.LittleEndian.Uint64(p[8:])
-		w2 := binary.LittleEndian.Uint64(p[16:])
-		w3 := binary.LittleEndian.Uint64(p[24:])
-		if ((w0-ones*0x20)&^w0|(w1-ones*0x20)&^w1|(w2-ones*0x20)&^w2|(w3-ones*0x20)&^w3)&highs != 0 {
-			return true
-		}
-	}
-	for ; i+8 <= len(s); i += 8 {
-		w := binary.LittleEndian.Uint64(s[i:])
-		if (w-ones*0x20)&^w&highs != 0 {
-			return true
-		}
-	}
-	for ; i < len(s); i++ {
-		if s[i] < 0x20 {
-			return true
-		}
-	}
-	return false
-}
-
-// stringEnd is jsonscan.StringEnd: the index after the valid JSON string
-// at b[i] == '"', or -1.
-func stringEnd(b []byte, i int) int {
-	i++
-	// A short string (a key, a method, a time) ends within the first word.
-	if i+8 <= len(b) {
-		w := binary.LittleEndian.Uint64(b[i:])
-		q, bs := w^(ones*'"'), w^(ones*'\\')
-		if t := ((q-ones)&^q | (bs-ones)&^bs | (w-ones*0x20)&^w) & highs; t != 0 {
-			// The first byte marked is the first quote, backslash or
-			// control character (a borrow marks only bytes after it).
-			k := i + bits.TrailingZeros64(t)/8
-			if b[k] == '"' {
-				return k + 1
-			}
-		}
-	}
-	q := -1 // the next quote at or after i, once looked for
-	for {
-		if q < i {
-			k := bytes.IndexByte(b[i:], '"')
-			if k < 0 {
-				return -1
-			}
-			q = i + k
-		}
-		seg := b[i:q]
-		k := bytes.IndexByte(seg, '\\')
-		if k < 0 {
-			if hasControl(seg) {
-				return -1
-			}
-			return q + 1
-		}
-		if hasControl(seg[:k]) {
-			return -1
-		}
-		i += k + 1 // the escape's letter (before the quote at q, or that quote)
-		switch b[i] {
-		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			i++
-		case 'u':
-			if i+4 >= len(b) {
-				return -1
-			}
-			for _, h := range b[i+1 : i+5] {
-				if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
-					return -1
-				}
-			}
-			i += 5
-		default:
-			return -1
-		}
-	}
-}
+// backslash, and a word-at-a-time check for control characters
+// (jsonscan.StringEnd).
 
 // valueEnd is jsonscan.ValueEnd (the index after the valid JSON value at
-// b[i], nested depth deep, or -1) with stringEnd.
+// b[i], nested depth deep, or -1).
 func valueEnd(b []byte, i, depth int) int {
 	var sp uint8
 	return valueEndSpace(b, i, depth, &sp)
@@ -240,7 +149,7 @@ value:
 		}
 		goto value
 	case '"':
-		if i = stringEnd(b, i); i < 0 {
+		if i = jsonscan.StringEnd(b, i); i < 0 {
 			return -1
 		}
 	case 't':
@@ -285,7 +194,7 @@ key:
 	if i >= len(b) || b[i] != '"' {
 		return -1
 	}
-	if i = stringEnd(b, i); i < 0 {
+	if i = jsonscan.StringEnd(b, i); i < 0 {
 		return -1
 	}
 	i = skipSpace(b, i, sp)
@@ -320,7 +229,7 @@ func objectEndSpace(b []byte, i, depth int, sp *uint8, value func(key []byte, vs
 		if i >= len(b) || b[i] != '"' {
 			return -1
 		}
-		ke := stringEnd(b, i)
+		ke := jsonscan.StringEnd(b, i)
 		if ke < 0 {
 			return -1
 		}
