@@ -12,36 +12,15 @@ import (
 	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
 
-// checkScanAgrees holds the line importers' scan (valueEnd, objectEnd,
-// messageEnd) to jsonscan's, and what messageEnd's head says
-// to tape.Peeker.
+// checkScanAgrees holds the line importers' one-pass walk of a message
+// (messageEnd) to jsonscan.ObjectEnd, and what its head says to
+// tape.Peeker.
 func checkScanAgrees(t *testing.T, b []byte) {
 	t.Helper()
-	if len(b) == 0 {
+	if len(b) == 0 || b[0] != '{' {
 		return
 	}
-	if got, want := valueEnd(b, 0, 0), jsonscan.ValueEnd(b, 0, 0); got != want {
-		t.Fatalf("valueEnd(%q) = %d, jsonscan.ValueEnd %d", b, got, want)
-	}
-	if b[0] != '{' {
-		return
-	}
-	var keys, vals [][]byte
-	want := jsonscan.ObjectEnd(b, 0, 1, func(k, v []byte) { keys, vals = append(keys, k), append(vals, v) })
-	n := 0
-	got := objectEnd(b, 0, 1, func(k []byte, vs int) int {
-		ve := valueEnd(b, vs, 1)
-		if ve >= 0 {
-			if n >= len(keys) || !bytes.Equal(k, keys[n]) || !bytes.Equal(b[vs:ve], vals[n]) {
-				t.Fatalf("objectEnd(%q): member %d is %q: %q, jsonscan's %q", b, n, k, b[vs:ve], keys)
-			}
-			n++
-		}
-		return ve
-	})
-	if got != want {
-		t.Fatalf("objectEnd(%q) = %d, jsonscan.ObjectEnd %d", b, got, want)
-	}
+	want := jsonscan.ObjectEnd(b, 0, 1, nil)
 	var h msgHead
 	if end := messageEnd(b, 0, 1, &h); end != want {
 		t.Fatalf("messageEnd(%q) = %d, jsonscan.ObjectEnd %d", b, end, want)
@@ -110,7 +89,6 @@ func TestScanAgreesRandom(t *testing.T) {
 			s.WriteString(parts[r.IntN(len(parts))])
 		}
 		str := `"` + s.String() + `"`
-		checkScanAgrees(t, []byte(str))
 		checkScanAgrees(t, []byte(`{"jsonrpc":"2.0","id":`+str+`,"method":"m","params":{"text":`+str+`,"list":[`+str+`,1]}}`))
 		checkScanAgrees(t, []byte(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":`+str+`}]}}`))
 	}

@@ -35,6 +35,9 @@ func checkValid(t *testing.T, b []byte) {
 	if got := Valid(b); got != want {
 		t.Fatalf("Valid(%q) = %v, json.Valid says %v", b, got, want)
 	}
+	if want {
+		checkSpace(t, b)
+	}
 	var keys, vals [][]byte
 	ok := Members(b, func(k, v []byte) { keys, vals = append(keys, k), append(vals, v) })
 	object := want && b[SkipSpace(b, 0)] == '{'
@@ -59,6 +62,40 @@ func checkValid(t *testing.T, b []byte) {
 		if _, found := m[string(key)]; !found {
 			t.Fatalf("Members(%q): key %q not among encoding/json's", b, key)
 		}
+	}
+}
+
+// checkSpace fails unless ValueEndSpace, and ObjectWalk with its values
+// read by ValueEndSpace, report of the valid document b the white space
+// between its tokens: any when json.Compact takes some away, a line break
+// when it holds one (a valid string holds none raw).
+func checkSpace(t *testing.T, b []byte) {
+	t.Helper()
+	i := SkipSpace(b, 0)
+	end := ValueEnd(b, i, 0)
+	v := b[i:end]
+	var c bytes.Buffer
+	if err := json.Compact(&c, v); err != nil {
+		t.Fatalf("json.Compact(%q): %v", v, err)
+	}
+	var want Space
+	if c.Len() != len(v) {
+		want |= SpaceAny
+	}
+	if bytes.ContainsAny(v, "\r\n") {
+		want |= SpaceBreak
+	}
+	var sp Space
+	if got := ValueEndSpace(b, i, 0, &sp); got != end || sp != want {
+		t.Fatalf("ValueEndSpace(%q) = %d, space %b; expected %d, space %b", b, got, sp, end, want)
+	}
+	if v[0] != '{' {
+		return
+	}
+	sp = 0
+	got := ObjectWalk(b, i, 1, &sp, func(_ []byte, vs int) int { return ValueEndSpace(b, vs, 1, &sp) })
+	if got != end || sp != want {
+		t.Fatalf("ObjectWalk(%q) = %d, space %b; expected %d, space %b", b, got, sp, end, want)
 	}
 }
 

@@ -28,20 +28,53 @@ func Valid(b []byte) bool {
 // SkipSpace returns the index of the first byte at or after b[i] that is
 // not JSON white space.
 func SkipSpace(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\r', '\n':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
+	return skipSpace(b, i, nil)
 }
 
 // ValueEnd returns the index after the valid JSON value at b[i] (no white
 // space before it), nested depth deep (0 for a document), or -1.
 func ValueEnd(b []byte, i, depth int) int {
+	return ValueEndSpace(b, i, depth, nil)
+}
+
+// Space is the white space a scan crossed between tokens, as bits.
+type Space uint8
+
+const (
+	SpaceAny   Space = 1 << iota // any white space
+	SpaceBreak                   // a line break, '\n' or '\r'
+)
+
+// skipSpace is SkipSpace, adding to *sp (when not nil) what it skipped.
+func skipSpace(b []byte, i int, sp *Space) int {
+	if i < len(b) && b[i] > ' ' {
+		return i // no space: most tokens of a compact line
+	}
+	return skipSomeSpace(b, i, sp)
+}
+
+func skipSomeSpace(b []byte, i int, sp *Space) int {
+	var seen Space
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case ' ', '\t':
+			seen |= SpaceAny
+		case '\r', '\n':
+			seen |= SpaceAny | SpaceBreak
+		default:
+			goto done
+		}
+	}
+done:
+	if sp != nil {
+		*sp |= seen
+	}
+	return i
+}
+
+// ValueEndSpace is ValueEnd, adding to *sp (when not nil) the white space
+// between the value's tokens (a valid value holds white space only there).
+func ValueEndSpace(b []byte, i, depth int, sp *Space) int {
 	var stackBuf [32]byte
 	stack := stackBuf[:0]
 value:
@@ -53,7 +86,7 @@ value:
 		if stack = append(stack, '{'); depth+len(stack) > MaxDepth {
 			return -1
 		}
-		i = SkipSpace(b, i+1)
+		i = skipSpace(b, i+1, sp)
 		if i < len(b) && b[i] == '}' {
 			stack = stack[:len(stack)-1]
 			i++
@@ -64,7 +97,7 @@ value:
 		if stack = append(stack, '['); depth+len(stack) > MaxDepth {
 			return -1
 		}
-		i = SkipSpace(b, i+1)
+		i = skipSpace(b, i+1, sp)
 		if i < len(b) && b[i] == ']' {
 			stack = stack[:len(stack)-1]
 			i++
@@ -99,13 +132,13 @@ after:
 	if len(stack) == 0 {
 		return i
 	}
-	i = SkipSpace(b, i)
+	i = skipSpace(b, i, sp)
 	if i >= len(b) {
 		return -1
 	}
 	switch top := stack[len(stack)-1]; {
 	case b[i] == ',':
-		i = SkipSpace(b, i+1)
+		i = skipSpace(b, i+1, sp)
 		if top == '{' {
 			goto key
 		}
@@ -123,11 +156,11 @@ key:
 	if i = StringEnd(b, i); i < 0 {
 		return -1
 	}
-	i = SkipSpace(b, i)
+	i = skipSpace(b, i, sp)
 	if i >= len(b) || b[i] != ':' {
 		return -1
 	}
-	i = SkipSpace(b, i+1)
+	i = skipSpace(b, i+1, sp)
 	goto value
 }
 
@@ -319,10 +352,27 @@ func Members(doc []byte, f func(key, val []byte)) bool {
 // the index after it, or -1 when it is not valid (f may have been called
 // for the members before the fault).
 func ObjectEnd(b []byte, i, depth int, f func(key, val []byte)) int {
+	return ObjectWalk(b, i, depth, nil, func(key []byte, vs int) int {
+		ve := ValueEnd(b, vs, depth)
+		if ve >= 0 && f != nil {
+			f(key, b[vs:ve])
+		}
+		return ve
+	})
+}
+
+// ObjectWalk validates the object at b[i] == '{' at nesting depth as
+// ObjectEnd does, with each member's value read by value(key, vs): key
+// its bytes between the quotes, escapes and all, vs where its value
+// starts (after any white space); value returns the value's end, -1 when
+// it is not valid (ValueEnd or ValueEndSpace at depth, or a walk of its
+// own). It adds to *sp (when not nil) the white space between the
+// object's members, and returns the index after it, or -1.
+func ObjectWalk(b []byte, i, depth int, sp *Space, value func(key []byte, vs int) int) int {
 	if depth > MaxDepth {
 		return -1
 	}
-	i = SkipSpace(b, i+1)
+	i = skipSpace(b, i+1, sp)
 	if i < len(b) && b[i] == '}' {
 		return i + 1
 	}
@@ -334,19 +384,19 @@ func ObjectEnd(b []byte, i, depth int, f func(key, val []byte)) int {
 		if ke < 0 {
 			return -1
 		}
-		j := SkipSpace(b, ke)
+		j := skipSpace(b, ke, sp)
 		if j >= len(b) || b[j] != ':' {
 			return -1
 		}
-		vs := SkipSpace(b, j+1)
-		ve := ValueEnd(b, vs, depth)
+		vs := skipSpace(b, j+1, sp)
+		if vs >= len(b) {
+			return -1
+		}
+		ve := value(b[i+1:ke-1], vs)
 		if ve < 0 {
 			return -1
 		}
-		if f != nil {
-			f(b[i+1:ke-1], b[vs:ve])
-		}
-		i = SkipSpace(b, ve)
+		i = skipSpace(b, ve, sp)
 		if i >= len(b) {
 			return -1
 		}
@@ -356,6 +406,6 @@ func ObjectEnd(b []byte, i, depth int, f func(key, val []byte)) int {
 		if b[i] != ',' {
 			return -1
 		}
-		i = SkipSpace(b, i+1)
+		i = skipSpace(b, i+1, sp)
 	}
 }
