@@ -2,7 +2,7 @@
 // tapes' bytes without decoding them: a validity check that says what
 // json.Valid says, the end of a value or a string, a string's text as
 // encoding/json decodes it, and a string quoted as encoding/json quotes it.
-// Each crosses a string's plain bytes eight at a time (most of a tape's
+// Each crosses a string's plain bytes eight or more at a time (most of a tape's
 // bytes are in strings) and is held to encoding/json by a fuzz test.
 //
 // It sits under tape because tape uses it and imports no other tapedeck
