@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tapedeck/tapedeck/tape/jsonscan"
 	"github.com/tapedeck/tapedeck/tape/mmap"
 
 	"github.com/tidwall/gjson"
@@ -399,7 +400,7 @@ func (f *fastMsg) scan(c *classifier, raw []byte, request, valid bool) bool {
 			if i >= len(raw) || raw[i] != '"' {
 				return false
 			}
-			ke := validStringEnd(raw, i)
+			ke := jsonscan.StringEnd(raw, i)
 			if ke < 0 {
 				return false
 			}
@@ -421,7 +422,7 @@ func (f *fastMsg) scan(c *classifier, raw []byte, request, valid bool) bool {
 		switch {
 		case request && !f.params.ok() && string(key) == "params" && vs < len(raw) && raw[vs] == '{':
 			if valid {
-				ve = validObjectEnd(raw, vs, 2, func(k, v []byte) {
+				ve = jsonscan.ObjectEnd(raw, vs, 2, func(k, v []byte) {
 					at := cap(raw) - cap(v)
 					inParams(k, span{at, at + len(v)})
 				})
@@ -435,7 +436,7 @@ func (f *fastMsg) scan(c *classifier, raw []byte, request, valid bool) bool {
 				return false
 			}
 		case valid:
-			ve = validValueEnd(raw, vs, 1)
+			ve = jsonscan.ValueEnd(raw, vs, 1)
 		default:
 			var err error
 			if ve, err = c.skipValue(raw, vs); err != nil {

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/tape"
+	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
 
 const formatGHAW = "gh-aw"
@@ -117,12 +118,12 @@ func ghawParse(wk *ghawWorker, line, buf []byte) (x ghawRec, _ []byte) {
 	// it refuses is looked at again, to say why.
 	st.typ, st.timestamp, st.serverID, st.direction, st.payload = nil, nil, nil, nil, nil
 	st.head = msgHead{}
-	if len(line) == 0 || line[0] != '{' || objectEnd(line, 0, 1, func(k []byte, vs int) int {
+	if len(line) == 0 || line[0] != '{' || jsonscan.ObjectWalk(line, 0, 1, nil, func(k []byte, vs int) int {
 		var ve int
 		if line[vs] == '{' && string(k) == "payload" {
 			ve = messageEnd(line, vs, 2, &st.head) // the message, walked as the Peeker would
 		} else {
-			ve = valueEnd(line, vs, 1)
+			ve = jsonscan.ValueEnd(line, vs, 1)
 		}
 		if ve < 0 {
 			return -1

@@ -184,7 +184,7 @@ func (h *harImport) expect(d *harDoc, path string, open byte, doc string) error 
 	// A string may run past the buffer: read it whole to quote it, as
 	// json.Decoder's token (its text).
 	if d.buf[d.i] == '"' {
-		raw, err := h.value(d, path, func(b []byte, i int) int { return stringEnd(b, i) })
+		raw, err := h.value(d, path, jsonscan.StringEnd)
 		if err != nil {
 			return err
 		}
@@ -234,7 +234,7 @@ func (h *harImport) members(d *harDoc, path string, val func(key string) error) 
 		if d.buf[d.i] != '"' {
 			return h.syntax(d, path)
 		}
-		k, err := h.value(d, path, func(b []byte, i int) int { return stringEnd(b, i) })
+		k, err := h.value(d, path, jsonscan.StringEnd)
 		if err != nil {
 			return err
 		}

@@ -139,7 +139,7 @@ func harObject(b []byte, i, depth int, val func(key []byte, vs int) int) int {
 		if i >= len(b) || b[i] != '"' {
 			return -1
 		}
-		ke := stringEnd(b, i)
+		ke := jsonscan.StringEnd(b, i)
 		if ke < 0 {
 			return -1
 		}

@@ -44,7 +44,7 @@ func (s *inspectorScan) object(t []byte, i int) int {
 		if i >= len(t) || t[i] != '"' {
 			return -1
 		}
-		ke := stringEnd(t, i)
+		ke := jsonscan.StringEnd(t, i)
 		if ke < 0 {
 			return -1
 		}
@@ -53,9 +53,9 @@ func (s *inspectorScan) object(t []byte, i int) int {
 			return -1
 		}
 		vs := jsonscan.SkipSpace(t, j+1)
-		var sp uint8
-		ve := valueEndSpace(t, vs, depth, &sp)
-		ws := sp&spaceAny != 0
+		var sp jsonscan.Space
+		ve := jsonscan.ValueEndSpace(t, vs, depth, &sp)
+		ws := sp&jsonscan.SpaceAny != 0
 		if ve < 0 {
 			return -1
 		}

@@ -40,6 +40,7 @@ import (
 	"io"
 
 	"github.com/tapedeck/tapedeck/tape"
+	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
 
 const formatMCPSnoop = "mcpsnoop"
@@ -224,12 +225,12 @@ func snoopParse(wk *snoopWorker, line, buf []byte) (x snoopRec, _ []byte) {
 	// a line it refuses is looked at again, to say why.
 	env := &st.env
 	*env, st.head = snoopFields{}, msgHead{}
-	loaded := len(line) > 0 && line[0] == '{' && objectEnd(line, 0, 1, func(k []byte, vs int) int {
+	loaded := len(line) > 0 && line[0] == '{' && jsonscan.ObjectWalk(line, 0, 1, nil, func(k []byte, vs int) int {
 		var ve int
 		if line[vs] == '{' && string(k) == "raw" {
 			ve = messageEnd(line, vs, 2, &st.head) // the message, walked as the Peeker would
 		} else {
-			ve = valueEnd(line, vs, 1)
+			ve = jsonscan.ValueEnd(line, vs, 1)
 		}
 		if ve < 0 {
 			return -1

@@ -7,41 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
-
-// strEnd ends a string where jsonscan.StringEnd does, escapes anywhere in
-// it (past the first eight bytes, after another escape, at its end).
-func TestStrEndAgrees(t *testing.T) {
-	cases := []string{
-		`""`, `"a"`, `"abcdefgh"`, `"abcdefghijklmnopq"`, `"\""`, `"abcdefgh\"ijklmnop\\qrstuvwx"`,
-		`"\u00e9\ud83d\ude00 and more text after it"`, `"\u00g9"`, `"\x"`, `"abc\`, `"abc`, `"\u12"`, `"\u1234`,
-		"\"tab\there\"", "\"abcdefghijk\x1fl\"", `"` + strings.Repeat(`x\"`, 40) + `"`, `"é€😀 bytes\xff\xfe"` + "\"",
-		`"abcdefgh\/\b\f\n\r\t\u0041xyz" trailing`, `"x\"`,
-	}
-	for _, c := range cases {
-		for _, pre := range []string{"", " :", "0123456"} {
-			b := []byte(pre + c)
-			if got, want := strEnd(b, len(pre)), jsonscan.StringEnd(b, len(pre)); got != want {
-				t.Errorf("strEnd(%q) = %d, jsonscan.StringEnd %d", b, got, want)
-			}
-		}
-	}
-}
-
-func FuzzStrEnd(f *testing.F) {
-	f.Add([]byte(`"abcdefgh\"ijklmnop\\qrstuvwx\u00e9"`))
-	f.Add([]byte("\"a\x01\""))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if len(b) == 0 || b[0] != '"' {
-			b = append([]byte{'"'}, b...)
-		}
-		if got, want := strEnd(b, 0), jsonscan.StringEnd(b, 0); got != want {
-			t.Fatalf("strEnd(%q) = %d, jsonscan.StringEnd %d", b, got, want)
-		}
-	})
-}
 
 // An input given as a file is read mapped in place: the tape (or the
 // error, with its line) is the one the same bytes read as a stream give,

@@ -64,7 +64,7 @@ func (p *otlpScan) str() ([]byte, bool) {
 	if p.i >= len(p.b) || p.b[p.i] != '"' {
 		return nil, false
 	}
-	e := strEnd(p.b, p.i)
+	e := jsonscan.StringEnd(p.b, p.i)
 	if e < 0 {
 		return nil, false
 	}

@@ -2,8 +2,6 @@ package importer
 
 import (
 	"bytes"
-	"encoding/binary"
-	"math/bits"
 	"unicode/utf8"
 
 	"github.com/tapedeck/tapedeck/tape"
@@ -79,276 +77,8 @@ func plainString(raw []byte) (string, bool) {
 // method, result, error and _meta), so that its bytes are crossed once
 // before they are copied to the tape. Strings, most of a message's
 // bytes, are crossed by bytes.IndexByte for their closing quote and a
-// backslash, and a word-at-a-time check for control characters.
-
-const (
-	ones  = 0x0101010101010101
-	highs = 0x8080808080808080
-)
-
-// hasControl reports whether s holds a byte below 0x20 (a raw control
-// character, which no JSON string may hold).
-func hasControl(s []byte) bool {
-	i := 0
-	for ; i+32 <= len(s); i += 32 {
-		p := s[i : i+32 : i+32]
-		w0 := binary.LittleEndian.Uint64(p[0:])
-		w1 := binary.LittleEndian.Uint64(p[8:])
-		w2 := binary.LittleEndian.Uint64(p[16:])
-		w3 := binary.LittleEndian.Uint64(p[24:])
-		if ((w0-ones*0x20)&^w0|(w1-ones*0x20)&^w1|(w2-ones*0x20)&^w2|(w3-ones*0x20)&^w3)&highs != 0 {
-			return true
-		}
-	}
-	for ; i+8 <= len(s); i += 8 {
-		w := binary.LittleEndian.Uint64(s[i:])
-		if (w-ones*0x20)&^w&highs != 0 {
-			return true
-		}
-	}
-	for ; i < len(s); i++ {
-		if s[i] < 0x20 {
-			return true
-		}
-	}
-	return false
-}
-
-// stringEnd is jsonscan.StringEnd: the index after the valid JSON string
-// at b[i] == '"', or -1.
-func stringEnd(b []byte, i int) int {
-	i++
-	// A short string (a key, a method, a time) ends within the first word.
-	if i+8 <= len(b) {
-		w := binary.LittleEndian.Uint64(b[i:])
-		q, bs := w^(ones*'"'), w^(ones*'\\')
-		if t := ((q-ones)&^q | (bs-ones)&^bs | (w-ones*0x20)&^w) & highs; t != 0 {
-			// The first byte marked is the first quote, backslash or
-			// control character (a borrow marks only bytes after it).
-			k := i + bits.TrailingZeros64(t)/8
-			if b[k] == '"' {
-				return k + 1
-			}
-		}
-	}
-	q := -1 // the next quote at or after i, once looked for
-	for {
-		if q < i {
-			k := bytes.IndexByte(b[i:], '"')
-			if k < 0 {
-				return -1
-			}
-			q = i + k
-		}
-		seg := b[i:q]
-		k := bytes.IndexByte(seg, '\\')
-		if k < 0 {
-			if hasControl(seg) {
-				return -1
-			}
-			return q + 1
-		}
-		if hasControl(seg[:k]) {
-			return -1
-		}
-		i += k + 1 // the escape's letter (before the quote at q, or that quote)
-		switch b[i] {
-		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			i++
-		case 'u':
-			if i+4 >= len(b) {
-				return -1
-			}
-			for _, h := range b[i+1 : i+5] {
-				if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
-					return -1
-				}
-			}
-			i += 5
-		default:
-			return -1
-		}
-	}
-}
-
-// valueEnd is jsonscan.ValueEnd (the index after the valid JSON value at
-// b[i], nested depth deep, or -1) with stringEnd.
-func valueEnd(b []byte, i, depth int) int {
-	var sp uint8
-	return valueEndSpace(b, i, depth, &sp)
-}
-
-// The space a scan crossed between tokens, as bits: any white space (an
-// Inspector export's message that has none is compact), a line break ('\n'
-// or '\r': a message that has none is written to the tape as it is).
-const (
-	spaceAny uint8 = 1 << iota
-	spaceBreak
-)
-
-// skipSpace is jsonscan.SkipSpace, adding to *sp what it skipped.
-func skipSpace(b []byte, i int, sp *uint8) int {
-	start := i
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t':
-			i++
-		case '\r', '\n':
-			*sp |= spaceBreak
-			i++
-		default:
-			goto done
-		}
-	}
-done:
-	if i != start {
-		*sp |= spaceAny
-	}
-	return i
-}
-
-// valueEndSpace is valueEnd, adding to *sp the space between the value's
-// tokens (a valid value holds white space only there).
-func valueEndSpace(b []byte, i, depth int, sp *uint8) int {
-	var stackBuf [32]byte
-	stack := stackBuf[:0]
-value:
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '{':
-		if stack = append(stack, '{'); depth+len(stack) > jsonscan.MaxDepth {
-			return -1
-		}
-		i = skipSpace(b, i+1, sp)
-		if i < len(b) && b[i] == '}' {
-			stack = stack[:len(stack)-1]
-			i++
-			goto after
-		}
-		goto key
-	case '[':
-		if stack = append(stack, '['); depth+len(stack) > jsonscan.MaxDepth {
-			return -1
-		}
-		i = skipSpace(b, i+1, sp)
-		if i < len(b) && b[i] == ']' {
-			stack = stack[:len(stack)-1]
-			i++
-			goto after
-		}
-		goto value
-	case '"':
-		if i = stringEnd(b, i); i < 0 {
-			return -1
-		}
-	case 't':
-		if i = literal(b, i, "true"); i < 0 {
-			return -1
-		}
-	case 'f':
-		if i = literal(b, i, "false"); i < 0 {
-			return -1
-		}
-	case 'n':
-		if i = literal(b, i, "null"); i < 0 {
-			return -1
-		}
-	default:
-		if i = jsonscan.NumberEnd(b, i); i < 0 {
-			return -1
-		}
-	}
-after:
-	if len(stack) == 0 {
-		return i
-	}
-	i = skipSpace(b, i, sp)
-	if i >= len(b) {
-		return -1
-	}
-	switch top := stack[len(stack)-1]; {
-	case b[i] == ',':
-		i = skipSpace(b, i+1, sp)
-		if top == '{' {
-			goto key
-		}
-		goto value
-	case top == '{' && b[i] == '}', top == '[' && b[i] == ']':
-		stack = stack[:len(stack)-1]
-		i++
-		goto after
-	}
-	return -1
-key:
-	if i >= len(b) || b[i] != '"' {
-		return -1
-	}
-	if i = stringEnd(b, i); i < 0 {
-		return -1
-	}
-	i = skipSpace(b, i, sp)
-	if i >= len(b) || b[i] != ':' {
-		return -1
-	}
-	i = skipSpace(b, i+1, sp)
-	goto value
-}
-
-// objectEnd is jsonscan.ObjectEnd (the object at b[i] == '{' at nesting
-// depth validated, the index after it or -1) with each member's value
-// read by value(key, vs): key its bytes between the quotes, escapes and
-// all, vs where its value starts; value returns the value's end, -1 when
-// it is not valid.
-func objectEnd(b []byte, i, depth int, value func(key []byte, vs int) int) int {
-	var sp uint8
-	return objectEndSpace(b, i, depth, &sp, value)
-}
-
-// objectEndSpace is objectEnd, adding to *sp the space between the
-// object's members.
-func objectEndSpace(b []byte, i, depth int, sp *uint8, value func(key []byte, vs int) int) int {
-	if depth > jsonscan.MaxDepth {
-		return -1
-	}
-	i = skipSpace(b, i+1, sp)
-	if i < len(b) && b[i] == '}' {
-		return i + 1
-	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return -1
-		}
-		ke := stringEnd(b, i)
-		if ke < 0 {
-			return -1
-		}
-		j := skipSpace(b, ke, sp)
-		if j >= len(b) || b[j] != ':' {
-			return -1
-		}
-		vs := skipSpace(b, j+1, sp)
-		if vs >= len(b) {
-			return -1
-		}
-		ve := value(b[i+1:ke-1], vs)
-		if ve < 0 {
-			return -1
-		}
-		i = skipSpace(b, ve, sp)
-		if i >= len(b) {
-			return -1
-		}
-		if b[i] == '}' {
-			return i + 1
-		}
-		if b[i] != ',' {
-			return -1
-		}
-		i = skipSpace(b, i+1, sp)
-	}
-}
+// backslash, and a word-at-a-time check for control characters
+// (jsonscan.StringEnd).
 
 // msgHead is what one walk of a message object found of its top-level
 // members, as tape.Peeker reads them: the last id's and method's bytes
@@ -358,15 +88,15 @@ type msgHead struct {
 	msg                 []byte // the object walked
 	id, method          []byte
 	result, error, meta bool
-	space               uint8 // the space between its tokens (spaceAny, spaceBreak)
+	space               jsonscan.Space // the space between its tokens
 }
 
 // messageEnd validates the object at b[i] == '{' at nesting depth as
-// objectEnd does and fills h with its top-level members.
+// jsonscan.ObjectEnd does and fills h with its top-level members.
 func messageEnd(b []byte, i, depth int, h *msgHead) int {
 	*h = msgHead{}
-	end := objectEndSpace(b, i, depth, &h.space, func(key []byte, vs int) int {
-		ve := valueEndSpace(b, vs, depth, &h.space)
+	end := jsonscan.ObjectWalk(b, i, depth, &h.space, func(key []byte, vs int) int {
+		ve := jsonscan.ValueEndSpace(b, vs, depth, &h.space)
 		if ve < 0 {
 			return -1
 		}
@@ -424,6 +154,6 @@ func (h *msgHead) head() (_ tape.Head, ok bool) {
 	}
 	// A valid object holds a line break only between its tokens (a
 	// string holds none raw), where the walk saw it.
-	hd.Plain = !h.meta && h.space&spaceBreak == 0
+	hd.Plain = !h.meta && h.space&jsonscan.SpaceBreak == 0
 	return hd, true
 }

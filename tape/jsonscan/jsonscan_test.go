@@ -20,7 +20,7 @@ var validCases = []string{
 	"\"\x01\"", "\"\x7f\"", "\"\xff\"", "\"\xff\xfe\"", `"abc`, `"a\"`, `"a\\"`, `[1 2]`, `{"a":1}}`, `{"a":[}]}`, `[[]`, `"x"`, `1`,
 	`{"a":[1,{"b":null}]}`, `{"a":"\u00zz"}`, `"\/\b\f\n\r\t\"\\"`, `{"a":1} x`, `{} {}`, `{"a":1}{}`, `{"a":1 , "b" : [ 1 , 2 ] }`,
 	"\t{\n}\r\n", "\t[\r\n1\n]\n", `[true,false,null,"",{},[]]`, ` [ ] `, `{"a":[1,-0.5e+3,"x\u00e9\n",true,false,null,{}]}`,
-	`{"a":[1,2.5e3,"x\u0041",true,null]}`, `"abcdefghijklmnop\"qrstuvwxyz"`, `"0123456\u001f"`, "\"0123456\x1f89\"",
+	`{"a":[1,2.5e3,"x\u0041",true,null]}`, `{"a":"` + strings.Repeat("x", 40) + `\n"}`, `["abc\u0041def"]`, `"abcdefghijklmnop\"qrstuvwxyz"`, `"0123456\u001f"`, "\"0123456\x1f89\"",
 	strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth), strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1),
 	strings.Repeat(`{"a":`, MaxDepth) + "1" + strings.Repeat("}", MaxDepth), strings.Repeat(`{"a":`, MaxDepth+1) + "1" + strings.Repeat("}", MaxDepth+1),
 	strings.Repeat(`{"a":[`, MaxDepth/2) + strings.Repeat("]}", MaxDepth/2), `{"a":` + strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth) + "}",
@@ -34,6 +34,9 @@ func checkValid(t *testing.T, b []byte) {
 	want := json.Valid(b)
 	if got := Valid(b); got != want {
 		t.Fatalf("Valid(%q) = %v, json.Valid says %v", b, got, want)
+	}
+	if want {
+		checkSpace(t, b)
 	}
 	var keys, vals [][]byte
 	ok := Members(b, func(k, v []byte) { keys, vals = append(keys, k), append(vals, v) })
@@ -62,6 +65,40 @@ func checkValid(t *testing.T, b []byte) {
 	}
 }
 
+// checkSpace fails unless ValueEndSpace, and ObjectWalk with its values
+// read by ValueEndSpace, report of the valid document b the white space
+// between its tokens: any when json.Compact takes some away, a line break
+// when it holds one (a valid string holds none raw).
+func checkSpace(t *testing.T, b []byte) {
+	t.Helper()
+	i := SkipSpace(b, 0)
+	end := ValueEnd(b, i, 0)
+	v := b[i:end]
+	var c bytes.Buffer
+	if err := json.Compact(&c, v); err != nil {
+		t.Fatalf("json.Compact(%q): %v", v, err)
+	}
+	var want Space
+	if c.Len() != len(v) {
+		want |= SpaceAny
+	}
+	if bytes.ContainsAny(v, "\r\n") {
+		want |= SpaceBreak
+	}
+	var sp Space
+	if got := ValueEndSpace(b, i, 0, &sp); got != end || sp != want {
+		t.Fatalf("ValueEndSpace(%q) = %d, space %b; expected %d, space %b", b, got, sp, end, want)
+	}
+	if v[0] != '{' {
+		return
+	}
+	sp = 0
+	got := ObjectWalk(b, i, 1, &sp, func(_ []byte, vs int) int { return ValueEndSpace(b, vs, 1, &sp) })
+	if got != end || sp != want {
+		t.Fatalf("ObjectWalk(%q) = %d, space %b; expected %d, space %b", b, got, sp, end, want)
+	}
+}
+
 // Valid and Members say what json.Valid says, on every input, the
 // fuzzer's included.
 func FuzzValid(f *testing.F) {
@@ -72,18 +109,20 @@ func FuzzValid(f *testing.F) {
 }
 
 // TestValidAgrees: Valid says what json.Valid says on every line of the
-// testdata tapes and mutations of them, on every string position the
-// eight-byte scan could skip, and on random texts.
+// testdata tapes and mutations of them, on strings with an escape, a
+// control byte, a quote or a byte past ASCII at every place within and
+// beyond StringEnd's first words and its 32-byte runs (as a value, a key,
+// cut short), and on random texts.
 func TestValidAgrees(t *testing.T) {
 	cases := append([]string(nil), validCases...)
-	for k := range 24 {
-		pad := strings.Repeat("abcdefgh", 3)[:k]
-		for _, odd := range []string{`\"`, `\\`, `\n`, "\x01", "\x1f", "é", `\u0041`, "\x7f", `"`, `\q`, " "} {
-			cases = append(cases, `{"q":"`+pad+odd+pad+`"}`, `["`+pad+odd)
+	for k := range 80 {
+		pad := strings.Repeat("abcdefgh", 10)[:k]
+		for _, odd := range stringOdds {
+			cases = append(cases, `{"q":"`+pad+odd+pad+`"}`, `["`+pad+odd, `"`+pad+odd+`"`, `{"`+pad+odd+`":1}`, `["`+pad+odd+pad+`",1]`)
 		}
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
-	alphabet := []string{"{", "}", "[", "]", ",", ":", `"a"`, `"`, `\`, "1", "-", ".", "e", "0", "true", "null", " ", "\n", "x", "\x00", "é"}
+	alphabet := []string{"{", "}", "[", "]", ",", ":", `"a"`, `"`, `\`, "1", "-", ".", "e", "0", "true", "null", " ", "\n", "x", "\x00", "é", strings.Repeat("lorem ", 7)}
 	for range 20000 {
 		var b strings.Builder
 		for range rng.IntN(12) {
