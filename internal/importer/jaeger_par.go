@@ -69,7 +69,7 @@ func (jp *jaegerPar) start(first int) {
 	if k >= len(b) || b[k] != '"' {
 		return
 	}
-	e := strEnd(b, k)
+	e := jsonscan.StringEnd(b, k)
 	if e < 0 || e-first > 64 || e >= len(b) || b[e] != ':' {
 		return
 	}
@@ -111,11 +111,11 @@ func jaegerTraceAt(b []byte, i int) bool {
 	if i+1 >= len(b) || b[i] != '{' || b[i+1] != '"' {
 		return false
 	}
-	k := strEnd(b, i+1)
+	k := jsonscan.StringEnd(b, i+1)
 	if k < 0 || k >= len(b) || b[k] != ':' || k+1 >= len(b) || b[k+1] != '"' {
 		return false
 	}
-	v := strEnd(b, k+1)
+	v := jsonscan.StringEnd(b, k+1)
 	return v >= 0 && bytes.HasPrefix(b[v:], []byte(`,"spans":`))
 }
 

@@ -15,7 +15,7 @@ func TestStdUnescapeAgrees(t *testing.T) {
 		`{\"jsonrpc\":\"2.0\",\"id\":1,\"params\":{\"text\":\"line\\nnext é€😀\"}}`, "bytes \xff\xe9 and \\n", `tail\\`,
 	} {
 		raw := []byte(`"` + s + `"`)
-		if strEnd(raw, 0) != len(raw) {
+		if jsonscan.StringEnd(raw, 0) != len(raw) {
 			t.Fatalf("%q is not a valid string", s)
 		}
 		in := raw[1 : len(raw)-1]
@@ -29,7 +29,7 @@ func FuzzStdUnescape(f *testing.F) {
 	f.Add([]byte(`a\"b\u00e9\ud83d\ude00\ud83dz`))
 	f.Fuzz(func(t *testing.T, s []byte) {
 		raw := append(append([]byte{'"'}, s...), '"')
-		if strEnd(raw, 0) != len(raw) {
+		if jsonscan.StringEnd(raw, 0) != len(raw) {
 			return
 		}
 		if got, want := stdUnescape(nil, s), jsonscan.Unescape(nil, s); !bytes.Equal(got, want) {

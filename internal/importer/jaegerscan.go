@@ -329,7 +329,7 @@ func (p *otlpScan) jaegerTags(f func(jaegerKVRaw) bool) bool {
 				p.i = jsonscan.SkipSpace(p.b, p.i)
 				var e int
 				if p.i < len(p.b) && p.b[p.i] == '"' {
-					e = strEnd(p.b, p.i) // a record's line: most of the answer
+					e = jsonscan.StringEnd(p.b, p.i) // a record's line: most of the answer
 				} else {
 					e = jsonscan.ValueEnd(p.b, p.i, 2)
 				}
