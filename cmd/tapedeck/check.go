@@ -270,7 +270,7 @@ prints what changed, field by field.`,
 			return f.Commit()
 		},
 	}
-	save.Flags().StringVarP(&out, "output", "o", "", "write the baseline to `FILE`")
+	save.Flags().StringVarP(&out, "output", "o", "", "write the baseline to `FILE` (whole or not at all)")
 	cmd.AddCommand(save)
 	return cmd
 }

@@ -114,7 +114,7 @@ Formats:
 		},
 	}
 	cmd.Flags().StringVar(&f.format, "format", "", "the `FORMAT` to write: "+exportFormats())
-	cmd.Flags().StringVarP(&f.out, "output", "o", "", "write to `FILE` (default: standard output)")
+	cmd.Flags().StringVarP(&f.out, "output", "o", "", "write to `FILE`, whole or not at all: a failed export leaves FILE as it was (default: standard output)")
 	cmd.Flags().StringVar(&f.server, "server", "", "only the calls of server `NAME`")
 	cmd.Flags().StringVar(&f.endpoint, "endpoint", "", "otlp: push to the OTLP/HTTP endpoint `URL` (e.g. http://127.0.0.1:4318) instead of writing OTLP JSON")
 	cmd.Flags().StringArrayVar(&f.headers, "header", nil, "otlp: send the header `NAME=VALUE` with each push, e.g. for authentication (repeatable)")
