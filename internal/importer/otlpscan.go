@@ -236,9 +236,11 @@ func (p *otlpScan) span() bool {
 			return once(&seen, 64) && ok
 		case "attributes":
 			start := jsonscan.SkipSpace(p.b, p.i)
-			ok := p.keyValues(nil)
+			if !p.keyValues(nil) {
+				return false
+			}
 			s.attrsRaw = p.b[start:p.i]
-			return once(&seen, 128) && ok
+			return once(&seen, 128)
 		case "events":
 			return once(&seen, 256) && p.array(func() bool { return p.event(&s) })
 		case "status":
@@ -399,8 +401,11 @@ func (p *otlpScan) anyValue(depth int) (kind string, val []byte, ok bool) {
 			if e < 0 {
 				e = literal(p.b, start, "false")
 			}
+			if e < 0 {
+				return false // p.i stays where the value was to be
+			}
 			p.i = e
-			return e >= 0
+			return true
 		case "kvlistValue", "arrayValue":
 			kind = string(k)
 			var m int
