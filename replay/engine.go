@@ -27,13 +27,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/tapedeck/tapedeck/internal/jsonrpc"
+	"github.com/tapedeck/tapedeck/internal/text"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -364,16 +363,16 @@ func PickServer(x *tape.Index, want string) (string, error) {
 		}
 	}
 	if over && want == "" {
-		return "", fmt.Errorf("the tape holds more than %d servers (%s): choose one with --server", limit, quoteList(names))
+		return "", fmt.Errorf("the tape holds more than %d servers (%s): choose one with --server", limit, text.QuoteList(names))
 	}
 	if want != "" {
 		if slices.Contains(names, want) {
 			return want, nil
 		}
 		if over {
-			return "", fmt.Errorf("server %q is not among the tape's first %d servers (%s), the ones replay can serve", want, limit, quoteList(names))
+			return "", fmt.Errorf("server %q is not among the tape's first %d servers (%s), the ones replay can serve", want, limit, text.QuoteList(names))
 		}
-		return "", fmt.Errorf("server %q is not on the tape: expected one of %s", want, quoteList(names))
+		return "", fmt.Errorf("server %q is not on the tape: expected one of %s", want, text.QuoteList(names))
 	}
 	switch len(names) {
 	case 0:
@@ -381,26 +380,8 @@ func PickServer(x *tape.Index, want string) (string, error) {
 	case 1:
 		return names[0], nil
 	}
-	return "", fmt.Errorf("the tape holds %d servers (%s): choose one with --server", len(names), quoteList(names))
+	return "", fmt.Errorf("the tape holds %d servers (%s): choose one with --server", len(names), text.QuoteList(names))
 }
-
-// quoteList names s for an error message: at most quoteMax of them, then
-// how many more (a hostile tape can hold 200 000 server names).
-func quoteList(s []string) string {
-	if len(s) == 0 {
-		return "none"
-	}
-	q := make([]string, 0, min(len(s), quoteMax)+1)
-	for _, n := range s[:min(len(s), quoteMax)] {
-		q = append(q, strconv.Quote(n))
-	}
-	if len(s) > quoteMax {
-		q = append(q, fmt.Sprintf("and %d more", len(s)-quoteMax))
-	}
-	return strings.Join(q, ", ")
-}
-
-const quoteMax = 10
 
 // Server returns the name of the server the engine serves.
 func (e *Engine) Server() string { return e.server }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tapedeck/tapedeck/internal/text"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -734,7 +735,7 @@ func TestEngineManyServersErrorIsShort(t *testing.T) {
 	for i := range 5000 {
 		names = append(names, fmt.Sprintf("server-%d", i))
 	}
-	if got := quoteList(names); len(got) > 200 || !strings.Contains(got, "and 4990 more") {
+	if got := text.QuoteList(names); len(got) > 200 || !strings.Contains(got, "and 4990 more") {
 		t.Errorf("quoteList of 5000 names: %d bytes: %.120s", len(got), got)
 	}
 }

@@ -161,12 +161,3 @@ func runExport(s streams, path string, f exportFlags) error {
 	}
 	return nil
 }
-
-func contains(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -96,7 +97,7 @@ func runImport(ctx context.Context, s streams, path string, f importFlags) error
 	if f.from == "" {
 		return fmt.Errorf("import: expected --from, one of %s", formats)
 	}
-	if !contains(importer.Formats(), f.from) {
+	if !slices.Contains(importer.Formats(), f.from) {
 		return fmt.Errorf("import --from %q: expected one of %s", f.from, formats)
 	}
 	if f.out == "" {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tapedeck/tapedeck/internal/importer"
+	"github.com/tapedeck/tapedeck/internal/text"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -93,21 +94,13 @@ func serverList(servers []string) string {
 	if len(servers) == 0 {
 		return "no servers"
 	}
-	const shown = 10 // a tape may name 65 536 of them
-	var b strings.Builder
-	for i, s := range servers[:min(len(servers), shown)] {
-		if i > 0 {
-			b.WriteString(", ")
+	names := make([]string, len(servers))
+	for i, s := range servers {
+		if names[i] = s; s == "" {
+			names[i] = "(unnamed)"
 		}
-		if s == "" {
-			s = "(unnamed)"
-		}
-		fmt.Fprintf(&b, "%q", s)
 	}
-	if len(servers) > shown {
-		fmt.Fprintf(&b, " and %d more", len(servers)-shown)
-	}
-	return b.String()
+	return text.QuoteList(names)
 }
 
 // serverOnTape checks a --server flag against the servers the index tells

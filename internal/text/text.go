@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -145,4 +146,25 @@ func (s *Writer) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// QuoteList quotes names for a message, the first ten of them and how many
+// more ("\"a\", \"b\" and 3 more"), "none" when there are none: a tape may
+// name 65 536 servers.
+func QuoteList(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	const shown = 10
+	var b strings.Builder
+	for i, n := range names[:min(len(names), shown)] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Quote(n))
+	}
+	if len(names) > shown {
+		fmt.Fprintf(&b, " and %d more", len(names)-shown)
+	}
+	return b.String()
 }
