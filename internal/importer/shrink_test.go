@@ -81,32 +81,7 @@ func TestImportInspectorCutWhileMapped(t *testing.T) {
 		{"write", 0, 4},
 		{"write", 0, 1},
 	} {
-		path := filepath.Join(t.TempDir(), "export.json")
-		if err := os.WriteFile(path, doc, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cut := 0
-		cutAt := func(stage string) {
-			if stage == c.stage {
-				cut++
-				if err := os.Truncate(path, c.keep); err != nil {
-					t.Error(err)
-				}
-			}
-		}
-		afterMap = func() { cutAt("map") }
-		mapStage = cutAt
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out bytes.Buffer
-		_, err = Import("inspector", f, &out, Options{workers: c.workers, chunk: 64 << 10})
-		f.Close()
-		afterMap, mapStage = nil, nil
-		if cut != 1 {
-			t.Fatalf("cut at %s %d times, expected once", c.stage, cut)
-		}
+		path, err := importCut(t, "inspector", "export.json", doc, c.stage, c.keep, Options{workers: c.workers, chunk: 64 << 10})
 		if !errors.Is(err, mmap.ErrShrank) || !strings.Contains(err.Error(), path) {
 			t.Fatalf("cut to %d bytes at %s, %d workers: expected an error naming %s and wrapping mmap.ErrShrank, found %v", c.keep, c.stage, c.workers, path, err)
 		}
@@ -140,34 +115,44 @@ func TestImportOTLPCutWhileMapped(t *testing.T) {
 		{"lines", 0},
 		{"write", 0},
 	} {
-		path := filepath.Join(t.TempDir(), "in.otlp")
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cut := 0
-		cutAt := func(stage string) {
-			if stage == c.stage {
-				cut++
-				if err := os.Truncate(path, c.keep); err != nil {
-					t.Error(err)
-				}
-			}
-		}
-		afterMap = func() { cutAt("map") }
-		mapStage = cutAt
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out bytes.Buffer
-		_, err = Import("otlp", f, &out, Options{})
-		f.Close()
-		afterMap, mapStage = nil, nil
-		if cut != 1 {
-			t.Fatalf("cut at %s %d times, expected once", c.stage, cut)
-		}
+		path, err := importCut(t, "otlp", "in.otlp", data, c.stage, c.keep, Options{})
 		if !errors.Is(err, mmap.ErrShrank) || !strings.Contains(err.Error(), path) {
 			t.Fatalf("cut to %d bytes at %s: expected an error naming %s and wrapping mmap.ErrShrank, found %v", c.keep, c.stage, path, err)
 		}
 	}
+}
+
+// importCut imports data, written to a file named name, with the file cut
+// to keep bytes once, at stage ("map": right after the mapping, else
+// mapStage's); it fails the test unless the cut happened exactly once, and
+// returns the file's path and the import's error.
+func importCut(t *testing.T, format, name string, data []byte, stage string, keep int64, o Options) (path string, err error) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cut := 0
+	cutAt := func(s string) {
+		if s == stage {
+			cut++
+			if err := os.Truncate(path, keep); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	afterMap = func() { cutAt("map") }
+	mapStage = cutAt
+	defer func() { afterMap, mapStage = nil, nil }()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out bytes.Buffer
+	_, err = Import(format, f, &out, o)
+	if cut != 1 {
+		t.Fatalf("cut at %s %d times, expected once", stage, cut)
+	}
+	return path, err
 }
