@@ -87,7 +87,14 @@ func CanonicalNumber(s string) string {
 		return r.Num().String()
 	}
 	f, _ := r.Float64()
-	return strconv.FormatFloat(f, 'g', -1, 64)
+	out := strconv.FormatFloat(f, 'g', -1, 64)
+	// A fraction too fine for a float64 can round to a whole number
+	// ("10000000000000000.1" to 1e+16): written as the integer it is, as
+	// "1e+16" itself is, so that the form is the same on a second pass.
+	if g, ok := new(big.Rat).SetString(out); ok && g.IsInt() {
+		return g.Num().String()
+	}
+	return out
 }
 
 // volatileMetaKeys are the request params._meta keys that change on every
