@@ -53,6 +53,13 @@ func startTapedeck(t *testing.T, bin string, args ...string) (url string, stop f
 		}
 		stopped = true
 		cmd.Process.Signal(syscall.SIGINT)
+		// Read stderr to its end before Wait, which closes the pipe once
+		// the process has exited: waiting first lost the last lines the
+		// process wrote (a replay's rule lines, once in CI).
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+		}
 		err := cmd.Wait()
 		<-done
 		if err != nil {
