@@ -101,7 +101,7 @@ func benchImport(b *testing.B, format string, mk func(tb testing.TB, src, dst st
 		// makes only that one.
 		b.Run(p.Name, func(b *testing.B) {
 			dir := b.TempDir()
-			src, log := filepath.Join(dir, "src.jsonl"), filepath.Join(dir, "source")
+			src, log, out := filepath.Join(dir, "src.jsonl"), filepath.Join(dir, "source"), filepath.Join(dir, "out.jsonl")
 			if _, err := tape.WriteSynth(src, p.Opts); err != nil {
 				b.Fatal(err)
 			}
@@ -112,16 +112,7 @@ func benchImport(b *testing.B, format string, mk func(tb testing.TB, src, dst st
 				srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, log) }))
 				defer srv.Close()
 			}
-			// Each import writes a new file, as import -o does (it refuses
-			// an existing one): truncating the last import's 250 MB
-			// instead costs the import ~0.5x stats of CPU (freeing its
-			// pages, and ext4 flushing a file truncated and rewritten at
-			// close). The files go with the temporary directory, after
-			// the figures are reported.
-			n := 0
 			imp := func(b *testing.B) {
-				n++
-				out := filepath.Join(dir, "out"+strconv.Itoa(n)+".jsonl")
 				if srv != nil {
 					importJaeger(b, srv.URL, out)
 					return
@@ -131,7 +122,7 @@ func benchImport(b *testing.B, format string, mk func(tb testing.TB, src, dst st
 					b.Fatal(err)
 				}
 				defer in.Close()
-				f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+				f, err := os.Create(out)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -144,7 +135,7 @@ func benchImport(b *testing.B, format string, mk func(tb testing.TB, src, dst st
 			}
 			imp(b) // the tape stats is timed on
 			b.ResetTimer()
-			y := tape.Yardstick{Path: filepath.Join(dir, "out1.jsonl")}
+			y := tape.Yardstick{Path: out}
 			for b.Loop() {
 				b.StopTimer()
 				if err := y.Measure(); err != nil {
@@ -161,7 +152,7 @@ func benchImport(b *testing.B, format string, mk func(tb testing.TB, src, dst st
 // importJaeger imports the answer of the query API at base to out, as
 // import --from jaeger --service bench does.
 func importJaeger(b *testing.B, base, out string) {
-	f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.Create(out)
 	if err != nil {
 		b.Fatal(err)
 	}
