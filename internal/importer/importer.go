@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -119,7 +120,31 @@ func ImportContext(ctx context.Context, format string, r io.Reader, w io.Writer,
 	if !ok {
 		return Result{}, fmt.Errorf("unknown format %q: expected one of %s", format, strings.Join(Formats(), ", "))
 	}
-	return writeTape(ctx, format, w, func(tw *tape.Writer) (Result, error) { return f(ctxReader{ctx, r}, tw, o) })
+	return writeTape(ctx, format, w, tapeSizeHint(format, r), func(tw *tape.Writer) (Result, error) { return f(ctxReader{ctx, r}, tw, o) })
+}
+
+// tapeSizeHint is about how many bytes the tape imported from r will be,
+// for preallocate: the rest of r when it is a regular file (a tape is a
+// little shorter than the logs and exports made of it; an OTLP export,
+// which carries each message again in attributes, about a third), else 0.
+func tapeSizeHint(format string, r io.Reader) int64 {
+	f, ok := r.(*os.File)
+	if !ok {
+		return 0
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return 0
+	}
+	off, err := f.Seek(0, io.SeekCurrent)
+	if err != nil || off >= st.Size() {
+		return 0
+	}
+	n := st.Size() - off
+	if format == "otlp" {
+		n /= 3
+	}
+	return n
 }
 
 // writeTape runs an import writing to w through the tape writer every
@@ -127,7 +152,10 @@ func ImportContext(ctx context.Context, format string, r io.Reader, w io.Writer,
 // survive), and one buffered writer under it (a record is a write to it,
 // not a system call), flushed at the end. An error once ctx is done says
 // the import was stopped.
-func writeTape(ctx context.Context, format string, w io.Writer, run func(*tape.Writer) (Result, error)) (Result, error) {
+func writeTape(ctx context.Context, format string, w io.Writer, sizeHint int64, run func(*tape.Writer) (Result, error)) (Result, error) {
+	if f, ok := w.(*os.File); ok && sizeHint > 0 {
+		defer preallocate(f, sizeHint)()
+	}
 	bw := bufio.NewWriterSize(w, 1<<20)
 	res, err := run(tape.NewWriter(bw).KeepMicroseconds())
 	if ferr := bw.Flush(); err == nil {
