@@ -119,6 +119,9 @@ func (t *httpShadow) start(*shadow) error { return nil }
 
 func (t *httpShadow) stop() {
 	t.cancel()
+	if t.o.Transport == nil {
+		t.client.CloseIdleConnections() // its own, or they linger IdleConnTimeout
+	}
 	if t.conns != nil {
 		t.conns.close()
 	}

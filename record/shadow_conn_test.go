@@ -27,6 +27,7 @@ import (
 // nothing; one that reads a connection's second request and closes it
 // unanswered: that copy is dropped with a note, never sent to B again (as
 // net/http never sends a POST again once written), the rest answered.
+// The same with net/http doing the requests (ShadowOptions.Transport).
 func TestShadowHTTPConnections(t *testing.T) {
 	a := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -40,8 +41,20 @@ func TestShadowHTTPConnections(t *testing.T) {
 		io.WriteString(w, `{"jsonrpc":"2.0","id":`+id.Raw+`,"result":{}}`)
 	}))
 	defer a.Close()
-	for _, mode := range []string{"close-header", "close-unanswered"} {
-		t.Run(mode, func(t *testing.T) {
+	for _, c := range []struct {
+		mode string
+		tr   http.RoundTripper // nil: the shadow's own connections
+	}{
+		{"close-header", nil}, {"close-unanswered", nil},
+		{"close-header", http.DefaultTransport.(*http.Transport).Clone()}, // net/http's
+		{"close-unanswered", http.DefaultTransport.(*http.Transport).Clone()},
+	} {
+		mode := c.mode
+		name := mode
+		if c.tr != nil {
+			name += "/net-http"
+		}
+		t.Run(name, func(t *testing.T) {
 			b, seen := closingB(t, mode)
 			up, _ := url.Parse(a.URL + "/mcp")
 			bu, _ := url.Parse(b + "/mcp")
@@ -51,7 +64,7 @@ func TestShadowHTTPConnections(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			p := &record.Proxy{Upstream: up, Tape: f, Server: "a", Shadow: &record.ShadowOptions{URL: bu}}
+			p := &record.Proxy{Upstream: up, Tape: f, Server: "a", Shadow: &record.ShadowOptions{URL: bu, Transport: c.tr}}
 			if err := p.Start("test", "test"); err != nil {
 				t.Fatal(err)
 			}
@@ -128,14 +141,26 @@ func closingB(t *testing.T, mode string) (string, func() []string) {
 	}
 	var mu sync.Mutex
 	var methods []string
+	var conns []net.Conn
 	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns { // the ones a client keeps idle
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
 	wg.Go(func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
 			wg.Go(func() {
 				defer c.Close()
 				br := bufio.NewReader(c)
