@@ -257,6 +257,9 @@ func (c *shadowConn) readLoop() {
 			return
 		}
 		resp, err := http.ReadResponse(c.br, nil)
+		for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+			resp, err = http.ReadResponse(c.br, nil) // an informational answer (103 Early Hints): the answer follows
+		}
 		if err != nil {
 			c.cs.drop(c)
 			call.finish(c.cs.urlError(err))

@@ -27,7 +27,9 @@ import (
 // nothing; one that reads a connection's second request and closes it
 // unanswered: that copy is dropped with a note, never sent to B again (as
 // net/http never sends a POST again once written), the rest answered.
-// The same with net/http doing the requests (ShadowOptions.Transport).
+// One that sends an informational answer (103) before each answer: the
+// answer is the one after it. The same with net/http doing the requests
+// (ShadowOptions.Transport).
 func TestShadowHTTPConnections(t *testing.T) {
 	a := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -45,9 +47,10 @@ func TestShadowHTTPConnections(t *testing.T) {
 		mode string
 		tr   http.RoundTripper // nil: the shadow's own connections
 	}{
-		{"close-header", nil}, {"close-unanswered", nil},
+		{"close-header", nil}, {"close-unanswered", nil}, {"early-hints", nil},
 		{"close-header", http.DefaultTransport.(*http.Transport).Clone()}, // net/http's
 		{"close-unanswered", http.DefaultTransport.(*http.Transport).Clone()},
+		{"early-hints", http.DefaultTransport.(*http.Transport).Clone()},
 	} {
 		mode := c.mode
 		name := mode
@@ -183,10 +186,13 @@ func closingB(t *testing.T, mode string) (string, func() []string) {
 						head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: b-session\r\nContent-Length: " +
 							strconv.Itoa(len(answer)) + "\r\n"
 					}
-					if mode == "close-header" {
+					switch mode {
+					case "close-header":
 						head += "Connection: close\r\n"
+					case "early-hints":
+						head = "HTTP/1.1 103 Early Hints\r\nLink: </x>; rel=preload\r\n\r\n" + head
 					}
-					if _, err := io.WriteString(c, head+"\r\n"+answer); err != nil || mode != "close-unanswered" {
+					if _, err := io.WriteString(c, head+"\r\n"+answer); err != nil || mode == "close-header" {
 						return
 					}
 				}
