@@ -90,6 +90,7 @@ func (t *stdioShadow) stop() {
 type httpShadow struct {
 	o      ShadowOptions
 	client *http.Client
+	conns  *shadowConns // nil: client does the POSTs
 	ctx    context.Context
 	cancel context.CancelFunc
 }
@@ -103,7 +104,11 @@ func newHTTPShadow(o ShadowOptions) *httpShadow {
 		tr = t
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &httpShadow{o: o, client: &http.Client{Transport: tr}, ctx: ctx, cancel: cancel}
+	t := &httpShadow{o: o, client: &http.Client{Transport: tr}, ctx: ctx, cancel: cancel}
+	if o.Transport == nil {
+		t.conns = newShadowConns(t, o.URL)
+	}
+	return t
 }
 
 func (t *httpShadow) describe() map[string]any {
@@ -112,9 +117,20 @@ func (t *httpShadow) describe() map[string]any {
 
 func (t *httpShadow) start(*shadow) error { return nil }
 
-func (t *httpShadow) stop() { t.cancel() }
+func (t *httpShadow) stop() {
+	t.cancel()
+	if t.o.Transport == nil {
+		t.client.CloseIdleConnections() // its own, or they linger IdleConnTimeout
+	}
+	if t.conns != nil {
+		t.conns.close()
+	}
+}
 
 func (t *httpShadow) send(s *shadow, l *shadowLane, it shadowItem, msg []byte, wait bool) error {
+	if t.conns != nil {
+		return t.sendConn(s, l, it, msg, wait)
+	}
 	if wait {
 		return t.post(s, l, it, msg)
 	}
@@ -151,6 +167,41 @@ func (t *httpShadow) send(s *shadow, l *shadowLane, it shadowItem, msg []byte, w
 			s.fail(l, msg, err)
 		}
 	}()
+	return nil
+}
+
+// sendConn is send on B's connections of shadow_conn.go: the request
+// written by the lane, in order, its answer read by the connection's
+// reader.
+func (t *httpShadow) sendConn(s *shadow, l *shadowLane, it shadowItem, msg []byte, wait bool) error {
+	proto := it.protocol
+	if proto == "" {
+		proto = l.proto()
+	}
+	call := &shadowCall{s: s, l: l, it: it, msg: msg, retry: true,
+		hm: tape.HTTPMeta{HTTP: true, Method: http.MethodPost, Session: l.bSession(), Protocol: proto}}
+	for _, h := range [...][2]string{{"Mcp-Method", it.mcpMethod}, {"Mcp-Name", it.mcpName}, {"Mcp-Protocol-Version", proto}, {"Mcp-Session-Id", call.hm.Session}} {
+		if !headerValueOK(h[1]) {
+			return fmt.Errorf("Post %q: net/http: invalid header field value for %q", t.o.URL.String(), h[0])
+		}
+	}
+	if wait {
+		call.done = make(chan error, 1)
+		if err := t.conns.post(call); err != nil {
+			return err
+		}
+		return <-call.done
+	}
+	select {
+	case l.sem <- struct{}{}:
+	default:
+		return errors.New("too many requests to B in flight (B slower than the client)")
+	}
+	s.flight.Add(1)
+	l.flight.Add(1)
+	if err := t.conns.post(call); err != nil {
+		call.finish(err)
+	}
 	return nil
 }
 
@@ -233,8 +284,14 @@ func (t *httpShadow) postCtx(ctx context.Context, s *shadow, l *shadowLane, it s
 		return err
 	}
 	defer resp.Body.Close()
-	hm := tape.HTTPMeta{HTTP: true, Method: http.MethodPost, Session: sid, Protocol: proto, Status: resp.StatusCode}
-	if id := resp.Header.Get("Mcp-Session-Id"); id != "" && id != sid {
+	return s.answer(l, resp, tape.HTTPMeta{HTTP: true, Method: http.MethodPost, Session: sid, Protocol: proto, Status: resp.StatusCode})
+}
+
+// answer records B's answer to a POST on lane l (hm: the request's side
+// and the status): B's new session taken, the messages of a JSON or SSE
+// body recorded; an error for a status of 300 or more with neither.
+func (s *shadow) answer(l *shadowLane, resp *http.Response, hm tape.HTTPMeta) error {
+	if id := resp.Header.Get("Mcp-Session-Id"); id != "" && id != hm.Session {
 		l.setSession(id)
 		hm.NewSession = id
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/record"
+	"github.com/tapedeck/tapedeck/tape"
 )
 
 // jsonEcho answers each POSTed request with a JSON response after delay,
@@ -165,5 +166,11 @@ func BenchmarkProxyShadow(b *testing.B) {
 	b.ReportMetric(float64(p99s)/float64(p99p), "shadow/plain-p99")
 	tp, _ := os.ReadFile(fs.Name())
 	b.ReportMetric(float64(bytes.Count(tp, []byte(`"shadow":true,"shadowOf"`))), "lane-records")
+	// Copies B never got or never answered, and why: a fair run has none.
+	for _, l := range bytes.Split(tp, []byte("\n")) {
+		if bytes.Contains(l, []byte(`"method":"`+tape.MethodShadowDropped+`"`)) {
+			b.Logf("a copy dropped: %s", l)
+		}
+	}
 	b.ReportMetric(0, "ns/op")
 }

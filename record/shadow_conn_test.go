@@ -1,0 +1,207 @@
+package record_test
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tapedeck/tapedeck/record"
+	"github.com/tapedeck/tapedeck/tape"
+)
+
+// TestShadowHTTPConnections sends the shadow's copies to Bs that close
+// their connections: one that says so (Connection: close on every
+// answer): B gets each request once and answers it, the lane drops
+// nothing; one that reads a connection's second request and closes it
+// unanswered: that copy is dropped with a note, never sent to B again (as
+// net/http never sends a POST again once written), the rest answered.
+// One that sends an informational answer (103) before each answer: the
+// answer is the one after it. The same with net/http doing the requests
+// (ShadowOptions.Transport).
+func TestShadowHTTPConnections(t *testing.T) {
+	a := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		id := gjson.GetBytes(body, "id")
+		if !id.Exists() {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.Header().Set("Mcp-Session-Id", "a-session")
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":`+id.Raw+`,"result":{}}`)
+	}))
+	defer a.Close()
+	for _, c := range []struct {
+		mode string
+		tr   http.RoundTripper // nil: the shadow's own connections
+	}{
+		{"close-header", nil}, {"close-unanswered", nil}, {"early-hints", nil},
+		{"close-header", http.DefaultTransport.(*http.Transport).Clone()}, // net/http's
+		{"close-unanswered", http.DefaultTransport.(*http.Transport).Clone()},
+		{"early-hints", http.DefaultTransport.(*http.Transport).Clone()},
+	} {
+		mode := c.mode
+		name := mode
+		if c.tr != nil {
+			name += "/net-http"
+		}
+		t.Run(name, func(t *testing.T) {
+			b, seen := closingB(t, mode)
+			up, _ := url.Parse(a.URL + "/mcp")
+			bu, _ := url.Parse(b + "/mcp")
+			path := filepath.Join(t.TempDir(), "shadow.jsonl")
+			f, err := os.Create(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			p := &record.Proxy{Upstream: up, Tape: f, Server: "a", Shadow: &record.ShadowOptions{URL: bu, Transport: c.tr}}
+			if err := p.Start("test", "test"); err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(p)
+			post := func(session, body string) {
+				req, _ := http.NewRequest("POST", srv.URL+"/mcp", strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				if session != "" {
+					req.Header.Set("Mcp-Session-Id", session)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+			post("a-session", `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			const calls = 6
+			for i := range calls {
+				post("a-session", `{"jsonrpc":"2.0","id":`+strconv.Itoa(10+i)+`,"method":"tools/list"}`)
+			}
+			srv.Close()
+			if err := p.Close("test over"); err != nil {
+				t.Fatal(err)
+			}
+			var answered, sent, dropped, droppedCalls int64 = -1, -1, 0, 0
+			for _, l := range laneRecords(t, path) {
+				switch gjson.Get(l, "method").String() {
+				case tape.MethodShadowDropped:
+					dropped++
+					if gjson.Get(l, "params.method").String() != "notifications/initialized" {
+						droppedCalls++
+					}
+					if mode != "close-unanswered" || !strings.HasSuffix(gjson.Get(l, "params.reason").String(), ": EOF") {
+						t.Errorf("the lane dropped a copy: %s", l)
+					}
+				case tape.MethodClose:
+					sent, answered = gjson.Get(l, "params.sent").Int(), gjson.Get(l, "params.answered").Int()
+				}
+			}
+			if mode == "close-unanswered" && dropped == 0 {
+				t.Errorf("B closed connections with a request unanswered, and the lane noted no dropped copy")
+			}
+			if sent != calls+1 || answered+droppedCalls != sent {
+				t.Errorf("the lane's close record: sent %d, answered %d, and %d requests dropped; want %d sent, each answered or dropped",
+					sent, answered, droppedCalls, calls+1)
+			}
+			// Each on a connection of its own, B may read them in
+			// another order.
+			order := seen()
+			slices.Sort(order)
+			want := []string{"initialize 1", "notifications/initialized"}
+			for i := range calls {
+				want = append(want, "tools/list "+strconv.Itoa(2+i)) // B's ids
+			}
+			slices.Sort(want)
+			if strings.Join(order, " ") != strings.Join(want, " ") {
+				t.Errorf("B got %q, want %q", order, want)
+			}
+		})
+	}
+}
+
+// closingB is a B over raw connections that closes them as mode says;
+// seen returns the method and id of each request it read, in order.
+func closingB(t *testing.T, mode string) (string, func() []string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var methods []string
+	var conns []net.Conn
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns { // the ones a client keeps idle
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Go(func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for n := 0; ; n++ {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					body, _ := io.ReadAll(req.Body)
+					mu.Lock()
+					methods = append(methods, strings.TrimSpace(gjson.GetBytes(body, "method").String()+" "+gjson.GetBytes(body, "id").Raw))
+					mu.Unlock()
+					if mode == "close-unanswered" && n == 1 {
+						return
+					}
+					head := "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n"
+					answer := ""
+					if id := gjson.GetBytes(body, "id"); id.Exists() {
+						answer = `{"jsonrpc":"2.0","id":` + id.Raw + `,"result":{}}`
+						head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: b-session\r\nContent-Length: " +
+							strconv.Itoa(len(answer)) + "\r\n"
+					}
+					switch mode {
+					case "close-header":
+						head += "Connection: close\r\n"
+					case "early-hints":
+						head = "HTTP/1.1 103 Early Hints\r\nLink: </x>; rel=preload\r\n\r\n" + head
+					}
+					if _, err := io.WriteString(c, head+"\r\n"+answer); err != nil || mode == "close-header" {
+						return
+					}
+				}
+			})
+		}
+	})
+	return "http://" + ln.Addr().String(), func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), methods...)
+	}
+}
