@@ -301,7 +301,18 @@ func (c *canonScan) sortMembers(from int, ms []member, dropped [][]byte) bool {
 	if sorted {
 		return true // written in order, commas between
 	}
-	slices.SortFunc(ms, func(a, b member) int { return bytes.Compare(a.key, b.key) })
+	if len(ms) <= 12 {
+		// An insertion sort, as slices.SortFunc does for so few, without
+		// its calls of a comparison function (params are mostly a name
+		// and arguments, in that order: one swap).
+		for k := 1; k < len(ms); k++ {
+			for j := k; j > 0 && bytes.Compare(ms[j-1].key, ms[j].key) > 0; j-- {
+				ms[j-1], ms[j] = ms[j], ms[j-1]
+			}
+		}
+	} else {
+		slices.SortFunc(ms, func(a, b member) int { return bytes.Compare(a.key, b.key) })
+	}
 	for k := 1; k < len(ms); k++ {
 		if bytes.Equal(ms[k-1].key, ms[k].key) {
 			return false
