@@ -301,7 +301,18 @@ func (c *canonScan) sortMembers(from int, ms []member, dropped [][]byte) bool {
 	if sorted {
 		return true // written in order, commas between
 	}
-	slices.SortFunc(ms, func(a, b member) int { return bytes.Compare(a.key, b.key) })
+	if len(ms) <= 12 {
+		// An insertion sort, as slices.SortFunc does for so few, without
+		// its calls of a comparison function (params are mostly a name
+		// and arguments, in that order: one swap).
+		for k := 1; k < len(ms); k++ {
+			for j := k; j > 0 && bytes.Compare(ms[j-1].key, ms[j].key) > 0; j-- {
+				ms[j-1], ms[j] = ms[j], ms[j-1]
+			}
+		}
+	} else {
+		slices.SortFunc(ms, func(a, b member) int { return bytes.Compare(a.key, b.key) })
+	}
 	for k := 1; k < len(ms); k++ {
 		if bytes.Equal(ms[k-1].key, ms[k].key) {
 			return false
@@ -336,45 +347,14 @@ func scanString(s []byte, i int, key bool) (int, bool, bool) {
 	if bytes.IndexByte(str, '\\') >= 0 {
 		return scanEscaped(s, i, key)
 	}
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	if printableASCII(str) {
+		return q + 1, false, true
+	}
 	high := false
-	k := 0
-	// 32 bytes at a time while all are printable ASCII (most text).
-	for ; k+32 <= len(str); k += 32 {
-		w0 := binary.LittleEndian.Uint64(str[k:])
-		w1 := binary.LittleEndian.Uint64(str[k+8:])
-		w2 := binary.LittleEndian.Uint64(str[k+16:])
-		w3 := binary.LittleEndian.Uint64(str[k+24:])
-		if ((w0-ones*0x20)|w0|(w1-ones*0x20)|w1|(w2-ones*0x20)|w2|(w3-ones*0x20)|w3)&highs == 0 {
-			continue
-		}
-		for _, ch := range str[k : k+32] {
-			switch {
-			case ch < 0x20:
-				return i + 1 + k, false, false
-			case ch >= 0x80:
-				high = true
-			}
-		}
-	}
-	for ; k+8 <= len(str); k += 8 {
-		w := binary.LittleEndian.Uint64(str[k:])
-		if ((w-ones*0x20)|w)&highs == 0 {
-			continue
-		}
-		for _, ch := range str[k : k+8] {
-			switch {
-			case ch < 0x20:
-				return i + 1 + k, false, false
-			case ch >= 0x80:
-				high = true
-			}
-		}
-	}
-	for _, ch := range str[k:] {
+	for _, ch := range str {
 		switch {
 		case ch < 0x20:
-			return i + 1 + k, false, false
+			return i + 1, false, false
 		case ch >= 0x80:
 			high = true
 		}
@@ -383,6 +363,36 @@ func scanString(s []byte, i int, key bool) (int, bool, bool) {
 		return q, false, false
 	}
 	return q + 1, false, true
+}
+
+// printableASCII reports whether every byte of b is printable ASCII or
+// DEL (0x20 to 0x7F): no control character, nothing above ASCII. Eight
+// bytes at a time: a byte below 0x20 borrows into its high bit when 0x20
+// is taken from it, one from 0x80 up has it set already (a borrow carried
+// into the next byte only follows a byte below 0x20, itself found).
+func printableASCII(b []byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	const low = ones * 0x20
+	le := binary.LittleEndian
+	for len(b) >= 32 {
+		w0, w1, w2, w3 := le.Uint64(b), le.Uint64(b[8:]), le.Uint64(b[16:]), le.Uint64(b[24:])
+		if ((w0-low)|w0|(w1-low)|w1|(w2-low)|w2|(w3-low)|w3)&highs != 0 {
+			return false
+		}
+		b = b[32:]
+	}
+	for len(b) >= 8 {
+		if w := le.Uint64(b); ((w-low)|w)&highs != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, ch := range b {
+		if ch < 0x20 || ch >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // scanEscaped is scanString for a string with a backslash in it.

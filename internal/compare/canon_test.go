@@ -113,3 +113,64 @@ func randomParams(rng *rand.Rand) string {
 	val(0)
 	return b.String()
 }
+
+// printableSlow is printableASCII a byte at a time.
+func printableSlow(b []byte) bool {
+	for _, ch := range b {
+		if ch < 0x20 || ch >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// TestPrintableASCII: the eight-bytes-at-a-time check agrees with a byte at
+// a time for every byte value at every position of strings of each length
+// up to 70 (the four-word blocks, the words after them, the tail), and a
+// borrow from a byte below 0x20 is not mistaken for one in the next.
+func TestPrintableASCII(t *testing.T) {
+	for n := 0; n <= 70; n++ {
+		base := bytes.Repeat([]byte{'a'}, n)
+		if !printableASCII(base) {
+			t.Fatalf("%d plain letters: not printable", n)
+		}
+		for pos := range n {
+			for v := range 256 {
+				b := bytes.Clone(base)
+				b[pos] = byte(v)
+				if got, want := printableASCII(b), printableSlow(b); got != want {
+					t.Fatalf("length %d, byte %#x at %d: printableASCII %v, want %v", n, v, pos, got, want)
+				}
+			}
+		}
+	}
+	for _, s := range []string{" \x7f~!", "\x1f", "\x80", "\x20\x20\x20\x20\x20\x20\x20\x20\x00", strings.Repeat(" ", 40) + "\xff"} {
+		if got, want := printableASCII([]byte(s)), printableSlow([]byte(s)); got != want {
+			t.Errorf("%q: printableASCII %v, want %v", s, got, want)
+		}
+	}
+}
+
+// FuzzPrintableASCII: the word-at-a-time check is the byte-at-a-time one,
+// and scanString over a string of those bytes agrees with the decoding
+// path (canonParams on the string alone).
+func FuzzPrintableASCII(f *testing.F) {
+	f.Add([]byte("hello"), 3)
+	f.Add([]byte(strings.Repeat("lorem ipsum ", 10)+"\x01"), 0)
+	f.Add([]byte("\u2028 and \xff"), 1)
+	f.Fuzz(func(t *testing.T, b []byte, cut int) {
+		if got, want := printableASCII(b), printableSlow(b); got != want {
+			t.Fatalf("%q: printableASCII %v, want %v", b, got, want)
+		}
+		if cut >= 0 && cut < len(b) {
+			b = b[cut:]
+		}
+		params := []byte(`{"s":"` + strings.NewReplacer(`"`, ``, `\`, ``).Replace(string(b)) + `"}`)
+		n := &tape.Normalizer{}
+		if got, ok := canonParams(nil, params, n); ok {
+			if want := slowCanon(params, n); !bytes.Equal(got, want) {
+				t.Fatalf("%q: scan %q, decoding %q", params, got, want)
+			}
+		}
+	})
+}
