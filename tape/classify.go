@@ -36,6 +36,9 @@ type msgInfo struct {
 	dropped    bool // and the message went no further (it never reached its peer)
 	inputResp  bool // params.inputResponses present (a retry of an input_required call)
 	problem    string
+	pid        uint64 // the hash of the id it pairs by (prehash), when hashed
+	hashed     bool
+	null       bool // and that id is null
 }
 
 // batchNumbers numbers the batches of a tape from 1, in order: a line

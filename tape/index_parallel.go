@@ -2,6 +2,7 @@ package tape
 
 import (
 	"bytes"
+	"hash/maphash"
 	"runtime"
 
 	"github.com/tapedeck/tapedeck/tape/mmap"
@@ -42,7 +43,7 @@ type segLine struct {
 }
 
 // classify splits s.data into lines and classifies each with c.
-func (s *segment) classify(c *classifier) {
+func (s *segment) classify(c *classifier, seed maphash.Seed) {
 	s.lines, s.msgs = s.lines[:0], s.msgs[:0]
 	lr := &lineReader{buf: s.data, end: len(s.data), eof: true, off: s.off, line: 1}
 	if s.first {
@@ -56,6 +57,7 @@ func (s *segment) classify(c *classifier) {
 		}
 		m0 := int32(len(s.msgs))
 		s.msgs = c.appendLine(s.msgs, line, ascii)
+		prehash(s.msgs[m0:], line, seed)
 		s.lines = append(s.lines, segLine{line: line, off: off, next: lr.off, nl: nl, m0: m0, m1: int32(len(s.msgs))})
 	}
 }
@@ -93,7 +95,7 @@ func (x *Index) consumeParallel(data []byte, pos int64, workers int, final func(
 		go func() {
 			var c classifier
 			for s := range work {
-				s.err = mmap.Guard(func() error { s.classify(&c); return nil })
+				s.err = mmap.Guard(func() error { s.classify(&c, x.pairs.seed); return nil })
 				s.done <- struct{}{}
 			}
 		}()
