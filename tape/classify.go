@@ -39,6 +39,13 @@ type msgInfo struct {
 	pid        uint64 // the hash of the id it pairs by (prehash), when hashed
 	hashed     bool
 	null       bool // and that id is null
+	// What a classifying worker noted for the index's one goroutine, so
+	// that it reads the line no more (pre: noted): dirc is the direction's
+	// code (dirCode), sameServer and sameMethod say the server's and the
+	// method's raw text are the message's before in the same segment.
+	pre                    bool
+	dirc                   uint8
+	sameServer, sameMethod bool
 }
 
 // batchNumbers numbers the batches of a tape from 1, in order: a line

@@ -92,8 +92,11 @@ type Index struct {
 	servers  interner[uint16]
 	connIdx  map[connKey]uint32
 	lastConn lastConn
-	starts   []int           // $transport/start records seen per server (by its number)
-	inited   map[uint32]bool // connections an initialize request was sent on
+	// the server's and the method's numbers of the message added last
+	prevServer uint16
+	prevMethod uint32
+	starts     []int           // $transport/start records seen per server (by its number)
+	inited     map[uint32]bool // connections an initialize request was sent on
 
 	pairs   pairer
 	lastTS  int64 // the last known timestamp, for the jump check (0: none yet)
@@ -326,7 +329,11 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 		ts:      noTime,
 		batch:   batch,
 		kind:    m.kind,
-		dir:     dirCode(m.dir.in(line)),
+	}
+	if m.pre {
+		r.dir = m.dirc
+	} else {
+		r.dir = dirCode(m.dir.in(line))
 	}
 	if !m.when.IsZero() {
 		r.ts = m.when.UnixNano()
@@ -360,8 +367,20 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 		r.flags |= flagTorn
 	}
 	utf8OK := m.kind != KindInvalid && !m.badUTF8 // the line was checked whole (an invalid line's flag is never set)
-	r.server = x.servers.of(stringBytes(line, m.server, utf8OK))
-	r.method = x.methods.of(stringBytes(line, m.method, utf8OK))
+	// The same raw text as the message before decodes the same: its
+	// number, without reading the line again (sameServer, sameMethod are
+	// only set when the message before was the one added before this).
+	if m.sameServer {
+		r.server = x.prevServer
+	} else {
+		r.server = x.servers.of(stringBytes(line, m.server, utf8OK))
+	}
+	if m.sameMethod {
+		r.method = x.prevMethod
+	} else {
+		r.method = x.methods.of(stringBytes(line, m.method, utf8OK))
+	}
+	x.prevServer, x.prevMethod = r.server, r.method
 	if m.kind == KindLifecycle && string(m.method.in(line)) == `"`+MethodStart+`"` {
 		for int(r.server) >= len(x.starts) {
 			x.starts = append(x.starts, 0)

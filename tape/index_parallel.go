@@ -50,6 +50,8 @@ func (s *segment) classify(c *classifier, seed maphash.Seed) {
 		lr.line = 0
 	}
 	ascii := isASCII(s.data) // then no line of it needs its UTF-8 checked
+	var prevServer, prevMethod []byte
+	havePrev := false
 	for {
 		line, off, nl, err := lr.next()
 		if err != nil { // io.EOF: a lineReader over memory has no other error
@@ -58,6 +60,14 @@ func (s *segment) classify(c *classifier, seed maphash.Seed) {
 		m0 := int32(len(s.msgs))
 		s.msgs = c.appendLine(s.msgs, line, ascii)
 		prehash(s.msgs[m0:], line, seed)
+		for i := m0; i < int32(len(s.msgs)); i++ {
+			m := &s.msgs[i]
+			server, method := m.server.in(line), m.method.in(line) // empty when absent
+			m.pre, m.dirc = true, dirCode(m.dir.in(line))
+			m.sameServer = havePrev && string(server) == string(prevServer)
+			m.sameMethod = havePrev && string(method) == string(prevMethod)
+			prevServer, prevMethod, havePrev = server, method, true
+		}
 		s.lines = append(s.lines, segLine{line: line, off: off, next: lr.off, nl: nl, m0: m0, m1: int32(len(s.msgs))})
 	}
 }
