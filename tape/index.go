@@ -214,6 +214,7 @@ func shrank(f *os.File, err error) error {
 func (x *Index) extendMapped(f *os.File, start, size int64, final func() bool, progress []func(int64)) error {
 	page := int64(os.Getpagesize())
 	pos := start
+	var segs []*segment // consumeParallel's, reused window after window: their slices grown already
 	for pos < size {
 		base := pos &^ (page - 1)
 		length := min(size-base, mapWindow)
@@ -244,7 +245,7 @@ func (x *Index) extendMapped(f *os.File, start, size int64, final func() bool, p
 			}
 			var done bool
 			if w := indexWorkers(); w > 1 && cut > 2*segmentBytes {
-				done, err = x.consumeParallel(chunk[:cut], pos, w, final, progress)
+				done, err = x.consumeParallel(chunk[:cut], pos, w, final, progress, &segs)
 			} else {
 				lr := &lineReader{buf: chunk[:cut], end: cut, eof: true, off: pos}
 				err = mmap.Guard(func() (err error) { done, err = x.consume(lr, final, progress); return err })

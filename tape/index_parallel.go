@@ -81,16 +81,23 @@ func indexWorkers() int {
 // consumeParallel indexes the whole lines of data (a window of the file from
 // offset pos, ending at a newline or at the end of the file) as consume
 // would, with the classifying done by workers. It reports whether it
-// stopped early, at an unfinished last line.
-func (x *Index) consumeParallel(data []byte, pos int64, workers int, final func() bool, progress []func(int64)) (stopped bool, err error) {
+// stopped early, at an unfinished last line. segs holds the segments it
+// classifies into, made on the first call, reused by the next (all are
+// done with when it returns).
+func (x *Index) consumeParallel(data []byte, pos int64, workers int, final func() bool, progress []func(int64), segs *[]*segment) (stopped bool, err error) {
 	const batchBytes = 8 << 20
 	x.mu.Lock()
 	defer func() { x.mu.Unlock() }()
 	first := x.line == 0
 
 	free := make(chan *segment, segmentsOut)
-	for range segmentsOut {
-		free <- &segment{done: make(chan struct{}, 1)}
+	if len(*segs) == 0 {
+		for range segmentsOut {
+			*segs = append(*segs, &segment{done: make(chan struct{}, 1)})
+		}
+	}
+	for _, s := range *segs {
+		free <- s
 	}
 	work := make(chan *segment, segmentsOut)
 	order := make(chan *segment, segmentsOut)
