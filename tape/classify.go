@@ -58,7 +58,19 @@ type batchNumbers struct {
 
 // of returns the batch number of a line's messages msgs, or 0.
 func (b *batchNumbers) of(line []byte, msgs []msgInfo) int {
-	if len(msgs) > 1 || line[skipWS(line, 0)] == '[' {
+	return b.ofArray(isArray(line, msgs), line, msgs)
+}
+
+// isArray reports whether line, holding msgs (at least one), is a JSON
+// array: a batch whole.
+func isArray(line []byte, msgs []msgInfo) bool {
+	return len(msgs) > 1 || line[skipWS(line, 0)] == '['
+}
+
+// ofArray is of, told whether the line is an array (isArray): a
+// classifying worker found it, and the line is not read for it again.
+func (b *batchNumbers) ofArray(array bool, line []byte, msgs []msgInfo) int {
+	if array {
 		b.n++
 		b.last = b.last[:0]
 		return b.n

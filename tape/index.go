@@ -299,12 +299,14 @@ func (x *Index) consume(lr *lineReader, final func() bool, progress []func(int64
 
 // addLine indexes one line's messages and reports whether it was torn.
 func (x *Index) addLine(line []byte, off int64, lineNo int, nl bool) (torn bool, err error) {
-	return x.addClassified(line, x.cls.classify(line), off, lineNo, nl)
+	msgs := x.cls.classify(line)
+	return x.addClassified(line, msgs, len(msgs) > 0 && isArray(line, msgs), off, lineNo, nl)
 }
 
 // addClassified indexes one line's messages msgs, as the classifier found
-// them, and reports whether the line was torn.
-func (x *Index) addClassified(line []byte, msgs []msgInfo, off int64, lineNo int, nl bool) (torn bool, err error) {
+// them (array: the line is a JSON array, isArray), and reports whether the
+// line was torn.
+func (x *Index) addClassified(line []byte, msgs []msgInfo, array bool, off int64, lineNo int, nl bool) (torn bool, err error) {
 	if len(msgs) == 0 {
 		return false, nil
 	}
@@ -313,7 +315,7 @@ func (x *Index) addClassified(line []byte, msgs []msgInfo, off int64, lineNo int
 		return false, err
 	}
 	x.warnings.add(ws...)
-	batch := uint32(x.batches.of(line, msgs))
+	batch := uint32(x.batches.ofArray(array, line, msgs))
 	for i := range msgs {
 		x.add(line, &msgs[i], off, lineNo, batch, nl)
 	}

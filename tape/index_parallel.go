@@ -40,6 +40,7 @@ type segLine struct {
 	next   int64 // file offset after the line and its newline
 	nl     bool
 	m0, m1 int32 // its messages: segment.msgs[m0:m1]
+	array  bool  // it is a JSON array (isArray)
 }
 
 // classify splits s.data into lines and classifies each with c.
@@ -68,7 +69,8 @@ func (s *segment) classify(c *classifier, seed maphash.Seed) {
 			m.sameMethod = havePrev && string(method) == string(prevMethod)
 			prevServer, prevMethod, havePrev = server, method, true
 		}
-		s.lines = append(s.lines, segLine{line: line, off: off, next: lr.off, nl: nl, m0: m0, m1: int32(len(s.msgs))})
+		array := len(s.msgs) > int(m0) && isArray(line, s.msgs[m0:])
+		s.lines = append(s.lines, segLine{line: line, off: off, next: lr.off, nl: nl, m0: m0, m1: int32(len(s.msgs)), array: array})
 	}
 }
 
@@ -138,7 +140,7 @@ func (x *Index) consumeParallel(data []byte, pos int64, workers int, final func(
 					return nil
 				}
 				lineNo := x.line + 1
-				torn, err := x.addClassified(l.line, s.msgs[l.m0:l.m1], l.off, lineNo, l.nl)
+				torn, err := x.addClassified(l.line, s.msgs[l.m0:l.m1], l.array, l.off, lineNo, l.nl)
 				if err != nil {
 					return err
 				}
