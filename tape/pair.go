@@ -32,8 +32,8 @@ type pairKey uint64
 
 // sentReq is a client request and its pairing key (ok: there is one).
 type sentReq struct {
-	seq int32
 	key pairKey
+	seq int32
 	ok  bool
 }
 
@@ -82,7 +82,7 @@ func (p *pairer) add(recs *recTable, warnings *warningList, seq int32, m *msgInf
 		idText := func() []byte { return normalizeID(m.id.in(line)) } // for warnings: the line is not read again otherwise
 		k := p.key(r.server, r.dir, r.conn, p.idOf(m, line))
 		if r.dir == 1 && r.batch == 0 { // a batch rejected whole answers none of its members
-			p.setLastSent(r.conn, sentReq{seq, k, true})
+			p.setLastSent(r.conn, sentReq{k, seq, true})
 		}
 		ex := p.exchangeOf(r.dir == 1, m, line)
 		if ex != 0 {
