@@ -36,6 +36,16 @@ type msgInfo struct {
 	dropped    bool // and the message went no further (it never reached its peer)
 	inputResp  bool // params.inputResponses present (a retry of an input_required call)
 	problem    string
+	pid        uint64 // the hash of the id it pairs by (prehash), when hashed
+	hashed     bool
+	null       bool // and that id is null
+	// What a classifying worker noted for the index's one goroutine, so
+	// that it reads the line no more (pre: noted): dirc is the direction's
+	// code (dirCode), sameServer and sameMethod say the server's and the
+	// method's raw text are the message's before in the same segment.
+	pre                    bool
+	dirc                   uint8
+	sameServer, sameMethod bool
 }
 
 // batchNumbers numbers the batches of a tape from 1, in order: a line
@@ -48,7 +58,19 @@ type batchNumbers struct {
 
 // of returns the batch number of a line's messages msgs, or 0.
 func (b *batchNumbers) of(line []byte, msgs []msgInfo) int {
-	if len(msgs) > 1 || line[skipWS(line, 0)] == '[' {
+	return b.ofArray(isArray(line, msgs), line, msgs)
+}
+
+// isArray reports whether line, holding msgs (at least one), is a JSON
+// array: a batch whole.
+func isArray(line []byte, msgs []msgInfo) bool {
+	return len(msgs) > 1 || line[skipWS(line, 0)] == '['
+}
+
+// ofArray is of, told whether the line is an array (isArray): a
+// classifying worker found it, and the line is not read for it again.
+func (b *batchNumbers) ofArray(array bool, line []byte, msgs []msgInfo) int {
+	if array {
 		b.n++
 		b.last = b.last[:0]
 		return b.n

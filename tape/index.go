@@ -92,8 +92,11 @@ type Index struct {
 	servers  interner[uint16]
 	connIdx  map[connKey]uint32
 	lastConn lastConn
-	starts   []int           // $transport/start records seen per server (by its number)
-	inited   map[uint32]bool // connections an initialize request was sent on
+	// the server's and the method's numbers of the message added last
+	prevServer uint16
+	prevMethod uint32
+	starts     []int           // $transport/start records seen per server (by its number)
+	inited     map[uint32]bool // connections an initialize request was sent on
 
 	pairs   pairer
 	lastTS  int64 // the last known timestamp, for the jump check (0: none yet)
@@ -211,6 +214,7 @@ func shrank(f *os.File, err error) error {
 func (x *Index) extendMapped(f *os.File, start, size int64, final func() bool, progress []func(int64)) error {
 	page := int64(os.Getpagesize())
 	pos := start
+	var segs []*segment // consumeParallel's, reused window after window: their slices grown already
 	for pos < size {
 		base := pos &^ (page - 1)
 		length := min(size-base, mapWindow)
@@ -241,7 +245,7 @@ func (x *Index) extendMapped(f *os.File, start, size int64, final func() bool, p
 			}
 			var done bool
 			if w := indexWorkers(); w > 1 && cut > 2*segmentBytes {
-				done, err = x.consumeParallel(chunk[:cut], pos, w, final, progress)
+				done, err = x.consumeParallel(chunk[:cut], pos, w, final, progress, &segs)
 			} else {
 				lr := &lineReader{buf: chunk[:cut], end: cut, eof: true, off: pos}
 				err = mmap.Guard(func() (err error) { done, err = x.consume(lr, final, progress); return err })
@@ -295,12 +299,14 @@ func (x *Index) consume(lr *lineReader, final func() bool, progress []func(int64
 
 // addLine indexes one line's messages and reports whether it was torn.
 func (x *Index) addLine(line []byte, off int64, lineNo int, nl bool) (torn bool, err error) {
-	return x.addClassified(line, x.cls.classify(line), off, lineNo, nl)
+	msgs := x.cls.classify(line)
+	return x.addClassified(line, msgs, len(msgs) > 0 && isArray(line, msgs), off, lineNo, nl)
 }
 
 // addClassified indexes one line's messages msgs, as the classifier found
-// them, and reports whether the line was torn.
-func (x *Index) addClassified(line []byte, msgs []msgInfo, off int64, lineNo int, nl bool) (torn bool, err error) {
+// them (array: the line is a JSON array, isArray), and reports whether the
+// line was torn.
+func (x *Index) addClassified(line []byte, msgs []msgInfo, array bool, off int64, lineNo int, nl bool) (torn bool, err error) {
 	if len(msgs) == 0 {
 		return false, nil
 	}
@@ -309,7 +315,7 @@ func (x *Index) addClassified(line []byte, msgs []msgInfo, off int64, lineNo int
 		return false, err
 	}
 	x.warnings.add(ws...)
-	batch := uint32(x.batches.of(line, msgs))
+	batch := uint32(x.batches.ofArray(array, line, msgs))
 	for i := range msgs {
 		x.add(line, &msgs[i], off, lineNo, batch, nl)
 	}
@@ -326,7 +332,11 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 		ts:      noTime,
 		batch:   batch,
 		kind:    m.kind,
-		dir:     dirCode(m.dir.in(line)),
+	}
+	if m.pre {
+		r.dir = m.dirc
+	} else {
+		r.dir = dirCode(m.dir.in(line))
 	}
 	if !m.when.IsZero() {
 		r.ts = m.when.UnixNano()
@@ -360,8 +370,20 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 		r.flags |= flagTorn
 	}
 	utf8OK := m.kind != KindInvalid && !m.badUTF8 // the line was checked whole (an invalid line's flag is never set)
-	r.server = x.servers.of(stringBytes(line, m.server, utf8OK))
-	r.method = x.methods.of(stringBytes(line, m.method, utf8OK))
+	// The same raw text as the message before decodes the same: its
+	// number, without reading the line again (sameServer, sameMethod are
+	// only set when the message before was the one added before this).
+	if m.sameServer {
+		r.server = x.prevServer
+	} else {
+		r.server = x.servers.of(stringBytes(line, m.server, utf8OK))
+	}
+	if m.sameMethod {
+		r.method = x.prevMethod
+	} else {
+		r.method = x.methods.of(stringBytes(line, m.method, utf8OK))
+	}
+	x.prevServer, x.prevMethod = r.server, r.method
 	if m.kind == KindLifecycle && string(m.method.in(line)) == `"`+MethodStart+`"` {
 		for int(r.server) >= len(x.starts) {
 			x.starts = append(x.starts, 0)

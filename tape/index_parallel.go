@@ -2,6 +2,7 @@ package tape
 
 import (
 	"bytes"
+	"hash/maphash"
 	"runtime"
 
 	"github.com/tapedeck/tapedeck/tape/mmap"
@@ -39,16 +40,19 @@ type segLine struct {
 	next   int64 // file offset after the line and its newline
 	nl     bool
 	m0, m1 int32 // its messages: segment.msgs[m0:m1]
+	array  bool  // it is a JSON array (isArray)
 }
 
 // classify splits s.data into lines and classifies each with c.
-func (s *segment) classify(c *classifier) {
+func (s *segment) classify(c *classifier, seed maphash.Seed) {
 	s.lines, s.msgs = s.lines[:0], s.msgs[:0]
 	lr := &lineReader{buf: s.data, end: len(s.data), eof: true, off: s.off, line: 1}
 	if s.first {
 		lr.line = 0
 	}
 	ascii := isASCII(s.data) // then no line of it needs its UTF-8 checked
+	var prevServer, prevMethod []byte
+	havePrev := false
 	for {
 		line, off, nl, err := lr.next()
 		if err != nil { // io.EOF: a lineReader over memory has no other error
@@ -56,7 +60,17 @@ func (s *segment) classify(c *classifier) {
 		}
 		m0 := int32(len(s.msgs))
 		s.msgs = c.appendLine(s.msgs, line, ascii)
-		s.lines = append(s.lines, segLine{line: line, off: off, next: lr.off, nl: nl, m0: m0, m1: int32(len(s.msgs))})
+		prehash(s.msgs[m0:], line, seed)
+		for i := m0; i < int32(len(s.msgs)); i++ {
+			m := &s.msgs[i]
+			server, method := m.server.in(line), m.method.in(line) // empty when absent
+			m.pre, m.dirc = true, dirCode(m.dir.in(line))
+			m.sameServer = havePrev && string(server) == string(prevServer)
+			m.sameMethod = havePrev && string(method) == string(prevMethod)
+			prevServer, prevMethod, havePrev = server, method, true
+		}
+		array := len(s.msgs) > int(m0) && isArray(line, s.msgs[m0:])
+		s.lines = append(s.lines, segLine{line: line, off: off, next: lr.off, nl: nl, m0: m0, m1: int32(len(s.msgs)), array: array})
 	}
 }
 
@@ -69,16 +83,23 @@ func indexWorkers() int {
 // consumeParallel indexes the whole lines of data (a window of the file from
 // offset pos, ending at a newline or at the end of the file) as consume
 // would, with the classifying done by workers. It reports whether it
-// stopped early, at an unfinished last line.
-func (x *Index) consumeParallel(data []byte, pos int64, workers int, final func() bool, progress []func(int64)) (stopped bool, err error) {
+// stopped early, at an unfinished last line. segs holds the segments it
+// classifies into, made on the first call, reused by the next (all are
+// done with when it returns).
+func (x *Index) consumeParallel(data []byte, pos int64, workers int, final func() bool, progress []func(int64), segs *[]*segment) (stopped bool, err error) {
 	const batchBytes = 8 << 20
 	x.mu.Lock()
 	defer func() { x.mu.Unlock() }()
 	first := x.line == 0
 
 	free := make(chan *segment, segmentsOut)
-	for range segmentsOut {
-		free <- &segment{done: make(chan struct{}, 1)}
+	if len(*segs) == 0 {
+		for range segmentsOut {
+			*segs = append(*segs, &segment{done: make(chan struct{}, 1)})
+		}
+	}
+	for _, s := range *segs {
+		free <- s
 	}
 	work := make(chan *segment, segmentsOut)
 	order := make(chan *segment, segmentsOut)
@@ -93,7 +114,7 @@ func (x *Index) consumeParallel(data []byte, pos int64, workers int, final func(
 		go func() {
 			var c classifier
 			for s := range work {
-				s.err = mmap.Guard(func() error { s.classify(&c); return nil })
+				s.err = mmap.Guard(func() error { s.classify(&c, x.pairs.seed); return nil })
 				s.done <- struct{}{}
 			}
 		}()
@@ -119,7 +140,7 @@ func (x *Index) consumeParallel(data []byte, pos int64, workers int, final func(
 					return nil
 				}
 				lineNo := x.line + 1
-				torn, err := x.addClassified(l.line, s.msgs[l.m0:l.m1], l.off, lineNo, l.nl)
+				torn, err := x.addClassified(l.line, s.msgs[l.m0:l.m1], l.array, l.off, lineNo, l.nl)
 				if err != nil {
 					return err
 				}

@@ -135,3 +135,24 @@ func clip(v any) string {
 	}
 	return s
 }
+
+// TestPairKeyTellsConnectionsApart checks that one id's hash folded with
+// different (server, direction, connection) triples never gives one key:
+// the fold is one-to-one in the triple, so the same id on two connections
+// never pairs across them.
+func TestPairKeyTellsConnectionsApart(t *testing.T) {
+	p := newPairer()
+	h := p.idHash([]byte(`7`))
+	seen := map[pairKey][3]uint64{}
+	for _, server := range []uint16{0, 1, 2, 1 << 15, 1<<16 - 1} {
+		for dir := range uint8(4) {
+			for _, conn := range []uint32{0, 1, 2, 3, 1000, 1 << 20, 1<<32 - 1} {
+				k := p.key(server, dir, conn, h)
+				if was, ok := seen[k]; ok {
+					t.Fatalf("key of (server %d, dir %d, conn %d) equals that of %v", server, dir, conn, was)
+				}
+				seen[k] = [3]uint64{uint64(server), uint64(dir), uint64(conn)}
+			}
+		}
+	}
+}

@@ -25,17 +25,16 @@ import (
 	"time"
 )
 
-type pairKey struct {
-	server uint16
-	dir    uint8
-	conn   uint32
-	id     uint64 // a hash of the id's JSON text: no allocation a message
-}
+// pairKey is a request's pairing key: (server, direction, connection) and
+// a hash of its id's JSON text, folded into one word (pairer.key), so that
+// the pairing maps hash a uint64 rather than a padded struct.
+type pairKey uint64
 
-// sentReq is a client request and its pairing key.
+// sentReq is a client request and its pairing key (ok: there is one).
 type sentReq struct {
-	seq int32
 	key pairKey
+	seq int32
+	ok  bool
 }
 
 type chainKey struct {
@@ -51,9 +50,9 @@ type pairer struct {
 	cancelled map[pairKey]int32   // cancelled requests awaiting a late response
 	orphans   map[pairKey]int32   // responses that came before any request
 	inputReq  map[chainKey]int32
-	chains    map[int32]int32    // retry request → input_required response it answers
-	exch      map[int32]uint64   // unanswered requests of session-less POSTs → exchangeOf
-	lastSent  map[uint32]sentReq // connection → the client's last message there, if a request
+	chains    map[int32]int32  // retry request → input_required response it answers
+	exch      map[int32]uint64 // unanswered requests of session-less POSTs → exchangeOf
+	lastSent  []sentReq        // by connection: the client's last message there, if a request
 	seed      maphash.Seed
 }
 
@@ -66,7 +65,6 @@ func newPairer() pairer {
 		inputReq:  map[chainKey]int32{},
 		chains:    map[int32]int32{},
 		exch:      map[int32]uint64{},
-		lastSent:  map[uint32]sentReq{},
 		seed:      maphash.MakeSeed(),
 	}
 }
@@ -77,14 +75,14 @@ func (p *pairer) add(recs *recTable, warnings *warningList, seq int32, m *msgInf
 	rp := recs.at(int(seq))
 	r := *rp
 	if r.dir == 1 && m.kind != KindLifecycle && m.kind != KindInvalid {
-		delete(p.lastSent, r.conn)
+		p.setLastSent(r.conn, sentReq{})
 	}
 	switch m.kind {
 	case KindRequest:
-		idText := normalizeID(m.id.in(line))
-		k := pairKey{r.server, r.dir, r.conn, p.idHash(idText)}
+		idText := func() []byte { return normalizeID(m.id.in(line)) } // for warnings: the line is not read again otherwise
+		k := p.key(r.server, r.dir, r.conn, p.idOf(m, line))
 		if r.dir == 1 && r.batch == 0 { // a batch rejected whole answers none of its members
-			p.lastSent[r.conn] = sentReq{seq, k}
+			p.setLastSent(r.conn, sentReq{k, seq, true})
 		}
 		ex := p.exchangeOf(r.dir == 1, m, line)
 		if ex != 0 {
@@ -95,7 +93,7 @@ func (p *pairer) add(recs *recTable, warnings *warningList, seq int32, m *msgInf
 			p.pair(recs, seq, resp)
 			recs.at(int(resp)).flags = recs.at(int(resp)).flags&^flagOrphan | flagReordered
 			rp.flags |= flagReordered
-			warnings.add(Warning{lineNo, fmt.Errorf("line %d: request id %s recorded after its response (line %d)", lineNo, idText, recs.at(int(resp)).line)})
+			warnings.add(Warning{lineNo, fmt.Errorf("line %d: request id %s recorded after its response (line %d)", lineNo, idText(), recs.at(int(resp)).line)})
 			break
 		}
 		if old, ok := p.pending[k]; ok && ex != 0 && p.exch[old] != 0 {
@@ -104,7 +102,7 @@ func (p *pairer) add(recs *recTable, warnings *warningList, seq int32, m *msgInf
 			p.queued[k] = append(p.queued[k], seq)
 		} else if ok {
 			rp.flags |= flagDuplicate
-			warnings.add(Warning{lineNo, fmt.Errorf("line %d: request id %s reused while the request at line %d is unanswered; responses pair first in, first out", lineNo, idText, recs.at(int(old)).line)})
+			warnings.add(Warning{lineNo, fmt.Errorf("line %d: request id %s reused while the request at line %d is unanswered; responses pair first in, first out", lineNo, idText(), recs.at(int(old)).line)})
 			p.queued[k] = append(p.queued[k], seq)
 		} else {
 			p.pending[k] = seq
@@ -123,13 +121,12 @@ func (p *pairer) add(recs *recTable, warnings *warningList, seq int32, m *msgInf
 		case 2:
 			reqDir = 1
 		}
-		id := normalizeID(m.id.in(line))
-		if string(id) == "null" && m.replyTo.ok() {
-			id = normalizeID(m.replyTo.in(line)) // an answer to a request the server could not read
-		}
-		k := pairKey{r.server, reqDir, r.conn, p.idHash(id)}
-		if string(id) == "null" && reqDir == 1 && m.isError {
-			if last, ok := p.lastSent[r.conn]; ok && ParseHTTPMeta(line[m.start:m.end]).Status >= 400 {
+		// The id, or _meta.inReplyTo for an id null: an answer to a
+		// request the server could not read (pairText).
+		id := func() []byte { return pairText(m, line) } // for warnings: the line is not read again otherwise
+		k := p.key(r.server, reqDir, r.conn, p.idOf(m, line))
+		if p.nullID(m, line) && reqDir == 1 && m.isError {
+			if last := p.lastOf(r.conn); last.ok && ParseHTTPMeta(line[m.start:m.end]).Status >= 400 {
 				if q, ok := p.pending[last.key]; ok && q == last.seq {
 					k = last.key // the answer to the request its POST carried
 				}
@@ -142,7 +139,7 @@ func (p *pairer) add(recs *recTable, warnings *warningList, seq int32, m *msgInf
 			p.unpend(k)
 			p.pair(recs, req, seq)
 			if q := recs.at(int(req)); q.ts != noTime && r.ts != noTime && r.ts < q.ts {
-				warnings.add(Warning{lineNo, fmt.Errorf("line %d: response id %s is stamped %v before its request (line %d): a negative latency; the recorder's clock moved?", lineNo, id, time.Duration(q.ts-r.ts), q.line)})
+				warnings.add(Warning{lineNo, fmt.Errorf("line %d: response id %s is stamped %v before its request (line %d): a negative latency; the recorder's clock moved?", lineNo, id(), time.Duration(q.ts-r.ts), q.line)})
 			}
 		} else if req, ok := p.cancelled[k]; ok {
 			delete(p.cancelled, k)
@@ -151,8 +148,8 @@ func (p *pairer) add(recs *recTable, warnings *warningList, seq int32, m *msgInf
 			rp.flags |= flagLate
 		} else {
 			rp.flags |= flagOrphan
-			p.orphans[pairKey{r.server, reqDir, r.conn, k.id}] = seq
-			warnings.add(Warning{lineNo, fmt.Errorf("line %d: response id %s matches no request before it", lineNo, id)})
+			p.orphans[k] = seq
+			warnings.add(Warning{lineNo, fmt.Errorf("line %d: response id %s matches no request before it", lineNo, id())})
 		}
 		if m.inputReq && rp.partner >= 0 {
 			req := recs.at(int(rp.partner))
@@ -166,7 +163,7 @@ func (p *pairer) add(recs *recTable, warnings *warningList, seq int32, m *msgInf
 		if !m.replyTo.ok() || string(m.method.in(line)) != `"`+MethodHTTPExchange+`"` {
 			break
 		}
-		k := pairKey{r.server, 1, r.conn, p.idHash(normalizeID(m.replyTo.in(line)))}
+		k := p.key(r.server, 1, r.conn, p.idOf(m, line))
 		req, ok := p.ofExchange(k, p.exchangeOf(true, m, line))
 		if !ok {
 			if req, ok = p.pending[k]; ok {
@@ -180,7 +177,7 @@ func (p *pairer) add(recs *recTable, warnings *warningList, seq int32, m *msgInf
 		}
 	case KindNotification:
 		if m.cancels.ok() {
-			k := pairKey{r.server, r.dir, r.conn, p.idHash(normalizeID(m.cancels.in(line)))}
+			k := p.key(r.server, r.dir, r.conn, p.idOf(m, line))
 			if req, ok := p.pending[k]; ok {
 				p.unpend(k)
 				p.cancelled[k] = req
@@ -216,6 +213,95 @@ func (p *pairer) pair(recs *recTable, req, resp int32) {
 // their JSON text under a seed chosen per index: two different ids of one
 // connection colliding is a 1 in 2^64 chance, and a tape cannot aim at it.
 func (p *pairer) idHash(id []byte) uint64 { return maphash.Bytes(p.seed, id) }
+
+// idOf returns the hash of the text message m (of line) pairs by
+// (pairText): the classifying worker's (m.pid), when it hashed it.
+func (p *pairer) idOf(m *msgInfo, line []byte) uint64 {
+	if m.hashed {
+		return m.pid
+	}
+	return p.idHash(pairText(m, line))
+}
+
+// nullID reports whether the text response m (of line) pairs by is null.
+func (p *pairer) nullID(m *msgInfo, line []byte) bool {
+	if m.hashed {
+		return m.null
+	}
+	return string(pairText(m, line)) == "null"
+}
+
+// lastOf returns the client's last message on connection conn, if a
+// request.
+func (p *pairer) lastOf(conn uint32) sentReq {
+	if int(conn) < len(p.lastSent) {
+		return p.lastSent[conn]
+	}
+	return sentReq{}
+}
+
+// setLastSent notes the client's last message on connection conn (s.ok
+// false: not a request). Connections are numbered from 0 in order of
+// appearance: a slice, not a map, for a note on every message sent.
+func (p *pairer) setLastSent(conn uint32, s sentReq) {
+	if int(conn) >= len(p.lastSent) {
+		if !s.ok {
+			return
+		}
+		p.lastSent = append(p.lastSent, make([]sentReq, int(conn)+1-len(p.lastSent))...)
+	}
+	p.lastSent[conn] = s
+}
+
+// key folds (server, direction, connection) and an id's hash h into one
+// pairKey: h XOR a bijective mix of the three. The same id on two
+// connections gives two keys that differ (the mix is one-to-one); two
+// different ids collide only where their seeded hashes differ by exactly
+// the two mixes, a 1 in 2^64 chance, as before.
+func (p *pairer) key(server uint16, dir uint8, conn uint32, h uint64) pairKey {
+	c := uint64(server)<<40 | uint64(dir)<<32 | uint64(conn)
+	c *= 0x9e3779b97f4a7c15 // odd: one-to-one
+	c ^= c >> 29
+	return pairKey(h ^ c)
+}
+
+// pairText returns the text message m (of line) pairs by, as pairer.add
+// reads it: a request's id, a response's (its _meta.inReplyTo for an id
+// null), an $http/exchange's _meta.inReplyTo, a cancellation's requestId;
+// nil for the rest.
+func pairText(m *msgInfo, line []byte) []byte {
+	switch m.kind {
+	case KindRequest:
+		return normalizeID(m.id.in(line))
+	case KindResponse:
+		id := normalizeID(m.id.in(line))
+		if string(id) == "null" && m.replyTo.ok() {
+			id = normalizeID(m.replyTo.in(line))
+		}
+		return id
+	case KindLifecycle:
+		if m.replyTo.ok() {
+			return normalizeID(m.replyTo.in(line))
+		}
+	case KindNotification:
+		if m.cancels.ok() {
+			return normalizeID(m.cancels.in(line))
+		}
+	}
+	return nil
+}
+
+// prehash hashes, under seed, the text each of msgs (of line) pairs by
+// (pairText), for the pairer to take instead of hashing it on the index's
+// one goroutine: a classifying worker calls it.
+func prehash(msgs []msgInfo, line []byte, seed maphash.Seed) {
+	for i := range msgs {
+		m := &msgs[i]
+		if id := pairText(m, line); id != nil {
+			m.pid, m.hashed, m.null = maphash.Bytes(seed, id), true, string(id) == "null"
+		}
+	}
+}
 
 // exchangeOf returns a hash of the session-less HTTP POST (_meta.exchange)
 // a client request (clientReq) or its answer travelled in, or 0. A server

@@ -62,6 +62,7 @@ type MethodStats struct {
 	Invalid      int          `json:"invalid"`
 	Latency      LatencyStats `json:"latency"`
 	latencies    []time.Duration
+	runs         []int // of a total: the lengths of the sorted runs its latencies are (add)
 }
 
 // LatencyStats are percentiles of request-to-response time over the pairs
@@ -142,13 +143,17 @@ func ComputeStats(x *Index, server string) Stats {
 		case KindRequest:
 			m := get(key{r.server, r.method, r.dir, 0})
 			m.Requests++
-			switch p := x.pairOf(i); {
-			case p.Cancelled:
+			// As pairOf reads the request's pairing, without making its Pair.
+			switch {
+			case r.flags&flagCancelled != 0:
 				m.Cancelled++
-			case p.Pending:
+			case r.partner < 0:
 				m.Pending++
-			case p.Timed && !p.Reordered: // a reordered pair's time says nothing of the server's speed
-				m.latencies = append(m.latencies, p.Latency)
+			case r.flags&flagReordered != 0: // a reordered pair's time says nothing of the server's speed
+			default:
+				if o := x.recs.at(int(r.partner)); r.ts != noTime && o.ts != noTime {
+					m.latencies = append(m.latencies, time.Duration(o.ts-r.ts))
+				}
 			}
 		case KindNotification:
 			get(key{r.server, r.method, r.dir, 0}).Notifications++
@@ -193,8 +198,9 @@ func ComputeStats(x *Index, server string) Stats {
 	}
 	for s := range servers {
 		ss := byServer[s]
+		ss.Total.latencies = mergeRuns(ss.Total.latencies, ss.Total.runs)
 		ss.Total.Latency = latencyStats(ss.Total.latencies)
-		ss.Total.latencies = nil
+		ss.Total.latencies, ss.Total.runs = nil, nil
 		sort.Slice(ss.Methods, func(i, j int) bool {
 			a, b := ss.Methods[i], ss.Methods[j]
 			if a.Bucket != b.Bucket {
@@ -227,6 +233,41 @@ func (t *MethodStats) add(m *MethodStats) {
 	t.Late += m.Late
 	t.Invalid += m.Invalid
 	t.latencies = append(t.latencies, m.latencies...)
+	t.runs = append(t.runs, len(m.latencies)) // sorted already, by latencyStats
+}
+
+// mergeRuns sorts ls, made of runs of the lengths given, each sorted, by
+// merging them pairwise (n log(runs) instead of sorting it all again).
+func mergeRuns(ls []time.Duration, runs []int) []time.Duration {
+	if len(runs) < 2 {
+		return ls
+	}
+	buf := make([]time.Duration, len(ls))
+	for len(runs) > 1 {
+		var next []int
+		at := 0
+		for i := 0; i < len(runs); i += 2 {
+			if i+1 == len(runs) {
+				copy(buf[at:], ls[at:at+runs[i]])
+				next = append(next, runs[i])
+				break
+			}
+			a, b := ls[at:at+runs[i]], ls[at+runs[i]:at+runs[i]+runs[i+1]]
+			out := buf[at : at : at+len(a)+len(b)]
+			for len(a) > 0 && len(b) > 0 {
+				if b[0] < a[0] {
+					out, b = append(out, b[0]), b[1:]
+				} else {
+					out, a = append(out, a[0]), a[1:]
+				}
+			}
+			out = append(append(out, a...), b...)
+			at += len(out)
+			next = append(next, len(out))
+		}
+		ls, buf, runs = buf, ls, next
+	}
+	return ls
 }
 
 func latencyStats(ls []time.Duration) LatencyStats {
