@@ -34,6 +34,10 @@ func main() {
 	}
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
+	if stdoutClosed(err) {
+		pprof.StopCPUProfile()
+		dieOfSIGPIPE()
+	}
 	code := exitCode(err, os.Stderr)
 	pprof.StopCPUProfile()
 	os.Exit(code)
@@ -55,11 +59,12 @@ func (e *exitError) Error() string {
 
 func (e *exitError) Unwrap() error { return e.err }
 
-// exitCode decides the process's exit status in one place: 0 on success
-// or when the reader of stdout went away, the status an exitError carries,
-// 1 for any other error (printed on stderr as one line).
+// exitCode decides the process's exit status in one place: 0 on success,
+// the status an exitError carries, 1 for any other error (printed on
+// stderr as one line). A run whose stdout's reader went away does not get
+// here: it dies of SIGPIPE (dieOfSIGPIPE).
 func exitCode(err error, stderr io.Writer) int {
-	if err == nil || stdoutClosed(err) {
+	if err == nil {
 		return 0
 	}
 	var ee *exitError
@@ -74,9 +79,23 @@ func exitCode(err error, stderr io.Writer) int {
 }
 
 // stdoutClosed reports whether err is a write to stdout that failed because
-// its reader went away (tapedeck stats TAPE | head): that ends the run
-// quietly, as it does cat's.
+// its reader went away (tapedeck stats TAPE | head).
 func stdoutClosed(err error) bool {
 	var pe *fs.PathError
 	return errors.As(err, &pe) && pe.Path == os.Stdout.Name() && errors.Is(pe.Err, syscall.EPIPE)
+}
+
+// dieOfSIGPIPE ends a run whose stdout's reader went away as cat's ends:
+// quietly, killed by SIGPIPE, so that a shell's pipefail (and anyone
+// reading the status) sees a run cut short, never the success a cut
+// `check` or `diff --exit-code` report did not earn (it exited 0 before).
+// SIGPIPE is ignored while tapedeck runs (main); once it is neither
+// ignored nor caught, the runtime dies of it on the next write to stdout
+// that fails with EPIPE (os/signal). 141 is the status a shell gives that
+// death, should the write not fail.
+func dieOfSIGPIPE() {
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) // no longer ignored
+	signal.Reset(syscall.SIGPIPE)                           // nor caught
+	os.Stdout.Write([]byte{'\n'})
+	os.Exit(128 + int(syscall.SIGPIPE))
 }

@@ -23,21 +23,30 @@ import (
 )
 
 // A reader of stdout that goes away (stats TAPE | head) ends the run
-// quietly with status 0, as it does cat's; it used to print "write
-// /dev/stdout: broken pipe" and exit 1.
+// quietly, killed by SIGPIPE, as it does cat's: it used to print "write
+// /dev/stdout: broken pipe" and exit 1, then exited 0, which told a
+// pipeline with pipefail that `diff --exit-code` of two different tapes
+// (status 1 when read whole) had found them equal.
 func TestStdoutReaderGone(t *testing.T) {
 	bin := mcptest.BuildBinary(t, "./cmd/tapedeck")
-	var big strings.Builder
+	var big, other strings.Builder
 	for i := range 5000 {
 		fmt.Fprintf(&big, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"t%d"},"_meta":{"dir":"send","server":"s","ts":"2026-05-16T12:00:00.000Z"}}`+"\n", i, i%50)
 		fmt.Fprintf(&big, `{"jsonrpc":"2.0","id":%d,"result":{},"_meta":{"dir":"recv","server":"s","ts":"2026-05-16T12:00:00.010Z"}}`+"\n", i)
+		fmt.Fprintf(&other, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"t%d"},"_meta":{"dir":"send","server":"s","ts":"2026-05-16T12:00:00.000Z"}}`+"\n", i, i%50)
+		fmt.Fprintf(&other, `{"jsonrpc":"2.0","id":%d,"result":{"n":%d},"_meta":{"dir":"recv","server":"s","ts":"2026-05-16T12:00:00.010Z"}}`+"\n", i, i)
 	}
 	path := writeFile(t, "big.jsonl", big.String())
+	path2 := writeFile(t, "other.jsonl", other.String())
+	if err := exec.Command(bin, "diff", "--exit-code", path, path2).Run(); err == nil {
+		t.Fatal("diff --exit-code of the two tapes read whole: status 0, want 1 (they differ)")
+	}
 	for _, args := range [][]string{
 		{"stats", path},
 		{"stats", "--json", path},
 		{"export", path, "--format", "json"},
 		{"export", path, "--format", "html"},
+		{"diff", "--exit-code", path, path2},
 	} {
 		r, w, err := os.Pipe()
 		if err != nil {
@@ -49,8 +58,9 @@ func TestStdoutReaderGone(t *testing.T) {
 		cmd.Stdout, cmd.Stderr = w, &stderr
 		err = cmd.Run()
 		w.Close()
-		if err != nil || stderr.Len() != 0 {
-			t.Errorf("%s with stdout's reader gone: %v, stderr %q; want status 0 and nothing said", strings.Join(args, " "), err, stderr.String())
+		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		if !ws.Signaled() || ws.Signal() != syscall.SIGPIPE || stderr.Len() != 0 {
+			t.Errorf("%s with stdout's reader gone: %v, stderr %q; want killed by SIGPIPE and nothing said", strings.Join(args, " "), err, stderr.String())
 		}
 	}
 }
