@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tapedeck/tapedeck/tape/jsonscan"
 	"github.com/tapedeck/tapedeck/tape/mmap"
@@ -289,10 +290,10 @@ func (r *rangeReader) read(lo, hi int, c *readChunk) {
 			ci = r.cls.callMessage(raw)
 		}
 		if server != "" || e.Kind == KindRequest { // an answer gives its call no server or direction
-			if e.Server = stringValue(raw, ci.server); server != "" && e.Server != server {
+			if e.Server = knownValue(raw, ci.server, e.Server); server != "" && e.Server != server {
 				continue
 			}
-			e.Dir = Dir(stringValue(raw, ci.dir))
+			e.Dir = Dir(knownValue(raw, ci.dir, string(e.Dir)))
 		}
 		e.Time = ci.when
 		if e.Kind == KindRequest {
@@ -323,6 +324,18 @@ func (r *rangeReader) read(lo, hi int, c *readChunk) {
 		}
 		c.items = append(c.items, readItem{seq: seq, ans: mf.answer(ans), partner: mf.pair.Partner})
 	}
+}
+
+// knownValue is stringValue(b, s), and known itself rather than a copy
+// when that is what b holds there (the index's name of a message's server
+// or direction, which its _meta nearly always repeats).
+func knownValue(b []byte, s span, known string) string {
+	if s.ok() && b[s.start] == '"' {
+		if raw := b[s.start+1 : s.end-1]; string(raw) == known && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+			return known
+		}
+	}
+	return stringValue(b, s)
 }
 
 // parts is StripMeta(raw) as two slices of raw: the bytes before the cut

@@ -5,9 +5,9 @@ package tape
 // Failure and Negotiation each taking it for each message (two readers
 // and the pairing goroutine took the same lock a few times a message).
 
-// msgFacts is message seq's entry and size (span), and for a request or a
-// response its pairing (Pair), its own Failure and, when it has a
-// partner, the partner's kind.
+// msgFacts is, for a request or a response, its entry and size (span),
+// its pairing (Pair), its own Failure and, when it has a
+// partner, the partner's kind; for another message, its kind alone.
 type msgFacts struct {
 	e           Entry
 	size        int
@@ -22,10 +22,11 @@ func (x *Index) callFacts(lo, hi int, dst []msgFacts) []msgFacts {
 	defer x.mu.RUnlock()
 	for i := lo; i < hi; i++ {
 		r := x.recs.at(i)
-		dst = append(dst, msgFacts{e: x.entry(i), size: int(r.n)})
 		if r.kind != KindRequest && r.kind != KindResponse {
+			dst = append(dst, msgFacts{e: Entry{Kind: r.kind}}) // read no further
 			continue
 		}
+		dst = append(dst, msgFacts{e: x.entry(i), size: int(r.n)})
 		f := &dst[len(dst)-1]
 		f.pair = x.pairOf(i)
 		if r.kind == KindResponse { // Failure(i) of a response
