@@ -296,20 +296,28 @@ func complete(c Call, resp []byte, end time.Time, seq int, x *Index) Call {
 	return completeWith(c, answer{raw: resp, full: resp, end: end}, seq, x)
 }
 
-// completeWith fills in a call's answer r: its error is read from r.full.
+// completeWith fills in a call's answer r, response seq of x: its error
+// is read from r.full.
 func completeWith(c Call, r answer, seq int, x *Index) Call {
+	r.failure, r.negotiation, r.late = x.Failure(seq), x.Negotiation(seq), x.Pair(seq).Late
+	return completeAnswer(c, r, seq)
+}
+
+// completeAnswer fills in a call's answer r, response seq, whose index
+// facts r holds: its error is read from r.full.
+func completeAnswer(c Call, r answer, seq int) Call {
 	c.Response, c.ResponseRaw, c.ResponseTail, c.End = seq, r.raw, r.tail, r.end
 	if !c.Start.IsZero() && !r.end.IsZero() {
 		c.Latency = r.end.Sub(c.Start)
 	}
 	c.Status = "ok"
-	switch x.Failure(seq) {
+	switch r.failure {
 	case RPCError:
 		c.Status = "error"
 		er := gjson.GetBytes(r.full, "error")
 		c.ErrorCode, c.ErrorMessage = er.Get("code").Int(), er.Get("message").String()
 	case NoFailure:
-		if x.Negotiation(seq) {
+		if r.negotiation {
 			c.Status = "negotiation" // a rejected server/discover probe: not a failure
 			er := gjson.GetBytes(r.full, "error")
 			c.ErrorCode, c.ErrorMessage = er.Get("code").Int(), er.Get("message").String()
@@ -317,7 +325,7 @@ func completeWith(c Call, r answer, seq int, x *Index) Call {
 	case ToolError:
 		c.Status = "tool-error"
 	}
-	if x.Pair(seq).Late {
+	if r.late {
 		c.Status = "late"
 	}
 	return c

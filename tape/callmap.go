@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tapedeck/tapedeck/tape/jsonscan"
 	"github.com/tapedeck/tapedeck/tape/mmap"
@@ -123,9 +124,9 @@ func readCallsMapped(m *Mapping, x *Index, server string, o CallOptions, fn func
 			it := &c.items[i]
 			var err error
 			if it.request {
-				err = a.request(it.seq, it.call)
+				err = a.requestKnown(it.seq, it.call, it.partner, it.cancelled, it.challenged)
 			} else {
-				err = a.response(it.seq, it.ans)
+				err = a.responseKnown(it.seq, it.ans, it.partner)
 			}
 			if err != nil {
 				return false, err
@@ -208,7 +209,9 @@ func readCallsMapped(m *Mapping, x *Index, server string, o CallOptions, fn func
 		if !more {
 			break
 		}
-		clear(c.items) // let the calls' bytes go
+		if !o.Alias && !o.Lean {
+			clear(c.items) // let the calls' copied bytes go (in place, they are the mapping's)
+		}
 		select {
 		case free <- c:
 		default:
@@ -233,7 +236,12 @@ type readItem struct {
 	seq     int
 	request bool
 	call    Call   // a request's
-	ans     answer // a response's
+	ans     answer // a response's, with its index facts
+	// The index's pairing: the partner (Pair.Partner), and for a request
+	// whether it was cancelled (Pair.Cancelled) and its partner is a
+	// lifecycle record (an authorization challenge).
+	partner               int
+	cancelled, challenged bool
 }
 
 // rangeReader reads ranges of a mapped tape's messages for ReadCallsMapped.
@@ -244,6 +252,7 @@ type rangeReader struct {
 	o      CallOptions
 	cls    classifier
 	f      fastMsg
+	facts  []msgFacts // of the range being read
 }
 
 // read fills c with the requests and responses among messages [lo, hi).
@@ -253,8 +262,10 @@ func (r *rangeReader) read(lo, hi int, c *readChunk) {
 	data := r.m.data
 	valid := o.Alias && !o.Lean  // a tail then says the message is valid JSON
 	inPlace := o.Alias || o.Lean // the bytes left in the mapping
+	r.facts = x.callFacts(lo, hi, r.facts[:0])
 	for seq := lo; seq < hi; seq++ {
-		e, size := x.span(seq)
+		mf := &r.facts[seq-lo]
+		e, size := mf.e, mf.size
 		if e.Kind != KindRequest && e.Kind != KindResponse {
 			continue
 		}
@@ -265,8 +276,8 @@ func (r *rangeReader) read(lo, hi int, c *readChunk) {
 			c.cut = true // the tape is shorter than its index: it was cut since
 			return
 		}
-		if o.Lean && e.Kind == KindResponse && e.Server != moreServers && !needsAnswer(x, seq) {
-			c.items = append(c.items, readItem{seq: seq, ans: answer{end: e.Time}})
+		if o.Lean && e.Kind == KindResponse && e.Server != moreServers && !mf.needsAnswer() {
+			c.items = append(c.items, readItem{seq: seq, ans: mf.answer(answer{end: e.Time}), partner: mf.pair.Partner})
 			continue
 		}
 		raw := data[e.Offset : e.Offset+int64(size)]
@@ -279,14 +290,15 @@ func (r *rangeReader) read(lo, hi int, c *readChunk) {
 			ci = r.cls.callMessage(raw)
 		}
 		if server != "" || e.Kind == KindRequest { // an answer gives its call no server or direction
-			if e.Server = stringValue(raw, ci.server); server != "" && e.Server != server {
+			if e.Server = knownValue(raw, ci.server, e.Server); server != "" && e.Server != server {
 				continue
 			}
-			e.Dir = Dir(stringValue(raw, ci.dir))
+			e.Dir = Dir(knownValue(raw, ci.dir, string(e.Dir)))
 		}
 		e.Time = ci.when
 		if e.Kind == KindRequest {
-			c.items = append(c.items, readItem{seq: seq, request: true, call: newCall(seq, e, raw, &ci)})
+			c.items = append(c.items, readItem{seq: seq, request: true, call: newCall(seq, e, raw, &ci),
+				partner: mf.pair.Partner, cancelled: mf.pair.Cancelled, challenged: mf.pair.Partner >= 0 && mf.partnerKind == KindLifecycle})
 			call := &c.items[len(c.items)-1].call
 			switch {
 			case fast && inPlace:
@@ -310,8 +322,20 @@ func (r *rangeReader) read(lo, hi int, c *readChunk) {
 			ans.raw = ci.stripped(raw)
 			ans.full = ans.raw
 		}
-		c.items = append(c.items, readItem{seq: seq, ans: ans})
+		c.items = append(c.items, readItem{seq: seq, ans: mf.answer(ans), partner: mf.pair.Partner})
 	}
+}
+
+// knownValue is stringValue(b, s), and known itself rather than a copy
+// when that is what b holds there (the index's name of a message's server
+// or direction, which its _meta nearly always repeats).
+func knownValue(b []byte, s span, known string) string {
+	if s.ok() && b[s.start] == '"' {
+		if raw := b[s.start+1 : s.end-1]; string(raw) == known && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+			return known
+		}
+	}
+	return stringValue(b, s)
 }
 
 // parts is StripMeta(raw) as two slices of raw: the bytes before the cut
@@ -536,10 +560,27 @@ func (f *fastMsg) traceParent(raw []byte) string {
 }
 
 // answer is a response's part of a call: its bytes as the call gives
-// them, the bytes its error is read from, and its time.
+// them, the bytes its error is read from, and its time; and what the
+// index says of it (completeAnswer's Failure, Negotiation, Pair.Late).
 type answer struct {
 	raw, tail, full []byte
 	end             time.Time
+	failure         Failure
+	negotiation     bool
+	late            bool
+}
+
+// answer is a with response f's index facts.
+func (f *msgFacts) answer(a answer) answer {
+	a.failure, a.negotiation, a.late = f.failure, f.e.Negotiation, f.pair.Late
+	return a
+}
+
+// needsAnswer reports whether response f's bytes make a field of its call
+// (see CallOptions.Lean).
+func (f *msgFacts) needsAnswer() bool {
+	p := &f.pair
+	return p.Partner >= 0 && (p.Method == "initialize" || f.failure == RPCError || f.e.Negotiation)
 }
 
 // callAssembler pairs requests with their answers in ReadCalls' order: a
@@ -547,13 +588,15 @@ type answer struct {
 type callAssembler struct {
 	x     *Index
 	fn    func(Call) error
-	open  map[int]Call   // request seq → call awaiting its response
+	open  map[int]int32  // request seq → its call awaiting its response, in calls
+	calls []Call         // the calls awaiting their responses, and free slots
+	free  []int32        // slots of calls free for the next request
 	early map[int]answer // response seq → an answer recorded before its request
 	order []int          // requests in recorded order, to flush the unanswered ones
 }
 
 func newCallAssembler(x *Index, fn func(Call) error) *callAssembler {
-	return &callAssembler{x: x, fn: fn, open: map[int]Call{}, early: map[int]answer{}}
+	return &callAssembler{x: x, fn: fn, open: map[int]int32{}, early: map[int]answer{}}
 }
 
 // newCall is request seq's call before its bytes: e is its entry with
@@ -578,56 +621,76 @@ func (x *Index) kindAt(i int) Kind {
 	return x.recs.at(i).kind
 }
 
-// needsAnswer reports whether response seq's bytes make a field of its
-// call (see CallOptions.Lean).
-func needsAnswer(x *Index, seq int) bool {
-	p := x.Pair(seq)
-	return p.Partner >= 0 && (p.Method == "initialize" || x.Failure(seq) == RPCError || x.Negotiation(seq))
+// request takes request seq's call c, reading its pairing from the index.
+func (a *callAssembler) request(seq int, c Call) error {
+	p := a.x.Pair(seq)
+	return a.requestKnown(seq, c, p.Partner, p.Cancelled, p.Partner >= 0 && a.x.kindAt(p.Partner) == KindLifecycle)
 }
 
-func (a *callAssembler) request(seq int, c Call) error {
-	x := a.x
-	p := x.Pair(seq)
+// requestKnown is request with the index's pairing of seq given: its
+// partner, whether it was cancelled, and whether its partner is a
+// lifecycle record.
+func (a *callAssembler) requestKnown(seq int, c Call, partner int, cancelled, challenged bool) error {
 	switch {
-	case p.Partner < 0 && p.Cancelled:
+	case partner < 0 && cancelled:
 		c.Status = "cancelled"
-	case p.Partner < 0:
+	case partner < 0:
 		c.Status = "pending"
-	case x.kindAt(p.Partner) == KindLifecycle:
+	case challenged:
 		c.Status = "challenged"
 	}
-	if p.Partner >= 0 && p.Partner < seq {
+	if partner >= 0 && partner < seq {
 		// Answered before it was recorded (Reordered): the answer came
 		// first and waits in early.
-		if r, ok := a.early[p.Partner]; ok {
-			delete(a.early, p.Partner)
-			return a.fn(completeWith(c, r, p.Partner, x))
+		if r, ok := a.early[partner]; ok {
+			delete(a.early, partner)
+			return a.fn(completeAnswer(c, r, partner))
 		}
 	}
-	a.open[seq] = c
+	var slot int32
+	if n := len(a.free); n > 0 {
+		slot, a.free = a.free[n-1], a.free[:n-1]
+		a.calls[slot] = c
+	} else {
+		slot = int32(len(a.calls))
+		a.calls = append(a.calls, c)
+	}
+	a.open[seq] = slot
 	a.order = append(a.order, seq)
 	return nil
 }
 
+// response takes response seq's answer r, reading its facts and pairing
+// from the index.
 func (a *callAssembler) response(seq int, r answer) error {
-	p := a.x.Pair(seq)
-	if p.Partner < 0 {
+	x := a.x
+	r.failure, r.negotiation, r.late = x.Failure(seq), x.Negotiation(seq), x.Pair(seq).Late
+	return a.responseKnown(seq, r, x.Pair(seq).Partner)
+}
+
+// responseKnown is response with r's facts and seq's partner given.
+func (a *callAssembler) responseKnown(seq int, r answer, partner int) error {
+	if partner < 0 {
 		return nil // an orphan: no call to complete
 	}
-	c, ok := a.open[p.Partner]
+	slot, ok := a.open[partner]
 	if !ok {
 		a.early[seq] = r // its request comes later on the tape (Reordered)
 		return nil
 	}
-	delete(a.open, p.Partner)
-	return a.fn(completeWith(c, r, seq, a.x))
+	delete(a.open, partner)
+	c := &a.calls[slot]
+	err := a.fn(completeAnswer(*c, r, seq))
+	*c = Call{} // let its bytes go
+	a.free = append(a.free, slot)
+	return err
 }
 
 // flush gives fn the calls never answered, in recorded order.
 func (a *callAssembler) flush() error {
 	for _, seq := range a.order {
-		if c, ok := a.open[seq]; ok {
-			if err := a.fn(c); err != nil {
+		if slot, ok := a.open[seq]; ok {
+			if err := a.fn(a.calls[slot]); err != nil {
 				return err
 			}
 		}

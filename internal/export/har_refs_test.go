@@ -122,6 +122,23 @@ func TestHAREscapedAgrees(t *testing.T) {
 			cases = append(cases, strings.Repeat("a", at)+special+strings.Repeat("b", 20))
 		}
 	}
+	// Long runs, crossed by harPlainRun: a byte to escape at each place
+	// after them, and long strings with rare ones.
+	for at := 60; at < 220; at++ {
+		for _, special := range []string{`"`, `\`, "\x01", "\x7f", "é", "\u2028", "\xff"} {
+			cases = append(cases, strings.Repeat("a", at)+special+strings.Repeat("b", at%70)+special+strings.Repeat("c", 90))
+		}
+	}
+	for range 500 {
+		b := make([]byte, rng.Intn(3000))
+		for i := range b {
+			b[i] = 'a' + byte(i%26)
+			if rng.Intn(150) == 0 {
+				b[i] = alphabet[rng.Intn(len(alphabet))]
+			}
+		}
+		cases = append(cases, string(b))
+	}
 	for _, c := range cases {
 		want := jsonscan.AppendQuoted(nil, c, false)
 		got := append(appendHAREscaped([]byte{'"'}, []byte(c)), '"')

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math/bits"
 	"unicode/utf8"
 
 	"github.com/tapedeck/tapedeck/tape"
@@ -187,16 +188,24 @@ var harPlain = func() (t [256]bool) {
 func appendHAREscaped(dst, s []byte) []byte {
 	start := 0
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q, bs := -1, -1 // the next '"' and '\\' from where they were last looked for (harPlainRun)
 	for i := 0; i < len(s); {
-		// Sixteen, then eight bytes at a time while none is '"', '\\', a control byte
-		// or non-ASCII, then a byte at a time through the table.
-		for i+16 <= len(s) {
+		// Sixteen bytes at a time, four times at most, then (a long
+		// run, as a large answer's text is) to the next quote or
+		// backslash at once; eight bytes at a time while none is '"',
+		// '\\', a control byte or non-ASCII, then a byte at a time
+		// through the table.
+		n := 0
+		for ; n < harShortWords && i+16 <= len(s); n++ {
 			w, v := binary.LittleEndian.Uint64(s[i:]), binary.LittleEndian.Uint64(s[i+8:])
 			wq, wb, vq, vb := w^(ones*'"'), w^(ones*'\\'), v^(ones*'"'), v^(ones*'\\')
 			if ((wq-ones)&^wq|(wb-ones)&^wb|(w-ones*0x20)|w|(vq-ones)&^vq|(vb-ones)&^vb|(v-ones*0x20)|v)&highs != 0 {
 				break
 			}
 			i += 16
+		}
+		if n == harShortWords {
+			i = harPlainRun(s, i, &q, &bs)
 		}
 		for i+8 <= len(s) {
 			w := binary.LittleEndian.Uint64(s[i:])
@@ -236,6 +245,48 @@ func appendHAREscaped(dst, s []byte) []byte {
 		start = i
 	}
 	return append(dst, s[start:]...)
+}
+
+// harShortWords is how many sixteen-byte steps appendHAREscaped takes
+// before it looks for the end of a long run with bytes.IndexByte.
+const harShortWords = 4
+
+// harPlainRun returns the end of the run of bytes harPlain takes from
+// s[i]: the first '"', '\\', control byte or byte from 0x80 at or after
+// i, or len(s). *q and *bs are the next quote and backslash at or after
+// where they were last looked for (len(s) for none; below i, not looked
+// for since): each is looked for again only once passed, so a string is
+// crossed once by each bytes.IndexByte (vector instructions), and the
+// bytes before the nearer one are checked for control bytes and non-ASCII
+// eight at a time.
+func harPlainRun(s []byte, i int, q, bs *int) int {
+	next := func(at *int, c byte) {
+		if *at < i {
+			if k := bytes.IndexByte(s[i:], c); k >= 0 {
+				*at = i + k
+			} else {
+				*at = len(s)
+			}
+		}
+	}
+	next(q, '"')
+	next(bs, '\\')
+	end := min(*q, *bs)
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= end; i += 8 {
+		// The lowest flagged byte is the first below 0x20 or from 0x80: a
+		// borrow only runs upwards from a byte below 0x20.
+		w := binary.LittleEndian.Uint64(s[i:])
+		if m := ((w - ones*0x20) | w) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for ; i < end; i++ {
+		if !harPlain[s[i]] {
+			return i
+		}
+	}
+	return end
 }
 
 // stdioMeta reports whether meta is exactly {"dir":"…","server":"…","ts":"…"}

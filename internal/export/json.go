@@ -143,9 +143,20 @@ func writeMessage(w *bufio.Writer, b, head, tail []byte) []byte {
 		return appendRaw(b, head)
 	}
 	w.Write(b)
-	w.Write(head)
-	w.Write(tail)
+	writeLarge(w, head)
+	writeLarge(w, tail)
 	return b[:0]
+}
+
+// writeLarge writes p to w; one that would fill w's buffer and more flushes
+// what w holds first, so that p goes to w's writer without a copy through
+// the buffer (bufio copies as much of p as fits when it holds bytes): the
+// messages are most of the bytes an export writes.
+func writeLarge(w *bufio.Writer, p []byte) {
+	if len(p) >= w.Size() && w.Buffered() > 0 {
+		w.Flush() // its error stays in w and ends the export at the next write
+	}
+	w.Write(p)
 }
 
 // appendString appends v quoted as encoding/json's Marshal quotes it (< >
