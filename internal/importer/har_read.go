@@ -28,6 +28,7 @@ type harDoc struct {
 	r     io.Reader
 	buf   []byte
 	i     int
+	base  int64 // where buf[0] is in the input
 	eof   bool
 	max   int64
 	chunk int    // the size of the last read
@@ -46,6 +47,7 @@ func (d *harDoc) more(keep int) error {
 	copy(nb, tail)
 	d.buf = nb
 	d.i -= keep
+	d.base += int64(keep)
 	for !d.eof {
 		n, err := d.r.Read(d.buf[len(d.buf):cap(d.buf)])
 		if len(d.head) < harHead {
@@ -333,6 +335,29 @@ func (h *harImport) trailing(d *harDoc) error {
 	return errorf(formatHAR, "$", "invalid JSON: %v", err)
 }
 
+// harSource is r when it is a regular file (through ctxReader) that can
+// be read again at an offset, with where in the file r's reading starts.
+func harSource(r io.Reader) (io.ReaderAt, int64, bool) {
+	if harSize(r) == 0 {
+		return nil, 0, false
+	}
+	if c, ok := r.(ctxReader); ok {
+		r = c.r
+	}
+	f, ok := r.(interface {
+		io.ReaderAt
+		io.Seeker
+	})
+	if !ok {
+		return nil, 0, false
+	}
+	off, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil, 0, false
+	}
+	return f, off, true
+}
+
 // harSize is the size of r when it is a regular file (through ctxReader),
 // else 0.
 func harSize(r io.Reader) int {
@@ -390,6 +415,7 @@ func (h *harImport) readLog(d *harDoc) (int, error) {
 type harBatch struct {
 	first  int // the first entry's number
 	raws   [][]byte
+	offs   []int64 // where each raw is in the input
 	fields []harFields
 }
 
@@ -423,7 +449,7 @@ func (h *harImport) apply(batches <-chan *harBatch) error {
 	for b := range batches {
 		for k := 0; err == nil && k < len(b.raws); k++ {
 			i := b.first + k
-			err = h.entry(i, fmt.Sprintf("$.log.entries[%d]", i), b.raws[k], &b.fields[k])
+			err = h.entry(i, fmt.Sprintf("$.log.entries[%d]", i), b.raws[k], b.offs[k], &b.fields[k])
 		}
 		if err != nil {
 			h.failed.Store(true)
@@ -440,7 +466,7 @@ func (h *harImport) cutEntries(d *harDoc, batches chan<- *harBatch) (int, error)
 		if len(b.raws) > 0 {
 			batches <- b
 		}
-		b = &harBatch{first: next, raws: make([][]byte, 0, harBatchLen), fields: make([]harFields, 0, harBatchLen)}
+		b = &harBatch{first: next, raws: make([][]byte, 0, harBatchLen), offs: make([]int64, 0, harBatchLen), fields: make([]harFields, 0, harBatchLen)}
 	}
 	defer func() { send(0) }()
 	var f harFields
@@ -483,6 +509,7 @@ func (h *harImport) cutEntries(d *harDoc, batches chan<- *harBatch) (int, error)
 			return 0, err
 		}
 		b.raws = append(b.raws, raw)
+		b.offs = append(b.offs, d.base+int64(d.i-len(raw)))
 		b.fields = append(b.fields, f)
 	}
 }
