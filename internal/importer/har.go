@@ -99,9 +99,10 @@ type harImport struct {
 	// where the input's reading started)
 	src     io.ReaderAt
 	srcBase int64
-	esc     []byte      // a message's escaped text read again from src
-	line    []byte      // its text
-	failed  atomic.Bool // apply met an error: stop cutting entries
+	esc     []byte       // a message's escaped text read again from src
+	line    []byte       // its text
+	failed  atomic.Bool  // apply met an error: stop cutting entries
+	applied atomic.Int64 // the batches apply is done with
 }
 
 // HAR imports a HAR 1.2 log of MCP traffic. The document is streamed: its

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"sync/atomic"
 
 	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
@@ -33,7 +34,23 @@ type harDoc struct {
 	max   int64
 	chunk int    // the size of the last read
 	head  []byte // the document's first harHead bytes, for syntax errors
+
+	// Buffers are used again once apply is done with the entries cut from
+	// them: sent counts the batches sent to apply, applied those it read
+	// (nil before the entries), retired the buffers left, each with the
+	// batch after which it is free.
+	sent    int64
+	applied *atomic.Int64
+	retired []harRetired
 }
+
+type harRetired struct {
+	b     []byte
+	batch int64
+}
+
+// harRetiredMax is how many left buffers are kept for use again.
+const harRetiredMax = 3
 
 // more reads the next chunk after buf[keep:] (keep <= i), into a new
 // buffer: the entries cut from the old one may still be being read (by
@@ -43,7 +60,28 @@ func (d *harDoc) more(keep int) error {
 	// Chunks grow from 64 KiB to harChunk (a short document is read in a
 	// short buffer); a long value is read as much again at a time.
 	d.chunk = min(max(2*d.chunk, 64<<10), harChunk)
-	nb := make([]byte, len(tail), len(tail)+max(d.chunk, 2*len(tail)))
+	need := len(tail) + max(d.chunk, 2*len(tail))
+	var nb []byte
+	if d.applied != nil {
+		done := d.applied.Load()
+		for k, r := range d.retired {
+			if r.batch <= done && cap(r.b) >= need {
+				nb = r.b[:len(tail)]
+				d.retired = append(d.retired[:k], d.retired[k+1:]...)
+				break
+			}
+		}
+		// The batch being filled may hold entries of the buffer left.
+		if cap(d.buf) > 0 {
+			if len(d.retired) == harRetiredMax {
+				d.retired = append(d.retired[:0], d.retired[1:]...)
+			}
+			d.retired = append(d.retired, harRetired{d.buf[:0], d.sent + 1})
+		}
+	}
+	if nb == nil {
+		nb = make([]byte, len(tail), need)
+	}
 	copy(nb, tail)
 	d.buf = nb
 	d.i -= keep
@@ -433,6 +471,7 @@ func (h *harImport) readEntries(d *harDoc) (int, error) {
 	}
 	batches := make(chan *harBatch, 4)
 	done := make(chan error, 1)
+	d.applied = &h.applied
 	go func() { done <- h.apply(batches) }()
 	n, err := h.cutEntries(d, batches)
 	close(batches)
@@ -454,6 +493,7 @@ func (h *harImport) apply(batches <-chan *harBatch) error {
 		if err != nil {
 			h.failed.Store(true)
 		}
+		h.applied.Add(1) // its entries' bytes are not used any more
 	}
 	return err
 }
@@ -465,6 +505,7 @@ func (h *harImport) cutEntries(d *harDoc, batches chan<- *harBatch) (int, error)
 	send := func(next int) {
 		if len(b.raws) > 0 {
 			batches <- b
+			d.sent++
 		}
 		b = &harBatch{first: next, raws: make([][]byte, 0, harBatchLen), offs: make([]int64, 0, harBatchLen), fields: make([]harFields, 0, harBatchLen)}
 	}
