@@ -42,6 +42,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/url"
 	"sort"
@@ -58,9 +59,14 @@ const formatHAR = "har"
 
 // harRec is a record waiting to be written in time order.
 type harRec struct {
-	t      time.Time
-	order  float64
-	msg    []byte // a wire message, or nil for a lifecycle record
+	t     time.Time
+	order float64
+	msg   []byte // a wire message, or nil for a lifecycle record (or ref)
+	// ref: the message is the string whose escaped text is at refOff
+	// (refLen bytes) in the input file (harImport.src), trimmed
+	ref    bool
+	refLen int
+	refOff int64
 	plain  bool   // msg is one the Encoder writes as it is (harImport.check)
 	method string // lifecycle
 	params map[string]any
@@ -85,8 +91,18 @@ type harImport struct {
 	upstream, creator string
 	transport         string
 	peek              tape.Peeker
-	arena             []byte      // the texts of messages (harImport.text)
-	failed            atomic.Bool // apply met an error: stop cutting entries
+	arena             []byte    // the texts of messages (harImport.text)
+	scratch           [2][]byte // the texts of a stdio entry being read
+	// src is the input when it is a regular file: a stdio entry's records
+	// keep where their messages are in it, read again when written, so
+	// that the import holds the records, not the messages (srcBase is
+	// where the input's reading started)
+	src     io.ReaderAt
+	srcBase int64
+	esc     []byte       // a message's escaped text read again from src
+	line    []byte       // its text
+	failed  atomic.Bool  // apply met an error: stop cutting entries
+	applied atomic.Int64 // the batches apply is done with
 }
 
 // HAR imports a HAR 1.2 log of MCP traffic. The document is streamed: its
@@ -95,6 +111,7 @@ type harImport struct {
 // not of the document and its copies.
 func HAR(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	h := &harImport{o: o}
+	h.src, h.srcBase, _ = harSource(r)
 	entries, err := h.read(r)
 	if err != nil {
 		return Result{}, err
@@ -134,12 +151,19 @@ func HAR(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	}
 	for _, rec := range h.recs {
 		rec.m.Time = rec.t
+		msg := rec.msg
+		if rec.ref {
+			var err error
+			if msg, err = h.reread(rec); err != nil {
+				return out.result(), err
+			}
+		}
 		var err error
 		switch {
 		case rec.plain && rec.m.Extra == nil:
-			err = out.plain(rec.msg, rec.m)
-		case rec.msg != nil:
-			err = out.message(rec.msg, rec.m)
+			err = out.plain(msg, rec.m)
+		case msg != nil:
+			err = out.message(msg, rec.m)
 		default:
 			err = out.lifecycle(rec.method, rec.params, rec.m)
 		}
@@ -149,6 +173,20 @@ func HAR(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	}
 	out.res.Skipped = h.skipped
 	return out.result(), nil
+}
+
+// reread reads the message of rec (a ref) again from the input file: the
+// same bytes the entry's scan validated, unescaped as then.
+func (h *harImport) reread(rec *harRec) ([]byte, error) {
+	if cap(h.esc) < rec.refLen {
+		h.esc = make([]byte, rec.refLen)
+	}
+	esc := h.esc[:rec.refLen]
+	if _, err := h.src.ReadAt(esc, h.srcBase+rec.refOff); err != nil {
+		return nil, &Error{Format: formatHAR, Err: fmt.Errorf("reading a message again from the input at offset %d: %w", h.srcBase+rec.refOff, err)}
+	}
+	h.line = harUnescape(h.line[:0], esc)
+	return bytes.TrimSpace(h.line), nil
 }
 
 // harHead is how much of a HAR's start is kept to say the line and column
@@ -223,7 +261,7 @@ func (n *node) loadFast() error {
 }
 
 // entry reads entry i, raw at path, whose members f's scan found.
-func (h *harImport) entry(i int, path string, raw []byte, f *harFields) error {
+func (h *harImport) entry(i int, path string, raw []byte, off int64, f *harFields) error {
 	e := node{format: formatHAR, path: path, raw: raw}
 	if raw[0] != '{' {
 		return e.errorf("expected an object, found %s", e.found())
@@ -266,6 +304,15 @@ func (h *harImport) entry(i int, path string, raw []byte, f *harFields) error {
 	if err != nil {
 		return err
 	}
+	// A stdio entry of a file keeps where its texts are (harRef), read
+	// into scratch buffers now; the others' texts are kept in the arena.
+	inFile := h.src != nil && u.Scheme == "stdio"
+	scratch := func(k int) int {
+		if inFile {
+			return k
+		}
+		return -1
+	}
 	var body []byte
 	pd := at(req, "postData", f.postData)
 	pdText := at(pd, "text", f.text)
@@ -273,7 +320,7 @@ func (h *harImport) entry(i int, path string, raw []byte, f *harFields) error {
 		if err := harObjectNode(pd); err != nil {
 			return err
 		}
-		if body, err = h.text(pdText); err != nil {
+		if body, err = h.text(pdText, scratch(0)); err != nil {
 			return err
 		}
 	}
@@ -297,11 +344,12 @@ func (h *harImport) entry(i int, path string, raw []byte, f *harFields) error {
 	ctextNode := at(content, "text", f.ctext)
 	var ctext []byte
 	var mime string
+	ctextIn := inFile // ctext is the string's text (not base64 decoded)
 	if !content.absent() {
 		if err := harObjectNode(content); err != nil {
 			return err
 		}
-		if ctext, err = h.text(ctextNode); err != nil {
+		if ctext, err = h.text(ctextNode, scratch(1)); err != nil {
 			return err
 		}
 		if mime, err = at(content, "mimeType", f.mime).optStr(); err != nil {
@@ -312,6 +360,7 @@ func (h *harImport) entry(i int, path string, raw []byte, f *harFields) error {
 			return err
 		}
 		if enc == "base64" {
+			ctextIn = false
 			text := ctext
 			ctext, err = base64.StdEncoding.DecodeString(string(text))
 			if err != nil {
@@ -327,7 +376,11 @@ func (h *harImport) entry(i int, path string, raw []byte, f *harFields) error {
 	mime = strings.ToLower(mime)
 
 	if u.Scheme == "stdio" {
-		return h.stdioEntry(i, pdText, ctextNode, u, start, end, body, ctext)
+		var refs *harRefs
+		if inFile {
+			refs = &harRefs{entry: raw, off: off, ctext: ctextIn}
+		}
+		return h.stdioEntry(i, pdText, ctextNode, u, start, end, body, ctext, refs)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		if u.Scheme == "mcp" {
@@ -484,8 +537,19 @@ func (h *harImport) events(at node, text []byte, t time.Time, stream, entry int,
 	return nil
 }
 
-// stdioEntry reads an entry of tapedeck's stdio mapping.
-func (h *harImport) stdioEntry(i int, pd, ct node, u *url.URL, start, end time.Time, body, ctext []byte) error {
+// harRefs says where a stdio entry's texts are in the input file: the
+// entry's bytes, at off; ctext false when the answer's text is not there
+// (base64 decoded).
+type harRefs struct {
+	entry []byte
+	off   int64
+	ctext bool
+}
+
+// stdioEntry reads an entry of tapedeck's stdio mapping. With refs, body
+// and ctext are in scratch buffers and the records keep where they are in
+// the input file instead (ctext's only when refs.ctext, else a copy).
+func (h *harImport) stdioEntry(i int, pd, ct node, u *url.URL, start, end time.Time, body, ctext []byte, refs *harRefs) error {
 	server := h.o.Server
 	if server == "" {
 		server = u.Host
@@ -508,7 +572,12 @@ func (h *harImport) stdioEntry(i int, pd, ct node, u *url.URL, start, end time.T
 	if err != nil {
 		return pd.errorf("%v", err)
 	}
-	h.add(&harRec{t: start, msg: body, plain: plain, m: tape.Meta{Dir: out, Server: server}, entry: i, serverStart: out == tape.DirRecv})
+	sent := &harRec{t: start, msg: body, plain: plain, m: tape.Meta{Dir: out, Server: server}, entry: i, serverStart: out == tape.DirRecv}
+	if refs != nil {
+		sent.msg, sent.ref = nil, true
+		sent.refOff, sent.refLen = harRef(refs.entry, refs.off, pd)
+	}
+	h.add(sent)
 	ctext = bytes.TrimSpace(ctext)
 	if len(ctext) == 0 {
 		return nil // a notification, answered 202
@@ -516,7 +585,12 @@ func (h *harImport) stdioEntry(i int, pd, ct node, u *url.URL, start, end time.T
 	if plain, err = h.check(ctext); err != nil {
 		return ct.errorf("%v", err)
 	}
-	h.add(&harRec{t: end, msg: ctext, plain: plain, m: tape.Meta{Dir: back, Server: server}, entry: i, answer: true})
+	ans := &harRec{t: end, msg: ctext, plain: plain, m: tape.Meta{Dir: back, Server: server}, entry: i, answer: true}
+	if refs != nil && refs.ctext { // else base64 decoded, a copy of its own
+		ans.msg, ans.ref = nil, true
+		ans.refOff, ans.refLen = harRef(refs.entry, refs.off, ct)
+	}
+	h.add(ans)
 	return nil
 }
 

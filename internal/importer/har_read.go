@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"sync/atomic"
 
 	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
@@ -28,11 +29,28 @@ type harDoc struct {
 	r     io.Reader
 	buf   []byte
 	i     int
+	base  int64 // where buf[0] is in the input
 	eof   bool
 	max   int64
 	chunk int    // the size of the last read
 	head  []byte // the document's first harHead bytes, for syntax errors
+
+	// Buffers are used again once apply is done with the entries cut from
+	// them: sent counts the batches sent to apply, applied those it read
+	// (nil before the entries), retired the buffers left, each with the
+	// batch after which it is free.
+	sent    int64
+	applied *atomic.Int64
+	retired []harRetired
 }
+
+type harRetired struct {
+	b     []byte
+	batch int64
+}
+
+// harRetiredMax is how many left buffers are kept for use again.
+const harRetiredMax = 3
 
 // more reads the next chunk after buf[keep:] (keep <= i), into a new
 // buffer: the entries cut from the old one may still be being read (by
@@ -42,10 +60,32 @@ func (d *harDoc) more(keep int) error {
 	// Chunks grow from 64 KiB to harChunk (a short document is read in a
 	// short buffer); a long value is read as much again at a time.
 	d.chunk = min(max(2*d.chunk, 64<<10), harChunk)
-	nb := make([]byte, len(tail), len(tail)+max(d.chunk, 2*len(tail)))
+	need := len(tail) + max(d.chunk, 2*len(tail))
+	var nb []byte
+	if d.applied != nil {
+		done := d.applied.Load()
+		for k, r := range d.retired {
+			if r.batch <= done && cap(r.b) >= need {
+				nb = r.b[:len(tail)]
+				d.retired = append(d.retired[:k], d.retired[k+1:]...)
+				break
+			}
+		}
+		// The batch being filled may hold entries of the buffer left.
+		if cap(d.buf) > 0 {
+			if len(d.retired) == harRetiredMax {
+				d.retired = append(d.retired[:0], d.retired[1:]...)
+			}
+			d.retired = append(d.retired, harRetired{d.buf[:0], d.sent + 1})
+		}
+	}
+	if nb == nil {
+		nb = make([]byte, len(tail), need)
+	}
 	copy(nb, tail)
 	d.buf = nb
 	d.i -= keep
+	d.base += int64(keep)
 	for !d.eof {
 		n, err := d.r.Read(d.buf[len(d.buf):cap(d.buf)])
 		if len(d.head) < harHead {
@@ -333,6 +373,29 @@ func (h *harImport) trailing(d *harDoc) error {
 	return errorf(formatHAR, "$", "invalid JSON: %v", err)
 }
 
+// harSource is r when it is a regular file (through ctxReader) that can
+// be read again at an offset, with where in the file r's reading starts.
+func harSource(r io.Reader) (io.ReaderAt, int64, bool) {
+	if harSize(r) == 0 {
+		return nil, 0, false
+	}
+	if c, ok := r.(ctxReader); ok {
+		r = c.r
+	}
+	f, ok := r.(interface {
+		io.ReaderAt
+		io.Seeker
+	})
+	if !ok {
+		return nil, 0, false
+	}
+	off, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil, 0, false
+	}
+	return f, off, true
+}
+
 // harSize is the size of r when it is a regular file (through ctxReader),
 // else 0.
 func harSize(r io.Reader) int {
@@ -390,6 +453,7 @@ func (h *harImport) readLog(d *harDoc) (int, error) {
 type harBatch struct {
 	first  int // the first entry's number
 	raws   [][]byte
+	offs   []int64 // where each raw is in the input
 	fields []harFields
 }
 
@@ -407,6 +471,7 @@ func (h *harImport) readEntries(d *harDoc) (int, error) {
 	}
 	batches := make(chan *harBatch, 4)
 	done := make(chan error, 1)
+	d.applied = &h.applied
 	go func() { done <- h.apply(batches) }()
 	n, err := h.cutEntries(d, batches)
 	close(batches)
@@ -423,11 +488,12 @@ func (h *harImport) apply(batches <-chan *harBatch) error {
 	for b := range batches {
 		for k := 0; err == nil && k < len(b.raws); k++ {
 			i := b.first + k
-			err = h.entry(i, fmt.Sprintf("$.log.entries[%d]", i), b.raws[k], &b.fields[k])
+			err = h.entry(i, fmt.Sprintf("$.log.entries[%d]", i), b.raws[k], b.offs[k], &b.fields[k])
 		}
 		if err != nil {
 			h.failed.Store(true)
 		}
+		h.applied.Add(1) // its entries' bytes are not used any more
 	}
 	return err
 }
@@ -439,8 +505,9 @@ func (h *harImport) cutEntries(d *harDoc, batches chan<- *harBatch) (int, error)
 	send := func(next int) {
 		if len(b.raws) > 0 {
 			batches <- b
+			d.sent++
 		}
-		b = &harBatch{first: next, raws: make([][]byte, 0, harBatchLen), fields: make([]harFields, 0, harBatchLen)}
+		b = &harBatch{first: next, raws: make([][]byte, 0, harBatchLen), offs: make([]int64, 0, harBatchLen), fields: make([]harFields, 0, harBatchLen)}
 	}
 	defer func() { send(0) }()
 	var f harFields
@@ -483,6 +550,7 @@ func (h *harImport) cutEntries(d *harDoc, batches chan<- *harBatch) (int, error)
 			return 0, err
 		}
 		b.raws = append(b.raws, raw)
+		b.offs = append(b.offs, d.base+int64(d.i-len(raw)))
 		b.fields = append(b.fields, f)
 	}
 }

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tapedeck/tapedeck/tape"
 	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
 
@@ -146,4 +149,66 @@ func TestImportHARTrailingBytes(t *testing.T) {
 	}
 	_, err := Import("har", strings.NewReader(harDocOf(es...)+"x"), io.Discard, Options{})
 	wantError(t, err, "$: invalid JSON: invalid character 'x' looking for beginning of value")
+}
+
+// A HAR that is a regular file is imported as one that is not (a pipe, a
+// reader): the same tape, whatever the entries' order, escapes, spaces
+// around the messages or base64 answers; and its stdio records keep where
+// their messages are in the file, not the messages (the import holds the
+// records, not the document's bodies: 402 MB peak RSS for a 276 MB HAR
+// when it held them).
+func TestImportHARFileKeepsPlaces(t *testing.T) {
+	esc := `{"startedDateTime":"2026-05-01T10:00:00.007Z","time":0,"request":{"method":"POST","url":"stdio://s/client","headers":[],"postData":{"text":" \n{\"jsonrpc\":\"2.0\",\"id\":\"\\u00e9\\ud83d\\ude00\\/\",\"method\":\"roots/list\"}\t"}},"response":{"status":200,"headers":[],"content":{"encoding":"base64","text":"eyJqc29ucnBjIjoiMi4wIiwiaWQiOiJcdTAwZTkiLCJyZXN1bHQiOnt9fQ=="}}}`
+	doc := harDocOf(stdioHAREntry(1, 10, 50), stdioHAREntry(2, 0, 5), esc, stdioHAREntry(3, 7, 0), stdioHAREntry(4, 7, 1), stdioHAREntry(5, 20, 1))
+	path := filepath.Join(t.TempDir(), "in.har")
+	// Something before the document: the file is read from where its
+	// reader stands.
+	if err := os.WriteFile(path, []byte("xx"+doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(2, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	h := &harImport{}
+	h.src, h.srcBase, _ = harSource(f)
+	if h.src == nil || h.srcBase != 2 {
+		t.Fatalf("harSource of a regular file at offset 2: %v at %d, want the file at 2", h.src, h.srcBase)
+	}
+	if _, err := h.read(f); err != nil {
+		t.Fatal(err)
+	}
+	refs := 0
+	for _, r := range h.recs {
+		if r.ref {
+			refs++
+		}
+		if r.msg != nil && !(r.m.Dir == tape.DirSend && r.entry == 2) {
+			t.Errorf("record of entry %d (%s) holds its message %q, want its place in the file", r.entry, r.m.Dir, r.msg)
+		}
+	}
+	if refs != 11 || len(h.arena) != 0 {
+		t.Errorf("%d records kept their places, %d bytes of texts held; want 11 and none", refs, len(h.arena))
+	}
+
+	if _, err := f.Seek(2, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	var fromFile, fromReader bytes.Buffer
+	if _, err := Import("har", f, &fromFile, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Import("har", strings.NewReader(doc), &fromReader, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if fromFile.String() != fromReader.String() {
+		t.Fatalf("from the file:\n%s\nfrom a reader:\n%s", fromFile.String(), fromReader.String())
+	}
+	if !strings.Contains(fromFile.String(), `"id":"\u00e9\ud83d\ude00\/","method":"roots/list"`) {
+		t.Errorf("the escaped id is not on the tape:\n%s", fromFile.String())
+	}
 }

@@ -175,8 +175,11 @@ func harObject(b []byte, i, depth int, val func(key []byte, vs int) int) int {
 }
 
 // text is optText of a member the scan validated: the string's text in
-// the import's arena (not re-validated), nil when missing or null.
-func (h *harImport) text(n node) ([]byte, error) {
+// the import's arena (not re-validated), nil when missing or null. With
+// scratch (0 or 1) the text goes to that scratch buffer instead, valid
+// until the next entry: a stdio entry of a file input keeps where its
+// text is in the file (harImport.src), not the text (see harRef).
+func (h *harImport) text(n node, scratch int) ([]byte, error) {
 	if n.absent() {
 		return nil, nil
 	}
@@ -185,12 +188,23 @@ func (h *harImport) text(n node) ([]byte, error) {
 		return nil, n.errorf("expected a string, found %s", n.found())
 	}
 	s := raw[1 : len(raw)-1]
+	if scratch >= 0 {
+		h.scratch[scratch] = harUnescape(h.scratch[scratch][:0], s)
+		return h.scratch[scratch], nil
+	}
 	if cap(h.arena)-len(h.arena) < len(s) {
 		h.arena = make([]byte, 0, max(harArena, len(s)))
 	}
 	start := len(h.arena)
 	h.arena = harUnescape(h.arena, s)
 	return h.arena[start:len(h.arena):len(h.arena)], nil
+}
+
+// harRef is where a string's escaped text (between its quotes) is in the
+// input file: the member's node raw, a slice of the entry at off.
+func harRef(entry []byte, off int64, n node) (int64, int) {
+	raw := bytes.TrimSpace(n.raw)
+	return off + int64(cap(entry)-cap(raw)) + 1, len(raw) - 2
 }
 
 // harArena is the size of the blocks the texts of messages are kept in.
