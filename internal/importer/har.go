@@ -44,6 +44,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"sort"
 	"strings"
@@ -99,6 +100,7 @@ type harImport struct {
 	// where the input's reading started)
 	src     io.ReaderAt
 	srcBase int64
+	srcInfo fs.FileInfo  // src's size and modification time when the import began
 	esc     []byte       // a message's escaped text read again from src
 	line    []byte       // its text
 	failed  atomic.Bool  // apply met an error: stop cutting entries
@@ -112,8 +114,15 @@ type harImport struct {
 func HAR(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	h := &harImport{o: o}
 	h.src, h.srcBase, _ = harSource(r)
+	if st, ok := h.src.(interface{ Stat() (fs.FileInfo, error) }); ok {
+		h.srcInfo, _ = st.Stat()
+	}
 	entries, err := h.read(r)
 	if err != nil {
+		return Result{}, err
+	}
+	atStage("har-read")
+	if err := h.srcChanged(); err != nil {
 		return Result{}, err
 	}
 	lg := node{format: formatHAR, path: "$.log"}
@@ -171,8 +180,30 @@ func HAR(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 			return out.result(), err
 		}
 	}
+	if err := h.srcChanged(); err != nil {
+		return out.result(), err
+	}
 	out.res.Skipped = h.skipped
 	return out.result(), nil
+}
+
+// srcChanged is an error when the input file is no longer as it was when
+// the import began (its size or modification time): the messages read
+// again from it (reread) would not be the ones its scan checked, and the
+// tape could hold anything.
+func (h *harImport) srcChanged() error {
+	if h.srcInfo == nil {
+		return nil
+	}
+	st, err := h.src.(interface{ Stat() (fs.FileInfo, error) }).Stat()
+	if err != nil {
+		return &Error{Format: formatHAR, Err: fmt.Errorf("checking the input again: %w", err)}
+	}
+	if st.Size() != h.srcInfo.Size() || !st.ModTime().Equal(h.srcInfo.ModTime()) {
+		return &Error{Format: formatHAR, Err: fmt.Errorf("the file changed while it was imported (%d bytes, modified %s; now %d bytes, modified %s): import it once it is written whole",
+			h.srcInfo.Size(), h.srcInfo.ModTime().Format(time.RFC3339Nano), st.Size(), st.ModTime().Format(time.RFC3339Nano))}
+	}
+	return nil
 }
 
 // reread reads the message of rec (a ref) again from the input file: the

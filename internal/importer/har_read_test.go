@@ -212,3 +212,32 @@ func TestImportHARFileKeepsPlaces(t *testing.T) {
 		t.Errorf("the escaped id is not on the tape:\n%s", fromFile.String())
 	}
 }
+
+// A HAR file that changes between the scan of its entries and the writing
+// of their messages (read again from the file) fails the import, saying
+// so, instead of writing whatever bytes are there by then.
+func TestImportHARFileChangedMidway(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "in.har")
+	if err := os.WriteFile(path, []byte(harDocOf(stdioHAREntry(1, 0, 5), stdioHAREntry(2, 10, 5))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	mapStage = func(stage string) {
+		if stage != "har-read" {
+			return
+		}
+		w, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.WriteString("\n")
+		w.Close()
+	}
+	defer func() { mapStage = nil }()
+	_, err = Import("har", f, io.Discard, Options{})
+	wantError(t, err, "the file changed while it was imported (")
+}
