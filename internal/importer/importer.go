@@ -490,8 +490,28 @@ func (n node) optStr() (string, error) {
 	return n.str()
 }
 
+// smallInt is the value of t when it is a JSON number of at most 15
+// digits without a sign, fraction or exponent (exact in a float64); ok
+// false otherwise.
+func smallInt(t []byte) (float64, bool) {
+	if len(t) == 0 || len(t) > 15 || t[0] == '0' && len(t) > 1 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range t {
+		if !isDigit(c) {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	return float64(v), true
+}
+
 // num returns a number.
 func (n node) num() (float64, error) {
+	if f, ok := smallInt(bytes.TrimSpace(n.raw)); ok {
+		return f, nil // what encoding/json reads of it, without its allocations
+	}
 	var f float64
 	if t := bytes.TrimSpace(n.raw); len(t) == 0 || !(t[0] == '-' || t[0] >= '0' && t[0] <= '9') || json.Unmarshal(t, &f) != nil {
 		return 0, n.errorf("expected a number, found %s", n.found())
