@@ -424,11 +424,13 @@ func (o *out) put(r rec) error {
 
 // recEncoder encodes records as out writes them, into a buffer.
 type recEncoder struct {
-	buf      []byte
-	scratch  []byte // startRec's
-	w        *tape.Writer
-	prefixes map[encKey][]byte // plain's, by direction and server
-	ts       tsWriter
+	buf        []byte
+	scratch    []byte // startRec's
+	w          *tape.Writer
+	prefixes   map[encKey][]byte // plain's, by direction and server
+	lastKey    encKey            // the key of lastPrefix, plain's last
+	lastPrefix []byte
+	ts         tsWriter
 }
 
 func newRecEncoder() *recEncoder {
@@ -458,10 +460,13 @@ func (e *recEncoder) with(out []byte, f func() error) (rec, []byte) {
 // KeepMicroseconds) writes, its time formatted by hand.
 func (e *recEncoder) plain(out, msg []byte, m tape.Meta) (rec, []byte) {
 	k := encKey{m.Dir, m.Server}
-	prefix := e.prefixes[k]
-	if prefix == nil {
-		prefix = metaPrefix(m.Dir, m.Server)
-		e.prefixes[k] = prefix
+	prefix := e.lastPrefix
+	if prefix == nil || k != e.lastKey { // the last record's, most often (no map lookup, no hash)
+		if prefix = e.prefixes[k]; prefix == nil {
+			prefix = metaPrefix(m.Dir, m.Server)
+			e.prefixes[k] = prefix
+		}
+		e.lastKey, e.lastPrefix = k, prefix
 	}
 	start := len(out)
 	msg = bytes.TrimSpace(msg)
