@@ -40,6 +40,7 @@ const formatGHAW = "gh-aw"
 // server's first $transport/start and the records.
 func GHAW(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	out := newOut(w)
+	out.sink = o.sink
 	started := map[string]bool{} // server_id → $transport/start written
 	enc := newRecEncoder()
 	lines, err := eachLineParallel(r, formatGHAW, o,
@@ -88,6 +89,9 @@ type ghawState struct {
 	peek tape.Peeker
 	head msgHead // the payload's, when it is an object
 	ts   utcParser
+	// the last line's server_id and direction, kept while the next
+	// line's bytes are the same
+	serverIDs, dirs strMemo
 	// an envelope's members, raw (nil when missing)
 	typ, timestamp, serverID, direction, payload []byte
 }
@@ -144,9 +148,17 @@ func ghawParse(wk *ghawWorker, line, buf []byte) (x ghawRec, _ []byte) {
 		}
 		return fail(env.errorf("expected an rpc-messages.jsonl envelope (an object), found %s", env.found()))
 	}
-	typ, err := ghawNode("$.type", st.typ).str()
-	if err != nil {
-		return fail(err)
+	var typ string
+	var err error
+	switch string(st.typ) { // the usual words, without making a string of each
+	case `"REQUEST"`:
+		typ = "REQUEST"
+	case `"RESPONSE"`:
+		typ = "RESPONSE"
+	default:
+		if typ, err = ghawNode("$.type", st.typ).str(); err != nil {
+			return fail(err)
+		}
 	}
 	if typ != "REQUEST" && typ != "RESPONSE" {
 		return ghawRec{skipped: true}, buf
@@ -157,11 +169,11 @@ func ghawParse(wk *ghawWorker, line, buf []byte) (x ghawRec, _ []byte) {
 			return fail(err)
 		}
 	}
-	id, err := ghawNode("$.server_id", st.serverID).optStr()
+	id, err := st.serverIDs.str(ghawNode("$.server_id", st.serverID))
 	if err != nil {
 		return fail(err)
 	}
-	dirName, err := ghawNode("$.direction", st.direction).optStr()
+	dirName, err := st.dirs.str(ghawNode("$.direction", st.direction))
 	if err != nil {
 		return fail(err)
 	}

@@ -19,7 +19,6 @@
 package importer
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -52,6 +51,10 @@ type Options struct {
 	// workers and chunk set the line-oriented importers' workers and
 	// chunk size (lines.go) in tests; zero means the defaults.
 	workers, chunk int
+	// sink is what the Writer an import is given writes to, when Import
+	// made it (nil when an importer is called with a Writer of its own):
+	// a chunk's records are lent to it rather than copied (sink.go).
+	sink *tapeSink
 }
 
 // Default bounds of an import's input.
@@ -120,7 +123,10 @@ func ImportContext(ctx context.Context, format string, r io.Reader, w io.Writer,
 	if !ok {
 		return Result{}, fmt.Errorf("unknown format %q: expected one of %s", format, strings.Join(Formats(), ", "))
 	}
-	return writeTape(ctx, format, w, tapeSizeHint(format, r), func(tw *tape.Writer) (Result, error) { return f(ctxReader{ctx, r}, tw, o) })
+	return writeTape(ctx, format, w, tapeSizeHint(format, r), func(tw *tape.Writer, s *tapeSink) (Result, error) {
+		o.sink = s
+		return f(ctxReader{ctx, r}, tw, o)
+	})
 }
 
 // tapeSizeHint is about how many bytes the tape imported from r will be,
@@ -150,15 +156,17 @@ func tapeSizeHint(format string, r io.Reader) int64 {
 // writeTape runs an import writing to w through the tape writer every
 // import uses: microseconds kept (a source's times below the millisecond
 // survive), and one buffered writer under it (a record is a write to it,
-// not a system call), flushed at the end. An error once ctx is done says
-// the import was stopped.
-func writeTape(ctx context.Context, format string, w io.Writer, sizeHint int64, run func(*tape.Writer) (Result, error)) (Result, error) {
+// not a system call; a line importer's records are written from the
+// chunk they were encoded into), flushed at the end. An error once ctx is
+// done says the import was stopped.
+func writeTape(ctx context.Context, format string, w io.Writer, sizeHint int64, run func(*tape.Writer, *tapeSink) (Result, error)) (Result, error) {
 	if f, ok := w.(*os.File); ok && sizeHint > 0 {
 		defer preallocate(f, sizeHint)()
 	}
-	bw := bufio.NewWriterSize(w, 1<<20)
-	res, err := run(tape.NewWriter(bw).KeepMicroseconds())
-	if ferr := bw.Flush(); err == nil {
+	s := newTapeSink(w)
+	defer s.close()
+	res, err := run(tape.NewWriter(s).KeepMicroseconds(), s)
+	if ferr := s.Flush(); err == nil {
 		err = ferr
 	}
 	if cerr := ctx.Err(); cerr != nil && err != nil {
@@ -215,6 +223,7 @@ func errorf(format, path, msg string, args ...any) *Error {
 // out writes records and counts them.
 type out struct {
 	w          *tape.Writer
+	sink       *tapeSink // w's, when records may be lent to it (Options.sink)
 	res        Result
 	servers    map[string]bool
 	lastServer string // the server put counted last (in servers)
@@ -481,8 +490,28 @@ func (n node) optStr() (string, error) {
 	return n.str()
 }
 
+// smallInt is the value of t when it is a JSON number of at most 15
+// digits without a sign, fraction or exponent (exact in a float64); ok
+// false otherwise.
+func smallInt(t []byte) (float64, bool) {
+	if len(t) == 0 || len(t) > 15 || t[0] == '0' && len(t) > 1 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range t {
+		if !isDigit(c) {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	return float64(v), true
+}
+
 // num returns a number.
 func (n node) num() (float64, error) {
+	if f, ok := smallInt(bytes.TrimSpace(n.raw)); ok {
+		return f, nil // what encoding/json reads of it, without its allocations
+	}
 	var f float64
 	if t := bytes.TrimSpace(n.raw); len(t) == 0 || !(t[0] == '-' || t[0] >= '0' && t[0] <= '9') || json.Unmarshal(t, &f) != nil {
 		return 0, n.errorf("expected a number, found %s", n.found())

@@ -60,20 +60,60 @@ type inspectorEntry struct {
 // a struct's fields (exactly, else without regard to case), and returns
 // which member it is (memberNone for one the import does not read).
 func (e *inspectorEntry) set(key []byte, v []byte) int {
+	m := inspectorMemberOf(key)
+	e.setMember(m, v)
+	return m
+}
+
+// inspectorMemberOf is which member key names, matched as encoding/json
+// matches a struct's fields (exactly, else without regard to case).
+func inspectorMemberOf(key []byte) int {
+	switch string(key) { // the export's own spelling, at once
+	case "timestamp":
+		return memberTimestamp
+	case "direction":
+		return memberDirection
+	case "origin":
+		return memberOrigin
+	case "message":
+		return memberMessage
+	case "response":
+		return memberResponse
+	case "duration":
+		return memberDuration
+	case "id":
+		return memberNone
+	}
 	if bytes.IndexByte(key, '\\') >= 0 {
 		key = []byte(unquoteKey(key))
 	}
 	for _, f := range [...]struct {
 		name   string
-		dst    *[]byte
 		member int
-	}{{"timestamp", &e.Timestamp, memberTimestamp}, {"direction", &e.Direction, memberDirection}, {"origin", &e.Origin, memberOrigin}, {"message", &e.Message, memberMessage}, {"response", &e.Response, memberResponse}, {"duration", &e.Duration, memberDuration}} {
+	}{{"timestamp", memberTimestamp}, {"direction", memberDirection}, {"origin", memberOrigin}, {"message", memberMessage}, {"response", memberResponse}, {"duration", memberDuration}} {
 		if string(key) == f.name || bytes.EqualFold(key, []byte(f.name)) {
-			*f.dst = v
 			return f.member
 		}
 	}
 	return memberNone
+}
+
+// setMember keeps v as member m's value.
+func (e *inspectorEntry) setMember(m int, v []byte) {
+	switch m {
+	case memberTimestamp:
+		e.Timestamp = v
+	case memberDirection:
+		e.Direction = v
+	case memberOrigin:
+		e.Origin = v
+	case memberMessage:
+		e.Message = v
+	case memberResponse:
+		e.Response = v
+	case memberDuration:
+		e.Duration = v
+	}
 }
 
 // inspectorMsg is one message of the export, placed.
@@ -186,9 +226,11 @@ func inspectorEntryOf(s *inspectorScan, peek *tape.Peeker, findServer bool) (ent
 	n := func(path string, raw []byte) node { // path: ".key", constant (not made for each element)
 		return node{format: formatInspector, path: path, raw: raw}
 	}
-	ts, err := n(".timestamp", e.Timestamp).time()
-	if err != nil {
-		return entry, answer, false, "", err
+	ts, ok := s.ts.parse(e.Timestamp) // the usual UTC time, read from its bytes
+	if !ok {
+		if ts, err = n(".timestamp", e.Timestamp).time(); err != nil {
+			return entry, answer, false, "", err
+		}
 	}
 	direction, err := inspectorWord(n(".direction", e.Direction))
 	if err != nil {
@@ -203,7 +245,7 @@ func inspectorEntryOf(s *inspectorScan, peek *tape.Peeker, findServer bool) (ent
 			return entry, answer, false, "", err
 		}
 	}
-	msg, plain, err := inspectorMessage(n(".message", e.Message), s.msgWS, peek)
+	msg, plain, err := inspectorMessage(n(".message", e.Message), s.msgWS, &s.msgHead, peek)
 	if err != nil {
 		return entry, answer, false, "", err
 	}
@@ -229,7 +271,7 @@ func inspectorEntryOf(s *inspectorScan, peek *tape.Peeker, findServer bool) (ent
 	if direction != "request" {
 		return entry, answer, false, "", resp.errorf("expected a response only on a request entry, found one on a %s entry", direction)
 	}
-	a, plain, err := inspectorMessage(resp, s.respWS, peek)
+	a, plain, err := inspectorMessage(resp, s.respWS, &s.respHead, peek)
 	if err != nil {
 		return entry, answer, false, "", err
 	}
@@ -267,8 +309,8 @@ func inspectorWord(n node) (string, error) {
 
 // inspectorMessage returns the JSON-RPC message (an object) at n, and
 // whether the Encoder takes it as it is; ws says whether it has white
-// space between its tokens to remove.
-func inspectorMessage(n node, ws bool, peek *tape.Peeker) ([]byte, bool, error) {
+// space between its tokens to remove, head what the scan found of it.
+func inspectorMessage(n node, ws bool, head *msgHead, peek *tape.Peeker) ([]byte, bool, error) {
 	t := bytes.TrimSpace(n.raw)
 	if len(t) == 0 || t[0] != '{' {
 		return nil, false, n.errorf("expected a JSON-RPC message (an object), found %s", n.found())
@@ -280,7 +322,11 @@ func inspectorMessage(n node, ws bool, peek *tape.Peeker) ([]byte, bool, error) 
 	if ws {
 		c = compact(t)
 	}
-	if h := peek.Peek(c); h.Plain && h.Kind != tape.KindInvalid {
+	h, ok := head.head()
+	if ws || !ok || !head.of(c) {
+		h = peek.Peek(c) // what the scan found is not enough (or is of other bytes)
+	}
+	if h.Plain && h.Kind != tape.KindInvalid {
 		return c, true, nil
 	}
 	for _, e := range tape.Classify(t) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/tapedeck/tapedeck/tape"
@@ -31,6 +32,10 @@ const (
 	inspectorChunk    = 1 << 20 // message bytes a worker encodes at once
 	inspectorInFlight = 8       // encoded runs in the making or waiting to be written
 )
+
+// inspectorEstimateAt is how many entries a segment's scan reads before
+// it makes room for all of them, as their bytes say.
+const inspectorEstimateAt = 256
 
 // errInspectorSyntax: the document is not valid JSON (the caller says
 // where, through encoding/json).
@@ -74,6 +79,13 @@ func inspectorScanSeg(t []byte, start, limit int, findServer bool) *inspectorSeg
 				if err != nil {
 					sg.err, sg.errAt = err, n
 				} else {
+					if len(sg.entries) == inspectorEstimateAt {
+						// Room for the segment's entries at once, as many
+						// as the first ones' bytes say (not grown by
+						// doubling, each growth a copy).
+						want := int(float64(limit-start) / float64(i-start) * inspectorEstimateAt * 1.1)
+						sg.entries = slices.Grow(sg.entries, want-len(sg.entries))
+					}
 					sg.entries = append(sg.entries, e)
 					if hasAnswer {
 						a.seq = n
@@ -190,7 +202,8 @@ func inspectorRead(t []byte, o Options) (entries, answers []inspectorMsg, server
 	// Chain the segments, scanning again one whose guess was wrong.
 	pos, base := first, 0 // base: the elements before the segment
 	allObjects := true
-	var bad *inspectorSeg // the segment of the first element that is not good
+	var parts [][]inspectorMsg // the segments' entries
+	var bad *inspectorSeg      // the segment of the first element that is not good
 	badAt := 0
 	server = o.Server
 	for s := range segs {
@@ -214,11 +227,7 @@ func inspectorRead(t []byte, o Options) (entries, answers []inspectorMsg, server
 				a.seq += base
 				answers = append(answers, a)
 			}
-			if entries == nil {
-				entries = sg.entries
-			} else {
-				entries = append(entries, sg.entries...)
-			}
+			parts = append(parts, sg.entries)
 		}
 		base += sg.elems
 		if sg.closed {
@@ -227,6 +236,19 @@ func inspectorRead(t []byte, o Options) (entries, answers []inspectorMsg, server
 		pos = sg.next
 	}
 	if bad == nil {
+		// The segments' entries, in one slice made to their number.
+		if len(parts) == 1 {
+			entries = parts[0]
+		} else {
+			n := 0
+			for _, p := range parts {
+				n += len(p)
+			}
+			entries = make([]inspectorMsg, 0, n)
+			for _, p := range parts {
+				entries = append(entries, p...)
+			}
+		}
 		if server == "" && findServer {
 			server = inspectorServer(entries, answers, named)
 		}
@@ -338,19 +360,34 @@ func inspectorWrite(out *out, entries, answers []inspectorMsg, server string, o 
 	workers := o.lineWorkers()
 	if workers <= 1 || len(runs) == 1 {
 		e := newRecEncoder()
+		buf := runBufs.get()
 		for _, r := range runs {
+			r.buf = buf
 			r.encode(e, entries, answers, server)
 			if err := write(r); err != nil {
 				return err
 			}
-			r.buf = nil
+			buf, r.buf = r.buf[:0], nil
 		}
+		runBufs.put(buf)
 		return nil
 	}
 	bufs := make(chan []byte, inspectorInFlight)
 	for range inspectorInFlight {
-		bufs <- nil
+		bufs <- runBufs.get()
 	}
+	defer func() {
+		// The buffers back in bufs (every one, once every run was
+		// written) serve the next import.
+		for {
+			select {
+			case b := <-bufs:
+				runBufs.put(b)
+			default:
+				return
+			}
+		}
+	}()
 	for _, r := range runs {
 		r.done = make(chan struct{})
 	}
@@ -399,6 +436,39 @@ func inspectorWrite(out *out, entries, answers []inspectorMsg, server string, o 
 		r.buf = nil
 	}
 	return nil
+}
+
+// runBufs keeps the encoded runs' buffers between imports (fresh memory
+// is zeroed and faulted in).
+var runBufs bufPool
+
+// bufPool is a free list of up to inspectorInFlight buffers.
+type bufPool struct {
+	mu   sync.Mutex
+	free [][]byte
+}
+
+func (p *bufPool) get() []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.free)
+	if n == 0 {
+		return nil
+	}
+	b := p.free[n-1]
+	p.free = p.free[:n-1]
+	return b[:0]
+}
+
+func (p *bufPool) put(b []byte) {
+	if b == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.free) < inspectorInFlight {
+		p.free = append(p.free, b[:0])
+	}
 }
 
 // inspectorServer is the server the first of entries from the one at

@@ -28,6 +28,11 @@ const (
 type inspectorScan struct {
 	e             inspectorEntry
 	msgWS, respWS bool
+	// what the scan found of the message's and response's top-level
+	// members, when they are objects (what tape.Peeker reads of them,
+	// found without a second walk)
+	msgHead, respHead msgHead
+	ts                utcParser // the timestamps'
 }
 
 // object validates the element at t[i] == '{' (an element of the
@@ -35,6 +40,7 @@ type inspectorScan struct {
 // does, keeping its members; it returns the index after it, or -1.
 func (s *inspectorScan) object(t []byte, i int) int {
 	s.e, s.msgWS, s.respWS = inspectorEntry{}, false, false
+	s.msgHead.msg, s.respHead.msg = nil, nil
 	const depth = 2
 	i = jsonscan.SkipSpace(t, i+1)
 	if i < len(t) && t[i] == '}' {
@@ -53,13 +59,26 @@ func (s *inspectorScan) object(t []byte, i int) int {
 			return -1
 		}
 		vs := jsonscan.SkipSpace(t, j+1)
-		var sp jsonscan.Space
-		ve := jsonscan.ValueEndSpace(t, vs, depth, &sp)
-		ws := sp&jsonscan.SpaceAny != 0
+		m := inspectorMemberOf(t[i+1 : ke-1])
+		var ve int
+		var ws bool
+		switch {
+		case m == memberMessage && vs < len(t) && t[vs] == '{':
+			ve = messageEnd(t, vs, depth+1, &s.msgHead) // the message is an object nested in the element
+			ws = s.msgHead.space&jsonscan.SpaceAny != 0
+		case m == memberResponse && vs < len(t) && t[vs] == '{':
+			ve = messageEnd(t, vs, depth+1, &s.respHead)
+			ws = s.respHead.space&jsonscan.SpaceAny != 0
+		default:
+			var sp jsonscan.Space
+			ve = jsonscan.ValueEndSpace(t, vs, depth, &sp)
+			ws = sp&jsonscan.SpaceAny != 0
+		}
 		if ve < 0 {
 			return -1
 		}
-		switch s.e.set(t[i+1:ke-1], t[vs:ve]) {
+		s.e.setMember(m, t[vs:ve])
+		switch m {
 		case memberMessage:
 			s.msgWS = ws
 		case memberResponse:

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tapedeck/tapedeck/tape"
+	"github.com/tapedeck/tapedeck/tape/jsonscan"
 )
 
 // withoutMeta is a record's message without its _meta, re-encoded (keys
@@ -190,6 +191,103 @@ func TestImportInspectorSyntax(t *testing.T) {
 		syntax := err != nil && strings.Contains(err.Error(), "invalid JSON")
 		if syntax == json.Valid([]byte(doc)) {
 			t.Errorf("%s: got %v; json.Valid says %v", doc, err, json.Valid([]byte(doc)))
+		}
+	}
+}
+
+// A message (and a response) nested as deep as encoding/json reads is
+// read, one level deeper is a syntax error, as json.Valid says: the
+// scan that finds a message's members counts its depth in the document.
+func TestImportInspectorDepth(t *testing.T) {
+	for _, member := range []string{"message", "response"} {
+		for _, extra := range []int{-1, 0, 1} {
+			k := jsonscan.MaxDepth - 3 + extra // the array, the element, the message, then k arrays
+			deep := `{"jsonrpc":"2.0","id":1,"method":"m","params":` + strings.Repeat("[", k) + strings.Repeat("]", k) + `}`
+			msg, resp := deep, `{"jsonrpc":"2.0","id":1,"result":{}}`
+			if member == "response" {
+				msg, resp = `{"jsonrpc":"2.0","id":1,"method":"m"}`, strings.Replace(deep, `"method":"m","params"`, `"result"`, 1)
+			}
+			doc := `[{"timestamp":"2026-01-02T03:04:05Z","direction":"request","message":` + msg + `,"response":` + resp + `}]`
+			_, err := Import("inspector", strings.NewReader(doc), io.Discard, Options{})
+			syntax := err != nil && strings.Contains(err.Error(), "invalid JSON")
+			if valid := json.Valid([]byte(doc)); syntax == valid || valid && err != nil {
+				t.Errorf("%s nested %d deep: Import = %v; expected a syntax error only where json.Valid (%v) refuses it", member, 3+k, err, valid)
+			}
+		}
+	}
+}
+
+// The scan of an element finds what the Peeker reads of its message and
+// response (so that they are not walked again): the same head, of the
+// same bytes.
+func TestInspectorScanHead(t *testing.T) {
+	for _, c := range []struct{ msg, resp string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"a":"b"}}`, `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`},
+		{`{"jsonrpc":"2.0","method":"notifications/progress","params":{}}`, `{"jsonrpc":"2.0","id":"x","error":{"code":1,"message":"m"}}`},
+		{`{"jsonrpc":"2.0","id":2,"method":"m","_meta":{}}`, `{"id":2,"jsonrpc":"2.0","result":{}}`},
+	} {
+		el := []byte(`{"id":"e1","timestamp":"2026-01-02T03:04:05.000Z","direction":"request","message":` + c.msg + `,"response":` + c.resp + `,"duration":3}`)
+		var s inspectorScan
+		if end := s.object(el, 0); end != len(el) {
+			t.Fatalf("object(%s) = %d, expected %d", el, end, len(el))
+		}
+		var peek tape.Peeker
+		for _, m := range []struct {
+			raw  []byte
+			head *msgHead
+		}{{s.e.Message, &s.msgHead}, {s.e.Response, &s.respHead}} {
+			if !m.head.of(m.raw) {
+				t.Fatalf("%s: the scan's head is not of the member's bytes", m.raw)
+			}
+			h, ok := m.head.head()
+			want := peek.Peek(m.raw)
+			if ok && (h.Kind != want.Kind || string(h.ID) != string(want.ID) || string(h.Method) != string(want.Method) || h.Plain != want.Plain) {
+				t.Errorf("%s: the scan's head %+v, the Peeker's %+v", m.raw, h, want)
+			}
+			if !ok && want.Plain && want.Kind != tape.KindInvalid && !bytes.Contains(m.raw, []byte("_meta")) {
+				t.Errorf("%s: the scan's head says ask the Peeker, for a message it reads at once", m.raw)
+			}
+		}
+	}
+}
+
+// An import of an export allocates for the document and its entries, not
+// for each element (its timestamp read from its bytes, no string made).
+func TestInspectorImportAllocs(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("[")
+	for i := range 3000 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, "\n  {\"id\":\"e%d\",\"timestamp\":\"2026-01-02T03:04:05.%03dZ\",\"direction\":\"request\",\"origin\":\"client\",\"message\":{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\"},\"response\":{\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{}},\"duration\":2}", i, i%1000, i, i)
+	}
+	b.WriteString("\n]\n")
+	doc := []byte(b.String())
+	run := func() {
+		if _, err := Import("inspector", bytes.NewReader(doc), io.Discard, Options{workers: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run()
+	if n := testing.AllocsPerRun(3, run); n > 300 {
+		t.Errorf("%v allocations importing 3000 entries, expected at most 300", n)
+	}
+}
+
+// node.num's reading of small integers without encoding/json is what
+// encoding/json reads, and refuses what it refuses.
+func TestNumSmallIntAgrees(t *testing.T) {
+	for _, s := range []string{"0", "7", "00", "01", "10", "999999999999999", "1000000000000000", "123456789012345678", "-1", "1.5", "1e3", "", " 5 ", "5x", "x", "0.0", "-0"} {
+		got, err := node{format: "t", path: "$.d", raw: []byte(s)}.num()
+		var want float64
+		t0 := bytes.TrimSpace([]byte(s))
+		werr := json.Unmarshal(t0, &want)
+		if len(t0) == 0 || !(t0[0] == '-' || isDigit(t0[0])) {
+			werr = fmt.Errorf("not a number")
+		}
+		if (err != nil) != (werr != nil) || err == nil && got != want {
+			t.Errorf("num(%q) = %v, %v; encoding/json reads %v, %v", s, got, err, want, werr)
 		}
 	}
 }

@@ -36,7 +36,7 @@ type JaegerQuery struct {
 // every other format's (microseconds kept, buffered), so that a span's
 // microsecond times reach the tape.
 func JaegerContext(ctx context.Context, client *http.Client, base string, q JaegerQuery, w io.Writer, o Options) (Result, error) {
-	return writeTape(ctx, "jaeger", w, 0, func(tw *tape.Writer) (Result, error) { return Jaeger(ctx, client, base, q, tw, o) })
+	return writeTape(ctx, "jaeger", w, 0, func(tw *tape.Writer, _ *tapeSink) (Result, error) { return Jaeger(ctx, client, base, q, tw, o) })
 }
 
 // Jaeger imports the traces q names from the Jaeger query API at base

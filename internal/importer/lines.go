@@ -45,6 +45,49 @@ func (o Options) lineChunk() int {
 	return linesChunk
 }
 
+// chunkMem is a chunk's storage, kept in chunkPool between imports:
+// fresh memory (zeroed, faulted in) costs more than the work done in it.
+type chunkMem struct {
+	buf, out []byte
+	items    any // a []lineItem[R]
+}
+
+// chunkPool holds the storage of up to linesInFlight chunks between
+// imports (a sync.Pool would lose it to the collections an import makes).
+var chunkPool struct {
+	sync.Mutex
+	free []chunkMem
+}
+
+// newLineChunk is a chunk with storage from chunkPool.
+func newLineChunk[R any]() *lineChunk[R] {
+	c := &lineChunk[R]{done: make(chan struct{}, 1)}
+	chunkPool.Lock()
+	defer chunkPool.Unlock()
+	if n := len(chunkPool.free); n > 0 {
+		m := chunkPool.free[n-1]
+		chunkPool.free[n-1] = chunkMem{}
+		chunkPool.free = chunkPool.free[:n-1]
+		c.buf, c.out = m.buf[:0], m.out[:0]
+		if items, ok := m.items.([]lineItem[R]); ok {
+			c.items = items[:0]
+		}
+	}
+	return c
+}
+
+// recycle gives c's storage back to chunkPool, once nothing holds c.
+func (c *lineChunk[R]) recycle() {
+	clear(c.items) // no pointers kept into the import's memory
+	m := chunkMem{buf: c.buf[:0], out: c.out[:0], items: c.items[:0]}
+	c.buf, c.out, c.data, c.items = nil, nil, nil, nil
+	chunkPool.Lock()
+	defer chunkPool.Unlock()
+	if len(chunkPool.free) < linesInFlight {
+		chunkPool.free = append(chunkPool.free, m)
+	}
+}
+
 // lineChunk is a run of whole lines of the input and what a worker made
 // of them.
 type lineChunk[R any] struct {
@@ -56,6 +99,7 @@ type lineChunk[R any] struct {
 	out   []byte // the records' bytes (lineItem.r's spans)
 	done  chan struct{}
 	win   *mapWindow // the mapping data is in, held until applied; nil when read
+	size  int        // the chunks' size (lineReader.size): out's room is made for it at once
 }
 
 // release lets go of c's mapping, once its records are applied.
@@ -89,6 +133,7 @@ type lineReader struct {
 // the input has that many), and c.err to what stops the input after
 // them. It reports false at the end of the input.
 func fillChunk[R any](cr *lineReader, c *lineChunk[R]) bool {
+	c.size = cr.size
 	if cr.done {
 		return false
 	}
@@ -160,6 +205,13 @@ func workChunk[R, W any](c *lineChunk[R], w W, max int64, parse func(w W, line, 
 	defer mmap.Catch(&c.err)() // a mapped file cut shorter: ErrShrank, not a crash
 	c.items, c.out, c.lines = c.items[:0], c.out[:0], 0
 	data := c.data
+	// The records take about as many bytes as the lines (an envelope's
+	// members give way to _meta): room for them at once, made once for
+	// the chunks of any length (not grown, nor made again for a longer
+	// chunk than the last).
+	if cap(c.out) < len(data)+len(data)/8 {
+		c.out = make([]byte, 0, len(data)+c.size)
+	}
 	for len(data) > 0 {
 		line := data
 		if k := bytes.IndexByte(data, '\n'); k >= 0 {
@@ -206,6 +258,12 @@ func eachLineParallel[R, W any](r io.Reader, format string, o Options, newWorker
 	}
 	// applyChunk applies c's items; done reports the end of the import.
 	applyChunk := func(c *lineChunk[R]) (done bool, err error) {
+		if s := o.sink; s != nil {
+			// The chunk's records may be lent to the sink, written from
+			// c.out once they are all applied (before c is used again).
+			s.chunk = c.out
+			defer func() { s.settle(); s.chunk = nil }()
+		}
 		for i := range c.items {
 			it := &c.items[i]
 			n := base + it.rel + 1
@@ -233,7 +291,7 @@ func eachLineParallel[R, W any](r io.Reader, format string, o Options, newWorker
 
 	workers := o.lineWorkers()
 	if workers <= 1 {
-		c := &lineChunk[R]{}
+		c := newLineChunk[R]()
 		w := newWorker()
 		if cr.m != nil {
 			defer cr.m.close()
@@ -246,12 +304,13 @@ func eachLineParallel[R, W any](r io.Reader, format string, o Options, newWorker
 				return lines, err
 			}
 		}
+		c.recycle()
 		return lines, nil
 	}
 
 	free := make(chan *lineChunk[R], linesInFlight)
 	for range linesInFlight {
-		free <- &lineChunk[R]{done: make(chan struct{}, 1)}
+		free <- newLineChunk[R]()
 	}
 	// Every chunk is in at most one of free, work and order at a time, so
 	// sends to work and order never block.
@@ -306,7 +365,18 @@ func eachLineParallel[R, W any](r io.Reader, format string, o Options, newWorker
 		}
 		free <- c
 	}
-	return lines, nil
+	// Every chunk but the one the reader found no lines for was applied
+	// and is back in free (order is closed once the reader is done, and
+	// each chunk in it was waited for): their storage goes to the next
+	// import.
+	for {
+		select {
+		case c := <-free:
+			c.recycle()
+		default:
+			return lines, nil
+		}
+	}
 }
 
 // rec is a record (one or more tape lines) encoded ahead of writing: its
@@ -326,9 +396,16 @@ func (r rec) bytesIn(out []byte) rec {
 	return r
 }
 
-// put writes r's bytes and counts it.
+// put writes r's bytes and counts it: lent to the sink when they are
+// the chunk's being applied.
 func (o *out) put(r rec) error {
-	if len(r.b) > 0 {
+	switch {
+	case len(r.b) == 0:
+	case o.sink != nil && o.sink.owns(r):
+		if err := o.sink.lend(r.b); err != nil {
+			return err
+		}
+	default:
 		if err := o.w.WriteLines(r.b); err != nil {
 			return err
 		}
@@ -347,11 +424,13 @@ func (o *out) put(r rec) error {
 
 // recEncoder encodes records as out writes them, into a buffer.
 type recEncoder struct {
-	buf      []byte
-	scratch  []byte // startRec's
-	w        *tape.Writer
-	prefixes map[encKey][]byte // plain's, by direction and server
-	ts       tsWriter
+	buf        []byte
+	scratch    []byte // startRec's
+	w          *tape.Writer
+	prefixes   map[encKey][]byte // plain's, by direction and server
+	lastKey    encKey            // the key of lastPrefix, plain's last
+	lastPrefix []byte
+	ts         tsWriter
 }
 
 func newRecEncoder() *recEncoder {
@@ -381,10 +460,13 @@ func (e *recEncoder) with(out []byte, f func() error) (rec, []byte) {
 // KeepMicroseconds) writes, its time formatted by hand.
 func (e *recEncoder) plain(out, msg []byte, m tape.Meta) (rec, []byte) {
 	k := encKey{m.Dir, m.Server}
-	prefix := e.prefixes[k]
-	if prefix == nil {
-		prefix = metaPrefix(m.Dir, m.Server)
-		e.prefixes[k] = prefix
+	prefix := e.lastPrefix
+	if prefix == nil || k != e.lastKey { // the last record's, most often (no map lookup, no hash)
+		if prefix = e.prefixes[k]; prefix == nil {
+			prefix = metaPrefix(m.Dir, m.Server)
+			e.prefixes[k] = prefix
+		}
+		e.lastKey, e.lastPrefix = k, prefix
 	}
 	start := len(out)
 	msg = bytes.TrimSpace(msg)

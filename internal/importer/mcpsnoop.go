@@ -53,6 +53,7 @@ const formatMCPSnoop = "mcpsnoop"
 // $transport/start and passes the records through the reorder repair.
 func MCPSnoop(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	out := newOut(w)
+	out.sink = o.sink
 	ro := newReorder(out)
 	started := map[string]bool{} // session_id → $transport/start written
 	enc := newRecEncoder()
@@ -144,10 +145,7 @@ type snoopState struct {
 	peek tape.Peeker
 	// the last line's strings, kept while the next line's bytes are the
 	// same (a log's envelopes repeat them)
-	strs [snoopStrs]struct {
-		raw []byte
-		s   string
-	}
+	strs [snoopStrs]strMemo
 }
 
 // snoopFields is an envelope's members, raw (nil when missing).
@@ -197,8 +195,17 @@ const (
 )
 
 // str is n.optStr, the same string as the last line's when its bytes are.
-func (st *snoopState) str(k int, n node) (string, error) {
-	c := &st.strs[k]
+func (st *snoopState) str(k int, n node) (string, error) { return st.strs[k].str(n) }
+
+// strMemo keeps the string a member's bytes last read as, for the next
+// line's same bytes (a log's envelopes repeat them): no string made again.
+type strMemo struct {
+	raw []byte
+	s   string
+}
+
+// str is n.optStr, the same string as the last one's when its bytes are.
+func (c *strMemo) str(n node) (string, error) {
 	if n.raw != nil && c.raw != nil && bytes.Equal(n.raw, c.raw) {
 		return c.s, nil
 	}
@@ -266,9 +273,17 @@ func snoopParse(wk *snoopWorker, line, buf []byte) (x snoopRec, _ []byte) {
 		_, err := dirNode.str()
 		return fail(err)
 	}
-	dir, err := st.str(strDirection, dirNode)
-	if err != nil {
-		return fail(err)
+	var dir string
+	var err error
+	switch string(env.direction) { // the usual words, without making a string of each
+	case `"c2s"`:
+		dir = "c2s"
+	case `"s2c"`:
+		dir = "s2c"
+	default:
+		if dir, err = st.str(strDirection, dirNode); err != nil {
+			return fail(err)
+		}
 	}
 	ts, ok := st.ts.parse(env.ts)
 	if !ok {
@@ -300,32 +315,27 @@ func snoopParse(wk *snoopWorker, line, buf []byte) (x snoopRec, _ []byte) {
 	if status != 0 && (status < 100 || status > 999 || status != float64(int(status))) {
 		return fail(statusNode.errorf("expected an HTTP status (100 to 999), found %v", status))
 	}
-	var mcpMethod, mcpName, mcpProtocol string
-	for _, f := range []struct {
-		key string
-		raw []byte
-		s   *string
-	}{{"$.mcp_method", env.mcpMethod, &mcpMethod}, {"$.mcp_name", env.mcpName, &mcpName}, {"$.mcp_protocol_version", env.mcpProtocol, &mcpProtocol}} {
-		if f.raw == nil {
-			continue
-		}
-		if *f.s, err = snoopNode(f.key, f.raw).optStr(); err != nil {
-			return fail(err)
-		}
+	// Each member read in turn (a table of pointers to these locals
+	// would move them to the heap, three allocations a line).
+	mcpMethod, err := snoopNode("$.mcp_method", env.mcpMethod).optStr()
+	if err != nil {
+		return fail(err)
 	}
-	var truncated, redacted bool
-	for _, f := range []struct {
-		key string
-		raw []byte
-		b   *bool
-	}{{"$.truncated", env.truncated, &truncated}, {"$.redacted", env.redacted, &redacted}} {
-		if v := snoopNode(f.key, f.raw); !v.absent() {
-			b := string(bytes.TrimSpace(v.raw))
-			if b != "true" && b != "false" {
-				return fail(v.errorf("expected true or false, found %s", v.found()))
-			}
-			*f.b = b == "true"
-		}
+	mcpName, err := snoopNode("$.mcp_name", env.mcpName).optStr()
+	if err != nil {
+		return fail(err)
+	}
+	mcpProtocol, err := snoopNode("$.mcp_protocol_version", env.mcpProtocol).optStr()
+	if err != nil {
+		return fail(err)
+	}
+	truncated, err := snoopBool("$.truncated", env.truncated)
+	if err != nil {
+		return fail(err)
+	}
+	redacted, err := snoopBool("$.redacted", env.redacted)
+	if err != nil {
+		return fail(err)
 	}
 	server := o.Server
 	if server == "" {
@@ -463,6 +473,20 @@ func snoopParse(wk *snoopWorker, line, buf []byte) (x snoopRec, _ []byte) {
 	}
 	x.post = root(formatMCPSnoop, line).errorf("expected a %s envelope with raw (a JSON-RPC message), text (a frame that is not JSON) or status (an HTTP answer without a message), found none of them", dir)
 	return x, buf
+}
+
+// snoopBool is the envelope's member at path, true or false (false
+// when missing).
+func snoopBool(path string, raw []byte) (bool, error) {
+	v := snoopNode(path, raw)
+	if v.absent() {
+		return false, nil
+	}
+	b := string(bytes.TrimSpace(v.raw))
+	if b != "true" && b != "false" {
+		return false, v.errorf("expected true or false, found %s", v.found())
+	}
+	return b == "true", nil
 }
 
 // snoopMeta reads a meta envelope's raw: {"command":[...],"cwd":"..."}.
