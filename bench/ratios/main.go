@@ -10,7 +10,9 @@
 // It builds tapedeck, writes the realistic benchmark tape
 // (tape.BenchProfiles; -n messages) and a second one differing in one call
 // in 10 000 and one left out in 50 000 (diff's B), and the import sources
-// tapedeck writes itself (HAR, OTLP JSON with bodies), in a temporary
+// (an mcpsnoop log, a gh-aw log and an Inspector export of the tape from
+// internal/benchsrc; HAR and OTLP JSON with bodies from tapedeck's own
+// export), in a temporary
 // directory it removes. Each command's output goes to /dev/null, except an
 // import's tape: a new file each run, as `import -o` wants, removed after.
 package main
@@ -26,6 +28,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tapedeck/tapedeck/internal/benchsrc"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -66,6 +69,13 @@ func run(n, runs int, only string) error {
 	if _, err := tape.WriteSynth(b, opts); err != nil {
 		return err
 	}
+	srcs := map[string]string{}
+	for _, f := range benchsrc.Formats {
+		srcs[f] = filepath.Join(dir, "a."+f)
+		if err := benchsrc.Write(f, a, srcs[f]); err != nil {
+			return err
+		}
+	}
 	har, otlp := filepath.Join(dir, "a.har"), filepath.Join(dir, "a.otlp.json")
 	for _, args := range [][]string{
 		{"export", a, "--format", "har", "-o", har},
@@ -82,13 +92,16 @@ func run(n, runs int, only string) error {
 		{name: "export json", args: []string{"export", a, "--format", "json"}, budget: 2},
 		{name: "export otlp", args: []string{"export", a, "--format", "otlp"}, budget: 2},
 		{name: "export har", args: []string{"export", a, "--format", "har"}, budget: 2},
+		{name: "import mcpsnoop", args: []string{"import", "--from", "mcpsnoop", srcs["mcpsnoop"], "-o", "OUT"}, budget: 2},
+		{name: "import gh-aw", args: []string{"import", "--from", "gh-aw", srcs["gh-aw"], "-o", "OUT"}, budget: 2},
+		{name: "import inspector", args: []string{"import", "--from", "inspector", srcs["inspector"], "-o", "OUT"}, budget: 2},
 		{name: "import har", args: []string{"import", "--from", "har", har, "-o", "OUT"}, budget: 2},
 		{name: "import otlp", args: []string{"import", "--from", "otlp", otlp, "-o", "OUT"}, budget: 2},
 	}
 	st, _ := os.Stat(a)
 	fmt.Printf("realistic tape: %d messages, %d MB; %d paired runs a command; CPU = user + system of the child\n",
 		n, st.Size()>>20, runs)
-	fmt.Printf("%-16s %12s %12s %10s %16s %8s\n", "command", "cpu ms", "base ms", "ratio", "min–max", "budget")
+	fmt.Printf("%-18s %12s %12s %10s %16s %8s\n", "command", "cpu ms", "base ms", "ratio", "min–max", "budget")
 	for _, j := range jobs {
 		if only != "" && !strings.Contains(j.name, only) {
 			continue
@@ -115,7 +128,7 @@ func run(n, runs int, only string) error {
 			ratio = append(ratio, float64(cd)/float64(bd))
 		}
 		slices.Sort(ratio)
-		fmt.Printf("%-16s %12.1f %12.1f %9.2f× %7.2f–%.2f× %7.0f×\n", j.name, median(cpu), median(base),
+		fmt.Printf("%-18s %12.1f %12.1f %9.2f× %7.2f–%.2f× %7.0f×\n", j.name, median(cpu), median(base),
 			median(ratio), ratio[0], ratio[len(ratio)-1], j.budget)
 	}
 	return nil

@@ -3,58 +3,29 @@ package importer
 import (
 	"bufio"
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
+	"github.com/tapedeck/tapedeck/internal/benchsrc"
 	"github.com/tapedeck/tapedeck/internal/export"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
-// snoopLog writes the messages of the tape at src as an mcpsnoop session
-// log (one envelope a line, nanosecond times) to dst.
-func snoopLog(tb testing.TB, src, dst string) {
-	writeBenchFile(tb, dst, func(w *bufio.Writer) {
-		var b []byte
-		eachWire(tb, src, func(seq int, e tape.Entry) {
-			dir := "c2s"
-			if e.Dir == tape.DirRecv {
-				dir = "s2c"
-			}
-			b = append(b[:0], `{"session_id":"s1","server_label":"`...)
-			b = append(b, e.Server...)
-			b = append(b, `","seq":`...)
-			b = strconv.AppendInt(b, int64(seq), 10)
-			b = append(b, `,"ts":"`...)
-			b = e.Time.Add(time.Duration(seq%1000)*time.Microsecond).AppendFormat(b, time.RFC3339Nano)
-			b = append(b, `","direction":"`...)
-			b = append(b, dir...)
-			b = append(b, `","transport":"stdio","raw":`...)
-			b = append(b, tape.StripMeta(e.Raw)...)
-			b = append(b, "}\n"...)
-			w.Write(b)
-		})
-	})
-}
+// snoopLog, ghawLog and inspectorExport write the messages of the tape
+// at src to dst as an mcpsnoop session log, a gh-aw gateway log and an
+// MCP Inspector history export (internal/benchsrc).
+func snoopLog(tb testing.TB, src, dst string)        { benchSource(tb, "mcpsnoop", src, dst) }
+func ghawLog(tb testing.TB, src, dst string)         { benchSource(tb, "gh-aw", src, dst) }
+func inspectorExport(tb testing.TB, src, dst string) { benchSource(tb, "inspector", src, dst) }
 
-// writeBenchFile creates dst and has fill write it through one buffer.
-func writeBenchFile(tb testing.TB, dst string, fill func(w *bufio.Writer)) {
-	f, err := os.Create(dst)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	fill(w)
-	if err := w.Flush(); err != nil {
-		tb.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
+func benchSource(tb testing.TB, format, src, dst string) {
+	tb.Helper()
+	if err := benchsrc.Write(format, src, dst); err != nil {
 		tb.Fatal(err)
 	}
 }
@@ -163,99 +134,6 @@ func importJaeger(b *testing.B, base, out string) {
 	if err := f.Close(); err != nil {
 		b.Fatal(err)
 	}
-}
-
-// eachWire calls f with each wire record of the tape at src and its
-// 1-based place.
-func eachWire(tb testing.TB, src string, f func(seq int, e tape.Entry)) {
-	in, err := os.Open(src)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer in.Close()
-	rd := tape.NewReader(in)
-	for seq := 1; ; seq++ {
-		e, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			return
-		}
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if e.IsWire() {
-			f(seq, e)
-		}
-	}
-}
-
-// ghawLog writes the messages of the tape at src as a gh-aw gateway log
-// (rpc-messages.jsonl, nanosecond times) to dst.
-func ghawLog(tb testing.TB, src, dst string) {
-	writeBenchFile(tb, dst, func(w *bufio.Writer) {
-		var b []byte
-		eachWire(tb, src, func(seq int, e tape.Entry) {
-			dir, typ := "OUT", "REQUEST"
-			if e.Dir == tape.DirRecv {
-				dir = "IN"
-			}
-			if e.Kind == tape.KindResponse {
-				typ = "RESPONSE"
-			}
-			b = append(b[:0], `{"timestamp":"`...)
-			b = e.Time.Add(time.Duration(seq%1000)*time.Microsecond).AppendFormat(b, time.RFC3339Nano)
-			b = append(b, `","direction":"`...)
-			b = append(b, dir...)
-			b = append(b, `","type":"`...)
-			b = append(b, typ...)
-			b = append(b, `","server_id":"`...)
-			b = append(b, e.Server...)
-			b = append(b, `","payload":`...)
-			b = append(b, tape.StripMeta(e.Raw)...)
-			b = append(b, "}\n"...)
-			w.Write(b)
-		})
-	})
-}
-
-// inspectorExport writes the messages of the tape at src as an MCP
-// Inspector history export (one entry a message, millisecond times) to
-// dst.
-func inspectorExport(tb testing.TB, src, dst string) {
-	writeBenchFile(tb, dst, func(w *bufio.Writer) {
-		w.WriteString("[")
-		var b []byte
-		first := true
-		eachWire(tb, src, func(seq int, e tape.Entry) {
-			dir, origin := "request", "client"
-			switch e.Kind {
-			case tape.KindResponse:
-				dir = "response"
-			case tape.KindNotification:
-				dir = "notification"
-			}
-			if e.Dir == tape.DirRecv {
-				origin = "server"
-			}
-			b = b[:0]
-			if !first {
-				b = append(b, ',')
-			}
-			first = false
-			b = append(b, "\n  {\"id\":\"e"...)
-			b = strconv.AppendInt(b, int64(seq), 10)
-			b = append(b, `","timestamp":"`...)
-			b = e.Time.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
-			b = append(b, `","direction":"`...)
-			b = append(b, dir...)
-			b = append(b, `","origin":"`...)
-			b = append(b, origin...)
-			b = append(b, `","message":`...)
-			b = append(b, tape.StripMeta(e.Raw)...)
-			b = append(b, '}')
-			w.Write(b)
-		})
-		w.WriteString("\n]\n")
-	})
 }
 
 // harExport writes `export --format har` of the tape at src to dst.
