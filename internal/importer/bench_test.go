@@ -71,40 +71,8 @@ func benchImport(b *testing.B, format string, mk func(tb testing.TB, src, dst st
 		// The source is made inside b.Run, so that -bench '/realistic'
 		// makes only that one.
 		b.Run(p.Name, func(b *testing.B) {
-			dir := b.TempDir()
-			src, log, out := filepath.Join(dir, "src.jsonl"), filepath.Join(dir, "source"), filepath.Join(dir, "out.jsonl")
-			if _, err := tape.WriteSynth(src, p.Opts); err != nil {
-				b.Fatal(err)
-			}
-			mk(b, src, log)
-			os.Remove(src)
-			var srv *httptest.Server
-			if format == "jaeger" {
-				srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, log) }))
-				defer srv.Close()
-			}
-			imp := func(b *testing.B) {
-				if srv != nil {
-					importJaeger(b, srv.URL, out)
-					return
-				}
-				in, err := os.Open(log)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer in.Close()
-				f, err := os.Create(out)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := Import(format, in, f, Options{}); err != nil {
-					b.Fatal(err)
-				}
-				if err := f.Close(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			imp(b) // the tape stats is timed on
+			imp, out, _, _ := importBench(b, p, format, mk)
+			imp(out) // the tape stats is timed on
 			b.ResetTimer()
 			y := tape.Yardstick{Path: out}
 			for b.Loop() {
@@ -113,11 +81,54 @@ func benchImport(b *testing.B, format string, mk func(tb testing.TB, src, dst st
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				imp(b)
+				imp(out)
 			}
 			y.Report(b, b.Elapsed(), b.N)
 		})
 	}
+}
+
+// importBench makes the source of an import of format (mk, from profile
+// p's tape) in b's temporary directory, serving it over HTTP for jaeger,
+// and returns a function that imports it to a tape at a path (over the
+// file there), the path of the import benchmarks' tape, the source's and,
+// for jaeger, the URL serving it.
+func importBench(b *testing.B, p tape.BenchProfile, format string, mk func(tb testing.TB, src, dst string)) (imp func(out string), out, log, url string) {
+	dir := b.TempDir()
+	src := filepath.Join(dir, "src.jsonl")
+	log, out = filepath.Join(dir, "source"), filepath.Join(dir, "out.jsonl")
+	if _, err := tape.WriteSynth(src, p.Opts); err != nil {
+		b.Fatal(err)
+	}
+	mk(b, src, log)
+	os.Remove(src)
+	var srv *httptest.Server
+	if format == "jaeger" {
+		srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, log) }))
+		b.Cleanup(srv.Close)
+		url = srv.URL
+	}
+	return func(out string) {
+		if srv != nil {
+			importJaeger(b, srv.URL, out)
+			return
+		}
+		in, err := os.Open(log)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer in.Close()
+		f, err := os.Create(out)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := Import(format, in, f, Options{}); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}, out, log, url
 }
 
 // importJaeger imports the answer of the query API at base to out, as

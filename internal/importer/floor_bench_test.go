@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -57,40 +56,9 @@ func BenchmarkImportFloor(b *testing.B) {
 	for _, fm := range formats {
 		for _, p := range tape.BenchProfiles() {
 			b.Run(fm.name+"/"+p.Name, func(b *testing.B) {
-				dir := b.TempDir()
-				src, log, out := filepath.Join(dir, "src.jsonl"), filepath.Join(dir, "source"), filepath.Join(dir, "out.jsonl")
-				if _, err := tape.WriteSynth(src, p.Opts); err != nil {
-					b.Fatal(err)
-				}
-				fm.mk(b, src, log)
-				os.Remove(src)
+				imp, out, log, url := importBench(b, p, fm.name, fm.mk)
+				dir := filepath.Dir(out)
 				format := fm.name
-				var srv *httptest.Server
-				if format == "jaeger" {
-					srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, log) }))
-					defer srv.Close()
-				}
-				imp := func(out string) {
-					if srv != nil {
-						importJaeger(b, srv.URL, out)
-						return
-					}
-					in, err := os.Open(log)
-					if err != nil {
-						b.Fatal(err)
-					}
-					defer in.Close()
-					f, err := os.Create(out)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if _, err := Import(format, in, f, Options{}); err != nil {
-						b.Fatal(err)
-					}
-					if err := f.Close(); err != nil {
-						b.Fatal(err)
-					}
-				}
 				imp(out)
 				result, err := os.ReadFile(out)
 				if err != nil {
@@ -115,7 +83,7 @@ func BenchmarkImportFloor(b *testing.B) {
 						tape.AddContextCosts(&st, x)
 						x.Close()
 					})
-					read += cpuOf(func() { readSource(b, log, srv) })
+					read += cpuOf(func() { readSource(b, log, url) })
 					valid += cpuOf(func() { validSource(b, source, lined) })
 					fresh := filepath.Join(dir, "new"+strconv.Itoa(i))
 					wnew += cpuOf(func() { writeFile(b, fresh, result, true) })
@@ -151,12 +119,12 @@ func cpuOf(f func()) time.Duration {
 }
 
 // readSource reads the import's source once: the file through one reused
-// buffer, counting its lines, or the Jaeger answer over HTTP.
-func readSource(b *testing.B, log string, srv *httptest.Server) {
+// buffer, counting its lines, or the Jaeger answer over HTTP from url.
+func readSource(b *testing.B, log, url string) {
 	buf := make([]byte, 1<<20)
 	var in io.ReadCloser
-	if srv != nil {
-		res, err := http.Get(srv.URL + "/api/traces?service=bench")
+	if url != "" {
+		res, err := http.Get(url + "/api/traces?service=bench")
 		if err != nil {
 			b.Fatal(err)
 		}
