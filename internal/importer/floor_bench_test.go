@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -111,11 +110,9 @@ func BenchmarkImportFloor(b *testing.B) {
 // cpuOf is the CPU time (user and system, every thread of the process)
 // f takes.
 func cpuOf(f func()) time.Duration {
-	var r0, r1 syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &r0)
+	c0 := rusageCPU()
 	f()
-	syscall.Getrusage(syscall.RUSAGE_SELF, &r1)
-	return time.Duration(r1.Utime.Nano() + r1.Stime.Nano() - r0.Utime.Nano() - r0.Stime.Nano())
+	return rusageCPU() - c0
 }
 
 // readSource reads the import's source once: the file through one reused
