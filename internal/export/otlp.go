@@ -223,7 +223,7 @@ func (t *Tracer) export(ctx context.Context, src Source) (int, error) {
 	err = readCalls(r, src.Index, src.Server, lean, func(c tape.Call) error {
 		t.add(c, carried.of(c.Request))
 		return nil
-	})
+	}, nil)
 	if err == nil && carried != nil {
 		t.addRecords(carried.rest)
 	}
