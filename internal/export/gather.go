@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -33,7 +34,8 @@ type gatherWriter struct {
 	name    string
 	buf     []byte   // the scratch, its capacity fixed
 	pieces  [][]byte // pending: slices of buf, or aliased
-	inBuf   bool     // the last piece ends at len(buf)
+	iov     []unix.Iovec
+	inBuf   bool // the last piece ends at len(buf)
 	pending int
 	err     error
 }
@@ -45,7 +47,8 @@ func newGatherWriter(f *os.File) sink {
 	if err != nil {
 		return nil
 	}
-	return &gatherWriter{raw: raw, name: f.Name(), buf: make([]byte, 0, gatherScratch), pieces: make([][]byte, 0, gatherPieces)}
+	return &gatherWriter{raw: raw, name: f.Name(), buf: make([]byte, 0, gatherScratch),
+		pieces: make([][]byte, 0, gatherPieces), iov: make([]unix.Iovec, 0, gatherPieces)}
 }
 
 func (g *gatherWriter) Write(p []byte) (int, error) {
@@ -126,12 +129,23 @@ func (g *gatherWriter) add(p []byte, inBuf bool) {
 // time, and returns the first error of any write.
 func (g *gatherWriter) Flush() error {
 	for len(g.pieces) > 0 && g.err == nil {
-		iov := g.pieces[:min(len(g.pieces), gatherPieces)]
+		// The vector is built here, not by unix.Writev, which allocates
+		// one a call.
+		g.iov = g.iov[:0]
+		for _, p := range g.pieces[:min(len(g.pieces), gatherPieces)] {
+			v := unix.Iovec{Base: &p[0]}
+			v.SetLen(len(p))
+			g.iov = append(g.iov, v)
+		}
 		var n int
 		var werr error
 		err := g.raw.Write(func(fd uintptr) bool {
 			for {
-				n, werr = unix.Writev(int(fd), iov)
+				r, _, e := unix.Syscall(unix.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&g.iov[0])), uintptr(len(g.iov)))
+				n, werr = int(r), nil
+				if e != 0 {
+					n, werr = 0, e
+				}
 				if werr != unix.EINTR {
 					return werr != unix.EAGAIN
 				}
@@ -152,6 +166,7 @@ func (g *gatherWriter) Flush() error {
 		}
 	}
 	clear(g.pieces)
+	clear(g.iov) // no pointer into the mapping kept
 	g.pieces, g.buf, g.inBuf, g.pending = g.pieces[:0], g.buf[:0], false, 0
 	return g.err
 }
