@@ -27,14 +27,21 @@ var errStopReading = errors.New("stop reading: the writer failed")
 // readCalls is tape.ReadCallsMapped(r's mapping, x, server, o, fn): fn is
 // called on the caller's goroutine, in ReadCalls' order, and its first
 // error ends the reading and is returned. A call's bytes are valid until
-// readCalls returns. When r is not a file that maps, it is
+// readCalls returns: flush, when not nil, is called (under the mapping's
+// Guard) after the last call and before the tape is unmapped, to write
+// what still refers to them (a gatherWriter's pieces); its error is
+// returned. When r is not a file that maps, it is
 // tape.ReadCalls(r, x, server, fn) on another goroutine (o has no effect).
-func readCalls(r io.Reader, x *tape.Index, server string, o tape.CallOptions, fn func(tape.Call) error) error {
+func readCalls(r io.Reader, x *tape.Index, server string, o tape.CallOptions, fn func(tape.Call) error, flush func() error) error {
 	if f, ok := r.(*os.File); ok {
 		if m, err := tape.MapTape(f); err == nil {
 			// fn runs under the mapping's Guard, and before it is unmapped.
 			defer m.Close()
-			return tape.ReadCallsMapped(m, x, server, o, fn)
+			err := tape.ReadCallsMapped(m, x, server, o, fn)
+			if err == nil && flush != nil {
+				err = m.Guard(flush)
+			}
+			return err
 		}
 	}
 	batches := make(chan []tape.Call, callBatches)

@@ -38,7 +38,7 @@ func TestReadCallsOnTwoGoroutines(t *testing.T) {
 		t.Fatalf("%d calls: expected more than the %d the batches in flight hold", len(want), callBatch*callBatches)
 	}
 	before := runtime.NumGoroutine()
-	if err := readCalls(bytes.NewReader(data), x, "", tape.CallOptions{}, func(c tape.Call) error { got = append(got, c); return nil }); err != nil {
+	if err := readCalls(bytes.NewReader(data), x, "", tape.CallOptions{}, func(c tape.Call) error { got = append(got, c); return nil }, nil); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != len(want) {
@@ -57,7 +57,7 @@ func TestReadCallsOnTwoGoroutines(t *testing.T) {
 				return stop
 			}
 			return nil
-		})
+		}, nil)
 		if err != stop || n != at {
 			t.Fatalf("fn failing at call %d: %v after %d calls, expected %v after %d", at, err, n, stop, at)
 		}

@@ -79,7 +79,7 @@ func HTML(w io.Writer, src Source, version string) error {
 			return flush()
 		}
 		return nil
-	})
+	}, nil)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@
 package export
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -30,7 +29,7 @@ type Source struct {
 //
 //	{"tape": NAME, "calls": [CALL...], "stats": STATS, "warnings": [...]}
 func JSON(w io.Writer, src Source) error {
-	bw := bufio.NewWriterSize(w, 1<<16)
+	bw := newSink(w, 1<<16)
 	name, _ := json.Marshal(src.Name)
 	fmt.Fprintf(bw, "{\"tape\":%s,\"calls\":[", name)
 	r, err := src.Open()
@@ -49,7 +48,7 @@ func JSON(w io.Writer, src Source) error {
 		var err error
 		buf, err = writeCall(bw, buf[:0], c)
 		return err
-	})
+	}, bw.Flush) // the messages written from the mapping go out before it goes
 	if err != nil {
 		return err
 	}
@@ -78,7 +77,7 @@ func JSON(w io.Writer, src Source) error {
 // built in b, returned for reuse, and its messages written from the
 // tape's mapping when they are there (tape.CallOptions.Alias), else
 // appended to b.
-func writeCall(w *bufio.Writer, b []byte, c tape.Call) ([]byte, error) {
+func writeCall(w sink, b []byte, c tape.Call) ([]byte, error) {
 	str := func(b []byte, k, v string) []byte {
 		b = append(b, ',', '"')
 		b = append(b, k...)
@@ -138,25 +137,14 @@ func writeCall(w *bufio.Writer, b []byte, c tape.Call) ([]byte, error) {
 // writeMessage writes b and then a call's message, valid JSON, from head
 // and tail as they are when it was read with tape.CallOptions.Alias (tail
 // not nil), returning b emptied; else it appends it to b (appendRaw).
-func writeMessage(w *bufio.Writer, b, head, tail []byte) []byte {
+func writeMessage(w sink, b, head, tail []byte) []byte {
 	if tail == nil {
 		return appendRaw(b, head)
 	}
 	w.Write(b)
-	writeLarge(w, head)
-	writeLarge(w, tail)
+	w.WriteAlias(head) // the messages are most of the bytes an export writes
+	w.WriteAlias(tail)
 	return b[:0]
-}
-
-// writeLarge writes p to w; one that would fill w's buffer and more flushes
-// what w holds first, so that p goes to w's writer without a copy through
-// the buffer (bufio copies as much of p as fits when it holds bytes): the
-// messages are most of the bytes an export writes.
-func writeLarge(w *bufio.Writer, p []byte) {
-	if len(p) >= w.Size() && w.Buffered() > 0 {
-		w.Flush() // its error stays in w and ends the export at the next write
-	}
-	w.Write(p)
 }
 
 // appendString appends v quoted as encoding/json's Marshal quotes it (< >

@@ -123,6 +123,7 @@ type Tracer struct {
 	// the next one's (add); spanKey is what spanOf hashes.
 	attrs   []attribute.KeyValue
 	spanKey []byte
+	raw     []byte // the last call span's rawAttrs, for the next one's
 }
 
 // NewTracer returns a Tracer for the tape named name; without an
@@ -223,7 +224,7 @@ func (t *Tracer) export(ctx context.Context, src Source) (int, error) {
 	err = readCalls(r, src.Index, src.Server, lean, func(c tape.Call) error {
 		t.add(c, carried.of(c.Request))
 		return nil
-	})
+	}, nil)
 	if err == nil && carried != nil {
 		t.addRecords(carried.rest)
 	}
@@ -238,17 +239,20 @@ var prop = propagation.TraceContext{}
 
 // spec is a span as Add builds it, before it goes to the SDK or a file.
 type spec struct {
-	name    string
-	kind    trace.SpanKind
-	attrs   []attribute.KeyValue
-	start   time.Time
-	end     time.Time
-	trace   trace.TraceID
-	span    trace.SpanID
-	parent  trace.SpanID // zero: a root span
-	failed  bool
-	message string
-	events  []carried // the tape's records this span carries (WithBodies)
+	name  string
+	kind  trace.SpanKind
+	attrs []attribute.KeyValue
+	// rawAttrs, when not nil, are the attributes as the file writes them
+	// (a JSON array), instead of attrs.
+	rawAttrs []byte
+	start    time.Time
+	end      time.Time
+	trace    trace.TraceID
+	span     trace.SpanID
+	parent   trace.SpanID // zero: a root span
+	failed   bool
+	message  string
+	events   []carried // the tape's records this span carries (WithBodies)
 }
 
 // Add makes the span of call c.
@@ -327,14 +331,35 @@ func (t *Tracer) spec(c tape.Call, version string) spec {
 		sp.trace = t.traceOf(c)
 	}
 	sp.span = t.spanOf(c.Request)
+	if _, ok := t.file.(*otlpFile); ok && !o.WithBodies {
+		// Written as OTLP JSON: the attributes as their JSON at once
+		// (appendCallAttrs), not a list of attribute values.
+		t.raw = appendCallAttrs(t.raw[:0], c, version)
+		sp.rawAttrs = t.raw
+	} else {
+		sp.attrs = t.callAttrs(c, version)
+	}
+	switch c.Status {
+	case "error":
+		sp.failed, sp.message = true, c.ErrorMessage
+	case "tool-error":
+		sp.failed, sp.message = true, "the tool failed (isError)"
+	}
+	return sp
+}
+
+// callAttrs are call c's span's attributes; version is its server's
+// protocol version.
+func (t *Tracer) callAttrs(c tape.Call, version string) []attribute.KeyValue {
 	transport := "pipe"
 	if c.HTTP {
 		transport = "tcp"
 	}
-	if sp.attrs, t.attrs = t.attrs, nil; sp.attrs == nil {
-		sp.attrs = make([]attribute.KeyValue, 0, 12) // what a call without bodies has at most
+	attrs := t.attrs
+	if t.attrs = nil; attrs == nil {
+		attrs = make([]attribute.KeyValue, 0, 12) // what a call without bodies has at most
 	}
-	sp.attrs = append(sp.attrs,
+	attrs = append(attrs,
 		attribute.String("mcp.method.name", c.Method),
 		attribute.String("network.transport", transport),
 		attribute.String("tapedeck.server", c.Server),
@@ -342,42 +367,40 @@ func (t *Tracer) spec(c tape.Call, version string) spec {
 		attribute.String("tapedeck.status", c.Status),
 	)
 	if c.ID != "" {
-		sp.attrs = append(sp.attrs, attribute.String("jsonrpc.request.id", string(c.ID)))
+		attrs = append(attrs, attribute.String("jsonrpc.request.id", string(c.ID)))
 	}
 	if version != "" {
-		sp.attrs = append(sp.attrs, attribute.String("mcp.protocol.version", version))
+		attrs = append(attrs, attribute.String("mcp.protocol.version", version))
 	}
 	if c.Session != "" {
-		sp.attrs = append(sp.attrs, attribute.String("mcp.session.id", c.Session))
+		attrs = append(attrs, attribute.String("mcp.session.id", c.Session))
 	}
 	switch tape.TargetKind(c.Method) {
 	case tape.TargetTool:
-		sp.attrs = append(sp.attrs, attribute.String("gen_ai.tool.name", c.Target), attribute.String("gen_ai.operation.name", "execute_tool"))
+		attrs = append(attrs, attribute.String("gen_ai.tool.name", c.Target), attribute.String("gen_ai.operation.name", "execute_tool"))
 	case tape.TargetPrompt:
-		sp.attrs = append(sp.attrs, attribute.String("gen_ai.prompt.name", c.Target))
+		attrs = append(attrs, attribute.String("gen_ai.prompt.name", c.Target))
 	case tape.TargetResource:
-		sp.attrs = append(sp.attrs, attribute.String("mcp.resource.uri", c.Target))
+		attrs = append(attrs, attribute.String("mcp.resource.uri", c.Target))
 	}
-	if o.WithBodies {
+	if t.opts.WithBodies {
 		if p := gjson.GetBytes(c.RequestRaw, "params"); p.Exists() {
-			sp.attrs = append(sp.attrs, attribute.String("mcp.request.params", p.Raw))
+			attrs = append(attrs, attribute.String("mcp.request.params", p.Raw))
 		}
 		if res := gjson.GetBytes(c.ResponseRaw, "result"); res.Exists() {
-			sp.attrs = append(sp.attrs, attribute.String("mcp.response.result", res.Raw))
+			attrs = append(attrs, attribute.String("mcp.response.result", res.Raw))
 		}
-		sp.attrs = append(sp.attrs, toolPayload(c)...)
+		attrs = append(attrs, toolPayload(c)...)
 	}
 	switch c.Status {
 	case "error":
-		sp.attrs = append(sp.attrs, attribute.String("error.type", strconv.FormatInt(c.ErrorCode, 10)), attribute.Int64("rpc.response.status_code", c.ErrorCode))
-		sp.failed, sp.message = true, c.ErrorMessage
+		attrs = append(attrs, attribute.String("error.type", strconv.FormatInt(c.ErrorCode, 10)), attribute.Int64("rpc.response.status_code", c.ErrorCode))
 	case "tool-error":
-		sp.attrs = append(sp.attrs, attribute.String("error.type", "tool_error"))
-		sp.failed, sp.message = true, "the tool failed (isError)"
+		attrs = append(attrs, attribute.String("error.type", "tool_error"))
 	case "pending", "cancelled":
-		sp.attrs = append(sp.attrs, attribute.String("error.type", c.Status))
+		attrs = append(attrs, attribute.String("error.type", c.Status))
 	}
-	return sp
+	return attrs
 }
 
 // traceURL completes an OTLP/HTTP endpoint to its traces path.

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/tapedeck/tapedeck/tape"
 	"github.com/tapedeck/tapedeck/tape/jsonscan"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -93,7 +94,10 @@ func (f *otlpFile) add(sp spec) {
 		b = field(b, n, "endTimeUnixNano")
 		b = appendQuotedUint(b, ts)
 	}
-	if len(sp.attrs) > 0 {
+	if sp.rawAttrs != nil {
+		b = field(b, n, "attributes")
+		b = append(b, sp.rawAttrs...)
+	} else if len(sp.attrs) > 0 {
 		b = field(b, n, "attributes")
 		b = appendOTLPAttrs(b, sp.attrs)
 	}
@@ -203,6 +207,63 @@ func appendOTLPAttrs(b []byte, kvs []attribute.KeyValue) []byte {
 		b = append(b, '}')
 	}
 	return append(b, ']')
+}
+
+// appendCallAttrs appends the attributes of call c's span without bodies
+// (Tracer.callAttrs; version is its server's protocol version) as
+// appendOTLPAttrs appends them, without building them first: each key is
+// there once, in callAttrs' order. TestCallAttrsAgree holds the two
+// together.
+func appendCallAttrs(b []byte, c tape.Call, version string) []byte {
+	str := func(b []byte, key, v string) []byte {
+		b = append(b, key...) // `{"key":"K","value":{"stringValue":`
+		b = appendOTLPString(b, v)
+		return append(b, "}},"...)
+	}
+	b = append(b, '[')
+	b = str(b, `{"key":"mcp.method.name","value":{"stringValue":`, c.Method)
+	if c.HTTP {
+		b = append(b, `{"key":"network.transport","value":{"stringValue":"tcp"}},`...)
+	} else {
+		b = append(b, `{"key":"network.transport","value":{"stringValue":"pipe"}},`...)
+	}
+	b = str(b, `{"key":"tapedeck.server","value":{"stringValue":`, c.Server)
+	b = append(b, `{"key":"tapedeck.line","value":{"intValue":"`...)
+	b = strconv.AppendInt(b, int64(c.Line), 10)
+	b = append(b, `"}},`...)
+	b = str(b, `{"key":"tapedeck.status","value":{"stringValue":`, c.Status)
+	if c.ID != "" {
+		b = str(b, `{"key":"jsonrpc.request.id","value":{"stringValue":`, string(c.ID))
+	}
+	if version != "" {
+		b = str(b, `{"key":"mcp.protocol.version","value":{"stringValue":`, version)
+	}
+	if c.Session != "" {
+		b = str(b, `{"key":"mcp.session.id","value":{"stringValue":`, c.Session)
+	}
+	switch tape.TargetKind(c.Method) {
+	case tape.TargetTool:
+		b = str(b, `{"key":"gen_ai.tool.name","value":{"stringValue":`, c.Target)
+		b = append(b, `{"key":"gen_ai.operation.name","value":{"stringValue":"execute_tool"}},`...)
+	case tape.TargetPrompt:
+		b = str(b, `{"key":"gen_ai.prompt.name","value":{"stringValue":`, c.Target)
+	case tape.TargetResource:
+		b = str(b, `{"key":"mcp.resource.uri","value":{"stringValue":`, c.Target)
+	}
+	switch c.Status {
+	case "error":
+		b = append(b, `{"key":"error.type","value":{"stringValue":"`...)
+		b = strconv.AppendInt(b, c.ErrorCode, 10)
+		b = append(b, `"}},{"key":"rpc.response.status_code","value":{"intValue":"`...)
+		b = strconv.AppendInt(b, c.ErrorCode, 10)
+		b = append(b, `"}},`...)
+	case "tool-error":
+		b = append(b, `{"key":"error.type","value":{"stringValue":"tool_error"}},`...)
+	case "pending", "cancelled":
+		b = str(b, `{"key":"error.type","value":{"stringValue":`, c.Status)
+	}
+	b[len(b)-1] = ']' // the last comma
+	return b
 }
 
 // appendOTLPValue appends an AnyValue as putValue (the attribute value

@@ -6,6 +6,8 @@ import (
 	"context"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/tapedeck/tapedeck/tape"
 )
 
 // The OTLP file writer as it was, through the collector's data model and
@@ -271,5 +275,53 @@ func TestOTLPFileValues(t *testing.T) {
 	g.Reset()
 	if err := newOTLPFile(&g, "s", "t").flush(true); err != nil || g.Len() != 0 {
 		t.Fatalf("expected nothing written without spans, found %q (%v)", g.String(), err)
+	}
+}
+
+// appendCallAttrs writes what appendOTLPAttrs writes of callAttrs' list,
+// for every call of the recorded tapes and of a synthetic one, and for
+// calls of every kind, status and transport with strings to escape.
+func TestCallAttrsAgree(t *testing.T) {
+	var calls []tape.Call
+	paths, _ := filepath.Glob("../../testdata/*.jsonl")
+	synth := filepath.Join(t.TempDir(), "synth.jsonl")
+	if _, err := tape.WriteSynth(synth, tape.SynthOptions{Messages: 3000, Seed: 9, Profile: tape.SynthRealistic}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range append(paths, synth) {
+		x, err := tape.OpenIndex(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = readCalls(f, x, "", tape.CallOptions{Lean: true}, func(c tape.Call) error { calls = append(calls, c); return nil }, nil)
+		f.Close()
+		x.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(calls) < 1000 {
+		t.Fatalf("read %d calls from %d tapes, expected more", len(calls), len(paths)+1)
+	}
+	odd := "a\"b\\c\n\x01\x7f\xff é"
+	for _, m := range []string{"tools/call", "prompts/get", "resources/read", "ping", odd} {
+		for _, st := range []string{"ok", "error", "tool-error", "pending", "cancelled", "late", "challenged", "negotiation", odd} {
+			calls = append(calls,
+				tape.Call{Method: m, Status: st, Server: odd, Target: odd, ID: tape.ID(`"` + odd + `"`), Session: odd, HTTP: true, Line: 1 << 40, ErrorCode: -32601},
+				tape.Call{Method: m, Status: st, ErrorCode: math.MinInt64})
+		}
+	}
+	tr := &Tracer{}
+	for i, c := range calls {
+		for _, version := range []string{"", "2025-11-25", odd} {
+			want := appendOTLPAttrs(nil, tr.callAttrs(c, version))
+			if got := appendCallAttrs(nil, c, version); !bytes.Equal(got, want) {
+				t.Fatalf("call %d (%s %s, status %s):\n got %s\nwant %s", i, c.Method, c.Target, c.Status, got, want)
+			}
+		}
 	}
 }
