@@ -15,7 +15,9 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -29,6 +31,10 @@ import (
 // shadowWriteWait bounds writing one request to B: a B that stops reading
 // holds the lane no longer.
 const shadowWriteWait = time.Second
+
+// shadowMaxHeader bounds the headers of B's answer, as net/http's
+// Transport does by default (MaxResponseHeaderBytes 0: 10 MB).
+const shadowMaxHeader = 10 << 20
 
 // shadowConns are B's connections of one httpShadow.
 type shadowConns struct {
@@ -49,6 +55,10 @@ type shadowConn struct {
 	c    net.Conn
 	br   *bufio.Reader
 	wbuf []byte
+	// readLimit bounds what br may read from c: an answer's headers
+	// (1xx answers included) no more than shadowMaxHeader, as net/http's
+	// Transport; owned by the reader.
+	readLimit int64
 	// reused: c carried a call before (B may have closed it as idle).
 	reused bool
 
@@ -103,7 +113,8 @@ func (cs *shadowConns) get(ctx context.Context, fresh bool) (*shadowConn, error)
 	if err != nil {
 		return nil, err
 	}
-	c := &shadowConn{cs: cs, c: nc, br: bufio.NewReaderSize(nc, 16<<10)}
+	c := &shadowConn{cs: cs, c: nc}
+	c.br = bufio.NewReaderSize(c, 16<<10)
 	cs.mu.Lock()
 	if cs.closed {
 		cs.mu.Unlock()
@@ -190,11 +201,16 @@ func (cs *shadowConns) post(call *shadowCall) error {
 	return nil
 }
 
-func (cs *shadowConns) urlError(err error) error {
+// isClosed says whether the shadow stopped.
+func (cs *shadowConns) isClosed() bool {
 	cs.mu.Lock()
 	closed := cs.closed
 	cs.mu.Unlock()
-	if closed || cs.t.ctx.Err() != nil {
+	return closed || cs.t.ctx.Err() != nil
+}
+
+func (cs *shadowConns) urlError(err error) error {
+	if cs.isClosed() {
 		err = context.Canceled
 	}
 	return &url.Error{Op: "Post", URL: cs.t.o.URL.String(), Err: err}
@@ -236,9 +252,26 @@ func headerValueOK(v string) bool {
 	return true
 }
 
+// Read is c.c's, within readLimit.
+func (c *shadowConn) Read(p []byte) (int, error) {
+	if c.readLimit <= 0 {
+		return 0, errHeaderLimit
+	}
+	if int64(len(p)) > c.readLimit {
+		p = p[:c.readLimit]
+	}
+	n, err := c.c.Read(p)
+	c.readLimit -= int64(n)
+	return n, err
+}
+
+// errHeaderLimit is net/http's error for an answer's headers over its limit.
+var errHeaderLimit = errors.New("net/http: server response headers exceeded " + strconv.Itoa(shadowMaxHeader) + " bytes; aborted")
+
 // readLoop reads the answers on c, one a call, until c fails or closes.
 func (c *shadowConn) readLoop() {
 	for {
+		c.readLimit = shadowMaxHeader
 		_, err := c.br.Peek(1) // parked here while c is idle
 		c.mu.Lock()
 		call := c.call
@@ -261,17 +294,34 @@ func (c *shadowConn) readLoop() {
 			resp, err = http.ReadResponse(c.br, nil) // an informational answer (103 Early Hints): the answer follows
 		}
 		if err != nil {
+			if c.readLimit <= 0 {
+				err = errHeaderLimit
+			}
 			c.cs.drop(c)
-			call.finish(c.cs.urlError(err))
+			// net/http's words for an answer it could not read.
+			call.finish(c.cs.urlError(fmt.Errorf("net/http: HTTP/1.x transport connection broken: %w", err)))
 			return
 		}
+		c.readLimit = math.MaxInt64
 		hm := call.hm
 		hm.Status = resp.StatusCode
 		err = call.s.answer(call.l, resp, hm)
-		// The answer read whole, c carries the next call.
+		if err != nil && c.cs.isClosed() {
+			err = context.Canceled // the shadow stopped: as net/http's body of a cancelled request
+		}
+		// The answer read whole, c carries the next call. What answer
+		// left of the body (one it does not read, or read in part) is
+		// taken only if it is here already: net/http closes the
+		// connection of a body left unread rather than wait for it.
+		c.c.SetReadDeadline(time.Now())
 		_, derr := io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		reuse := derr == nil && !resp.Close && bodyDone(resp.Body)
+		// Not after a 101 (the connection speaks another protocol), nor
+		// with bytes B sent beyond the answer (an answer nobody asked
+		// for: net/http closes such a connection).
+		reuse := derr == nil && !resp.Close && resp.StatusCode != http.StatusSwitchingProtocols &&
+			bodyDone(resp.Body) && c.br.Buffered() == 0
 		resp.Body.Close()
+		c.c.SetReadDeadline(time.Time{})
 		if reuse {
 			c.cs.put(c)
 		} else {
