@@ -467,15 +467,18 @@ func (s *shadow) runLane(l *shadowLane) {
 	}
 }
 
-// fail notes a copy B did not take.
+// fail notes a copy whose exchange with B failed, counted with the
+// dropped ones (a request among them stays counted as sent: B may have
+// read it before the exchange broke).
 func (s *shadow) fail(l *shadowLane, msg []byte, err error) {
 	var peek tape.Peeker
 	h := peek.Peek(msg)
+	s.mu.Lock()
 	if h.Kind == tape.KindRequest {
-		s.mu.Lock()
 		delete(s.pending, string(h.ID))
-		s.mu.Unlock()
 	}
+	s.counts.dropped++
+	s.mu.Unlock()
 	s.note(s.sk.lifecycle(tape.MethodShadowDropped, map[string]any{"reason": "sending to B failed: " + err.Error(),
 		"method": string(h.Method), "count": 1}, map[string]any{tape.MetaShadow: true}))
 }

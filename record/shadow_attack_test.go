@@ -383,3 +383,33 @@ func eachAnsweredOrDropped(lane []string) string {
 	}
 	return ""
 }
+
+// The lane's close record counts every copy its $shadow/dropped records
+// note, those whose exchange with B failed too (it said "dropped":0 beside
+// them), on both paths to B.
+func TestShadowCloseCountsFailedCopies(t *testing.T) {
+	b := rawB(t, func(_ int, c net.Conn, _ *bufio.Reader, _ *http.Request, body []byte) bool {
+		if gjson.GetBytes(body, "method").String() == "tools/list" {
+			return false // closed unanswered: the exchange fails
+		}
+		_, err := io.WriteString(c, jsonAnswer(body))
+		return err == nil
+	})
+	for _, viaNetHTTP := range []bool{false, true} {
+		lane, _ := shadowRun(t, b, viaNetHTTP, 4, 300*time.Millisecond)
+		// shadowRun's lane lines: "lifecycle $shadow/dropped  METHOD
+		// REASON" (one copy each here), "lifecycle $transport/close  PARAMS".
+		noted, closed := int64(0), int64(-1)
+		for _, l := range lane {
+			if strings.HasPrefix(l, "lifecycle "+tape.MethodShadowDropped+" ") {
+				noted++
+			}
+			if p, ok := strings.CutPrefix(l, "lifecycle "+tape.MethodClose+" "); ok {
+				closed = gjson.Get(p, "dropped").Int()
+			}
+		}
+		if noted == 0 || closed != noted {
+			t.Errorf("net/http %v: $shadow/dropped records count %d copies, the close record says dropped %d; want the same, not 0:\n%s", viaNetHTTP, noted, closed, strings.Join(lane, "\n"))
+		}
+	}
+}
