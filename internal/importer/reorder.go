@@ -19,6 +19,11 @@ type reorder struct {
 	out   *out
 	queue []held
 	seen  map[reqKey]bool // requests written or held, until answered
+	// the sessions' numbers in reqKey, by server and session; the last
+	// one's kept (a log's lines most often repeat it: no map lookup)
+	sessions             map[[2]string]int32
+	lastServer, lastSess string
+	lastNum              int32
 }
 
 // reorderWindow bounds how many records wait behind an answer whose
@@ -26,9 +31,9 @@ type reorder struct {
 const reorderWindow = 4096
 
 type reqKey struct {
-	server, session string
-	dir             tape.Dir // the request's direction
-	id              tape.ID
+	sess int32 // the server's and session's number (reorder.sessions)
+	send bool  // the request's direction is send
+	id   tape.ID
 }
 
 type held struct {
@@ -41,21 +46,31 @@ type held struct {
 	ts     time.Time
 }
 
-func newReorder(o *out) *reorder { return &reorder{out: o, seen: map[reqKey]bool{}} }
-
-func opposite(d tape.Dir) tape.Dir {
-	if d == tape.DirSend {
-		return tape.DirRecv
-	}
-	return tape.DirSend
+func newReorder(o *out) *reorder {
+	return &reorder{out: o, seen: map[reqKey]bool{}, sessions: map[[2]string]int32{}}
 }
 
-// pair places r, a single message of kind with id (not empty) of
-// session, m its meta.
-func (q *reorder) pair(kind tape.Kind, id tape.ID, m tape.Meta, session string, r rec) error {
+// sessNum is server's and session's number in reqKey.
+func (q *reorder) sessNum(server, session string) int32 {
+	if len(q.sessions) > 0 && server == q.lastServer && session == q.lastSess {
+		return q.lastNum
+	}
+	k := [2]string{server, session}
+	n, ok := q.sessions[k]
+	if !ok {
+		n = int32(len(q.sessions))
+		q.sessions[k] = n
+	}
+	q.lastServer, q.lastSess, q.lastNum = server, session, n
+	return n
+}
+
+// pair places r, a single message of kind with id (not empty) sent or
+// received (dir) at ts by server in session.
+func (q *reorder) pair(kind tape.Kind, id tape.ID, dir tape.Dir, ts time.Time, server, session string, r rec) error {
 	switch kind {
 	case tape.KindRequest:
-		k := reqKey{m.Server, session, m.Dir, id}
+		k := reqKey{q.sessNum(server, session), dir == tape.DirSend, id}
 		q.seen[k] = true
 		for i := range q.queue {
 			h := &q.queue[i]
@@ -63,7 +78,7 @@ func (q *reorder) pair(kind tape.Kind, id tape.ID, m tape.Meta, session string, 
 				continue
 			}
 			h.orphan = false
-			if !m.Time.IsZero() && !h.ts.IsZero() && !m.Time.After(h.ts) {
+			if !ts.IsZero() && !h.ts.IsZero() && !ts.After(h.ts) {
 				h.moved = true
 				q.out.res.Reordered++
 				r.b = bytes.Clone(r.b)
@@ -75,12 +90,12 @@ func (q *reorder) pair(kind tape.Kind, id tape.ID, m tape.Meta, session string, 
 		}
 		return q.add(held{r: r})
 	case tape.KindResponse:
-		k := reqKey{m.Server, session, opposite(m.Dir), id}
+		k := reqKey{q.sessNum(server, session), dir != tape.DirSend, id} // the request's direction is the other
 		if q.seen[k] {
 			delete(q.seen, k)
 			return q.add(held{r: r})
 		}
-		return q.add(held{r: r, orphan: true, key: k, ts: m.Time})
+		return q.add(held{r: r, orphan: true, key: k, ts: ts})
 	}
 	return q.add(held{r: r})
 }

@@ -177,17 +177,17 @@ func TestLineParseAllocs(t *testing.T) {
 	}
 	buf := make([]byte, 0, 64<<10)
 	for _, l := range lines {
-		snoopParse(snoop, l, buf) // the strings the next lines repeat
+		snoopParse(snoop, l, buf, &snoopRec{}) // the strings the next lines repeat
 	}
 	for i, want := range []float64{1, 0} {
-		if n := testing.AllocsPerRun(100, func() { snoopParse(snoop, lines[i], buf[:0]) }); n > want {
+		if n := testing.AllocsPerRun(100, func() { snoopParse(snoop, lines[i], buf[:0], &snoopRec{}) }); n > want {
 			t.Errorf("mcpsnoop line %d: %v allocations, expected at most %v", i, n, want)
 		}
 	}
 	gh := &ghawWorker{enc: newRecEncoder()}
 	line := []byte(`{"timestamp":"2025-03-01T12:00:00.000001Z","direction":"OUT","type":"REQUEST","server_id":"srv0","payload":{"jsonrpc":"2.0","id":1,"method":"tools/call"}}` + "\n")
-	ghawParse(gh, line, buf)
-	if n := testing.AllocsPerRun(100, func() { ghawParse(gh, line, buf[:0]) }); n > 0 {
+	ghawParse(gh, line, buf, &ghawRec{})
+	if n := testing.AllocsPerRun(100, func() { ghawParse(gh, line, buf[:0], &ghawRec{}) }); n > 0 {
 		t.Errorf("gh-aw line: %v allocations, expected none", n)
 	}
 }
@@ -197,14 +197,13 @@ func TestLineParseAllocs(t *testing.T) {
 // longer chunk), and a finished import's chunk storage serves the next.
 func TestLineChunkOutMadeOnce(t *testing.T) {
 	wk := &ghawWorker{enc: newRecEncoder()}
-	parse := func(w *ghawWorker, line, out []byte) (ghawRec, []byte) { return ghawParse(w, line, out) }
 	log := ghawLogOf(4000, "")
 	c := &lineChunk[ghawRec]{size: 64 << 10}
 	var first *byte
 	for _, n := range []int{60 << 10, 70 << 10, 64 << 10} {
 		k := bytes.LastIndexByte(log[:n], '\n')
 		c.data = log[:k+1]
-		workChunk(c, wk, 1<<20, parse)
+		workChunk(c, wk, 1<<20, ghawParse)
 		if len(c.out) == 0 {
 			t.Fatal("no records encoded")
 		}
