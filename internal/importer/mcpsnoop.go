@@ -87,7 +87,7 @@ type snoopRec struct {
 	server    string         // the server its records (and its session's start) name
 	start     map[string]any // a meta's start params, else nil (transport and session)
 	ts        time.Time      // the envelope's time
-	id        tape.ID        // recPair: the message's id, kind and direction
+	id        []byte         // recPair: the message's id (its JSON text, aliasing the line), kind and direction
 	kind      tape.Kind
 	dir       tape.Dir
 	how       uint8 // what r is: recNone, recAdd or recPair
@@ -466,7 +466,7 @@ func snoopParse(wk *snoopWorker, line, buf []byte, x *snoopRec) []byte {
 				}
 				x.how = recAdd
 				if len(h.ID) > 0 {
-					x.how, x.kind, x.id = recPair, h.Kind, tape.ID(h.ID)
+					x.how, x.kind, x.id = recPair, h.Kind, h.ID
 				}
 				return buf
 			}
@@ -481,7 +481,7 @@ func snoopParse(wk *snoopWorker, line, buf []byte, x *snoopRec) []byte {
 		// Only single messages (no batches) are repaired.
 		x.how = recAdd
 		if es := tape.Classify(msg); len(es) == 1 && es[0].ID != "" {
-			x.how, x.kind, x.id = recPair, es[0].Kind, es[0].ID
+			x.how, x.kind, x.id = recPair, es[0].Kind, []byte(es[0].ID)
 		}
 		x.r, buf = wk.enc.message(buf, msg, m)
 		return buf
