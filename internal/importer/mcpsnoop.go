@@ -88,6 +88,7 @@ type snoopRec struct {
 	start     map[string]any // a meta's start params, else nil (transport and session)
 	ts        time.Time      // the envelope's time
 	id        []byte         // recPair: the message's id (its JSON text, aliasing the line), kind and direction
+	idHead    uint64         // idHead(id), read while the line is at hand
 	kind      tape.Kind
 	dir       tape.Dir
 	how       uint8 // what r is: recNone, recAdd or recPair
@@ -130,7 +131,7 @@ func (a *snoopApplier) apply(x *snoopRec, buf []byte) error {
 	case recAdd:
 		return a.ro.add(held{r: x.r.bytesIn(buf)})
 	case recPair:
-		return a.ro.pair(x.kind, x.id, x.dir, x.ts, x.r.server, x.session, x.r.bytesIn(buf))
+		return a.ro.pair(x.kind, x.id, x.idHead, x.dir, x.ts, x.r.server, x.session, x.r.bytesIn(buf))
 	}
 	return nil
 }
@@ -178,8 +179,9 @@ type snoopFields struct {
 	mcpMethod, mcpName, mcpProtocol, truncated, redacted, raw      []byte
 }
 
-func (e *snoopFields) set(key string, v []byte) {
-	switch key {
+func (e *snoopFields) set(key []byte, v []byte) {
+	switch string(key) { // no string made
+
 	case "direction":
 		e.direction = v
 	case "ts":
@@ -274,9 +276,9 @@ func snoopParse(wk *snoopWorker, line, buf []byte, x *snoopRec) []byte {
 			return -1
 		}
 		if hasBackslash(k) {
-			env.set(unquoteKey(k), line[vs:ve])
+			env.set([]byte(unquoteKey(k)), line[vs:ve])
 		} else {
-			env.set(string(k), line[vs:ve])
+			env.set(k, line[vs:ve])
 		}
 		return ve
 	}) == len(line)
@@ -297,7 +299,7 @@ func snoopParse(wk *snoopWorker, line, buf []byte, x *snoopRec) []byte {
 			return fail(n.errorf("expected an mcpsnoop envelope (an object), found %s", n.found()))
 		}
 		for k, v := range n.obj {
-			env.set(k, v)
+			env.set([]byte(k), v)
 		}
 	}
 	var dir string
@@ -466,7 +468,7 @@ func snoopParse(wk *snoopWorker, line, buf []byte, x *snoopRec) []byte {
 				}
 				x.how = recAdd
 				if len(h.ID) > 0 {
-					x.how, x.kind, x.id = recPair, h.Kind, h.ID
+					x.how, x.kind, x.id, x.idHead = recPair, h.Kind, h.ID, idHead(h.ID)
 				}
 				return buf
 			}
@@ -482,6 +484,7 @@ func snoopParse(wk *snoopWorker, line, buf []byte, x *snoopRec) []byte {
 		x.how = recAdd
 		if es := tape.Classify(msg); len(es) == 1 && es[0].ID != "" {
 			x.how, x.kind, x.id = recPair, es[0].Kind, []byte(es[0].ID)
+			x.idHead = idHead(x.id)
 		}
 		x.r, buf = wk.enc.message(buf, msg, m)
 		return buf

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -395,5 +396,49 @@ func TestImportMCPSnoopRepairsOrderManyPending(t *testing.T) {
 	}
 	if wantMoved := 1 + n/2; strings.Join(got, ", ") != strings.Join(want, ", ") || res.Reordered != wantMoved {
 		t.Fatalf("tape order\n%q, %d reordered; want\n%q, %d reordered", got, res.Reordered, want, wantMoved)
+	}
+}
+
+// The reorder's table of recent requests holds what a set would through
+// any sequence of adds and removes (probes that wrap around its slots,
+// removals that move later requests back), ids short and long.
+func TestPendingTableAgreesWithSet(t *testing.T) {
+	type key struct {
+		sess int32
+		send bool
+		id   string
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var tab pendingTable
+	set := map[key]bool{}
+	for step := range 200_000 {
+		var id []byte
+		if rng.IntN(3) == 0 {
+			id = []byte(strings.Repeat("x", rng.IntN(10)) + strconv.Itoa(rng.IntN(40)))
+		} else {
+			id = strconv.AppendInt(nil, int64(rng.IntN(60)), 10)
+		}
+		k := key{int32(rng.IntN(2)), rng.IntN(2) == 0, string(id)}
+		i := tab.find(k.sess, k.send, id, idHead(id))
+		if (i >= 0) != set[k] {
+			t.Fatalf("step %d: %+v found at %d, in the set %v", step, k, i, set[k])
+		}
+		switch {
+		case i >= 0:
+			tab.remove(i)
+			delete(set, k)
+		case tab.n < pendingRecent:
+			tab.add(k.sess, k.send, id, idHead(id))
+			set[k] = true
+		}
+		if tab.n != len(set) {
+			t.Fatalf("step %d: %d in the table, %d in the set", step, tab.n, len(set))
+		}
+	}
+	for k := range set {
+		i := tab.find(k.sess, k.send, []byte(k.id), idHead([]byte(k.id)))
+		if i < 0 || string(tab.slots[i].id()) != k.id {
+			t.Fatalf("%+v not found with its id at the end (slot %d)", k, i)
+		}
 	}
 }
