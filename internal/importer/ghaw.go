@@ -113,10 +113,11 @@ func (st *ghawState) set(key string, v []byte) {
 
 func ghawNode(path string, raw []byte) node { return node{format: formatGHAW, path: path, raw: raw} }
 
-// ghawParse reads an envelope and encodes its record (appended to buf).
-func ghawParse(wk *ghawWorker, line, buf []byte) (x ghawRec, _ []byte) {
+// ghawParse reads an envelope into x (zero before) and encodes its
+// record (appended to buf).
+func ghawParse(wk *ghawWorker, line, buf []byte, x *ghawRec) []byte {
 	st, o := &wk.st, wk.o
-	fail := func(err error) (ghawRec, []byte) { return ghawRec{err: err}, buf }
+	fail := func(err error) []byte { *x = ghawRec{err: err}; return buf }
 	line = bytes.TrimSpace(line)
 	// One pass validates the envelope and hands over its members; a line
 	// it refuses is looked at again, to say why.
@@ -161,7 +162,8 @@ func ghawParse(wk *ghawWorker, line, buf []byte) (x ghawRec, _ []byte) {
 		}
 	}
 	if typ != "REQUEST" && typ != "RESPONSE" {
-		return ghawRec{skipped: true}, buf
+		x.skipped = true
+		return buf
 	}
 	ts, ok := st.ts.parse(st.timestamp)
 	if !ok {
@@ -217,7 +219,7 @@ func ghawParse(wk *ghawWorker, line, buf []byte) (x ghawRec, _ []byte) {
 		}
 		if h.Plain && h.Kind != tape.KindInvalid {
 			x.r, buf = wk.enc.plain(buf, msg, m)
-			return x, buf
+			return buf
 		}
 	}
 	if checkMessage(msg) != nil {
@@ -225,8 +227,8 @@ func ghawParse(wk *ghawWorker, line, buf []byte) (x ghawRec, _ []byte) {
 			msg = []byte(`""`)
 		}
 		x.r, buf = wk.enc.invalid(buf, msg, m)
-		return x, buf
+		return buf
 	}
 	x.r, buf = wk.enc.message(buf, msg, m)
-	return x, buf
+	return buf
 }

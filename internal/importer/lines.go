@@ -200,8 +200,9 @@ func fillChunk[R any](cr *lineReader, c *lineChunk[R]) bool {
 }
 
 // work makes c's items: each line that is not blank, through parse
-// (which appends its record's bytes to out).
-func workChunk[R, W any](c *lineChunk[R], w W, max int64, parse func(w W, line, out []byte) (R, []byte)) {
+// (which fills the item's r, zero before, in place, and appends its
+// record's bytes to out).
+func workChunk[R, W any](c *lineChunk[R], w W, max int64, parse func(w W, line, out []byte, r *R) []byte) {
 	defer mmap.Catch(&c.err)() // a mapped file cut shorter: ErrShrank, not a crash
 	c.items, c.out, c.lines = c.items[:0], c.out[:0], 0
 	data := c.data
@@ -228,9 +229,8 @@ func workChunk[R, W any](c *lineChunk[R], w W, max int64, parse func(w W, line, 
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		var r R
-		r, c.out = parse(w, line, c.out)
-		c.items = append(c.items, lineItem[R]{rel: rel, r: r})
+		c.items = append(c.items, lineItem[R]{rel: rel})
+		c.out = parse(w, line, c.out, &c.items[len(c.items)-1].r)
 	}
 }
 
@@ -239,7 +239,7 @@ func workChunk[R, W any](c *lineChunk[R], w W, max int64, parse func(w W, line, 
 // applied in input order with the bytes of the chunk's records; it returns
 // how many lines were applied. An *Error from apply gets the line's
 // number; a line longer than o.maxLine() is an error naming it.
-func eachLineParallel[R, W any](r io.Reader, format string, o Options, newWorker func() W, parse func(w W, line, out []byte) (R, []byte), apply func(r *R, out []byte) error) (_ int, err error) {
+func eachLineParallel[R, W any](r io.Reader, format string, o Options, newWorker func() W, parse func(w W, line, out []byte, r *R) []byte, apply func(r *R, out []byte) error) (_ int, err error) {
 	defer func() {
 		f, ok := r.(*os.File)
 		if c, isCtx := r.(ctxReader); isCtx {

@@ -38,6 +38,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"time"
 
 	"github.com/tapedeck/tapedeck/tape"
 	"github.com/tapedeck/tapedeck/tape/jsonscan"
@@ -54,16 +55,13 @@ const formatMCPSnoop = "mcpsnoop"
 func MCPSnoop(r io.Reader, w *tape.Writer, o Options) (Result, error) {
 	out := newOut(w)
 	out.sink = o.sink
-	ro := newReorder(out)
-	started := map[string]bool{} // session_id → $transport/start written
-	enc := newRecEncoder()
+	a := &snoopApplier{ro: newReorder(out), enc: newRecEncoder(), started: map[string]bool{}}
 	lines, err := eachLineParallel(r, formatMCPSnoop, o,
 		func() *snoopWorker {
 			return &snoopWorker{enc: newRecEncoder(), o: o}
 		},
-		func(wk *snoopWorker, line, buf []byte) (snoopRec, []byte) { return snoopParse(wk, line, buf) },
-		func(x *snoopRec, buf []byte) error { return snoopApply(ro, enc, started, x, buf) })
-	if ferr := ro.flush(true); err == nil {
+		snoopParse, a.apply)
+	if ferr := a.ro.flush(true); err == nil {
 		err = ferr
 	}
 	if err == nil && lines == 0 {
@@ -83,16 +81,18 @@ type snoopWorker struct {
 // snoopRec is what a worker made of an envelope, for snoopApply.
 type snoopRec struct {
 	err       error // the envelope's error, before anything of it is written
-	meta      bool  // a session header: start holds its $transport/start's params
+	post      error // the envelope's error after its session's start (or a meta's params)
 	session   string
 	transport string
+	server    string         // the server its records (and its session's start) name
 	start     map[string]any // a meta's start params, else nil (transport and session)
-	sm        tape.Meta      // the meta of the $transport/start the session's first envelope writes
-	post      error          // the envelope's error after its session's start (or a meta's params)
-	how       int            // what r is: recNone, recAdd or recPair
-	kind      tape.Kind      // recPair: the message's kind, id and meta
-	id        tape.ID
-	m         tape.Meta
+	ts        time.Time      // the envelope's time
+	id        []byte         // recPair: the message's id (its JSON text, aliasing the line), kind and direction
+	idHead    uint64         // idHead(id), read while the line is at hand
+	kind      tape.Kind
+	dir       tape.Dir
+	how       uint8 // what r is: recNone, recAdd or recPair
+	meta      bool  // a session header: start holds its $transport/start's params
 	r         rec
 }
 
@@ -102,39 +102,64 @@ const (
 	recPair // a message with an id, paired by the reorder
 )
 
-// snoopApply applies x in the log's order: the session's first
+// snoopApplier is the ordered stage's state.
+type snoopApplier struct {
+	ro      *reorder
+	enc     *recEncoder
+	started map[string]bool // session_id → $transport/start written
+	last    string          // a session started (the last line's, most often: no map lookup)
+	anyLast bool            // last is set
+}
+
+// apply applies x in the log's order: the session's first
 // $transport/start, then x's record through the reorder.
-func snoopApply(ro *reorder, enc *recEncoder, started map[string]bool, x *snoopRec, buf []byte) error {
+func (a *snoopApplier) apply(x *snoopRec, buf []byte) error {
 	if x.err != nil {
 		return x.err
 	}
-	if x.meta {
-		if started[x.session] {
-			return nil // a repeated session header says nothing new
-		}
-		started[x.session] = true
-		if x.post != nil {
-			return x.post
-		}
-		return ro.add(held{r: enc.startRec(formatMCPSnoop, x.start, x.sm)})
-	}
-	if !started[x.session] {
-		started[x.session] = true
-		p := map[string]any{"transport": x.transport, "session": x.session}
-		if err := ro.add(held{r: enc.startRec(formatMCPSnoop, p, x.sm)}); err != nil {
+	if !a.anyLast || x.session != a.last {
+		if err := a.start(x); err != nil || x.meta {
 			return err
 		}
+	} else if x.meta {
+		return nil // a repeated session header says nothing new
 	}
 	if x.post != nil {
 		return x.post
 	}
 	switch x.how {
 	case recAdd:
-		return ro.add(held{r: x.r.bytesIn(buf)})
+		return a.ro.add(held{r: x.r.bytesIn(buf)})
 	case recPair:
-		return ro.pair(x.kind, x.id, x.m, x.session, x.r.bytesIn(buf))
+		return a.ro.pair(x.kind, x.id, x.idHead, x.dir, x.ts, x.r.server, x.session, x.r.bytesIn(buf))
 	}
 	return nil
+}
+
+// start writes x's session's first $transport/start, unless written:
+// the meta's params for a meta, else the session's transport and id at
+// x's time. Errors of a meta's params are its.
+func (a *snoopApplier) start(x *snoopRec) error {
+	started := a.started[x.session]
+	if !started {
+		a.started[x.session] = true
+	}
+	a.last, a.anyLast = x.session, true
+	if started {
+		return nil
+	}
+	m := tape.Meta{Server: x.server, Time: x.ts}
+	if x.meta {
+		if x.post != nil {
+			return x.post
+		}
+		return a.ro.add(held{r: a.enc.startRec(formatMCPSnoop, x.start, m)})
+	}
+	if x.transport == "http" {
+		m.Extra = map[string]any{tape.MetaTransport: "http"}
+	}
+	p := map[string]any{"transport": x.transport, "session": x.session}
+	return a.ro.add(held{r: a.enc.startRec(formatMCPSnoop, p, m)})
 }
 
 // snoopState is what reading a log carries from line to line.
@@ -154,8 +179,9 @@ type snoopFields struct {
 	mcpMethod, mcpName, mcpProtocol, truncated, redacted, raw      []byte
 }
 
-func (e *snoopFields) set(key string, v []byte) {
-	switch key {
+func (e *snoopFields) set(key []byte, v []byte) {
+	switch string(key) { // no string made
+
 	case "direction":
 		e.direction = v
 	case "ts":
@@ -194,8 +220,14 @@ const (
 	snoopStrs
 )
 
-// str is n.optStr, the same string as the last line's when its bytes are.
-func (st *snoopState) str(k int, n node) (string, error) { return st.strs[k].str(n) }
+// str is the member at path's optStr, the same string as the last
+// line's when its bytes are.
+func (st *snoopState) str(k int, path string, raw []byte) (string, error) {
+	if c := &st.strs[k]; raw != nil && c.raw != nil && string(raw) == string(c.raw) {
+		return c.s, nil
+	}
+	return st.strs[k].str(snoopNode(path, raw))
+}
 
 // strMemo keeps the string a member's bytes last read as, for the next
 // line's same bytes (a log's envelopes repeat them): no string made again.
@@ -222,9 +254,10 @@ func snoopNode(path string, raw []byte) node {
 	return node{format: formatMCPSnoop, path: path, raw: raw}
 }
 
-// snoopParse reads an envelope and encodes its record (appended to buf),
-// without what depends on the lines before it (snoopApply's part).
-func snoopParse(wk *snoopWorker, line, buf []byte) (x snoopRec, _ []byte) {
+// snoopParse reads an envelope into x (zero before) and encodes its
+// record (appended to buf), without what depends on the lines before it
+// (snoopApply's part).
+func snoopParse(wk *snoopWorker, line, buf []byte, x *snoopRec) []byte {
 	st, o := &wk.st, wk.o
 	line = bytes.TrimSpace(line)
 	// The line's one pass (scanObject): it validates the envelope and
@@ -243,14 +276,15 @@ func snoopParse(wk *snoopWorker, line, buf []byte) (x snoopRec, _ []byte) {
 			return -1
 		}
 		if hasBackslash(k) {
-			env.set(unquoteKey(k), line[vs:ve])
+			env.set([]byte(unquoteKey(k)), line[vs:ve])
 		} else {
-			env.set(string(k), line[vs:ve])
+			env.set(k, line[vs:ve])
 		}
 		return ve
 	}) == len(line)
-	fail := func(err error) (snoopRec, []byte) {
-		return snoopRec{err: err}, buf
+	fail := func(err error) []byte {
+		*x = snoopRec{err: err}
+		return buf
 	}
 	if !loaded {
 		*env = snoopFields{}
@@ -265,13 +299,8 @@ func snoopParse(wk *snoopWorker, line, buf []byte) (x snoopRec, _ []byte) {
 			return fail(n.errorf("expected an mcpsnoop envelope (an object), found %s", n.found()))
 		}
 		for k, v := range n.obj {
-			env.set(k, v)
+			env.set([]byte(k), v)
 		}
-	}
-	dirNode := snoopNode("$.direction", env.direction)
-	if dirNode.absent() {
-		_, err := dirNode.str()
-		return fail(err)
 	}
 	var dir string
 	var err error
@@ -281,7 +310,11 @@ func snoopParse(wk *snoopWorker, line, buf []byte) (x snoopRec, _ []byte) {
 	case `"s2c"`:
 		dir = "s2c"
 	default:
-		if dir, err = st.str(strDirection, dirNode); err != nil {
+		if dirNode := snoopNode("$.direction", env.direction); dirNode.absent() {
+			_, err := dirNode.str()
+			return fail(err)
+		}
+		if dir, err = st.str(strDirection, "$.direction", env.direction); err != nil {
 			return fail(err)
 		}
 	}
@@ -291,51 +324,55 @@ func snoopParse(wk *snoopWorker, line, buf []byte) (x snoopRec, _ []byte) {
 			return fail(err)
 		}
 	}
-	label, err := st.str(strLabel, snoopNode("$.server_label", env.serverLabel))
+	label, err := st.str(strLabel, "$.server_label", env.serverLabel)
 	if err != nil {
 		return fail(err)
 	}
-	session, err := st.str(strSession, snoopNode("$.session_id", env.sessionID))
+	session, err := st.str(strSession, "$.session_id", env.sessionID)
 	if err != nil {
 		return fail(err)
 	}
-	transport, err := st.str(strTransport, snoopNode("$.transport", env.transport))
+	transport, err := st.str(strTransport, "$.transport", env.transport)
 	if err != nil {
 		return fail(err)
 	}
-	text, err := snoopNode("$.text", env.text).optStr()
-	if err != nil {
-		return fail(err)
+	// The members a usual envelope lacks, read only when there (nil: as
+	// a missing member reads, "", 0 or false).
+	var text, mcpMethod, mcpName, mcpProtocol string
+	var status float64
+	var truncated, redacted bool
+	if env.text != nil {
+		if text, err = snoopNode("$.text", env.text).optStr(); err != nil {
+			return fail(err)
+		}
 	}
-	statusNode := snoopNode("$.status", env.status)
-	status, err := statusNode.optNum(0)
-	if err != nil {
-		return fail(err)
+	if env.status != nil {
+		statusNode := snoopNode("$.status", env.status)
+		if status, err = statusNode.optNum(0); err != nil {
+			return fail(err)
+		}
+		if status != 0 && (status < 100 || status > 999 || status != float64(int(status))) {
+			return fail(statusNode.errorf("expected an HTTP status (100 to 999), found %v", status))
+		}
 	}
-	if status != 0 && (status < 100 || status > 999 || status != float64(int(status))) {
-		return fail(statusNode.errorf("expected an HTTP status (100 to 999), found %v", status))
-	}
-	// Each member read in turn (a table of pointers to these locals
-	// would move them to the heap, three allocations a line).
-	mcpMethod, err := snoopNode("$.mcp_method", env.mcpMethod).optStr()
-	if err != nil {
-		return fail(err)
-	}
-	mcpName, err := snoopNode("$.mcp_name", env.mcpName).optStr()
-	if err != nil {
-		return fail(err)
-	}
-	mcpProtocol, err := snoopNode("$.mcp_protocol_version", env.mcpProtocol).optStr()
-	if err != nil {
-		return fail(err)
-	}
-	truncated, err := snoopBool("$.truncated", env.truncated)
-	if err != nil {
-		return fail(err)
-	}
-	redacted, err := snoopBool("$.redacted", env.redacted)
-	if err != nil {
-		return fail(err)
+	if env.mcpMethod != nil || env.mcpName != nil || env.mcpProtocol != nil || env.truncated != nil || env.redacted != nil {
+		// Each member read in turn (a table of pointers to these locals
+		// would move them to the heap, three allocations a line).
+		if mcpMethod, err = snoopNode("$.mcp_method", env.mcpMethod).optStr(); err != nil {
+			return fail(err)
+		}
+		if mcpName, err = snoopNode("$.mcp_name", env.mcpName).optStr(); err != nil {
+			return fail(err)
+		}
+		if mcpProtocol, err = snoopNode("$.mcp_protocol_version", env.mcpProtocol).optStr(); err != nil {
+			return fail(err)
+		}
+		if truncated, err = snoopBool("$.truncated", env.truncated); err != nil {
+			return fail(err)
+		}
+		if redacted, err = snoopBool("$.redacted", env.redacted); err != nil {
+			return fail(err)
+		}
 	}
 	server := o.Server
 	if server == "" {
@@ -344,47 +381,45 @@ func snoopParse(wk *snoopWorker, line, buf []byte) (x snoopRec, _ []byte) {
 	if server == "" {
 		server = "server"
 	}
-	m := tape.Meta{Server: server, Time: ts}
-	raw := snoopNode("$.raw", env.raw)
-	x.session, x.transport, x.sm = session, transport, m
+	x.session, x.transport, x.server, x.ts = session, transport, server, ts
 
 	if dir == "meta" {
 		x.meta = true
+		raw := snoopNode("$.raw", env.raw)
 		if raw.absent() {
 			x.start = map[string]any{"transport": transport, "session": session}
-			return x, buf
+			return buf
 		}
 		p, err := snoopMeta(raw)
 		if err != nil {
 			x.post = err
-			return x, buf
+			return buf
 		}
 		p["transport"], p["session"] = transport, session
 		x.start = p
-		return x, buf
+		return buf
 	}
 	switch dir {
 	case "c2s", "s2c", "stderr":
 	default:
-		return fail(dirNode.errorf(`expected "c2s", "s2c", "stderr" or "meta", found %q`, dir))
+		return fail(snoopNode("$.direction", env.direction).errorf(`expected "c2s", "s2c", "stderr" or "meta", found %q`, dir))
 	}
-	if transport == "http" {
-		x.sm.Extra = map[string]any{tape.MetaTransport: "http"}
-	}
+	m := tape.Meta{Server: server, Time: ts}
 	if dir == "stderr" {
-		if !raw.absent() {
+		if raw := snoopNode("$.raw", env.raw); !raw.absent() {
 			x.post = raw.errorf("expected no raw message on a stderr envelope (its line is in text), found %s", raw.found())
-			return x, buf
+			return buf
 		}
 		x.how = recAdd
 		x.r, buf = wk.enc.lifecycle(buf, tape.MethodStderr, map[string]string{"text": text}, m)
-		return x, buf
+		return buf
 	}
 
 	m.Dir = tape.DirSend
 	if dir == "s2c" {
 		m.Dir = tape.DirRecv
 	}
+	x.dir = m.Dir
 	if transport == "http" || truncated || redacted {
 		extra := map[string]any{}
 		if transport == "http" {
@@ -413,10 +448,9 @@ func snoopParse(wk *snoopWorker, line, buf []byte) (x snoopRec, _ []byte) {
 		}
 		m.Extra = extra
 	}
-	x.m = m
 	switch {
-	case !raw.absent():
-		msg := bytes.TrimSpace(raw.raw)
+	case env.raw != nil && !isNull(env.raw):
+		msg := bytes.TrimSpace(env.raw)
 		if loaded && msg[0] == '{' {
 			// The envelope was valid JSON: a message the Peeker reads as
 			// one plain JSON-RPC message is one as checkMessage would
@@ -434,9 +468,9 @@ func snoopParse(wk *snoopWorker, line, buf []byte) (x snoopRec, _ []byte) {
 				}
 				x.how = recAdd
 				if len(h.ID) > 0 {
-					x.how, x.kind, x.id = recPair, h.Kind, tape.ID(h.ID)
+					x.how, x.kind, x.id, x.idHead = recPair, h.Kind, h.ID, idHead(h.ID)
 				}
-				return x, buf
+				return buf
 			}
 		}
 		if checkMessage(msg) != nil {
@@ -444,19 +478,20 @@ func snoopParse(wk *snoopWorker, line, buf []byte) (x snoopRec, _ []byte) {
 			// an invalid frame.
 			x.how = recAdd
 			x.r, buf = wk.enc.invalid(buf, msg, m)
-			return x, buf
+			return buf
 		}
 		// Only single messages (no batches) are repaired.
 		x.how = recAdd
 		if es := tape.Classify(msg); len(es) == 1 && es[0].ID != "" {
-			x.how, x.kind, x.id = recPair, es[0].Kind, es[0].ID
+			x.how, x.kind, x.id = recPair, es[0].Kind, []byte(es[0].ID)
+			x.idHead = idHead(x.id)
 		}
 		x.r, buf = wk.enc.message(buf, msg, m)
-		return x, buf
+		return buf
 	case text != "":
 		x.how = recAdd
 		x.r, buf = wk.enc.invalid(buf, []byte(text), m)
-		return x, buf
+		return buf
 	case status != 0:
 		p := map[string]any{"status": int(status)}
 		if status == 202 {
@@ -469,11 +504,14 @@ func snoopParse(wk *snoopWorker, line, buf []byte) (x snoopRec, _ []byte) {
 		}
 		x.how = recAdd
 		x.r, buf = wk.enc.lifecycle(buf, tape.MethodHTTPExchange, p, lm)
-		return x, buf
+		return buf
 	}
 	x.post = root(formatMCPSnoop, line).errorf("expected a %s envelope with raw (a JSON-RPC message), text (a frame that is not JSON) or status (an HTTP answer without a message), found none of them", dir)
-	return x, buf
+	return buf
 }
+
+// isNull reports raw, a member's value, is null.
+func isNull(raw []byte) bool { return string(bytes.TrimSpace(raw)) == "null" }
 
 // snoopBool is the envelope's member at path, true or false (false
 // when missing).

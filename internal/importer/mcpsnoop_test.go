@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -341,5 +342,103 @@ func TestImportMCPSnoopHeldSurviveReads(t *testing.T) {
 	}
 	if !strings.Contains(whole.String(), "first answer") || !strings.Contains(whole.String(), "never asked") {
 		t.Fatalf("held answers missing from\n%s", whole.String())
+	}
+}
+
+// The reorder repair knows every request not yet answered, however many
+// wait (more than its short list of recent ones holds, their ids short or
+// long): an answer whose request was logged long before passes in its
+// place, and only an answer with no request left waiting (the second
+// answer to one request) is held and moved after a later request with
+// its id stamped before it.
+func TestImportMCPSnoopRepairsOrderManyPending(t *testing.T) {
+	seq := 0
+	env := func(us int, dir, raw string) string {
+		seq++
+		ts := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC).Add(time.Duration(us) * time.Microsecond).Format(time.RFC3339Nano)
+		return `{"session_id":"s1","server_label":"srv","seq":` + strconv.Itoa(seq) + `,"ts":"` + ts + `","direction":"` + dir + `","transport":"stdio","raw":` + raw + "}\n"
+	}
+	n := 3 * pendingRecent
+	id := func(i int) string {
+		if i%2 == 0 {
+			return strconv.Itoa(i)
+		}
+		return `"` + strings.Repeat("long-id-", 5) + strconv.Itoa(i) + `"` // more than pendingID bytes
+	}
+	var log strings.Builder
+	var want []string
+	for i := range n {
+		log.WriteString(env(1000+i, "c2s", `{"jsonrpc":"2.0","id":`+id(i)+`,"method":"ping"}`))
+		want = append(want, "send "+id(i)+"ping")
+	}
+	log.WriteString(env(1500, "c2s", `{"jsonrpc":"2.0","id":0,"method":"again"}`)) // 0 waits once, not twice
+	want = append(want, "send 0again")
+	for i := n - 1; i >= 0; i-- {
+		log.WriteString(env(2000+i, "s2c", `{"jsonrpc":"2.0","id":`+id(i)+`,"result":{}}`))
+		want = append(want, "recv "+id(i))
+	}
+	// Every request answered: a second answer to 0 has none waiting and
+	// waits for one; the next request 0, stamped before it, comes first.
+	log.WriteString(env(3000, "s2c", `{"jsonrpc":"2.0","id":0,"result":{"second":true}}`))
+	log.WriteString(env(2999, "c2s", `{"jsonrpc":"2.0","id":0,"method":"third"}`))
+	want = append(want, "send 0third", "recv 0")
+	// An answer to a request already answered, then its request again
+	// (each of the long ones, now in no list): the same.
+	for i := 1; i < n; i += 2 {
+		log.WriteString(env(4000+i, "s2c", `{"jsonrpc":"2.0","id":`+id(i)+`,"result":{}}`))
+		log.WriteString(env(3500+i, "c2s", `{"jsonrpc":"2.0","id":`+id(i)+`,"method":"later"}`))
+		want = append(want, "send "+id(i)+"later", "recv "+id(i))
+	}
+	res, es := importTape(t, "mcpsnoop", []byte(log.String()), Options{})
+	var got []string
+	for _, e := range wire(es) {
+		got = append(got, string(e.Dir)+" "+string(e.ID)+e.Method)
+	}
+	if wantMoved := 1 + n/2; strings.Join(got, ", ") != strings.Join(want, ", ") || res.Reordered != wantMoved {
+		t.Fatalf("tape order\n%q, %d reordered; want\n%q, %d reordered", got, res.Reordered, want, wantMoved)
+	}
+}
+
+// The reorder's table of recent requests holds what a set would through
+// any sequence of adds and removes (probes that wrap around its slots,
+// removals that move later requests back), ids short and long.
+func TestPendingTableAgreesWithSet(t *testing.T) {
+	type key struct {
+		sess int32
+		send bool
+		id   string
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var tab pendingTable
+	set := map[key]bool{}
+	for step := range 200_000 {
+		var id []byte
+		if rng.IntN(3) == 0 {
+			id = []byte(strings.Repeat("x", rng.IntN(10)) + strconv.Itoa(rng.IntN(40)))
+		} else {
+			id = strconv.AppendInt(nil, int64(rng.IntN(60)), 10)
+		}
+		k := key{int32(rng.IntN(2)), rng.IntN(2) == 0, string(id)}
+		i := tab.find(k.sess, k.send, id, idHead(id))
+		if (i >= 0) != set[k] {
+			t.Fatalf("step %d: %+v found at %d, in the set %v", step, k, i, set[k])
+		}
+		switch {
+		case i >= 0:
+			tab.remove(i)
+			delete(set, k)
+		case tab.n < pendingRecent:
+			tab.add(k.sess, k.send, id, idHead(id))
+			set[k] = true
+		}
+		if tab.n != len(set) {
+			t.Fatalf("step %d: %d in the table, %d in the set", step, tab.n, len(set))
+		}
+	}
+	for k := range set {
+		i := tab.find(k.sess, k.send, []byte(k.id), idHead([]byte(k.id)))
+		if i < 0 || string(tab.slots[i].id()) != k.id {
+			t.Fatalf("%+v not found with its id at the end (slot %d)", k, i)
+		}
 	}
 }
