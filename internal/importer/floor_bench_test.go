@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -189,4 +190,11 @@ func writeFile(b *testing.B, path string, data []byte, fresh bool) {
 	if err := f.Close(); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// rusageCPU is the process's user and system CPU time so far.
+func rusageCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

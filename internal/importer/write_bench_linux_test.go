@@ -121,10 +121,3 @@ func writeWith(b *testing.B, path string, src []byte, total, n int, fallocate, f
 		b.Fatal(err)
 	}
 }
-
-// rusageCPU is the process's user and system CPU time so far.
-func rusageCPU() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
