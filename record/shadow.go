@@ -461,7 +461,14 @@ func (s *shadow) runLane(l *shadowLane) {
 		}
 		l.mu.Unlock()
 		s.record(msg, tape.DirSend, l, of, it.session)
-		if err := s.tr.send(s, l, it, msg, e[0].Method == "initialize"); err != nil {
+		// initialize, and a notification (answered at once: 202 over
+		// HTTP), are answered by B before the next copy goes: over HTTP
+		// each copy has a connection of its own, and B may otherwise
+		// handle the client's tools/list before its
+		// notifications/initialized, which the client sent first and
+		// waited for.
+		wait := e[0].Method == "initialize" || e[0].Kind == tape.KindNotification
+		if err := s.tr.send(s, l, it, msg, wait); err != nil {
 			s.fail(l, msg, err)
 		}
 	}
