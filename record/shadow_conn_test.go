@@ -138,68 +138,32 @@ func TestShadowHTTPConnections(t *testing.T) {
 // seen returns the method and id of each request it read, in order.
 func closingB(t *testing.T, mode string) (string, func() []string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	var methods []string
-	var conns []net.Conn
-	var wg sync.WaitGroup
-	t.Cleanup(func() {
-		ln.Close()
+	url := rawB(t, func(n int, c net.Conn, _ *bufio.Reader, _ *http.Request, body []byte) bool {
 		mu.Lock()
-		for _, c := range conns { // the ones a client keeps idle
-			c.Close()
-		}
+		methods = append(methods, strings.TrimSpace(gjson.GetBytes(body, "method").String()+" "+gjson.GetBytes(body, "id").Raw))
 		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for n := 0; ; n++ {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					body, _ := io.ReadAll(req.Body)
-					mu.Lock()
-					methods = append(methods, strings.TrimSpace(gjson.GetBytes(body, "method").String()+" "+gjson.GetBytes(body, "id").Raw))
-					mu.Unlock()
-					if mode == "close-unanswered" && n == 1 {
-						return
-					}
-					head := "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n"
-					answer := ""
-					if id := gjson.GetBytes(body, "id"); id.Exists() {
-						answer = `{"jsonrpc":"2.0","id":` + id.Raw + `,"result":{}}`
-						head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: b-session\r\nContent-Length: " +
-							strconv.Itoa(len(answer)) + "\r\n"
-					}
-					switch mode {
-					case "close-header":
-						head += "Connection: close\r\n"
-					case "early-hints":
-						head = "HTTP/1.1 103 Early Hints\r\nLink: </x>; rel=preload\r\n\r\n" + head
-					}
-					if _, err := io.WriteString(c, head+"\r\n"+answer); err != nil || mode == "close-header" {
-						return
-					}
-				}
-			})
+		if mode == "close-unanswered" && n == 1 {
+			return false
 		}
+		head := "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n"
+		answer := ""
+		if id := gjson.GetBytes(body, "id"); id.Exists() {
+			answer = `{"jsonrpc":"2.0","id":` + id.Raw + `,"result":{}}`
+			head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: b-session\r\nContent-Length: " +
+				strconv.Itoa(len(answer)) + "\r\n"
+		}
+		switch mode {
+		case "close-header":
+			head += "Connection: close\r\n"
+		case "early-hints":
+			head = "HTTP/1.1 103 Early Hints\r\nLink: </x>; rel=preload\r\n\r\n" + head
+		}
+		_, err := io.WriteString(c, head+"\r\n"+answer)
+		return err == nil && mode != "close-header"
 	})
-	return "http://" + ln.Addr().String(), func() []string {
+	return url, func() []string {
 		mu.Lock()
 		defer mu.Unlock()
 		return append([]string(nil), methods...)
