@@ -81,6 +81,10 @@ type ShadowOptions struct {
 	// for A's answer to be forwarded before it goes to B anyway; 0 means
 	// DefaultShadowHold.
 	Hold time.Duration
+	// MaxAnswer bounds one answer of B's over HTTP in bytes (a JSON body,
+	// or one SSE event); a longer one is dropped with a note. 0 means
+	// DefaultMaxBody.
+	MaxAnswer int64
 	// Transport does the HTTP requests to B; nil means a clone of
 	// http.DefaultTransport.
 	Transport http.RoundTripper

@@ -90,7 +90,7 @@ func jsonAnswer(body []byte) string {
 // through the shadow's own connections or net/http (viaNetHTTP), and
 // returns the lane's records, each summed up without times or ports, in
 // order of kind, and the answers the client got.
-func shadowRun(t *testing.T, b string, viaNetHTTP bool, calls int, drain time.Duration) (lane []string, client []string) {
+func shadowRun(t *testing.T, b string, viaNetHTTP bool, calls int, drain time.Duration, opts ...func(*record.ShadowOptions)) (lane []string, client []string) {
 	t.Helper()
 	a := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -113,6 +113,9 @@ func shadowRun(t *testing.T, b string, viaNetHTTP bool, calls int, drain time.Du
 	}
 	defer f.Close()
 	o := &record.ShadowOptions{URL: bu, Drain: drain}
+	for _, opt := range opts {
+		opt(o)
+	}
 	if viaNetHTTP {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		defer tr.CloseIdleConnections()
@@ -410,6 +413,41 @@ func TestShadowCloseCountsFailedCopies(t *testing.T) {
 		}
 		if noted == 0 || closed != noted {
 			t.Errorf("net/http %v: $shadow/dropped records count %d copies, the close record says dropped %d; want the same, not 0:\n%s", viaNetHTTP, noted, closed, strings.Join(lane, "\n"))
+		}
+	}
+}
+
+// An answer of B's longer than ShadowOptions.MaxAnswer (a JSON body, or
+// one SSE event past the SSE reader's buffer) is dropped with a note, on both paths to B, instead of
+// read whole into memory however long B makes it.
+func TestShadowAnswerBounded(t *testing.T) {
+	big := strings.Repeat("x", 100_000) // past the SSE reader's 32 KiB buffer too
+	for _, sse := range []bool{false, true} {
+		b := rawB(t, func(_ int, c net.Conn, _ *bufio.Reader, _ *http.Request, body []byte) bool {
+			if gjson.GetBytes(body, "method").String() != "tools/list" {
+				_, err := io.WriteString(c, jsonAnswer(body))
+				return err == nil
+			}
+			msg := `{"jsonrpc":"2.0","id":` + gjson.GetBytes(body, "id").Raw + `,"result":{"x":"` + big + `"}}`
+			head := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(msg)) + "\r\n\r\n"
+			if sse {
+				msg = "event: message\ndata: " + msg + "\n\n"
+				head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: " + strconv.Itoa(len(msg)) + "\r\n\r\n"
+			}
+			_, err := io.WriteString(c, head+msg)
+			return err == nil
+		})
+		for _, viaNetHTTP := range []bool{false, true} {
+			lane, _ := shadowRun(t, b, viaNetHTTP, 2, 300*time.Millisecond, func(o *record.ShadowOptions) { o.MaxAnswer = 1000 })
+			dropped := 0
+			for _, l := range lane {
+				if strings.HasPrefix(l, "lifecycle "+tape.MethodShadowDropped+" ") && strings.Contains(l, "tools/list") {
+					dropped++
+				}
+			}
+			if dropped != 2 {
+				t.Errorf("sse %v, net/http %v: %d tools/list answers over MaxAnswer noted as dropped, want 2:\n%s", sse, viaNetHTTP, dropped, strings.Join(lane, "\n"))
+			}
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptrace"
 	"sync"
@@ -295,9 +296,14 @@ func (s *shadow) answer(l *shadowLane, resp *http.Response, hm tape.HTTPMeta) er
 		l.setSession(id)
 		hm.NewSession = id
 	}
+	limit := s.o.MaxAnswer
+	if limit <= 0 {
+		limit = DefaultMaxBody
+	}
 	switch mediaType(resp.Header.Get("Content-Type")) {
 	case "text/event-stream":
 		r := sse.NewReader(resp.Body)
+		r.Max = int(min(limit, math.MaxInt32))
 		for {
 			ev, err := r.Next()
 			if err != nil {
@@ -311,9 +317,12 @@ func (s *shadow) answer(l *shadowLane, resp *http.Response, hm tape.HTTPMeta) er
 			}
 		}
 	case "application/json":
-		body, err := io.ReadAll(resp.Body)
+		body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 		if err != nil {
 			return err
+		}
+		if int64(len(body)) > limit {
+			return fmt.Errorf("B's answer is longer than %d bytes (ShadowOptions.MaxAnswer)", limit)
 		}
 		if len(bytes.TrimSpace(body)) > 0 {
 			s.fromB(l, body, hm)
