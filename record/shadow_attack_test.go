@@ -85,12 +85,38 @@ func jsonAnswer(body []byte) string {
 		strconv.Itoa(len(answer)) + "\r\n\r\n" + answer
 }
 
-// shadowRun records a client's session (initialize, initialized, calls
+// shadowRun is shadowTape's session with the lane's records each summed
+// up without times or ports, in order of kind, and the answers the client
+// got.
+func shadowRun(t *testing.T, b string, viaNetHTTP bool, calls int, drain time.Duration, opts ...func(*record.ShadowOptions)) (lane []string, client []string) {
+	t.Helper()
+	path, client := shadowTape(t, b, viaNetHTTP, calls, drain, opts...)
+	for _, l := range laneRecords(t, path) {
+		l = strings.ReplaceAll(l, strings.TrimPrefix(b, "http://"), "B")
+		m := gjson.Get(l, "method").String()
+		s := gjson.Get(l, "_meta.dir").String() + " " + m + " " + gjson.Get(l, "id").Raw
+		switch m {
+		case tape.MethodShadowDropped:
+			s += " " + gjson.Get(l, "params.method").String() + " " + gjson.Get(l, "params.reason").String()
+		case tape.MethodClose:
+			s += " " + gjson.Get(l, "params").Raw
+		case tape.MethodStart:
+			continue // B's address
+		}
+		if r := gjson.Get(l, "result"); r.Exists() {
+			s += " result " + gjson.Get(l, "_meta.status").Raw
+		}
+		lane = append(lane, s)
+	}
+	slices.Sort(lane)
+	return lane, client
+}
+
+// shadowTape records a client's session (initialize, initialized, calls
 // tools/list) through a proxy to a plain A with B at b as its shadow,
 // through the shadow's own connections or net/http (viaNetHTTP), and
-// returns the lane's records, each summed up without times or ports, in
-// order of kind, and the answers the client got.
-func shadowRun(t *testing.T, b string, viaNetHTTP bool, calls int, drain time.Duration, opts ...func(*record.ShadowOptions)) (lane []string, client []string) {
+// returns the tape's path and the answers the client got.
+func shadowTape(t *testing.T, b string, viaNetHTTP bool, calls int, drain time.Duration, opts ...func(*record.ShadowOptions)) (path string, client []string) {
 	t.Helper()
 	a := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -106,7 +132,7 @@ func shadowRun(t *testing.T, b string, viaNetHTTP bool, calls int, drain time.Du
 	defer a.Close()
 	up, _ := url.Parse(a.URL + "/mcp")
 	bu, _ := url.Parse(b + "/mcp")
-	path := filepath.Join(t.TempDir(), "shadow.jsonl")
+	path = filepath.Join(t.TempDir(), "shadow.jsonl")
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
@@ -150,25 +176,7 @@ func shadowRun(t *testing.T, b string, viaNetHTTP bool, calls int, drain time.Du
 	if err := p.Close("test over"); err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range laneRecords(t, path) {
-		l = strings.ReplaceAll(l, strings.TrimPrefix(b, "http://"), "B")
-		m := gjson.Get(l, "method").String()
-		s := gjson.Get(l, "_meta.dir").String() + " " + m + " " + gjson.Get(l, "id").Raw
-		switch m {
-		case tape.MethodShadowDropped:
-			s += " " + gjson.Get(l, "params.method").String() + " " + gjson.Get(l, "params.reason").String()
-		case tape.MethodClose:
-			s += " " + gjson.Get(l, "params").Raw
-		case tape.MethodStart:
-			continue // B's address
-		}
-		if r := gjson.Get(l, "result"); r.Exists() {
-			s += " result " + gjson.Get(l, "_meta.status").Raw
-		}
-		lane = append(lane, s)
-	}
-	slices.Sort(lane)
-	return lane, client
+	return path, client
 }
 
 // settled waits for the goroutines to fall back to before (the shadow's

@@ -5,10 +5,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,7 +13,6 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tapedeck/tapedeck/record"
 	"github.com/tapedeck/tapedeck/tape"
 )
 
@@ -31,71 +26,22 @@ import (
 // answer is the one after it. The same with net/http doing the requests
 // (ShadowOptions.Transport).
 func TestShadowHTTPConnections(t *testing.T) {
-	a := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		id := gjson.GetBytes(body, "id")
-		if !id.Exists() {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		w.Header().Set("Mcp-Session-Id", "a-session")
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"jsonrpc":"2.0","id":`+id.Raw+`,"result":{}}`)
-	}))
-	defer a.Close()
 	for _, c := range []struct {
-		mode string
-		tr   http.RoundTripper // nil: the shadow's own connections
+		mode       string
+		viaNetHTTP bool // else the shadow's own connections
 	}{
-		{"close-header", nil}, {"close-unanswered", nil}, {"early-hints", nil},
-		{"close-header", http.DefaultTransport.(*http.Transport).Clone()}, // net/http's
-		{"close-unanswered", http.DefaultTransport.(*http.Transport).Clone()},
-		{"early-hints", http.DefaultTransport.(*http.Transport).Clone()},
+		{"close-header", false}, {"close-unanswered", false}, {"early-hints", false},
+		{"close-header", true}, {"close-unanswered", true}, {"early-hints", true},
 	} {
 		mode := c.mode
 		name := mode
-		if c.tr != nil {
+		if c.viaNetHTTP {
 			name += "/net-http"
 		}
 		t.Run(name, func(t *testing.T) {
 			b, seen := closingB(t, mode)
-			up, _ := url.Parse(a.URL + "/mcp")
-			bu, _ := url.Parse(b + "/mcp")
-			path := filepath.Join(t.TempDir(), "shadow.jsonl")
-			f, err := os.Create(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			p := &record.Proxy{Upstream: up, Tape: f, Server: "a", Shadow: &record.ShadowOptions{URL: bu, Transport: c.tr}}
-			if err := p.Start("test", "test"); err != nil {
-				t.Fatal(err)
-			}
-			srv := httptest.NewServer(p)
-			post := func(session, body string) {
-				req, _ := http.NewRequest("POST", srv.URL+"/mcp", strings.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Accept", "application/json, text/event-stream")
-				if session != "" {
-					req.Header.Set("Mcp-Session-Id", session)
-				}
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			}
-			post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-			post("a-session", `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 			const calls = 6
-			for i := range calls {
-				post("a-session", `{"jsonrpc":"2.0","id":`+strconv.Itoa(10+i)+`,"method":"tools/list"}`)
-			}
-			srv.Close()
-			if err := p.Close("test over"); err != nil {
-				t.Fatal(err)
-			}
+			path, _ := shadowTape(t, b, c.viaNetHTTP, calls, 0)
 			var answered, sent, dropped, droppedCalls int64 = -1, -1, 0, 0
 			for _, l := range laneRecords(t, path) {
 				switch gjson.Get(l, "method").String() {
