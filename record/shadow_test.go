@@ -124,20 +124,26 @@ func TestShadowStdio(t *testing.T) {
 // TestShadowHTTP records the go-sdk client through the proxy in front of
 // a Streamable HTTP server A, with --shadow at the go-sdk server's variant
 // B over HTTP: the transcript equals the direct run, B's session is its
-// own, and diff --shadow finds exactly the answer call.
+// own, and diff --shadow finds exactly the answer call. With the
+// TypeScript SDK's server-everything as A, or as B (over the shadow's own
+// connections), diff --shadow finds their differences.
 func TestShadowHTTP(t *testing.T) {
 	a := mcptest.StartSDKServerHTTP(t)
 	b := mcptest.StartSDKServerHTTP(t, "--variant", "B")
+	everything := mcptest.StartEverythingHTTP(t)
 	for _, tc := range []struct {
-		name, upstream string
-		want           string
+		name, upstream, shadow string
+		want                   string
 	}{
-		{"sdkserver", a, "result tools/call answer"},
-		{"everything", mcptest.StartEverythingHTTP(t), ""},
+		{"sdkserver", a, b, "result tools/call answer"},
+		{"everything", everything, b, ""},
+		// B the TypeScript SDK's server-everything, over the shadow's own
+		// connections: a B nobody here wrote.
+		{"everything-as-B", a, everything, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			up, _ := url.Parse(tc.upstream)
-			bu, _ := url.Parse(b)
+			bu, _ := url.Parse(tc.shadow)
 			path := filepath.Join(t.TempDir(), "shadow.jsonl")
 			f, err := os.Create(path)
 			if err != nil {
