@@ -490,7 +490,7 @@ func (s *shadow) fail(l *shadowLane, msg []byte, err error) {
 	}
 	s.counts.dropped++
 	s.mu.Unlock()
-	s.note(s.sk.lifecycle(tape.MethodShadowDropped, map[string]any{"reason": "sending to B failed: " + err.Error(),
+	s.note(s.sk.lifecycle(tape.MethodShadowDropped, map[string]any{"reason": "the exchange with B failed: " + err.Error(),
 		"method": string(h.Method), "count": 1}, map[string]any{tape.MetaShadow: true}))
 }
 

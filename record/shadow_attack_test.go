@@ -459,3 +459,26 @@ func TestShadowAnswerBounded(t *testing.T) {
 		}
 	}
 }
+
+// A copy whose answer B sends but too long is noted as an exchange that
+// failed, not as a copy that could not be sent (B got it).
+func TestShadowDropReasonSaysExchange(t *testing.T) {
+	b := rawB(t, func(_ int, c net.Conn, _ *bufio.Reader, _ *http.Request, body []byte) bool {
+		msg := jsonAnswer(body)
+		if gjson.GetBytes(body, "method").String() == "tools/list" {
+			msg = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2000\r\n\r\n" + strings.Repeat(" ", 2000)
+		}
+		_, err := io.WriteString(c, msg)
+		return err == nil
+	})
+	lane, _ := shadowRun(t, b, false, 1, 300*time.Millisecond, func(o *record.ShadowOptions) { o.MaxAnswer = 1000 })
+	for _, l := range lane {
+		if strings.HasPrefix(l, "lifecycle "+tape.MethodShadowDropped+" ") {
+			if !strings.Contains(l, "the exchange with B failed: B's answer is longer than 1000 bytes") {
+				t.Errorf("the drop note: %q, want the exchange with B failed and why", l)
+			}
+			return
+		}
+	}
+	t.Errorf("no drop noted:\n%s", strings.Join(lane, "\n"))
+}
