@@ -132,26 +132,23 @@ func shorterThanIndex(t *testing.T, path string, data []byte, x *Index) {
 	if err := os.WriteFile(p, short, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
+	want, got := callsBothWays(t, short, mappedPath(t, p), x)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s cut to %d bytes: %d calls, ReadCalls gives %d, or they differ", path, len(short), len(got), len(want))
 	}
-	defer f.Close()
-	m, err := MapTape(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	var want, got []Call
-	if err := ReadCalls(bytes.NewReader(short), x, "", func(c Call) error { want = append(want, c); return nil }); err != nil {
+}
+
+// callsBothWays reads x's calls from data with ReadCalls (want) and
+// from m with ReadCallsMapped (got).
+func callsBothWays(t *testing.T, data []byte, m *Mapping, x *Index) (want, got []Call) {
+	t.Helper()
+	if err := ReadCalls(bytes.NewReader(data), x, "", func(c Call) error { want = append(want, c); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if err := ReadCallsMapped(m, x, "", CallOptions{}, func(c Call) error { got = append(got, c); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("%s cut to %d bytes: %d calls, ReadCalls gives %d, or they differ", path, len(short), len(got), len(want))
-	}
+	return want, got
 }
 
 // fastPathTape writes a tape of what ReadCallsMapped's scan must read as
@@ -220,23 +217,8 @@ func TestReadCallsMappedOneCore(t *testing.T) {
 	if err := x.Extend(int64(len(data)), nil); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	m, err := MapTape(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	var want, got []Call
-	if err := ReadCalls(bytes.NewReader(data), x, "", func(c Call) error { want = append(want, c); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if err := ReadCallsMapped(m, x, "", CallOptions{}, func(c Call) error { got = append(got, c); return nil }); err != nil {
-		t.Fatal(err)
-	}
+	m := mappedPath(t, path)
+	want, got := callsBothWays(t, data, m, x)
 	if len(want) < 2*readChunkLen/2 || !reflect.DeepEqual(got, want) {
 		t.Fatalf("%d calls, ReadCalls gives %d (expected more than a range's), or they differ", len(got), len(want))
 	}

@@ -115,23 +115,11 @@ func TestReadCallsMappedFileCutWhileMapped(t *testing.T) {
 		t.Run(map[int]string{1: "serial", 2: "parallel"}[procs], func(t *testing.T) {
 			withProcs(t, procs)
 			path, data := writeShrinkTape(t)
-			f, err := os.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			x := NewIndex(f)
-			if err := x.Extend(int64(len(data)), nil); err != nil {
-				t.Fatal(err)
-			}
+			f, x := indexedFile(t, path, len(data))
 			cutAfterMap(t, path, int64(len(data)/2))
-			m, err := MapTape(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
+			m := mapped(t, f)
 			calls := 0
-			err = ReadCallsMapped(m, x, "", CallOptions{Alias: true}, func(Call) error { calls++; return nil })
+			err := ReadCallsMapped(m, x, "", CallOptions{Alias: true}, func(Call) error { calls++; return nil })
 			wantShrank(t, err, path)
 			if calls == 0 {
 				t.Errorf("expected the calls before the cut to be given, found none")
@@ -148,22 +136,10 @@ func TestReadCallsMappedCallerReadsCutFile(t *testing.T) {
 		t.Run(map[int]string{1: "serial", 2: "parallel"}[procs], func(t *testing.T) {
 			withProcs(t, procs)
 			path, data := writeShrinkTape(t)
-			f, err := os.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			x := NewIndex(f)
-			if err := x.Extend(int64(len(data)), nil); err != nil {
-				t.Fatal(err)
-			}
-			m, err := MapTape(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
+			f, x := indexedFile(t, path, len(data))
+			m := mapped(t, f)
 			var sum int
-			err = ReadCallsMapped(m, x, "", CallOptions{Alias: true}, func(c Call) error {
+			err := ReadCallsMapped(m, x, "", CallOptions{Alias: true}, func(c Call) error {
 				if err := os.Truncate(path, 0); err != nil {
 					return err
 				}
@@ -179,15 +155,7 @@ func TestReadCallsMappedCallerReadsCutFile(t *testing.T) {
 
 func TestMessageReaderFileCutWhileMapped(t *testing.T) {
 	path, data := writeShrinkTape(t)
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	x := NewIndex(f)
-	if err := x.Extend(int64(len(data)), nil); err != nil {
-		t.Fatal(err)
-	}
+	f, x := indexedFile(t, path, len(data))
 	cutAfterMap(t, path, int64(len(data)/2))
 	mr := NewMessageReader(x, f)
 	defer mr.Close()
@@ -195,7 +163,7 @@ func TestMessageReaderFileCutWhileMapped(t *testing.T) {
 		t.Fatal("expected the message reader to map the tape")
 	}
 	read := 0
-	err = mr.Guard(func() error {
+	err := mr.Guard(func() error {
 		for i := range x.Len() {
 			raw, err := mr.At(x.Entry(i))
 			if err != nil {
