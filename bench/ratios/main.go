@@ -8,13 +8,13 @@
 //	go run ./bench/ratios [-n 100000] [-runs 5] [-only export]
 //
 // It builds tapedeck, writes the realistic benchmark tape
-// (tape.BenchProfiles; -n messages) and a second one differing in one call
-// in 10 000 and one left out in 50 000 (diff's B), and the import sources
-// (an mcpsnoop log, a gh-aw log and an Inspector export of the tape from
-// internal/benchsrc; HAR and OTLP JSON with bodies from tapedeck's own
-// export), in a temporary
-// directory it removes. Each command's output goes to /dev/null, except an
-// import's tape: a new file each run, as `import -o` wants, removed after.
+// (tape.BenchProfiles; -n messages) and, for the jobs that run, a second
+// one differing in one call in 10 000 and one left out in 50 000 (diff's
+// B) and the import sources (an mcpsnoop log, a gh-aw log and an Inspector
+// export of the tape from internal/benchsrc; HAR and OTLP JSON with bodies
+// from tapedeck's own export), in a temporary directory it removes. Each
+// command's output goes to /dev/null, except an import's tape: a new file
+// each run, as `import -o` wants, removed after.
 package main
 
 import (
@@ -65,13 +65,21 @@ func run(n, runs int, only string) error {
 	if _, err := tape.WriteSynth(a, opts); err != nil {
 		return err
 	}
+	// B and the sources are written only for the jobs that run: at
+	// -n 1000000 each is gigabytes.
+	want := func(name string) bool { return only == "" || strings.Contains(name, only) }
 	opts.ChangeEvery, opts.DropEvery = 10_000, 50_000
-	if _, err := tape.WriteSynth(b, opts); err != nil {
-		return err
+	if want("diff A B") {
+		if _, err := tape.WriteSynth(b, opts); err != nil {
+			return err
+		}
 	}
 	srcs := map[string]string{}
 	for _, f := range benchsrc.Formats {
 		srcs[f] = filepath.Join(dir, "a."+f)
+		if !want("import " + f) {
+			continue
+		}
 		if err := benchsrc.Write(f, a, srcs[f]); err != nil {
 			return err
 		}
@@ -81,6 +89,9 @@ func run(n, runs int, only string) error {
 		{"export", a, "--format", "har", "-o", har},
 		{"export", a, "--format", "otlp", "--with-bodies", "-o", otlp},
 	} {
+		if !want("import " + args[3]) {
+			continue
+		}
 		if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
 			return fmt.Errorf("tapedeck %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
@@ -103,7 +114,7 @@ func run(n, runs int, only string) error {
 		n, st.Size()>>20, runs)
 	fmt.Printf("%-18s %12s %12s %10s %16s %8s\n", "command", "cpu ms", "base ms", "ratio", "min–max", "budget")
 	for _, j := range jobs {
-		if only != "" && !strings.Contains(j.name, only) {
+		if !want(j.name) {
 			continue
 		}
 		var cpu, base, ratio []float64
