@@ -164,22 +164,35 @@ func BenchmarkStdioLatency(b *testing.B) {
 	direct := startPeer(b, echo)
 	bare := startPeer(b, relay, "-", echo)
 	shim := startPeer(b, tapedeck, "record", "-o", filepath.Join(b.TempDir(), "bench.jsonl"), "--", echo)
+	var old *peer // TAPEDECK_OLD_BIN: another tapedeck binary, in the same rounds
+	if bin := os.Getenv("TAPEDECK_OLD_BIN"); bin != "" {
+		old = startPeer(b, bin, "record", "-o", filepath.Join(b.TempDir(), "old.jsonl"), "--", echo)
+	}
 	payload := strings.Repeat("x", 1024)
 	for i := range 100 { // warm up every path
 		direct.roundTrip(b, request(i, payload))
 		bare.roundTrip(b, request(i, payload))
 		shim.roundTrip(b, request(i, payload))
+		if old != nil {
+			old.roundTrip(b, request(i, payload))
+		}
 	}
-	var d, r, s []time.Duration
+	var d, r, s, o []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		msg := request(i, payload)
 		d = append(d, direct.roundTrip(b, msg))
 		r = append(r, bare.roundTrip(b, msg))
 		s = append(s, shim.roundTrip(b, msg))
+		if old != nil {
+			o = append(o, old.roundTrip(b, msg))
+		}
 	}
 	b.StopTimer()
 	us := func(x time.Duration) float64 { return float64(x) / float64(time.Microsecond) }
+	if old != nil {
+		b.ReportMetric(us(percentile(o, 0.5)-percentile(r, 0.5)), "old-over-relay-p50-µs")
+	}
 	b.ReportMetric(us(percentile(d, 0.5)), "direct-p50-µs")
 	b.ReportMetric(us(percentile(r, 0.5)), "relay-p50-µs")
 	b.ReportMetric(us(percentile(s, 0.5)), "shim-p50-µs")
@@ -209,6 +222,9 @@ func BenchmarkStdioLatency(b *testing.B) {
 //     meets on this machine is the best of them;
 //   - old-shim/relay, when TAPEDECK_OLD_BIN names another tapedeck binary
 //     (the code before a change), measured in the same rounds.
+//
+// TAPEDECK_BENCH_ROUNDS=N runs N rounds instead of 3 and logs each
+// contender's rate and its ratio to the relay round by round.
 //
 // Every contender that writes a tape is started afresh on a new file each
 // round (a process, a file and its reserve), so that the figures measure
