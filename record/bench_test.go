@@ -217,7 +217,8 @@ func BenchmarkStdioLatency(b *testing.B) {
 //   - floor-MODE/relay: floorrelay -mode=MODE writing what it reads to a
 //     file before forwarding it, each mode a way to write the tape (one
 //     write(2) a chunk, one a line, 16 KiB reads, pwrite(2) into a
-//     preallocated file, memcpy into a mapped preallocated file, a writer
+//     preallocated file, memcpy into a mapped preallocated file (its pages
+//     faulted in as written, or ahead by a goroutine), a writer
 //     goroutine pipelined with the reader): the bound any recording shim
 //     meets on this machine is the best of them;
 //   - old-shim/relay, when TAPEDECK_OLD_BIN names another tapedeck binary
@@ -251,7 +252,7 @@ func BenchmarkStdioThroughput(b *testing.B) {
 	if old := os.Getenv("TAPEDECK_OLD_BIN"); old != "" {
 		cs = append(cs, &contender{name: "old-shim", tape: true, argv: func(t string) []string { return []string{old, "record", "-o", t, "--", echo} }})
 	}
-	for _, mode := range []string{"chunk", "line", "small", "prealloc", "pwrite", "mmap", "pipeline", "pipeline-prealloc"} {
+	for _, mode := range []string{"chunk", "line", "small", "prealloc", "pwrite", "mmap", "mmap-ahead", "pipeline", "pipeline-prealloc"} {
 		cs = append(cs, &contender{name: "floor-" + mode, tape: true, argv: func(t string) []string {
 			return []string{floor, "-mode=" + mode, t, echo}
 		}})

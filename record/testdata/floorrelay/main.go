@@ -19,6 +19,8 @@
 //	          preallocated with fallocate(FALLOC_FL_KEEP_SIZE)
 //	mmap      a memcpy per chunk into a preallocated file mapped shared
 //	          (the page cache holds it: a crash of the process loses nothing)
+//	mmap-ahead  mmap, with a goroutine faulting the pages in 8 MiB ahead
+//	          of the writes (MADV_POPULATE_WRITE), off the forwarding path
 //	pipeline  a writer goroutine per direction writes chunk N (write(2))
 //	          while the reader reads chunk N+1; chunk N is forwarded once
 //	          its write is done

@@ -10,7 +10,7 @@ import (
 
 func openTape(path, mode string) (tapeFile, error) {
 	switch mode {
-	case "pwrite", "mmap":
+	case "pwrite", "mmap", "mmap-ahead":
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
 			return nil, err
@@ -28,7 +28,12 @@ func openTape(path, mode string) (tapeFile, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &mmapFile{f: f, m: m}, nil
+		mf := &mmapFile{f: f, m: m}
+		if mode == "mmap-ahead" {
+			mf.ahead = make(chan int, 1)
+			go mf.populate()
+		}
+		return mf, nil
 	case "chunk", "line", "small", "pipeline", "prealloc", "pipeline-prealloc":
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		if err != nil {
@@ -66,11 +71,28 @@ func (p *pwriteFile) Close() error {
 }
 
 // mmapFile copies each chunk into the mapping at its reserved place.
+// With ahead, a goroutine faults the pages in (MADV_POPULATE_WRITE) a
+// window ahead of the writes, off the forwarding path.
 type mmapFile struct {
-	mu  sync.Mutex
-	off int
-	f   *os.File
-	m   []byte
+	mu    sync.Mutex
+	off   int
+	f     *os.File
+	m     []byte
+	ahead chan int // the write offset, for populate
+}
+
+// window is how far ahead of the writes populate keeps the pages faulted.
+const window = 8 << 20
+
+func (p *mmapFile) populate() {
+	done := 0
+	for off := range p.ahead {
+		for done < min(off+window, len(p.m)) {
+			n := min(1<<20, len(p.m)-done)
+			_ = unix.Madvise(p.m[done:done+n], unix.MADV_POPULATE_WRITE)
+			done += n
+		}
+	}
 }
 
 func (p *mmapFile) Write(b []byte) (int, error) {
@@ -82,6 +104,12 @@ func (p *mmapFile) Write(b []byte) (int, error) {
 	}
 	p.off += len(b)
 	p.mu.Unlock()
+	if p.ahead != nil {
+		select {
+		case p.ahead <- off + len(b):
+		default:
+		}
+	}
 	return copy(p.m[off:], b), nil
 }
 
