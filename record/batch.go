@@ -16,6 +16,7 @@ type tapeDest struct {
 	w    io.Writer
 	warn func(error) // the first failure, once; nil: none
 	lost func(bytes, writes int64) []byte
+	res  *reserver // reserves a tape file's blocks ahead; nil: none
 
 	warned     bool
 	partial    bool  // a short write left a line unfinished
@@ -35,13 +36,18 @@ func (d *tapeDest) Write(b []byte) (int, error) {
 		if d.lost != nil {
 			head = append(head, d.lost(d.lostBytes, d.lostWrites)...)
 		}
-		if n, err := d.w.Write(head); err != nil {
+		d.res.ahead(len(head) + len(b))
+		n, err := d.w.Write(head)
+		d.res.wrote(n)
+		if err != nil {
 			d.partial = d.partial || n > 0 && head[n-1] != '\n'
 			return d.fail(b, err)
 		}
 		d.partial, d.lostBytes, d.lostWrites = false, 0, 0
 	}
+	d.res.ahead(len(b))
 	n, err := d.w.Write(b)
+	d.res.wrote(n)
 	if err != nil {
 		d.partial = n > 0 && b[n-1] != '\n'
 		d.lostBytes -= int64(n) // what was written is not lost

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ type peer struct {
 	cmd    *exec.Cmd
 	raw    io.WriteCloser
 	rawOut io.ReadCloser
+	once   sync.Once
 }
 
 func startPeer(b *testing.B, argv ...string) *peer {
@@ -45,18 +47,24 @@ func startPeer(b *testing.B, argv ...string) *peer {
 		b.Fatal(err)
 	}
 	p := &peer{in: bufio.NewWriterSize(in, 1<<20), out: bufio.NewReaderSize(out, 1<<20), cmd: cmd, raw: in, rawOut: out}
-	b.Cleanup(func() {
-		p.raw.Close()
-		done := make(chan struct{})
-		go func() { p.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-	})
+	b.Cleanup(p.stop)
 	return p
+}
+
+// stop ends a peer before its test does: its input closed, the process
+// waited for (killed after 5 s).
+func (p *peer) stop() { p.once.Do(p.end) }
+
+func (p *peer) end() {
+	p.raw.Close()
+	done := make(chan struct{})
+	go func() { p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
 }
 
 func request(id int, payload string) []byte {
@@ -156,22 +164,35 @@ func BenchmarkStdioLatency(b *testing.B) {
 	direct := startPeer(b, echo)
 	bare := startPeer(b, relay, "-", echo)
 	shim := startPeer(b, tapedeck, "record", "-o", filepath.Join(b.TempDir(), "bench.jsonl"), "--", echo)
+	var old *peer // TAPEDECK_OLD_BIN: another tapedeck binary, in the same rounds
+	if bin := os.Getenv("TAPEDECK_OLD_BIN"); bin != "" {
+		old = startPeer(b, bin, "record", "-o", filepath.Join(b.TempDir(), "old.jsonl"), "--", echo)
+	}
 	payload := strings.Repeat("x", 1024)
 	for i := range 100 { // warm up every path
 		direct.roundTrip(b, request(i, payload))
 		bare.roundTrip(b, request(i, payload))
 		shim.roundTrip(b, request(i, payload))
+		if old != nil {
+			old.roundTrip(b, request(i, payload))
+		}
 	}
-	var d, r, s []time.Duration
+	var d, r, s, o []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		msg := request(i, payload)
 		d = append(d, direct.roundTrip(b, msg))
 		r = append(r, bare.roundTrip(b, msg))
 		s = append(s, shim.roundTrip(b, msg))
+		if old != nil {
+			o = append(o, old.roundTrip(b, msg))
+		}
 	}
 	b.StopTimer()
 	us := func(x time.Duration) float64 { return float64(x) / float64(time.Microsecond) }
+	if old != nil {
+		b.ReportMetric(us(percentile(o, 0.5)-percentile(r, 0.5)), "old-over-relay-p50-µs")
+	}
 	b.ReportMetric(us(percentile(d, 0.5)), "direct-p50-µs")
 	b.ReportMetric(us(percentile(r, 0.5)), "relay-p50-µs")
 	b.ReportMetric(us(percentile(s, 0.5)), "shim-p50-µs")
@@ -193,43 +214,85 @@ func BenchmarkStdioLatency(b *testing.B) {
 //   - relay/direct: what the hop itself costs;
 //   - shim-devnull/relay: the shim with the tape going to /dev/null (the
 //     gap to shim/relay is the filesystem);
-//   - floor/relay: floorrelay writing each chunk it reads to a file before
-//     forwarding it, the bound any recording shim meets on this machine.
+//   - floor-MODE/relay: floorrelay -mode=MODE writing what it reads to a
+//     file before forwarding it, each mode a way to write the tape (one
+//     write(2) a chunk, one a line, 16 KiB reads, pwrite(2) into a
+//     preallocated file, memcpy into a mapped preallocated file (its pages
+//     faulted in as written, or ahead by a goroutine), a writer
+//     goroutine pipelined with the reader): the bound any recording shim
+//     meets on this machine is the best of them;
+//   - old-shim/relay, when TAPEDECK_OLD_BIN names another tapedeck binary
+//     (the code before a change), measured in the same rounds.
 //
-// Tapes are truncated between rounds, so that the figures measure the
-// recorders and the page cache, not the disk's writeback of gigabytes.
+// TAPEDECK_BENCH_ROUNDS=N runs N rounds instead of 3 and logs each
+// contender's rate and its ratio to the relay round by round.
+//
+// Every contender that writes a tape is started afresh on a new file each
+// round (a process, a file and its reserve), so that the figures measure
+// the recorders and the page cache, not the disk's writeback of gigabytes.
 func BenchmarkStdioThroughput(b *testing.B) {
 	tapedeck := mcptest.BuildBinary(b, tapedeckPackage)
 	echo := mcptest.BuildBinary(b, echoServerPackage)
 	floor := mcptest.BuildBinary(b, floorRelayPackage)
 	dir := b.TempDir()
-	shimTape, floorTape := filepath.Join(dir, "shim.jsonl"), filepath.Join(dir, "floor.jsonl")
-	const direct, relay, shim, devnull, floored = 0, 1, 2, 3, 4
-	contenders := []*peer{
-		direct:  startPeer(b, echo),
-		relay:   startPeer(b, floor, "-", echo),
-		shim:    startPeer(b, tapedeck, "record", "-o", shimTape, "--", echo),
-		devnull: startPeer(b, tapedeck, "record", "-o", os.DevNull, "--append", "--", echo),
-		floored: startPeer(b, floor, floorTape, echo),
+	type contender struct {
+		name string
+		argv func(tape string) []string // nil tape: writes none
+		tape bool
+		p    *peer
+	}
+	cs := []*contender{
+		{name: "direct", argv: func(string) []string { return []string{echo} }},
+		{name: "relay", argv: func(string) []string { return []string{floor, "-", echo} }},
+		{name: "shim", tape: true, argv: func(t string) []string { return []string{tapedeck, "record", "-o", t, "--", echo} }},
+		{name: "shim-devnull", argv: func(string) []string {
+			return []string{tapedeck, "record", "-o", os.DevNull, "--append", "--", echo}
+		}},
+	}
+	if old := os.Getenv("TAPEDECK_OLD_BIN"); old != "" {
+		cs = append(cs, &contender{name: "old-shim", tape: true, argv: func(t string) []string { return []string{old, "record", "-o", t, "--", echo} }})
+	}
+	for _, mode := range []string{"chunk", "line", "small", "prealloc", "pwrite", "mmap", "mmap-ahead", "pipeline", "pipeline-prealloc"} {
+		cs = append(cs, &contender{name: "floor-" + mode, tape: true, argv: func(t string) []string {
+			return []string{floor, "-mode=" + mode, t, echo}
+		}})
 	}
 	payload := strings.Repeat("x", 1024)
 	n := max(b.N, 100_000)
-	for _, p := range contenders {
-		p.windowed(b, 2000, payload)
-	}
-	rates := make([][]float64, len(contenders))
-	b.ResetTimer()
-	for range 3 {
-		for i, p := range contenders {
-			rates[i] = append(rates[i], p.windowed(b, n, payload))
+	start := func(c *contender, round int) {
+		if c.p != nil {
+			c.p.stop()
 		}
-		for _, path := range []string{shimTape, floorTape} {
-			if err := os.Truncate(path, 0); err != nil {
-				b.Fatal(err)
+		t := filepath.Join(dir, fmt.Sprintf("%s-%d.jsonl", c.name, round))
+		c.p = startPeer(b, c.argv(t)...)
+		c.p.windowed(b, 2000, payload)
+		if round > 0 {
+			os.Remove(filepath.Join(dir, fmt.Sprintf("%s-%d.jsonl", c.name, round-1)))
+		}
+	}
+	for _, c := range cs {
+		start(c, 0)
+	}
+	rates := make([][]float64, len(cs))
+	rounds := 3
+	if r, err := strconv.Atoi(os.Getenv("TAPEDECK_BENCH_ROUNDS")); err == nil && r > 0 {
+		rounds = r
+	}
+	b.ResetTimer()
+	for round := range rounds {
+		for i, c := range cs {
+			if c.tape && round > 0 {
+				b.StopTimer()
+				start(c, round)
+				b.StartTimer()
 			}
+			rates[i] = append(rates[i], c.p.windowed(b, n, payload))
 		}
 	}
 	b.StopTimer()
+	index := func(name string) int {
+		return slices.IndexFunc(cs, func(c *contender) bool { return c.name == name })
+	}
 	ratio := func(i, base int) float64 {
 		r := make([]float64, len(rates[i]))
 		for k := range r {
@@ -237,13 +300,23 @@ func BenchmarkStdioThroughput(b *testing.B) {
 		}
 		return median(r)
 	}
-	b.ReportMetric(median(rates[direct]), "direct-msg/s")
+	relay := index("relay")
+	b.ReportMetric(median(rates[index("direct")]), "direct-msg/s")
 	b.ReportMetric(median(rates[relay]), "relay-msg/s")
-	b.ReportMetric(median(rates[shim]), "shim-msg/s")
-	b.ReportMetric(ratio(shim, relay), "shim/relay")
-	b.ReportMetric(ratio(relay, direct), "relay/direct")
-	b.ReportMetric(ratio(devnull, relay), "shim-devnull/relay")
-	b.ReportMetric(ratio(floored, relay), "floor/relay")
+	b.ReportMetric(median(rates[index("shim")]), "shim-msg/s")
+	b.ReportMetric(ratio(relay, index("direct")), "relay/direct")
+	for i, c := range cs[2:] {
+		b.ReportMetric(ratio(i+2, relay), c.name+"/relay")
+	}
+	if os.Getenv("TAPEDECK_BENCH_ROUNDS") != "" {
+		for i, c := range cs {
+			var each []string
+			for k := range rates[i] {
+				each = append(each, fmt.Sprintf("%.2f", rates[i][k]/rates[relay][k]))
+			}
+			b.Logf("%s: %.0f msg/s, /relay median %.3f, rounds %s", c.name, median(rates[i]), ratio(i, relay), strings.Join(each, " "))
+		}
+	}
 	b.ReportMetric(0, "ns/op")
 }
 

@@ -66,8 +66,9 @@ func (s *sink) line(frame []byte, dir tape.Dir) error {
 	s.inChunk()
 	if s.enc != nil && s.rc.redact == nil {
 		msg := bytes.TrimSpace(frame)
-		if n := len(msg); n >= 2 && msg[0] == '{' && msg[n-1] == '}' &&
-			bytes.IndexByte(msg, '\r') < 0 && s.peek.Peek(msg).Plain {
+		// PeekLine's Plain holds no carriage return, and a relay's line
+		// no newline.
+		if n := len(msg); n >= 2 && msg[0] == '{' && msg[n-1] == '}' && s.peek.PeekLine(msg).Plain {
 			*s.lines = s.enc.AppendLinePlain(*s.lines, msg, s.now(), nil)
 			return nil
 		}

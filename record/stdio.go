@@ -123,6 +123,8 @@ func (s *Stdio) Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writ
 		return ExitStatus{Code: -1}, errors.New("record: Stdio.Tape is nil")
 	}
 	r := s.newRun()
+	r.rec.dest.res = newReserver(s.Tape)
+	defer r.rec.dest.res.release()
 	if err := r.newShadow(); err != nil {
 		return ExitStatus{Code: -1}, err
 	}

@@ -688,7 +688,13 @@ type Head struct {
 
 // Peek walks msg, one JSON-RPC object (not a batch), without its line
 // ending.
-func (p *Peeker) Peek(msg []byte) Head {
+func (p *Peeker) Peek(msg []byte) Head { return p.peek(msg, true) }
+
+// PeekLine is Peek for a line known to hold no newline (a relay's line,
+// cut at its newline): Plain is found without scanning it for one.
+func (p *Peeker) PeekLine(line []byte) Head { return p.peek(line, false) }
+
+func (p *Peeker) peek(msg []byte, mayHoldNewline bool) Head {
 	msg = bytes.TrimSpace(msg)
 	n := len(msg)
 	if n < 2 || msg[0] != '{' || msg[n-1] != '}' {
@@ -740,6 +746,6 @@ func (p *Peeker) Peek(msg []byte) Head {
 	default:
 		return Head{}
 	}
-	h.Plain = !hasMeta && bytes.IndexByte(msg, '\n') < 0 && bytes.IndexByte(msg, '\r') < 0
+	h.Plain = !hasMeta && (!mayHoldNewline || bytes.IndexByte(msg, '\n') < 0) && bytes.IndexByte(msg, '\r') < 0
 	return h
 }

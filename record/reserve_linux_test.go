@@ -1,0 +1,92 @@
+package record
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// allocated is what the file system holds for the file at path: its size
+// and the bytes of its allocated blocks.
+func allocated(t *testing.T, path string) (size, blocks int64) {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Size, st.Blocks * 512
+}
+
+// TestStdioReservesTapeAhead records a session whose server writes 3 MiB
+// of messages to a tape file: while it runs, blocks are reserved past the
+// tape's end (fallocate, the size left as written), and once Run returns
+// the reserve is freed, and the tape holds every message, its size what
+// was written.
+func TestStdioReservesTapeAhead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tape.jsonl")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_KEEP_SIZE, 0, 4096); errors.Is(err, unix.EOPNOTSUPP) {
+		t.Skipf("the file system of %s has no fallocate: nothing is reserved there", path)
+	}
+	f.Truncate(0) // the probe's block freed
+	const lines = 3000
+	msg := `{"jsonrpc":"2.0","method":"n","params":{"d":"` + strings.Repeat("x", 1000) + `"}}`
+	script := "yes '" + msg + "' | head -n " + strconv.Itoa(lines) + "; cat >/dev/null"
+	s := &Stdio{Command: "sh", Args: []string{"-c", script}, Tape: f}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	type result struct {
+		st  ExitStatus
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		st, err := s.Run(context.Background(), inR, outW, io.Discard)
+		outW.Close()
+		done <- result{st, err}
+	}()
+	sc := bufio.NewScanner(outR)
+	sc.Buffer(nil, 1<<20)
+	for range lines {
+		if !sc.Scan() {
+			t.Fatalf("expected %d lines from the server, the output ended: %v", lines, sc.Err())
+		}
+	}
+	size, blocks := allocated(t, path)
+	if size < int64(lines*len(msg)) || blocks-size < 512<<10 {
+		t.Errorf("while recording: expected a tape of at least %d bytes with at least 512 KiB reserved past its end, found %d bytes in %d of blocks", lines*len(msg), size, blocks)
+	}
+	inW.Close()
+	go io.Copy(io.Discard, outR)
+	r := <-done
+	if r.err != nil || r.st.Code != 0 {
+		t.Fatalf("Run: %v, %v", r.st, r.err)
+	}
+	size, blocks = allocated(t, path)
+	if blocks-size >= 64<<10 {
+		t.Errorf("after Run: expected the reserve freed (blocks within 64 KiB of the size), found %d bytes in %d of blocks", size, blocks)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(data)) != size || strings.Count(string(data), `"method":"n"`) != lines || data[len(data)-1] != '\n' {
+		t.Errorf("expected %d messages on the tape, whole lines, its size %d; found %d bytes, %d messages", lines, size, len(data), strings.Count(string(data), `"method":"n"`))
+	}
+	if n := len(readTape(t, data)); n != lines+2 {
+		t.Errorf("expected %d entries (the messages, start and close), found %d", lines+2, n)
+	}
+}
