@@ -121,14 +121,12 @@ func HAR(w io.Writer, src Source, version string) error {
 	}
 	defer r.Close()
 	var file *os.File
-	var lines func() (*tape.MappedLines, error)
+	var data []byte // the tape mapped whole: pass one and the formatters read it in place
 	if f, ok := r.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-			size := st.Size()
-			open := func() (*tape.MappedLines, error) { return tape.MapLines(f, size, harWindow) }
-			if ml, err := open(); err == nil { // else the system cannot map it: bodies held
-				_ = ml.Close()
-				file, lines = f, open
+			if m, err := tape.MapTape(f); err == nil { // else the system cannot map it: bodies held
+				defer m.Close() // after writeHARFrom: its formatters are done with it
+				file, data = f, m.Bytes()
 			}
 		}
 	}
@@ -139,10 +137,10 @@ func HAR(w io.Writer, src Source, version string) error {
 	// The tape is read on a goroutine of its own while the formatters
 	// write the entries it has finished with.
 	produce := func(send func([]*harEntry) bool) error {
-		_, err := readHAREntries(r, src, at, send)
+		_, err := readHAREntries(r, src, at, data, send)
 		return err
 	}
-	return shrank(src.Name, writeHARFrom(w, produce, lines, version, "exported from "+src.Name+" by tapedeck export --format har"))
+	return shrank(src.Name, writeHARFrom(w, produce, data, version, "exported from "+src.Name+" by tapedeck export --format har"))
 }
 
 // shrank names the tape a reading of its mapping found cut shorter
@@ -154,9 +152,6 @@ func shrank(name string, err error) error {
 	return err
 }
 
-// harWindow is how much of the tape a formatter maps at a time.
-const harWindow = 16 << 20
-
 // harEntries reads the tape and returns its HAR entries in start order,
 // their bodies held.
 func harEntries(src Source) ([]*harEntry, error) {
@@ -165,7 +160,7 @@ func harEntries(src Source) ([]*harEntry, error) {
 		return nil, err
 	}
 	defer r.Close()
-	entries, err := readHAREntries(r, src, nil, nil)
+	entries, err := readHAREntries(r, src, nil, nil, nil)
 	for _, en := range entries {
 		en.StartedDateTime, en.startLater = en.start.UTC().Format(time.RFC3339Nano), false
 	}
@@ -175,40 +170,56 @@ func harEntries(src Source) ([]*harEntry, error) {
 // readHAREntries reads the tape through r (from its start) in the index's
 // order and returns its HAR entries in start order. With file (the tape,
 // a regular file), the entries keep where their bodies are instead of the
-// bodies. As tape.ReadMessages: invalid lines are left out, and so are
+// bodies; with data (file mapped whole), the messages are read there, in
+// place, where the index says they are. As tape.ReadMessages: invalid lines are left out, and so are
 // messages written after the index was built or past where the tape now ends.
 //
 // With emit, the entries are handed to emit in start order as soon as
 // they are done (no message left can change them or start before them),
 // and none are returned; emit says false to stop the reading.
-func readHAREntries(r io.Reader, src Source, file io.ReaderAt, emit func([]*harEntry) bool) (_ []*harEntry, err error) {
+func readHAREntries(r io.Reader, src Source, file io.ReaderAt, data []byte, emit func([]*harEntry) bool) (_ []*harEntry, err error) {
 	x := src.Index
 	h := harBuilder{x: x, file: file, streams: map[int64]*harEntry{}, open: map[int]*harEntry{}}
 	var later []time.Time // later[k]: the earliest time of messages from harBlock*k on
 	if emit != nil {
 		later = harLaterTimes(x)
 	}
-	mr := tape.NewMessageReader(x, r)
-	defer mr.Close()
+	var mr *tape.MessageReader
+	if data == nil {
+		mr = tape.NewMessageReader(x, r)
+		defer mr.Close()
+	}
 	defer mmap.Catch(&err)() // the tape cut shorter while mapped: ErrShrank, not a crash
 	var scratch []byte
 	for seq, n := 0, x.Len(); seq < n; seq++ {
-		e := x.Entry(seq)
+		e, size, altMeta := x.EntryAt(seq)
 		if e.Kind == tape.KindInvalid {
 			continue
 		}
 		if src.Server != "" && e.Server != src.Server && e.Server != harMoreServers {
 			continue
 		}
-		raw, err := mr.At(e)
-		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			break // the tape is shorter than its index: it was cut since
-		}
-		if err != nil {
-			return nil, err
+		var raw []byte
+		if data != nil && e.Batch == 0 {
+			if e.Offset >= int64(len(data)) {
+				break // the tape is shorter than its index: it was cut since
+			}
+			raw = data[e.Offset:min(e.Offset+int64(size), int64(len(data)))]
+		} else {
+			if mr == nil {
+				mr = tape.NewMessageReader(x, r) // reads a batch's messages from the index
+				defer mr.Close()
+			}
+			raw, err = mr.At(e)
+			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+				break // the tape is shorter than its index: it was cut since
+			}
+			if err != nil {
+				return nil, err
+			}
 		}
 		raw = raw[:harSkipBack(raw, len(raw)-1)+1] // the message, without the line's trailing blanks
-		meta, a, b := harCut(raw)
+		meta, a, b := harCut(raw, altMeta)
 		if e.Server == harMoreServers || e.Dir == tape.DirUnknown {
 			// The index keeps no name past its limit, and an escaped
 			// direction as unknown: read them as the classifier reads the
@@ -257,18 +268,18 @@ func readHAREntries(r io.Reader, src Source, file io.ReaderAt, emit func([]*harE
 // one goroutine a core (harFormatters), the chunks written in order as
 // they are ready, a few in flight: the log is as large as the tape, and
 // its bodies are most of it. TestHARWriterAgrees holds it to encoding/json.
-func writeHAR(w io.Writer, entries []*harEntry, lines func() (*tape.MappedLines, error), version, comment string) error {
+func writeHAR(w io.Writer, entries []*harEntry, data []byte, version, comment string) error {
 	return writeHARFrom(w, func(send func([]*harEntry) bool) error {
 		send(entries)
 		return nil
-	}, lines, version, comment)
+	}, data, version, comment)
 }
 
 // writeHARFrom is writeHAR of the entries produce sends, in order, on a
 // goroutine of its own (send says false when the writing failed: produce
 // should return); produce's error is returned after what it sent before
 // is written.
-func writeHARFrom(w io.Writer, produce func(send func([]*harEntry) bool) error, lines func() (*tape.MappedLines, error), version, comment string) error {
+func writeHARFrom(w io.Writer, produce func(send func([]*harEntry) bool) error, data []byte, version, comment string) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
 	b := append([]byte(nil), `{"log":{"version":"1.2","creator":{"name":"tapedeck","version":`...)
 	b = jsonscan.AppendQuoted(b, version, false)
@@ -315,8 +326,7 @@ func writeHARFrom(w io.Writer, produce func(send func([]*harEntry) bool) error, 
 	}()
 	for range harFormatters() {
 		go func() {
-			l := harLines{open: lines}
-			defer l.close()
+			l := harLines{data: data}
 			for c := range work {
 				// Grown once to about what the chunk takes: growing it
 				// as it fills copied the bodies again.

@@ -64,8 +64,14 @@ func (m harMessage) String() string {
 // harCut returns where raw's record metadata is (meta, a sub-slice of raw,
 // as tape.RecordMeta finds it) and the body's bounds a and b as
 // tape.StripMeta cuts it: the member and its separator, raw[:a]+raw[b:].
-// Without a record _meta, a == b == len(raw).
-func harCut(raw []byte) (meta []byte, a, b int) {
+// Without a record _meta, a == b == len(raw). altMeta says whether the
+// index found the record metadata in an AltMetaKey member (tape.Index.EntryAt).
+func harCut(raw []byte, altMeta bool) (meta []byte, a, b int) {
+	if !altMeta {
+		if meta, a, ok := harTailMeta(raw); ok {
+			return meta, a, len(raw) - 1
+		}
+	}
 	meta = tape.RecordMeta(raw)
 	if meta == nil {
 		return nil, len(raw), len(raw)
@@ -103,6 +109,40 @@ func harCut(raw []byte) (meta []byte, a, b int) {
 	return nil, len(raw), len(raw)
 }
 
+// harTailMeta finds the record metadata the writer puts last in a stdio
+// message (most of a stdio tape's), without walking the message's members:
+// raw (a message the index read, without trailing blanks) ending with
+// ,"_meta":{"dir":"…","server":"…","ts":"…"}} (its strings without
+// quotes or backslashes; stdioMeta) has it there. That ',' is not in a
+// string (the '"' after it would end the string, and "_meta" cannot follow
+// a string's end), so the member is one of the object the last '}' closes,
+// the message itself, and its last "_meta": RecordMeta's, when the message
+// has no AltMetaKey member (the caller knows). It returns the metadata and
+// where the member's ',' is; ok false when raw does not end so.
+func harTailMeta(raw []byte) (meta []byte, comma int, ok bool) {
+	const key = `,"_meta":{"dir":"`
+	n := len(raw)
+	if n < 2 || raw[n-1] != '}' || raw[n-2] != '}' {
+		return nil, 0, false
+	}
+	// The metadata's strings hold no quote: the key is among the last
+	// five quotes' reach; search the tail only.
+	from := max(0, n-512)
+	k := bytes.LastIndex(raw[from:], []byte(key))
+	if k < 0 {
+		return nil, 0, false
+	}
+	comma = from + k
+	if comma == 0 || harSkipBack(raw, comma-1) != comma-1 {
+		return nil, 0, false // blanks before the ',': harCut's general path cuts them
+	}
+	meta = raw[comma+len(`,"_meta":`) : n-1]
+	if !stdioMeta(meta) {
+		return nil, 0, false
+	}
+	return meta, comma, true
+}
+
 // harSkipBack returns the index of the last byte at or before i that is
 // not JSON whitespace, or -1.
 func harSkipBack(b []byte, i int) int {
@@ -112,18 +152,10 @@ func harSkipBack(b []byte, i int) int {
 	return i
 }
 
-// harLines reads the formatters' bodies: the tape's file mapped a window
-// at a time, one reader a formatter.
+// harLines reads the formatters' bodies from data, the tape's file mapped
+// whole (read under mmap.Guard).
 type harLines struct {
-	open  func() (*tape.MappedLines, error)
-	lines *tape.MappedLines
-}
-
-func (l *harLines) close() {
-	if l.lines != nil {
-		_ = l.lines.Close()
-		l.lines = nil
-	}
+	data []byte
 }
 
 // appendText appends t quoted as encoding/json quotes a string (without
@@ -132,24 +164,16 @@ func (l *harLines) appendText(dst []byte, t harText) ([]byte, error) {
 	if !t.ref {
 		return jsonscan.AppendQuoted(dst, t.s, false), nil
 	}
-	if l.lines == nil {
-		if l.open == nil {
-			return dst, fmt.Errorf("a body at byte %d of the tape, but no tape to read it from", t.off)
-		}
-		ml, err := l.open()
-		if err != nil {
-			return dst, err
-		}
-		l.lines = ml
+	if l.data == nil {
+		return dst, fmt.Errorf("a body at byte %d of the tape, but no tape to read it from", t.off)
 	}
-	line, err := l.lines.Line(t.off)
-	if err != nil {
-		return dst, fmt.Errorf("read the message at byte %d of the tape again: %w", t.off, err)
+	if t.off >= int64(len(l.data)) {
+		return dst, fmt.Errorf("read the message at byte %d of the tape again: %w", t.off, io.ErrUnexpectedEOF)
 	}
-	if len(line) < int(t.n) {
-		return dst, fmt.Errorf("read the message at byte %d of the tape again: expected %d bytes, found %d (the tape changed)", t.off, t.n, len(line))
+	if rest := int64(len(l.data)) - t.off; rest < int64(t.n) {
+		return dst, fmt.Errorf("read the message at byte %d of the tape again: expected %d bytes, found %d (the tape changed)", t.off, t.n, rest)
 	}
-	raw := line[:t.n]
+	raw := l.data[t.off : t.off+int64(t.n)]
 	dst = append(dst, '"')
 	dst = appendHAREscaped(dst, raw[:t.a])
 	dst = appendHAREscaped(dst, raw[t.b:])
