@@ -297,6 +297,17 @@ func harPlainRun(s []byte, i int, q, bs *int) int {
 	next(bs, '\\')
 	end := min(*q, *bs)
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; i+32 <= end; i += 32 {
+		// 32 bytes at a time while none is flagged (a flag below 0x20 or
+		// from 0x80 in any of the four words: one branch); the eight-byte
+		// loop below finds which.
+		p := (*[32]byte)(s[i:])
+		w0, w1 := binary.LittleEndian.Uint64(p[0:]), binary.LittleEndian.Uint64(p[8:])
+		w2, w3 := binary.LittleEndian.Uint64(p[16:]), binary.LittleEndian.Uint64(p[24:])
+		if ((w0-ones*0x20)|w0|(w1-ones*0x20)|w1|(w2-ones*0x20)|w2|(w3-ones*0x20)|w3)&highs != 0 {
+			break
+		}
+	}
 	for ; i+8 <= end; i += 8 {
 		// The lowest flagged byte is the first below 0x20 or from 0x80: a
 		// borrow only runs upwards from a byte below 0x20.
