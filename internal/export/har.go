@@ -13,7 +13,6 @@ package export
 // answer as the response's content, a notification answered 202.
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -280,7 +279,7 @@ func writeHAR(w io.Writer, entries []*harEntry, data []byte, version, comment st
 // should return); produce's error is returned after what it sent before
 // is written.
 func writeHARFrom(w io.Writer, produce func(send func([]*harEntry) bool) error, data []byte, version, comment string) error {
-	bw := bufio.NewWriterSize(w, 1<<16)
+	bw := newSink(w, 1<<16)
 	b := append([]byte(nil), `{"log":{"version":"1.2","creator":{"name":"tapedeck","version":`...)
 	b = jsonscan.AppendQuoted(b, version, false)
 	b = append(b, `},"entries":[`...)
@@ -291,6 +290,7 @@ func writeHARFrom(w io.Writer, produce func(send func([]*harEntry) bool) error, 
 		entries []*harEntry
 		first   bool // the log's first entries: no ',' before them
 		b       []byte
+		aliases []harAlias // the bodies' runs written from the mapping, between b's bytes
 		err     error
 		done    chan struct{}
 	}
@@ -316,7 +316,8 @@ func writeHARFrom(w io.Writer, produce func(send func([]*harEntry) bool) error, 
 				case <-quit:
 					return false
 				}
-				c.entries, c.first, c.b, c.err = entries[at:min(at+harChunk, len(entries))], first, c.b[:0], nil
+				clear(c.aliases) // no pointer into the mapping kept
+				c.entries, c.first, c.b, c.aliases, c.err = entries[at:min(at+harChunk, len(entries))], first, c.b[:0], c.aliases[:0], nil
 				first = false
 				order <- c
 				work <- c
@@ -328,6 +329,7 @@ func writeHARFrom(w io.Writer, produce func(send func([]*harEntry) bool) error, 
 		go func() {
 			l := harLines{data: data}
 			for c := range work {
+				l.aliases = &c.aliases
 				// Grown once to about what the chunk takes: growing it
 				// as it fills copied the bodies again.
 				need := 0
@@ -358,7 +360,20 @@ func writeHARFrom(w io.Writer, produce func(send func([]*harEntry) bool) error, 
 		<-c.done
 		if werr == nil {
 			if werr = c.err; werr == nil {
-				_, werr = bw.Write(c.b)
+				// The bodies' runs are read from the mapping as they are
+				// written (copied by a bufio sink, handed to writev by a
+				// gathering one): flushed before the chunk is reused and
+				// the mapping unmapped.
+				werr = mmap.Guard(func() error {
+					at := 0
+					for _, a := range c.aliases {
+						bw.WriteAlias(c.b[at:a.at])
+						bw.WriteAlias(a.p)
+						at = a.at
+					}
+					bw.WriteAlias(c.b[at:])
+					return bw.Flush()
+				})
 			}
 			if werr != nil {
 				close(quit)

@@ -334,3 +334,67 @@ func TestHARStreamsInOrder(t *testing.T) {
 		t.Fatal("expected request 5 (seq 7) without an answer")
 	}
 }
+
+// HAR to a file (a gathering writer: the bodies' long runs handed to
+// writev from the tape's mapping, not copied) writes what HAR to a buffer
+// writes (each run copied), on a tape whose answers have long runs.
+func TestHARGatherAgrees(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "t.jsonl")
+	if _, err := tape.WriteSynth(path, tape.SynthOptions{Messages: 3000, Seed: 7, Profile: tape.SynthRealistic}); err != nil {
+		t.Fatal(err)
+	}
+	x, err := tape.OpenIndex(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	src := Source{Name: path, Index: x, Open: func() (io.ReadCloser, error) { return os.Open(path) }}
+	var want bytes.Buffer
+	if err := HAR(&want, src, "v"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.Create(filepath.Join(dir, "t.har"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	if _, ok := newSink(out, 1<<16).(*gatherWriter); !ok {
+		t.Fatal("expected a gathering writer for a file")
+	}
+	if err := HAR(out, src, "v"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(out.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		i := 0
+		for i < len(got) && i < want.Len() && got[i] == want.Bytes()[i] {
+			i++
+		}
+		t.Fatalf("HAR to a file (%d bytes) differs from HAR to a buffer (%d bytes) at byte %d", len(got), want.Len(), i)
+	}
+	// The runs were left in the mapping: the formatter noted them.
+	raw := []byte(`{"text":"` + strings.Repeat("plain text ", 300) + `\n` + strings.Repeat("more ", 300) + `"}`)
+	var al []harAlias
+	l := harLines{data: raw, aliases: &al}
+	b, err := l.appendText(nil, harText{off: 0, n: int32(len(raw)), a: int32(len(raw)), b: int32(len(raw)), ref: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(al) != 2 {
+		t.Fatalf("expected the body's two long runs noted as aliases, found %d", len(al))
+	}
+	var joined []byte
+	at := 0
+	for _, a := range al {
+		joined = append(append(joined, b[at:a.at]...), a.p...)
+		at = a.at
+	}
+	joined = append(joined, b[at:]...)
+	if want := jsonscan.AppendQuoted(nil, string(raw), false); !bytes.Equal(joined, want) {
+		t.Fatalf("the text with its aliases put back: expected %s, found %s", want, joined)
+	}
+}

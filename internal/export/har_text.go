@@ -153,9 +153,33 @@ func harSkipBack(b []byte, i int) int {
 }
 
 // harLines reads the formatters' bodies from data, the tape's file mapped
-// whole (read under mmap.Guard).
+// whole (read under mmap.Guard). With aliases, a body's long runs of bytes
+// that need no escaping are not copied: each is noted there with where the
+// output had reached, and written from the mapping (writeHARFrom).
 type harLines struct {
-	data []byte
+	data    []byte
+	aliases *[]harAlias
+}
+
+// harAlias is a run of a body's bytes p, left in the tape's mapping, that
+// goes into the output where its buffer had reached at.
+type harAlias struct {
+	at int
+	p  []byte
+}
+
+// harAliasMin is the shortest run left in the mapping: a shorter one is
+// copied (a piece of its own costs the writer more than its copy).
+const harAliasMin = 1024
+
+// harRun appends run, or notes it in al when it is long enough to be
+// written from the mapping.
+func harRun(dst, run []byte, al *[]harAlias) []byte {
+	if al != nil && len(run) >= harAliasMin {
+		*al = append(*al, harAlias{at: len(dst), p: run})
+		return dst
+	}
+	return append(dst, run...)
 }
 
 // appendText appends t quoted as encoding/json quotes a string (without
@@ -175,8 +199,8 @@ func (l *harLines) appendText(dst []byte, t harText) ([]byte, error) {
 	}
 	raw := l.data[t.off : t.off+int64(t.n)]
 	dst = append(dst, '"')
-	dst = appendHAREscaped(dst, raw[:t.a])
-	dst = appendHAREscaped(dst, raw[t.b:])
+	dst = appendHAREscapedTo(dst, raw[:t.a], l.aliases)
+	dst = appendHAREscapedTo(dst, raw[t.b:], l.aliases)
 	return append(dst, '"'), nil
 }
 
@@ -210,6 +234,12 @@ var harPlain = func() (t [256]bool) {
 // quotes): runs of bytes that need nothing are copied at once, found
 // a word at a time and through a table, with well-formed UTF-8 (but U+2028 and U+2029) in them.
 func appendHAREscaped(dst, s []byte) []byte {
+	return appendHAREscapedTo(dst, s, nil)
+}
+
+// appendHAREscapedTo is appendHAREscaped, its long runs noted in al
+// instead of copied when al is not nil (harRun).
+func appendHAREscapedTo(dst, s []byte, al *[]harAlias) []byte {
 	start := 0
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	q, bs := -1, -1 // the next '"' and '\\' from where they were last looked for (harPlainRun)
@@ -247,7 +277,7 @@ func appendHAREscaped(dst, s []byte) []byte {
 		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			dst = append(dst, s[start:i]...)
+			dst = harRun(dst, s[start:i], al)
 			dst = jsonscan.AppendEscape(dst, c)
 			i++
 			start = i
@@ -256,10 +286,10 @@ func appendHAREscaped(dst, s []byte) []byte {
 		r, size := utf8.DecodeRune(s[i:])
 		switch {
 		case r == utf8.RuneError && size == 1:
-			dst = append(dst, s[start:i]...)
+			dst = harRun(dst, s[start:i], al)
 			dst = append(dst, `\ufffd`...)
 		case r == '\u2028' || r == '\u2029':
-			dst = append(dst, s[start:i]...)
+			dst = harRun(dst, s[start:i], al)
 			dst = append(dst, '\\', 'u', '2', '0', '2', "0123456789abcdef"[r&0xF])
 		default:
 			i += size
@@ -268,7 +298,7 @@ func appendHAREscaped(dst, s []byte) []byte {
 		i += size
 		start = i
 	}
-	return append(dst, s[start:]...)
+	return harRun(dst, s[start:], al)
 }
 
 // harShortWords is how many sixteen-byte steps appendHAREscaped takes
