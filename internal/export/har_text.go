@@ -125,14 +125,19 @@ func harTailMeta(raw []byte) (meta []byte, comma int, ok bool) {
 	if n < 2 || raw[n-1] != '}' || raw[n-2] != '}' {
 		return nil, 0, false
 	}
-	// The metadata's strings hold no quote: the key is among the last
-	// five quotes' reach; search the tail only.
-	from := max(0, n-512)
-	k := bytes.LastIndex(raw[from:], []byte(key))
-	if k < 0 {
+	// The metadata's strings hold no quote: the member's name starts at
+	// the fourteenth quote back from the end ("_meta" and the metadata's
+	// six strings), found a quote at a time.
+	q := n - 2
+	for range 14 {
+		if q = bytes.LastIndexByte(raw[:q], '"'); q < 0 {
+			return nil, 0, false
+		}
+	}
+	comma = q - 1
+	if comma < 0 || string(raw[comma:min(comma+len(key), n)]) != key {
 		return nil, 0, false
 	}
-	comma = from + k
 	if comma == 0 || harSkipBack(raw, comma-1) != comma-1 {
 		return nil, 0, false // blanks before the ',': harCut's general path cuts them
 	}
