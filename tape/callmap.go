@@ -60,6 +60,10 @@ func (m *Mapping) Guard(fn func() error) error {
 	return shrank(m.file, mmap.Guard(fn))
 }
 
+// Bytes is the mapped file, valid until Close (read it under Guard or
+// mmap.Guard: a page the file no longer has faults).
+func (m *Mapping) Bytes() []byte { return m.data }
+
 // Close unmaps the tape: the bytes of calls read with Alias are gone.
 func (m *Mapping) Close() error {
 	if m.unmap == nil {

@@ -35,6 +35,7 @@ type msgInfo struct {
 	injected   bool // _meta.injected: an interception rule acted on it
 	dropped    bool // and the message went no further (it never reached its peer)
 	inputResp  bool // params.inputResponses present (a retry of an input_required call)
+	altMeta    bool // the record metadata is the AltMetaKey member
 	problem    string
 	pid        uint64 // the hash of the id it pairs by (prehash), when hashed
 	hashed     bool
@@ -235,6 +236,7 @@ func (c *classifier) object(b []byte, i int, m *msgInfo) (int, error) {
 	pre := &t.metaRead
 	if t.alt.ok() { // the message has a _meta of its own (see AltMetaKey)
 		meta, pre = t.alt, &t.altRead
+		m.altMeta = true
 	}
 	m.end = end
 	m.noVersion = string(m.version.in(b)) != `"2.0"`

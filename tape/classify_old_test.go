@@ -103,6 +103,7 @@ func (c *oldClassifier) oldObject(b []byte, i int) (msgInfo, int, error) {
 	}
 	if alt.ok() { // the message has a _meta of its own (see AltMetaKey)
 		meta = alt
+		m.altMeta = true // a field added since: what the index says of it
 	}
 	m.end = end
 	m.noVersion = string(m.version.in(b)) != `"2.0"`

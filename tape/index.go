@@ -48,6 +48,7 @@ const (
 	flagDropped     // and stopped it: it never reached its peer
 	flagEarly       // a server/discover request sent before initialize on its connection
 	flagNegotiation // a probe (flagEarly) and its answer that rejected it: not a failure
+	flagAltMeta     // its record metadata is its AltMetaKey member
 )
 
 var dirCodes = [...]Dir{DirUnknown, DirSend, DirRecv, DirLifecycle}
@@ -366,6 +367,9 @@ func (x *Index) add(line []byte, m *msgInfo, off int64, lineNo int, batch uint32
 	if m.badUTF8 {
 		r.flags |= flagBadUTF8
 	}
+	if m.altMeta {
+		r.flags |= flagAltMeta
+	}
 	if m.kind == KindInvalid && !nl {
 		r.flags |= flagTorn
 	}
@@ -531,6 +535,17 @@ func (x *Index) Entry(i int) Entry {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	return x.entry(i)
+}
+
+// EntryAt is Entry with what the index knows of where message i's bytes
+// are: its size in bytes from e.Offset (the length Message's Raw has), and
+// altMeta, whether its record metadata is its AltMetaKey member (else the
+// last "_meta", when it has one: see RecordMeta).
+func (x *Index) EntryAt(i int) (e Entry, size int, altMeta bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	r := x.recs.at(i)
+	return x.entry(i), int(r.n), r.flags&flagAltMeta != 0
 }
 
 func (x *Index) entry(i int) Entry {

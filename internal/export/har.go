@@ -13,7 +13,6 @@ package export
 // answer as the response's content, a notification answered 202.
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -42,10 +41,11 @@ type harEntry struct {
 	Comment         string      `json:"comment,omitempty"`
 	start           time.Time
 	order           int
-	held            int   // how many of the builder's maps hold it: it may change while they do
-	startLater      bool  // StartedDateTime is start's, formatted as the entry is written
-	unanswered      bool  // a stdio request that nothing on the tape answers after it: done at once
-	exchange        int64 // the sessionless POST's exchange number (tape.HTTPMeta.Exchange), 0 if none
+	held            int         // how many of the builder's maps hold it: it may change while they do
+	startLater      bool        // StartedDateTime is start's, formatted as the entry is written
+	unanswered      bool        // a stdio request that nothing on the tape answers after it: done at once
+	exchange        int64       // the sessionless POST's exchange number (tape.HTTPMeta.Exchange), 0 if none
+	postData        harPostData // Request.PostData's storage, when it has one: one allocation an entry
 }
 
 type harNV struct {
@@ -121,14 +121,12 @@ func HAR(w io.Writer, src Source, version string) error {
 	}
 	defer r.Close()
 	var file *os.File
-	var lines func() (*tape.MappedLines, error)
+	var data []byte // the tape mapped whole: pass one and the formatters read it in place
 	if f, ok := r.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-			size := st.Size()
-			open := func() (*tape.MappedLines, error) { return tape.MapLines(f, size, harWindow) }
-			if ml, err := open(); err == nil { // else the system cannot map it: bodies held
-				_ = ml.Close()
-				file, lines = f, open
+			if m, err := tape.MapTape(f); err == nil { // else the system cannot map it: bodies held
+				defer m.Close() // after writeHARFrom: its formatters are done with it
+				file, data = f, m.Bytes()
 			}
 		}
 	}
@@ -139,10 +137,10 @@ func HAR(w io.Writer, src Source, version string) error {
 	// The tape is read on a goroutine of its own while the formatters
 	// write the entries it has finished with.
 	produce := func(send func([]*harEntry) bool) error {
-		_, err := readHAREntries(r, src, at, send)
+		_, err := readHAREntries(r, src, at, data, send)
 		return err
 	}
-	return shrank(src.Name, writeHARFrom(w, produce, lines, version, "exported from "+src.Name+" by tapedeck export --format har"))
+	return shrank(src.Name, writeHARFrom(w, produce, data, version, "exported from "+src.Name+" by tapedeck export --format har"))
 }
 
 // shrank names the tape a reading of its mapping found cut shorter
@@ -154,9 +152,6 @@ func shrank(name string, err error) error {
 	return err
 }
 
-// harWindow is how much of the tape a formatter maps at a time.
-const harWindow = 16 << 20
-
 // harEntries reads the tape and returns its HAR entries in start order,
 // their bodies held.
 func harEntries(src Source) ([]*harEntry, error) {
@@ -165,7 +160,7 @@ func harEntries(src Source) ([]*harEntry, error) {
 		return nil, err
 	}
 	defer r.Close()
-	entries, err := readHAREntries(r, src, nil, nil)
+	entries, err := readHAREntries(r, src, nil, nil, nil)
 	for _, en := range entries {
 		en.StartedDateTime, en.startLater = en.start.UTC().Format(time.RFC3339Nano), false
 	}
@@ -175,40 +170,56 @@ func harEntries(src Source) ([]*harEntry, error) {
 // readHAREntries reads the tape through r (from its start) in the index's
 // order and returns its HAR entries in start order. With file (the tape,
 // a regular file), the entries keep where their bodies are instead of the
-// bodies. As tape.ReadMessages: invalid lines are left out, and so are
+// bodies; with data (file mapped whole), the messages are read there, in
+// place, where the index says they are. As tape.ReadMessages: invalid lines are left out, and so are
 // messages written after the index was built or past where the tape now ends.
 //
 // With emit, the entries are handed to emit in start order as soon as
 // they are done (no message left can change them or start before them),
 // and none are returned; emit says false to stop the reading.
-func readHAREntries(r io.Reader, src Source, file io.ReaderAt, emit func([]*harEntry) bool) (_ []*harEntry, err error) {
+func readHAREntries(r io.Reader, src Source, file io.ReaderAt, data []byte, emit func([]*harEntry) bool) (_ []*harEntry, err error) {
 	x := src.Index
 	h := harBuilder{x: x, file: file, streams: map[int64]*harEntry{}, open: map[int]*harEntry{}}
 	var later []time.Time // later[k]: the earliest time of messages from harBlock*k on
 	if emit != nil {
 		later = harLaterTimes(x)
 	}
-	mr := tape.NewMessageReader(x, r)
-	defer mr.Close()
+	var mr *tape.MessageReader
+	if data == nil {
+		mr = tape.NewMessageReader(x, r)
+		defer mr.Close()
+	}
 	defer mmap.Catch(&err)() // the tape cut shorter while mapped: ErrShrank, not a crash
 	var scratch []byte
 	for seq, n := 0, x.Len(); seq < n; seq++ {
-		e := x.Entry(seq)
+		e, size, altMeta := x.EntryAt(seq)
 		if e.Kind == tape.KindInvalid {
 			continue
 		}
 		if src.Server != "" && e.Server != src.Server && e.Server != harMoreServers {
 			continue
 		}
-		raw, err := mr.At(e)
-		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			break // the tape is shorter than its index: it was cut since
-		}
-		if err != nil {
-			return nil, err
+		var raw []byte
+		if data != nil && e.Batch == 0 {
+			if e.Offset >= int64(len(data)) {
+				break // the tape is shorter than its index: it was cut since
+			}
+			raw = data[e.Offset:min(e.Offset+int64(size), int64(len(data)))]
+		} else {
+			if mr == nil {
+				mr = tape.NewMessageReader(x, r) // reads a batch's messages from the index
+				defer mr.Close()
+			}
+			raw, err = mr.At(e)
+			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+				break // the tape is shorter than its index: it was cut since
+			}
+			if err != nil {
+				return nil, err
+			}
 		}
 		raw = raw[:harSkipBack(raw, len(raw)-1)+1] // the message, without the line's trailing blanks
-		meta, a, b := harCut(raw)
+		meta, a, b := harCut(raw, altMeta)
 		if e.Server == harMoreServers || e.Dir == tape.DirUnknown {
 			// The index keeps no name past its limit, and an escaped
 			// direction as unknown: read them as the classifier reads the
@@ -257,19 +268,19 @@ func readHAREntries(r io.Reader, src Source, file io.ReaderAt, emit func([]*harE
 // one goroutine a core (harFormatters), the chunks written in order as
 // they are ready, a few in flight: the log is as large as the tape, and
 // its bodies are most of it. TestHARWriterAgrees holds it to encoding/json.
-func writeHAR(w io.Writer, entries []*harEntry, lines func() (*tape.MappedLines, error), version, comment string) error {
+func writeHAR(w io.Writer, entries []*harEntry, data []byte, version, comment string) error {
 	return writeHARFrom(w, func(send func([]*harEntry) bool) error {
 		send(entries)
 		return nil
-	}, lines, version, comment)
+	}, data, version, comment)
 }
 
 // writeHARFrom is writeHAR of the entries produce sends, in order, on a
 // goroutine of its own (send says false when the writing failed: produce
 // should return); produce's error is returned after what it sent before
 // is written.
-func writeHARFrom(w io.Writer, produce func(send func([]*harEntry) bool) error, lines func() (*tape.MappedLines, error), version, comment string) error {
-	bw := bufio.NewWriterSize(w, 1<<16)
+func writeHARFrom(w io.Writer, produce func(send func([]*harEntry) bool) error, data []byte, version, comment string) error {
+	bw := newSink(w, 1<<16)
 	b := append([]byte(nil), `{"log":{"version":"1.2","creator":{"name":"tapedeck","version":`...)
 	b = jsonscan.AppendQuoted(b, version, false)
 	b = append(b, `},"entries":[`...)
@@ -280,6 +291,7 @@ func writeHARFrom(w io.Writer, produce func(send func([]*harEntry) bool) error, 
 		entries []*harEntry
 		first   bool // the log's first entries: no ',' before them
 		b       []byte
+		aliases []harAlias // the bodies' runs written from the mapping, between b's bytes
 		err     error
 		done    chan struct{}
 	}
@@ -305,7 +317,8 @@ func writeHARFrom(w io.Writer, produce func(send func([]*harEntry) bool) error, 
 				case <-quit:
 					return false
 				}
-				c.entries, c.first, c.b, c.err = entries[at:min(at+harChunk, len(entries))], first, c.b[:0], nil
+				clear(c.aliases) // no pointer into the mapping kept
+				c.entries, c.first, c.b, c.aliases, c.err = entries[at:min(at+harChunk, len(entries))], first, c.b[:0], c.aliases[:0], nil
 				first = false
 				order <- c
 				work <- c
@@ -315,9 +328,9 @@ func writeHARFrom(w io.Writer, produce func(send func([]*harEntry) bool) error, 
 	}()
 	for range harFormatters() {
 		go func() {
-			l := harLines{open: lines}
-			defer l.close()
+			l := harLines{data: data}
 			for c := range work {
+				l.aliases = &c.aliases
 				// Grown once to about what the chunk takes: growing it
 				// as it fills copied the bodies again.
 				need := 0
@@ -348,7 +361,20 @@ func writeHARFrom(w io.Writer, produce func(send func([]*harEntry) bool) error, 
 		<-c.done
 		if werr == nil {
 			if werr = c.err; werr == nil {
-				_, werr = bw.Write(c.b)
+				// The bodies' runs are read from the mapping as they are
+				// written (copied by a bufio sink, handed to writev by a
+				// gathering one): flushed before the chunk is reused and
+				// the mapping unmapped.
+				werr = mmap.Guard(func() error {
+					at := 0
+					for _, a := range c.aliases {
+						bw.WriteAlias(c.b[at:a.at])
+						bw.WriteAlias(a.p)
+						at = a.at
+					}
+					bw.WriteAlias(c.b[at:])
+					return bw.Flush()
+				})
 			}
 			if werr != nil {
 				close(quit)
@@ -507,7 +533,11 @@ type harBuilder struct {
 	urls     map[[2]string]string // server and path → its stdio:// URL
 	nextTry  int                  // when emitting: the entries (not yet emitted) at which to try again
 	n        int
+	slab     []harEntry // the next entries' storage
 }
+
+// harSlab is how many entries are allocated at once.
+const harSlab = 64
 
 func (h *harBuilder) url(e tape.Entry, path string) string {
 	if h.upstream != "" {
@@ -534,7 +564,14 @@ func urlName(s string) string {
 
 func (h *harBuilder) entry(start time.Time, method, url string, hm tape.HTTPMeta) *harEntry {
 	h.n++
-	en := &harEntry{start: start, order: h.n, exchange: hm.Exchange}
+	// Entries are allocated harSlab at a time: one allocation each cost
+	// the first pass about a fifth of its time.
+	if len(h.slab) == 0 {
+		h.slab = make([]harEntry, harSlab)
+	}
+	en := &h.slab[0]
+	h.slab = h.slab[1:]
+	*en = harEntry{start: start, order: h.n, exchange: hm.Exchange}
 	en.startLater = true
 	en.Request = harRequest{Method: method, URL: url, HTTPVersion: "HTTP/1.1", Cookies: []harNV{}, Headers: []harNV{}, QueryString: []harNV{}, HeadersSize: -1, BodySize: 0}
 	en.Response = harResponse{Status: 0, HTTPVersion: "HTTP/1.1", Cookies: []harNV{}, Headers: []harNV{}, HeadersSize: -1, BodySize: -1, Content: harContent{MimeType: "application/json"}}
@@ -596,7 +633,7 @@ func (h *harBuilder) addMessage(e tape.Entry, body harMessage, hm tape.HTTPMeta)
 			path = "/client"
 		}
 		en := h.entry(e.Time, "POST", h.url(e, path), hm)
-		en.Request.PostData = postData(body)
+		setPostData(en, body)
 		en.Request.BodySize = len(body.raw) - (body.b - body.a)
 		en.Comment = describe(e)
 		if e.Kind == tape.KindRequest {
@@ -665,7 +702,7 @@ func (h *harBuilder) addMessage(e tape.Entry, body harMessage, hm tape.HTTPMeta)
 		}
 		en := h.entry(e.Time, "POST", h.url(e, "/client"), hm)
 		en.Comment = describe(e) + " (server to client)"
-		en.Request.PostData = postData(body)
+		setPostData(en, body)
 		en.Request.BodySize = len(body.raw) - (body.b - body.a)
 		if e.Kind == tape.KindRequest {
 			h.openRequest(e, en, hm)
@@ -693,11 +730,12 @@ func (h *harBuilder) lastOpenPost() *harEntry {
 	return out
 }
 
-// postData is a POST's body.
-func postData(body harMessage) *harPostData {
-	pd := &harPostData{MimeType: "application/json", Params: []harNV{}, body: body.text()}
+// setPostData sets en's POST body, kept in en.
+func setPostData(en *harEntry, body harMessage) {
+	pd := &en.postData
+	*pd = harPostData{MimeType: "application/json", Params: []harNV{}, body: body.text()}
 	pd.Text = pd.body.s
-	return pd
+	en.Request.PostData = pd
 }
 
 // text is the POST's body.

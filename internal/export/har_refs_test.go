@@ -46,7 +46,7 @@ func TestHARRefsAgree(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		kept, err := readHAREntries(r, src, r.(*os.File), nil)
+		kept, err := readHAREntries(r, src, r.(*os.File), nil, nil)
 		r.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -82,7 +82,7 @@ func TestHARTapeChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	entries, err := readHAREntries(f, Source{Name: "t", Index: x}, f, nil)
+	entries, err := readHAREntries(f, Source{Name: "t", Index: x}, f, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,9 +95,12 @@ func TestHARTapeChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	st, _ = g.Stat()
-	lines := func() (*tape.MappedLines, error) { return tape.MapLines(g, st.Size(), harWindow) }
-	err = writeHAR(&bytes.Buffer{}, entries, lines, "v", "")
+	m, err := tape.MapTape(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	err = writeHAR(&bytes.Buffer{}, entries, m.Bytes(), "v", "")
 	if err == nil || !strings.Contains(err.Error(), "read the message at byte") {
 		t.Fatalf("expected an error reading a body past the tape's new end, found %v", err)
 	}
@@ -149,7 +152,9 @@ func TestHAREscapedAgrees(t *testing.T) {
 }
 
 // harCut cuts what tape.StripMeta cuts and finds what tape.RecordMeta
-// finds, wherever the record's _meta sits.
+// finds, wherever the record's _meta sits, told by the index whether the
+// record metadata is the AltMetaKey member; the stdio record's _meta last
+// (harTailMeta) is found from the message's end.
 func TestHARCut(t *testing.T) {
 	lines := []string{
 		`{"jsonrpc":"2.0","id":1,"result":{},"_meta":{"dir":"recv"}}`,
@@ -162,23 +167,66 @@ func TestHARCut(t *testing.T) {
 		`{"id":1}`,
 		`{"a":"_meta\":","_meta":{}}`,
 		`{"_meta":1,"_meta":{"dir":"send"}}`,
+		// The stdio record's _meta last, and what only looks like it.
+		`{"jsonrpc":"2.0","id":1,"result":{},"_meta":{"dir":"recv","server":"s","ts":"t"}}`,
+		`{"jsonrpc":"2.0","method":"m","_meta":{"dir":"send","server":"","ts":""}}`,
+		`{"jsonrpc":"2.0","id":1 ,"_meta":{"dir":"send","server":"s","ts":"t"}}`,
+		`{"jsonrpc":"2.0","id":1, "_meta":{"dir":"send","server":"s","ts":"t"}}`,
+		`{"_meta":{"x":1},"jsonrpc":"2.0","id":1,"method":"m","_meta":{"dir":"send","server":"s","ts":"t"}}`,
+		`{"_tapedeck":{"dir":"recv","server":"s","ts":"t"},"jsonrpc":"2.0","id":1,"method":"m","_meta":{"dir":"send","server":"s","ts":"t"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1,"_meta":{"dir":"send","server":"s","ts":"t"}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1,"_meta":{"dir":"send","server":"s","ts":"t"}},"_meta":{"dir":"send","server":"s","ts":"t"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"m","s":",\"_meta\":{\"dir\":\"send\",\"server\":\"s\",\"ts\":\"t\"}}"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"m","_meta":{"dir":"send","server":"s\\","ts":"t"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"m","_meta":{"dir":"send","server":"s","ts":"t","transport":"http"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"m","_meta":{"dir":"send","server":"s","ts":"t"} }`,
 	}
-	var raws [][]byte
-	for _, l := range lines {
-		raws = append(raws, []byte(l))
+	// The index says which records keep their metadata in AltMetaKey:
+	// the lines on a tape of their own, and the fixture tapes.
+	path := filepath.Join(t.TempDir(), "cut.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	for _, src := range fixtureSources(t) { // and every message of the fixture tapes
-		for i := range src.Index.Len() {
-			m, err := src.Index.Message(i)
+	x, err := tape.OpenIndex(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	type msg struct {
+		raw []byte
+		alt bool
+	}
+	var msgs []msg
+	for _, ix := range append([]*tape.Index{x}, func() (xs []*tape.Index) {
+		for _, src := range fixtureSources(t) {
+			xs = append(xs, src.Index)
+		}
+		return xs
+	}()...) {
+		for i := range ix.Len() {
+			m, err := ix.Message(i)
 			if err != nil {
 				t.Fatal(err)
 			}
-			raws = append(raws, m.Raw)
+			_, size, alt := ix.EntryAt(i)
+			if m.Batch == 0 && size != len(m.Raw) {
+				t.Fatalf("%s: EntryAt's size %d, expected the message's %d bytes", m.Raw, size, len(m.Raw))
+			}
+			if m.Kind != tape.KindInvalid {
+				msgs = append(msgs, msg{m.Raw, alt})
+			}
 		}
 	}
-	for _, raw := range raws {
-		l := string(raw)
-		meta, a, b := harCut(raw)
+	tail, alts := 0, 0
+	for _, m := range msgs {
+		raw, l := m.raw, string(m.raw)
+		if m.alt {
+			alts++
+		}
+		if _, _, ok := harTailMeta(raw); ok && !m.alt {
+			tail++
+		}
+		meta, a, b := harCut(raw, m.alt)
 		if want := tape.RecordMeta(raw); !bytes.Equal(meta, want) {
 			t.Fatalf("%s: meta %s, expected %s", l, meta, want)
 		}
@@ -189,6 +237,9 @@ func TestHARCut(t *testing.T) {
 		if want := string(tape.StripMeta(raw)); got != want {
 			t.Fatalf("%s: body %s, expected %s", l, got, want)
 		}
+	}
+	if tail < 3000 || alts < 1 {
+		t.Fatalf("expected the fixture tapes' stdio records cut from their end (3000 or more) and records with AltMetaKey (1 or more), found %d and %d", tail, alts)
 	}
 }
 
@@ -251,7 +302,7 @@ func TestHARStreamsInOrder(t *testing.T) {
 	defer f.Close()
 	var streamed []*harEntry
 	batches := 0
-	if _, err := readHAREntries(f, src, f, func(b []*harEntry) bool {
+	if _, err := readHAREntries(f, src, f, nil, func(b []*harEntry) bool {
 		batches++
 		streamed = append(streamed, b...)
 		return true
@@ -281,5 +332,69 @@ func TestHARStreamsInOrder(t *testing.T) {
 	}
 	if !strings.Contains(got.String(), "#7 request tools/call (no answer on the tape)") {
 		t.Fatal("expected request 5 (seq 7) without an answer")
+	}
+}
+
+// HAR to a file (a gathering writer: the bodies' long runs handed to
+// writev from the tape's mapping, not copied) writes what HAR to a buffer
+// writes (each run copied), on a tape whose answers have long runs.
+func TestHARGatherAgrees(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "t.jsonl")
+	if _, err := tape.WriteSynth(path, tape.SynthOptions{Messages: 3000, Seed: 7, Profile: tape.SynthRealistic}); err != nil {
+		t.Fatal(err)
+	}
+	x, err := tape.OpenIndex(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	src := Source{Name: path, Index: x, Open: func() (io.ReadCloser, error) { return os.Open(path) }}
+	var want bytes.Buffer
+	if err := HAR(&want, src, "v"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.Create(filepath.Join(dir, "t.har"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	if _, ok := newSink(out, 1<<16).(*gatherWriter); !ok {
+		t.Fatal("expected a gathering writer for a file")
+	}
+	if err := HAR(out, src, "v"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(out.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		i := 0
+		for i < len(got) && i < want.Len() && got[i] == want.Bytes()[i] {
+			i++
+		}
+		t.Fatalf("HAR to a file (%d bytes) differs from HAR to a buffer (%d bytes) at byte %d", len(got), want.Len(), i)
+	}
+	// The runs were left in the mapping: the formatter noted them.
+	raw := []byte(`{"text":"` + strings.Repeat("plain text ", 300) + `\n` + strings.Repeat("more ", 300) + `"}`)
+	var al []harAlias
+	l := harLines{data: raw, aliases: &al}
+	b, err := l.appendText(nil, harText{off: 0, n: int32(len(raw)), a: int32(len(raw)), b: int32(len(raw)), ref: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(al) != 2 {
+		t.Fatalf("expected the body's two long runs noted as aliases, found %d", len(al))
+	}
+	var joined []byte
+	at := 0
+	for _, a := range al {
+		joined = append(append(joined, b[at:a.at]...), a.p...)
+		at = a.at
+	}
+	joined = append(joined, b[at:]...)
+	if want := jsonscan.AppendQuoted(nil, string(raw), false); !bytes.Equal(joined, want) {
+		t.Fatalf("the text with its aliases put back: expected %s, found %s", want, joined)
 	}
 }

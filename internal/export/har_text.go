@@ -64,8 +64,14 @@ func (m harMessage) String() string {
 // harCut returns where raw's record metadata is (meta, a sub-slice of raw,
 // as tape.RecordMeta finds it) and the body's bounds a and b as
 // tape.StripMeta cuts it: the member and its separator, raw[:a]+raw[b:].
-// Without a record _meta, a == b == len(raw).
-func harCut(raw []byte) (meta []byte, a, b int) {
+// Without a record _meta, a == b == len(raw). altMeta says whether the
+// index found the record metadata in an AltMetaKey member (tape.Index.EntryAt).
+func harCut(raw []byte, altMeta bool) (meta []byte, a, b int) {
+	if !altMeta {
+		if meta, a, ok := harTailMeta(raw); ok {
+			return meta, a, len(raw) - 1
+		}
+	}
 	meta = tape.RecordMeta(raw)
 	if meta == nil {
 		return nil, len(raw), len(raw)
@@ -103,6 +109,45 @@ func harCut(raw []byte) (meta []byte, a, b int) {
 	return nil, len(raw), len(raw)
 }
 
+// harTailMeta finds the record metadata the writer puts last in a stdio
+// message (most of a stdio tape's), without walking the message's members:
+// raw (a message the index read, without trailing blanks) ending with
+// ,"_meta":{"dir":"…","server":"…","ts":"…"}} (its strings without
+// quotes or backslashes; stdioMeta) has it there. That ',' is not in a
+// string (the '"' after it would end the string, and "_meta" cannot follow
+// a string's end), so the member is one of the object the last '}' closes,
+// the message itself, and its last "_meta": RecordMeta's, when the message
+// has no AltMetaKey member (the caller knows). It returns the metadata and
+// where the member's ',' is; ok false when raw does not end so.
+func harTailMeta(raw []byte) (meta []byte, comma int, ok bool) {
+	const key = `,"_meta":{"dir":"`
+	n := len(raw)
+	if n < 2 || raw[n-1] != '}' || raw[n-2] != '}' {
+		return nil, 0, false
+	}
+	// The metadata's strings hold no quote: the member's name starts at
+	// the fourteenth quote back from the end ("_meta" and the metadata's
+	// six strings), found a quote at a time.
+	q := n - 2
+	for range 14 {
+		if q = bytes.LastIndexByte(raw[:q], '"'); q < 0 {
+			return nil, 0, false
+		}
+	}
+	comma = q - 1
+	if comma < 0 || string(raw[comma:min(comma+len(key), n)]) != key {
+		return nil, 0, false
+	}
+	if comma == 0 || harSkipBack(raw, comma-1) != comma-1 {
+		return nil, 0, false // blanks before the ',': harCut's general path cuts them
+	}
+	meta = raw[comma+len(`,"_meta":`) : n-1]
+	if !stdioMeta(meta) {
+		return nil, 0, false
+	}
+	return meta, comma, true
+}
+
 // harSkipBack returns the index of the last byte at or before i that is
 // not JSON whitespace, or -1.
 func harSkipBack(b []byte, i int) int {
@@ -112,18 +157,34 @@ func harSkipBack(b []byte, i int) int {
 	return i
 }
 
-// harLines reads the formatters' bodies: the tape's file mapped a window
-// at a time, one reader a formatter.
+// harLines reads the formatters' bodies from data, the tape's file mapped
+// whole (read under mmap.Guard). With aliases, a body's long runs of bytes
+// that need no escaping are not copied: each is noted there with where the
+// output had reached, and written from the mapping (writeHARFrom).
 type harLines struct {
-	open  func() (*tape.MappedLines, error)
-	lines *tape.MappedLines
+	data    []byte
+	aliases *[]harAlias
 }
 
-func (l *harLines) close() {
-	if l.lines != nil {
-		_ = l.lines.Close()
-		l.lines = nil
+// harAlias is a run of a body's bytes p, left in the tape's mapping, that
+// goes into the output where its buffer had reached at.
+type harAlias struct {
+	at int
+	p  []byte
+}
+
+// harAliasMin is the shortest run left in the mapping: a shorter one is
+// copied (a piece of its own costs the writer more than its copy).
+const harAliasMin = 1024
+
+// harRun appends run, or notes it in al when it is long enough to be
+// written from the mapping.
+func harRun(dst, run []byte, al *[]harAlias) []byte {
+	if al != nil && len(run) >= harAliasMin {
+		*al = append(*al, harAlias{at: len(dst), p: run})
+		return dst
 	}
+	return append(dst, run...)
 }
 
 // appendText appends t quoted as encoding/json quotes a string (without
@@ -132,27 +193,19 @@ func (l *harLines) appendText(dst []byte, t harText) ([]byte, error) {
 	if !t.ref {
 		return jsonscan.AppendQuoted(dst, t.s, false), nil
 	}
-	if l.lines == nil {
-		if l.open == nil {
-			return dst, fmt.Errorf("a body at byte %d of the tape, but no tape to read it from", t.off)
-		}
-		ml, err := l.open()
-		if err != nil {
-			return dst, err
-		}
-		l.lines = ml
+	if l.data == nil {
+		return dst, fmt.Errorf("a body at byte %d of the tape, but no tape to read it from", t.off)
 	}
-	line, err := l.lines.Line(t.off)
-	if err != nil {
-		return dst, fmt.Errorf("read the message at byte %d of the tape again: %w", t.off, err)
+	if t.off >= int64(len(l.data)) {
+		return dst, fmt.Errorf("read the message at byte %d of the tape again: %w", t.off, io.ErrUnexpectedEOF)
 	}
-	if len(line) < int(t.n) {
-		return dst, fmt.Errorf("read the message at byte %d of the tape again: expected %d bytes, found %d (the tape changed)", t.off, t.n, len(line))
+	if rest := int64(len(l.data)) - t.off; rest < int64(t.n) {
+		return dst, fmt.Errorf("read the message at byte %d of the tape again: expected %d bytes, found %d (the tape changed)", t.off, t.n, rest)
 	}
-	raw := line[:t.n]
+	raw := l.data[t.off : t.off+int64(t.n)]
 	dst = append(dst, '"')
-	dst = appendHAREscaped(dst, raw[:t.a])
-	dst = appendHAREscaped(dst, raw[t.b:])
+	dst = appendHAREscapedTo(dst, raw[:t.a], l.aliases)
+	dst = appendHAREscapedTo(dst, raw[t.b:], l.aliases)
 	return append(dst, '"'), nil
 }
 
@@ -186,6 +239,12 @@ var harPlain = func() (t [256]bool) {
 // quotes): runs of bytes that need nothing are copied at once, found
 // a word at a time and through a table, with well-formed UTF-8 (but U+2028 and U+2029) in them.
 func appendHAREscaped(dst, s []byte) []byte {
+	return appendHAREscapedTo(dst, s, nil)
+}
+
+// appendHAREscapedTo is appendHAREscaped, its long runs noted in al
+// instead of copied when al is not nil (harRun).
+func appendHAREscapedTo(dst, s []byte, al *[]harAlias) []byte {
 	start := 0
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	q, bs := -1, -1 // the next '"' and '\\' from where they were last looked for (harPlainRun)
@@ -223,7 +282,7 @@ func appendHAREscaped(dst, s []byte) []byte {
 		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			dst = append(dst, s[start:i]...)
+			dst = harRun(dst, s[start:i], al)
 			dst = jsonscan.AppendEscape(dst, c)
 			i++
 			start = i
@@ -232,10 +291,10 @@ func appendHAREscaped(dst, s []byte) []byte {
 		r, size := utf8.DecodeRune(s[i:])
 		switch {
 		case r == utf8.RuneError && size == 1:
-			dst = append(dst, s[start:i]...)
+			dst = harRun(dst, s[start:i], al)
 			dst = append(dst, `\ufffd`...)
 		case r == '\u2028' || r == '\u2029':
-			dst = append(dst, s[start:i]...)
+			dst = harRun(dst, s[start:i], al)
 			dst = append(dst, '\\', 'u', '2', '0', '2', "0123456789abcdef"[r&0xF])
 		default:
 			i += size
@@ -244,7 +303,7 @@ func appendHAREscaped(dst, s []byte) []byte {
 		i += size
 		start = i
 	}
-	return append(dst, s[start:]...)
+	return harRun(dst, s[start:], al)
 }
 
 // harShortWords is how many sixteen-byte steps appendHAREscaped takes
@@ -273,6 +332,17 @@ func harPlainRun(s []byte, i int, q, bs *int) int {
 	next(bs, '\\')
 	end := min(*q, *bs)
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; i+32 <= end; i += 32 {
+		// 32 bytes at a time while none is flagged (a flag below 0x20 or
+		// from 0x80 in any of the four words: one branch); the eight-byte
+		// loop below finds which.
+		p := (*[32]byte)(s[i:])
+		w0, w1 := binary.LittleEndian.Uint64(p[0:]), binary.LittleEndian.Uint64(p[8:])
+		w2, w3 := binary.LittleEndian.Uint64(p[16:]), binary.LittleEndian.Uint64(p[24:])
+		if ((w0-ones*0x20)|w0|(w1-ones*0x20)|w1|(w2-ones*0x20)|w2|(w3-ones*0x20)|w3)&highs != 0 {
+			break
+		}
+	}
 	for ; i+8 <= end; i += 8 {
 		// The lowest flagged byte is the first below 0x20 or from 0x80: a
 		// borrow only runs upwards from a byte below 0x20.
