@@ -1,9 +1,15 @@
 package record_test
 
 import (
+	"os"
 	"testing"
 
 	"github.com/tapedeck/tapedeck/internal/mcptest"
 )
 
-func TestMain(m *testing.M) { mcptest.Main(m) }
+func TestMain(m *testing.M) {
+	if d := os.Getenv(echoServerEnv); d != "" {
+		os.Exit(serveEcho(d)) // the test binary re-executed as a benchmark's server
+	}
+	mcptest.Main(m)
+}

@@ -1,12 +1,16 @@
 package record_test
 
 import (
+	"bufio"
 	"bytes"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -33,6 +37,56 @@ func jsonEcho(delay time.Duration) http.HandlerFunc {
 		w.Header().Set("Mcp-Session-Id", "bench")
 		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"result":{"echo":true}}`)
 	}
+}
+
+// echoServerEnv, set to a delay, makes the test binary a jsonEcho server
+// of that delay (TestMain): it listens on a port of the system's choice
+// on the loopback, prints its URL on stdout, and serves until its stdin
+// closes.
+const echoServerEnv = "TAPEDECK_BENCH_ECHO_SERVER"
+
+// serveEcho is the test binary as a jsonEcho server (echoServerEnv); it
+// returns the process's exit code.
+func serveEcho(delay string) int {
+	d, err := time.ParseDuration(delay)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s=%q: expected a duration: %v\n", echoServerEnv, delay, err)
+		return 2
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	go http.Serve(ln, jsonEcho(d))
+	fmt.Printf("http://%s\n", ln.Addr())
+	io.Copy(io.Discard, os.Stdin) // the benchmark closes it, or ends
+	return 0
+}
+
+// echoProcess starts the test binary as a jsonEcho server of delay in a
+// process of its own and returns its URL; it stops with b.
+func echoProcess(b *testing.B, delay time.Duration) string {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), echoServerEnv+"="+delay.String())
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { in.Close(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		b.Fatalf("the echo server process: expected its URL on stdout, read %q: %v", line, err)
+	}
+	return strings.TrimSpace(line)
 }
 
 // BenchmarkProxyShadow measures what shadowing adds on the client's path
@@ -66,12 +120,18 @@ const (
 
 func BenchmarkProxyShadow(b *testing.B) {
 	const aDelay = 200 * time.Microsecond
-	up := httptest.NewServer(jsonEcho(aDelay))
-	defer up.Close()
-	slow := httptest.NewServer(jsonEcho(10 * aDelay))
-	defer slow.Close()
-	u, _ := url.Parse(up.URL + "/mcp")
-	bu, _ := url.Parse(slow.URL + "/mcp")
+	var aURL, bURL string
+	if os.Getenv("TAPEDECK_BENCH_SERVERS") == "inprocess" {
+		up := httptest.NewServer(jsonEcho(aDelay))
+		defer up.Close()
+		slow := httptest.NewServer(jsonEcho(10 * aDelay))
+		defer slow.Close()
+		aURL, bURL = up.URL, slow.URL
+	} else {
+		aURL, bURL = echoProcess(b, aDelay), echoProcess(b, 10*aDelay)
+	}
+	u, _ := url.Parse(aURL + "/mcp")
+	bu, _ := url.Parse(bURL + "/mcp")
 	dir := b.TempDir()
 	open := func(name string) *os.File {
 		f, err := os.Create(filepath.Join(dir, name))
