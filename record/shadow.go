@@ -22,10 +22,6 @@ package record
 //     than their own Hold). B's latency on the lane is B's own, from when
 //     the copy was sent to B. The stdio shim's copies are not held (it
 //     sees no end of an exchange);
-//   - a copy made ready waits shadowGather more for the copies made ready
-//     after it, and they go together: the dispatcher and the lane wake
-//     once for them all rather than once a copy (a goroutine's wake-up is
-//     a good part of a copy's CPU on a machine the client shares);
 //   - a dispatcher takes the copies in order, samples the client's
 //     requests (ShadowOptions.Sample), and hands each to its lane: over
 //     stdio the one B process, over HTTP one B session a client session
@@ -104,10 +100,6 @@ const (
 	// shadowInFlight bounds the HTTP requests to B at once; a copy beyond
 	// it is dropped.
 	shadowInFlight = 64
-	// shadowGather is how long a copy made ready waits for others to go
-	// to B with (shadowQueue); B's latency on the lane does not include
-	// it.
-	shadowGather = 5 * time.Millisecond
 	// laneQueue bounds the copies a lane holds while its B handles earlier
 	// ones.
 	laneQueue = 256
@@ -209,7 +201,7 @@ func newShadow(o ShadowOptions, main *recorder) (*shadow, error) {
 		o.Hold = DefaultShadowHold
 	}
 	rec := &recorder{dest: main.dest, server: tape.ShadowServer(main.server), redact: main.redact, now: main.now}
-	s := &shadow{o: o, rec: rec, main: main, q: newShadowQueue(o.Queue, o.Hold, shadowGather),
+	s := &shadow{o: o, rec: rec, main: main, q: newShadowQueue(o.Queue, o.Hold),
 		stopped: make(chan struct{}), pending: map[string]pendingCall{}, lanes: map[string]*shadowLane{}}
 	s.sk = newLaneTape(rec, main.note)
 	switch {

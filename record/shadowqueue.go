@@ -9,23 +9,18 @@ import (
 // each until it is ready (A's answer to it was forwarded to the client)
 // or its hold passed; pop takes them in that order. Putting a copy in
 // wakes no goroutine unless it is ready and the queue was empty: a held
-// copy's dispatcher is woken by the queue's timer, gather after the copy
-// at the head became ready (after the client's exchange), or when the
-// head's hold ends. Gathering the released copies for a moment wakes the
-// dispatcher (and the lane it hands them to) once for the copies released
-// meanwhile rather than once a copy.
+// copy's dispatcher is woken when the copy at the head becomes ready,
+// after the client's exchange, or by the head's timer.
 type shadowQueue struct {
-	hold   time.Duration
-	gather time.Duration // 0: a copy made ready wakes the dispatcher at once
+	hold time.Duration
 
 	mu     sync.Mutex
 	ring   []queued
 	head   uint64 // the ticket of the first copy; tickets start at 1
 	n      int
 	closed bool
-	wake   chan struct{} // 1 slot: a ready copy was put in an empty queue, or the queue closed
-	timer  *time.Timer   // the head's hold ends, or its gathering (reset under mu)
-	due    time.Time     // when timer fires; zero: not armed
+	wake   chan struct{} // 1 slot: the head became ready, or the queue closed
+	timer  *time.Timer   // the head's hold ends (reset under mu)
 }
 
 type queued struct {
@@ -34,19 +29,10 @@ type queued struct {
 	ready bool
 }
 
-func newShadowQueue(size int, hold, gather time.Duration) *shadowQueue {
+func newShadowQueue(size int, hold time.Duration) *shadowQueue {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &shadowQueue{hold: hold, gather: gather, ring: make([]queued, size), head: 1, wake: make(chan struct{}, 1), timer: t}
-}
-
-// arm makes the timer fire no later than d from now; q.mu is held.
-func (q *shadowQueue) arm(d time.Duration) {
-	at := time.Now().Add(d)
-	if q.due.IsZero() || at.Before(q.due) {
-		q.timer.Reset(d)
-		q.due = at
-	}
+	return &shadowQueue{hold: hold, ring: make([]queued, size), head: 1, wake: make(chan struct{}, 1), timer: t}
 }
 
 // push puts a copy at the end of the queue, ready or held, and returns
@@ -66,7 +52,7 @@ func (q *shadowQueue) push(it shadowItem, ready bool) (uint64, bool) {
 	q.n++
 	first := q.n == 1
 	if first && !ready {
-		q.arm(q.hold)
+		q.timer.Reset(q.hold)
 	}
 	q.mu.Unlock()
 	if first && ready {
@@ -82,10 +68,6 @@ func (q *shadowQueue) ready(ticket uint64) {
 	if ticket >= q.head && ticket < q.head+uint64(q.n) {
 		q.ring[ticket%uint64(len(q.ring))].ready = true
 		head = ticket == q.head
-	}
-	if head && q.gather > 0 {
-		q.arm(q.gather)
-		head = false
 	}
 	q.mu.Unlock()
 	if head {
@@ -119,7 +101,7 @@ func (q *shadowQueue) pop() (shadowItem, bool) {
 				q.mu.Unlock()
 				return it, true
 			}
-			q.arm(wait)
+			q.timer.Reset(wait)
 		} else if q.closed {
 			q.mu.Unlock()
 			return shadowItem{}, false
@@ -128,9 +110,6 @@ func (q *shadowQueue) pop() (shadowItem, bool) {
 		select {
 		case <-q.wake:
 		case <-q.timer.C:
-			q.mu.Lock()
-			q.due = time.Time{}
-			q.mu.Unlock()
 		}
 	}
 }
