@@ -43,6 +43,7 @@ type Side struct {
 	Name  string
 	Index *tape.Index
 	Open  func() (io.ReadCloser, error)
+	keys  *Keys // the keys its index computed (OpenSideKeyed), or nil
 }
 
 // OpenSide indexes the tape at path for Compare.
@@ -177,6 +178,11 @@ func Compare(a, b Side, o Options) (Report, error) {
 	// Calls are keyed by 128 bits of hash of their method and canonical
 	// params, the same seeds for both tapes.
 	seeds := [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+	if a.keys != nil && a.keys == b.keys && a.keys.fits(o) {
+		seeds = a.keys.seeds // and the calls' keys computed by the indexes count
+	} else {
+		a.keys, b.keys = nil, nil
+	}
 	la, lb := newAnswers(a.Index), newAnswers(b.Index)
 	for _, p := range pairs {
 		sr := ServerReport{Server: p.a}
@@ -347,6 +353,15 @@ func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep 
 			k.code = errorCode(raw)
 		}
 	}
+	// digs are the keys and hashes the index computed (OpenSideKeyed).
+	var digs tape.Digests
+	if side.keys != nil && side.keys.seeds == seeds {
+		digs = x.Digests()
+	}
+	digested := func(seq int) (tape.Digest, bool) {
+		d := digs.At(seq)
+		return d, d.OK
+	}
 	// awaited[seq] is 1 + the call whose answer is at seq (0: none).
 	awaited := make([]int32, x.Len())
 	out := make([]call, 0, x.Len()/3+1) // most tapes are a third calls or more
@@ -378,6 +393,10 @@ func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep 
 			}
 		}
 		if w := awaited[i]; w != 0 {
+			if d, ok := digested(i); ok {
+				answerDigest(&out[w-1], d)
+				continue
+			}
 			raw, err := at(e, nextOf(i))
 			if err != nil {
 				return out, err
@@ -414,6 +433,8 @@ func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep 
 			}
 			if p.Partner > i {
 				awaited[p.Partner] = int32(len(out) + 1)
+			} else if d, ok := digested(p.Partner); ok {
+				answerDigest(&k, d)
 			} else {
 				m, err := x.Message(p.Partner)
 				if err != nil {
@@ -421,6 +442,14 @@ func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep 
 				}
 				early = m.Raw
 			}
+		}
+		if d, ok := digested(i); ok {
+			putKey(&k, d.V)
+			if early != nil {
+				answerOf(&k, early)
+			}
+			out = append(out, k)
+			continue
 		}
 		raw, err := at(e, nextOf(i))
 		if err != nil {
