@@ -29,6 +29,7 @@ type msgInfo struct {
 	when       time.Time // ts parsed; zero when absent or unreadable
 	method     span
 	id         span
+	params     span // the value of its params member, when it has exactly one
 	cancels    span // params.requestId of notifications/cancelled
 	inputReq   bool // result.resultType == "input_required"
 	toolError  bool // result.isError == true
@@ -239,6 +240,9 @@ func (c *classifier) object(b []byte, i int, m *msgInfo) (int, error) {
 		m.altMeta = true
 	}
 	m.end = end
+	if t.nParams == 1 {
+		m.params = params
+	}
 	m.noVersion = string(m.version.in(b)) != `"2.0"`
 	if !c.wire {
 		c.metaFrom(b, m, meta, pre)
@@ -297,6 +301,7 @@ func (c *classifier) object(b []byte, i int, m *msgInfo) (int, error) {
 type topMembers struct {
 	params, result, meta, alt span
 	hasResult, hasError       bool
+	nParams                   int      // params members met
 	requestID                 span     // params.requestId
 	inputResponses            bool     // params.inputResponses present
 	resultType, isError       span     // result.resultType, result.isError (the last of each)
@@ -396,6 +401,7 @@ func (c *classifier) topMembers(b []byte, i int, t *topMembers, m *msgInfo) (int
 			t.requestID, t.inputResponses = span{}, false
 			vend, err = c.inner(b, i, key, t)
 			t.params = span{i, vend}
+			t.nParams++
 		case "result":
 			t.resultType, t.isError = span{}, span{}
 			vend, err = c.inner(b, i, key, t)

@@ -99,6 +99,10 @@ type Index struct {
 	starts     []int           // $transport/start records seen per server (by its number)
 	inited     map[uint32]bool // connections an initialize request was sent on
 
+	// digests of the messages by seq, when cfg.digester is set (see
+	// WithDigests); none for those the serial loop indexed.
+	digests Digests
+
 	pairs   pairer
 	lastTS  int64 // the last known timestamp, for the jump check (0: none yet)
 	batches batchNumbers

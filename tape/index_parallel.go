@@ -29,6 +29,7 @@ type segment struct {
 	first bool  // the tape's first line starts it: a BOM is skipped
 	lines []segLine
 	msgs  []msgInfo
+	digs  []Digest // the messages' digests, when the index has a digester
 	done  chan struct{}
 	err   error // classifying it met a fault (mmap.ErrShrank)
 }
@@ -44,8 +45,8 @@ type segLine struct {
 }
 
 // classify splits s.data into lines and classifies each with c.
-func (s *segment) classify(c *classifier, seed maphash.Seed) {
-	s.lines, s.msgs = s.lines[:0], s.msgs[:0]
+func (s *segment) classify(c *classifier, seed maphash.Seed, d Digester) {
+	s.lines, s.msgs, s.digs = s.lines[:0], s.msgs[:0], s.digs[:0]
 	lr := &lineReader{buf: s.data, end: len(s.data), eof: true, off: s.off, line: 1}
 	if s.first {
 		lr.line = 0
@@ -68,6 +69,9 @@ func (s *segment) classify(c *classifier, seed maphash.Seed) {
 			m.sameServer = havePrev && string(server) == string(prevServer)
 			m.sameMethod = havePrev && string(method) == string(prevMethod)
 			prevServer, prevMethod, havePrev = server, method, true
+		}
+		if d != nil {
+			s.digs = digestLine(d, s.digs, line, s.msgs[m0:])
 		}
 		array := len(s.msgs) > int(m0) && isArray(line, s.msgs[m0:])
 		s.lines = append(s.lines, segLine{line: line, off: off, next: lr.off, nl: nl, m0: m0, m1: int32(len(s.msgs)), array: array})
@@ -113,8 +117,12 @@ func (x *Index) consumeParallel(data []byte, pos int64, workers int, final func(
 	for range workers {
 		go func() {
 			var c classifier
+			var d Digester
+			if x.cfg.digester != nil {
+				d = x.cfg.digester()
+			}
 			for s := range work {
-				s.err = mmap.Guard(func() error { s.classify(&c, x.pairs.seed); return nil })
+				s.err = mmap.Guard(func() error { s.classify(&c, x.pairs.seed, d); return nil })
 				s.done <- struct{}{}
 			}
 		}()
@@ -140,6 +148,9 @@ func (x *Index) consumeParallel(data []byte, pos int64, workers int, final func(
 					return nil
 				}
 				lineNo := x.line + 1
+				if s.digs != nil {
+					x.addDigests(s.digs[l.m0:l.m1])
+				}
 				torn, err := x.addClassified(l.line, s.msgs[l.m0:l.m1], l.array, l.off, lineNo, l.nl)
 				if err != nil {
 					return err

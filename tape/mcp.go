@@ -236,6 +236,11 @@ func (x *Index) Failure(i int) Failure {
 	if r.kind == KindRequest && r.partner >= 0 {
 		r = x.recs.at(int(r.partner))
 	}
+	return failureOf(r)
+}
+
+// failureOf is how response r failed (NoFailure for any other message).
+func failureOf(r *rec) Failure {
 	switch {
 	case r.kind != KindResponse, r.flags&flagNegotiation != 0:
 		return NoFailure

@@ -104,6 +104,9 @@ type readerConfig struct {
 	strict  bool
 	buffer  int
 	maxLine int64
+	// digester, when set, gives each classifying worker of an Index its
+	// Digester (WithDigests).
+	digester func() Digester
 }
 
 // Strict makes a malformed line an error (wrapping ErrMalformed, with its line

@@ -95,9 +95,16 @@ report for scripts; --exit-code exits 1 when anything differs.`,
 }
 
 // openSide opens the tape at path for a comparison, refusing a file with
-// no tape record (see noTape).
-func openSide(path string) (compare.Side, error) {
-	sd, err := compare.OpenSide(path)
+// no tape record (see noTape); with k, its index computes the calls' keys
+// (compare.OpenSideKeyed).
+func openSide(path string, k *compare.Keys) (compare.Side, error) {
+	var sd compare.Side
+	var err error
+	if k != nil {
+		sd, err = compare.OpenSideKeyed(path, k)
+	} else {
+		sd, err = compare.OpenSide(path)
+	}
 	if err != nil {
 		return sd, err
 	}
@@ -124,11 +131,15 @@ func runDiff(s streams, pa, pb string, f diffFlags) error {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(35)
 	}
-	a, err := openSide(pa)
+	var keys *compare.Keys
+	if !f.shadow {
+		keys = compare.NewKeys(o)
+	}
+	a, err := openSide(pa, keys)
 	var b compare.Side
 	var errB error
 	if err == nil && !f.shadow {
-		b, errB = openSide(pb)
+		b, errB = openSide(pb, keys)
 	}
 	for _, sd := range []compare.Side{a, b} {
 		if sd.Index != nil {

@@ -162,12 +162,13 @@ func runOpen(ctx context.Context, s streams, path string, opts tui.Options) erro
 
 // runOpenDiff shows tapes a and b side by side.
 func runOpenDiff(ctx context.Context, s streams, pa, pb string, light bool) error {
-	a, err := openSide(pa)
+	keys := compare.NewKeys(compare.Options{})
+	a, err := openSide(pa, keys)
 	if err != nil {
 		return err
 	}
 	defer a.Index.Close()
-	b, err := openSide(pb)
+	b, err := openSide(pb, keys)
 	if err != nil {
 		return err
 	}

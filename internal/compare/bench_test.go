@@ -12,16 +12,18 @@ import (
 	"github.com/tapedeck/tapedeck/tape"
 )
 
-// sides indexes the two tapes at once, as tapedeck diff does.
-func sides(b *testing.B, pa, pb string) (Side, Side) {
-	var sb Side
-	var errB error
-	done := make(chan struct{})
-	go func() { defer close(done); sb, errB = OpenSide(pb) }()
-	sa, err := OpenSide(pa)
-	<-done
-	if err != nil || errB != nil {
-		b.Fatal(err, errB)
+// sides indexes the two tapes as tapedeck diff does: one after the other
+// (each index's workers use both cores), their calls' keys and answers'
+// hashes computed by the indexes (OpenSideKeyed).
+func sides(b *testing.B, pa, pb string, o Options) (Side, Side) {
+	k := NewKeys(o)
+	sa, err := OpenSideKeyed(pa, k)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sb, err := OpenSideKeyed(pb, k)
+	if err != nil {
+		b.Fatal(err)
 	}
 	return sa, sb
 }
@@ -55,9 +57,10 @@ func BenchmarkDiff(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				sa, sb := sides(b, pa, pb)
+				o := Options{LatencyRatio: 1000, LatencyAbs: time.Hour}
+				sa, sb := sides(b, pa, pb, o)
 				var err error
-				r, err = Compare(sa, sb, Options{LatencyRatio: 1000, LatencyAbs: time.Hour})
+				r, err = Compare(sa, sb, o)
 				if err != nil {
 					b.Fatal(err)
 				}

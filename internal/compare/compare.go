@@ -43,6 +43,7 @@ type Side struct {
 	Name  string
 	Index *tape.Index
 	Open  func() (io.ReadCloser, error)
+	keys  *Keys // the keys its index computed (OpenSideKeyed), or nil
 }
 
 // OpenSide indexes the tape at path for Compare.
@@ -177,6 +178,11 @@ func Compare(a, b Side, o Options) (Report, error) {
 	// Calls are keyed by 128 bits of hash of their method and canonical
 	// params, the same seeds for both tapes.
 	seeds := [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+	if a.keys != nil && a.keys == b.keys && a.keys.fits(o) {
+		seeds = a.keys.seeds // and the calls' keys computed by the indexes count
+	} else {
+		a.keys, b.keys = nil, nil
+	}
 	la, lb := newAnswers(a.Index), newAnswers(b.Index)
 	for _, p := range pairs {
 		sr := ServerReport{Server: p.a}
@@ -347,6 +353,15 @@ func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep 
 			k.code = errorCode(raw)
 		}
 	}
+	// digs are the keys and hashes the index computed (OpenSideKeyed).
+	var digs tape.Digests
+	if side.keys != nil && side.keys.seeds == seeds {
+		digs = x.Digests()
+	}
+	digested := func(seq int) (tape.Digest, bool) {
+		d := digs.At(seq)
+		return d, d.OK
+	}
 	// awaited[seq] is 1 + the call whose answer is at seq (0: none).
 	awaited := make([]int32, x.Len())
 	out := make([]call, 0, x.Len()/3+1) // most tapes are a third calls or more
@@ -357,82 +372,101 @@ func calls(side Side, s string, n *tape.Normalizer, seeds [2]maphash.Seed, keep 
 		last = map[string]int{}
 	}
 	nx := x.Len()
-	var e, next tape.Entry
-	if nx > 0 {
-		next = x.Entry(0)
-	}
-	nextOf := func(i int) *tape.Entry {
+	// entryAt is message i and the one after it (nil for the last), to
+	// read i's bytes where the index did not digest them.
+	entryAt := func(i int) (tape.Entry, *tape.Entry) {
+		e := x.Entry(i)
 		if i+1 < nx {
-			return &next
+			next := x.Entry(i + 1)
+			return e, &next
 		}
-		return nil
+		return e, nil
 	}
-	for i := range nx {
-		e = next
-		if i+1 < nx {
-			next = x.Entry(i + 1)
+	// The index's facts are read a thousand messages under one lock.
+	buf := make([]tape.Brief, 1024)
+	for base := 0; base < nx; {
+		briefs := x.Briefs(base, buf[:0:min(len(buf), nx-base)])
+		if len(briefs) == 0 {
+			break
 		}
-		if last != nil && e.Server == s && e.Kind == tape.KindResponse && e.Dir == tape.DirRecv {
-			if m := x.MethodOf(i); answered(m) {
-				last[m] = i
+		for j := range briefs {
+			i, b := base+j, &briefs[j]
+			if last != nil && b.Server == s && b.Kind == tape.KindResponse && b.Dir == tape.DirRecv {
+				if m := b.Method; answered(m) {
+					last[m] = i
+				}
 			}
-		}
-		if w := awaited[i]; w != 0 {
-			raw, err := at(e, nextOf(i))
-			if err != nil {
-				return out, err
-			}
-			answerOf(&out[w-1], raw)
-			continue
-		}
-		if e.Kind != tape.KindRequest || e.Dir != tape.DirSend || (s != "" && e.Server != s) {
-			continue
-		}
-		if keep != nil && !keep(i) {
-			continue
-		}
-		p := x.Pair(i)
-		k := call{req: int32(i), resp: -1, method: intern(e.Method)}
-		var early []byte // the answer, recorded before the request
-		switch {
-		case p.Partner < 0 && p.Cancelled:
-			k.status = "cancelled"
-		case p.Partner < 0:
-			k.status = "pending"
-		default:
-			re := x.Entry(p.Partner)
-			if re.Kind == tape.KindLifecycle {
-				// Refused over HTTP by a 401 or 403 challenge: a record that
-				// carried no message answers it (tape.ReadCalls: no response).
-				k.status = "challenged"
-				break
-			}
-			k.resp = int32(p.Partner)
-			k.status, k.needCode = answerStatus(x, p.Partner)
-			if !e.Time.IsZero() && !re.Time.IsZero() {
-				k.latency, k.timed = re.Time.Sub(e.Time), true
-			}
-			if p.Partner > i {
-				awaited[p.Partner] = int32(len(out) + 1)
-			} else {
-				m, err := x.Message(p.Partner)
+			if w := awaited[i]; w != 0 {
+				if d, ok := digested(i); ok {
+					answerDigest(&out[w-1], d)
+					continue
+				}
+				raw, err := at(entryAt(i))
 				if err != nil {
 					return out, err
 				}
-				early = m.Raw
+				answerOf(&out[w-1], raw)
+				continue
 			}
+			if b.Kind != tape.KindRequest || b.Dir != tape.DirSend || (s != "" && b.Server != s) {
+				continue
+			}
+			if keep != nil && !keep(i) {
+				continue
+			}
+			k := call{req: int32(i), resp: -1, method: intern(b.Method)}
+			var early []byte // the answer, recorded before the request
+			switch {
+			case b.Partner < 0 && b.Cancelled:
+				k.status = "cancelled"
+			case b.Partner < 0:
+				k.status = "pending"
+			default:
+				rb := x.Brief(b.Partner)
+				if rb.Kind == tape.KindLifecycle {
+					// Refused over HTTP by a 401 or 403 challenge: a record that
+					// carried no message answers it (tape.ReadCalls: no response).
+					k.status = "challenged"
+					break
+				}
+				k.resp = int32(b.Partner)
+				k.status, k.needCode = answerStatus(rb)
+				if b.Timed && rb.Timed {
+					k.latency, k.timed = time.Unix(0, rb.Time).Sub(time.Unix(0, b.Time)), true
+				}
+				if b.Partner > i {
+					awaited[b.Partner] = int32(len(out) + 1)
+				} else if d, ok := digested(b.Partner); ok {
+					answerDigest(&k, d)
+				} else {
+					m, err := x.Message(b.Partner)
+					if err != nil {
+						return out, err
+					}
+					early = m.Raw
+				}
+			}
+			if d, ok := digested(i); ok {
+				putKey(&k, d.V)
+				if early != nil {
+					answerOf(&k, early)
+				}
+				out = append(out, k)
+				continue
+			}
+			raw, err := at(entryAt(i))
+			if err != nil {
+				return out, err
+			}
+			canon = paramsKey(&cs, append(append(canon[:0], k.method...), 0), raw, n)
+			binary.LittleEndian.PutUint64(k.key[:8], maphash.Bytes(seeds[0], canon))
+			binary.LittleEndian.PutUint64(k.key[8:], maphash.Bytes(seeds[1], canon))
+			if early != nil {
+				answerOf(&k, early)
+			}
+			out = append(out, k)
 		}
-		raw, err := at(e, nextOf(i))
-		if err != nil {
-			return out, err
-		}
-		canon = paramsKey(&cs, append(append(canon[:0], k.method...), 0), raw, n)
-		binary.LittleEndian.PutUint64(k.key[:8], maphash.Bytes(seeds[0], canon))
-		binary.LittleEndian.PutUint64(k.key[8:], maphash.Bytes(seeds[1], canon))
-		if early != nil {
-			answerOf(&k, early)
-		}
-		out = append(out, k)
+		base += len(briefs)
 	}
 	if ans != nil {
 		ans.seqs[s] = last
@@ -568,22 +602,22 @@ func gjsonGet(raw []byte, path string) gjson.Result {
 	return gjson.Get(unsafe.String(&raw[0], len(raw)), path)
 }
 
-// answerStatus is a call's status from its answer at seq, as
+// answerStatus is a call's status from its answer's Brief, as
 // tape.ReadCalls gives it, and whether its JSON-RPC error code counts
 // (errorCode of the answer's bytes).
-func answerStatus(x *tape.Index, seq int) (string, bool) {
+func answerStatus(b tape.Brief) (string, bool) {
 	status, code := "ok", false
-	switch x.Failure(seq) {
+	switch b.Failure {
 	case tape.RPCError:
 		status, code = "error", true
 	case tape.NoFailure:
-		if x.Negotiation(seq) {
+		if b.Negotiation {
 			status, code = "negotiation", true
 		}
 	case tape.ToolError:
 		status = "tool-error"
 	}
-	if x.Pair(seq).Late {
+	if b.Late {
 		status = "late"
 	}
 	return status, code
