@@ -226,6 +226,26 @@ func (l *Library) openFile() error {
 	}
 	dsn := "file:" + escapePath(l.opts.Path) +
 		"?_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	// Processes opening a new index at once: SQLite can answer the one
+	// whose connection asks for WAL while another converts the file with
+	// SQLITE_BUSY without waiting busy_timeout (2 of 40 runs of
+	// TestConcurrentIndexers). That open is tried again, as long as the
+	// busy timeout.
+	deadline := time.Now().Add(openBusyFor)
+	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		err := l.openDSN(dsn)
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(wait)
+	}
+}
+
+// openBusyFor is how long openFile tries again an open SQLite answered
+// SQLITE_BUSY, as long as the connection's busy_timeout.
+const openBusyFor = 30 * time.Second
+
+func (l *Library) openDSN(dsn string) error {
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return err
@@ -241,6 +261,12 @@ func (l *Library) openFile() error {
 		return err
 	}
 	return nil
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY (any extended code).
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
 }
 
 // privateFile creates the file at path with mode 0600, or takes the
