@@ -129,8 +129,9 @@ func runDiff(s streams, pa, pb string, f diffFlags) error {
 	// and the garbage collector runs at a third of its default target: two
 	// realistic 1M-message tapes (2.5 GB each) peak at 386-418 MB. GOGC=100
 	// with GOMEMLIMIT=320MiB measured ~6% less CPU on the 100 000-message
-	// tapes (bench/ratios) but makes the collector run without pause once
-	// two larger tapes' live heap passes the limit, so it is not the default.
+	// tapes (bench/ratios) but lets the collector take up to half the CPU
+	// once two larger tapes' live heap passes the limit (Go's GC CPU
+	// limiter), so it is not the default.
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(35)
 	}
