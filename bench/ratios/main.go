@@ -100,6 +100,7 @@ func run(n, runs int, only string) error {
 		{name: "stats vs wc -l", args: []string{"stats", a}, budget: 4, base: "wc"},
 		{name: "diff A B", args: []string{"diff", a, b}, budget: 3},
 		{name: "check", args: []string{"check", a}, budget: 3},
+		{name: "check --spec", args: []string{"check", "--spec", a}, budget: 3},
 		{name: "export json", args: []string{"export", a, "--format", "json"}, budget: 2},
 		{name: "export otlp", args: []string{"export", a, "--format", "otlp"}, budget: 2},
 		{name: "export har", args: []string{"export", a, "--format", "har"}, budget: 2},
