@@ -29,7 +29,12 @@ package record
 //     Mcp-Session-Id B's own);
 //   - a lane gives each request an id of B's own (mapped back to the
 //     client's in _meta.shadowOf, and in a notifications/cancelled),
-//     records it, and sends it to B through its transport;
+//     records it, and sends it to B through its transport, in the
+//     client's causal order (awaitCause): a message the client sent
+//     after it had A's answer to an earlier one goes once B answered
+//     that one's copy (or Drain after it was sent), so that B, whose
+//     copies go on connections of their own, never handles it first;
+//     messages the client sent while A had not answered go at once;
 //   - B's answers are recorded as they come; B's own requests are answered
 //     with an error, since the client never sees B.
 //
