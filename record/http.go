@@ -193,6 +193,8 @@ type exchange struct {
 	// no numbers a POST with no session (Proxy.exchanges), 0 otherwise.
 	no   int64
 	host string // the proxy's host as the client addressed it
+	// shadow is the shadow's copy of the body, held for A's answer.
+	shadow *shadowOrder
 }
 
 func (p *Proxy) init() {
@@ -355,11 +357,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			p.note(p.message(body, tape.DirSend, recordMeta{ex: ex}))
 			// B gets the copy once A's answer was forwarded (written to
 			// the client's connection), or the shadow's hold passed.
-			if ticket := p.shadow.give(shadowItem{msg: body, session: ex.session, exchange: ex.no,
-				protocol: ex.protocolVersion, mcpMethod: ex.mcpMethod, mcpName: ex.mcpName}); ticket != 0 {
+			if o := p.shadow.give(shadowItem{msg: body, session: ex.session, exchange: ex.no,
+				protocol: ex.protocolVersion, mcpMethod: ex.mcpMethod, mcpName: ex.mcpName}); o != nil {
+				ex.shadow = o
 				defer func() {
 					_ = http.NewResponseController(w).Flush()
-					p.shadow.answered(ticket)
+					p.shadow.answered(o)
 				}()
 			}
 		}
@@ -420,6 +423,10 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 			return err
 		}
 		resp.Body = io.NopCloser(bytes.NewReader(body))
+		// A's whole answer is here and goes to the client next: the
+		// client's messages from now on reach B after B's answer to
+		// the shadow's copy of this request.
+		p.shadow.forwarding(ex.shadow)
 		trimmed := bytes.TrimSpace(body)
 		if mediaType == "application/json" && len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
 			m := recordMeta{ex: ex, status: resp.StatusCode}

@@ -29,7 +29,12 @@ package record
 //     Mcp-Session-Id B's own);
 //   - a lane gives each request an id of B's own (mapped back to the
 //     client's in _meta.shadowOf, and in a notifications/cancelled),
-//     records it, and sends it to B through its transport;
+//     records it, and sends it to B through its transport, in the
+//     client's causal order (awaitCause): a message the client sent
+//     after it had A's answer to an earlier one goes once B answered
+//     that one's copy (or Drain after it was sent), so that B, whose
+//     copies go on connections of their own, never handles it first;
+//     messages the client sent while A had not answered go at once;
 //   - B's answers are recorded as they come; B's own requests are answered
 //     with an error, since the client never sees B.
 //
@@ -116,6 +121,15 @@ type shadowItem struct {
 	end bool
 	// The request's headers B gets as the client sent them.
 	protocol, mcpMethod, mcpName string
+	// order: the copy's place in the client's causal order (a held copy
+	// of the proxy's); after: the marks (shadowQueue.mark) made before it
+	// was put in the queue, the copies whose A answer the client had
+	// before it sent this message.
+	order *shadowOrder
+	after uint64
+	// done, set by the lane, is closed once B's exchange of this copy
+	// ended (answered or failed).
+	done chan struct{}
 }
 
 // shadowTransport is how the shadow reaches B.
@@ -163,6 +177,22 @@ type pendingCall struct {
 	of      []byte // the client's id
 	lane    *shadowLane
 	session string // the client's session
+	done    chan struct{}
+}
+
+// answeredByB closes done (a copy's shadowItem.done): B answered the copy
+// (its response came, or its exchange ended). Either may come first.
+func (s *shadow) answeredByB(done chan struct{}) {
+	if done == nil {
+		return
+	}
+	s.mu.Lock()
+	select {
+	case <-done:
+	default:
+		close(done)
+	}
+	s.mu.Unlock()
 }
 
 // shadowLane is one B session: over stdio the process's, over HTTP one a
@@ -179,9 +209,20 @@ type shadowLane struct {
 	// wrote is closed once the lane's last HTTP request to B was written
 	// (or failed): the next one waits for it, so B's connections carry the
 	// copies in the client's order (see httpShadow.send).
-	wrote     chan struct{}
+	wrote chan struct{}
+	// sent are the lane's copies sent to B whose exchange may not have
+	// ended (owned by the lane's goroutine): a later copy the client sent
+	// after A's answer to one of them waits for B's answer to it.
+	sent      []sentCopy
 	mu        sync.Mutex
 	sessionMu sync.Mutex
+}
+
+// sentCopy is a copy sent to B on a lane, its exchange not yet seen ended.
+type sentCopy struct {
+	order *shadowOrder
+	done  chan struct{}
+	sent  time.Time
 }
 
 func newShadow(o ShadowOptions, main *recorder) (*shadow, error) {
@@ -250,25 +291,42 @@ func (s *shadow) offer(it shadowItem) {
 // give is offer of a message the caller never changes or reuses after
 // (the proxy's request body, read into a buffer of its own): no copy. The
 // copy is held until the caller says A's answer to it was forwarded
-// (answered with the ticket give returns), or Hold passed.
-func (s *shadow) give(it shadowItem) uint64 {
+// (answered with the order give returns), or Hold passed; nil: the copy
+// was dropped (or there is no shadow).
+func (s *shadow) give(it shadowItem) *shadowOrder {
 	if s == nil || s.closing.Load() {
-		return 0
+		return nil
 	}
-	seq, ok := s.q.push(it, false)
-	if !ok {
+	it.order = new(shadowOrder)
+	if _, ok := s.q.push(it, false); !ok {
 		s.dropped.Add(1)
+		return nil
 	}
-	return seq
+	return it.order
 }
 
-// answered says A's answer to the copy give returned ticket for has been
-// forwarded to the client: the copy may go to B.
-func (s *shadow) answered(ticket uint64) {
-	if s == nil || ticket == 0 {
+// answered says A's answer to o's copy has been forwarded to the client:
+// the copy may go to B, and the client's later messages go to B after
+// B's answer to it (forwarding, if not said before).
+func (s *shadow) answered(o *shadowOrder) {
+	if s == nil || o == nil {
 		return
 	}
-	s.q.ready(ticket)
+	s.q.mark(o)
+	s.q.ready(o.ticket)
+}
+
+// forwarding says A's whole answer to o's copy (a JSON body, a 202) is
+// being forwarded to the client: whatever the client sends from now on
+// may have been sent after it, and goes to B after B's answer to o's
+// copy. Said before the answer's bytes reach the client, so that a
+// message the client sends at once after them is never taken for one
+// sent with them.
+func (s *shadow) forwarding(o *shadowOrder) {
+	if s == nil || o == nil {
+		return
+	}
+	s.q.mark(o)
 }
 
 // end tells the shadow the client DELETEd its session: B's session on
@@ -443,13 +501,16 @@ func (s *shadow) runLane(l *shadowLane) {
 		if l.protocol == "" || it.protocol != "" {
 			l.protocol = it.protocol
 		}
+		if e[0].Method != "initialize" && it.order != nil {
+			it.done = make(chan struct{}) // closed when B answered the copy (awaitCause)
+		}
 		switch e[0].Kind {
 		case tape.KindRequest:
 			s.mu.Lock()
 			s.nextID++
 			id := []byte(strconv.FormatInt(s.nextID, 10))
 			of = bytes.Clone([]byte(e[0].ID))
-			s.pending[string(id)] = pendingCall{of: of, lane: l, session: it.session}
+			s.pending[string(id)] = pendingCall{of: of, lane: l, session: it.session, done: it.done}
 			s.counts.sent++
 			s.mu.Unlock()
 			l.byClient[string(e[0].ID)] = string(id)
@@ -464,17 +525,66 @@ func (s *shadow) runLane(l *shadowLane) {
 			}
 		}
 		l.mu.Unlock()
-		s.record(msg, tape.DirSend, l, of, it.session)
-		// initialize, and a notification (answered at once: 202 over
-		// HTTP), are answered by B before the next copy goes: over HTTP
-		// each copy has a connection of its own, and B may otherwise
-		// handle the client's tools/list before its
+		// B sees the client's causal order: a message the client sent
+		// after it had A's answer to an earlier one (a request's response,
+		// a notification's 202) goes to B once B answered that one's copy.
+		// Over HTTP each copy has a connection of its own, and B would
+		// otherwise handle the client's tools/list before its
 		// notifications/initialized, which the client sent first and
-		// waited for.
-		wait := e[0].Method == "initialize" || e[0].Kind == tape.KindNotification
+		// waited for. Messages the client sent while A had not answered
+		// the earlier one go at once, concurrently as the client's did.
+		s.awaitCause(l, it)
+		s.record(msg, tape.DirSend, l, of, it.session)
+		// initialize is answered by B before the next copy goes (B's
+		// session, which the next copy carries, comes with its answer).
+		wait := e[0].Method == "initialize"
 		if err := s.tr.send(s, l, it, msg, wait); err != nil {
 			s.fail(l, msg, err)
+		} else if it.done != nil {
+			l.sent = append(l.sent, sentCopy{order: it.order, done: it.done, sent: time.Now()})
 		}
+	}
+}
+
+// awaitCause waits until B answered the copies sent on l whose A answer
+// the client had before it sent it's message (it.after), each no longer
+// than Drain after it was sent (B's answer not given by then is taken
+// for one that never comes, as at the end of the recording): a B that
+// does not answer holds the lane no longer, one that fails or is gone
+// ends the exchange, and the wait, at once. The copies whose exchange
+// ended or whose Drain passed are forgotten.
+func (s *shadow) awaitCause(l *shadowLane, it shadowItem) {
+	var timer *time.Timer
+	keep := l.sent[:0]
+	for _, c := range l.sent {
+		select {
+		case <-c.done:
+			continue
+		default:
+		}
+		left := s.o.Drain - time.Since(c.sent)
+		if left <= 0 {
+			continue
+		}
+		if at := c.order.at.Load(); at != 0 && at <= it.after {
+			if timer == nil {
+				timer = time.NewTimer(left)
+			} else {
+				timer.Reset(left)
+			}
+			select {
+			case <-c.done:
+				continue
+			case <-timer.C:
+				continue
+			}
+		}
+		keep = append(keep, c)
+	}
+	clear(l.sent[len(keep):])
+	l.sent = keep
+	if timer != nil {
+		timer.Stop()
 	}
 }
 
@@ -522,12 +632,16 @@ func (s *shadow) fromB(l *shadowLane, msg []byte, hm tape.HTTPMeta) {
 		switch e.Kind {
 		case tape.KindResponse:
 			s.mu.Lock()
-			if p, ok := s.pending[string(e.ID)]; ok {
+			p, ok := s.pending[string(e.ID)]
+			if ok {
 				of, client = p.of, p.session
 				delete(s.pending, string(e.ID))
 				s.counts.answered++
 			}
 			s.mu.Unlock()
+			if ok {
+				s.answeredByB(p.done)
+			}
 		case tape.KindRequest:
 			s.recordHTTP(e.Raw, tape.DirRecv, l, nil, client, hm)
 			answer := jsonrpc.ErrorResponse([]byte(e.ID), -32601, "tapedeck: the shadow server's requests are not forwarded to the client", nil)
@@ -539,76 +653,6 @@ func (s *shadow) fromB(l *shadowLane, msg []byte, hm tape.HTTPMeta) {
 		}
 		s.recordHTTP(e.Raw, tape.DirRecv, l, of, client, hm)
 	}
-}
-
-// shadowMeta is a lane record's _meta besides dir, server and ts.
-type shadowMeta struct {
-	http   tape.HTTPMeta
-	of     []byte
-	client string
-}
-
-// appendJSON writes the members in key order, as tape.Writer does: the
-// lane's (shadow, shadowOf, shadowSession) before the HTTP members that
-// sort after them (status, stream, transport).
-func (m shadowMeta) appendJSON(b []byte) []byte {
-	start := len(b)
-	if m.http.HTTP {
-		b = m.http.AppendJSON(b)
-	}
-	at := len(b)
-	for _, k := range [...]string{`,"status":`, `,"stream":`, `,"transport":`} {
-		// A string member's text never holds `,"` (its quotes are
-		// escaped): the first of these is the member's start.
-		if i := bytes.Index(b[start:], []byte(k)); i >= 0 {
-			at = start + i
-			break
-		}
-	}
-	var tail [256]byte
-	rest := append(tail[:0], b[at:]...)
-	b = append(b[:at], `,"shadow":true`...)
-	if len(m.of) > 0 {
-		b = append(b, `,"shadowOf":`...)
-		b = append(b, m.of...)
-	}
-	if m.client != "" {
-		b = append(b, `,"shadowSession":`...)
-		b = tape.AppendString(b, m.client)
-	}
-	return append(b, rest...)
-}
-
-func (m shadowMeta) fields() map[string]any {
-	f := map[string]any{}
-	if m.http.HTTP {
-		f = m.http.Fields()
-	}
-	f[tape.MetaShadow] = true
-	if len(m.of) > 0 {
-		f[tape.MetaShadowOf] = jsonText(m.of)
-	}
-	if m.client != "" {
-		f[tape.MetaShadowSession] = m.client
-	}
-	return f
-}
-
-// jsonText is a JSON value's text kept as it is in a map for tape.Writer.
-type jsonText []byte
-
-func (j jsonText) MarshalJSON() ([]byte, error) { return j, nil }
-
-func (s *shadow) record(msg []byte, dir tape.Dir, l *shadowLane, of []byte, client string) {
-	var hm tape.HTTPMeta
-	if s.o.URL != nil {
-		hm = tape.HTTPMeta{HTTP: true, Method: http.MethodPost, Session: l.bSession(), Protocol: l.proto()}
-	}
-	s.recordHTTP(msg, dir, l, of, client, hm)
-}
-
-func (s *shadow) recordHTTP(msg []byte, dir tape.Dir, _ *shadowLane, of []byte, client string, hm tape.HTTPMeta) {
-	s.note(s.sk.message(msg, dir, shadowMeta{http: hm, of: of, client: client}))
 }
 
 // proto is the client's latest protocol version on the lane.
@@ -653,10 +697,8 @@ func (s *shadow) close() {
 	}
 	s.mu.Unlock()
 	deadline := time.Now().Add(s.o.Drain)
-	waited := make(chan struct{})
-	go func() { s.lanesWG.Wait(); close(waited) }()
 	select {
-	case <-waited:
+	case <-waitDone(&s.lanesWG):
 	case <-time.After(s.o.Drain):
 	}
 	for time.Now().Before(deadline) {
@@ -669,6 +711,12 @@ func (s *shadow) close() {
 		time.Sleep(10 * time.Millisecond)
 	}
 	s.tr.stop()
+	// The lanes' last copies (ones that waited for B's answer to an
+	// earlier one) fail at once now: their records before the close.
+	select {
+	case <-waitDone(&s.lanesWG):
+	case <-time.After(s.o.Drain):
+	}
 	s.flight.Wait()
 	s.mu.Lock()
 	params := map[string]any{"reason": "the recording ended", "sent": s.counts.sent, "answered": s.counts.answered,
@@ -679,6 +727,13 @@ func (s *shadow) close() {
 	s.mu.Unlock()
 	s.note(s.sk.lifecycle(tape.MethodClose, params, map[string]any{tape.MetaShadow: true}))
 	s.note(s.sk.close())
+}
+
+// waitDone is closed once wg's Wait returns.
+func waitDone(wg *sync.WaitGroup) <-chan struct{} {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	return done
 }
 
 // newShadow prepares the shim's shadow, if it has one.

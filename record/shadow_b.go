@@ -160,6 +160,7 @@ func (t *httpShadow) send(s *shadow, l *shadowLane, it shadowItem, msg []byte, w
 		defer s.flight.Done()
 		defer l.flight.Done()
 		defer func() { <-l.sem }()
+		defer s.answeredByB(it.done)
 		var once sync.Once
 		done := func() { once.Do(func() { close(wrote) }) }
 		defer done()

@@ -118,7 +118,13 @@ func echoProcess(b *testing.B, delay time.Duration) string {
 const (
 	shadowRate  = 1000 // requests a second, the budget's rate
 	shadowBlock = 100  // requests to one proxy before the other takes its turn
-	shadowRest  = 20 * time.Millisecond
+	// shadowRest is long enough for B to answer a block's last copies:
+	// B sees the client's causal order, so the copies of requests the
+	// client sent after A answered the one before go one after the other,
+	// each after B's 2 ms answer to the one before (the copies of a block
+	// end up to ~50 ms after its last request; with 20 ms they spilled
+	// into the other proxy's block).
+	shadowRest = 80 * time.Millisecond
 )
 
 func BenchmarkProxyShadow(b *testing.B) {

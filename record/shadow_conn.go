@@ -350,6 +350,7 @@ func (call *shadowCall) finish(err error) {
 	if err != nil {
 		call.s.fail(call.l, call.msg, err)
 	}
+	call.s.answeredByB(call.it.done)
 	<-call.l.sem
 	call.l.flight.Done()
 	call.s.flight.Done()

@@ -2,6 +2,7 @@ package record
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,6 +22,18 @@ type shadowQueue struct {
 	closed bool
 	wake   chan struct{} // 1 slot: the head became ready, or the queue closed
 	timer  *time.Timer   // the head's hold ends (reset under mu)
+	// marks counts the copies whose A answer reached the client (mark):
+	// a copy put in after the nth sees n (shadowItem.after).
+	marks uint64
+}
+
+// shadowOrder is a held copy's place in the client's causal order: when
+// A's answer to it reached the client, among the others' (mark). A copy
+// the client sent after that answer (shadowItem.after >= at) goes to B
+// only once B answered this one (shadow.awaitCause).
+type shadowOrder struct {
+	ticket uint64
+	at     atomic.Uint64 // 0: A's answer not yet forwarded
 }
 
 type queued struct {
@@ -47,7 +60,11 @@ func (q *shadowQueue) push(it shadowItem, ready bool) (uint64, bool) {
 		q.mu.Unlock()
 		return 0, false
 	}
+	e.it.after = q.marks
 	ticket := q.head + uint64(q.n)
+	if e.it.order != nil {
+		e.it.order.ticket = ticket
+	}
 	q.ring[ticket%uint64(len(q.ring))] = e
 	q.n++
 	first := q.n == 1
@@ -73,6 +90,17 @@ func (q *shadowQueue) ready(ticket uint64) {
 	if head {
 		q.signal()
 	}
+}
+
+// mark says A's answer to o's copy is reaching the client: copies put in
+// from now on are the client's messages sent after it.
+func (q *shadowQueue) mark(o *shadowOrder) {
+	q.mu.Lock()
+	if o.at.Load() == 0 {
+		q.marks++
+		o.at.Store(q.marks)
+	}
+	q.mu.Unlock()
 }
 
 func (q *shadowQueue) signal() {

@@ -1,6 +1,8 @@
 package record
 
 import (
+	"bytes"
+	"net/http"
 	"sync"
 	"time"
 
@@ -112,4 +114,74 @@ func (t *laneTape) close() error {
 	t.closed = true
 	t.mu.Unlock()
 	return t.flush()
+}
+
+// shadowMeta is a lane record's _meta besides dir, server and ts.
+type shadowMeta struct {
+	http   tape.HTTPMeta
+	of     []byte
+	client string
+}
+
+// appendJSON writes the members in key order, as tape.Writer does: the
+// lane's (shadow, shadowOf, shadowSession) before the HTTP members that
+// sort after them (status, stream, transport).
+func (m shadowMeta) appendJSON(b []byte) []byte {
+	start := len(b)
+	if m.http.HTTP {
+		b = m.http.AppendJSON(b)
+	}
+	at := len(b)
+	for _, k := range [...]string{`,"status":`, `,"stream":`, `,"transport":`} {
+		// A string member's text never holds `,"` (its quotes are
+		// escaped): the first of these is the member's start.
+		if i := bytes.Index(b[start:], []byte(k)); i >= 0 {
+			at = start + i
+			break
+		}
+	}
+	var tail [256]byte
+	rest := append(tail[:0], b[at:]...)
+	b = append(b[:at], `,"shadow":true`...)
+	if len(m.of) > 0 {
+		b = append(b, `,"shadowOf":`...)
+		b = append(b, m.of...)
+	}
+	if m.client != "" {
+		b = append(b, `,"shadowSession":`...)
+		b = tape.AppendString(b, m.client)
+	}
+	return append(b, rest...)
+}
+
+func (m shadowMeta) fields() map[string]any {
+	f := map[string]any{}
+	if m.http.HTTP {
+		f = m.http.Fields()
+	}
+	f[tape.MetaShadow] = true
+	if len(m.of) > 0 {
+		f[tape.MetaShadowOf] = jsonText(m.of)
+	}
+	if m.client != "" {
+		f[tape.MetaShadowSession] = m.client
+	}
+	return f
+}
+
+// jsonText is a JSON value's text kept as it is in a map for tape.Writer.
+type jsonText []byte
+
+func (j jsonText) MarshalJSON() ([]byte, error) { return j, nil }
+
+func (s *shadow) record(msg []byte, dir tape.Dir, l *shadowLane, of []byte, client string) {
+	var hm tape.HTTPMeta
+	if s.o.URL != nil {
+		hm = tape.HTTPMeta{HTTP: true, Method: http.MethodPost, Session: l.bSession(), Protocol: l.proto()}
+	}
+	s.recordHTTP(msg, dir, l, of, client, hm)
+}
+
+func (s *shadow) recordHTTP(msg []byte, dir tape.Dir, _ *shadowLane, of []byte, client string, hm tape.HTTPMeta) {
+	s.note(s.sk.message(msg, dir, shadowMeta{http: hm, of: of, client: client}))
 }

@@ -126,6 +126,20 @@ token, client secret, PKCE verifier and Authorization header redacted
 (codes and tokens as "[REDACTED] sha256:" fingerprints, equal for equal
 secrets).
 
+Shadow traffic: --shadow URL (HTTP) or --shadow-cmd "COMMAND ARGS" (stdio)
+also sends a copy of every client message to a second server B, in a
+session of its own (its ids and tokens its own). B's answers go on the
+same tape as a shadow lane and never reach the client; nothing waits for
+B: its copies wait in a bounded queue, and a slow or dead B has them
+dropped, each counted in a $shadow/dropped record. Over stdio B reads the
+copies on its stdin in the client's order. Over HTTP each copy is a POST
+of its own, and B sees the client's causal order: a message the client
+sent after it had A's answer to an earlier one goes to B once B answered
+that one's copy (or gave no answer within 2 s), while messages sent before
+A answered go at once. Afterwards
+"tapedeck diff --shadow TAPE" compares A's and B's answers call by call
+and "tapedeck check --fail-on shadow TAPE" fails on them.
+
 Without --server a stdio server is named after its command, or, for a
 launcher, after what it runs: "node dist/index.js" records as index,
 "node /srv/weather/build/index.js" as weather, "npx -y
@@ -240,7 +254,7 @@ doing it. The README's "Injecting faults" section has every key.
 	f.StringArrayVar(&o.allowHosts, "allow-host", nil, "HTTP: accept the Host header `HOST` besides loopback ones and the --listen host; * accepts any (repeatable)")
 	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "HTTP: accept the Origin header `ORIGIN` besides loopback ones, e.g. https://app.example.com; * accepts any, to test a server's own Origin check (repeatable)")
 	f.BoolVar(&o.allowAnyOrigins, "allow-any-origin", false, "HTTP: the same as --allow-origin '*'")
-	f.StringVar(&o.shadow, "shadow", "", "HTTP: also send a copy of the client's traffic to the MCP endpoint `URL` (server B), in a session of its own; its answers are recorded as a shadow lane, never forwarded; B gets each copy once A's answer was forwarded to the client (at most 5ms after the client sent it), its latency on the lane its own (see Shadow traffic below)")
+	f.StringVar(&o.shadow, "shadow", "", "HTTP: also send a copy of the client's traffic to the MCP endpoint `URL` (server B), in a session of its own; its answers are recorded as a shadow lane, never forwarded; B gets each copy once A's answer was forwarded to the client (at most 5ms after the client sent it), its latency on the lane its own (see Shadow traffic above)")
 	f.StringVar(&o.shadowCmd, "shadow-cmd", "", "stdio: also start `\"COMMAND ARGS\"` (split on spaces) as server B and send it a copy of the client's traffic, as --shadow")
 	f.Float64Var(&o.shadowSample, "shadow-sample", 1, "the share `P` of the client's requests B gets, in (0, 1] (the handshake and notifications always go)")
 	f.BoolVar(&o.proxyAuth, "proxy-auth", false, "HTTP: route the OAuth authorization server's metadata and endpoints through the proxy too, each exchange recorded with its secrets redacted (see OAuth above)")
