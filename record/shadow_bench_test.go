@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -129,6 +130,9 @@ const (
 
 func BenchmarkProxyShadow(b *testing.B) {
 	const aDelay = 200 * time.Microsecond
+	if os.Getenv("GOGC") == "" { // as tapedeck record runs
+		defer debug.SetGCPercent(debug.SetGCPercent(record.GCPercent))
+	}
 	var aURL, bURL string
 	inProcess := os.Getenv("TAPEDECK_BENCH_PROCESSES") == "none"
 	if inProcess {

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -230,6 +231,9 @@ doing it. The README's "Injecting faults" section has every key.
 			rs, err := o.rules.load(cmd)
 			if err != nil {
 				return err
+			}
+			if os.Getenv("GOGC") == "" {
+				debug.SetGCPercent(record.GCPercent)
 			}
 			if o.upstream != "" {
 				return runRecordHTTP(cmd.Context(), s, &o, rs)
