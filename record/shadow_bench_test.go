@@ -71,20 +71,7 @@ func serveEcho(delay string) int {
 // echoProcess starts the test binary as a jsonEcho server of delay in a
 // process of its own and returns its URL; it stops with b.
 func echoProcess(b *testing.B, delay time.Duration) string {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), echoServerEnv+"="+delay.String())
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
+	cmd, in, out := selfProcess(b, echoServerEnv+"="+delay.String())
 	b.Cleanup(func() { in.Close(); cmd.Wait() })
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
@@ -348,8 +335,15 @@ type procClient struct {
 }
 
 func clientProcess(b *testing.B) *procClient {
+	cmd, in, out := selfProcess(b, clientEnv+"=1")
+	return &procClient{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20)}
+}
+
+// selfProcess starts the test binary again with env added (TestMain makes
+// it the echo server or the client it names), its stdin and stdout piped.
+func selfProcess(b *testing.B, env string) (*exec.Cmd, io.WriteCloser, io.ReadCloser) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), clientEnv+"=1")
+	cmd.Env = append(os.Environ(), env)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -362,7 +356,7 @@ func clientProcess(b *testing.B) *procClient {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	return &procClient{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20)}
+	return cmd, in, out
 }
 
 func (c *procClient) close() { c.in.Close(); c.cmd.Wait() }
