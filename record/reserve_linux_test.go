@@ -65,9 +65,13 @@ func TestStdioReservesTapeAhead(t *testing.T) {
 			t.Fatalf("expected %d lines from the server, the output ended: %v", lines, sc.Err())
 		}
 	}
+	// The last step reserved up to twice the size it was taken at, and
+	// the tape may have grown up to near that end since: what is left past
+	// the end is anything from a few blocks to a few MiB (below 512 KiB in
+	// 3 of 40 runs), so only that some is left is asserted.
 	size, blocks := allocated(t, path)
-	if size < int64(lines*len(msg)) || blocks-size < 512<<10 {
-		t.Errorf("while recording: expected a tape of at least %d bytes with at least 512 KiB reserved past its end, found %d bytes in %d of blocks", lines*len(msg), size, blocks)
+	if size < int64(lines*len(msg)) || blocks-size < 16<<10 {
+		t.Errorf("while recording: expected a tape of at least %d bytes with at least 16 KiB reserved past its end, found %d bytes in %d of blocks", lines*len(msg), size, blocks)
 	}
 	inW.Close()
 	go io.Copy(io.Discard, outR)
