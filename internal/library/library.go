@@ -37,6 +37,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -225,7 +226,8 @@ func (l *Library) openFile() error {
 		return err
 	}
 	dsn := "file:" + escapePath(l.opts.Path) +
-		"?_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+		"?_pragma=busy_timeout(" + strconv.FormatInt(openBusyFor.Milliseconds(), 10) + ")" +
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 	// Processes opening a new index at once: SQLite can answer the one
 	// whose connection asks for WAL while another converts the file with
 	// SQLITE_BUSY without waiting busy_timeout (2 of 40 runs of
@@ -234,16 +236,19 @@ func (l *Library) openFile() error {
 	deadline := time.Now().Add(openBusyFor)
 	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
 		err := l.openDSN(dsn)
-		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+		if err == nil || !isBusy(err) {
 			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("expected another process's lock on it to end within %s (SQLite's busy timeout), found it still held (another tapedeck indexing, or a program with the file open in a transaction): %w", openBusyFor, err)
 		}
 		time.Sleep(wait)
 	}
 }
 
 // openBusyFor is how long openFile tries again an open SQLite answered
-// SQLITE_BUSY, as long as the connection's busy_timeout.
-const openBusyFor = 30 * time.Second
+// SQLITE_BUSY, and the connection's busy_timeout (a variable for tests).
+var openBusyFor = 30 * time.Second
 
 func (l *Library) openDSN(dsn string) error {
 	db, err := sql.Open("sqlite", dsn)
