@@ -259,7 +259,7 @@ prints what changed, field by field.`,
 			if len(b.Servers) == 0 {
 				return fmt.Errorf("baseline save %s: the tape lists no tools, prompts or resources to fingerprint", args[0])
 			}
-			f, err := outfile.Create(out, outfile.Options{Perm: 0o644})
+			f, err := outfile.Create(out, outfile.Options{Perm: 0o644, Inputs: args[:1]})
 			if err != nil {
 				return err
 			}

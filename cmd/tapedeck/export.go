@@ -148,7 +148,7 @@ func runExport(s streams, path string, f exportFlags) error {
 	}
 	// Written whole or not at all: a failed export leaves no file that
 	// looks complete.
-	file, err := outfile.Create(f.out, outfile.Options{Perm: 0o600})
+	file, err := outfile.Create(f.out, outfile.Options{Perm: 0o600, Inputs: []string{path}})
 	if err != nil {
 		return fmt.Errorf("export -o: %w", err)
 	}

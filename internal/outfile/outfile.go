@@ -31,6 +31,10 @@ type Options struct {
 	// Sync flushes the file and its directory to the disk at Commit (a
 	// configuration file that must survive a crash).
 	Sync bool
+	// Inputs are the files the command reads: a target that is one of
+	// them (the same file, by any path) is refused, where it would be
+	// replaced by what was made from it.
+	Inputs []string
 }
 
 // Create starts writing path. A symbolic link is followed (its target is
@@ -45,6 +49,15 @@ func Create(path string, o Options) (*File, error) {
 	}
 	perm := o.Perm
 	if fi, err := os.Stat(target); err == nil {
+		for _, in := range o.Inputs {
+			if ii, err := os.Stat(in); err == nil && os.SameFile(fi, ii) {
+				what := "the file"
+				if in != path {
+					what = in + ", the file"
+				}
+				return nil, fmt.Errorf("%s is %s which this command reads: expected another file to write (writing it would replace the input with what is made from it)", path, what)
+			}
+		}
 		if !fi.Mode().IsRegular() {
 			if fi.IsDir() {
 				return nil, fmt.Errorf("%s: expected a file, found a directory", target)

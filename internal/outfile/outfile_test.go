@@ -3,6 +3,7 @@ package outfile
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -107,4 +108,40 @@ func TestDeviceWrittenInPlace(t *testing.T) {
 	if err := f.Commit(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A target that is one of the command's inputs, by its own path or another
+// (a symbolic link, a hard link), is refused and left as it was.
+func TestCreateRefusesAnInput(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "tape.jsonl")
+	if err := os.WriteFile(in, []byte("the tape\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link, hard := filepath.Join(dir, "link.jsonl"), filepath.Join(dir, "hard.jsonl")
+	if err := os.Symlink(in, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(in, hard); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{in, link, hard} {
+		f, err := Create(target, Options{Perm: 0o600, Inputs: []string{in}})
+		if err == nil {
+			f.Abort()
+			t.Fatalf("Create(%s) with %s as an input: expected a refusal, found none", target, in)
+		}
+		if !strings.Contains(err.Error(), "which this command reads") {
+			t.Errorf("Create(%s): expected an error saying it is an input, found %q", target, err)
+		}
+	}
+	if got := read(t, in); got != "the tape\n" {
+		t.Fatalf("the input holds %q after the refusals, want it unchanged", got)
+	}
+	other := filepath.Join(dir, "other.har")
+	f, err := Create(other, Options{Perm: 0o600, Inputs: []string{in}})
+	if err != nil {
+		t.Fatalf("Create(%s), not an input: %v", other, err)
+	}
+	f.Abort()
 }
