@@ -126,7 +126,7 @@ func runDiff(s streams, pa, pb string, f diffFlags) error {
 	}
 	// Two tapes' indexes and calls are held at once: the tapes are indexed
 	// one after the other (their calls are then read at once, one a core)
-	// under compare.GCPolicy (GOGC=100 under a 256 MiB heap limit while the
+	// under compare.GCPolicy (no collection under a 256 MiB limit while the
 	// live heap is small, GOGC=35 with no limit once it is not: two
 	// realistic 1M-message tapes peak as they did at GOGC=35 throughout).
 	// GOGC in the environment is left alone; GOMEMLIMIT alone gets the

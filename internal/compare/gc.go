@@ -12,15 +12,17 @@ import (
 // collection) two realistic 1M-message tapes would need twice their live
 // heap; diff used to run the collector at GOGC=35 throughout, which costs
 // a collection each time the heap grows by a third, even while it is a few
-// megabytes (~35 ms CPU of a 100 000-message diff's ~380 ms, against 13 ms
-// at GOGC=100).
+// megabytes (~35 ms CPU of a 100 000-message diff's ~380 ms).
 //
-// GCPolicy is GOGC=100 under a heap limit, until the live heap is large
-// enough that the limit would leave less room than GOGC=35 does: from then
-// on GOGC=35 with no limit, the policy diff had before. So the collector
-// never runs more often than GOGC=35 would make it (no cliff when a larger
-// pair of tapes' live heap passes the limit: the limit is gone by then),
-// and the heap's peak is at most the larger of the limit and GOGC=35's.
+// GCPolicy leaves the collector off under a heap limit (Go collects when
+// the process's memory reaches it), until a collection finds the live heap
+// large enough that the limit would leave less room than GOGC=35 does:
+// from then on GOGC=35 with no limit, the policy diff had before. So the
+// collector never runs more often than GOGC=35 would make it (no cliff
+// when a larger pair of tapes' live heap passes the limit: the limit is
+// gone by then), and the heap's peak is at most the larger of the limit
+// and GOGC=35's. A diff whose allocations stay under the limit (two
+// 100 000-message tapes: ~120 MB RSS) collects nothing.
 var (
 	// gcLimit is the heap limit while the live heap is small: two
 	// realistic 1M-message tapes peak at 386-418 MB RSS under GOGC=35.
@@ -28,14 +30,16 @@ var (
 	gcLimit int64 = 256 << 20
 )
 
-// gcLatePercent is GOGC once the live heap passes gcLimit/1.35.
+// gcLatePercent is GOGC once the live heap passes gcLimit/1.35 (less an
+// eighth of the limit for the memory that is not heap: the limit counts
+// all the runtime's).
 const gcLatePercent = 35
 
 // GCPolicy sets the collector's policy for a comparison of large tapes
 // (see gcLimit); the process's own setting (GOGC in the environment) is
 // the caller's to honour, by not calling it.
 func GCPolicy() {
-	debug.SetGCPercent(100)
+	debug.SetGCPercent(-1)
 	debug.SetMemoryLimit(gcLimit)
 	armGCWatch()
 }
@@ -61,7 +65,7 @@ func gcWatch(s *gcSentinel) {
 	metrics.Read(liveSample)
 	if liveSample[0].Value.Kind() == metrics.KindUint64 {
 		live := liveSample[0].Value.Uint64()
-		if live*(100+gcLatePercent)/100 >= uint64(gcLimit) {
+		if live*(100+gcLatePercent)/100 >= uint64(gcLimit-gcLimit/8) {
 			debug.SetGCPercent(gcLatePercent)
 			debug.SetMemoryLimit(math.MaxInt64)
 			return

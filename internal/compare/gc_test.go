@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// TestGCPolicySwitches: GCPolicy starts at GOGC=100 under gcLimit and, once
+// TestGCPolicySwitches: GCPolicy starts with GOGC off under gcLimit and, once
 // a collection finds more live than gcLimit/1.35, runs at GOGC=35 with no
 // limit (so the collector never runs harder than GOGC=35 would).
 func TestGCPolicySwitches(t *testing.T) {
@@ -24,14 +24,14 @@ func TestGCPolicySwitches(t *testing.T) {
 
 	gcLimit = 1 << 40 // far above this test's heap: no switch
 	GCPolicy()
-	if p, l := percent(), debug.SetMemoryLimit(-1); p != 100 || l != gcLimit {
-		t.Fatalf("after GCPolicy: GOGC=%d, limit %d; want 100 and %d", p, l, gcLimit)
+	if p, l := percent(), debug.SetMemoryLimit(-1); p != -1 || l != gcLimit {
+		t.Fatalf("after GCPolicy: GOGC=%d, limit %d; want -1 (off) and %d", p, l, gcLimit)
 	}
 	runtime.GC()
 	runtime.GC()
 	time.Sleep(20 * time.Millisecond)
-	if p := percent(); p != 100 {
-		t.Fatalf("small live heap: GOGC=%d after a collection, want 100 still", p)
+	if p := percent(); p != -1 {
+		t.Fatalf("small live heap: GOGC=%d after a collection, want -1 (off) still", p)
 	}
 
 	// A live heap above the (lowered) limit's 1/1.35: the next collection's
