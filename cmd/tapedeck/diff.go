@@ -126,14 +126,17 @@ func runDiff(s streams, pa, pb string, f diffFlags) error {
 	}
 	// Two tapes' indexes and calls are held at once: the tapes are indexed
 	// one after the other (their calls are then read at once, one a core)
-	// and the garbage collector runs at a third of its default target: two
-	// realistic 1M-message tapes (2.5 GB each) peak at 386-418 MB. GOGC=100
-	// with GOMEMLIMIT=320MiB measured ~6% less CPU on the 100 000-message
-	// tapes (bench/ratios) but lets the collector take up to half the CPU
-	// once two larger tapes' live heap passes the limit (Go's GC CPU
-	// limiter), so it is not the default.
+	// under compare.GCPolicy (no collection under a 256 MiB limit while the
+	// live heap is small, GOGC=35 with no limit once it is not: two
+	// realistic 1M-message tapes peak as they did at GOGC=35 throughout).
+	// GOGC in the environment is left alone; GOMEMLIMIT alone gets the
+	// GOGC=35 of before (no limit of ours over the user's).
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(35)
+		if os.Getenv("GOMEMLIMIT") == "" {
+			compare.GCPolicy()
+		} else {
+			debug.SetGCPercent(35)
+		}
 	}
 	var keys *compare.Keys
 	if !f.shadow {

@@ -121,7 +121,14 @@ func (k *Keys) digester(memo map[uint64][2]uint64, col *collector) tape.Digester
 					return tape.Digest{V: [3]uint64{v[0], v[1]}, OK: true}
 				}
 			}
-			canon = paramsKey(&cs, append(append(canon[:0], method...), 0), m.Raw, n)
+			canon = append(append(canon[:0], method...), 0)
+			if b, end, ok := cs.paramsAt(canon, m.Params, 0, n); ok && end == len(m.Params) {
+				// The params' value as the index found it: paramsKey
+				// would find the same one (the only params member) again.
+				canon = b
+			} else {
+				canon = paramsKey(&cs, canon[:len(method)+1], m.Raw, n)
+			}
 			key := [2]uint64{maphash.Bytes(k.seeds[0], canon), maphash.Bytes(k.seeds[1], canon)}
 			if list != nil && m.Params != nil {
 				l := *list
