@@ -72,16 +72,7 @@ func TestShadowHold(t *testing.T) {
 			}
 			srv := httptest.NewServer(p)
 			post := func(body string) time.Time {
-				req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Accept", "application/json, text/event-stream")
-				req.Header.Set("Mcp-Session-Id", "s1")
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
+				postS1(t, srv.URL, body)
 				return time.Now()
 			}
 			post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
@@ -91,14 +82,7 @@ func TestShadowHold(t *testing.T) {
 			post(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
 			// B gets the last notification after its 202 was forwarded:
 			// wait for it (Close cancels B's requests in flight).
-			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-				mu.Lock()
-				n := len(order)
-				mu.Unlock()
-				if n >= 4 {
-					break
-				}
-			}
+			waitFor(&mu, func() bool { return len(order) >= 4 })
 			srv.Close()
 			if err := p.Close("test over"); err != nil {
 				t.Fatal(err)
@@ -123,6 +107,36 @@ func TestShadowHold(t *testing.T) {
 				t.Errorf("B got %q, expected the client's order %q", g, want)
 			}
 		})
+	}
+}
+
+// postS1 posts body to the proxy at url's /mcp in session s1 and reads
+// its answer.
+func postS1(t *testing.T, url, body string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", "s1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+}
+
+// waitFor waits up to 5 s for done, read under mu (B's copies arrive after
+// their answers were forwarded; Close cancels those in flight).
+func waitFor(mu *sync.Mutex, done func() bool) {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		ok := done()
+		mu.Unlock()
+		if ok {
+			return
+		}
 	}
 }
 

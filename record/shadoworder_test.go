@@ -86,19 +86,7 @@ func TestShadowCausalOrder(t *testing.T) {
 					t.Fatal(err)
 				}
 				srv := httptest.NewServer(p)
-				post := func(body string) {
-					req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(body))
-					req.Header.Set("Content-Type", "application/json")
-					req.Header.Set("Accept", "application/json, text/event-stream")
-					req.Header.Set("Mcp-Session-Id", "s1")
-					resp, err := http.DefaultClient.Do(req)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-				}
+				post := func(body string) { postS1(t, srv.URL, body) }
 				post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 				post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 				call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`
@@ -115,14 +103,7 @@ func TestShadowCausalOrder(t *testing.T) {
 					post(call)
 					post(notification)
 				}
-				for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-					mu.Lock()
-					n := len(events)
-					mu.Unlock()
-					if n >= 4 {
-						break
-					}
-				}
+				waitFor(&mu, func() bool { return len(events) >= 4 })
 				srv.Close()
 				if err := p.Close("test over"); err != nil {
 					t.Fatal(err)
